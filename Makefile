@@ -1,0 +1,54 @@
+# Every target sets up the environment first (idempotent, quick the second time).
+SHELL := /bin/bash
+VENV  := .venv
+BIN   := $(VENV)/bin
+RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
+
+.PHONY: setup repro test unit smoke lab paper default bench lock clean help
+
+help:
+	@echo "make repro   set up, then dvc repro on params.yaml (the default profile)"
+	@echo "make test    set up, then unit tests and a smoke run of every notebook"
+	@echo "make lab     set up, then JupyterLab on the project kernel"
+	@echo "make paper   switch params.yaml to the paper profile and dvc repro"
+	@echo "make default switch params.yaml back to the default profile"
+	@echo "make bench   print pipeline throughput as a fraction of fio's (runs what is stale)"
+	@echo "make lock    re-pin env/requirements.lock from env/requirements.in"
+	@echo "make clean   remove results, generated data and tier copies (not .venv)"
+
+setup:
+	@bash env/setup.sh
+
+repro: setup
+	$(RUN) dvc repro
+
+test: setup
+	$(RUN) python -m pytest
+
+unit: setup
+	$(RUN) python -m pytest -m "not smoke"
+
+smoke: setup
+	$(RUN) python -m pytest -m smoke
+
+lab: setup
+	$(RUN) jupyter lab --notebook-dir=notebooks
+
+paper: setup
+	$(RUN) python -m experiments.profile paper
+	$(RUN) dvc repro
+
+default: setup
+	$(RUN) python -m experiments.profile default
+
+bench: setup
+	$(RUN) dvc repro tfdata_read_report
+	$(RUN) python -m experiments.bench
+
+lock:
+	uv pip compile env/requirements.in --override env/overrides.txt --python-version 3.11 \
+	  --python-platform x86_64-manylinux_2_28 -o env/requirements.lock
+	python3 env/lock_to_conda.py
+
+clean:
+	rm -rf results/*/ data/imagenet_like data/tiers /dev/shm/dlio-artifact

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Set up everything the artifact needs, idempotently: .venv from the pinned lock with uv,
+# the package (editable), the Jupyter kernel, and the system tools (fio, bpftrace, strace,
+# sysstat). Quick the second time: the lock's hash is stamped in .venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LOCK=env/requirements.lock
+VENV=.venv
+STAMP=$VENV/.dlio-lock-sha256
+
+if ! command -v uv >/dev/null 2>&1; then
+  echo "setup: installing uv (pip)"
+  python3 -m pip install -q --disable-pip-version-check uv 2>/dev/null \
+    || python3 -m pip install -q --user --disable-pip-version-check uv
+  export PATH="$HOME/.local/bin:$PATH"
+fi
+
+want=$( (sha256sum "$LOCK" pyproject.toml | sha256sum) | cut -c1-64)
+if [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+  echo "setup: .venv is up to date with $LOCK"
+else
+  echo "setup: creating $VENV from $LOCK (uv, --compile-bytecode; triton left out)"
+  [ -x "$VENV/bin/python" ] || uv venv -q --python 3.11 "$VENV"
+  VIRTUAL_ENV="$VENV" uv pip sync -q --compile-bytecode "$LOCK"
+  VIRTUAL_ENV="$VENV" uv pip install -q --no-deps -e .
+  if "$VENV/bin/python" -c "import triton" 2>/dev/null; then
+    echo "setup: error: triton is installed; it aborts TensorFlow + torchvision in one process" >&2
+    exit 1
+  fi
+  "$VENV/bin/python" -m ipykernel install --sys-prefix --name dlio-artifact \
+    --display-name "Python (dlio-artifact)" >/dev/null
+  echo "$want" > "$STAMP"
+fi
+
+bash env/system-tools.sh

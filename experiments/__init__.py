@@ -1,0 +1,13 @@
+"""Reproductions of five studies of deep-learning training I/O.
+
+The package holds all logic; notebooks under ``notebooks/`` only orchestrate and show.
+Start with :mod:`experiments.paths`, :mod:`experiments.config` and :mod:`experiments.results`,
+the frame every experiment plugs into (see ``../shared/DESIGN.md`` and README.md).
+"""
+
+import os as _os
+
+# TensorFlow's C++ start-up chatter (CUDA probing, CPU features) drowns notebook logs.
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+__version__ = "0.1.0"

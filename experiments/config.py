@@ -1,0 +1,137 @@
+"""Typed, validated configuration built from the sections of ``params.yaml``.
+
+Each experiment declares its section as a pydantic model (``extra="forbid"``, so an unknown
+key is an error) and registers it in :data:`SECTIONS`. :func:`load` reads ``params.yaml``,
+merges what a notebook passes over it, validates, and stops on bad input with a
+:class:`ConfigError` naming the parameter, the value and what is allowed, before any work.
+
+In a notebook::
+
+    cfg = config.load(tfdata_read=tfdata_read, tiers=tiers)   # None means "as in params.yaml"
+    cfg.tfdata_read.threads
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from . import paths
+
+# Section name -> "module:Model". Imported lazily so that reading the configuration
+# of one stage never imports TensorFlow or PyTorch.
+SECTIONS: dict[str, str] = {
+    "seed": "experiments.common_config:Seed",
+    "tiers": "experiments.tiers:TierList",
+    "imagenet_size_mix": "experiments.common_config:SizeMix",
+    "figures": "experiments.common_config:FigureConfig",
+    "fio_baseline": "experiments.fio_baseline:FioConfig",
+    "imagenet_like": "experiments.imagenet_like:ImageNetLikeConfig",
+    "tfdata_read": "experiments.tfdata_read:TFDataReadConfig",
+}
+
+
+class ConfigError(ValueError):
+    """Bad input: the message names the parameter, the value and what is allowed."""
+
+
+class Section(BaseModel):
+    """Base of every section model: unknown keys are errors, values are checked on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+def model_for(name: str) -> type[BaseModel]:
+    if name not in SECTIONS:
+        raise ConfigError(
+            f"params: unknown section {name!r}; allowed sections: {', '.join(sorted(SECTIONS))}"
+        )
+    module, cls = SECTIONS[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def read_params(path=None) -> dict[str, Any]:
+    """The raw mapping in ``params.yaml`` (or ``path``); unknown top-level sections are errors."""
+    path = paths.resolve(path) if path else paths.params_file()
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"params file {path} does not exist; run `make params` or pass a path") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must be a mapping of section names to sections, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(SECTIONS))
+    if unknown:
+        raise ConfigError(
+            f"{path.name}: unknown section(s) {', '.join(map(repr, unknown))}; "
+            f"allowed sections: {', '.join(sorted(SECTIONS))}"
+        )
+    return data
+
+
+def merge(base: Any, override: Any) -> Any:
+    """``override`` laid over ``base``: mappings merge key by key, anything else replaces."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for k, v in override.items():
+            out[k] = merge(base.get(k), v) if k in base else v
+        return out
+    return override
+
+
+def _format_errors(name: str, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = name
+        for part in e["loc"]:
+            loc += f"[{part}]" if isinstance(part, int) else f".{part}"
+        if e["type"] == "extra_forbidden":
+            allowed = sorted(model_for(name).model_fields) if "." not in loc[len(name):].lstrip(".") else []
+            hint = f"unknown parameter; allowed: {', '.join(allowed)}" if allowed else "unknown parameter"
+            lines.append(f"{loc} = {e['input']!r}: {hint}")
+        else:
+            lines.append(f"{loc} = {e.get('input')!r}: {e['msg']}")
+    return "params: " + "; ".join(lines)
+
+
+def validate(name: str, value: Any) -> Any:
+    """Validate one section's raw value; returns the model (or the root value of a root model)."""
+    model = model_for(name)
+    try:
+        obj = model.model_validate(value)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(name, err)) from None
+    return obj.root if hasattr(obj, "root") and not isinstance(obj, Section) else obj
+
+
+def load(params_path=None, **overrides: Any) -> SimpleNamespace:
+    """Validated sections named by the keyword arguments.
+
+    A keyword's value is laid over that section of ``params.yaml``: ``None`` keeps the file's
+    section, a mapping overrides the keys it names, anything else replaces the section.
+    """
+    raw = read_params(params_path)
+    out = {}
+    for name, override in overrides.items():
+        model_for(name)  # unknown section name -> ConfigError
+        if name not in raw and override is None:
+            raise ConfigError(f"params: section {name!r} is missing from {paths.params_file().name}")
+        value = raw.get(name) if override is None else merge(raw.get(name), override)
+        out[name] = validate(name, value)
+    return SimpleNamespace(**out)
+
+
+def as_dict(ns: SimpleNamespace) -> dict[str, Any]:
+    """Plain data for ``env.json``: the resolved parameters of a stage."""
+    out = {}
+    for k, v in vars(ns).items():
+        if isinstance(v, BaseModel):
+            out[k] = v.model_dump(mode="json")
+        elif isinstance(v, list):
+            out[k] = [x.model_dump(mode="json") if isinstance(x, BaseModel) else x for x in v]
+        else:
+            out[k] = v
+    return out

@@ -1,0 +1,101 @@
+"""Environment capture for ``env.json``: which host, which software, which parameters."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+from . import paths
+
+LIBRARIES = (
+    "tensorflow", "keras", "torch", "torchvision", "numpy", "pandas", "scipy", "statsmodels",
+    "seaborn", "matplotlib", "papermill", "dvc", "pillow", "lmdb", "pyarrow", "pydantic",
+)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def cpu_model() -> str:
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def memory_bytes() -> int:
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def gpus() -> list[str]:
+    """GPU names from nvidia-smi, without importing a framework; empty when there is none."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def git_revision() -> dict:
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=paths.root(), capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+
+    return {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(git("status", "--porcelain"))}
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def host_label() -> str:
+    """A short label for figures: host, CPU count and model."""
+    return f"{socket.gethostname()} · {os.cpu_count()} CPUs · {cpu_model()}"
+
+
+def capture(**extra) -> dict:
+    """Everything ``env.json`` records; ``extra`` adds stage facts (parameters, eviction, tracer)."""
+    return {
+        "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "cpu": {"model": cpu_model(), "count": os.cpu_count(),
+                "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None},
+        "memory_bytes": memory_bytes(),
+        "kernel": platform.release(),
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+        "gpus": gpus(),
+        "libraries": versions(),
+        "git": git_revision(),
+        "is_root": os.geteuid() == 0,
+        **extra,
+    }

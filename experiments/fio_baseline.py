@@ -1,0 +1,121 @@
+"""Device baseline (Table I of Chien et al.): fio on every tier, the ceiling other figures draw.
+
+Per tier: sequential write and sequential read with 1 MiB blocks, and random read with the
+ImageNet size mix of the blog (``bssplit``), direct I/O where the file system allows it
+(otherwise buffered, with the file evicted before each read run). One warm-up run, then
+``repeats`` runs; the summary reports the median bandwidth in MB/s (10^6 B/s) and IOPS.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+from pydantic import Field
+
+from . import cache
+from .config import ConfigError, Section
+from .progress import progress
+from .tiers import Tier, prepare
+
+JOBS = ("seqwrite", "seqread", "randread")
+
+
+class FioConfig(Section):
+    size_mib: int = Field(256, ge=4, description="test file size per tier, MiB")
+    runtime_s: float = Field(3, gt=0, le=600, description="seconds per fio run")
+    repeats: int = Field(3, ge=1, le=50)
+    warmup: int = Field(1, ge=0, le=5)
+    seq_block: str = Field("1M", pattern=r"^\d+[KMkm]?$")
+    ioengine: str = Field("libaio", pattern="^(libaio|psync|io_uring|sync)$")
+    iodepth: int = Field(16, ge=1, le=1024)
+    direct: str = Field("auto", pattern="^(auto|on|off)$")
+
+
+def fio_binary() -> str:
+    exe = shutil.which("fio")
+    if not exe:
+        raise ConfigError("fio_baseline: fio is not on PATH; `make setup` installs it as root "
+                          "(apt-get install fio), or install it with your package manager")
+    return exe
+
+
+def _job_args(job: str, cfg: FioConfig, bssplit: str) -> list[str]:
+    if job == "seqwrite":
+        return ["--rw=write", f"--bs={cfg.seq_block}", "--end_fsync=1"]
+    if job == "seqread":
+        return ["--rw=read", f"--bs={cfg.seq_block}"]
+    if job == "randread":
+        return ["--rw=randread", f"--bssplit={bssplit}", "--norandommap"]
+    raise ValueError(job)
+
+
+def _parse(stdout: str, job: str) -> dict:
+    """Bandwidth (bytes/s), IOPS and bytes moved of the single job in fio's JSON output."""
+    data = json.loads(stdout[stdout.index("{"):])
+    j = data["jobs"][0]["write" if job == "seqwrite" else "read"]
+    return {"bw_bytes": float(j["bw_bytes"]), "iops": float(j["iops"]),
+            "io_bytes": int(j["io_bytes"]), "runtime_ms": int(j["runtime"])}
+
+
+def run_job(path: Path, job: str, cfg: FioConfig, bssplit: str, direct: bool) -> dict:
+    """One fio run of ``job`` on the file ``path``; raises CalledProcessError on failure."""
+    cmd = [fio_binary(), "--name=" + job, f"--filename={path}", f"--size={cfg.size_mib}M",
+           f"--ioengine={cfg.ioengine}", f"--iodepth={cfg.iodepth}", f"--direct={int(direct)}",
+           "--time_based", f"--runtime={cfg.runtime_s}", "--output-format=json",
+           "--randrepeat=1", "--randseed=1", *_job_args(job, cfg, bssplit)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise subprocess.CalledProcessError(p.returncode, cmd, p.stdout, p.stderr)
+    return _parse(p.stdout, job)
+
+
+def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFrame, dict]:
+    """fio's three jobs on every tier. Returns (one row per run, facts for env.json)."""
+    fio_binary()
+    infos = {t.name: prepare(t, need_bytes=cfg.size_mib * 2**20) for t in tiers}
+    rows, facts = [], {"eviction": {}, "direct": {}}
+    runs = [(t, job, i) for t in tiers for job in JOBS for i in range(cfg.warmup + cfg.repeats)]
+    for t in tiers:
+        path = t.dir / "fio-baseline.testfile"
+        direct = cfg.direct != "off"
+        try:
+            for tier, job, i in progress(
+                [r for r in runs if r[0].name == t.name], desc=f"fio {t.name}"
+            ):
+                if not direct and job != "seqwrite":
+                    facts["eviction"][t.name] = cache.evict([path])
+                try:
+                    r = run_job(path, job, cfg, bssplit, direct)
+                except subprocess.CalledProcessError as e:
+                    if direct and cfg.direct == "auto":
+                        # e.g. tmpfs without O_DIRECT: fall back to buffered I/O, say so once
+                        print(f"fio: direct I/O refused on tier {t.name} ({infos[t.name].fstype}); "
+                              "using buffered I/O with eviction before reads")
+                        direct = False
+                        facts["eviction"][t.name] = cache.evict([path])
+                        r = run_job(path, job, cfg, bssplit, direct)
+                    else:
+                        raise RuntimeError(f"fio failed on tier {t.name}: {e.stderr.strip()[-400:]}") from e
+                rows.append({"tier": t.name, "fstype": infos[t.name].fstype, "job": job,
+                             "repeat": i, "warmup": i < cfg.warmup, "direct": direct,
+                             "bw_MBps": r["bw_bytes"] / 1e6, "iops": r["iops"],
+                             "io_bytes": r["io_bytes"], "runtime_ms": r["runtime_ms"]})
+            facts["direct"][t.name] = direct
+        finally:
+            path.unlink(missing_ok=True)
+    facts["tiers"] = {k: vars(v) for k, v in infos.items()}
+    return pd.DataFrame(rows), facts
+
+
+def summarize(raw: pd.DataFrame) -> pd.DataFrame:
+    """Median, min and max bandwidth (MB/s) and median IOPS per tier and job, warm-ups left out."""
+    d = raw[~raw["warmup"]]
+    g = d.groupby(["tier", "job"], sort=False)
+    out = g.agg(bw_MBps=("bw_MBps", "median"), bw_min=("bw_MBps", "min"),
+                bw_max=("bw_MBps", "max"), iops=("iops", "median"), runs=("bw_MBps", "size"),
+                direct=("direct", "all")).reset_index()
+    return out

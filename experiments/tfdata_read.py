@@ -1,0 +1,122 @@
+"""The tf.data read micro-benchmark of Chien et al. (Section III-A, Fig 4 and Fig 5).
+
+Pipeline, as in the paper: list of paths -> shuffle -> map(read_file, decode_jpeg, resize)
+with ``num_parallel_calls = threads`` -> batch -> iterate with no computation. The
+``read_only`` variant maps only ``read_file`` (Fig 5). tf.data gets a private thread pool of
+exactly ``threads`` threads and no autotuning, so the thread count is the thread count.
+
+Each run: evict the data set from the page cache, build the pipeline, time from the first
+request to the last batch (``time.perf_counter``). Throughput is images/s and MB/s
+(10^6 B/s of JPEG bytes read).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+import pandas as pd
+from pydantic import Field, field_validator
+
+from . import cache
+from .config import Section
+from .progress import progress
+from .tiers import Tier
+
+VARIANTS = ("full", "read_only")
+
+
+class TFDataReadConfig(Section):
+    threads: list[int] = Field([1, 2, 4, 8], min_length=1)
+    batch_size: int = Field(64, ge=1, le=65536)
+    variants: list[Literal["full", "read_only"]] = Field(["full", "read_only"], min_length=1)
+    repeats: int = Field(3, ge=1, le=50)
+    warmup: int = Field(1, ge=0, le=5)
+    image_size: int = Field(224, ge=8, le=4096, description="resize target, pixels per side")
+    eviction: Literal["auto", "drop_caches", "fadvise", "none"] = "auto"
+
+    @field_validator("threads")
+    @classmethod
+    def _threads(cls, v: list[int]) -> list[int]:
+        bad = [t for t in v if t < 1 or t > 1024]
+        if bad:
+            raise ValueError(f"every thread count must be between 1 and 1024; got {bad}")
+        return v
+
+
+def build_dataset(paths: list[str], threads: int, batch_size: int, variant: str,
+                  image_size: int, seed: int):
+    """The paper's input pipeline as a ``tf.data.Dataset`` of batches."""
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices(paths)
+    ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=False)
+    if variant == "full":
+        def fn(p):
+            img = tf.io.decode_jpeg(tf.io.read_file(p), channels=3)
+            return tf.image.resize(img, [image_size, image_size])
+    elif variant == "read_only":
+        def fn(p):
+            return tf.strings.length(tf.io.read_file(p))
+    else:
+        raise ValueError(f"variant = {variant!r}; allowed: {', '.join(VARIANTS)}")
+    ds = ds.map(fn, num_parallel_calls=threads).batch(batch_size)
+    opts = tf.data.Options()
+    opts.threading.private_threadpool_size = threads
+    opts.autotune.enabled = False
+    opts.experimental_optimization.map_parallelization = False
+    return ds.with_options(opts)
+
+
+def time_epoch(ds) -> tuple[float, int]:
+    """Seconds to draw every batch of ``ds`` (no computation), and the number of batches."""
+    t0 = time.perf_counter()
+    n = 0
+    for _ in ds:
+        n += 1
+    return time.perf_counter() - t0, n
+
+
+def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig,
+            seed: int) -> tuple[pd.DataFrame, dict]:
+    """Every (tier, variant, threads) configuration, ``warmup + repeats`` runs each.
+
+    ``staged`` maps a tier name to the manifest of the data set's copy on that tier (with
+    ``abspath``). Returns one row per run and facts for env.json (the eviction method).
+    """
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")
+    runs = [(t, v, n, i) for t in tiers for v in cfg.variants for n in cfg.threads
+            for i in range(cfg.warmup + cfg.repeats)]
+    rows, evictions = [], {}
+    for tier, variant, threads, i in progress(runs, desc="tf.data runs"):
+        m = staged[tier.name]
+        folder = str(pd.Series(m["abspath"]).iloc[0]).rsplit("/train/", 1)[0]
+        evictions[tier.name] = cache.evict([folder], cfg.eviction)
+        ds = build_dataset(list(m["abspath"]), threads, cfg.batch_size, variant,
+                           cfg.image_size, seed)
+        seconds, batches = time_epoch(ds)
+        n, nbytes = len(m), int(m["bytes"].sum())
+        rows.append({"tier": tier.name, "variant": variant, "threads": threads, "repeat": i,
+                     "warmup": i < cfg.warmup, "seconds": seconds, "images": n,
+                     "bytes": nbytes, "batches": batches, "images_per_s": n / seconds,
+                     "MBps": nbytes / 1e6 / seconds, "eviction": evictions[tier.name]})
+    return pd.DataFrame(rows), {"eviction": evictions}
+
+
+def summarize(raw: pd.DataFrame) -> pd.DataFrame:
+    """Median images/s and MB/s with min and max per (tier, variant, threads), warm-ups left out,
+    and the speed-up of each thread count over one thread (ratio of medians, same tier and variant).
+    """
+    d = raw[~raw["warmup"]]
+    s = (d.groupby(["tier", "variant", "threads"], sort=False)
+          .agg(images_per_s=("images_per_s", "median"), images_per_s_min=("images_per_s", "min"),
+               images_per_s_max=("images_per_s", "max"), MBps=("MBps", "median"),
+               MBps_min=("MBps", "min"), MBps_max=("MBps", "max"), runs=("seconds", "size"),
+               mean_image_bytes=("bytes", lambda b: float(b.iloc[0])))
+          .reset_index())
+    s["mean_image_bytes"] = s["mean_image_bytes"] / d["images"].iloc[0]
+    base = s[s["threads"] == s["threads"].min()].set_index(["tier", "variant"])["images_per_s"]
+    s["speedup_vs_min_threads"] = [r.images_per_s / base[(r.tier, r.variant)] for r in s.itertuples()]
+    return s

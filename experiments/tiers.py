@@ -1,0 +1,155 @@
+"""Storage tiers: the one place that knows where each tier is and whether it can be used.
+
+A tier is a named directory, ``{name: ssd, path: /mnt/ssd/dlio}``. The defaults are a memory
+tier (``/dev/shm``, standing in for NVM/Optane) and the local disk. :func:`prepare` checks a
+tier before any work (exists or can be made, writable, enough free space) and
+:func:`stage_copy` puts a data set on a tier, verified, so every tier reads the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field, RootModel, field_validator
+
+from . import paths
+from .config import ConfigError, Section
+
+
+class Tier(Section):
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", max_length=32)
+    path: str = Field(min_length=1)
+
+    @property
+    def dir(self) -> Path:
+        return paths.resolve(self.path)
+
+
+class TierList(RootModel[list[Tier]]):
+    root: list[Tier] = Field(min_length=1)
+
+    @field_validator("root")
+    @classmethod
+    def _unique(cls, v: list[Tier]) -> list[Tier]:
+        names = [t.name for t in v]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"tier names must be unique; repeated: {', '.join(dup)}")
+        return v
+
+
+@dataclass(frozen=True)
+class TierInfo:
+    """What the package found out about a tier's directory."""
+
+    name: str
+    path: str
+    fstype: str
+    device: str
+    free_bytes: int
+    total_bytes: int
+
+    @property
+    def memory_backed(self) -> bool:
+        return self.fstype in ("tmpfs", "ramfs")
+
+
+def _mount_of(path: Path) -> tuple[str, str]:
+    """(file-system type, device) of the mount that holds ``path``, from /proc/self/mounts."""
+    best, fstype, dev = "", "unknown", "unknown"
+    p = str(path.resolve())
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                d, mnt, typ = line.split()[:3]
+                mnt = mnt.replace("\\040", " ")
+                if (p == mnt or p.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best):
+                    best, fstype, dev = mnt, typ, d
+    except OSError:
+        pass
+    return fstype, dev
+
+
+def prepare(tier: Tier, need_bytes: int = 0) -> TierInfo:
+    """Create the tier's directory if needed and check it: writable, ``need_bytes`` free.
+
+    Raises :class:`ConfigError` naming the tier, its path and what is wrong, before any work.
+    """
+    d = tier.dir
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(
+            f"tiers[{tier.name}].path = {tier.path!r}: cannot create the directory ({e.strerror}); "
+            "a tier must be a writable directory"
+        ) from None
+    probe = d / f".probe-{os.getpid()}"
+    try:
+        probe.write_bytes(b"x")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(
+            f"tiers[{tier.name}].path = {tier.path!r}: not writable ({e.strerror}); "
+            "a tier must be a writable directory"
+        ) from None
+    st = os.statvfs(d)
+    free, total = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+    if need_bytes > free:
+        raise ConfigError(
+            f"tiers[{tier.name}].path = {tier.path!r}: needs {need_bytes / 1e6:.1f} MB but only "
+            f"{free / 1e6:.1f} MB are free; free space or point the tier elsewhere"
+        )
+    fstype, dev = _mount_of(d)
+    return TierInfo(tier.name, str(d), fstype, dev, free, total)
+
+
+def tier_of(path: Path, tiers: list[Tier]) -> Tier | None:
+    """The tier whose file system holds ``path`` (same device number), if any."""
+    try:
+        dev = os.stat(path).st_dev
+    except OSError:
+        return None
+    for t in tiers:
+        try:
+            if os.stat(t.dir).st_dev == dev:
+                return t
+        except OSError:
+            continue
+    return None
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def stage_copy(src: Path, tier: Tier, manifest: str = "filelist.csv") -> Path:
+    """Copy the data set folder ``src`` onto ``tier`` (once) and return the copy's path.
+
+    The copy is reused when its manifest has the same checksum as the source's; otherwise it
+    is rebuilt under a temporary name and renamed into place, so a half copy is never used.
+    """
+    src = Path(src)
+    dst = tier.dir / src.name
+    if src.resolve() == dst.resolve():
+        return dst
+    want = _digest(src / manifest)
+    if (dst / manifest).exists() and _digest(dst / manifest) == want:
+        return dst
+    size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file())
+    prepare(tier, need_bytes=size)
+    tmp = dst.with_name(dst.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    # The manifest goes last, so a copy holding it is complete.
+    shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(manifest))
+    shutil.copy2(src / manifest, tmp / manifest)
+    shutil.rmtree(dst, ignore_errors=True)
+    os.replace(tmp, dst)
+    return dst

@@ -1,0 +1,80 @@
+import pytest
+import yaml
+
+from experiments import config, profile
+from experiments.config import ConfigError
+
+
+@pytest.fixture
+def params(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    (tmp_path / "profiles").mkdir()
+    from experiments import paths
+    src = paths.Path(__file__).resolve().parent.parent / "profiles"
+    for f in src.glob("*.yaml"):
+        (tmp_path / "profiles" / f.name).write_text(f.read_text())
+    profile.write("default")
+    return tmp_path / "params.yaml"
+
+
+def test_default_profile_validates(params):
+    cfg = config.load(tfdata_read=None, tiers=None, seed=None)
+    assert cfg.tfdata_read.threads == [1, 2, 4, 8]
+    assert [t.name for t in cfg.tiers] == ["mem", "disk"]
+
+
+def test_thread_count_zero_names_parameter_value_and_rule(params):
+    with pytest.raises(ConfigError, match=r"tfdata_read\.threads.*\[0\].*between 1 and 1024"):
+        config.load(tfdata_read={"threads": [0]})
+
+
+def test_unknown_key_lists_allowed_keys(params):
+    with pytest.raises(ConfigError, match=r"tfdata_read\.thread = 4: unknown parameter; allowed: .*threads"):
+        config.load(tfdata_read={"thread": 4})
+
+
+def test_wrong_type(params):
+    with pytest.raises(ConfigError, match=r"fio_baseline\.repeats = 'many'"):
+        config.load(fio_baseline={"repeats": "many"})
+
+
+def test_unknown_section_in_file(params):
+    data = yaml.safe_load(params.read_text())
+    data["tfdata_reed"] = {}
+    params.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="unknown section.*tfdata_reed"):
+        config.load(seed=None)
+
+
+def test_override_merges_over_file(params):
+    cfg = config.load(tfdata_read={"repeats": 7})
+    assert cfg.tfdata_read.repeats == 7 and cfg.tfdata_read.batch_size == 64
+
+
+def test_duplicate_tier_names(params):
+    with pytest.raises(ConfigError, match="tier names must be unique; repeated: a"):
+        config.load(tiers=[{"name": "a", "path": "/tmp/x"}, {"name": "a", "path": "/tmp/y"}])
+
+
+def test_bad_bssplit(params):
+    with pytest.raises(ConfigError, match="add up to 99"):
+        config.load(imagenet_size_mix="4K/50:8K/49")
+
+
+def test_profiles_render_and_differ(params):
+    smoke, default, paper = (profile.render(n) for n in ("smoke", "default", "paper"))
+    assert smoke["imagenet_like"]["n_images"] < default["imagenet_like"]["n_images"]
+    assert paper["imagenet_like"]["n_images"] == 16384
+    assert paper["tfdata_read"]["repeats"] == 5
+
+
+def test_unknown_profile(params):
+    with pytest.raises(ConfigError, match="profile = 'huge'; allowed: default, smoke, paper"):
+        profile.render("huge")
+
+
+def test_committed_params_match_default_profile():
+    """params.yaml is generated from profiles/; a stale one would run other sizes than documented."""
+    from experiments import paths
+    committed = yaml.safe_load(paths.params_file().read_text())
+    assert committed == profile.render("default")

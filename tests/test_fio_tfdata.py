@@ -1,0 +1,41 @@
+import shutil
+
+import pytest
+
+from experiments import fio_baseline as fb
+from experiments import imagenet_like as il
+from experiments import tfdata_read as tr
+from experiments.reference import NELSON_IMAGENET_BSSPLIT as MIX
+from experiments.tiers import Tier
+
+FIO_JSON = """fio: some warning
+{"jobs": [{"read": {"bw_bytes": 2000000, "iops": 100.5, "io_bytes": 4096, "runtime": 2000},
+           "write": {"bw_bytes": 0, "iops": 0, "io_bytes": 0, "runtime": 0}}]}"""
+
+
+def test_fio_json_parse_skips_leading_warnings():
+    r = fb._parse(FIO_JSON, "randread")
+    assert r["bw_bytes"] == 2e6 and r["iops"] == 100.5
+
+
+@pytest.mark.skipif(not shutil.which("fio"), reason="fio not installed")
+def test_fio_measures_every_job_on_a_tier(tmp_path):
+    cfg = fb.FioConfig(size_mib=4, runtime_s=0.2, repeats=1, warmup=0)
+    raw, facts = fb.measure([Tier(name="t", path=str(tmp_path))], cfg, MIX)
+    s = fb.summarize(raw)
+    assert set(s["job"]) == set(fb.JOBS) and (s["bw_MBps"] > 0).all()
+    assert not (tmp_path / "fio-baseline.testfile").exists()
+
+
+def test_tfdata_pipeline_counts_every_image(tmp_path):
+    ds_dir = tmp_path / "imagenet_like"
+    il.generate(ds_dir, il.ImageNetLikeConfig(n_images=10, n_classes=2, workers=1), MIX, 1)
+    m = il.read_manifest(ds_dir)
+    cfg = tr.TFDataReadConfig(threads=[1, 2], batch_size=4, repeats=1, warmup=0, image_size=32)
+    raw, facts = tr.measure({"t": m}, [Tier(name="t", path=str(tmp_path))], cfg, seed=1)
+    assert len(raw) == 4 and (raw["batches"] == 3).all() and (raw["images"] == 10).all()
+    s = tr.summarize(raw)
+    assert set(s["variant"]) == {"full", "read_only"}
+    assert (s[s["threads"] == 1]["speedup_vs_min_threads"] == 1).all()
+    batch = next(iter(tr.build_dataset(list(m["abspath"]), 1, 4, "full", 32, 1)))
+    assert tuple(batch.shape) == (4, 32, 32, 3)
