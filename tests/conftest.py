@@ -1,6 +1,7 @@
 """Shared fixtures. The smoke pipeline runs once per test session in a temporary copy of the
 project (``DLIO_ROOT`` points the package there) on the smoke profile, through DVC and papermill
-exactly as ``dvc repro`` does; the smoke tests then assert on the files each notebook wrote."""
+exactly as ``dvc repro`` does; the smoke tests then assert on the files each notebook wrote.
+A smoke test of a stage that ``SMOKE_STAGES`` left out is skipped (see ``stage_results``)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,24 @@ def smoke_root(tmp_path_factory) -> Path:
     run = lambda *cmd: subprocess.run(cmd, cwd=root, env=env, check=True)  # noqa: E731
     run(sys.executable, "-m", "experiments.profile", "smoke")
     run("dvc", "config", "--local", "core.no_scm", "true")
-    run("dvc", "repro", "--quiet")
+    # SMOKE_STAGES="a b" limits the run to those stages and what they depend on (for work on
+    # one stage); CI and `make test` leave it unset and run the whole pipeline.
+    run("dvc", "repro", "--quiet", *os.environ.get("SMOKE_STAGES", "").split())
     return root
 
 
 @pytest.fixture
 def smoke_results(smoke_root):
     return smoke_root / "results"
+
+
+@pytest.fixture
+def stage_results(smoke_results):
+    """``stage_results("name")``: that stage's smoke results folder, or a skip if it did not run."""
+    def get(stage: str) -> Path:
+        d = smoke_results / stage
+        if not d.exists() and os.environ.get("SMOKE_STAGES"):
+            pytest.skip(f"stage {stage} not in SMOKE_STAGES")
+        assert d.exists(), f"stage {stage} wrote no results folder"
+        return d
+    return get
