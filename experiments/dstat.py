@@ -12,6 +12,11 @@ thread:
 
 A memory tier (tmpfs) has no block device, so only the process view sees its traffic.
 
+With ``cpu=True`` it also samples ``/proc/stat`` (whole-machine CPU utilization, 100 % = every
+core busy) and the process tree's user+system time from ``/proc/<pid>/stat`` (source ``cpu``);
+with ``gpu=True``, where ``nvidia-smi`` exists, each GPU's utilization and memory (source
+``gpu:<index>``), as in the thesis's Fig 5.1 top row. Both are off by default.
+
     with dstat.Sampler(devices=["vda"], pid=os.getpid(), interval_s=1.0) as s:
         train()
     df = s.frame()   # one row per interval and source, rates in MB/s (10^6 B/s)
@@ -87,6 +92,52 @@ def descendants(pid: int) -> list[int]:
     return seen
 
 
+def read_cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine from the first line of /proc/stat."""
+    try:
+        f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = f[3] + (f[4] if len(f) > 4 else 0)
+    return sum(f[:8]) - idle, sum(f[:8])
+
+
+def read_tree_cpu(pid: int) -> int:
+    """User+system jiffies of ``pid`` and its live descendants (children already reaped add
+    through cutime/cstime of their parent)."""
+    total = 0
+    for p in descendants(pid):
+        try:
+            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(x) for x in f[11:15])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def read_gpus() -> list[dict[str, float]]:
+    """Per-GPU utilization (%) and memory used (MiB) from nvidia-smi; [] without one."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu,utilization.memory,memory.used",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                             timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    gpus = []
+    for line in out.strip().splitlines():
+        try:
+            u, m, used = (float(x) for x in line.split(","))
+        except ValueError:
+            continue
+        gpus.append({"gpu_util": u, "gpu_mem_util": m, "gpu_mem_MiB": used})
+    return gpus
+
+
 def read_proc_io(pid: int) -> dict[str, int]:
     """Summed /proc/<pid>/io counters of ``pid`` and its descendants (missing ones skipped)."""
     total = {"rchar": 0, "wchar": 0, "read_bytes": 0, "write_bytes": 0}
@@ -109,12 +160,14 @@ class Sampler:
     """
 
     def __init__(self, devices: list[str] | None = None, pid: int | None = None,
-                 interval_s: float = 1.0):
+                 interval_s: float = 1.0, cpu: bool = False, gpu: bool = False):
         if interval_s <= 0:
             raise ValueError(f"dstat: interval_s = {interval_s}; must be > 0")
         self.devices = [d for d in (devices or []) if d]
         self.pid = pid
         self.interval_s = interval_s
+        self.cpu = cpu
+        self.gpu = gpu
         self._rows: list[dict] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -125,6 +178,12 @@ class Sampler:
                 "disk": read_diskstats(self.devices) if self.devices else {}}
         if self.pid is not None:
             snap["proc"] = read_proc_io(self.pid)
+        if self.cpu:
+            snap["cpu"] = read_cpu_times()
+            if self.pid is not None:
+                snap["tree_cpu"] = read_tree_cpu(self.pid)
+        if self.gpu:
+            snap["gpu"] = read_gpus()
         return snap
 
     def _loop(self) -> None:
@@ -160,6 +219,16 @@ class Sampler:
                                "write_MBps": d["write_bytes"] / 1e6 / dt,
                                "vfs_read_MBps": d["rchar"] / 1e6 / dt,
                                "vfs_write_MBps": d["wchar"] / 1e6 / dt})
+        if "cpu" in b and b["cpu"][1] > a["cpu"][1]:
+            row = {**base, "source": "cpu",
+                   "cpu_util_pct": 100.0 * (b["cpu"][0] - a["cpu"][0]) / (b["cpu"][1] - a["cpu"][1])}
+            if "tree_cpu" in b:
+                hz = os.sysconf("SC_CLK_TCK")
+                row["tree_cpu_pct"] = 100.0 * max(b["tree_cpu"] - a["tree_cpu"], 0) / hz / dt \
+                    / (os.cpu_count() or 1)
+            self._rows.append(row)
+        for i, g in enumerate(b.get("gpu", [])):
+            self._rows.append({**base, "source": f"gpu:{i}", **g})
 
     def start(self) -> "Sampler":
         self._t0 = time.perf_counter()

@@ -1,0 +1,15 @@
+"""Tracing toolkit (the thesis's Sections 4.2 and 4.6, Table 4.2, Listing A.1, Fig 5.1).
+
+- :mod:`.tracer`     ``Tracer`` (context manager) and ``run`` (a command): bpftrace, strace or
+                     /proc back ends, chosen automatically and recorded; one schema
+                     (:mod:`.schema`).
+- :mod:`.vector`     the characteristic vector of Table 4.2 (data/checkpoint file filters,
+                     Listing A.1's random/sequential block reads, VFS sequentiality).
+- :mod:`.similarity` the weighted cosine similarity of Eq 4.1/4.2 and the per-component table.
+- :mod:`.phases`     the application log of training phases (documented format).
+- :mod:`.timeline`   Fig 5.1-style timelines; :mod:`.chrome` Chrome trace / Perfetto export.
+- ``python -m experiments.trace --help``: run, vector, compare, timeline, chrome, status.
+"""
+
+from .schema import COLUMNS, Trace, TraceError, load  # noqa: F401
+from .tracer import Tracer, backend_status, choose_backend, run  # noqa: F401

@@ -1,0 +1,106 @@
+"""Timelines in the style of the thesis's Fig 5.1.
+
+Three rows sharing the time axis (seconds since the trace started):
+
+1. utilization (%): whole-machine CPU and the traced tree's CPU from the /proc sampler, and each
+   GPU's utilization where ``nvidia-smi`` reported one (the figure's top row);
+2. I/O (MB/s, 10^6 B/s, in bins of ``bin_s``): VFS reads light blue, block reads dark blue,
+   VFS writes light red, block writes dark red (the figure's middle row); from the events when
+   the trace has them, else from the sampler's per-interval rates;
+3. training phases from the application log (:mod:`.phases`): initialization, training,
+   evaluation, checkpointing as coloured spans; epoch starts as black vertical lines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .schema import VFS_READS, VFS_WRITES, Trace
+from .vector import file_filter
+
+PHASE_COLORS = {"init": "#bbbbbb", "train": "#4c9f70", "eval": "#e5a50a", "checkpoint": "#c0392b"}
+IO_STYLE = {  # series -> (color, label)
+    "vfs_read": ("#8ecae6", "VFS read"), "block_read": ("#023e8a", "BIO read"),
+    "vfs_write": ("#f4a6a6", "VFS write"), "block_write": ("#9d0208", "BIO write"),
+}
+
+
+def io_series(trace: Trace, bin_s: float = 1.0, data=None, checkpoint=None) -> pd.DataFrame:
+    """MB/s per bin: columns ``t_s`` (bin start) and the four series of :data:`IO_STYLE`."""
+    ev = trace.events
+    if len(ev):
+        t_end = float(ev["t_s"].max())
+        edges = np.arange(0.0, max(t_end, 0.0) + bin_s, bin_s)
+        if len(edges) < 2:
+            edges = np.array([0.0, bin_s])
+        out = pd.DataFrame({"t_s": edges[:-1]})
+        sel = {
+            "vfs_read": (ev["layer"] == "vfs") & ev["op"].isin(VFS_READS) & file_filter(ev["path"], data),
+            "vfs_write": (ev["layer"] == "vfs") & ev["op"].isin(VFS_WRITES) & file_filter(ev["path"], checkpoint),
+            "block_read": (ev["layer"] == "block") & (ev["op"] == "read"),
+            "block_write": (ev["layer"] == "block") & (ev["op"] == "write"),
+        }
+        for name, m in sel.items():
+            e = ev[m & (ev["error"] == 0)]
+            h, _ = np.histogram(e["t_s"], bins=edges, weights=e["size"].fillna(0))
+            out[name] = h / 1e6 / bin_s
+        return out
+    s = trace.samples
+    if not len(s):
+        return pd.DataFrame(columns=["t_s", *IO_STYLE])
+    proc = s[s["source"] == "proc"].set_index("t_s")
+    dev = s[s["source"].astype(str).str.startswith("dev:")].groupby("t_s")[["read_MBps", "write_MBps"]].sum()
+    out = pd.DataFrame({"vfs_read": proc.get("vfs_read_MBps"), "vfs_write": proc.get("vfs_write_MBps")})
+    out = out.join(dev.rename(columns={"read_MBps": "block_read", "write_MBps": "block_write"}), how="outer")
+    return out.fillna(0).reset_index().rename(columns={"index": "t_s"})
+
+
+def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float = 1.0, data=None,
+         checkpoint=None, title: str | None = None):
+    """The three-row figure; returns the matplotlib Figure."""
+    import matplotlib.pyplot as plt
+
+    t0 = float(trace.meta.get("started", 0.0))
+    fig, axes = plt.subplots(3, 1, sharex=True, figsize=(10, 6),
+                             gridspec_kw={"height_ratios": [1.2, 2, 0.6]})
+    ax_u, ax_io, ax_ph = axes
+    s = trace.samples
+    if len(s):
+        cpu = s[s["source"] == "cpu"]
+        if len(cpu):
+            ax_u.plot(cpu["t_s"], cpu["cpu_util_pct"], color="#555555", label="CPU (machine)")
+            if "tree_cpu_pct" in cpu:
+                ax_u.plot(cpu["t_s"], cpu["tree_cpu_pct"], color="#7b2cbf", label="CPU (traced tree)")
+        for src, g in s[s["source"].astype(str).str.startswith("gpu:")].groupby("source"):
+            ax_u.plot(g["t_s"], g["gpu_util"], color="#d62828", label=f"GPU {src[4:]}")
+    ax_u.set_ylabel("utilization (%)")
+    ax_u.set_ylim(0, 105)
+    if ax_u.lines:
+        ax_u.legend(loc="upper right", fontsize="small", ncol=3)
+    io = io_series(trace, bin_s, data, checkpoint)
+    for name, (color, label) in IO_STYLE.items():
+        if name in io and io[name].abs().sum() > 0:
+            ax_io.step(io["t_s"], io[name], where="post", color=color, label=label)
+    ax_io.set_ylabel(f"I/O (MB/s, {bin_s:g} s bins)")
+    if ax_io.lines:
+        ax_io.legend(loc="upper right", fontsize="small", ncol=4)
+    if phases is not None and len(phases):
+        for r in phases.itertuples():
+            a, b = r.start - t0, r.end - t0
+            if r.kind == "mark" or r.phase == "epoch":
+                for ax in axes:
+                    ax.axvline(a, color="black", lw=0.8)
+                continue
+            ax_ph.axvspan(a, b, color=PHASE_COLORS.get(r.phase, "#dddddd"), lw=0)
+            if r.phase == "train" and r.epoch is not None and not pd.isna(r.epoch):
+                for ax in axes:
+                    ax.axvline(a, color="black", lw=0.6)
+        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in PHASE_COLORS.values()]
+        ax_ph.legend(handles, list(PHASE_COLORS), loc="upper right", fontsize="small", ncol=4)
+    ax_ph.set_yticks([])
+    ax_ph.set_ylabel("phase")
+    ax_ph.set_xlabel("time since the trace started (s)")
+    fig.suptitle(title or f"trace ({trace.backend})")
+    fig.tight_layout()
+    return fig

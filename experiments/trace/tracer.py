@@ -1,0 +1,277 @@
+"""Trace a block of Python or a command, with every child process, into one :class:`Trace`.
+
+    from experiments import trace
+    with trace.Tracer(watch=["data/unet3d"]) as t:      # this process and its children
+        train()
+    t.trace.save("results/x/trace.parquet")
+
+    tr, rc = trace.run(["fio", "job.fio"], watch=["/mnt/ssd"])   # a command and its children
+
+Back ends (``backend="auto"`` tries them in this order, says in one line why one cannot run,
+and records the choice and the reasons in ``trace.meta``):
+
+``bpftrace``  VFS system calls + block requests (root, tracefs, eBPF allowed);
+``strace``    VFS system calls only (ptrace allowed);
+``proc``      no events: only the ``/proc`` sampler below.
+
+The ``/proc`` sampler (:mod:`experiments.trace.proc_backend`) runs beside any of them unless
+``sample=False``: per-second VFS/device MB/s and CPU (and GPU) utilization.
+``watch`` names files or directories the workload touches: their block devices are the ones the
+block layer is traced on and sampled (none given: the device of the current directory for the
+sampler, every device for bpftrace).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .. import dstat
+from . import bpftrace_backend as bt
+from . import proc_backend, resolve, strace_backend
+from .schema import Trace, TraceError, conform
+
+BACKENDS = ("auto", "bpftrace", "strace", "proc")
+_said: set[str] = set()
+
+
+def _say_once(msg: str, quiet: bool = False) -> None:
+    if msg not in _said and not quiet:
+        _said.add(msg)
+        print(f"trace: {msg}", file=sys.stderr)
+
+
+def backend_status() -> dict[str, dict]:
+    """Each back end: whether it can run here and, if not, why (one line)."""
+    ok, why, block = bt.available()
+    sok, swhy = strace_backend.available()
+    return {"bpftrace": {"ok": ok, "why": why, "block": block},
+            "strace": {"ok": sok, "why": swhy, "block": False},
+            "proc": {"ok": Path("/proc/self/io").exists(), "why": "" if Path("/proc/self/io").exists()
+                     else "/proc/<pid>/io is missing (kernel without task I/O accounting)", "block": False}}
+
+
+def choose_backend(requested: str = "auto", quiet: bool = False) -> tuple[str, list[str]]:
+    """(back end to use, reasons the preferred ones could not run)."""
+    if requested not in BACKENDS:
+        raise TraceError(f"trace backend = {requested!r}; allowed: {', '.join(BACKENDS)}")
+    order = ["bpftrace", "strace", "proc"] if requested == "auto" else [requested]
+    status = backend_status()
+    reasons = []
+    for name in order:
+        if status[name]["ok"]:
+            if reasons:
+                _say_once(f"{'; '.join(reasons)}; using {name}", quiet)
+            return name, reasons
+        reasons.append(f"{name} unavailable: {status[name]['why']}")
+    if requested != "auto":
+        raise TraceError(f"trace backend {requested!r} cannot run here: {status[requested]['why']}")
+    return "proc", reasons
+
+
+def devices_of(watch) -> list[str]:
+    devs = []
+    for p in watch or []:
+        d = dstat.device_of(p)
+        if d is None and not Path(p).exists():
+            d = dstat.device_of(Path(p).parent)
+        if d and bt.disk_of(d) not in devs:
+            devs.append(bt.disk_of(d))
+    return devs
+
+
+def check_command(cmd: list[str]) -> list[str]:
+    """The command as a list; :class:`TraceError` when it is empty or not found."""
+    if isinstance(cmd, str):
+        cmd = shlex.split(cmd)
+    if not cmd:
+        raise TraceError("trace run: no command given; usage: python -m experiments.trace run -o OUT -- CMD ...")
+    exe = cmd[0]
+    if os.sep in exe:
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise TraceError(f"trace run: command {exe!r} does not exist or is not executable")
+    elif shutil.which(exe) is None:
+        raise TraceError(f"trace run: command {exe!r} not found on PATH")
+    return list(cmd)
+
+
+class Tracer:
+    """Context manager tracing this process and its children; ``.trace`` after the block.
+
+    backend: auto | bpftrace | strace | proc. watch: files/directories whose devices to trace
+    at the block level and sample. block_scope: ``device`` (every request to those devices, as
+    the thesis) or ``tree`` (only requests issued by the traced processes). interval_s: the
+    sampler's period in seconds (default 1). sample: run the /proc sampler. keep_raw: keep the
+    back end's raw log next to the parsed rows (``meta['raw_dir']``).
+    """
+
+    def __init__(self, backend: str = "auto", watch=(), block: bool = True, block_scope: str = "device",
+                 interval_s: float = 1.0, sample: bool = True, keep_raw: bool = False, quiet: bool = False):
+        if block_scope not in ("device", "tree"):
+            raise TraceError(f"trace block_scope = {block_scope!r}; allowed: device, tree")
+        if interval_s <= 0:
+            raise TraceError(f"trace interval_s = {interval_s}; must be > 0")
+        self.requested = backend
+        self.backend, self.fallbacks = choose_backend(backend, quiet)
+        self.watch = [str(p) for p in (watch or [])]
+        self.devices = devices_of(self.watch)
+        self.block = block
+        self.block_scope = block_scope
+        self.interval_s = interval_s
+        self.sample = sample
+        self.keep_raw = keep_raw
+        self.quiet = quiet
+        self.trace: Trace | None = None
+        self._dir = Path(tempfile.mkdtemp(prefix="dlio-trace-"))
+        self._session = None
+        self._sampler = None
+        self.meta: dict = {}
+
+    # -- starting and stopping -------------------------------------------------------------
+    def _begin_meta(self, root_pid: int, command=None) -> None:
+        status = backend_status()
+        block_ok = self.backend == "bpftrace" and self.block and status["bpftrace"]["block"]
+        why_no_block = "" if block_ok else (
+            "block layer traced by bpftrace only" if self.backend != "bpftrace" else
+            "block tracing turned off" if not self.block else "kernel lacks block:block_rq_* tracepoints")
+        self.meta = {"backend": self.backend, "requested_backend": self.requested,
+                     "fallbacks": self.fallbacks, "root_pid": root_pid,
+                     "command": command, "cwd": os.getcwd(), "watch": self.watch,
+                     "devices": self.devices, "block_traced": bool(block_ok),
+                     "block_scope": self.block_scope, "why_no_block": why_no_block,
+                     "interval_s": self.interval_s, "sampled": self.sample,
+                     "host": os.uname().nodename, "kernel": os.uname().release}
+        self._block_ok = block_ok
+
+    def _start_sampler(self, pid: int) -> None:
+        if self.sample:
+            sdevs = self.devices or [d for d in [dstat.device_of(os.getcwd())] if d]
+            self._sampler = proc_backend.sampler(pid, sdevs, self.interval_s).start()
+
+    def start(self, pid: int | None = None, command=None) -> "Tracer":
+        pid = os.getpid() if pid is None else pid
+        self._begin_meta(pid, command)
+        self._initial = {pid: resolve.fd_table(pid)}
+        self._offset_ns, self.meta["clock_uncertainty_ns"] = bt.clock_offset_ns()
+        self.meta["clock_offset_ns"] = self._offset_ns
+        if self.backend == "bpftrace":
+            self._session = bt.BpftraceSession(self._dir / "bpftrace.out", self.devices or None,
+                                               self._block_ok, self.block_scope)
+            self._session.start(pid)
+        elif self.backend == "strace":
+            self._session = strace_backend.StraceSession(self._dir / "strace.out")
+            self._session.attach(pid)
+        self._start_sampler(pid)
+        self._t0_ns = time.time_ns()
+        self.meta["started"] = self._t0_ns / 1e9
+        return self
+
+    def stop(self) -> Trace:
+        self.meta["ended"] = time.time_ns() / 1e9
+        if self._session is not None:
+            self._session.stop()
+        if self._sampler is not None:
+            self._sampler.stop()
+        self.trace = self._collect()
+        return self.trace
+
+    def __enter__(self) -> "Tracer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- parsing ---------------------------------------------------------------------------
+    def _collect(self) -> Trace:
+        import pandas as pd
+
+        pid = self.meta["root_pid"]
+        vfs = conform(pd.DataFrame())
+        block = conform(pd.DataFrame())
+        if self.backend == "bpftrace":
+            raw, braw, forks = bt.parse(self._session.out_file, self._offset_ns)
+            self.meta["lost_events"] = self._session.lost_events()
+            vfs = resolve.resolve(raw, forks, self._initial, self.meta["cwd"], self._t0_ns)
+            if len(braw):
+                block = resolve.finish(braw.drop(columns=["rwbs"]), self._t0_ns)
+        elif self.backend == "strace":
+            raw, forks = strace_backend.parse(self._session.out_file, pid, self.meta.get("comm", ""))
+            vfs = resolve.resolve(raw, forks, self._initial, self.meta["cwd"], self._t0_ns)
+        if len(block):  # block probes see the device before the start and after the end
+            lo = pd.Timestamp(self.meta["started"] - 0.01, unit="s", tz="UTC")
+            hi = pd.Timestamp(self.meta["ended"] + 0.01, unit="s", tz="UTC")
+            block = block[(block["timestamp"] >= lo) & (block["timestamp"] <= hi)]
+        events = pd.concat([d for d in (vfs, block) if len(d)] or [vfs], ignore_index=True)
+        events = conform(events.sort_values("timestamp", kind="stable"))
+        samples = self._sampler.frame() if self._sampler is not None else pd.DataFrame()
+        if len(samples):
+            samples["t_s"] = samples["wall"] - self._t0_ns / 1e9
+        if self.keep_raw:
+            self.meta["raw_dir"] = str(self._dir)
+        else:
+            shutil.rmtree(self._dir, ignore_errors=True)
+        self.meta["n_events"] = int(len(events))
+        return Trace(events, samples, dict(self.meta))
+
+    # -- a command -------------------------------------------------------------------------
+    def run(self, cmd: list[str], env: dict | None = None, cwd=None) -> tuple[Trace, int]:
+        """Run ``cmd`` traced with all its children; (trace, exit status of the command)."""
+        cmd = check_command(cmd)
+        env = {**os.environ, **(env or {})}
+        self.meta["comm"] = os.path.basename(cmd[0])[:15]
+        if self.backend == "strace":
+            self._begin_meta(None, cmd)
+            self.meta["comm"] = os.path.basename(cmd[0])[:15]
+            self._offset_ns, self.meta["clock_uncertainty_ns"] = bt.clock_offset_ns()
+            self.meta["clock_offset_ns"] = self._offset_ns
+            self._session = strace_backend.StraceSession(self._dir / "strace.out")
+            self._t0_ns = time.time_ns()
+            self.meta["started"] = self._t0_ns / 1e9
+            proc = subprocess.Popen(self._session.command(cmd), env=env, cwd=cwd)
+            self.meta["root_pid"] = proc.pid
+            self._initial = {}
+            self._start_sampler(proc.pid)
+            rc = proc.wait()
+            self.meta["root_pid"] = None  # strace's children carry the command's pids
+            self._session = _Done(self._session)
+        else:
+            # start the command held at a gate, so its pid is known before it does anything
+            r, w = os.pipe()
+            gate = f'read _ <&{r}; exec {r}<&-; exec "$@"'
+            proc = subprocess.Popen(["/bin/sh", "-c", gate, "sh", *cmd], pass_fds=(r,), env=env, cwd=cwd)
+            os.close(r)
+            try:
+                self.start(proc.pid, cmd)
+                self.meta["comm"] = os.path.basename(cmd[0])[:15]
+            except BaseException:
+                os.close(w)
+                proc.kill()
+                proc.wait()
+                raise
+            os.write(w, b"go\n")
+            os.close(w)
+            rc = proc.wait()
+        self.meta["returncode"] = rc
+        return self.stop(), rc
+
+
+class _Done:
+    """A finished strace session (it ended with the command)."""
+
+    def __init__(self, s):
+        self.out_file = s.out_file
+
+    def stop(self) -> None:
+        pass
+
+
+def run(cmd, **kw) -> tuple[Trace, int]:
+    """Trace ``cmd`` (list or shell-quoted string) and its children: (trace, exit status).
+    Keywords as for :class:`Tracer`."""
+    return Tracer(**kw).run(cmd)
