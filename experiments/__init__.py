@@ -5,9 +5,6 @@ Start with :mod:`experiments.paths`, :mod:`experiments.config` and :mod:`experim
 the frame every experiment plugs into (see ``../shared/DESIGN.md`` and README.md).
 """
 
-import os as _os
 
-# TensorFlow's C++ start-up chatter (CUDA probing, CPU features) drowns notebook logs.
-_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 __version__ = "0.1.0"
