@@ -22,7 +22,7 @@ def _keys_help() -> str:
     return "\n".join(lines)
 
 
-def _vector_of(arg: str, data, checkpoint, devices) -> tuple[dict, str]:
+def _vector_of(arg: str, data, checkpoint, devices, block_files=None) -> tuple[dict, str]:
     """A vector from a trace file, a JSON file, or an inline JSON object."""
     from . import schema, vector
     text = None
@@ -40,7 +40,7 @@ def _vector_of(arg: str, data, checkpoint, devices) -> tuple[dict, str]:
             raise TraceError(f"{name}: not valid JSON ({e})") from None
         return vector.from_mapping(obj, name), name
     tr = schema.load(p)
-    return vector.characteristic_vector(tr, data, checkpoint, devices), str(p)
+    return vector.characteristic_vector(tr, data, checkpoint, devices, block_files), str(p)
 
 
 def _check_out(path: str) -> Path:
@@ -85,16 +85,16 @@ def cmd_run(a) -> int:
 def cmd_vector(a) -> int:
     from . import schema, vector
     tr = schema.load(a.trace)
-    v = vector.describe(tr, a.data, a.checkpoint, a.device) if a.extra else \
-        vector.characteristic_vector(tr, a.data, a.checkpoint, a.device)
+    v = vector.describe(tr, a.data, a.checkpoint, a.device, a.block_file) if a.extra else \
+        vector.characteristic_vector(tr, a.data, a.checkpoint, a.device, a.block_file)
     print(json.dumps({k: (None if isinstance(x, float) and math.isnan(x) else x) for k, x in v.items()}, indent=2))
     return 0
 
 
 def cmd_compare(a) -> int:
     from . import similarity
-    u, na = _vector_of(a.a, a.data, a.checkpoint, a.device)
-    v, nb = _vector_of(a.b, a.data, a.checkpoint, a.device)
+    u, na = _vector_of(a.a, a.data, a.checkpoint, a.device, a.block_file)
+    v, nb = _vector_of(a.b, a.data, a.checkpoint, a.device, a.block_file)
     names = tuple(a.names) if a.names else ("A", "B")
     if names[0] == names[1]:
         raise TraceError(f"--names: the two names must differ; got {names[0]!r} twice")
@@ -158,6 +158,8 @@ def parser() -> argparse.ArgumentParser:
                        help="count writes to these files only (repeatable; default: every regular file)")
         p.add_argument("--device", action="append", metavar="NAME",
                        help="count block requests on these devices only (e.g. vda)")
+        p.add_argument("--block-file", action="append", metavar="FILE",
+                       help="count block requests touching these files' disk extents only")
 
     p = sub.add_parser("status", help="which back ends can run here, and why not")
     p.set_defaults(func=cmd_status)

@@ -243,8 +243,13 @@ class Tracer:
         else:
             # start the command held at a gate, so its pid is known before it does anything
             r, w = os.pipe()
-            gate = f'read _ <&{r}; exec {r}<&-; exec "$@"'
-            proc = subprocess.Popen(["/bin/sh", "-c", gate, "sh", *cmd], pass_fds=(r,), env=env, cwd=cwd)
+            bash = shutil.which("bash")
+            if bash:  # bash (not dash) reads descriptors above 9
+                gate = [bash, "-c", f'read -r _ <&{r}; exec {r}<&-; exec "$@"', "gate"]
+            else:
+                gate = [sys.executable, "-c", "import os,sys; os.read(int(sys.argv[1]), 1); "
+                        "os.close(int(sys.argv[1])); os.execvp(sys.argv[2], sys.argv[2:])", str(r)]
+            proc = subprocess.Popen([*gate, *cmd], pass_fds=(r,), env=env, cwd=cwd)
             os.close(r)
             try:
                 self.start(proc.pid, cmd)

@@ -98,10 +98,62 @@ def vfs_writes(events: pd.DataFrame, checkpoint=None) -> pd.DataFrame:
     return v[file_filter(v["path"], checkpoint)].sort_values("timestamp", kind="stable")
 
 
-def block_rows(events: pd.DataFrame, op: str, devices=None) -> pd.DataFrame:
+def file_sectors(paths) -> list[tuple[int, int]]:
+    """Disk sector ranges [start, end) holding the files ``paths`` (FIEMAP ioctl; partition
+    offset added, so they compare with block-tracepoint sectors). [] where unsupported."""
+    import fcntl
+    import struct
+
+    out = []
+    for path in paths or []:
+        path = str(path)
+        try:
+            st = os.stat(path)
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        part_start = 0
+        try:
+            sysdir = f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+            if os.path.exists(sysdir + "/partition"):
+                part_start = int(open(sysdir + "/start").read())
+        except (OSError, ValueError):
+            pass
+        try:
+            start, n = 0, 128
+            while True:
+                buf = bytearray(struct.pack("QQIIII", start, (1 << 64) - 1 - start, 1, 0, n, 0) + b"\0" * 56 * n)
+                fcntl.ioctl(fd, 0xC020660B, buf)  # FS_IOC_FIEMAP, FIEMAP_FLAG_SYNC
+                mapped = struct.unpack_from("I", buf, 20)[0]
+                last = False
+                for i in range(mapped):
+                    lo, ph, ln, _, _, fl = struct.unpack_from("QQQQQI", buf, 32 + 56 * i)
+                    out.append((part_start + ph // SECTOR, part_start + (ph + ln + SECTOR - 1) // SECTOR))
+                    start = lo + ln
+                    last = bool(fl & 1)
+                if mapped == 0 or last:
+                    break
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return sorted(out)
+
+
+def block_rows(events: pd.DataFrame, op: str, devices=None, sectors=None) -> pd.DataFrame:
+    """Block requests of ``op`` (read/write), optionally only on ``devices`` and only those
+    overlapping the sector ranges ``sectors`` (see :func:`file_sectors`), in time order."""
     b = events[(events["layer"] == "block") & (events["op"] == op)]
     if devices:
         b = b[b["device"].isin(list(devices))]
+    if sectors is not None:
+        import numpy as np
+        lo = b["sector"].to_numpy()
+        hi = lo + b["size"].to_numpy() / SECTOR
+        keep = np.zeros(len(b), dtype=bool)
+        for a, z in sectors:
+            keep |= (lo < z) & (hi > a)
+        b = b[keep]
     return b.sort_values("timestamp", kind="stable")
 
 
@@ -158,7 +210,8 @@ def _q(s: pd.Series, q: float) -> float:
     return float(s.quantile(q)) if len(s) else 0.0
 
 
-def characteristic_vector(trace: Trace | pd.DataFrame, data=None, checkpoint=None, devices=None) -> dict[str, float]:
+def characteristic_vector(trace: Trace | pd.DataFrame, data=None, checkpoint=None, devices=None,
+                          block_files=None) -> dict[str, float]:
     """Table 4.2's 19 components (see :data:`COMPONENTS`) of ``trace``.
 
     A component the trace cannot give is NaN ("not measured"): the block ones for an strace
@@ -166,6 +219,10 @@ def characteristic_vector(trace: Trace | pd.DataFrame, data=None, checkpoint=Non
     traced but the /proc sampler ran, the BIO amounts come from the process tree's
     ``read_bytes``/``write_bytes`` (``/proc/<pid>/io``; I/O of a child after the last sample
     before it exited is missed).
+
+    ``block_files``: files whose on-disk extents the block requests must touch (a narrower
+    filter than the thesis's device filter, for a shared machine; needs the files to still be
+    where they were when traced).
     """
     if isinstance(trace, pd.DataFrame):
         trace = Trace(trace, pd.DataFrame(), {"backend": "events", "block_traced": True})
@@ -189,8 +246,9 @@ def characteristic_vector(trace: Trace | pd.DataFrame, data=None, checkpoint=Non
             "vfs_write_size_q3": _q(w["size"], .75),
         })
     if has_block:
-        br = block_rows(ev, "read", devices)
-        bw = block_rows(ev, "write", devices)
+        sectors = file_sectors(block_files) if block_files else None
+        br = block_rows(ev, "read", devices, sectors)
+        bw = block_rows(ev, "write", devices, sectors)
         rnd, seq = num_ranseq_accesses(br)
         n = rnd + seq
         v.update({"bio_reads": float(len(br)), "bio_read_bytes": float(br["size"].sum()),
@@ -209,18 +267,18 @@ def characteristic_vector(trace: Trace | pd.DataFrame, data=None, checkpoint=Non
     return v
 
 
-def describe(trace: Trace, data=None, checkpoint=None, devices=None) -> dict[str, float]:
+def describe(trace: Trace, data=None, checkpoint=None, devices=None, block_files=None) -> dict[str, float]:
     """The vector plus what Table 4.2 leaves out: VFS random/sequential read percentages
     (``vfs_random_read_pct``, ``vfs_sequential_read_pct``, from offsets) and block-read
     counts of Listing A.1 (``bio_random_reads``, ``bio_sequential_reads``)."""
-    out = characteristic_vector(trace, data, checkpoint, devices)
+    out = characteristic_vector(trace, data, checkpoint, devices, block_files)
     r = vfs_reads(trace.events, data)
     rnd, seq, unk = vfs_sequentiality(r)
     n = rnd + seq
     out["vfs_random_read_pct"] = 100.0 * rnd / n if n else float("nan")
     out["vfs_sequential_read_pct"] = 100.0 * seq / n if n else float("nan")
     out["vfs_reads_offset_unknown"] = float(unk)
-    br = block_rows(trace.events, "read", devices)
+    br = block_rows(trace.events, "read", devices, file_sectors(block_files) if block_files else None)
     brnd, bseq = num_ranseq_accesses(br)
     out["bio_random_reads"], out["bio_sequential_reads"] = float(brnd), float(bseq)
     return out

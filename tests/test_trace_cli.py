@@ -1,0 +1,159 @@
+"""The command line and the context manager: bad input exits 2 and writes nothing; compare's
+last line; a Python block with a child process; phases, timeline and Chrome export."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from experiments import trace
+from experiments.trace import chrome, phases, schema, similarity, timeline, vector
+from experiments.trace.tracer import backend_status
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STATUS = backend_status()
+EVENT_BACKENDS = [b for b in ("bpftrace", "strace") if STATUS[b]["ok"]]
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "experiments.trace", *map(str, args)], cwd=cwd or ROOT,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def fake_trace(n_reads=5, size=4096.0, path="/data/a.bin"):
+    rows = [{"timestamp": pd.Timestamp(1e9 + i, unit="s", tz="UTC"), "t_s": float(i), "pid": 1, "tid": 1,
+             "comm": "x", "layer": "vfs", "op": "read", "path": path, "fd": 3, "offset": i * size,
+             "size": size, "latency_s": 1e-5, "error": 0} for i in range(n_reads)]
+    rows.append({"timestamp": pd.Timestamp(1e9, unit="s", tz="UTC"), "t_s": 0.0, "pid": 1, "tid": 1,
+                 "comm": "x", "layer": "block", "op": "read", "size": 8192.0, "latency_s": 1e-4,
+                 "device": "vda", "sector": 0.0})
+    return schema.Trace(schema.conform(pd.DataFrame(rows)), pd.DataFrame(),
+                        {"backend": "bpftrace", "block_traced": True, "started": 1e9})
+
+
+def test_compare_vectors_last_line_and_help(tmp_path):
+    a = {k: 10.0 for k in vector.KEYS}
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    r = cli("compare", tmp_path / "a.json", json.dumps(dict(a, vfs_reads=20.0)))
+    assert r.returncode == 0, r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("similarity: 0.") and len(last.split()[-1]) == 6
+    u, v = a, dict(a, vfs_reads=20.0)
+    assert float(last.split()[-1]) == pytest.approx(similarity.weighted_cosine(u, v), abs=1e-4)
+    h = cli("compare", "--help")
+    assert all(k in h.stdout for k in vector.KEYS)
+
+
+def test_compare_trace_with_itself_is_one(tmp_path):
+    p = fake_trace().save(tmp_path / "t.parquet")
+    r = cli("compare", p, p)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "similarity: 1.0000"
+
+
+@pytest.mark.parametrize("bad", ["wrong_schema", "unknown_component", "not_json", "missing_file"])
+def test_compare_bad_input_exit_2_nothing_written(tmp_path, bad):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"vfs_reads": 1}))
+    if bad == "wrong_schema":
+        other = tmp_path / "other.parquet"
+        pd.DataFrame({"x": [1]}).to_parquet(other)
+    elif bad == "unknown_component":
+        other = tmp_path / "other.json"
+        other.write_text(json.dumps({"vfs_reads": 1, "nonsense": 3}))
+    elif bad == "not_json":
+        other = tmp_path / "other.json"
+        other.write_text("{vfs_reads: 1")
+    else:
+        other = tmp_path / "missing.parquet"
+    before = set(tmp_path.iterdir())
+    r = cli("compare", good, other, "--csv", tmp_path / "table.csv")
+    assert r.returncode == 2
+    assert r.stderr.startswith("error:") and len(r.stderr.strip().splitlines()) == 1
+    assert "similarity" not in r.stdout
+    assert set(tmp_path.iterdir()) == before
+
+
+def test_run_missing_command_exit_2_nothing_written(tmp_path):
+    r = cli("run", "-o", tmp_path / "t.parquet", "--", "no-such-command-xyz")
+    assert r.returncode == 2 and "not found" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+    r = cli("run", "-o", tmp_path / "nodir" / "t.parquet", "--", "true")
+    assert r.returncode == 2 and list(tmp_path.iterdir()) == []
+    r = cli("run", "-o", tmp_path / "t.parquet", "--backend", "nonsense", "--", "true")
+    assert r.returncode == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_wrong_schema_is_an_error(tmp_path):
+    p = tmp_path / "x.parquet"
+    pd.DataFrame({"timestamp": [1], "pid": [2]}).to_parquet(p)
+    with pytest.raises(trace.TraceError, match="missing column"):
+        schema.load(p)
+
+
+def test_run_cli_writes_a_trace_with_children(tmp_path):
+    f = tmp_path / "data.txt"
+    f.write_bytes(b"x" * 10000)
+    out = tmp_path / "t.parquet"
+    r = cli("run", "-o", out, "--interval", "0.1", "--", "sh", "-c", f"cat {f} > /dev/null; cat {f} > /dev/null")
+    assert r.returncode == 0, r.stderr
+    tr = schema.load(out)
+    assert tr.meta["backend"] in ("bpftrace", "strace", "proc")
+    if tr.backend != "proc":
+        reads = vector.vfs_reads(tr.events, [str(f)])
+        assert reads["size"].sum() == 20000 and reads["pid"].nunique() == 2  # two child processes
+        assert set(reads["comm"]) == {"cat"}
+
+
+@pytest.mark.parametrize("backend", EVENT_BACKENDS)
+def test_context_manager_traces_this_process_and_children(tmp_path, backend):
+    f = tmp_path / "data.bin"
+    f.write_bytes(os.urandom(1 << 16))
+    with trace.Tracer(backend=backend, watch=[tmp_path], interval_s=0.1, quiet=True) as t:
+        with open(f, "rb") as fh:
+            fh.read(4096)
+            fh.seek(32768)
+            fh.read(4096)
+        subprocess.run(["cat", str(f)], stdout=subprocess.DEVNULL, check=True)
+    tr = t.trace
+    assert tr.backend == backend
+    reads = vector.vfs_reads(tr.events, [str(f)])
+    mine = reads[reads["pid"] == os.getpid()]
+    assert list(mine["size"][:2]) == [4096, 4096] and list(mine["offset"][:2]) == [0, 32768]
+    child = reads[reads["pid"] != os.getpid()]
+    assert child["size"].sum() == 1 << 16
+
+
+def test_phase_log_roundtrip_and_timeline_and_chrome(tmp_path):
+    log = phases.PhaseLog(tmp_path / "phases.jsonl")
+    with log.phase("init"):
+        pass
+    for epoch in (1, 2):
+        with log.phase("train", epoch=epoch):
+            pass
+    with log.phase("checkpoint"):
+        pass
+    ph = phases.read(tmp_path / "phases.jsonl")
+    assert list(ph["phase"]) == ["init", "train", "train", "checkpoint"]
+    assert (ph["end"] >= ph["start"]).all()
+    (tmp_path / "bad.jsonl").write_text('{"ts": 1, "event": "begin", "phase": "x"}\n')
+    with pytest.raises(trace.TraceError, match="bad.jsonl:1"):
+        phases.read(tmp_path / "bad.jsonl")
+    tr = fake_trace()
+    tr.meta["started"] = float(ph["start"].min())
+    fig = timeline.plot(tr, ph)
+    assert len(fig.axes) == 3
+    out = chrome.export(tr, tmp_path / "t.json", ph)
+    doc = json.loads(out.read_text())
+    xs = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    assert sum(e["cat"] == "vfs" for e in xs) == 5 and sum(e["cat"] == "phase" for e in xs) == 4
+    assert all(e["ts"] >= 0 for e in xs if e["cat"] != "phase")
+
+
+def test_io_series_bytes_add_up():
+    tr = fake_trace(n_reads=10)
+    io = timeline.io_series(tr, bin_s=1.0)
+    assert (io["vfs_read"].sum() * 1e6) == pytest.approx(10 * 4096)
