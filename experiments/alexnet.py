@@ -1,0 +1,544 @@
+"""The AlexNet mini-application of Chien et al. 2018 (Section III-B, III-C, V-B, V-C).
+
+Model: AlexNet in Keras 3 (five convolutions, three max-pools, three dense layers, ReLU),
+input ``image_size`` x ``image_size`` x 3, one-hot labels, softmax cross-entropy, Adam. The
+paper's sizes are ``image_size=224, width=1, dense_width=1``; ``width`` scales the number of
+convolution filters and ``dense_width`` the 4096 units of the two hidden dense layers, so the
+model fits a two-core CPU while its checkpoint stays large (it is mostly dense weights).
+
+Input pipeline, as in the paper: (paths, labels) -> shuffle -> map(read_file, decode_png
+[which decodes JPEG and PNG], convert to float, resize, one-hot) with ``num_parallel_calls =
+threads`` in a private pool of that size -> batch (whole batches only) -> prefetch of 0 or 1
+batches. Autotuning and injected prefetches are off so that "prefetch 0" means no prefetch.
+
+The loop runs one training step per batch and records per step (``time.perf_counter``, s):
+the wait for the batch (``data_s``), the step (``compute_s``) and any checkpoint stall
+(``ckpt_s``). The run time of an epoch is from the first request to the end of the last step.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator, model_validator
+
+from . import cache, dstat
+from .config import ConfigError, Section
+from .progress import progress
+from .tiers import Tier
+
+EVICTION = Literal["auto", "drop_caches", "fadvise", "none"]
+
+
+def _positive_list(v: list[int], what: str, hi: int) -> list[int]:
+    bad = [x for x in v if x < 1 or x > hi]
+    if bad:
+        raise ValueError(f"every {what} must be between 1 and {hi}; got {bad}")
+    return v
+
+
+class AlexNetConfig(Section):
+    """The ``alexnet`` section: model size and the prefetch, thread, batch and dstat sweeps."""
+
+    image_size: int = Field(224, ge=32, le=1024, description="input side, pixels (paper 224)")
+    width: float = Field(0.25, gt=0, le=4, description="conv filters x this (paper 1)")
+    dense_width: float = Field(0.5, gt=0, le=4, description="dense units 4096 x this (paper 1)")
+    learning_rate: float = Field(1e-4, gt=0, le=1)
+    batch_size: int = Field(64, ge=1, le=65536, description="batch of the thread sweep (Fig 6)")
+    threads: list[int] = Field([1, 2, 4, 8], min_length=1)
+    prefetch: list[int] = Field([0, 1], min_length=1, description="batches prefetched")
+    tiers: list[str] | None = Field(None, description="tier names to read from; null = all tiers")
+    repeats: int = Field(2, ge=1, le=50)
+    warmup: int = Field(1, ge=0, le=5)
+    eviction: EVICTION = "auto"
+    batch_sizes: list[int] = Field([16, 32, 64], min_length=1, description="Fig 7 sweep")
+    batch_threads: int = Field(8, ge=1, le=1024, description="map threads of the Fig 7 sweep")
+    batch_tiers: list[str] = Field(["disk"], min_length=1)
+    dstat_tiers: list[str] = Field(["mem", "disk"], min_length=1, description="Fig 8 tiers")
+    dstat_threads: int = Field(8, ge=1, le=1024)
+    dstat_interval_s: float = Field(0.5, gt=0, le=10, description="sampling period, s (paper 1)")
+
+    @field_validator("threads")
+    @classmethod
+    def _threads(cls, v):
+        return _positive_list(v, "thread count", 1024)
+
+    @field_validator("batch_sizes")
+    @classmethod
+    def _batches(cls, v):
+        return _positive_list(v, "batch size", 65536)
+
+    @field_validator("prefetch")
+    @classmethod
+    def _prefetch(cls, v):
+        bad = [x for x in v if x < 0 or x > 64]
+        if bad:
+            raise ValueError(f"every prefetch depth must be between 0 and 64 batches; got {bad}")
+        return v
+
+
+class CheckpointConfig(Section):
+    """The ``alexnet_checkpoint`` section: Fig 9 and Fig 10."""
+
+    iterations: int = Field(20, ge=1, le=1_000_000, description="M (paper 100)")
+    interval: int = Field(4, ge=1, le=1_000_000, description="checkpoint every K iterations (paper 20)")
+    batch_size: int = Field(64, ge=1, le=65536)
+    threads: int = Field(8, ge=1, le=1024)
+    prefetch: int = Field(1, ge=0, le=64)
+    data_tier: str = Field("disk", description="tier the images are read from (paper: SSD)")
+    targets: list[str] = Field(["mem", "disk"], min_length=1, description="tiers checkpointed to directly")
+    fast: str = Field("mem", description="burst buffer: the fast tier (paper: Optane)")
+    slow: str = Field("disk", description="burst buffer: the slow tier (paper: HDD)")
+    burst_buffer: bool = True
+    keep: int = Field(2, ge=1, le=1000, description="checkpoints kept on the fast tier")
+    fast_capacity_MB: float | None = Field(None, gt=0, description="cap on the fast tier, MB; null = free space")
+    sync: Literal["fsync", "syncfs", "none"] = "fsync"
+    repeats: int = Field(2, ge=1, le=50)
+    warmup: int = Field(1, ge=0, le=5)
+    eviction: EVICTION = "auto"
+    dstat_interval_s: float = Field(0.5, gt=0, le=10)
+
+    @model_validator(mode="after")
+    def _tiers_differ(self):
+        if self.burst_buffer and self.fast == self.slow:
+            raise ValueError(f"alexnet_checkpoint.fast = slow = {self.fast!r}; a burst buffer needs two tiers")
+        if self.interval > self.iterations:
+            raise ValueError(f"alexnet_checkpoint.interval = {self.interval} is larger than "
+                             f"iterations = {self.iterations}: no checkpoint would be taken")
+        return self
+
+
+# --- checks that need more than one section -------------------------------------------------
+
+def tier_named(name: str, tiers: list[Tier], param: str) -> Tier:
+    """The tier called ``name``; a ConfigError naming ``param`` and the known tiers otherwise."""
+    for t in tiers:
+        if t.name == name:
+            return t
+    raise ConfigError(f"{param} = {name!r}: no such tier; allowed: {', '.join(t.name for t in tiers)}")
+
+
+def check_batches(n_images: int, sizes: dict[str, int]) -> None:
+    """Every batch size must fit the data set (one whole batch at least)."""
+    for param, b in sizes.items():
+        if b > n_images:
+            raise ConfigError(f"{param} = {b}: larger than the data set ({n_images} images); "
+                              f"allowed: 1..{n_images}")
+
+
+# --- model and pipeline ---------------------------------------------------------------------
+
+def build_model(n_classes: int, image_size: int = 224, width: float = 1.0, dense_width: float = 1.0):
+    """AlexNet (Krizhevsky 2012, single tower): conv 11x11/4 (96) -> pool -> conv 5x5 (256) ->
+    pool -> conv 3x3 (384, 384, 256) -> pool -> dense 4096 -> dense 4096 -> dense n_classes.
+    Pools are 3x3/2 with 'same' padding so small inputs still reach the dense layers."""
+    import keras
+    from keras import layers
+
+    c = lambda n: max(4, int(round(n * width)))          # noqa: E731
+    d = lambda n: max(8, int(round(n * dense_width)))    # noqa: E731
+    pool = lambda: layers.MaxPooling2D(3, 2, padding="same")  # noqa: E731
+    return keras.Sequential([
+        keras.Input((image_size, image_size, 3)),
+        layers.Conv2D(c(96), 11, strides=4, activation="relu"), pool(),
+        layers.Conv2D(c(256), 5, padding="same", activation="relu"), pool(),
+        layers.Conv2D(c(384), 3, padding="same", activation="relu"),
+        layers.Conv2D(c(384), 3, padding="same", activation="relu"),
+        layers.Conv2D(c(256), 3, padding="same", activation="relu"), pool(),
+        layers.Flatten(),
+        layers.Dense(d(4096), activation="relu"),
+        layers.Dense(d(4096), activation="relu"),
+        layers.Dense(n_classes),
+    ], name="alexnet")
+
+
+def build_pipeline(paths: list[str], labels: list[int], n_classes: int, threads: int,
+                   batch_size: int, prefetch: int, image_size: int, seed: int, repeat: bool = False):
+    """The paper's input pipeline: a ``tf.data.Dataset`` of (images, one-hot labels) batches."""
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices((paths, np.asarray(labels, dtype=np.int32)))
+    ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=False)
+    if repeat:
+        ds = ds.repeat()
+
+    def fn(p, y):
+        img = tf.io.decode_png(tf.io.read_file(p), channels=3)   # decodes JPEG and PNG
+        img = tf.image.convert_image_dtype(img, tf.float32)
+        img = tf.image.resize(img, [image_size, image_size])
+        return img, tf.one_hot(y, n_classes)
+
+    ds = ds.map(fn, num_parallel_calls=threads).batch(batch_size, drop_remainder=True)
+    if prefetch > 0:
+        ds = ds.prefetch(prefetch)
+    opts = tf.data.Options()
+    opts.threading.private_threadpool_size = threads
+    opts.autotune.enabled = False
+    opts.experimental_optimization.map_parallelization = False
+    opts.experimental_optimization.inject_prefetch = False
+    return ds.with_options(opts)
+
+
+class Trainer:
+    """AlexNet, Adam and a compiled training step; one instance serves every run."""
+
+    def __init__(self, n_classes: int, image_size: int, width: float, dense_width: float,
+                 learning_rate: float = 1e-4, seed: int = 0):
+        import keras
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")
+        keras.utils.set_random_seed(seed)
+        self.n_classes, self.image_size = n_classes, image_size
+        self.model = build_model(n_classes, image_size, width, dense_width)
+        self.optimizer = keras.optimizers.Adam(learning_rate)
+        self.optimizer.build(self.model.trainable_variables)
+        self.loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True)
+        self._warm: set[int] = set()
+
+        @tf.function(reduce_retracing=True)
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                loss = self.loss_fn(y, self.model(x, training=True))
+            grads = tape.gradient(loss, self.model.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            return loss
+
+        self.step = step
+
+    def warm(self, batch_size: int) -> None:
+        """Trace and run the step once for this batch size, so no run pays for tracing."""
+        if batch_size in self._warm:
+            return
+        import tensorflow as tf
+
+        x = tf.zeros((batch_size, self.image_size, self.image_size, 3))
+        y = tf.one_hot(tf.zeros(batch_size, tf.int32), self.n_classes)
+        self.step(x, y).numpy()
+        self._warm.add(batch_size)
+
+    def checkpoint(self):
+        """A ``tf.train.Checkpoint`` of the model and the optimizer (weights, Adam slots)."""
+        import tensorflow as tf
+
+        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+
+    def state_bytes(self) -> int:
+        """Bytes of every variable a checkpoint holds (model and optimizer)."""
+        return int(sum(np.prod(v.shape) * v.dtype.itemsize if hasattr(v.dtype, "itemsize")
+                       else v.numpy().nbytes for v in self.model.variables + self.optimizer.variables))
+
+    def weights(self) -> list[np.ndarray]:
+        """Copies of every model and optimizer variable (to compare restores bit for bit)."""
+        return [v.numpy().copy() for v in self.model.variables + self.optimizer.variables]
+
+
+def run_steps(trainer: Trainer, ds, iterations: int | None = None, on_step=None) -> tuple[float, pd.DataFrame]:
+    """Train one step per batch of ``ds`` (at most ``iterations``). ``on_step(i)`` runs after
+    step ``i`` (1-based) and returns the seconds training stalled for it (a checkpoint).
+
+    Returns the run time in seconds (first request to end of the last step) and one row per
+    step: ``start_s`` (from the run's start), ``data_s``, ``compute_s``, ``ckpt_s``, ``loss``.
+    """
+    rows = []
+    it = iter(ds)
+    t0 = time.perf_counter()
+    i = 0
+    while iterations is None or i < iterations:
+        a = time.perf_counter()
+        try:
+            x, y = next(it)
+        except StopIteration:
+            break
+        b = time.perf_counter()
+        loss = float(trainer.step(x, y).numpy())
+        c = time.perf_counter()
+        i += 1
+        ck = float(on_step(i) or 0.0) if on_step else 0.0
+        rows.append({"step": i, "start_s": a - t0, "data_s": b - a, "compute_s": c - b,
+                     "ckpt_s": ck, "loss": loss})
+    return time.perf_counter() - t0, pd.DataFrame(rows)
+
+
+def data_folder(manifest: pd.DataFrame) -> str:
+    return str(manifest["abspath"].iloc[0]).rsplit("/train/", 1)[0]
+
+
+def _one_run(trainer, m, n_classes, threads, batch, prefetch, image_size, seed, eviction):
+    ev = cache.evict([data_folder(m)], eviction)
+    ds = build_pipeline(list(m["abspath"]), list(m["label"]), n_classes, threads, batch,
+                        prefetch, image_size, seed)
+    seconds, steps = run_steps(trainer, ds)
+    return seconds, steps, ev
+
+
+def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int,
+                  configs: list[dict], cfg: AlexNetConfig, seed: int, experiment: str,
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run each configuration (dicts with tier, threads, batch_size, prefetch) ``warmup +
+    repeats`` times, interleaved (every configuration once, then again), the data set evicted
+    from the page cache before each run. Returns one row per run and one row per step."""
+    runs, steps = [], []
+    plan = [(i, c) for i in range(cfg.warmup + cfg.repeats) for c in configs]
+    for i, c in progress(plan, desc=f"alexnet {experiment}"):
+        m = staged[c["tier"]]
+        trainer.warm(c["batch_size"])
+        seconds, st, ev = _one_run(trainer, m, n_classes, c["threads"], c["batch_size"],
+                                   c["prefetch"], cfg.image_size, seed, cfg.eviction)
+        n = len(st) * c["batch_size"]
+        runs.append({"experiment": experiment, **c, "repeat": i, "warmup": i < cfg.warmup,
+                     "seconds": seconds, "iterations": len(st), "images": n,
+                     "images_per_s": n / seconds, "data_s": st["data_s"].sum(),
+                     "compute_s": st["compute_s"].sum(), "eviction": ev})
+        steps.append(st.assign(experiment=experiment, repeat=i, **c))
+    return pd.DataFrame(runs), pd.concat(steps, ignore_index=True)
+
+
+def prefetch_configs(tiers: list[str], cfg: AlexNetConfig) -> list[dict]:
+    """Fig 6: threads x prefetch x tiers at ``cfg.batch_size``."""
+    return [{"tier": t, "threads": n, "batch_size": cfg.batch_size, "prefetch": p}
+            for t in tiers for n in cfg.threads for p in cfg.prefetch]
+
+
+def batch_configs(cfg: AlexNetConfig, skip: list[dict] = ()) -> list[dict]:
+    """Fig 7: batch sizes x prefetch at ``cfg.batch_threads`` threads, leaving out the
+    configurations in ``skip`` (those the thread sweep already measures)."""
+    return [c for c in ({"tier": t, "threads": cfg.batch_threads, "batch_size": b, "prefetch": p}
+                        for t in cfg.batch_tiers for b in cfg.batch_sizes for p in cfg.prefetch)
+            if c not in list(skip)]
+
+
+def batch_table(summary: pd.DataFrame, cfg_threads: int, tiers: list[str], sizes: list[int]) -> pd.DataFrame:
+    """The Fig 7 rows of a summary, whichever sweep measured them."""
+    d = summary[(summary["threads"] == cfg_threads) & summary["tier"].isin(tiers)
+                & summary["batch_size"].isin(sizes)]
+    return d.sort_values(["tier", "prefetch", "batch_size"]).reset_index(drop=True)
+
+
+def measure_dstat(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: dict[str, str],
+                  n_classes: int, cfg: AlexNetConfig, seed: int
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fig 8: one cold epoch per (tier, prefetch) at ``cfg.batch_size`` and ``dstat_threads``,
+    sampled by :class:`experiments.dstat.Sampler` every ``dstat_interval_s``: device MB/s read
+    (block devices) and the process tree's VFS MB/s (a memory tier has no device). Returns the
+    samples and the steps, both with ``time_s`` from the start of sampling."""
+    samples, steps = [], []
+    for tier in cfg.dstat_tiers:
+        dev = dstat.device_of(tier_dirs[tier])
+        for p in cfg.prefetch:
+            m = staged[tier]
+            trainer.warm(cfg.batch_size)
+            ev = cache.evict([data_folder(m)], cfg.eviction)
+            ds = build_pipeline(list(m["abspath"]), list(m["label"]), n_classes, cfg.dstat_threads,
+                                cfg.batch_size, p, cfg.image_size, seed)
+            s = dstat.Sampler(devices=[dev] if dev else [], pid=os.getpid(),
+                              interval_s=cfg.dstat_interval_s)
+            t_start = time.perf_counter()
+            with s:
+                t_run = time.perf_counter()
+                seconds, st = run_steps(trainer, ds)
+            f = s.frame()
+            if len(f):
+                samples.append(f.assign(tier=tier, prefetch=p, device=dev or "", eviction=ev,
+                                        run_seconds=seconds))
+            steps.append(st.assign(tier=tier, prefetch=p,
+                                   time_s=st["start_s"] + (t_run - t_start)))
+    return (pd.concat(samples, ignore_index=True) if samples else pd.DataFrame(),
+            pd.concat(steps, ignore_index=True))
+
+
+def summarize(runs: pd.DataFrame) -> pd.DataFrame:
+    """Median run time (s) with min and max per configuration, warm-ups left out, and for each
+    configuration with prefetch the excess of no prefetch over it (the cost of I/O, Fig 6)."""
+    keys = ["experiment", "tier", "threads", "batch_size", "prefetch"]
+    d = runs[~runs["warmup"]]
+    s = (d.groupby(keys, sort=False)
+          .agg(seconds=("seconds", "median"), seconds_min=("seconds", "min"),
+               seconds_max=("seconds", "max"), images_per_s=("images_per_s", "median"),
+               data_s=("data_s", "median"), compute_s=("compute_s", "median"),
+               iterations=("iterations", "first"), runs=("seconds", "size"))
+          .reset_index())
+    base = s[s["prefetch"] == 0].set_index(keys[:-1])["seconds"]
+    s["no_prefetch_seconds"] = [base.get(tuple(r[k] for k in keys[:-1]), np.nan)
+                                for _, r in s.iterrows()]
+    s["io_excess_s"] = s["no_prefetch_seconds"] - s["seconds"]
+    return s
+
+
+# --- checkpointing (Fig 9, Fig 10) ----------------------------------------------------------
+
+CKPT_RUN = "alexnet-ckpt"
+
+
+def checkpoint_modes(cfg: CheckpointConfig) -> list[dict]:
+    """No checkpoint, each target tier directly, and the burst buffer (fast, then drained)."""
+    modes = [{"mode": "none", "target": "none", "primary": None, "slow": None}]
+    modes += [{"mode": "direct", "target": t, "primary": t, "slow": None} for t in cfg.targets]
+    if cfg.burst_buffer:
+        modes.append({"mode": "burst", "target": f"{cfg.fast}>{cfg.slow}", "primary": cfg.fast,
+                      "slow": cfg.slow})
+    return modes
+
+
+def _manager(mode: dict, tier_dirs: dict[str, str], cfg: CheckpointConfig, log=None):
+    from .burst_buffer import CheckpointManager
+
+    if mode["primary"] is None:
+        return None
+    return CheckpointManager(
+        tier_dirs[mode["primary"]], tier_dirs[mode["slow"]] if mode["slow"] else None,
+        run=CKPT_RUN, keep=cfg.keep if mode["slow"] else 10**9, sync=cfg.sync,
+        capacity_bytes=int(cfg.fast_capacity_MB * 1e6) if (cfg.fast_capacity_MB and mode["slow"]) else None,
+        drain_log=log)
+
+
+def checkpoint_bytes_estimate(trainer: Trainer) -> int:
+    """Expected size of one checkpoint: every variable, plus 1% and 1 MB for the index."""
+    return int(trainer.state_bytes() * 1.01 + 1e6)
+
+
+def check_checkpoint_tiers(trainer: Trainer, tier_dirs: dict[str, str], cfg: CheckpointConfig) -> int:
+    """Before any training: every manager checks its tiers (missing directory, a fast tier too
+    small for one checkpoint, a slow tier without room for all of them). Returns the estimate."""
+    need = checkpoint_bytes_estimate(trainer)
+    n = cfg.iterations // cfg.interval
+    for mode in checkpoint_modes(cfg):
+        mgr = _manager(mode, tier_dirs, cfg)
+        if mgr is not None:
+            mgr.check(need, n)
+    return need
+
+
+def _clear(tier_dirs: dict[str, str]) -> None:
+    import shutil
+    from pathlib import Path
+
+    for d in tier_dirs.values():
+        shutil.rmtree(Path(d) / CKPT_RUN, ignore_errors=True)
+
+
+def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_dirs: dict[str, str],
+                       cfg: CheckpointConfig, image_size: int, seed: int) -> dict[str, pd.DataFrame]:
+    """Fig 9 and 10: ``iterations`` steps with a checkpoint every ``interval``, for each mode
+    (none, each target tier, the burst buffer), ``warmup + repeats`` times interleaved.
+
+    Returns tables: ``runs`` (run time, median and total stall per run; the run time stops at
+    the last step, the burst buffer's drain may go on after it: ``drain_done_s``), ``saves``
+    (one row per checkpoint: wait, write, sync, stall seconds, bytes), ``drains`` (one row per
+    background copy), ``dstat`` (per-interval device and process MB/s, time from run start).
+    """
+    import tempfile
+    from pathlib import Path
+
+    devices = sorted({d for d in (dstat.device_of(p) for p in tier_dirs.values()) if d})
+    check_checkpoint_tiers(trainer, tier_dirs, cfg)
+    expect = checkpoint_bytes_estimate(trainer)
+    ck = trainer.checkpoint()
+    trainer.warm(cfg.batch_size)
+    out = {"runs": [], "saves": [], "drains": [], "dstat": []}
+    plan = [(i, mode) for i in range(cfg.warmup + cfg.repeats) for mode in checkpoint_modes(cfg)]
+    logdir = Path(tempfile.mkdtemp(prefix="alexnet-drain-"))
+    for i, mode in progress(plan, desc="alexnet checkpoint runs"):
+        _clear(tier_dirs)
+        log = logdir / f"drain-{i}-{mode['target']}.jsonl"
+        mgr = _manager(mode, tier_dirs, cfg, log)
+        if mgr is not None:
+            mgr.recover()
+        ev = cache.evict([data_folder(m)], cfg.eviction)
+        ds = build_pipeline(list(m["abspath"]), list(m["label"]), n_classes, cfg.threads,
+                            cfg.batch_size, cfg.prefetch, image_size, seed, repeat=True)
+
+        def on_step(step):
+            if mgr is None or step % cfg.interval:
+                return 0.0
+            return mgr.save(step, lambda prefix: ck.write(prefix), expect)["stall_s"]
+
+        s = dstat.Sampler(devices=devices, pid=os.getpid(), interval_s=cfg.dstat_interval_s)
+        w0 = time.time()
+        with s:
+            seconds, st = run_steps(trainer, ds, cfg.iterations, on_step)
+            t_end = time.perf_counter()
+            if mgr is not None:
+                mgr.wait()
+            drain_done = time.perf_counter() - t_end + seconds
+            time.sleep(min(cfg.dstat_interval_s * 2, 2.0))  # let the tail of write-back show
+        saves = [e for e in (mgr.events if mgr else []) if e["event"] == "save"]
+        drains = [e for e in (mgr.drain_events() if mgr else []) if e["event"] == "drain"]
+        tag = {"repeat": i, "warmup": i < cfg.warmup, "mode": mode["mode"], "target": mode["target"]}
+        stalls = [e["stall_s"] for e in saves]
+        out["runs"].append({**tag, "seconds": seconds, "iterations": len(st),
+                            "checkpoints": len(saves), "stall_median_s": float(np.median(stalls)) if stalls else 0.0,
+                            "stall_total_s": float(np.sum(stalls)), "compute_s": st["compute_s"].sum(),
+                            "data_s": st["data_s"].sum(), "drain_done_s": drain_done,
+                            "checkpoint_MB": float(np.median([e["bytes"] for e in saves]) / 1e6) if saves else 0.0,
+                            "eviction": ev})
+        out["saves"] += [{**tag, **{k: v for k, v in e.items() if k != "event"},
+                          "start_s": e["wall_start"] - w0, "end_s": e["wall_end"] - w0} for e in saves]
+        out["drains"] += [{**tag, "step": e["step"], "bytes": e["bytes"], "seconds": e["seconds"],
+                           "start_s": e["wall_start"] - w0, "end_s": e["wall_end"] - w0} for e in drains]
+        f = s.frame()
+        if len(f):
+            out["dstat"].append(f.assign(**tag, run_end_s=seconds))
+    _clear(tier_dirs)
+    import shutil
+    shutil.rmtree(logdir, ignore_errors=True)
+    return {"runs": pd.DataFrame(out["runs"]), "saves": pd.DataFrame(out["saves"]),
+            "drains": pd.DataFrame(out["drains"]),
+            "dstat": pd.concat(out["dstat"], ignore_index=True) if out["dstat"] else pd.DataFrame()}
+
+
+def verify_restore(trainer: Trainer, tier_dirs: dict[str, str], cfg: CheckpointConfig,
+                   n_classes: int, image_size: int, width: float, dense_width: float) -> dict:
+    """Save through the burst buffer, wait for the drain, drop the fast copy (as if the fast
+    tier were lost), recover from the slow tier into a fresh model and compare every variable
+    bit for bit. Returns what happened."""
+    import shutil
+    from pathlib import Path
+
+    from .burst_buffer import CheckpointManager
+
+    run = "alexnet-verify"
+    for d in (cfg.fast, cfg.slow):
+        shutil.rmtree(Path(tier_dirs[d]) / run, ignore_errors=True)
+    mgr = CheckpointManager(tier_dirs[cfg.fast], tier_dirs[cfg.slow], run=run, keep=cfg.keep, sync=cfg.sync)
+    mgr.recover()
+    want = trainer.weights()
+    mgr.save(1, lambda p: trainer.checkpoint().write(p))
+    mgr.wait()
+    shutil.rmtree(Path(tier_dirs[cfg.fast]) / run)
+    again = CheckpointManager(tier_dirs[cfg.fast], tier_dirs[cfg.slow], run=run, keep=cfg.keep, sync=cfg.sync)
+    found = again.recover()
+    fresh = Trainer(n_classes, image_size, width, dense_width, seed=12345)
+    fresh.checkpoint().read(found.prefix).assert_consumed()
+    got = fresh.weights()
+    same = len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(want, got))
+    for d in (cfg.fast, cfg.slow):
+        shutil.rmtree(Path(tier_dirs[d]) / run, ignore_errors=True)
+    return {"restored_from": str(Path(found.path).parent.parent), "step": found.step,
+            "variables": len(want), "bit_identical": bool(same)}
+
+
+def summarize_checkpoint(runs: pd.DataFrame, fast: str) -> pd.DataFrame:
+    """Per mode: median run time and median stall per checkpoint (s), the overhead over the
+    run with no checkpoint (s), and run time, overhead and stall as ratios to checkpointing to
+    the fast tier ``fast`` alone (direct)."""
+    d = runs[~runs["warmup"]]
+    s = (d.groupby(["mode", "target"], sort=False)
+          .agg(seconds=("seconds", "median"), seconds_min=("seconds", "min"),
+               seconds_max=("seconds", "max"), stall_median_s=("stall_median_s", "median"),
+               stall_total_s=("stall_total_s", "median"), drain_done_s=("drain_done_s", "median"),
+               checkpoints=("checkpoints", "first"), checkpoint_MB=("checkpoint_MB", "median"),
+               runs=("seconds", "size"))
+          .reset_index())
+    none = s.loc[s["mode"] == "none", "seconds"]
+    s["overhead_s"] = s["seconds"] - (float(none.iloc[0]) if len(none) else np.nan)
+    ref = s[(s["mode"] == "direct") & (s["target"] == fast)]
+    for col in ("seconds", "overhead_s", "stall_median_s"):
+        base = float(ref[col].iloc[0]) if len(ref) else np.nan
+        s[f"{col}_vs_fast"] = s[col] / base if base else np.nan
+    s.loc[s["mode"] == "none", ["overhead_s_vs_fast", "stall_median_s_vs_fast"]] = np.nan
+    return s

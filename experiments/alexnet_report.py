@@ -1,0 +1,257 @@
+"""Figures and claims for the AlexNet mini-application (Chien et al. 2018, Fig 6 to Fig 10).
+
+Reads what ``caltech_like``, ``alexnet_prefetch`` and ``alexnet_checkpoint`` measured; draws
+in the paper's way (Fig 6: run time with prefetch as the bar, the excess without prefetch on
+top; Fig 9: run time per checkpoint target with the no-checkpoint time shaded) and checks the
+paper's claims with written rules.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from . import reference, style
+from .claims import claim
+
+SOURCE = "Chien 2018"
+
+
+def plot_sizes(manifest: pd.DataFrame, hist: pd.DataFrame):
+    """Histogram of generated file sizes (percent per 2 kB bin), with median and mean."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    w = float(hist["bin_hi_KB"].iloc[0] - hist["bin_lo_KB"].iloc[0])
+    ax.bar(hist["bin_lo_KB"] + w / 2, hist["files_percent"], width=w * 0.9, edgecolor="0.2")
+    kb = manifest["bytes"] / 1000
+    for v, ls, lab in [(kb.median(), "--", "median"), (kb.mean(), ":", "mean")]:
+        ax.axvline(v, color="0.2", ls=ls, lw=1.2, label=f"{lab} {v:.1f} kB")
+    ax.set_xlabel("file size, kB (last bin: everything larger)")
+    ax.set_ylabel("files, %")
+    ax.set_title("Caltech-101-like images (JPEG and PNG)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_fig6(summary: pd.DataFrame):
+    """Fig 6: per tier, bars of the median run time with one batch prefetched, and on top (white,
+    hatched) the excess when nothing is prefetched: the cost of I/O."""
+    d = summary[summary["experiment"] == "prefetch"]
+    tiers = list(dict.fromkeys(d["tier"]))
+    colors = style.tier_colors(tiers)
+    fig, axes = plt.subplots(1, len(tiers), figsize=(4.2 * len(tiers), 3.8), squeeze=False, sharey=True)
+    for ax, tier in zip(axes[0], tiers):
+        t = d[d["tier"] == tier]
+        with_p = t[t["prefetch"] > 0].sort_values("threads")
+        x = np.arange(len(with_p))
+        ax.bar(x, with_p["seconds"], color=colors[tier], edgecolor="0.2", label="prefetch 1 batch")
+        excess = with_p["io_excess_s"].to_numpy()
+        ax.bar(x, np.clip(excess, 0, None), bottom=with_p["seconds"], color="white", edgecolor="0.2",
+               hatch="//", label="excess without prefetch")
+        neg = excess < 0
+        if neg.any():
+            ax.scatter(x[neg], (with_p["seconds"] + excess)[neg], marker="_", s=200, color="0.1",
+                       label="no prefetch (faster here)")
+        ax.set_xticks(x, [str(n) for n in with_p["threads"]])
+        ax.set_xlabel("map threads")
+        ax.set_title(f"tier {tier}")
+        ax.set_ylabel("run time, s (median)")
+    axes[0][0].legend(fontsize=8, loc="lower left")
+    fig.suptitle("Fig 6: AlexNet epoch run time, prefetch vs none")
+    fig.tight_layout()
+    return fig
+
+
+def plot_fig7(batches: pd.DataFrame):
+    """Fig 7: median run time of one epoch against batch size, with and without prefetch."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for (tier, p), g in batches.groupby(["tier", "prefetch"], sort=False):
+        g = g.sort_values("batch_size")
+        ax.errorbar(g["batch_size"], g["seconds"],
+                    yerr=[g["seconds"] - g["seconds_min"], g["seconds_max"] - g["seconds"]],
+                    marker="o", capsize=3, ls="-" if p else "--",
+                    label=f"{tier}, prefetch {p}")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(batches["batch_size"].unique()), [str(b) for b in sorted(batches["batch_size"].unique())])
+    ax.set_xlabel("batch size, images")
+    ax.set_ylabel("run time of one epoch, s (median)")
+    ax.set_title(f"Fig 7: batch size ({int(batches['threads'].iloc[0])} map threads)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def read_rate(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per (tier, prefetch) the read rate Fig 8 plots: the device's MB/s where the tier has a
+    block device, else the process tree's VFS MB/s (a memory tier has no device)."""
+    out = []
+    for (tier, p), g in samples.groupby(["tier", "prefetch"], sort=False):
+        dev = g[g["source"].str.startswith("dev:")]
+        if len(dev):
+            out.append(dev.assign(MBps=dev["read_MBps"], view=dev["source"].iloc[0]))
+        else:
+            pr = g[g["source"] == "proc"]
+            out.append(pr.assign(MBps=pr["vfs_read_MBps"], view="proc VFS"))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+def plot_fig8(samples: pd.DataFrame, steps: pd.DataFrame):
+    """Fig 8: MB read per second during one cold epoch, prefetch (gray area) vs none (white
+    area, outlined), one panel per tier; ticks mark the first and last iteration."""
+    r = read_rate(samples)
+    tiers = list(dict.fromkeys(r["tier"]))
+    fig, axes = plt.subplots(len(tiers), 1, figsize=(7, 2.6 * len(tiers)), squeeze=False)
+    for ax, tier in zip(axes[:, 0], tiers):
+        for p in sorted(r.loc[r["tier"] == tier, "prefetch"].unique(), reverse=True):
+            g = r[(r["tier"] == tier) & (r["prefetch"] == p)].sort_values("time_s")
+            if p:
+                ax.fill_between(g["time_s"], g["MBps"], step="pre", color="0.6", alpha=0.8,
+                                label=f"prefetch {p}")
+            else:
+                ax.fill_between(g["time_s"], g["MBps"], step="pre", facecolor="white",
+                                edgecolor="0.1", lw=1.2, alpha=0.6, label="no prefetch")
+            s = steps[(steps["tier"] == tier) & (steps["prefetch"] == p)]
+            if len(s):
+                for t in (s["time_s"].min(), s["time_s"].max()):
+                    ax.axvline(t, color="0.1" if not p else "0.45", ls=":", lw=0.8)
+        view = r.loc[r["tier"] == tier, "view"].iloc[0]
+        ax.set_title(f"tier {tier} ({view})", fontsize=10)
+        ax.set_xlabel("time since start of sampling, s")
+        ax.set_ylabel("read, MB/s")
+        ax.legend(fontsize=8, loc="upper right")
+    fig.suptitle("Fig 8: data read per interval during an epoch (dotted: first and last iteration)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_fig9(ck: pd.DataFrame):
+    """Fig 9: median run time per checkpoint target (top) with the run time without checkpoints
+    shaded; median stall per checkpoint (bottom)."""
+    d = ck[ck["mode"] != "none"]
+    none = float(ck.loc[ck["mode"] == "none", "seconds"].iloc[0]) if (ck["mode"] == "none").any() else np.nan
+    labels = [("burst buffer " + t.replace(">", "→")) if m == "burst" else t for m, t in zip(d["mode"], d["target"])]
+    x = np.arange(len(d))
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(6, 6), sharex=True)
+    a1.bar(x, d["seconds"], color="white", edgecolor="0.2",
+           yerr=[d["seconds"] - d["seconds_min"], d["seconds_max"] - d["seconds"]], capsize=3)
+    if np.isfinite(none):
+        a1.bar(x, [min(none, s) for s in d["seconds"]], color="0.7", edgecolor="0.2",
+               label=f"no checkpoint ({none:.1f} s)")
+        a1.legend(fontsize=8, loc="lower right")
+    a1.set_ylabel("run time, s (median)")
+    a1.set_title(f"Fig 9: {int(d['checkpoints'].iloc[0])} checkpoints of "
+                 f"{d['checkpoint_MB'].iloc[0]:.0f} MB during the run")
+    a2.bar(x, d["stall_median_s"], color="0.4", edgecolor="0.2")
+    a2.set_ylabel("stall per checkpoint, s (median)")
+    a2.set_xticks(x, labels, rotation=15)
+    a2.set_xlabel("checkpoint target")
+    fig.tight_layout()
+    return fig
+
+
+def plot_fig10(dst: pd.DataFrame, saves: pd.DataFrame, drains: pd.DataFrame, runs: pd.DataFrame,
+               panels: list[str]):
+    """Fig 10: write MB/s per interval for the checkpoint targets in ``panels`` (the slow tier
+    directly, the burst buffer): the block device's writes and the process tree's VFS writes;
+    shaded: checkpoint saves (dark) and background drains (light); dotted: end of training."""
+    d = dst[~dst["warmup"]]
+    rep = int(d["repeat"].max())
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.8 * len(panels)), squeeze=False, sharex=True)
+    for ax, target in zip(axes[:, 0], panels):
+        g = d[(d["target"] == target) & (d["repeat"] == rep)]
+        for src, gg in g.groupby("source"):
+            gg = gg.sort_values("time_s")
+            col = "vfs_write_MBps" if src == "proc" else "write_MBps"
+            lab = "process VFS writes (all tiers)" if src == "proc" else f"device {src[4:]} writes"
+            ax.step(gg["time_s"], gg[col], where="pre", label=lab,
+                    color="0.1" if src != "proc" else "tab:blue", lw=1.3)
+        for _, e in saves[(saves["target"] == target) & (saves["repeat"] == rep)].iterrows():
+            ax.axvspan(e["start_s"], e["end_s"], color="0.3", alpha=0.35, lw=0)
+        for _, e in drains[(drains["target"] == target) & (drains["repeat"] == rep)].iterrows() if len(drains) else []:
+            ax.axvspan(e["start_s"], e["end_s"], color="tab:orange", alpha=0.2, lw=0)
+        end = runs[(runs["target"] == target) & (runs["repeat"] == rep)]["seconds"]
+        if len(end):
+            ax.axvline(float(end.iloc[0]), ls=":", color="0.2")
+        ax.set_title(("burst buffer " + target.replace(">", " → ")) if ">" in target
+                     else f"checkpoint straight to {target}", fontsize=10)
+        ax.set_ylabel("write, MB/s")
+        ax.legend(fontsize=7, loc="upper left")
+    axes[-1, 0].set_xlabel("time since start of training, s (dark: save, light: drain, dotted: end)")
+    fig.suptitle("Fig 10: write activity during checkpointing")
+    fig.tight_layout()
+    return fig
+
+
+def stall_ratios(ck: pd.DataFrame, fast: str, slow: str) -> dict:
+    """Median stall per checkpoint on each tier and with the burst buffer, as ratios to the fast
+    tier alone; and the burst buffer's speed-up over the slow tier (stall and overhead)."""
+    def get(mode, target, col):
+        r = ck[(ck["mode"] == mode) & (ck["target"] == target)]
+        return float(r[col].iloc[0]) if len(r) else float("nan")
+
+    out = {}
+    f = get("direct", fast, "stall_median_s")
+    for _, r in ck[ck["mode"] != "none"].iterrows():
+        key = "burst" if r["mode"] == "burst" else r["target"]
+        out[f"stall_median_s_{key}"] = float(r["stall_median_s"])
+        out[f"stall_ratio_to_fast_{key}"] = float(r["stall_median_s"]) / f if f else float("nan")
+        out[f"seconds_{key}"] = float(r["seconds"])
+    bb = f"{fast}>{slow}"
+    out["burst_speedup_stall_vs_slow"] = get("direct", slow, "stall_median_s") / get("burst", bb, "stall_median_s")
+    out["burst_speedup_overhead_vs_slow"] = get("direct", slow, "overhead_s") / get("burst", bb, "overhead_s")
+    out["seconds_none"] = get("none", "none", "seconds")
+    return out
+
+
+def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast: str,
+           slow: str) -> list[dict]:
+    """The paper's claims for Fig 6, 7, 9 and 10, checked against our medians."""
+    out = []
+    d = summary[summary["experiment"] == "prefetch"]
+    cpu_note = ("on a CPU the decoding threads and the training step share the same cores, so "
+                "prefetching can overlap only part of the input pipeline")
+    for tier, g in d.groupby("tier", sort=False):
+        p = g[g["prefetch"] > 0]
+        if len(p) and p["no_prefetch_seconds"].notna().all():
+            ratio = float(p["no_prefetch_seconds"].sum() / p["seconds"].sum())
+            out.append(claim(
+                f"alexnet-prefetch-faster-{tier}", SOURCE, "Fig 6",
+                f"Prefetching one batch shortens the AlexNet epoch; the excess without it is the "
+                f"cost of I/O (tier {tier}, summed over thread counts)",
+                our_value=ratio, unit="x (no prefetch / prefetch)", rule="> 1", why_not=cpu_note))
+    p = d[d["prefetch"] > 0]
+    if len(p) > 1:
+        spread = float(p["seconds"].max() / p["seconds"].min() - 1)
+        out.append(claim(
+            "alexnet-prefetch-hides-io", SOURCE, "Fig 6",
+            "With prefetch the run time is about the same whatever the thread count and tier",
+            our_value=spread * 100, unit="% spread (max/min - 1) of prefetch run times",
+            rule="< 10", why_not=cpu_note + "; thread count changes how much CPU is left to the step"))
+    for p_, g in batches.groupby("prefetch"):
+        g = g.sort_values("batch_size")
+        if len(g) > 1:
+            out.append(claim(
+                f"alexnet-batch-size-prefetch{p_}", SOURCE, "Fig 7",
+                f"A larger batch shortens the epoch (prefetch {p_}, "
+                f"batch {int(g['batch_size'].iloc[0])} vs {int(g['batch_size'].iloc[-1])})",
+                our_value=float(g["seconds"].iloc[0] / g["seconds"].iloc[-1]),
+                unit="x (smallest / largest batch run time)", rule="> 1",
+                why_not="on a CPU a larger batch gives no more parallel hardware to fill"))
+    r = stall_ratios(ck, fast, slow)
+    bb = "burst"
+    if f"stall_ratio_to_fast_{bb}" in r:
+        out.append(claim(
+            "burst-buffer-close-to-fast", SOURCE, "Fig 9",
+            f"Checkpointing through the burst buffer stalls training about as little as the fast "
+            f"tier alone ({fast})", our_value=r[f"stall_ratio_to_fast_{bb}"],
+            unit="x (median stall per checkpoint, burst / fast alone)", rule="< 1.5",
+            why_not="the background drain (copy, checksum, read-back) competes for the same two cores"))
+        out.append(claim(
+            "burst-buffer-speedup-vs-slow", SOURCE, "Fig 9, Sec. VI",
+            f"The burst buffer is faster than checkpointing straight to the slow tier ({slow})",
+            our_value=r["burst_speedup_stall_vs_slow"], paper_value=reference.CHIEN_BURST_BUFFER_SPEEDUP,
+            unit="x (median stall per checkpoint, slow / burst)", rule="> 1",
+            note=f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD",
+            why_not=f"the slow tier here ({slow}) writes about as fast as the fast one"))
+    return out

@@ -1,0 +1,65 @@
+"""The AlexNet mini-application's notebooks on the smoke profile (caltech_like,
+alexnet_prefetch, alexnet_checkpoint, alexnet_report): assertions on what they wrote."""
+
+import json
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.smoke
+
+
+def test_caltech_like_data_and_claims(stage_results, smoke_root):
+    d = stage_results("caltech_like")
+    m = pd.read_csv(smoke_root / "data" / "caltech_like" / "filelist.csv")
+    assert len(m) == 48 and set(m["format"]) == {"jpg", "png"} and m["label"].nunique() == 4
+    raw = pd.read_parquet(d / "raw.parquet")
+    assert list(raw["bytes"]) == list(m["bytes"])
+    cl = json.loads((d / "claims.json").read_text())
+    assert {c["id"] for c in cl} == {"caltech-median-size", "caltech-mean-size"}
+
+
+def test_alexnet_prefetch_measured_every_configuration(stage_results):
+    d = stage_results("alexnet_prefetch")
+    raw = pd.read_parquet(d / "raw.parquet")
+    p = raw[raw["experiment"] == "prefetch"]
+    assert set(p["threads"]) == {1, 2} and set(p["prefetch"]) == {0, 1}
+    assert set(p["tier"]) == {"mem", "disk"} and (raw["seconds"] > 0).all()
+    assert (raw["iterations"] == raw["images"] // raw["batch_size"]).all()
+    s = pd.read_csv(d / "summary.csv")
+    assert s["io_excess_s"].notna().all()
+    b = pd.read_csv(d / "batch_sizes.csv")
+    assert set(b["batch_size"]) == {4, 8} and set(b["threads"]) == {2}
+    dst = pd.read_csv(d / "dstat.csv")
+    assert set(dst["tier"]) == {"mem", "disk"} and set(dst["prefetch"]) == {0, 1}
+    env = json.loads((d / "env.json").read_text())
+    assert env["stage"] == "alexnet_prefetch" and "alexnet" in env["params"]
+
+
+def test_alexnet_checkpoint_every_mode_and_restore(stage_results):
+    d = stage_results("alexnet_checkpoint")
+    runs = pd.read_parquet(d / "raw.parquet")
+    assert set(runs["target"]) == {"none", "mem", "disk", "mem>disk"}
+    ck = runs[runs["mode"] != "none"]
+    assert (ck["checkpoints"] == 2).all() and (ck["stall_median_s"] > 0).all()
+    saves = pd.read_csv(d / "saves.csv")
+    assert len(saves) == 6 and (saves["bytes"] > 0).all()
+    drains = pd.read_csv(d / "drains.csv")
+    assert len(drains) == 2 and (drains["target"] == "mem>disk").all()
+    m = json.loads((d / "metrics.json").read_text())
+    assert m["restore_bit_identical"] is True
+    s = pd.read_csv(d / "summary.csv")
+    assert float(s.loc[s["target"] == "mem", "stall_median_s_vs_fast"].iloc[0]) == 1.0
+
+
+def test_alexnet_report_figures_and_claims(stage_results):
+    d = stage_results("alexnet_report")
+    for name in ("caltech_like_sizes", "fig6_alexnet_prefetch_threads", "fig7_alexnet_batch_size",
+                 "fig8_alexnet_dstat", "fig9_checkpoint_runtime", "fig10_checkpoint_dstat"):
+        assert (d / f"{name}.png").stat().st_size > 5000, name
+    cl = json.loads((d / "claims.json").read_text())
+    ids = {c["id"] for c in cl}
+    assert {"burst-buffer-close-to-fast", "burst-buffer-speedup-vs-slow"} <= ids
+    assert all(isinstance(c["holds"], bool) and c["rule"] for c in cl)
+    m = json.loads((d / "metrics.json").read_text())
+    assert m["stall_ratio_to_fast_mem"] == 1.0 and m["stall_ratio_to_fast_burst"] > 0
