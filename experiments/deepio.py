@@ -1,0 +1,290 @@
+"""DeepIO (Zhu et al. 2018): randomization level, accuracy against it, ordered vs opportunistic reads.
+
+Three measurements:
+
+1. :func:`rl_table` - RL (see :mod:`experiments.randomization`) of orders kept in constant order
+   in blocks of k samples, exact and from generated orders, beside the poster's 73/49/16 %.
+2. :func:`train_curves` - validation accuracy per epoch of a small real classifier (a one-hidden-
+   layer MLP in numpy, plain mini-batch SGD) on scikit-learn's digits (1,797 8x8 images, stored
+   in class order: the "constant order"), fed in each order (Fig 7) and in the orders of the
+   opportunistic loader for each memory ratio R and process count (Fig 8).
+3. :func:`measure_loader` - read bandwidth of a loader over the ImageNet-like JPEGs packed into
+   one file per tier, P processes, each owning a contiguous share and a buffer of R of it:
+   ``ordered`` follows a global shuffled order and reads every sample with its own ``pread``;
+   ``opportunistic`` serves what is in memory and refills with ``chunk``-sample sequential
+   ``pread``s. Bandwidth is MB/s (10^6 B/s) of sample bytes, cold cache (Fig 10, 11 style).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator
+
+from . import cache
+from . import randomization as rz
+from .config import Section
+from .progress import progress
+from .tiers import prepare
+
+
+class DeepIOConfig(Section):
+    block_sizes: list[int] = Field([1, 4, 16, 256], min_length=1,
+                                   description="k: samples kept in constant order")
+    ratios: list[float] = Field([1.0, 0.5, 0.25], min_length=1, description="R: memory / data set")
+    procs: list[int] = Field([1, 2, 4], min_length=1, description="P: loader processes")
+    train_procs: list[int] = Field([1, 4], min_length=1, description="P for the Fig 8 orders")
+    epochs: int = Field(30, ge=1, le=1000)
+    batch_size: int = Field(32, ge=1, le=1797)
+    hidden: int = Field(32, ge=1, le=4096)
+    learning_rate: float = Field(0.05, gt=0, le=10)
+    train_seeds: int = Field(2, ge=1, le=20, description="training repeats (seeds) per order")
+    chunk_samples: int = Field(64, ge=1, le=1_000_000, description="samples per sequential refill")
+    loader_samples: int = Field(1024, ge=1, le=10_000_000, description="JPEGs used by the loader")
+    repeats: int = Field(2, ge=1, le=50)
+    eviction: str = Field("auto", pattern="^(auto|drop_caches|fadvise|none)$")
+
+    @field_validator("ratios")
+    @classmethod
+    def _ratios(cls, v):
+        bad = [r for r in v if not 0 < r <= 1]
+        if bad:
+            raise ValueError(f"every memory ratio R must be in (0, 1]; got {bad}")
+        return v
+
+    @field_validator("block_sizes")
+    @classmethod
+    def _k(cls, v):
+        bad = [k for k in v if k < 1]
+        if bad:
+            raise ValueError(f"every block size k must be >= 1; got {bad}")
+        return v
+
+    @field_validator("procs", "train_procs")
+    @classmethod
+    def _p(cls, v):
+        bad = [p for p in v if p < 1 or p > 256]
+        if bad:
+            raise ValueError(f"every process count P must be between 1 and 256; got {bad}")
+        return v
+
+
+# ---------------------------------------------------------------- 1. RL of blocked orders
+
+def rl_table(n: int, block_sizes: list[int], seed: int, paper: dict[int, float]) -> pd.DataFrame:
+    """RL (percent) of orders of ``n`` samples in constant-order blocks of k, exact and measured
+    on a generated order, with the poster's value where it gives one."""
+    rows = []
+    for k in block_sizes:
+        order, choices = rz.blocked_order(n, k, np.random.default_rng([seed, k]))
+        m = rz.rl_from_choices(choices, n)
+        rows.append({"k": k, "n": n, "RL_percent": 100 * rz.rl_blocked(n, k),
+                     "RL_measured_percent": 100 * m["RL"], "RL_total_percent": 100 * m["RL_total"],
+                     "H_bits": m["H_bits"], "H_fully_bits": m["H_fully_bits"],
+                     "paper_value": paper.get(k)})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- 2. accuracy against order
+
+def digits_data(seed: int):
+    """scikit-learn's digits, split 75/25 (stratified, seeded); the training set sorted by class
+    (the constant order). Features scaled to [0, 1]."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    Xtr, Xva, ytr, yva = train_test_split(X, y, test_size=0.25, random_state=seed % (2**32),
+                                          stratify=y)
+    idx = np.argsort(ytr, kind="stable")
+    return Xtr[idx].astype(np.float32), ytr[idx], Xva.astype(np.float32), yva
+
+
+def train(order_fn, X, y, Xva, yva, cfg: DeepIOConfig, seed: int) -> list[float]:
+    """Validation accuracy (fraction) after each epoch of an MLP trained with plain SGD on
+    mini-batches taken, in turn, from ``order_fn(epoch)`` (an order of training indices)."""
+    rng = np.random.default_rng(seed)
+    d, h, c = X.shape[1], cfg.hidden, int(y.max()) + 1
+    W1 = rng.normal(0, 1 / np.sqrt(d), (d, h)).astype(np.float32)
+    b1 = np.zeros(h, np.float32)
+    W2 = rng.normal(0, 1 / np.sqrt(h), (h, c)).astype(np.float32)
+    b2 = np.zeros(c, np.float32)
+    Y = np.eye(c, dtype=np.float32)[y]
+    acc = []
+    for epoch in range(cfg.epochs):
+        order = order_fn(epoch)
+        for s in range(0, len(order), cfg.batch_size):
+            i = order[s:s + cfg.batch_size]
+            a = np.maximum(X[i] @ W1 + b1, 0)
+            z = a @ W2 + b2
+            p = np.exp(z - z.max(1, keepdims=True))
+            p /= p.sum(1, keepdims=True)
+            g = (p - Y[i]) / len(i)
+            ga = (g @ W2.T) * (a > 0)
+            W2 -= cfg.learning_rate * a.T @ g
+            b2 -= cfg.learning_rate * g.sum(0)
+            W1 -= cfg.learning_rate * X[i].T @ ga
+            b1 -= cfg.learning_rate * ga.sum(0)
+        pred = (np.maximum(Xva @ W1 + b1, 0) @ W2 + b2).argmax(1)
+        acc.append(float((pred == yva).mean()))
+    return acc
+
+
+def order_makers(n: int, cfg: DeepIOConfig, seed: int) -> list[tuple[str, dict, callable]]:
+    """(figure, labels, epoch -> (order, choices)) for every order trained on."""
+    out = []
+    for k in cfg.block_sizes:
+        out.append(("fig7", {"k": k, "R": None, "P": None},
+                    lambda e, k=k: rz.blocked_order(n, k, np.random.default_rng([seed, k, e]))))
+    for p in cfg.train_procs:
+        for r in cfg.ratios:
+            out.append(("fig8", {"k": None, "R": r, "P": p},
+                        lambda e, r=r, p=p: rz.opportunistic_order(n, r, p, cfg.chunk_samples,
+                                                                   seed, e)))
+    return out
+
+
+def train_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
+    """Validation accuracy per epoch for each order (Fig 7: block size k; Fig 8: loader R, P),
+    ``train_seeds`` runs each; also the RL of the epoch-0 order."""
+    X, y, Xva, yva = digits_data(seed)
+    n = len(X)
+    rows = []
+    makers = order_makers(n, cfg, seed)
+    for fig, lab, make in progress(makers, desc="deepio: training"):
+        rl = rz.rl_from_choices(make(0)[1], n)["RL"]
+        for s in range(cfg.train_seeds):
+            acc = train(lambda e: make(e)[0], X, y, Xva, yva, cfg, seed + 1000 * s)
+            rows += [{"figure": fig, **lab, "train_seed": s, "epoch": e + 1, "val_accuracy": a,
+                      "RL_percent": 100 * rl, "n_train": n} for e, a in enumerate(acc)]
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- 3. the loader's reads
+
+def pack(manifest: pd.DataFrame, dest: Path) -> pd.DataFrame:
+    """Concatenate the files of ``manifest`` (in its order) into ``dest/samples.bin`` with an
+    index (offset, bytes); reused when the index matches. Written atomically."""
+    dest.mkdir(parents=True, exist_ok=True)
+    index_path = dest / "index.csv"
+    sizes = manifest["bytes"].to_numpy()
+    index = pd.DataFrame({"offset": np.concatenate([[0], np.cumsum(sizes)[:-1]]), "bytes": sizes})
+    if index_path.exists():
+        old = pd.read_csv(index_path)
+        if old.equals(index) and (dest / "samples.bin").stat().st_size == sizes.sum():
+            return index
+    tmp = dest / "samples.bin.partial"
+    with open(tmp, "wb") as out:
+        for p in manifest["abspath"]:
+            out.write(Path(p).read_bytes())
+    os.replace(tmp, dest / "samples.bin")
+    index.to_csv(dest / "index.csv.partial", index=False)
+    os.replace(dest / "index.csv.partial", index_path)
+    return index
+
+
+def _serve(args) -> dict:
+    """One loader process: serve its share of one epoch, reading from ``path``; returns bytes
+    read, requests, seconds (perf_counter, comparable across processes) and its order."""
+    path, mode, p, procs, ratio, chunk, seed, offsets, sizes, barrier = args
+    n = len(offsets)
+    lo, hi = rz.partition(n, procs, p)
+    fd = os.open(path, os.O_RDONLY)
+    barrier.wait()
+    t0 = time.perf_counter()
+    nbytes = nreq = 0
+    if mode == "ordered":
+        order = np.random.default_rng([seed, 0]).permutation(n)[p::procs]
+        for i in order:  # a miss: one pread per sample
+            nbytes += len(os.pread(fd, int(sizes[i]), int(offsets[i])))
+            nreq += 1
+        choices = None
+    else:
+        mem = max(1, int(round(ratio * (hi - lo))))
+        order, choices, reads = rz.opportunistic_schedule(lo, hi, mem, chunk,
+                                                          np.random.default_rng([seed, 0, p]))
+        for s, cnt in reads:  # one large sequential pread per refill
+            length = int(offsets[s + cnt - 1] + sizes[s + cnt - 1] - offsets[s])
+            nbytes += len(os.pread(fd, length, int(offsets[s])))
+            nreq += 1
+    t1 = time.perf_counter()
+    os.close(fd)
+    return {"p": p, "t0": t0, "t1": t1, "bytes": nbytes, "requests": nreq,
+            "order": np.asarray(order), "choices": None if choices is None else np.asarray(choices)}
+
+
+def _child(a, q) -> None:
+    try:
+        q.put(_serve(a))
+    except BaseException as e:  # report, so the parent does not wait forever
+        a[-1].abort()
+        q.put({"error": f"{type(e).__name__}: {e}"})
+
+
+def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: float, chunk: int,
+               seed: int) -> dict:
+    """One cold-or-warm epoch of the loader with ``procs`` processes; aggregate MB/s and RL."""
+    ctx = mp.get_context("fork")
+    barrier = ctx.Barrier(procs)
+    offsets, sizes = index["offset"].to_numpy(), index["bytes"].to_numpy()
+    args = [(str(path), mode, p, procs, ratio, chunk, seed, offsets, sizes, barrier)
+            for p in range(procs)]
+    queues = [ctx.SimpleQueue() for _ in args]
+    workers = [ctx.Process(target=_child, args=(a, q)) for a, q in zip(args, queues)]
+    for w in workers:
+        w.start()
+    parts = [q.get() for q in queues]
+    for w in workers:
+        w.join()
+    bad = [x for x in parts if "error" in x]
+    if bad:
+        raise RuntimeError(f"deepio loader {mode} P={procs}: {bad[0]['error']}")
+    seconds = max(x["t1"] for x in parts) - min(x["t0"] for x in parts)
+    nbytes = sum(x["bytes"] for x in parts)
+    n = len(index)
+    if mode == "ordered":
+        rl = 1.0  # a global full shuffle: candidates n, n-1, ..., 1
+    else:
+        rl = rz.rl_from_choices(np.concatenate([x["choices"] for x in parts]), n)["RL"]
+    return {"seconds": seconds, "bytes": nbytes, "requests": sum(x["requests"] for x in parts),
+            "MBps": nbytes / 1e6 / seconds, "RL_percent": 100 * rl,
+            "served": sum(len(x["order"]) for x in parts)}
+
+
+def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
+                   seed: int) -> tuple[pd.DataFrame, dict]:
+    """Ordered vs opportunistic read bandwidth for each tier, R and P; cache evicted before
+    each run. ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
+    runs, packs, evictions = [], {}, {}
+    mem = {t.name: prepare(t).memory_backed for t in tiers}
+    for t in tiers:
+        m = staged[t.name].iloc[:cfg.loader_samples]
+        dest = t.dir / "deepio-pack"
+        packs[t.name] = (dest / "samples.bin", pack(m, dest))
+    plan = [(t.name, mode, r, p, i) for t in tiers for mode in ("ordered", "opportunistic")
+            for r in cfg.ratios for p in cfg.procs for i in range(cfg.repeats)]
+    for tier, mode, r, p, i in progress(plan, desc="deepio: loader runs"):
+        path, index = packs[tier]
+        evictions[tier] = cache.evict([path], cfg.eviction)
+        res = run_loader(path, index, mode, p, r, cfg.chunk_samples, seed)
+        runs.append({"tier": tier, "memory_backed": mem[tier], "mode": mode, "R": r, "P": p,
+                     "repeat": i,
+                     "samples": len(index), "eviction": evictions[tier], **res})
+    return pd.DataFrame(runs), {"eviction": evictions}
+
+
+def summarize_loader(raw: pd.DataFrame) -> pd.DataFrame:
+    """Median MB/s (min, max) per tier, mode, R and P; opportunistic over ordered speed-up."""
+    s = (raw.groupby(["tier", "mode", "R", "P"]).agg(
+        MBps=("MBps", "median"), MBps_min=("MBps", "min"), MBps_max=("MBps", "max"),
+        requests=("requests", "median"), RL_percent=("RL_percent", "median"),
+        runs=("MBps", "size")).reset_index())
+    base = s[s["mode"] == "ordered"].set_index(["tier", "R", "P"])["MBps"]
+    s["speedup_vs_ordered"] = [r.MBps / base[(r.tier, r.R, r.P)] for r in s.itertuples()]
+    return s

@@ -1,0 +1,364 @@
+"""LMDBIO (Pumma et al.): P processes reading one LMDB in batches, five read strategies.
+
+The database holds N records of one size (CIFAR-like 3 KB, ImageNet-like ~110 KB), keys
+``%010d``, written in key order with the ``lmdb`` package. Right after writing, the file offset
+and size of every value is recorded ("provenance", kept beside the database as
+``provenance.csv``): values larger than half a page live in contiguous overflow pages, so
+(offset, size) is enough for a POSIX ``pread``.
+
+Processes are grouped into "nodes" of ``ranks_per_node`` processes; node n owns a contiguous
+slice of the records and, round by round, each of its processes consumes one batch of
+``batch_size`` records. Strategies (the paper's Fig 2 steps, each a real implementation):
+
+- ``lmdb``      (a) every process maps the database and walks its batches with a cursor;
+- ``lmm``       (b) one reader per node walks the node's batches with a cursor and shares them
+  through ``multiprocessing.shared_memory``; the others copy their batch out;
+- ``dio_prov``  (c) as (b), but the reader ``pread``s each record at its recorded offset;
+- ``coal``      (d) as (c), one ``pread`` covering ``coalesce`` rounds of the node's records;
+- ``stag``      (e) as (d), with at most ``stagger_group`` readers in the file at a time.
+
+Measured per run (cache evicted before it): total read time (first start to last finish,
+``time.perf_counter``, seconds), and voluntary + involuntary context switches of each process
+(``getrusage``), from which the figure's mean per process comes.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import os
+import resource
+import shutil
+import time
+from multiprocessing import shared_memory
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator, model_validator
+
+from . import cache
+from .config import ConfigError, Section
+from .progress import progress
+from .tiers import prepare
+
+STRATEGIES = ("lmdb", "lmm", "dio_prov", "coal", "stag")
+
+
+class LMDBDataset(Section):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    records: int = Field(ge=1, le=100_000_000)
+    record_bytes: int = Field(ge=1, le=1 << 30)
+
+
+class LMDBIOConfig(Section):
+    datasets: list[LMDBDataset] = Field(min_length=1)
+    procs: list[int] = Field([1, 2, 4, 8], min_length=1, description="P: reading processes")
+    ranks_per_node: int = Field(4, ge=1, le=1024)
+    batch_size: int = Field(64, ge=1, le=1_000_000, description="records per process per round")
+    coalesce: int = Field(4, ge=1, le=1024, description="rounds read per request in coal/stag")
+    stagger_group: int = Field(1, ge=1, le=1024, description="readers in the file at a time")
+    strategies: list[str] = Field(list(STRATEGIES), min_length=1)
+    map_size_mib: int = Field(1024, ge=1, le=1 << 22)
+    repeats: int = Field(1, ge=1, le=50)
+    eviction: str = Field("auto", pattern="^(auto|drop_caches|fadvise|none)$")
+
+    @field_validator("procs")
+    @classmethod
+    def _p(cls, v):
+        bad = [p for p in v if p < 1 or p > 256]
+        if bad:
+            raise ValueError(f"every process count P must be between 1 and 256; got {bad}")
+        return v
+
+    @field_validator("strategies")
+    @classmethod
+    def _s(cls, v):
+        bad = [s for s in v if s not in STRATEGIES]
+        if bad:
+            raise ValueError(f"unknown strategies {bad}; allowed: {', '.join(STRATEGIES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _fits(self):
+        cap = self.map_size_mib << 20
+        for d in self.datasets:
+            if d.record_bytes > cap:
+                raise ValueError(f"datasets[{d.name}].record_bytes = {d.record_bytes} is larger "
+                                 f"than the LMDB map size map_size_mib = {self.map_size_mib} "
+                                 f"({cap} B); raise map_size_mib or lower record_bytes")
+            need = d.records * (d.record_bytes + 64) * 1.1
+            if need > cap:
+                raise ValueError(f"datasets[{d.name}]: {d.records} records of {d.record_bytes} B "
+                                 f"need about {need / 2**20:.0f} MiB, more than map_size_mib = "
+                                 f"{self.map_size_mib}; raise map_size_mib")
+        return self
+
+
+# ---------------------------------------------------------------- building, with provenance
+
+def _map_base(path: Path) -> tuple[int, int]:
+    """(start address, file offset) of this process's mapping of ``path`` (/proc/self/maps)."""
+    target = str(Path(path).resolve())
+    best = None
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        f = line.split(maxsplit=5)
+        if len(f) == 6 and f[5] == target:
+            lo = int(f[0].split("-")[0], 16)
+            off = int(f[2], 16)
+            if best is None or lo - off < best[0] - best[1]:
+                best = (lo, off)
+    if best is None:
+        raise RuntimeError(f"{target} is not mapped in this process")
+    return best
+
+
+def _addr(buf) -> int:
+    return np.frombuffer(buf, dtype=np.uint8).ctypes.data
+
+
+def record_bytes(i: int, size: int, seed: int) -> bytes:
+    """Record ``i``: ``size`` incompressible bytes that depend only on (seed, i)."""
+    return np.random.default_rng([seed, i]).integers(0, 256, size, dtype=np.uint8).tobytes()
+
+
+def build(dest: Path, records: int, size: int, map_size: int, seed: int) -> pd.DataFrame:
+    """Write the LMDB at ``dest`` (atomically) and its provenance; reuse one that matches.
+
+    Returns the provenance table: key index, file offset and size of every value in data.mdb.
+    """
+    import lmdb
+
+    dest = Path(dest)
+    prov_path = dest / "provenance.csv"
+    if prov_path.exists():
+        prov = pd.read_csv(prov_path)
+        if len(prov) == records and (prov["bytes"] == size).all() and \
+                (dest / "data.mdb").exists() and (dest / f"seed-{seed}").exists():
+            return prov
+    if size > map_size:
+        raise ConfigError(f"lmdbio: record_bytes = {size} is larger than the map size "
+                          f"{map_size} B; raise map_size_mib")
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    env = lmdb.open(str(tmp), map_size=map_size, subdir=True, lock=True, sync=False)
+    batch = max(1, (64 << 20) // max(size, 1))
+    for s in range(0, records, batch):
+        with env.begin(write=True) as txn:
+            for i in range(s, min(s + batch, records)):
+                txn.put(b"%010d" % i, record_bytes(i, size, seed), append=True)
+    env.sync(True)
+    # Provenance: where each value lies in the file, read back once through the map.
+    rows = []
+    with env.begin(buffers=True) as txn:
+        base, off0 = _map_base(tmp / "data.mdb")
+        for i in range(records):
+            v = txn.get(b"%010d" % i)
+            rows.append((i, _addr(v) - base + off0, len(v)))
+    env.close()
+    prov = pd.DataFrame(rows, columns=["key", "offset", "bytes"])
+    prov.to_csv(tmp / "provenance.csv", index=False)
+    (tmp / f"seed-{seed}").write_text("")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(tmp, dest)
+    return prov
+
+
+# ---------------------------------------------------------------- the work plan
+
+def layout(records: int, procs: int, rpn: int, batch: int) -> list[dict]:
+    """Per node: its processes and, per round, each process's first record (or None)."""
+    nodes = math.ceil(procs / rpn)
+    out = []
+    for n in range(nodes):
+        members = list(range(n * rpn, min((n + 1) * rpn, procs)))
+        lo, hi = records * n // nodes, records * (n + 1) // nodes
+        per_round = len(members) * batch
+        rounds = math.ceil((hi - lo) / per_round) if hi > lo else 0
+        out.append({"node": n, "members": members, "lo": lo, "hi": hi, "rounds": rounds,
+                    "per_round": per_round})
+    return out
+
+
+def _switches() -> int:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_nvcsw + r.ru_nivcsw
+
+
+def _cursor_read(txn, first: int, count: int) -> list[bytes]:
+    out = []
+    if count <= 0:
+        return out
+    cur = txn.cursor()
+    if cur.set_key(b"%010d" % first):
+        for _, v in cur:
+            out.append(bytes(v))
+            if len(out) == count:
+                break
+    return out
+
+
+def _worker(a: dict) -> dict:
+    """One process of one run; returns its timing, bytes and context switches."""
+    import lmdb
+
+    strategy, node, me = a["strategy"], a["node"], a["me"]
+    members, batch, size = node["members"], a["batch"], a["size"]
+    is_reader = me == members[0]
+    local = members.index(me)
+    nrec = node["hi"] - node["lo"]
+    shm = None
+    if strategy != "lmdb":
+        shm = shared_memory.SharedMemory(name=a["shm_name"])
+    env = None
+    if strategy == "lmdb" or (strategy == "lmm" and is_reader):
+        env = lmdb.open(a["path"], readonly=True, lock=False, readahead=True, max_readers=512)
+    fd = os.open(a["path"] + "/data.mdb", os.O_RDONLY) if is_reader and strategy in (
+        "dio_prov", "coal", "stag") else None
+    offs, sizes = a["offsets"], a["sizes"]
+    a["barrier"].wait()
+    cs0 = _switches()
+    t0 = time.perf_counter()
+    nbytes = 0
+    step = a["coalesce"] if strategy in ("coal", "stag") else 1
+    for r0 in range(0, node["rounds"], step):
+        rounds = range(r0, min(r0 + step, node["rounds"]))
+        if strategy == "lmdb":
+            for r in rounds:
+                first = node["lo"] + r * node["per_round"] + local * batch
+                cnt = max(0, min(batch, node["hi"] - first))
+                with env.begin(buffers=True) as txn:
+                    nbytes += sum(len(v) for v in _cursor_read(txn, first, cnt))
+            continue
+        lo = node["lo"] + r0 * node["per_round"]
+        hi = min(node["hi"], node["lo"] + rounds.stop * node["per_round"])
+        if is_reader:  # fill the shared buffer with records lo..hi-1
+            if strategy == "lmm":
+                with env.begin(buffers=True) as txn:
+                    for j, v in enumerate(_cursor_read(txn, lo, hi - lo)):
+                        shm.buf[j * size:(j + 1) * size] = v
+            elif strategy == "dio_prov":
+                for j in range(lo, hi):
+                    shm.buf[(j - lo) * size:(j - lo + 1) * size] = os.pread(fd, size, int(offs[j]))
+            else:
+                if strategy == "stag":
+                    a["stagger"].acquire()
+                start, end = int(offs[lo]), int(offs[hi - 1] + sizes[hi - 1])
+                blob = os.pread(fd, end - start, start)
+                if strategy == "stag":
+                    a["stagger"].release()
+                mv = memoryview(blob)
+                for j in range(lo, hi):
+                    o = int(offs[j]) - start
+                    shm.buf[(j - lo) * size:(j - lo + 1) * size] = mv[o:o + size]
+        a["node_barrier"].wait()  # the buffer is full
+        for r in rounds:  # every process copies its batch of each round out
+            first = node["lo"] + r * node["per_round"] + local * batch
+            cnt = max(0, min(batch, node["hi"] - first))
+            j = first - lo
+            nbytes += len(bytes(shm.buf[j * size:(j + cnt) * size]))
+        a["node_barrier"].wait()  # everyone is done with the buffer
+    t1 = time.perf_counter()
+    cs = _switches() - cs0
+    if env is not None:
+        env.close()
+    if fd is not None:
+        os.close(fd)
+    if shm is not None:
+        shm.close()
+    return {"proc": me, "node": node["node"], "reader": bool(is_reader), "t0": t0, "t1": t1,
+            "bytes": nbytes, "context_switches": cs, "records": nrec}
+
+
+def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOConfig,
+        size: int) -> pd.DataFrame:
+    """One run of ``strategy`` with ``procs`` processes; one row per process."""
+    ctx = mp.get_context("fork")
+    plan = layout(len(prov), procs, cfg.ranks_per_node, cfg.batch_size)
+    barrier = ctx.Barrier(procs)
+    stagger = ctx.Semaphore(cfg.stagger_group)
+    shms, args = [], []
+    step = cfg.coalesce if strategy in ("coal", "stag") else 1
+    offsets, sizes = prov["offset"].to_numpy(), prov["bytes"].to_numpy()
+    try:
+        for node in plan:
+            shm_name = None
+            if strategy != "lmdb":
+                shm = shared_memory.SharedMemory(create=True,
+                                                 size=max(1, node["per_round"] * step * size))
+                shms.append(shm)
+                shm_name = shm.name
+            nb = ctx.Barrier(len(node["members"]))
+            for me in node["members"]:
+                args.append({"strategy": strategy, "node": node, "me": me, "batch": cfg.batch_size,
+                             "size": size, "path": str(path), "shm_name": shm_name,
+                             "offsets": offsets, "sizes": sizes, "barrier": barrier,
+                             "node_barrier": nb, "stagger": stagger, "coalesce": cfg.coalesce})
+        queues = [ctx.SimpleQueue() for _ in args]
+        procs_ = [ctx.Process(target=_run_child, args=(a, q)) for a, q in zip(args, queues)]
+        for p in procs_:
+            p.start()
+        rows = [q.get() for q in queues]
+        for p in procs_:
+            p.join()
+    finally:
+        for s in shms:
+            s.close()
+            s.unlink()
+    bad = [r for r in rows if "error" in r]
+    if bad:
+        raise RuntimeError(f"lmdbio {strategy} P={procs}: {bad[0]['error']}")
+    return pd.DataFrame(rows)
+
+
+def _run_child(a, q) -> None:
+    try:
+        q.put(_worker(a))
+    except BaseException as e:  # report, so the parent does not wait forever
+        try:
+            a["barrier"].abort()
+            a["node_barrier"].abort()
+        except Exception:
+            pass
+        q.put({"error": f"{type(e).__name__}: {e}"})
+
+
+def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
+    """Build each data set's LMDB on each tier, then every (strategy, P) ``repeats`` times, the
+    cache evicted before each run. One row per run: total seconds, MB/s, context switches."""
+    dbs = {}
+    mem = {t.name: prepare(t).memory_backed for t in tiers}
+    for t in tiers:
+        for d in cfg.datasets:
+            dest = t.dir / f"lmdbio-{d.name}"
+            dbs[(t.name, d.name)] = (dest, build(dest, d.records, d.record_bytes,
+                                                 cfg.map_size_mib << 20, seed), d.record_bytes)
+    plan = [(t.name, d.name, s, p, i) for t in tiers for d in cfg.datasets
+            for s in cfg.strategies for p in cfg.procs for i in range(cfg.repeats)]
+    rows, evictions = [], {}
+    for tier, ds, strategy, p, i in progress(plan, desc="lmdbio runs"):
+        dest, prov, size = dbs[(tier, ds)]
+        evictions[tier] = cache.evict([dest], cfg.eviction)
+        per = run(dest, prov, strategy, p, cfg, size)
+        seconds = per["t1"].max() - per["t0"].min()
+        rows.append({"tier": tier, "memory_backed": mem[tier], "dataset": ds, "record_bytes": size, "strategy": strategy,
+                     "P": p, "repeat": i, "seconds": seconds, "bytes": int(per["bytes"].sum()),
+                     "MBps": per["bytes"].sum() / 1e6 / seconds,
+                     "cs_per_proc": float(per["context_switches"].mean()),
+                     "cs_max": int(per["context_switches"].max()),
+                     "readers": int(per["reader"].sum()) if strategy != "lmdb" else p,
+                     "eviction": evictions[tier]})
+    return pd.DataFrame(rows), {"eviction": evictions}
+
+
+def summarize(raw: pd.DataFrame) -> pd.DataFrame:
+    """Median seconds and context switches per (tier, dataset, strategy, P); speed-up over (a)."""
+    s = (raw.groupby(["tier", "dataset", "strategy", "P"], sort=False).agg(
+        seconds=("seconds", "median"), seconds_min=("seconds", "min"),
+        seconds_max=("seconds", "max"), MBps=("MBps", "median"),
+        cs_per_proc=("cs_per_proc", "median"), runs=("seconds", "size")).reset_index())
+    base = s[s["strategy"] == "lmdb"].set_index(["tier", "dataset", "P"])["seconds"]
+    s["speedup_vs_lmdb"] = [base.get((r.tier, r.dataset, r.P), np.nan) / r.seconds
+                            for r in s.itertuples()]
+    return s

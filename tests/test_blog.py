@@ -1,0 +1,92 @@
+"""Nelson's blog: TFRecord conversion, the two pipelines, the collectl table, claims (tiny inputs)."""
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from experiments import blog_report, blog_tfrecord as bt, config
+from experiments.config import ConfigError
+
+
+@pytest.fixture
+def jpegs(tmp_path):
+    rows = []
+    for i in range(6):
+        buf = io.BytesIO()
+        arr = np.random.default_rng(i).integers(0, 255, (40 + i, 30, 3), dtype=np.uint8)
+        Image.fromarray(arr).save(buf, format="JPEG")
+        p = tmp_path / f"img{i}.JPEG"
+        p.write_bytes(buf.getvalue())
+        rows.append({"path": p.name, "abspath": str(p), "label": i % 2, "bytes": p.stat().st_size})
+    return pd.DataFrame(rows)
+
+
+def test_tfrecord_conversion_round_trips_and_reads(tmp_path, jpegs):
+    import tensorflow as tf
+
+    facts = bt.convert(jpegs, tmp_path / "rec", shards=2)
+    assert len(facts["files"]) == 2 and not facts["reused"]
+    raw = [r.numpy() for r in tf.data.TFRecordDataset(facts["files"])]
+    spec = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
+            "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+    got = sorted(tf.io.parse_single_example(r, spec)["image/encoded"].numpy() for r in raw)
+    assert got == sorted(open(p, "rb").read() for p in jpegs["abspath"])
+    assert bt.convert(jpegs, tmp_path / "rec", shards=2)["reused"]
+    ds = bt.build_tfrecord_dataset(facts["files"], 2, 4, 16, seed=0)
+    shapes = [tuple(x.shape) for x, _ in ds]
+    assert sum(s[0] for s in shapes) == 6 and shapes[0][1:] == (16, 16, 3)
+
+
+def test_torch_dataset_decodes_and_resizes(jpegs):
+    from experiments import torch_jpeg_loader as tj
+
+    loader = tj.make_loader(list(jpegs["abspath"]), list(jpegs["label"]), 0, 4, 16, seed=0)
+    batches = list(loader)
+    assert sum(x.shape[0] for x, _ in batches) == 6 and tuple(batches[0][0].shape[1:]) == (3, 16, 16)
+
+
+def test_collectl_table_from_dstat_rows():
+    rows = pd.DataFrame([
+        {"source": "dev:vda", "cache": "cold", "framework": "tensorflow", "tier": "disk",
+         "format": "tfrecord", "read_MBps": 128.0, "read_iops": 1000.0, "queue_len": 1.0, "util": 0.5},
+        {"source": "dev:vda", "cache": "cold", "framework": "pytorch", "tier": "disk",
+         "format": "jpeg", "read_MBps": 64.0, "read_iops": 1000.0, "queue_len": 4.0, "util": 0.5},
+        {"source": "dev:vda", "cache": "warm", "framework": "pytorch", "tier": "disk",
+         "format": "jpeg", "read_MBps": 0.0, "read_iops": 0.0, "queue_len": 0.0, "util": 0.0},
+        {"source": "proc", "cache": "cold", "framework": "pytorch", "tier": "disk",
+         "format": "jpeg", "read_MBps": 64.0, "read_iops": np.nan, "queue_len": np.nan, "util": np.nan},
+    ])
+    t = bt.collectl_table(rows, pd.DataFrame()).set_index("framework")
+    assert t.loc["tensorflow", "KB_per_read"] == pytest.approx(128.0)
+    assert t.loc["pytorch", "KB_per_read"] == pytest.approx(64.0)
+    assert t.loc["pytorch", "queue_len"] == 4.0 and len(t) == 2
+
+
+def test_warm_cold_and_claims():
+    raw = pd.DataFrame([
+        {"framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": t, "workers": np.nan,
+         "cache": c, "images_per_s": v, "device": "vda"}
+        for t, c, v in ((1, "cold", 100.0), (2, "cold", 150.0), (2, "warm", 300.0))])
+    wc = blog_report.warm_cold(raw)
+    assert wc["warm_over_cold"].iloc[0] == pytest.approx(2.0)
+    hist = pd.DataFrame({"bucket": ["32K", "64K", "128K"], "files_percent": [20.0, 40.0, 40.0],
+                         "mix_percent": [20, 40, 40]})
+    c = {x["id"]: x for x in blog_report.claims(hist, pd.DataFrame(
+        columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
+        pd.DataFrame(), wc, "disk")}
+    assert c["blog_size_64k_128k"]["our_value"] == 80 and c["blog_size_64k_128k"]["holds"]
+    assert c["blog_warm_faster"]["holds"]
+    assert blog_report.storage_tier(pd.DataFrame({"tier": ["mem", "disk"], "device": ["", "vda"]})) == "disk"
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"threads": [0]}, r"blog\.threads.*between 1 and 1024"),
+    ({"workers": [-1]}, r"blog\.workers.*between 0 and 256"),
+    ({"images": 0}, r"blog\.images"),
+])
+def test_bad_input(bad, match):
+    with pytest.raises(ConfigError, match=match):
+        config.validate("blog", bad)

@@ -1,0 +1,129 @@
+"""DeepIO: the randomization level, the orders, the training loop and the loader (tiny inputs)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments import config, deepio, deepio_report, randomization as rz
+from experiments.config import ConfigError
+
+
+def test_rl_of_full_shuffle_and_constant_order():
+    n = 1000
+    _, c = rz.shuffled_order(n, np.random.default_rng(0))
+    assert rz.rl_from_choices(c, n)["RL"] == pytest.approx(1.0)
+    assert rz.rl_blocked(n, 1) == pytest.approx(1.0)
+    assert rz.rl_blocked(n, n) == 0.0
+    order, c = rz.blocked_order(n, n, np.random.default_rng(0))
+    assert list(order) == list(range(n)) and rz.rl_from_choices(c, n)["RL"] == 0.0
+
+
+def test_rl_blocked_closed_form_matches_generated_orders_and_falls_with_k():
+    n = 1347
+    rls = []
+    for k in (1, 4, 16, 256):
+        order, c = rz.blocked_order(n, k, np.random.default_rng(k))
+        assert sorted(order) == list(range(n))
+        m = rz.rl_from_choices(c, n)
+        assert m["RL"] == pytest.approx(rz.rl_blocked(n, k))
+        assert m["draws"] == math.ceil(n / k)
+        rls.append(m["RL"])
+    assert rls == sorted(rls, reverse=True)
+
+
+def test_blocks_keep_constant_order_inside():
+    order, _ = rz.blocked_order(64, 16, np.random.default_rng(3))
+    for b in range(4):
+        blk = order[16 * b:16 * b + 16]
+        assert list(np.diff(blk)) == [1] * 15 and blk[0] % 16 == 0
+
+
+@pytest.mark.parametrize("ratio,procs", [(1.0, 1), (0.5, 2), (0.25, 3), (0.1, 4)])
+def test_opportunistic_order_serves_every_sample_once(ratio, procs):
+    n = 203
+    order, c = rz.opportunistic_order(n, ratio, procs, chunk=8, seed=1)
+    assert sorted(order) == list(range(n))
+    assert (c >= 1).all()
+    # it never holds more than its buffer: candidates <= R * share (rounded), at least 1
+    assert c.max() <= max(1, round(ratio * math.ceil(n / procs)))
+
+
+def test_opportunistic_reads_are_sequential_chunks_and_rl_falls_with_memory():
+    rng = np.random.default_rng(0)
+    order, c, reads = rz.opportunistic_schedule(0, 100, 25, 10, rng)
+    assert sum(cnt for _, cnt in reads) == 100 and all(s % 10 == 0 for s, _ in reads)
+    hi = rz.rl_from_choices(rz.opportunistic_order(1000, 1.0, 1, 16, 1)[1], 1000)["RL"]
+    lo = rz.rl_from_choices(rz.opportunistic_order(1000, 0.05, 1, 16, 1)[1], 1000)["RL"]
+    assert 0 < lo < hi <= 1
+
+
+def test_same_seed_same_order_in_every_process():
+    a = rz.opportunistic_order(300, 0.5, 2, 16, seed=7, epoch=2)[0]
+    b = rz.opportunistic_order(300, 0.5, 2, 16, seed=7, epoch=2)[0]
+    c = rz.opportunistic_order(300, 0.5, 2, 16, seed=7, epoch=3)[0]
+    assert list(a) == list(b) and list(a) != list(c)
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"ratios": [0.0]}, r"deepio\.ratios.*\(0, 1\]"),
+    ({"ratios": [1.5]}, r"deepio\.ratios.*\(0, 1\]"),
+    ({"block_sizes": [0]}, r"deepio\.block_sizes.*k must be >= 1"),
+    ({"procs": [0]}, r"deepio\.procs.*P must be between 1"),
+])
+def test_bad_input_stops_with_named_parameter(bad, match):
+    with pytest.raises(ConfigError, match=match):
+        config.validate("deepio", bad)
+
+
+def test_rejects_bad_r_and_p_in_the_generator_too():
+    with pytest.raises(ValueError, match="R"):
+        rz.opportunistic_order(10, 0, 1, 2, 0)
+    with pytest.raises(ValueError, match="P"):
+        rz.opportunistic_order(10, 0.5, 0, 2, 0)
+    with pytest.raises(ValueError, match="k"):
+        rz.blocked_order(10, 0, np.random.default_rng(0))
+
+
+def test_training_learns_digits_with_a_full_shuffle():
+    cfg = deepio.DeepIOConfig(epochs=5, train_seeds=1)
+    X, y, Xva, yva = deepio.digits_data(1)
+    assert list(y) == sorted(y)  # stored in class order: the constant order
+    acc = deepio.train(lambda e: np.random.default_rng(e).permutation(len(X)), X, y, Xva, yva, cfg, 0)
+    assert len(acc) == 5 and acc[-1] > 0.8
+
+
+def test_loader_reads_every_byte_in_both_modes(tmp_path):
+    sizes = [100, 5000, 300, 70000, 20, 4096] * 5
+    files = []
+    for i, s in enumerate(sizes):
+        p = tmp_path / f"f{i}"
+        p.write_bytes(bytes([i % 256]) * s)
+        files.append(str(p))
+    m = pd.DataFrame({"abspath": files, "bytes": sizes})
+    index = deepio.pack(m, tmp_path / "pack")
+    blob = (tmp_path / "pack" / "samples.bin").read_bytes()
+    assert blob[index["offset"][3]:index["offset"][3] + 70000] == bytes([3]) * 70000
+    for mode in ("ordered", "opportunistic"):
+        r = deepio.run_loader(tmp_path / "pack" / "samples.bin", index, mode, 2, 0.5, 4, 1)
+        assert r["bytes"] == sum(sizes) and r["served"] == len(sizes)
+    ordered = deepio.run_loader(tmp_path / "pack" / "samples.bin", index, "ordered", 1, 0.5, 4, 1)
+    opp = deepio.run_loader(tmp_path / "pack" / "samples.bin", index, "opportunistic", 1, 0.5, 4, 1)
+    assert ordered["requests"] == len(sizes) and opp["requests"] == math.ceil(len(sizes) / 4)
+
+
+def test_report_claims_compute_verdicts():
+    rl = deepio.rl_table(1347, [1, 4], 0, {4: 73})
+    curves = pd.DataFrame([
+        {"figure": "fig7", "k": 1, "R": None, "P": None, "epoch": 1, "val_accuracy": 0.9, "RL_percent": 100},
+        {"figure": "fig7", "k": 4, "R": None, "P": None, "epoch": 1, "val_accuracy": 0.7, "RL_percent": 78},
+        {"figure": "fig8", "k": None, "R": 0.5, "P": 1, "epoch": 1, "val_accuracy": 0.89, "RL_percent": 95},
+    ])
+    loader = pd.DataFrame([
+        {"tier": "disk", "mode": m, "R": 0.5, "P": 1, "MBps": v, "RL_percent": rlp}
+        for m, v, rlp in (("ordered", 100.0, 100.0), ("opportunistic", 300.0, 90.0))])
+    c = {x["id"]: x for x in deepio_report.claims(rl, curves, loader, "disk")}
+    assert c["deepio_fig7_low_rl_hurts"]["holds"] and c["deepio_fig8_opportunistic_keeps_accuracy"]["holds"]
+    assert c["deepio_fig10_opp_faster_R0.5"]["our_value"] == pytest.approx(3.0)
+    assert c["deepio_rl_k4"]["paper_value"] == 73

@@ -1,0 +1,84 @@
+"""LMDBIO: the database, its provenance, the layout and every strategy (tiny inputs)."""
+
+import os
+
+import pytest
+
+from experiments import config, lmdbio, lmdbio_report
+from experiments.config import ConfigError
+
+
+def _cfg(**kw):
+    base = {"datasets": [{"name": "t", "records": 60, "record_bytes": 3072}], "procs": [1, 3],
+            "ranks_per_node": 2, "batch_size": 4, "coalesce": 2, "map_size_mib": 16}
+    return lmdbio.LMDBIOConfig(**{**base, **kw})
+
+
+def test_provenance_offsets_point_at_the_records(tmp_path):
+    for size in (3072, 112640, 100):
+        prov = lmdbio.build(tmp_path / f"db{size}", 20, size, 64 << 20, seed=5)
+        fd = os.open(tmp_path / f"db{size}" / "data.mdb", os.O_RDONLY)
+        try:
+            for i in (0, 7, 19):
+                got = os.pread(fd, size, int(prov["offset"][i]))
+                assert got == lmdbio.record_bytes(i, size, 5)
+        finally:
+            os.close(fd)
+
+
+def test_build_is_reused_and_atomic(tmp_path):
+    a = lmdbio.build(tmp_path / "db", 10, 3072, 16 << 20, seed=1)
+    mtime = (tmp_path / "db" / "data.mdb").stat().st_mtime_ns
+    b = lmdbio.build(tmp_path / "db", 10, 3072, 16 << 20, seed=1)
+    assert a.equals(b) and (tmp_path / "db" / "data.mdb").stat().st_mtime_ns == mtime
+    assert not (tmp_path / "db.partial").exists()
+
+
+def test_layout_covers_every_record_once():
+    for procs, rpn, records, batch in [(1, 4, 50, 8), (3, 2, 61, 4), (8, 4, 1000, 16)]:
+        seen = []
+        for node in lmdbio.layout(records, procs, rpn, batch):
+            for r in range(node["rounds"]):
+                for local in range(len(node["members"])):
+                    first = node["lo"] + r * node["per_round"] + local * batch
+                    seen += list(range(first, min(first + batch, node["hi"])))
+        assert sorted(seen) == list(range(records))
+
+
+@pytest.mark.parametrize("strategy", lmdbio.STRATEGIES)
+def test_every_strategy_delivers_every_byte(tmp_path, strategy):
+    cfg = _cfg()
+    prov = lmdbio.build(tmp_path / "db", 60, 3072, 16 << 20, seed=2)
+    for p in (1, 3):
+        per = lmdbio.run(tmp_path / "db", prov, strategy, p, cfg, 3072)
+        assert per["bytes"].sum() == 60 * 3072 and len(per) == p
+        assert (per["context_switches"] >= 0).all()
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"procs": [0]}, r"lmdbio\.procs.*P must be between 1"),
+    ({"map_size_mib": 1, "datasets": [{"name": "big", "records": 1, "record_bytes": 2 << 20}]},
+     r"record_bytes = 2097152 is larger than the LMDB map size"),
+    ({"map_size_mib": 1, "datasets": [{"name": "many", "records": 1000, "record_bytes": 3072}]},
+     r"raise map_size_mib"),
+    ({"strategies": ["mmap"]}, r"unknown strategies"),
+])
+def test_bad_input_stops_before_any_work(bad, match):
+    raw = {"datasets": [{"name": "t", "records": 10, "record_bytes": 3072}], **bad}
+    with pytest.raises(ConfigError, match=match):
+        config.validate("lmdbio", raw)
+
+
+def test_summary_and_claims(tmp_path):
+    import pandas as pd
+
+    rows = []
+    for s, sec, cs in (("lmdb", 4.0, 100), ("lmm", 2.0, 50), ("dio_prov", 1.5, 40),
+                       ("coal", 1.0, 30), ("stag", 0.9, 30)):
+        for p in (1, 2):
+            rows.append({"tier": "disk", "memory_backed": False, "dataset": "c", "strategy": s,
+                         "P": p, "seconds": sec, "MBps": 1.0, "cs_per_proc": cs})
+    s = lmdbio.summarize(pd.DataFrame(rows))
+    assert s.loc[s["strategy"] == "stag", "speedup_vs_lmdb"].iloc[0] == pytest.approx(4 / 0.9)
+    c = lmdbio_report.claims(s, "disk")
+    assert all(x["holds"] for x in c) and len(c) == 6

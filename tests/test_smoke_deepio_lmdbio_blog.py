@@ -1,0 +1,81 @@
+"""Smoke runs of the DeepIO, LMDBIO and blog stages (issue 6), on the smoke profile.
+
+Run only these while developing:
+``SMOKE_STAGES="deepio_report lmdbio_report blog_report" pytest -q tests/test_smoke_deepio_lmdbio_blog.py``
+"""
+
+import json
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.smoke
+
+
+def _claims(d):
+    c = json.loads((d / "claims.json").read_text())
+    assert c and all(isinstance(x["holds"], bool) and x["rule"] for x in c)
+    return c
+
+
+def test_deepio_measured_rl_accuracy_and_loader(stage_results):
+    d = stage_results("deepio")
+    rl = pd.read_csv(d / "rl.csv")
+    assert set(rl["k"]) == {1, 4} and rl.loc[rl["k"] == 1, "RL_percent"].iloc[0] == pytest.approx(100)
+    assert (rl.loc[rl["k"] == 4, "RL_percent"] < 100).all()
+    acc = pd.read_csv(d / "accuracy.csv")
+    assert set(acc["figure"]) == {"fig7", "fig8"} and acc["val_accuracy"].between(0, 1).all()
+    raw = pd.read_parquet(d / "raw.parquet")
+    assert set(raw["mode"]) == {"ordered", "opportunistic"} and set(raw["P"]) == {1, 2}
+    assert set(raw["tier"]) == {"mem", "disk"} and (raw["MBps"] > 0).all()
+    # every sample served exactly once per epoch, whatever the mode
+    assert (raw["served"] == raw["samples"]).all()
+    env = json.loads((d / "env.json").read_text())
+    assert env["params"]["deepio"]["ratios"] == [1.0, 0.25]
+
+
+def test_deepio_report_figures_and_claims(stage_results):
+    d = stage_results("deepio_report")
+    for f in ("rl_blocks", "fig7_accuracy_rl", "fig8_accuracy_opportunistic", "fig10_bandwidth"):
+        assert (d / f"{f}.png").stat().st_size > 1000
+    ids = {c["id"] for c in _claims(d)}
+    assert {"deepio_rl_k4", "deepio_fig7_low_rl_hurts", "deepio_opp_rl_high"} <= ids
+
+
+def test_lmdbio_every_strategy_and_p(stage_results):
+    d = stage_results("lmdbio")
+    raw = pd.read_parquet(d / "raw.parquet")
+    assert set(raw["strategy"]) == {"lmdb", "lmm", "dio_prov", "coal", "stag"}
+    assert set(raw["P"]) == {1, 2} and set(raw["dataset"]) == {"cifar", "imagenet"}
+    # every strategy delivers every record once
+    per = raw.groupby(["tier", "dataset"])["bytes"].nunique()
+    assert (per == 1).all()
+    assert (raw["seconds"] > 0).all() and (raw["cs_per_proc"] >= 0).all()
+    s = pd.read_csv(d / "summary.csv")
+    assert list(s.loc[s["strategy"] == "lmdb", "speedup_vs_lmdb"]) == pytest.approx([1.0] * 8)
+
+
+def test_lmdbio_report_figures_and_claims(stage_results):
+    d = stage_results("lmdbio_report")
+    assert (d / "fig2_lmdbio.png").stat().st_size > 1000
+    ids = {c["id"] for c in _claims(d)}
+    assert any(i.startswith("lmdbio_lmm_fewer_switches") for i in ids)
+
+
+def test_blog_runs_and_collectl(stage_results):
+    d = stage_results("blog")
+    raw = pd.read_parquet(d / "raw.parquet")
+    assert set(raw["framework"]) == {"tensorflow", "pytorch"}
+    assert set(raw["cache"]) == {"cold", "warm"}
+    assert set(raw.loc[raw["framework"] == "tensorflow", "format"]) == {"tfrecord", "jpeg"}
+    assert (raw["images"] == 32).all() and (raw["images_per_s"] > 0).all()
+    h = pd.read_csv(d / "histogram.csv")
+    assert h["files_percent"].sum() == pytest.approx(100, abs=5)
+
+
+def test_blog_report_figures_and_claims(stage_results):
+    d = stage_results("blog_report")
+    for f in ("size_histogram", "tfdata_threads", "torch_workers", "warm_vs_cold"):
+        assert (d / f"{f}.png").stat().st_size > 1000
+    ids = {c["id"] for c in _claims(d)}
+    assert {"blog_size_64k_128k", "blog_warm_faster"} <= ids
