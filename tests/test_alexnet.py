@@ -1,0 +1,109 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments import alexnet as ax
+from experiments import caltech_like as cl
+from experiments import config
+from experiments.config import ConfigError
+from experiments.tiers import Tier
+
+
+def test_alexnet_has_the_papers_layers():
+    import keras
+
+    m = ax.build_model(102, 224, 1.0, 1.0)
+    kinds = [type(layer).__name__ for layer in m.layers]
+    assert kinds.count("Conv2D") == 5 and kinds.count("MaxPooling2D") == 3 and kinds.count("Dense") == 3
+    assert m.output_shape == (None, 102)
+    assert [layer.filters for layer in m.layers if isinstance(layer, keras.layers.Conv2D)] == [96, 256, 384, 384, 256]
+    assert [layer.units for layer in m.layers if isinstance(layer, keras.layers.Dense)] == [4096, 4096, 102]
+    assert all(layer.activation.__name__ == "relu" for layer in m.layers[:-1] if hasattr(layer, "activation"))
+    small = ax.build_model(4, 64, 0.125, 0.05)
+    assert small.output_shape == (None, 4)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cal") / "caltech_like"
+    cl.generate(d, cl.CaltechLikeConfig(n_images=20, n_classes=3, png_fraction=0.3, workers=1), 2)
+    return cl.read_manifest(d)
+
+
+@pytest.mark.parametrize("prefetch", [0, 1])
+def test_pipeline_yields_whole_one_hot_batches(data, prefetch):
+    ds = ax.build_pipeline(list(data["abspath"]), list(data["label"]), 3, threads=2, batch_size=8,
+                           prefetch=prefetch, image_size=32, seed=1)
+    batches = list(ds)
+    assert len(batches) == 2                              # 20 images: two whole batches of 8
+    x, y = batches[0]
+    assert x.shape == (8, 32, 32, 3) and y.shape == (8, 3)
+    assert np.allclose(y.numpy().sum(axis=1), 1) and 0 <= float(x.numpy().min()) and float(x.numpy().max()) <= 1
+
+
+def test_training_steps_and_checkpoint_round_trip(data, tmp_path):
+    tr = ax.Trainer(3, 32, 0.125, 0.02, seed=1)
+    ds = ax.build_pipeline(list(data["abspath"]), list(data["label"]), 3, 2, 4, 1, 32, 1)
+    calls = []
+    seconds, steps = ax.run_steps(tr, ds, iterations=3, on_step=lambda i: calls.append(i) or 0.5)
+    assert list(steps["step"]) == [1, 2, 3] and calls == [1, 2, 3] and (steps["ckpt_s"] == 0.5).all()
+    assert seconds >= steps["compute_s"].sum() and np.isfinite(steps["loss"]).all()
+    want = tr.weights()
+    prefix = tr.checkpoint().write(str(tmp_path / "ck"))
+    assert tr.state_bytes() == sum(w.nbytes for w in want)
+    other = ax.Trainer(3, 32, 0.125, 0.02, seed=2)
+    assert not all(np.array_equal(a, b) for a, b in zip(want, other.weights()))
+    other.checkpoint().read(prefix).assert_consumed()
+    assert all(np.array_equal(a, b) for a, b in zip(want, other.weights()))
+
+
+def test_summaries_compute_io_excess_and_ratios_to_fast():
+    runs = pd.DataFrame([
+        {"experiment": "prefetch", "tier": "disk", "threads": 1, "batch_size": 8, "prefetch": p,
+         "repeat": r, "warmup": r == 0, "seconds": s, "images_per_s": 1.0, "data_s": 0.1,
+         "compute_s": 1.0, "iterations": 2}
+        for p, vals in [(0, [9, 5, 7]), (1, [9, 4, 4])] for r, s in enumerate(vals)])
+    s = ax.summarize(runs)
+    p1 = s[s["prefetch"] == 1].iloc[0]
+    assert p1["seconds"] == 4 and p1["no_prefetch_seconds"] == 6 and p1["io_excess_s"] == 2
+    ck = pd.DataFrame([
+        {"repeat": 1, "warmup": False, "mode": m, "target": t, "seconds": sec, "stall_median_s": st,
+         "stall_total_s": st * 5, "drain_done_s": sec, "checkpoints": 5, "checkpoint_MB": 100}
+        for m, t, sec, st in [("none", "none", 10, 0), ("direct", "mem", 11, 0.2),
+                              ("direct", "disk", 15, 1.0), ("burst", "mem>disk", 11.5, 0.3)]])
+    cs = ax.summarize_checkpoint(ck, "mem").set_index("target")
+    assert cs.loc["disk", "stall_median_s_vs_fast"] == pytest.approx(5)
+    assert cs.loc["mem>disk", "overhead_s_vs_fast"] == pytest.approx(1.5)
+    from experiments import alexnet_report as rep
+    r = rep.stall_ratios(cs.reset_index(), "mem", "disk")
+    assert r["burst_speedup_stall_vs_slow"] == pytest.approx(1.0 / 0.3)
+    assert r["stall_ratio_to_fast_mem"] == 1.0
+
+
+def test_config_errors_name_parameter_value_and_allowed():
+    with pytest.raises(ConfigError, match=r"alexnet.threads = \[0, 2\].*between 1 and 1024"):
+        config.validate("alexnet", {"threads": [0, 2]})
+    with pytest.raises(ConfigError, match="alexnet.prefetch"):
+        config.validate("alexnet", {"prefetch": [-1]})
+    with pytest.raises(ConfigError, match="a burst buffer needs two tiers"):
+        config.validate("alexnet_checkpoint", {"fast": "disk", "slow": "disk"})
+    with pytest.raises(ConfigError, match="interval = 30 is larger than iterations = 20"):
+        config.validate("alexnet_checkpoint", {"iterations": 20, "interval": 30})
+    tiers = [Tier(name="mem", path="/tmp/a"), Tier(name="disk", path="/tmp/b")]
+    with pytest.raises(ConfigError, match="alexnet_checkpoint.fast = 'nvme': no such tier; allowed: mem, disk"):
+        ax.tier_named("nvme", tiers, "alexnet_checkpoint.fast")
+    with pytest.raises(ConfigError, match=r"alexnet.batch_size = 128: larger than the data set \(100 images\)"):
+        ax.check_batches(100, {"alexnet.batch_size": 128})
+
+
+def test_checkpoint_tiers_checked_before_training(tmp_path):
+    tr = ax.Trainer(3, 32, 0.125, 0.02, seed=1)
+    (tmp_path / "mem").mkdir()
+    (tmp_path / "disk").mkdir()
+    dirs = {"mem": str(tmp_path / "mem"), "disk": str(tmp_path / "disk")}
+    c = ax.CheckpointConfig(fast_capacity_MB=0.01, iterations=4, interval=2)
+    with pytest.raises(ConfigError, match="too small for one checkpoint"):
+        ax.check_checkpoint_tiers(tr, dirs, c)
+    with pytest.raises(ConfigError, match="does not exist"):
+        ax.check_checkpoint_tiers(tr, {**dirs, "disk": str(tmp_path / "missing")}, ax.CheckpointConfig())
+    assert ax.check_checkpoint_tiers(tr, dirs, ax.CheckpointConfig()) > tr.state_bytes()
