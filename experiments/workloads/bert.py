@@ -1,0 +1,223 @@
+"""BERT (TensorFlow, Keras 3), one worker's training program: ``python -m experiments.workloads.bert RUN_DIR``.
+
+One process per emulated accelerator, each given a ``TF_CONFIG`` by :mod:`.launch`, all under
+``tf.distribute.MultiWorkerMirroredStrategy`` (the thesis used Horovod for the same
+one-process-per-GPU layout; the reference's single-process MirroredStrategy is not used).
+
+Input pipeline as the reference's ``input_fn`` (Section 4.1.2): the training files are
+sharded per worker -> repeat -> shuffle (files) -> parallel interleave of
+``TFRecordDataset`` (``cycle_length`` 8, not deterministic, as ``sloppy=True``) -> shuffle
+buffer of 1,000 samples -> map (parse, cast int64 to int32) and batch with 8 threads. No
+``prefetch`` (the reference has none).
+
+Model: a BERT encoder (token, position and segment embeddings, ``layers`` post-LN
+transformer blocks) with the pre-training heads: masked LM on the gathered
+``masked_lm_positions`` (weighted by ``masked_lm_weights``) and next-sentence prediction on the
+[CLS] vector; Adam. Checkpoints at the start and at the end, one per worker (as the thesis saw:
+every worker writes its own file). After training, ``eval_steps`` evaluation batches from
+the held-out file.
+
+Instrumentation: TensorFlow compiles the step into a graph, so, as in the thesis (Fig 5.9),
+a step splits only into ``data_ns`` (the wait in ``next(iterator)``, the IteratorGetNext of
+Fig 5.10) and ``compute_ns`` (the distributed step until its loss is on the host). There is
+no synchronous VFS read to time inside tf.data: ``vfs_ns`` and ``prep_ns`` are not recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import rank as rk
+from .data_bert import train_files
+from .steptimer import AppLog, StepTimer, peak_rss_bytes
+
+
+def feature_spec(tf, seq_len: int, max_pred: int) -> dict:
+    I = tf.io.FixedLenFeature
+    return {"input_ids": I([seq_len], tf.int64), "input_mask": I([seq_len], tf.int64),
+            "segment_ids": I([seq_len], tf.int64), "masked_lm_positions": I([max_pred], tf.int64),
+            "masked_lm_ids": I([max_pred], tf.int64), "masked_lm_weights": I([max_pred], tf.float32),
+            "next_sentence_labels": I([1], tf.int64)}
+
+
+def input_fn(tf, files, worker: int, workers: int, batch: int, seq_len: int, max_pred: int,
+             cycle: int, shuffle_buffer: int, threads: int, seed: int):
+    """The reference's training pipeline for one worker (see the module docstring)."""
+    spec = feature_spec(tf, seq_len, max_pred)
+
+    def decode(record):
+        ex = tf.io.parse_single_example(record, spec)
+        return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in ex.items()}
+
+    d = tf.data.Dataset.from_tensor_slices(tf.constant(files))
+    d = d.shard(workers, worker)
+    d = d.repeat()
+    d = d.shuffle(buffer_size=len(files), seed=seed)
+    c = min(cycle, len(files))
+    d = d.interleave(tf.data.TFRecordDataset, cycle_length=c, num_parallel_calls=c, deterministic=False)
+    d = d.shuffle(buffer_size=shuffle_buffer, seed=seed)
+    d = d.map(decode, num_parallel_calls=threads).batch(batch, drop_remainder=True)
+    opts = tf.data.Options()
+    opts.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    return d.with_options(opts)
+
+
+def build_model(keras, tf, vocab: int, seq_len: int, hidden: int, layers: int, heads: int, inter: int):
+    L = keras.layers
+
+    class Encoder(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.tok = L.Embedding(vocab, hidden)
+            self.pos = L.Embedding(seq_len, hidden)
+            self.seg = L.Embedding(2, hidden)
+            self.ln = L.LayerNormalization(epsilon=1e-12)
+            self.blocks = []
+            for _ in range(layers):
+                self.blocks.append((L.MultiHeadAttention(heads, hidden // heads), L.LayerNormalization(epsilon=1e-12),
+                                    L.Dense(inter, activation="gelu"), L.Dense(hidden),
+                                    L.LayerNormalization(epsilon=1e-12)))
+            self.mlm_dense = L.Dense(hidden, activation="gelu")
+            self.mlm_ln = L.LayerNormalization(epsilon=1e-12)
+            self.mlm_out = L.Dense(vocab)
+            self.pool = L.Dense(hidden, activation="tanh")
+            self.nsp = L.Dense(2)
+
+        def call(self, f, training=False):
+            ids, mask, seg = f["input_ids"], f["input_mask"], f["segment_ids"]
+            pos = tf.range(tf.shape(ids)[1])[None, :]
+            x = self.ln(self.tok(ids) + self.pos(pos) + self.seg(seg))
+            att_mask = tf.cast(mask[:, None, :], tf.bool)
+            for att, ln1, d1, d2, ln2 in self.blocks:
+                x = ln1(x + att(x, x, attention_mask=att_mask, training=training))
+                x = ln2(x + d2(d1(x)))
+            g = tf.gather(x, f["masked_lm_positions"], batch_dims=1)   # (B, P, H)
+            mlm = self.mlm_out(self.mlm_ln(self.mlm_dense(g)))
+            nsp = self.nsp(self.pool(x[:, 0]))
+            return mlm, nsp
+
+    return Encoder()
+
+
+def losses(tf, f, mlm, nsp):
+    """Per-example pre-training loss: weighted masked-LM cross-entropy + next-sentence CE."""
+    ce = tf.keras.losses.sparse_categorical_crossentropy if hasattr(tf, "keras") else None
+    mlm_ce = ce(f["masked_lm_ids"], mlm, from_logits=True)                      # (B, P)
+    w = f["masked_lm_weights"]
+    mlm_loss = tf.reduce_sum(mlm_ce * w, axis=1) / (tf.reduce_sum(w, axis=1) + 1e-5)
+    nsp_loss = ce(f["next_sentence_labels"][:, 0], nsp, from_logits=True)
+    return mlm_loss + nsp_loss
+
+
+def main(argv=None) -> None:
+    run = rk.read_run(argv)
+    cfg, B, seed = run["config"], run["batch_size"], run["seed"]
+    dc, mc, tc = cfg["data"], cfg["model"], cfg["train"]
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    app = AppLog(Path(run["run_dir"]) / f"app-r{rank}.jsonl", rank, "bert")
+    app.event("init", "begin")
+    import tensorflow as tf
+    import keras
+
+    threads = tc.get("threads_per_rank") or max(1, (os.cpu_count() or 1) // world)
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(max(2, threads))
+    comm = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
+    keras.utils.set_random_seed(seed)
+    files = train_files(run["data_dir"])
+    ds = strategy.distribute_datasets_from_function(
+        lambda ctx: input_fn(tf, files, ctx.input_pipeline_id, ctx.num_input_pipelines, B,
+                             dc["seq_len"], dc["max_predictions"], tc["cycle_length"],
+                             tc["shuffle_buffer"], tc["map_threads"], seed))
+    with strategy.scope():
+        model = build_model(keras, tf, dc["vocab_size"], dc["seq_len"], mc["hidden"], mc["layers"],
+                            mc["heads"], mc["intermediate"])
+        opt = keras.optimizers.Adam(tc["lr"])
+        global_batch = B * world
+
+        @tf.function
+        def train_step(batch):
+            def step_fn(f):
+                with tf.GradientTape() as tape:
+                    mlm, nsp = model(f, training=True)
+                    loss = tf.reduce_sum(losses(tf, f, mlm, nsp)) / global_batch
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+            per = strategy.run(step_fn, args=(batch,))
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, per, axis=None)
+
+        it = iter(ds)
+        first = next(it)
+        strategy.run(lambda f: model(f), args=(first,))  # build the variables
+        opt.build(model.trainable_variables)
+    ckpt = tf.train.Checkpoint(model=model, optimizer=opt)
+    ckpt_dir = Path(run["checkpoint_dir"]) / f"worker-{rank}"
+    app.event("init", "end")
+    facts = {"device": "gpu" if tf.config.list_physical_devices("GPU") else "cpu", "checkpoints": [],
+             "evals": [], "parameters": int(sum(int(tf.size(v)) for v in model.trainable_variables))}
+
+    def checkpoint(tag):
+        with app.phase("checkpoint", tag=tag):
+            t0 = time.perf_counter_ns()
+            path = ckpt.write(str(ckpt_dir / f"ckpt-{tag}"))
+            nbytes = sum(p.stat().st_size for p in ckpt_dir.glob(f"ckpt-{tag}*"))
+            facts["checkpoints"].append({"tag": tag, "path": path, "bytes": nbytes,
+                                         "seconds": (time.perf_counter_ns() - t0) / 1e9})
+
+    checkpoint("start")
+    t = StepTimer()
+    batch = first
+    with app.phase("train", epoch=0):
+        for step in range(tc["steps"]):
+            t.start_wait()
+            if step:
+                batch = next(it)
+            t.got_batch()
+            loss = float(train_step(batch))
+            t.end_step(epoch=0, step=step, samples=B, loss=loss)
+    checkpoint("end")
+    if tc["eval_steps"]:
+        with app.phase("eval"):
+            t0 = time.perf_counter_ns()
+            spec = feature_spec(tf, dc["seq_len"], dc["max_predictions"])
+            ev = (tf.data.TFRecordDataset(str(Path(run["data_dir"]) / "eval" / "eval.tfrecord"))
+                  .map(lambda r: {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+                                  for k, v in tf.io.parse_single_example(r, spec).items()})
+                  .batch(B).take(tc["eval_steps"]))
+            hits = seen = 0.0
+            for f in ev:
+                mlm, _ = model(f, training=False)
+                w = f["masked_lm_weights"].numpy()
+                hits += float(((tf.argmax(mlm, -1, output_type=tf.int32).numpy() == f["masked_lm_ids"].numpy()) * w).sum())
+                seen += float(w.sum())
+            facts["evals"].append({"seconds": (time.perf_counter_ns() - t0) / 1e9,
+                                   "mlm_accuracy": hits / max(1.0, seen)})
+    d = Path(run["run_dir"])
+    import pandas as pd
+
+    pd.DataFrame(t.rows).to_csv(d / f"steps-r{rank}.csv", index=False)
+    (d / f"rank-r{rank}.json").write_text(json.dumps({"rank": rank, **facts, **peak_rss_bytes()}))
+    app.close()
+    if world > 1:
+        # Leave together: a last collective, then exit without TensorFlow's shutdown handshake
+        # (a worker that exits first otherwise makes the coordination leader wait for its
+        # heartbeat timeout before it can exit).
+        @tf.function
+        def barrier():
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
+
+        float(barrier())
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""DLRM's data: one binary file of samples of 40 int32 (Section 4.1.3, Table 4.1).
+
+A sample is ``[label, 13 dense, 26 categorical]``, 160 B, as the reference's "binary loader"
+format: the label is 0/1 (about 25 % clicks), dense features are non-negative counts
+(log-normal), categorical feature ``j`` is drawn within its Criteo cardinality
+(:data:`~experiments.workloads.settings.CRITEO_CARDINALITIES`) from a Zipf-like law, so a few
+ids are hot. ``train_data.bin`` and ``test_data.bin``; chunk ``k`` of a file depends only on
+``(seed, file, k)``, so the bytes are the same whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from .settings import CRITEO_CARDINALITIES, DlrmData
+
+SAMPLE_INTS = 40
+SAMPLE_BYTES = SAMPLE_INTS * 4
+CHUNK = 65536  # samples per generation task
+FILES = {"train": "train_data.bin", "eval": "test_data.bin"}
+
+
+def make_samples(n: int, seed: int, file_id: int, chunk: int) -> np.ndarray:
+    """``n`` samples as an (n, 40) int32 array, from ``(seed, file_id, chunk)`` only."""
+    rng = np.random.default_rng([seed, 0xD17, file_id, chunk])
+    out = np.empty((n, SAMPLE_INTS), dtype=np.int32)
+    out[:, 0] = rng.random(n) < 0.25
+    out[:, 1:14] = np.minimum(rng.lognormal(1.5, 1.5, size=(n, 13)), 2**31 - 1).astype(np.int32)
+    card = np.array(CRITEO_CARDINALITIES, dtype=np.float64)
+    u = rng.random((n, 26))
+    out[:, 14:] = np.minimum(np.floor(card * u ** 3), card - 1).astype(np.int32)  # skewed ids
+    return out
+
+
+def _work(args) -> int:
+    path, seed, file_id, chunk, n = args
+    arr = make_samples(n, seed, file_id, chunk)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, arr.tobytes(), chunk * CHUNK * SAMPLE_BYTES)
+    finally:
+        os.close(fd)
+    return n
+
+
+def generate(out: Path, cfg: DlrmData, seed: int) -> dict:
+    """Write both files under ``out`` (atomically: a ``.partial`` folder renamed into place)."""
+    out = Path(out)
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    tasks = []
+    for file_id, (split, n) in enumerate((("train", cfg.train_samples), ("eval", cfg.eval_samples))):
+        p = tmp / FILES[split]
+        with open(p, "wb") as f:
+            f.truncate(n * SAMPLE_BYTES)
+        tasks += [(str(p), seed, file_id, k, min(CHUNK, n - k * CHUNK)) for k in range(-(-n // CHUNK))]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=cfg.workers or os.cpu_count() or 1) as pool:
+        n = sum(pool.map(_work, tasks))
+    os.sync()
+    seconds = time.perf_counter() - t0
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    nbytes = n * SAMPLE_BYTES
+    return {"workload": "dlrm", "files": 2, "samples": n, "bytes": nbytes, "seconds": seconds,
+            "MBps": nbytes / 1e6 / seconds}
+
+
+def open_reader(folder: Path, split: str) -> tuple[int, int]:
+    """(file descriptor, number of samples) of a split's file."""
+    p = Path(folder) / FILES[split]
+    if not p.exists():
+        raise FileNotFoundError(f"{p} is missing: run `dvc repro workload_data`")
+    return os.open(p, os.O_RDONLY), p.stat().st_size // SAMPLE_BYTES

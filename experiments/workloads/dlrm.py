@@ -1,0 +1,171 @@
+"""DLRM (PyTorch), one rank's training program: ``torchrun ... -m experiments.workloads.dlrm RUN_DIR``.
+
+Model as the reference (Section 4.1.3): a bottom MLP on the 13 dense features, one
+``EmbeddingBag`` per categorical feature (rows capped at ``max_cardinality``, ids folded with
+``%`` as the reference's ``--max-ind-range``), dot interaction of the 27 vectors (the strictly
+lower triangle of their Gram matrix plus the bottom MLP's output), a top MLP, binary
+cross-entropy. The whole model is replicated on every rank under DDP (the reference splits the
+embedding tables over GPUs, model-parallel, with an all-to-all; not reproduced at CPU scale).
+
+Loader as the reference's binary loader (Fig 5.15): no workers, no prefetch; each step reads
+one whole global batch with a single ``pread`` at a random sample offset (the same offset on
+every rank, so the batch is global) and preprocesses it as one (log(1 + x) of the dense
+features, ids folded), then takes this rank's slice. ``vfs_ns`` is the ``pread``, ``prep_ns``
+the preprocessing; both sum to ``data_ns``. Every ``eval_every`` steps (and at the end):
+evaluation on the test file, then a checkpoint that overwrites the previous one (rank 0).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import rank as rk
+from .data_dlrm import SAMPLE_BYTES, SAMPLE_INTS, open_reader
+from .steptimer import AppLog, LoaderLog, StepTimer
+
+
+class BatchReader:
+    """One ``pread`` of ``batch`` samples per call, at a random offset (or a given one)."""
+
+    def __init__(self, folder, split: str, cap: int, seed: int, log: LoaderLog):
+        self.fd, self.n = open_reader(folder, split)
+        self.cap, self.log = cap, log
+        self.rng = np.random.default_rng([seed, 0xD1, split == "eval"])
+
+    def read(self, batch: int, rank: int, world: int, offset: int | None = None):
+        import torch
+
+        if offset is None:
+            offset = int(self.rng.integers(0, self.n - batch + 1))
+        t0 = time.perf_counter_ns()
+        buf = os.pread(self.fd, batch * SAMPLE_BYTES, offset * SAMPLE_BYTES)
+        t1 = time.perf_counter_ns()
+        a = np.frombuffer(buf, dtype=np.int32).reshape(batch, SAMPLE_INTS)
+        lo, hi = np.array_split(np.arange(batch), world)[rank][[0, -1]]
+        a = a[lo:hi + 1]
+        y = torch.from_numpy(a[:, 0].astype(np.float32))
+        dense = torch.from_numpy(np.log1p(a[:, 1:14].astype(np.float32)))
+        cat = torch.from_numpy((a[:, 14:] % self.cap).astype(np.int64))
+        t2 = time.perf_counter_ns()
+        self.log.add(t1 - t0, t2 - t1, offset=offset, bytes=len(buf), samples=batch)
+        return dense, cat, y, t1 - t0, t2 - t1
+
+
+def build_model(model_cfg: dict):
+    import torch
+    from torch import nn
+
+    from .settings import DlrmModel
+
+    m = DlrmModel(**model_cfg)
+    dim = m.embedding_dim
+
+    def mlp(sizes, last_act=True):
+        layers = []
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            layers.append(nn.Linear(a, b))
+            if last_act or i < len(sizes) - 2:
+                layers.append(nn.ReLU())
+        return nn.Sequential(*layers)
+
+    class DLRM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bottom = mlp([13, *m.bottom_mlp, dim])
+            self.emb = nn.ModuleList(nn.EmbeddingBag(r, dim, mode="sum") for r in m.table_rows())
+            n = 27
+            self.li, self.lj = torch.tril_indices(n, n, offset=-1)
+            self.top = mlp([dim + n * (n - 1) // 2, *m.top_mlp, 1], last_act=False)
+
+        def forward(self, dense, cat):
+            x = self.bottom(dense)
+            ly = [e(cat[:, j:j + 1]) for j, e in enumerate(self.emb)]
+            t = torch.stack([x, *ly], dim=1)                      # (B, 27, D)
+            z = torch.bmm(t, t.transpose(1, 2))[:, self.li, self.lj]
+            return self.top(torch.cat([x, z], dim=1)).squeeze(1)
+
+    return DLRM()
+
+
+def main(argv=None) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    run = rk.read_run(argv)
+    cfg, B, seed = run["config"], run["batch_size"], run["seed"]
+    rank, world, _, device, sync = rk.setup_torch(run)
+    app = AppLog(Path(run["run_dir"]) / f"app-r{rank}.jsonl", rank, "dlrm")
+    loader_log = LoaderLog()
+    with app.phase("init"):
+        model = build_model(cfg["model"]).to(device)
+        if dist.is_initialized():
+            model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+        opt = torch.optim.SGD(model.parameters(), lr=cfg["train"]["lr"])
+        loss_fn = torch.nn.BCEWithLogitsLoss()
+        cap = cfg["model"]["max_cardinality"]
+        train = BatchReader(run["data_dir"], "train", cap, seed, loader_log)
+        test = BatchReader(run["data_dir"], "eval", cap, seed, LoaderLog())
+    t = StepTimer(sync)
+    tc = cfg["train"]
+    ckpt = Path(run["checkpoint_dir"]) / "dlrm.pt"
+    facts = {"device": str(device), "evals": [], "checkpoints": []}
+    app.event("train", "begin", epoch=0)
+    for step in range(tc["steps"]):
+        t.start_wait()
+        dense, cat, y, vfs, prep = train.read(B, rank, world)
+        t.got_batch()
+        dense, cat, y = dense.to(device), cat.to(device), y.to(device)
+        t.mark("to_device_ns")
+        out = model(dense, cat)
+        t.mark("forward_ns")
+        loss = loss_fn(out, y)
+        t.mark("loss_ns")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t.mark("backward_ns")
+        opt.step()
+        t.mark("optimizer_ns")
+        t.end_step(epoch=0, step=step, samples=B, local_samples=len(y), vfs_ns=vfs, prep_ns=prep,
+                   loss=float(loss.detach()))
+        last = step == tc["steps"] - 1
+        if (tc["eval_every"] and (step + 1) % tc["eval_every"] == 0) or last:
+            app.event("train", "end", epoch=0, step=step)
+            if tc["eval_steps"]:
+                with app.phase("eval", step=step):
+                    t0, correct, seen = time.perf_counter_ns(), 0, 0
+                    model.eval()
+                    with torch.no_grad():
+                        for k in range(tc["eval_steps"]):
+                            off = (k * B) % max(1, test.n - B + 1)
+                            d, c, yy, _, _ = test.read(B, rank, world, offset=off)
+                            p = model(d.to(device), c.to(device))
+                            correct += int(((p > 0).float().cpu() == yy).sum())
+                            seen += len(yy)
+                    model.train()
+                    facts["evals"].append({"step": step, "seconds": (time.perf_counter_ns() - t0) / 1e9,
+                                           "accuracy": correct / max(1, seen)})
+            with app.phase("checkpoint", step=step):
+                t0 = time.perf_counter_ns()
+                if rank == 0:
+                    ckpt.parent.mkdir(parents=True, exist_ok=True)
+                    state = (model.module if hasattr(model, "module") else model).state_dict()
+                    torch.save(state, ckpt)  # overwrites the previous one, as the reference
+                    facts["checkpoints"].append({"step": step, "bytes": ckpt.stat().st_size,
+                                                 "seconds": (time.perf_counter_ns() - t0) / 1e9})
+                if dist.is_initialized():
+                    dist.barrier()
+            if not last:
+                app.event("train", "begin", epoch=0, step=step + 1)
+    loader_log.flush_to(run["run_dir"], rank)
+    rk.write_rank(run, rank, t.rows, facts)
+    app.close()
+    rk.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""Throughputs, normal fits of compute time and the linear models of Eq 5.1 to 5.6.
+
+Steady steps (:func:`steady`): the first step of every epoch is left out, and for UNET3D the
+whole first epoch, as the thesis did (Section 4.3). Throughputs (Section 4.4), in samples/s:
+VFS = samples read / VFS read latency (per sample for UNET3D, per batch read for DLRM), data =
+samples / data wait, compute = samples / compute time. ``samples`` is the per-rank batch for
+UNET3D and BERT and the global batch for DLRM (its batch is global, Section 4.1.3).
+
+Fits: per configuration (ranks G, batch size B) a normal distribution of the compute times
+(``scipy.stats.norm.fit``, Fig A.2, A.4, A.5); then ordinary least squares (statsmodels) of
+its mean and of its standard deviation on G and B, ``y = a*G + b*B + c``, with R^2 and 95 %
+confidence intervals. A regressor that does not vary in the sweep (a single G) is left out.
+The model file (:func:`model_file`) is what the sleep emulation reads: seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+KEYS = ["workload", "ranks", "batch_size"]
+PARTS_MS = ["to_device_ns", "forward_ns", "loss_ns", "backward_ns", "optimizer_ns", "allreduce_ns"]
+
+
+def steady(steps: pd.DataFrame) -> pd.DataFrame:
+    """The steps used for throughputs and fits (first step of each epoch out; UNET3D's first epoch out)."""
+    s = steps.copy()
+    first = s.groupby(["workload", "ranks", "batch_size", "repeat", "rank", "epoch"])["step"].transform("min")
+    keep = s["step"] != first
+    keep &= ~((s["workload"] == "unet3d") & (s["epoch"] == s.groupby(
+        ["workload", "ranks", "batch_size", "repeat"])["epoch"].transform("min")))
+    return s[keep]
+
+
+def _q(x, q):
+    return float(np.quantile(x, q)) if len(x) else float("nan")
+
+
+def step_summary(steps: pd.DataFrame, loader: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (workload, G, B): median and quartiles of each step part (seconds), throughputs
+    (samples/s) and the share of the step spent waiting for data."""
+    s = steady(steps)
+    rows = []
+    for key, g in s.groupby(KEYS, sort=True):
+        r = dict(zip(KEYS, key))
+        r["steps"] = len(g)
+        for p in ["data_ns", "compute_ns", "step_ns", *PARTS_MS]:
+            v = g[p].to_numpy() / 1e9
+            name = p.replace("_ns", "_s")
+            r[name], r[name + "_q1"], r[name + "_q3"] = float(np.median(v)), _q(v, .25), _q(v, .75)
+        data_sps = g["samples"] / (g["data_ns"].clip(lower=1) / 1e9)
+        comp_sps = g["samples"] / (g["compute_ns"] / 1e9)
+        r["data_sps"], r["data_sps_q1"], r["data_sps_q3"] = data_sps.median(), _q(data_sps, .25), _q(data_sps, .75)
+        r["compute_sps"], r["compute_sps_q1"], r["compute_sps_q3"] = comp_sps.median(), _q(comp_sps, .25), _q(comp_sps, .75)
+        r["data_share"] = float((g["data_ns"] / g["step_ns"]).median())
+        r["vfs_s"] = r["prep_s"] = r["vfs_sps"] = r["vfs_sps_q1"] = r["vfs_sps_q3"] = float("nan")
+        if loader is not None and len(loader) and {"vfs_ns", "prep_ns"} <= set(loader.columns):
+            lo = loader[(loader["workload"] == key[0]) & (loader["ranks"] == key[1])
+                        & (loader["batch_size"] == key[2])]
+            if "split" in lo.columns:
+                lo = lo[lo["split"].fillna("train") == "train"]
+            if "epoch" in lo.columns and key[0] == "unet3d":
+                lo = lo[lo["epoch"] > lo["epoch"].min()]
+            if len(lo):
+                per = lo["samples"] if "samples" in lo.columns and lo["samples"].notna().all() else 1
+                vfs_sps = per / (lo["vfs_ns"].clip(lower=1) / 1e9)
+                r["vfs_s"], r["prep_s"] = lo["vfs_ns"].median() / 1e9, lo["prep_ns"].median() / 1e9
+                r["vfs_sps"], r["vfs_sps_q1"], r["vfs_sps_q3"] = vfs_sps.median(), _q(vfs_sps, .25), _q(vfs_sps, .75)
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def normal_fits(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per (workload, G, B): the normal fitted to the steady compute times, seconds."""
+    from scipy import stats
+
+    rows = []
+    for key, g in steady(steps).groupby(KEYS, sort=True):
+        v = g["compute_ns"].to_numpy() / 1e9
+        mu, sd = stats.norm.fit(v)
+        rows.append({**dict(zip(KEYS, key)), "n": len(v), "mean_s": mu, "std_s": sd,
+                     "median_s": float(np.median(v))})
+    return pd.DataFrame(rows)
+
+
+def ols(fits: pd.DataFrame, target: str) -> dict:
+    """OLS of ``target`` (``mean_s`` or ``std_s``) on G and B for one workload's fits."""
+    import statsmodels.api as sm
+
+    regs = [c for c, name in (("ranks", "G"), ("batch_size", "B")) if fits[c].nunique() > 1]
+    X = sm.add_constant(fits[regs].astype(float), has_constant="add")
+    res = sm.OLS(fits[target].astype(float), X).fit()
+    ci = res.conf_int(0.05) if res.df_resid > 0 else None
+    names = {"const": "c", "ranks": "G", "batch_size": "B"}
+    coef = {names[k]: float(v) for k, v in res.params.items()}
+    coef = {"G": coef.get("G", 0.0), "B": coef.get("B", 0.0), "c": coef["c"]}
+    out = {"coef": coef, "r2": float(res.rsquared) if len(fits) > len(regs) + 1 else float("nan"),
+           "n_configs": int(len(fits)), "regressors": [names[r] for r in regs],
+           "ci95": ({names[k]: [float(a), float(b)] for k, (a, b) in ci.iterrows()} if ci is not None else {})}
+    return out
+
+
+def fit_models(fits: pd.DataFrame) -> dict:
+    """Per workload: the mean and std models (see :func:`ols`)."""
+    return {w: {"mean": ols(g, "mean_s"), "std": ols(g, "std_s")} for w, g in fits.groupby("workload")}
+
+
+def predict(model: dict, G, B):
+    c = model["coef"]
+    return c["G"] * np.asarray(G, float) + c["B"] * np.asarray(B, float) + c["c"]
+
+
+def model_file(models: dict, host: str, reference: dict) -> dict:
+    """The compute-time model the sleep emulation reads: per workload, mean and std in seconds
+    as ``a*G + b*B + c`` (G: ranks, B: batch size, global for DLRM), beside the thesis's."""
+    return {
+        "format": "compute time ~ Normal(mean, std); mean = G*coef.G + B*coef.B + coef.c, "
+                  "std likewise (clip std at 0); seconds; G = ranks (emulated accelerators), "
+                  "B = batch size (per rank for unet3d and bert, global for dlrm)",
+        "host": host,
+        "workloads": {w: {**m, "thesis": reference.get(w)} for w, m in models.items()},
+    }
+
+
+def coefficient_table(models: dict, reference: dict) -> pd.DataFrame:
+    """Our coefficients beside the thesis's (Eq 5.1 to 5.6), one row per (workload, stat, term)."""
+    rows = []
+    for w, m in models.items():
+        for stat in ("mean", "std"):
+            ref = (reference.get(w) or {}).get(stat, {})
+            for term in ("G", "B", "c"):
+                ci = m[stat]["ci95"].get(term, [float("nan")] * 2)
+                rows.append({"workload": w, "stat": stat, "term": term, "ours": m[stat]["coef"][term],
+                             "ci95_low": ci[0], "ci95_high": ci[1], "r2": m[stat]["r2"],
+                             "paper_value": ref.get(term), "paper_r2": ref.get("r2")})
+    return pd.DataFrame(rows)

@@ -1,0 +1,164 @@
+"""Launch one configuration (batch size B, ranks G) of a workload, and sweep the grid.
+
+PyTorch workloads (UNET3D, DLRM) run under ``torchrun --standalone --nproc_per_node G``
+(``python -m torch.distributed.run``); on several machines the same program runs under
+``torchrun --nnodes N --rdzv-endpoint HOST:PORT``. BERT runs one TensorFlow process per
+emulated accelerator, each with a ``TF_CONFIG`` naming all of them, for
+``MultiWorkerMirroredStrategy``. Each configuration gets a run folder (see :mod:`.rank`); the
+rank programs write their records there and :func:`collect` gathers them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from .. import paths
+from ..progress import progress
+from .steptimer import phase_intervals, read_app_log
+
+TORCH_WORKLOADS = ("unet3d", "dlrm")
+
+
+def _env(threads: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(paths.root()) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "OMP_NUM_THREADS": str(threads), "TF_CPP_MIN_LOG_LEVEL": "2",
+           "PYTHONUNBUFFERED": "1"}
+    return env
+
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def command(workload: str, ranks: int, run_dir: Path) -> list[str]:
+    """The torchrun command line of a PyTorch workload (one machine)."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc_per_node={ranks}", "-m", f"experiments.workloads.{workload}", str(run_dir)]
+
+
+def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: int,
+               data_dir: Path, run_dir: Path, repeat: int = 0) -> float:
+    """Run one configuration to completion; returns its wall-clock seconds.
+
+    Raises ``RuntimeError`` with the tail of the ranks' output if any rank fails.
+    """
+    run_dir = Path(run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    train = section["train"]
+    run = {"workload": workload, "config": section, "batch_size": batch_size, "ranks": ranks,
+           "seed": seed + repeat, "repeat": repeat, "data_dir": str(data_dir), "run_dir": str(run_dir),
+           "checkpoint_dir": str(paths.resolve(train["checkpoint_dir"]) / workload)}
+    (run_dir / "run.json").write_text(json.dumps(run, indent=1))
+    threads = train.get("threads_per_rank") or max(1, (os.cpu_count() or 1) // ranks)
+    log = open(run_dir / "output.txt", "w")
+    t0 = time.perf_counter()
+    try:
+        if workload in TORCH_WORKLOADS:
+            procs = [subprocess.Popen(command(workload, ranks, run_dir), cwd=paths.root(),
+                                      env=_env(threads), stdout=log, stderr=subprocess.STDOUT)]
+        else:
+            ports = _free_ports(ranks)
+            workers = [f"localhost:{p}" for p in ports]
+            procs = []
+            for r in range(ranks):
+                env = _env(threads) | {"RANK": str(r), "WORLD_SIZE": str(ranks), "CUDA_VISIBLE_DEVICES":
+                                       os.environ.get("CUDA_VISIBLE_DEVICES", str(r))}
+                if ranks > 1:
+                    env["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers},
+                                                   "task": {"type": "worker", "index": r}})
+                procs.append(subprocess.Popen([sys.executable, "-m", f"experiments.workloads.{workload}",
+                                               str(run_dir)], cwd=paths.root(), env=env, stdout=log,
+                                              stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + train.get("timeout_s", 900)
+        codes = []
+        for p in procs:
+            try:
+                codes.append(p.wait(timeout=max(1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                codes.append(-9)
+    finally:
+        log.close()
+    seconds = time.perf_counter() - t0
+    if any(codes):
+        tail = (run_dir / "output.txt").read_text()[-4000:]
+        raise RuntimeError(f"{workload} B={batch_size} G={ranks}: a rank failed (exit codes {codes});"
+                           f" output tail:\n{tail}")
+    return seconds
+
+
+def collect(run_dir: Path) -> dict:
+    """The records one configuration's ranks wrote: steps, loader, phases, rank facts."""
+    run_dir = Path(run_dir)
+    run = json.loads((run_dir / "run.json").read_text())
+    keys = {"workload": run["workload"], "batch_size": run["batch_size"], "ranks": run["ranks"],
+            "repeat": run.get("repeat", 0)}
+    steps = []
+    for f in sorted(run_dir.glob("steps-r*.csv")):
+        d = pd.read_csv(f)
+        d.insert(0, "rank", int(f.stem.split("-r")[1]))
+        steps.append(d)
+    steps = pd.concat(steps, ignore_index=True).assign(**keys) if steps else pd.DataFrame()
+    loader = []
+    for f in sorted(run_dir.glob("loader-r*.jsonl")):
+        d = pd.read_json(f, lines=True)
+        d.insert(0, "rank", int(f.stem.split("-r")[1].split("-")[0]))
+        loader.append(d)
+    loader = pd.concat(loader, ignore_index=True).assign(**keys) if loader else pd.DataFrame()
+    app = [r for f in sorted(run_dir.glob("app-r*.jsonl")) for r in read_app_log(f)]
+    phases = pd.DataFrame(phase_intervals(app)).assign(**keys) if app else pd.DataFrame()
+    ranks = [json.loads(f.read_text()) | keys for f in sorted(run_dir.glob("rank-r*.json"))]
+    return {"steps": steps, "loader": loader, "app": [r | {"batch_size": run["batch_size"],
+            "ranks": run["ranks"]} for r in app], "phases": phases, "ranks": ranks}
+
+
+def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None = None) -> dict:
+    """Every (batch size, ranks, repeat) of ``cfg.sweep``; records of all runs concatenated.
+
+    ``cfg`` is the workload's validated section. Run folders go to ``work_dir`` (default
+    ``data/workload_runs/<workload>``) and are kept for inspection (the tracing toolkit reads
+    their ``app-r*.jsonl``).
+    """
+    section = cfg.model_dump(mode="json")
+    work_dir = Path(work_dir or paths.data_dir("workload_runs") / workload)
+    grid = [(g, b, r) for g in cfg.sweep.ranks for b in cfg.sweep.batch_sizes
+            for r in range(cfg.sweep.repeats)]
+    parts = {"steps": [], "loader": [], "phases": [], "app": [], "ranks": [], "runs": []}
+    for g, b, r in progress(grid, desc=f"{workload} configurations"):
+        d = work_dir / f"G{g}-B{b}-r{r}"
+        seconds = run_config(workload, section, b, g, seed, data_dir, d, repeat=r)
+        got = collect(d)
+        for k in ("steps", "loader", "phases"):
+            parts[k].append(got[k])
+        parts["app"] += got["app"]
+        parts["ranks"] += got["ranks"]
+        parts["runs"].append({"workload": workload, "batch_size": b, "ranks": g, "repeat": r,
+                              "wall_seconds": seconds, "run_dir": str(d)})
+    out = {k: pd.concat([x for x in parts[k] if len(x)], ignore_index=True) if any(len(x) for x in parts[k])
+           else pd.DataFrame() for k in ("steps", "loader", "phases")}
+    out["app"], out["ranks"], out["runs"] = parts["app"], parts["ranks"], pd.DataFrame(parts["runs"])
+    return out
+
+
+def app_log_text(records: list[dict]) -> str:
+    """All ranks' application-log lines of a sweep, sorted by time (same format, see steptimer)."""
+    return "".join(json.dumps(r) + "\n" for r in sorted(records, key=lambda r: r["ts"]))

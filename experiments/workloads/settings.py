@@ -1,0 +1,241 @@
+"""The ``unet3d``, ``bert`` and ``dlrm`` sections of ``params.yaml`` (pydantic only, no framework).
+
+Each section has four parts: ``data`` (the generator, read by the ``workload_data`` stage),
+``model``, ``train`` and ``sweep`` (read by the workload's training stage). Checks that span
+parts (a batch larger than the data set, more ranks than UNET3D has files, embedding tables
+over budget) run here, so bad input stops before anything is launched, with a message naming
+the parameter, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator, model_validator
+
+from ..config import Section
+
+# Criteo 1TB (MLPerf DLRM) cardinalities of the 26 categorical features. The data generator
+# draws each feature within its cardinality; the model folds ids with ``% max_cardinality``
+# as the reference's ``--max-ind-range`` does.
+CRITEO_CARDINALITIES = [
+    39884406, 39043, 17289, 7420, 20263, 3, 7120, 1543, 63, 38532951, 2953546, 403346, 10,
+    2208, 11938, 155, 4, 976, 14, 39979771, 25641295, 39664984, 585935, 12972, 108, 36,
+]
+
+
+def _positive_list(v: list[int], what: str, hi: int) -> list[int]:
+    bad = [x for x in v if x < 1 or x > hi]
+    if bad or not v:
+        raise ValueError(f"every {what} must be between 1 and {hi}; got {v}")
+    if len(set(v)) != len(v):
+        raise ValueError(f"{what}s must not repeat; got {v}")
+    return sorted(v)
+
+
+class Sweep(Section):
+    """The grid of (batch size, ranks) configurations; one run per configuration."""
+
+    batch_sizes: list[int] = Field(min_length=1)
+    ranks: list[int] = Field([1, 2], min_length=1, description="emulated accelerators (G)")
+    repeats: int = Field(1, ge=1, le=10, description="independent runs per configuration")
+
+    @field_validator("batch_sizes")
+    @classmethod
+    def _b(cls, v):
+        return _positive_list(v, "batch size", 10_000_000)
+
+    @field_validator("ranks")
+    @classmethod
+    def _g(cls, v):
+        return _positive_list(v, "rank count", 256)
+
+
+class Common(Section):
+    """What every workload's training takes."""
+
+    threads_per_rank: int = Field(0, ge=0, le=256, description="intra-op threads; 0: CPUs / ranks")
+    checkpoint_dir: str = Field("data/checkpoints", min_length=1,
+                                description="where checkpoints go (relative to the project)")
+    timeout_s: int = Field(900, ge=10, le=86400, description="per configuration")
+
+
+# ----------------------------------------------------------------------------- UNET3D
+
+class Unet3dData(Section):
+    train_cases: int = Field(16, ge=1, le=100_000, description="paper: 168")
+    eval_cases: int = Field(4, ge=1, le=100_000, description="paper: 42")
+    scale: float = Field(0.3, gt=0, le=1.0, description="KiTS19 dimensions are multiplied by this")
+    workers: int = Field(0, ge=0, le=256, description="generator processes; 0: one per CPU")
+
+
+class Unet3dModel(Section):
+    base_channels: int = Field(4, ge=1, le=512, description="paper: 32")
+    depth: int = Field(3, ge=2, le=6, description="resolution levels; paper: 6")
+    crop: int = Field(32, ge=8, le=512, description="training patch side; paper: 128")
+
+
+class Unet3dTrain(Common):
+    epochs: int = Field(3, ge=2, le=10_000, description="the first is excluded from throughput")
+    eval_every: int = Field(0, ge=0, description="epochs between evaluations; 0: at the end only")
+    workers: int = Field(1, ge=0, le=64, description="DataLoader workers per rank")
+    lr: float = Field(0.01, gt=0, le=10)
+    eval_overlap: float = Field(0.25, ge=0, lt=1, description="sliding-window overlap")
+
+
+class Unet3dConfig(Section):
+    data: Unet3dData = Unet3dData()
+    model: Unet3dModel = Unet3dModel()
+    train: Unet3dTrain = Unet3dTrain()
+    sweep: Sweep = Sweep(batch_sizes=[1, 2, 4])
+
+    @model_validator(mode="after")
+    def _fits(self):
+        d, m = self.data, self.model
+        gmax, bmax = max(self.sweep.ranks), max(self.sweep.batch_sizes)
+        if gmax > d.train_cases:
+            raise ValueError(
+                f"sweep.ranks = {self.sweep.ranks}: {gmax} ranks but data.train_cases = "
+                f"{d.train_cases}; each rank needs at least one file, so ranks <= {d.train_cases}")
+        for g in self.sweep.ranks:
+            if bmax * g > d.train_cases:
+                raise ValueError(
+                    f"sweep.batch_sizes = {self.sweep.batch_sizes}: batch {bmax} x {g} ranks is "
+                    f"larger than the data set (data.train_cases = {d.train_cases}); allowed: "
+                    f"batch size x ranks <= {d.train_cases}")
+        from .data_unet3d import min_dims
+        if m.crop > min(min_dims(d.scale)):
+            raise ValueError(f"model.crop = {m.crop}: larger than the smallest case at data.scale = "
+                             f"{d.scale} ({min(min_dims(d.scale))} voxels); lower crop or raise scale")
+        if m.crop % (2 ** (m.depth - 1)):
+            raise ValueError(f"model.crop = {m.crop}: must be a multiple of 2^(depth-1) = "
+                             f"{2 ** (m.depth - 1)}")
+        return self
+
+
+# ----------------------------------------------------------------------------- BERT
+
+class BertData(Section):
+    files: int = Field(8, ge=1, le=100_000, description="paper: 500")
+    samples_per_file: int = Field(256, ge=1, le=10_000_000, description="paper: ~313,000")
+    eval_samples: int = Field(128, ge=1, le=10_000_000, description="paper: 10,000")
+    vocab_size: int = Field(30522, ge=128, le=1_000_000)
+    seq_len: int = Field(512, ge=8, le=4096)
+    max_predictions: int = Field(76, ge=1, le=4096)
+    workers: int = Field(0, ge=0, le=256)
+
+    @model_validator(mode="after")
+    def _pred(self):
+        if self.max_predictions > self.seq_len:
+            raise ValueError(f"max_predictions = {self.max_predictions} must be <= seq_len = {self.seq_len}")
+        return self
+
+
+class BertModel(Section):
+    hidden: int = Field(64, ge=8, le=8192, description="paper (BERT-large): 1024")
+    layers: int = Field(2, ge=1, le=48, description="paper: 24")
+    heads: int = Field(2, ge=1, le=64, description="paper: 16")
+    intermediate: int = Field(128, ge=8, le=32768, description="paper: 4096")
+
+    @model_validator(mode="after")
+    def _div(self):
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden = {self.hidden} must be a multiple of heads = {self.heads}")
+        return self
+
+
+class BertTrain(Common):
+    steps: int = Field(12, ge=3, le=10_000_000, description="the first is excluded")
+    eval_steps: int = Field(2, ge=0, le=100_000)
+    cycle_length: int = Field(8, ge=1, le=256, description="parallel interleave of files")
+    shuffle_buffer: int = Field(1000, ge=1, le=10_000_000)
+    map_threads: int = Field(8, ge=1, le=256, description="map_and_batch threads")
+    lr: float = Field(1e-4, gt=0, le=10)
+
+
+class BertConfig(Section):
+    data: BertData = BertData()
+    model: BertModel = BertModel()
+    train: BertTrain = BertTrain()
+    sweep: Sweep = Sweep(batch_sizes=[1, 2, 4])
+
+    @model_validator(mode="after")
+    def _fits(self):
+        n = self.data.files * self.data.samples_per_file
+        for g in self.sweep.ranks:
+            if g > self.data.files:
+                raise ValueError(f"sweep.ranks = {self.sweep.ranks}: {g} ranks but data.files = "
+                                 f"{self.data.files}; files are sharded per worker, so ranks <= files")
+            b = max(self.sweep.batch_sizes)
+            if b * g > n:
+                raise ValueError(f"sweep.batch_sizes = {self.sweep.batch_sizes}: batch {b} x {g} ranks "
+                                 f"is larger than the data set ({n} samples)")
+        return self
+
+
+# ----------------------------------------------------------------------------- DLRM
+
+class DlrmData(Section):
+    train_samples: int = Field(200_000, ge=1, le=10**11, description="paper: ~4.2 billion")
+    eval_samples: int = Field(20_000, ge=1, le=10**10)
+    workers: int = Field(0, ge=0, le=256)
+
+
+class DlrmModel(Section):
+    embedding_dim: int = Field(16, ge=1, le=1024, description="paper: 128")
+    bottom_mlp: list[int] = Field([64, 32], description="hidden sizes; paper: 512, 256 (then 128)")
+    top_mlp: list[int] = Field([64, 32], description="hidden sizes; paper: 1024, 1024, 512, 256")
+    max_cardinality: int = Field(10_000, description="rows per table cap (ids folded with %)")
+    embedding_budget_mib: float = Field(64, gt=0, le=10**7, description="all tables, float32")
+
+    @field_validator("max_cardinality")
+    @classmethod
+    def _cap(cls, v):
+        if v < 1:
+            raise ValueError(f"max_cardinality = {v}: must be >= 1 (rows per embedding table)")
+        return v
+
+    def table_rows(self) -> list[int]:
+        return [min(c, self.max_cardinality) for c in CRITEO_CARDINALITIES]
+
+    def embedding_bytes(self) -> int:
+        return sum(self.table_rows()) * self.embedding_dim * 4
+
+    @model_validator(mode="after")
+    def _budget(self):
+        need = self.embedding_bytes() / 2**20
+        if need > self.embedding_budget_mib:
+            raise ValueError(
+                f"max_cardinality = {self.max_cardinality}, embedding_dim = {self.embedding_dim}: "
+                f"the tables need {need:.1f} MiB, over embedding_budget_mib = "
+                f"{self.embedding_budget_mib}; lower max_cardinality or raise the budget")
+        return self
+
+
+class DlrmTrain(Common):
+    steps: int = Field(40, ge=3, le=10**8)
+    eval_every: int = Field(20, ge=0, description="steps between evaluation + checkpoint; 0: end only")
+    eval_steps: int = Field(4, ge=0, le=10**6)
+    lr: float = Field(0.1, gt=0, le=100)
+
+
+class DlrmConfig(Section):
+    data: DlrmData = DlrmData()
+    model: DlrmModel = DlrmModel()
+    train: DlrmTrain = DlrmTrain()
+    sweep: Sweep = Sweep(batch_sizes=[512, 2048, 8192])
+
+    @model_validator(mode="after")
+    def _fits(self):
+        b = max(self.sweep.batch_sizes)
+        if b > self.data.train_samples:
+            raise ValueError(f"sweep.batch_sizes = {self.sweep.batch_sizes}: batch {b} is larger "
+                             f"than the data set (data.train_samples = {self.data.train_samples}); "
+                             "DLRM's batch is global")
+        for g in self.sweep.ranks:
+            if min(self.sweep.batch_sizes) < g:
+                raise ValueError(f"sweep.ranks = {self.sweep.ranks}: the global batch "
+                                 f"{min(self.sweep.batch_sizes)} is split over ranks, so it must "
+                                 f"be >= ranks ({g})")
+        if self.train.eval_steps and self.data.eval_samples < max(self.sweep.batch_sizes):
+            raise ValueError(f"data.eval_samples = {self.data.eval_samples}: smaller than the "
+                             f"largest batch {b}; allowed: >= {b} or train.eval_steps = 0")
+        return self

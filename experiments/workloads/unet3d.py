@@ -1,0 +1,223 @@
+"""UNET3D (PyTorch), one rank's training program: ``torchrun ... -m experiments.workloads.unet3d RUN_DIR``.
+
+As the MLPerf reference (Section 4.1.1): a 3D U-Net (conv-norm-LeakyReLU blocks, strided
+convolutions down, transposed convolutions up, skip connections; ``base_channels`` and
+``depth`` scale it), Dice + cross-entropy loss, SGD with momentum, DDP. The Dataset reads a
+case's .npy pair and preprocesses it on the CPU: random crop, random flip, cast, random
+brightness, random noise. A ``DataLoader`` with ``workers`` worker processes per rank and the
+default prefetch factor (2); a ``DistributedSampler`` seeded identically on every rank (the
+thesis found the original seeded each rank differently, so files were not split). After each
+step the loss is all-reduced across ranks (the "cumulative loss" of Fig 5.2, ``allreduce_ns``).
+Evaluation: sliding-window inference at batch 1 over the evaluation cases, split over ranks;
+a checkpoint at the end (rank 0).
+
+Loader records: ``vfs_ns`` is ``np.load`` of both files, ``prep_ns`` the augmentation, per sample.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import rank as rk
+from .data_unet3d import read_manifest
+from .steptimer import AppLog, LoaderLog, StepTimer
+
+N_CLASSES = 3  # background, kidney, tumour (KiTS19); the synthetic masks use {0, 1}
+
+
+class CaseDataset:
+    """A torch ``Dataset`` of (image, mask) crops with the reference's augmentations."""
+
+    def __init__(self, folder, split, crop, seed, run_dir, rank, train=True):
+        m = read_manifest(folder, split)
+        self.x = [str(Path(folder) / p) for p in m["path_x"]]
+        self.y = [str(Path(folder) / p) for p in m["path_y"]]
+        self.crop, self.seed, self.train = crop, seed, train
+        self.run_dir, self.rank, self.epoch = run_dir, rank, 0
+        self.log = LoaderLog()
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        import torch
+
+        t0 = time.perf_counter_ns()
+        x, y = np.load(self.x[i]), np.load(self.y[i])
+        t1 = time.perf_counter_ns()
+        if self.train:
+            rng = np.random.default_rng([self.seed, self.epoch, i])
+            c = self.crop
+            starts = [int(rng.integers(0, s - c + 1)) for s in x.shape[1:]]
+            sl = (slice(None), *(slice(s, s + c) for s in starts))
+            x, y = x[sl], y[sl]
+            for ax in (1, 2, 3):                                   # random flip
+                if rng.random() < 1 / 3:
+                    x, y = np.flip(x, ax), np.flip(y, ax)
+            x, y = x.astype(np.float32), y.astype(np.uint8)        # cast
+            if rng.random() < 0.1:                                 # random brightness
+                x = x * rng.uniform(0.7, 1.3)
+            if rng.random() < 0.1:                                 # random Gaussian noise
+                x = x + rng.normal(0, 0.1, size=x.shape).astype(np.float32)
+            x, y = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y)
+        t2 = time.perf_counter_ns()
+        self.log.add(t1 - t0, t2 - t1, case=i, epoch=self.epoch, bytes=x.nbytes + y.nbytes,
+                     split="train" if self.train else "eval")
+        self.log.flush_to(self.run_dir, self.rank)
+        return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def build_model(base: int, depth: int):
+    import torch
+    from torch import nn
+
+    def block(a, b, stride=1):
+        return nn.Sequential(nn.Conv3d(a, b, 3, stride, 1, bias=False), nn.InstanceNorm3d(b, affine=True),
+                             nn.LeakyReLU(0.01, inplace=True),
+                             nn.Conv3d(b, b, 3, 1, 1, bias=False), nn.InstanceNorm3d(b, affine=True),
+                             nn.LeakyReLU(0.01, inplace=True))
+
+    class UNet3D(nn.Module):
+        def __init__(self):
+            super().__init__()
+            ch = [base * 2 ** i for i in range(depth)]
+            self.down = nn.ModuleList([block(1, ch[0])] + [block(ch[i - 1], ch[i], 2) for i in range(1, depth)])
+            self.up = nn.ModuleList(nn.ConvTranspose3d(ch[i], ch[i - 1], 2, 2) for i in range(depth - 1, 0, -1))
+            self.dec = nn.ModuleList(block(2 * ch[i - 1], ch[i - 1]) for i in range(depth - 1, 0, -1))
+            self.out = nn.Conv3d(ch[0], N_CLASSES, 1)
+
+        def forward(self, x):
+            skips = []
+            for d in self.down:
+                x = d(x)
+                skips.append(x)
+            for up, dec, skip in zip(self.up, self.dec, reversed(skips[:-1])):
+                x = dec(torch.cat([up(x), skip], dim=1))
+            return self.out(x)
+
+    return UNet3D()
+
+
+def dice_ce_loss(logits, y):
+    """Cross-entropy plus (1 - mean soft Dice over classes), as the reference's DiceCELoss."""
+    import torch.nn.functional as F
+
+    y = y.long().squeeze(1)
+    ce = F.cross_entropy(logits, y)
+    p = logits.softmax(1)
+    oh = F.one_hot(y, N_CLASSES).permute(0, 4, 1, 2, 3).float()
+    inter = (p * oh).sum((0, 2, 3, 4))
+    dice = (2 * inter + 1e-6) / (p.sum((0, 2, 3, 4)) + oh.sum((0, 2, 3, 4)) + 1e-6)
+    return ce + 1 - dice.mean()
+
+
+def sliding_window(model, x, crop: int, overlap: float):
+    """Class logits of a whole case from crop^3 windows (stride crop * (1 - overlap)), averaged."""
+    import torch
+    import torch.nn.functional as F
+
+    shape = x.shape[2:]
+    pad = [max(0, crop - s) for s in shape]
+    x = F.pad(x, [0, pad[2], 0, pad[1], 0, pad[0]])
+    full = x.shape[2:]
+    step = max(1, int(crop * (1 - overlap)))
+    starts = [sorted({*range(0, s - crop + 1, step), s - crop}) for s in full]
+    acc = torch.zeros((1, N_CLASSES, *full), device=x.device)
+    cnt = torch.zeros((1, 1, *full), device=x.device)
+    for a in starts[0]:
+        for b in starts[1]:
+            for c in starts[2]:
+                sl = (slice(None), slice(None), slice(a, a + crop), slice(b, b + crop), slice(c, c + crop))
+                acc[sl] += model(x[sl])
+                cnt[sl] += 1
+    out = acc / cnt
+    return out[:, :, :shape[0], :shape[1], :shape[2]]
+
+
+def main(argv=None) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    run = rk.read_run(argv)
+    cfg, B, seed = run["config"], run["batch_size"], run["seed"]
+    tc, mc = cfg["train"], cfg["model"]
+    rank, world, _, device, sync = rk.setup_torch(run)
+    app = AppLog(Path(run["run_dir"]) / f"app-r{rank}.jsonl", rank, "unet3d")
+    with app.phase("init"):
+        net = build_model(mc["base_channels"], mc["depth"]).to(device)
+        model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None) if dist.is_initialized() else net
+        opt = torch.optim.SGD(model.parameters(), lr=tc["lr"], momentum=0.9)
+        train_ds = CaseDataset(run["data_dir"], "train", mc["crop"], seed, run["run_dir"], rank)
+        # The same seed on every rank: the sampler splits the files between ranks.
+        sampler = DistributedSampler(train_ds, num_replicas=world, rank=rank, shuffle=True, seed=seed,
+                                     drop_last=True)
+        loader = DataLoader(train_ds, batch_size=B, sampler=sampler, num_workers=tc["workers"],
+                            drop_last=True, pin_memory=device.type == "cuda")
+        eval_ds = CaseDataset(run["data_dir"], "eval", mc["crop"], seed, run["run_dir"], rank, train=False)
+        eval_sampler = DistributedSampler(eval_ds, num_replicas=world, rank=rank, shuffle=False)
+    t = StepTimer(sync)
+    facts = {"device": str(device), "evals": [], "checkpoints": [], "steps_per_epoch": len(loader)}
+    for epoch in range(tc["epochs"]):
+        sampler.set_epoch(epoch)
+        train_ds.epoch = epoch
+        with app.phase("train", epoch=epoch):
+            t.start_wait()
+            for step, (x, y) in enumerate(loader):
+                t.got_batch()
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                t.mark("to_device_ns")
+                out = model(x)
+                t.mark("forward_ns")
+                loss = dice_ce_loss(out, y)
+                t.mark("loss_ns")
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                t.mark("backward_ns")
+                opt.step()
+                t.mark("optimizer_ns")
+                cum = loss.detach().clone()
+                if dist.is_initialized():
+                    dist.all_reduce(cum)
+                cum = float(cum) / world
+                t.mark("allreduce_ns")
+                t.end_step(epoch=epoch, step=step, samples=B, loss=cum)
+                t.start_wait()
+        last = epoch == tc["epochs"] - 1
+        if last or (tc["eval_every"] and (epoch + 1) % tc["eval_every"] == 0):
+            with app.phase("eval", epoch=epoch):
+                model.eval()
+                with torch.no_grad():
+                    for i in eval_sampler:
+                        t0 = time.perf_counter_ns()
+                        x, y = eval_ds[i]
+                        x = x.unsqueeze(0).to(device)
+                        t1 = time.perf_counter_ns()
+                        pred = sliding_window(net, x, mc["crop"], tc["eval_overlap"]).argmax(1).cpu()
+                        inter = float(((pred == 1) & (y == 1)).sum())
+                        dice = 2 * inter / max(1.0, float((pred == 1).sum() + (y == 1).sum()))
+                        facts["evals"].append({"epoch": epoch, "case": int(i), "bytes": int(x.numel() * 4),
+                                               "load_s": (t1 - t0) / 1e9,
+                                               "window_s": (time.perf_counter_ns() - t1) / 1e9, "dice": dice})
+                model.train()
+    with app.phase("checkpoint", epoch=tc["epochs"] - 1):
+        t0 = time.perf_counter_ns()
+        if rank == 0:
+            ckpt = Path(run["checkpoint_dir"]) / "unet3d.pt"
+            ckpt.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({"model": net.state_dict(), "optimizer": opt.state_dict()}, ckpt)
+            facts["checkpoints"].append({"bytes": ckpt.stat().st_size, "seconds": (time.perf_counter_ns() - t0) / 1e9})
+        if dist.is_initialized():
+            dist.barrier()
+    train_ds.log.flush_to(run["run_dir"], rank)
+    rk.write_rank(run, rank, t.rows, facts)
+    app.close()
+    rk.finish()
+
+
+if __name__ == "__main__":
+    main()
