@@ -63,15 +63,19 @@ def plot_torch_workers(summary: pd.DataFrame):
 
 
 def warm_cold(raw: pd.DataFrame) -> pd.DataFrame:
-    """Cold (median at the largest parallelism) vs warm images/s per framework, tier, format."""
+    """Each warm run beside the cold run just before it (same framework, tier, format and
+    parallelism: the same run, cache evicted or not), images/s."""
     raw = raw.assign(par=raw["threads"].fillna(raw["workers"]))
+    by_run = raw.set_index("run")
     rows = []
-    for (fw, tier, fmt), g in raw.groupby(["framework", "tier", "format"]):
-        top = g[g["par"] == g.loc[g["cache"] == "warm", "par"].max()]
-        cold = top.loc[top["cache"] == "cold", "images_per_s"].median()
-        warm = top.loc[top["cache"] == "warm", "images_per_s"].median()
-        rows.append({"framework": fw, "tier": tier, "format": fmt, "parallelism": top["par"].iloc[0],
-                     "cold_images_per_s": cold, "warm_images_per_s": warm, "warm_over_cold": warm / cold})
+    for w in raw[raw["cache"] == "warm"].itertuples():
+        c = by_run.loc[w.run - 1] if (w.run - 1) in by_run.index else None
+        same = c is not None and c["cache"] == "cold" and c["par"] == w.par and \
+            c["format"] == w.format and c["tier"] == w.tier
+        cold = float(c["images_per_s"]) if same else np.nan
+        rows.append({"framework": w.framework, "tier": w.tier, "format": w.format,
+                     "parallelism": w.par, "cold_images_per_s": cold,
+                     "warm_images_per_s": w.images_per_s, "warm_over_cold": w.images_per_s / cold})
     return pd.DataFrame(rows)
 
 

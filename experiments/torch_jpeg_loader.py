@@ -54,13 +54,18 @@ def _count(loader) -> int:
 
 def measure(staged: dict[str, pd.DataFrame], tiers, cfg: BlogConfig,
             seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """DataLoader epochs for each tier and ``num_workers``, cold; then one warm run at the most
-    workers. Returns (one row per run, dstat rows tagged with the run, facts)."""
+    """DataLoader epochs for each tier and ``num_workers``, cold; the last cold run at the most
+    workers is followed at once by the same run warm (no eviction).
+    Returns (one row per run, dstat rows tagged with the run, facts)."""
     import torch
 
     torch.set_num_threads(1)  # parallelism comes from the workers, as in the blog's runs
-    plan = [(t, w, i, "cold") for t in tiers for w in cfg.workers for i in range(cfg.repeats)]
-    plan += [(t, max(cfg.workers), 0, "warm") for t in tiers]
+    plan = []
+    for t in tiers:
+        plan += [(t, w, i, "cold") for w in cfg.workers for i in range(cfg.repeats)]
+        if max(cfg.workers) != cfg.workers[-1]:
+            plan.append((t, max(cfg.workers), 0, "cold"))
+        plan.append((t, max(cfg.workers), 0, "warm"))  # right after a cold pass
     rows, samples, evictions = [], [], {}
     first = staged[tiers[0].name]  # prime torchvision's decoder, untimed
     _count(make_loader(list(first["abspath"][:8]), list(first["label"][:8]), 0, 8,
@@ -71,8 +76,6 @@ def measure(staged: dict[str, pd.DataFrame], tiers, cfg: BlogConfig,
         loader = make_loader(paths, list(m["label"]), workers, cfg.batch_size, cfg.image_size, seed)
         if cache_state == "cold":
             evictions[tier.name] = cache.evict(paths, cfg.eviction)
-        else:
-            _count(loader)
         device = dstat.device_of(paths[0])
         seconds, n, frame = timed_run(lambda: _count(loader), device, cfg.dstat_interval_s)
         nbytes = int(m["bytes"].sum())

@@ -67,9 +67,10 @@ def test_collectl_table_from_dstat_rows():
 
 def test_warm_cold_and_claims():
     raw = pd.DataFrame([
-        {"framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": t, "workers": np.nan,
-         "cache": c, "images_per_s": v, "device": "vda"}
-        for t, c, v in ((1, "cold", 100.0), (2, "cold", 150.0), (2, "warm", 300.0))])
+        {"run": i, "framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": t,
+         "workers": np.nan, "cache": c, "images_per_s": v, "device": "vda"}
+        for i, (t, c, v) in enumerate(((1, "cold", 100.0), (2, "cold", 120.0), (2, "cold", 150.0),
+                                       (2, "warm", 300.0)))])
     wc = blog_report.warm_cold(raw)
     assert wc["warm_over_cold"].iloc[0] == pytest.approx(2.0)
     hist = pd.DataFrame({"bucket": ["32K", "64K", "128K"], "files_percent": [20.0, 40.0, 40.0],
