@@ -13,9 +13,10 @@ STATUS = backend_status()
 def _check_vfs(tr, p):
     exp = patterns.expected(p)
     d = vector.describe(tr, data=[str(p.data_file)], block_files=[p.data_file])
+    info = f"measured {d}; expected {exp}; meta {tr.meta}"
     for k in ("vfs_reads", "vfs_read_bytes", "unique_files_read", "vfs_read_size_q1",
               "vfs_read_size_median", "vfs_read_size_q3"):
-        assert d[k] == exp[k], k
+        assert d[k] == exp[k], f"{k}: {info}"
     reads = vector.vfs_reads(tr.events, [str(p.data_file)])
     assert set(reads["op"]) == {"pread64"}  # ioengine=psync
     assert sorted(reads["size"].unique()) == sorted({p.seq_bs, p.rand_bs})
@@ -37,8 +38,9 @@ def test_fio_pattern_bpftrace(tmp_path):
     assert len(set(vector.vfs_reads(tr.events, [str(p.data_file)])["pid"])) == 2  # one process per job
     if tr.meta["block_traced"] and p.direct:
         # direct I/O: one block request per read; Listing A.1 split as fio was told
-        assert d["bio_reads"] == exp["vfs_reads"]
-        assert d["bio_read_bytes"] == exp["vfs_read_bytes"]
+        info = f"measured {d}; expected {exp}; meta {tr.meta}"
+        assert d["bio_reads"] == exp["vfs_reads"], info
+        assert d["bio_read_bytes"] == exp["vfs_read_bytes"], info
         assert d["bio_sequential_reads"] == pytest.approx(exp["bio_sequential_reads"], abs=3)
         assert d["bio_random_reads"] == pytest.approx(exp["bio_random_reads"], abs=3)
         lat = tr.block()["latency_s"]

@@ -118,7 +118,8 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device") 
     lines = [
         'BEGIN { @tree[$1] = 1; printf("READY\\t%llu\\n", nsecs); }',
         'tracepoint:sched:sched_process_fork /@tree[pid]/ { @tree[args->child_pid] = 1; '
-        'printf("F\\t%llu\\t%d\\t%d\\n", nsecs, pid, args->child_pid); }',
+        'printf("F\\t%llu\\t%d\\t%d\\t%s\\n", nsecs, pid, args->child_pid, comm); }',
+        'tracepoint:sched:sched_process_exec /@tree[pid]/ { printf("E\\t%llu\\t%d\\t%s\\n", nsecs, pid, comm); }',
         "tracepoint:syscalls:sys_enter_read,tracepoint:syscalls:sys_enter_readv,"
         "tracepoint:syscalls:sys_enter_write,tracepoint:syscalls:sys_enter_writev,"
         "tracepoint:syscalls:sys_enter_close,tracepoint:syscalls:sys_enter_lseek "
@@ -133,23 +134,29 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device") 
         extra, arg, clean = "", "", ""
         lines.append(
             f"tracepoint:syscalls:sys_exit_{op} /@s[tid].0/ {{ $s = @s[tid]; "
-            f'printf("V\\t{op}\\t%llu\\t%llu\\t%d\\t%d\\t%lld\\t%lld\\t%lld\\t%s{extra}\\n", '
-            f"$s.0, nsecs - $s.0, pid, tid, $s.1, args->ret, $s.2, comm{arg}); "
+            f'printf("V\\t{op}\\t%llu\\t%llu\\t%d\\t%d\\t%lld\\t%lld\\t%lld{extra}\\n", '
+            f"$s.0, nsecs - $s.0, pid, tid, $s.1, args->ret, $s.2{arg}); "
             f"delete(@s[tid]);{clean} }}")
     if block:
         devs = [kernel_dev(d) for d in (devices or [])]
         devs = [d for d in devs if d is not None]
-        conds = [" || ".join(f"args->dev == {d}" for d in devs)] if devs else []
+        dev_pred = " || ".join(f"args->dev == {d}" for d in devs)
+        # the submitter of each bio, in its own context: requests are often dispatched later
+        # from a kernel worker, so the pid at issue is not the process that asked
+        qconds = [f"({dev_pred})"] if devs else []
         if block_scope == "tree":
-            conds.append("@tree[pid]")
-        pred = f"/{' && '.join(f'({c})' for c in conds)}/ " if conds else ""
+            qconds.append("@tree[pid]")
+        qpred = f"/{' && '.join(qconds)}/ " if qconds else ""
+        lines.append(
+            f"tracepoint:block:block_bio_queue {qpred}{{ "
+            'printf("Q\\t%llu\\t%u\\t%llu\\t%d\\n", nsecs, args->dev, args->sector, pid); }')
+        pred = f"/{dev_pred}/ " if devs else ""
         lines.append(
             f"tracepoint:block:block_rq_issue {pred}{{ "
             'printf("BI\\t%llu\\t%u\\t%llu\\t%u\\t%u\\t%s\\t%d\\t%d\\t%s\\n", nsecs, args->dev, '
             "args->sector, args->nr_sector, args->bytes, args->rwbs, pid, tid, comm); }")
-        cpred = f"/{' || '.join(f'args->dev == {d}' for d in devs)}/ " if devs else ""
         lines.append(
-            f"tracepoint:block:block_rq_complete {cpred}{{ "
+            f"tracepoint:block:block_rq_complete {pred}{{ "
             'printf("BC\\t%llu\\t%u\\t%llu\\t%u\\t%s\\n", nsecs, args->dev, args->sector, '
             "args->nr_sector, args->rwbs); }")
     lines.append("END { clear(@tree); clear(@s); }")
@@ -194,9 +201,9 @@ class BpftraceSession:
         while time.monotonic() - t0 < timeout_s:
             if self.proc.poll() is not None:
                 self._err.close()
-                raise RuntimeError("bpftrace exited before tracing: "
-                                   + self.err_file.read_text().strip().splitlines()[-1:][0]
-                                   if self.err_file.read_text().strip() else "bpftrace exited")
+                lines = [ln for ln in self.err_file.read_text().splitlines()
+                         if "ERROR" in ln and "RLIMIT_MEMLOCK" not in ln]
+                raise RuntimeError("bpftrace exited before tracing: " + (lines[0].strip() if lines else "?"))
             if self.out_file.exists():
                 with open(self.out_file) as f:
                     for line in f:
@@ -232,15 +239,17 @@ class BpftraceSession:
         return n
 
 
-def parse(out_file: Path, offset_ns: int) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple]]:
+def parse(out_file: Path, offset_ns: int, comms: dict[int, str] | None = None, tree_only: bool = False
+          ) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple]]:
     """(vfs rows, block rows, forks) from bpftrace's output; timestamps mapped to wall clock.
 
     vfs rows carry ``fd``, ``ret``, ``pos`` (-1 when the call has no offset argument) and, for
     openat, ``dfd``/``flags``/``filename``; paths and offsets are resolved afterwards
     (:func:`experiments.trace.resolve.resolve`).
     """
-    vfs, issues, completes, forks = [], [], [], []
+    vfs, issues, completes, forks, queued = [], [], [], [], []
     names: dict[int, str] = {}  # tid -> file name of its pending openat
+    comms: dict[int, str] = dict(comms or {})  # pid -> process name (from fork and exec)
     with open(out_file, errors="replace") as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
@@ -248,7 +257,7 @@ def parse(out_file: Path, offset_ns: int) -> tuple[pd.DataFrame, pd.DataFrame, l
             try:
                 if kind == "V":
                     op, ts, lat, pid, tid, fd, ret, pos = parts[1:9]
-                    comm = parts[9] if len(parts) > 9 else ""
+                    comm = comms.get(int(pid), "")
                     row = {"op": op, "ts": int(ts), "latency_ns": int(lat), "pid": int(pid),
                            "tid": int(tid), "fd": int(fd), "ret": int(ret), "pos": int(pos),
                            "comm": comm}
@@ -265,25 +274,56 @@ def parse(out_file: Path, offset_ns: int) -> tuple[pd.DataFrame, pd.DataFrame, l
                                    "nr_sector": int(nr), "bytes": int(nbytes), "rwbs": rwbs,
                                    "pid": int(pid), "tid": int(tid),
                                    "comm": parts[9] if len(parts) > 9 else ""})
+                elif kind == "Q":
+                    queued.append((int(parts[1]), int(parts[2]), int(parts[3]), int(parts[4])))
                 elif kind == "BC":
                     ts, dev, sector, nr, rwbs = parts[1:6]
                     completes.append((int(ts), int(dev), int(sector)))
                 elif kind == "F":
                     forks.append((int(parts[1]), int(parts[2]), int(parts[3])))
+                    comms.setdefault(int(parts[3]), parts[4] if len(parts) > 4 else comms.get(int(parts[2]), ""))
+                elif kind == "E":
+                    comms[int(parts[2])] = parts[3] if len(parts) > 3 else ""
             except (ValueError, IndexError):
                 continue  # a line cut by a lost event or a signal
     vdf = pd.DataFrame(vfs)
     if len(vdf):
         vdf["timestamp_ns"] = vdf["ts"] + offset_ns
         vdf["latency_s"] = vdf["latency_ns"] / 1e9
-    bdf = _block_rows(issues, completes, offset_ns)
+    bdf = _block_rows(issues, completes, offset_ns, queued, comms, tree_only)
     forks = [(ts + offset_ns, parent, child) for ts, parent, child in forks]
     return vdf, bdf, forks
 
 
-def _block_rows(issues: list[dict], completes: list[tuple], offset_ns: int) -> pd.DataFrame:
+def _block_rows(issues: list[dict], completes: list[tuple], offset_ns: int, queued=(), comms=None,
+                tree_only: bool = False) -> pd.DataFrame:
     """One row per request: issue matched to the first later completion of the same
-    (device, sector)."""
+    (device, sector); pid = the process that queued the request's first bio (``Q`` lines) when
+    known, else the one current at issue. ``tree_only``: keep only requests whose first bio was
+    queued by the traced tree (the ``Q`` lines were filtered by tree)."""
+    if not issues:
+        return pd.DataFrame()
+    comms = comms or {}
+    by_key: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for ts, dev, sector, pid in sorted(queued):
+        by_key.setdefault((dev, sector), []).append((ts, pid))
+    keep = []
+    for r in sorted(issues, key=lambda r: r["ts"]):
+        q = by_key.get((r["dev"], r["sector"]))
+        j = None
+        if q:
+            for k in range(len(q) - 1, -1, -1):
+                if q[k][0] <= r["ts"]:
+                    j = k
+                    break
+        if j is not None:
+            _, pid = q.pop(j)
+            if pid != r["pid"]:
+                r = dict(r, pid=pid, tid=pid, comm=comms.get(pid, r["comm"]))
+        elif tree_only:
+            continue
+        keep.append(r)
+    issues = keep
     if not issues:
         return pd.DataFrame()
     pending: dict[tuple[int, int], list[int]] = {}

@@ -158,6 +158,10 @@ class Tracer:
         pid = os.getpid() if pid is None else pid
         self._begin_meta(pid, command)
         self._initial = {pid: resolve.fd_table(pid)}
+        try:
+            self._root_comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            self._root_comm = ""
         self._offset_ns, self.meta["clock_uncertainty_ns"] = bt.clock_offset_ns()
         self.meta["clock_offset_ns"] = self._offset_ns
         if self.backend == "bpftrace":
@@ -195,7 +199,8 @@ class Tracer:
         vfs = conform(pd.DataFrame())
         block = conform(pd.DataFrame())
         if self.backend == "bpftrace":
-            raw, braw, forks = bt.parse(self._session.out_file, self._offset_ns)
+            raw, braw, forks = bt.parse(self._session.out_file, self._offset_ns, {pid: self._root_comm},
+                                         tree_only=self.block_scope == "tree")
             self.meta["lost_events"] = self._session.lost_events()
             vfs = resolve.resolve(raw, forks, self._initial, self.meta["cwd"], self._t0_ns)
             if len(braw):
@@ -233,11 +238,13 @@ class Tracer:
             self._session = strace_backend.StraceSession(self._dir / "strace.out")
             self._t0_ns = time.time_ns()
             self.meta["started"] = self._t0_ns / 1e9
+            t_cmd = time.perf_counter()
             proc = subprocess.Popen(self._session.command(cmd), env=env, cwd=cwd)
             self.meta["root_pid"] = proc.pid
             self._initial = {}
             self._start_sampler(proc.pid)
             rc = proc.wait()
+            self.meta["command_s"] = time.perf_counter() - t_cmd  # strace's start-up included
             self.meta["root_pid"] = None  # strace's children carry the command's pids
             self._session = _Done(self._session)
         else:
@@ -259,9 +266,11 @@ class Tracer:
                 proc.kill()
                 proc.wait()
                 raise
+            t_cmd = time.perf_counter()
             os.write(w, b"go\n")
             os.close(w)
             rc = proc.wait()
+            self.meta["command_s"] = time.perf_counter() - t_cmd
         self.meta["returncode"] = rc
         return self.stop(), rc
 
