@@ -139,7 +139,7 @@ def test_phase_log_roundtrip_and_timeline_and_chrome(tmp_path):
     ph = phases.read(tmp_path / "phases.jsonl")
     assert list(ph["phase"]) == ["init", "train", "train", "checkpoint"]
     assert (ph["end"] >= ph["start"]).all()
-    (tmp_path / "bad.jsonl").write_text('{"ts": 1, "event": "begin", "phase": "x"}\n')
+    (tmp_path / "bad.jsonl").write_text('{"ts": 1, "event": "started", "phase": "x"}\n')
     with pytest.raises(trace.TraceError, match="bad.jsonl:1"):
         phases.read(tmp_path / "bad.jsonl")
     tr = fake_trace()
@@ -157,3 +157,17 @@ def test_io_series_bytes_add_up():
     tr = fake_trace(n_reads=10)
     io = timeline.io_series(tr, bin_s=1.0)
     assert (io["vfs_read"].sum() * 1e6) == pytest.approx(10 * 4096)
+
+
+def test_phase_reader_takes_the_workloads_app_log(tmp_path):
+    """The thesis workloads' AppLog lines (``begin``/``end``, one file per rank) read as phases."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    for rank in (0, 1):
+        (d / f"app-r{rank}.jsonl").write_text(
+            json.dumps({"ts": 10.0 + rank, "rank": rank, "workload": "unet3d", "phase": "train",
+                        "event": "begin", "epoch": 1}) + "\n"
+            + json.dumps({"ts": 20.0 + rank, "rank": rank, "workload": "unet3d", "phase": "train",
+                          "event": "end", "epoch": 1}) + "\n")
+    ph = phases.read(d)
+    assert list(ph["rank"]) == [0, 1] and list(ph["end"] - ph["start"]) == [10.0, 10.0]

@@ -89,18 +89,22 @@ def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:
     log_path.unlink(missing_ok=True)
     ck_dir = base / "loader" / "checkpoints"
     from .. import cache
+    import torch.utils.data  # noqa: F401 - imported before tracing: library loading is not the pattern
     cache.evict([base / "loader" / "data"])
     with Tracer(**kw) as t:
         info = patterns.run_loader(files, cfg.loader_workers, cfg.loader_batch, cfg.loader_epochs, ck_dir,
                                    PhaseLog(log_path), seed, cfg.checkpoint_kib)
     t.trace.meta["phase_log"] = str(log_path)
     traces["loader"] = t.trace
+    filters = {"fio_seq_rand": ([str(p.data_file)], None, [p.data_file]),
+               "fio_seq_rand_repeat": ([str(p.data_file)], None, [p.data_file]),
+               "fio_rand": ([str(q.data_file)], None, [q.data_file]),
+               "loader": ([str(base / "loader" / "data")], [str(ck_dir)], files)}
+    for run, (data, ck, _) in filters.items():  # so a report can filter as the vectors did
+        traces[run].meta.update(data_filter=data, checkpoint_filter=ck)
     return {"traces": traces, "pattern": p, "expected": patterns.expected(p), "loader": info,
             "phase_log": log_path, "eviction": cache.drop_caches_allowed(),
-            "filters": {"fio_seq_rand": ([str(p.data_file)], None, [p.data_file]),
-                        "fio_seq_rand_repeat": ([str(p.data_file)], None, [p.data_file]),
-                        "fio_rand": ([str(q.data_file)], None, [q.data_file]),
-                        "loader": ([str(base / "loader" / "data")], [str(ck_dir)], files)}}
+            "filters": filters}
 
 
 def vectors(m: dict) -> pd.DataFrame:

@@ -81,9 +81,13 @@ def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float = 1.0, d
     io = io_series(trace, bin_s, data, checkpoint)
     for name, (color, label) in IO_STYLE.items():
         if name in io and io[name].abs().sum() > 0:
-            ax_io.step(io["t_s"], io[name], where="post", color=color, label=label)
+            if name.startswith("vfs"):  # VFS as filled areas, block as lines on top: both show
+                ax_io.fill_between(io["t_s"], io[name], step="post", color=color, alpha=0.7,
+                                   lw=0, label=label)
+            else:
+                ax_io.step(io["t_s"], io[name], where="post", color=color, lw=1.2, label=label)
     ax_io.set_ylabel(f"I/O (MB/s, {bin_s:g} s bins)")
-    if ax_io.lines:
+    if ax_io.lines or ax_io.collections:
         ax_io.legend(loc="upper right", fontsize="small", ncol=4)
     if phases is not None and len(phases):
         for r in phases.itertuples():
