@@ -122,3 +122,21 @@ def test_file_filters(tmp_path):
     assert V.file_filter(s, None).tolist() == [True, True, False, False, False, True]
     assert V.file_filter(s, [tmp_path / "data"]).tolist() == [True, False, False, False, False, False]
     assert V.file_filter(s, ["*.npy"]).tolist() == [True, False, False, False, False, True]
+
+
+@pytest.mark.parametrize("workload", ["unet3d", "bert", "dlrm"])
+def test_eq41_on_the_thesis_tables_gives_its_similarity(workload):
+    from experiments import reference as R
+    t = R.HOVON_TABLES_5[workload]
+    sim = S.weighted_cosine(t["workload"], t["emulation"])
+    assert round(sim, 2) == R.HOVON_SIMILARITY[workload]
+
+
+def test_difference_column_of_table_5_1():
+    from experiments import reference as R
+    t = R.HOVON_TABLES_5["unet3d"]
+    d = S.component_table(t["workload"], t["emulation"]).set_index("key")["difference_pct"]
+    printed = {"vfs_read_bytes": 7.99, "unique_files_read": -20.0, "vfs_read_size_q1": 44.05,
+               "vfs_write_size_median": 2724.47, "bio_writes": -9.13}  # (percent rows were rounded in print)
+    for k, v in printed.items():
+        assert d[k] == pytest.approx(v, abs=0.01), k
