@@ -180,6 +180,7 @@ def build_pipeline(paths: list[str], labels: list[int], n_classes: int, threads:
     opts.autotune.enabled = False
     opts.experimental_optimization.map_parallelization = False
     opts.experimental_optimization.inject_prefetch = False
+    opts.experimental_optimization.map_and_batch_fusion = False   # MapAndBatch runs ahead: a hidden prefetch
     return ds.with_options(opts)
 
 

@@ -508,6 +508,10 @@ def main(argv=None) -> int:
     d.add_argument("--throttle-MBps", type=float, default=0)
     d.add_argument("--log")
     a = ap.parse_args(argv)
+    try:
+        os.nice(10)   # a background copy: training keeps priority on a box with few cores
+    except OSError:
+        pass
     drain(Path(a.fast), Path(a.slow), a.keep, a.throttle_MBps * 1e6, Path(a.log) if a.log else None)
     return 0
 
