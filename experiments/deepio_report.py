@@ -98,7 +98,7 @@ def plot_bandwidth(loader: pd.DataFrame, fio: pd.DataFrame):
         ax.set_xlabel("loader processes P")
         ax.set_ylabel("aggregate read bandwidth, MB/s")
         ax.set_title(f"tier {tier}")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6, ncol=2, loc="upper left", bbox_to_anchor=(0, -0.3))
     fig.suptitle("Ordered vs opportunistic batches (cf. Fig 10, 11)")
     fig.tight_layout()
     return fig

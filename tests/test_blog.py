@@ -91,3 +91,23 @@ def test_warm_cold_and_claims():
 def test_bad_input(bad, match):
     with pytest.raises(ConfigError, match=match):
         config.validate("blog", bad)
+
+
+def test_storage_reads_of_warm_and_cold_runs_from_own_processes():
+    raw = pd.DataFrame([{"run": 4, "framework": "tensorflow", "tier": "disk", "format": "jpeg",
+                         "cache": "cold", "bytes": 100e6},
+                        {"run": 5, "framework": "tensorflow", "tier": "disk", "format": "jpeg",
+                         "cache": "warm", "bytes": 100e6}])
+    d = pd.DataFrame([
+        {"run": 4, "source": "proc", "read_MBps": 50.0, "interval_s": 2.0},
+        {"run": 4, "source": "dev:vda", "read_MBps": 500.0, "interval_s": 2.0},  # others' I/O
+        {"run": 5, "source": "proc", "read_MBps": 0.0, "interval_s": 1.0},
+        {"run": 5, "source": "dev:vda", "read_MBps": 300.0, "interval_s": 1.0}])
+    r = blog_report.device_reads(d, raw)
+    assert r["cold_storage_MB"].iloc[0] == 100 and r["warm_storage_MB"].iloc[0] == 0
+    wc = pd.DataFrame([{"tier": "disk", "warm_over_cold": 1.5}])
+    c = {x["id"]: x for x in blog_report.claims(
+        pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), pd.DataFrame(
+            columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
+        pd.DataFrame(), wc, "disk", r)}
+    assert c["blog_warm_reads_nothing"]["holds"] and c["blog_warm_reads_nothing"]["our_value"] == 0
