@@ -112,11 +112,15 @@ def _dev_names() -> dict[int, str]:
     return out
 
 
-def script(devices: list[str] | None, block: bool, block_scope: str = "device") -> str:
-    """The bpftrace program; ``$1`` is the root pid of the traced tree."""
+def script(devices: list[str] | None, block: bool, block_scope: str = "device",
+           ready_file: str | None = None) -> str:
+    """The bpftrace program; ``$1`` is the root pid of the traced tree. BEGIN runs once every
+    probe is attached; it touches ``ready_file`` (output is block-buffered, so a printed line
+    would not be seen until much later)."""
     ins = "/@tree[pid]/"
+    touch = f' system("touch {ready_file}");' if ready_file else ""
     lines = [
-        'BEGIN { @tree[$1] = 1; printf("READY\\t%llu\\n", nsecs); }',
+        f'BEGIN {{ @tree[$1] = 1; printf("READY\\t%llu\\n", nsecs);{touch} }}',
         'tracepoint:sched:sched_process_fork /@tree[pid]/ { @tree[args->child_pid] = 1; '
         'printf("F\\t%llu\\t%d\\t%d\\t%s\\n", nsecs, pid, args->child_pid, comm); }',
         'tracepoint:sched:sched_process_exec /@tree[pid]/ { printf("E\\t%llu\\t%d\\t%s\\n", nsecs, pid, comm); }',
@@ -163,6 +167,15 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device") 
     return "\n".join(lines) + "\n"
 
 
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a live process (0.0 when it is gone)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def clock_offset_ns(samples: int = 20) -> tuple[int, int]:
     """(wall - monotonic in ns, uncertainty in ns): the pair read with the smallest gap."""
     best = None
@@ -190,11 +203,14 @@ class BpftraceSession:
         self.ready_ns = 0
 
     def start(self, root_pid: int, timeout_s: float = 60.0) -> None:
-        prog = script(self.devices, self.block, self.block_scope)
+        ready = self.out_file.with_suffix(".ready")
+        ready.unlink(missing_ok=True)
+        prog = script(self.devices, self.block, self.block_scope, str(ready))
         env = {**os.environ, "BPFTRACE_STRLEN": "200", "BPFTRACE_PERF_RB_PAGES": "4096",
                "BPFTRACE_MAP_KEYS_MAX": "65536"}
         self._err = open(self.err_file, "w")
-        self.proc = subprocess.Popen(["bpftrace", "-o", str(self.out_file), "-e", prog, str(root_pid)],
+        self.proc = subprocess.Popen(["bpftrace", "--unsafe", "-o", str(self.out_file), "-e", prog,
+                                      str(root_pid)],
                                      stdout=subprocess.DEVNULL, stderr=self._err, env=env,
                                      start_new_session=True)
         t0 = time.monotonic()
@@ -204,19 +220,21 @@ class BpftraceSession:
                 lines = [ln for ln in self.err_file.read_text().splitlines()
                          if "ERROR" in ln and "RLIMIT_MEMLOCK" not in ln]
                 raise RuntimeError("bpftrace exited before tracing: " + (lines[0].strip() if lines else "?"))
-            if self.out_file.exists():
-                with open(self.out_file) as f:
-                    for line in f:
-                        if line.startswith("READY\t"):
-                            self.ready_ns = int(line.split("\t")[1])
-                            return
-            time.sleep(0.02)
+            if ready.exists():
+                self.cpu_at_ready = self.cpu_s()
+                return
+            time.sleep(0.01)
         self.stop()
         raise RuntimeError(f"bpftrace did not attach its probes within {timeout_s:.0f} s")
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) bpftrace itself has used so far (0 once it has exited)."""
+        return proc_cpu_s(self.proc.pid) if self.proc else 0.0
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             time.sleep(0.05)  # let the last events reach the ring buffer
+            self.cpu_at_stop = self.cpu_s()
             self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(timeout=60)

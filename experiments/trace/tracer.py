@@ -202,6 +202,8 @@ class Tracer:
             raw, braw, forks = bt.parse(self._session.out_file, self._offset_ns, {pid: self._root_comm},
                                          tree_only=self.block_scope == "tree")
             self.meta["lost_events"] = self._session.lost_events()
+            if hasattr(self._session, "cpu_at_stop"):  # bpftrace's CPU while tracing, start-up excluded
+                self.meta["tracer_cpu_s"] = self._session.cpu_at_stop - self._session.cpu_at_ready
             vfs = resolve.resolve(raw, forks, self._initial, self.meta["cwd"], self._t0_ns)
             if len(braw):
                 block = resolve.finish(braw.drop(columns=["rwbs"]), self._t0_ns)
