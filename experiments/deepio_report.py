@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import reference, style
+from . import reference
 from .claims import claim
 
 SOURCE = "Zhu 2018 (DeepIO)"

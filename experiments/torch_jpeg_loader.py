@@ -9,7 +9,6 @@ sampled meanwhile. Throughput: images/s and MB/s (10^6 B/s of JPEG bytes).
 
 from __future__ import annotations
 
-import os
 
 import pandas as pd
 
