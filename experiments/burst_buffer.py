@@ -280,7 +280,10 @@ def evict(fast_run: Path, slow_run: Path, keep: int) -> list[int]:
         if not _is_safe_on(slow_run, ck):
             break
         gone = ck.path.with_name(ck.name + ".evicting")
-        os.replace(ck.path, gone)
+        try:
+            os.replace(ck.path, gone)
+        except FileNotFoundError:   # the trainer and a drain may evict the same one at once
+            continue
         shutil.rmtree(gone, ignore_errors=True)
         evicted.append(ck.step)
     return evicted
@@ -428,10 +431,14 @@ class CheckpointManager:
         t0 = time.perf_counter()
         if self.slow_run is None:
             return 0.0
-        if len(complete_checkpoints(self.run_dir)) >= self.keep or self.room_on_primary() < need:
+        full = lambda: (len(complete_checkpoints(self.run_dir)) >= self.keep  # noqa: E731
+                        or self.room_on_primary() < need)
+        if full():   # evict what is already safe, without waiting for a drain in progress
+            evict(self.run_dir, self.slow_run, self.keep - 1)
+        if full():   # the oldest is not safe yet: wait for the drains, then evict
             self.wait()
             evict(self.run_dir, self.slow_run, self.keep - 1)
-        if len(complete_checkpoints(self.run_dir)) >= self.keep or self.room_on_primary() < need:
+        if full():
             self.events += drain(self.run_dir, self.slow_run, self.keep - 1, 0, self.drain_log)
         if self.room_on_primary() < need:
             raise RuntimeError(f"checkpoint fast tier {self.primary_tier}: no room for a checkpoint "
