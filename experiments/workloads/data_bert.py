@@ -19,7 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .settings import BertData
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .settings import BertData
 
 FIRST_WORD_ID = 999  # ids below are [PAD], [CLS], [SEP], [MASK] and unused slots in BERT's vocab
 
@@ -77,7 +80,7 @@ def train_files(folder: Path) -> list[str]:
     return files
 
 
-def generate(out: Path, cfg: BertData, seed: int) -> dict:
+def generate(out: Path, cfg: "BertData", seed: int) -> dict:
     out = Path(out)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -18,7 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .settings import CRITEO_CARDINALITIES, DlrmData
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # rank programs import this module; keep pydantic off their path
+    from .settings import DlrmData
+
+# Criteo 1TB (MLPerf DLRM) cardinalities of the 26 categorical features. The generator draws
+# each feature within its cardinality; the model folds ids with ``% max_cardinality`` as the
+# reference's ``--max-ind-range`` does.
+CRITEO_CARDINALITIES = [
+    39884406, 39043, 17289, 7420, 20263, 3, 7120, 1543, 63, 38532951, 2953546, 403346, 10,
+    2208, 11938, 155, 4, 976, 14, 39979771, 25641295, 39664984, 585935, 12972, 108, 36,
+]
 
 SAMPLE_INTS = 40
 SAMPLE_BYTES = SAMPLE_INTS * 4
@@ -49,7 +60,7 @@ def _work(args) -> int:
     return n
 
 
-def generate(out: Path, cfg: DlrmData, seed: int) -> dict:
+def generate(out: Path, cfg: "DlrmData", seed: int) -> dict:
     """Write both files under ``out`` (atomically: a ``.partial`` folder renamed into place)."""
     out = Path(out)
     tmp = out.with_name(out.name + ".partial")

@@ -21,7 +21,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .settings import Unet3dData
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # keep pydantic off the rank programs' import path
+    from .settings import Unet3dData
 
 IMAGE_RANGE = (-2.340702, 2.639792)
 # KiTS19 after resampling: d1 (slices) ~ N(240, 60) in [128, 512]; d2 ~ N(350, 50) in [256, 512]
@@ -67,7 +70,7 @@ def _work(args) -> list[dict]:
     return rows
 
 
-def generate(out: Path, cfg: Unet3dData, seed: int) -> dict:
+def generate(out: Path, cfg: "Unet3dData", seed: int) -> dict:
     """Write the cases and ``filelist.csv`` (last) under ``out``, atomically."""
     out = Path(out)
     tmp = out.with_name(out.name + ".partial")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -59,10 +60,11 @@ def build_model(model_cfg: dict):
     import torch
     from torch import nn
 
-    from .settings import DlrmModel
+    from .data_dlrm import CRITEO_CARDINALITIES
 
-    m = DlrmModel(**model_cfg)
+    m = SimpleNamespace(**model_cfg)  # validated by settings.DlrmModel before launch
     dim = m.embedding_dim
+    rows = [min(c, m.max_cardinality) for c in CRITEO_CARDINALITIES]
 
     def mlp(sizes, last_act=True):
         layers = []
@@ -76,7 +78,7 @@ def build_model(model_cfg: dict):
         def __init__(self):
             super().__init__()
             self.bottom = mlp([13, *m.bottom_mlp, dim])
-            self.emb = nn.ModuleList(nn.EmbeddingBag(r, dim, mode="sum") for r in m.table_rows())
+            self.emb = nn.ModuleList(nn.EmbeddingBag(r, dim, mode="sum") for r in rows)
             n = 27
             self.li, self.lj = torch.tril_indices(n, n, offset=-1)
             self.top = mlp([dim + n * (n - 1) // 2, *m.top_mlp, 1], last_act=False)

@@ -162,3 +162,62 @@ def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None =
 def app_log_text(records: list[dict]) -> str:
     """All ranks' application-log lines of a sweep, sorted by time (same format, see steptimer)."""
     return "".join(json.dumps(r) + "\n" for r in sorted(records, key=lambda r: r["ts"]))
+
+
+def main(argv=None) -> int:
+    """Command line without the pipeline (for another machine, e.g. a GPU server):
+
+    ``python -m experiments.workloads.launch dlrm --params params.yaml --ranks 1 --batch-sizes
+    2048 8192 --set train.steps=50 --data /scratch/dlrm --out /scratch/runs``
+
+    Reads the workload's section from the params file as is (no validation: run it through
+    the pipeline first to check it), generates the data set when ``--data`` has none, runs
+    each configuration and writes ``steps.csv``, ``loader.csv``, ``ranks.json`` under ``--out``.
+    """
+    import argparse
+    from types import SimpleNamespace
+
+    import yaml
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.workloads.launch")
+    ap.add_argument("workload", choices=("unet3d", "bert", "dlrm"))
+    ap.add_argument("--params", default=str(paths.params_file()))
+    ap.add_argument("--ranks", type=int, nargs="+", default=[1])
+    ap.add_argument("--batch-sizes", type=int, nargs="+", required=True)
+    ap.add_argument("--set", nargs="*", default=[], help="PART.KEY=YAML overrides, e.g. train.steps=50")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    params = yaml.safe_load(open(a.params))
+    section, seed = params[a.workload], a.seed if a.seed is not None else params["seed"]
+    for kv in a.set:
+        key, val = kv.split("=", 1)
+        part, k = key.split(".", 1)
+        section.setdefault(part, {})[k] = yaml.safe_load(val)
+    data = Path(a.data)
+    if not data.exists():
+        from . import data_bert, data_dlrm, data_unet3d
+        gen = {"unet3d": data_unet3d, "bert": data_bert, "dlrm": data_dlrm}[a.workload].generate
+        print(gen(data, SimpleNamespace(**section["data"]), seed), flush=True)
+    out = Path(a.out)
+    steps, loader, ranks = [], [], []
+    for g in a.ranks:
+        for b in a.batch_sizes:
+            d = out / f"G{g}-B{b}-r0"
+            s = run_config(a.workload, section, b, g, seed, data, d)
+            got = collect(d)
+            steps.append(got["steps"])
+            loader.append(got["loader"])
+            ranks += got["ranks"]
+            print(f"{a.workload} G={g} B={b}: {s:.1f} s, median compute "
+                  f"{got['steps']['compute_ns'].iloc[1:].median() / 1e6:.2f} ms", flush=True)
+    pd.concat(steps).to_csv(out / "steps.csv", index=False)
+    if any(len(x) for x in loader):
+        pd.concat([x for x in loader if len(x)]).to_csv(out / "loader.csv", index=False)
+    (out / "ranks.json").write_text(json.dumps(ranks, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,13 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..config import Section
 
-# Criteo 1TB (MLPerf DLRM) cardinalities of the 26 categorical features. The data generator
-# draws each feature within its cardinality; the model folds ids with ``% max_cardinality``
-# as the reference's ``--max-ind-range`` does.
-CRITEO_CARDINALITIES = [
-    39884406, 39043, 17289, 7420, 20263, 3, 7120, 1543, 63, 38532951, 2953546, 403346, 10,
-    2208, 11938, 155, 4, 976, 14, 39979771, 25641295, 39664984, 585935, 12972, 108, 36,
-]
+from .data_dlrm import CRITEO_CARDINALITIES  # noqa: E402  (numpy only)
 
 
 def _positive_list(v: list[int], what: str, hi: int) -> list[int]:
