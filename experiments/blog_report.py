@@ -131,7 +131,9 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
                      "roughly 80% of the images are in the 64 KB or 128 KB bins", share, "%",
                      f"within 15% of {reference.NELSON_64K_128K_SHARE_PERCENT}",
                      paper_value=reference.NELSON_64K_128K_SHARE_PERCENT,
-                     note="the blog's own bssplit puts 71% there"))
+                     note=f"the blog's own bssplit puts "
+                          f"{hist.loc[hist['bucket'].isin(['64K', '128K']), 'mix_percent'].sum():g}% there"
+                     if "mix_percent" in hist else ""))
     cold = summary[(summary["cache"] == "cold") & (summary["tier"] == tier)]
     tf = cold[cold["framework"] == "tensorflow"]
     tr = tf[tf["format"] == "tfrecord"].set_index("threads")["images_per_s"]
