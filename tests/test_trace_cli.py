@@ -171,3 +171,16 @@ def test_phase_reader_takes_the_workloads_app_log(tmp_path):
                           "event": "end", "epoch": 1}) + "\n")
     ph = phases.read(d)
     assert list(ph["rank"]) == [0, 1] and list(ph["end"] - ph["start"]) == [10.0, 10.0]
+
+
+def test_stage_config_rejects_bad_input_before_work():
+    from experiments import config
+    from experiments.trace.stage import pick_tier
+    for bad, word in [({"seq_mib": 64, "file_mib": 32}, "seq_mib"), ({"backend": "dtrace"}, "backend"),
+                      ({"loader_batch": 100, "loader_files": 10}, "loader_batch"), ({"rand_ios": 0}, "rand_ios"),
+                      ({"seq_bs_kib": 300}, "seq_bs_kib")]:
+        with pytest.raises(config.ConfigError, match=word):
+            config.validate("tracing_patterns", bad)
+    tiers = config.validate("tiers", [{"name": "disk", "path": "/tmp"}])
+    with pytest.raises(config.ConfigError, match="tracing_patterns.tier = 'ssd'; allowed: disk"):
+        pick_tier(tiers, "ssd")
