@@ -184,3 +184,19 @@ def test_stage_config_rejects_bad_input_before_work():
     tiers = config.validate("tiers", [{"name": "disk", "path": "/tmp"}])
     with pytest.raises(config.ConfigError, match="tracing_patterns.tier = 'ssd'; allowed: disk"):
         pick_tier(tiers, "ssd")
+
+
+def test_auto_falls_back_with_one_line_reasons(monkeypatch, capsys):
+    from experiments.trace import bpftrace_backend as bt
+    from experiments.trace import strace_backend as st
+    from experiments.trace import tracer as T
+    monkeypatch.setattr(bt, "available", lambda: (False, "bpftrace needs root (test)", False))
+    name, why = T.choose_backend("auto")
+    assert name == ("strace" if STATUS["strace"]["ok"] else "proc")
+    assert why == ["bpftrace unavailable: bpftrace needs root (test)"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("trace: bpftrace unavailable")
+    monkeypatch.setattr(st, "available", lambda: (False, "strace is not installed"))
+    assert T.choose_backend("auto")[0] == "proc"
+    with pytest.raises(trace.TraceError, match="cannot run here: strace is not installed"):
+        T.choose_backend("strace")
