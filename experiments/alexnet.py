@@ -523,10 +523,12 @@ def verify_restore(trainer: Trainer, tier_dirs: dict[str, str], cfg: CheckpointC
             "variables": len(want), "bit_identical": bool(same)}
 
 
-def summarize_checkpoint(runs: pd.DataFrame, fast: str) -> pd.DataFrame:
+def summarize_checkpoint(runs: pd.DataFrame, fast: str, saves: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per mode: median run time and median stall per checkpoint (s), the overhead over the
     run with no checkpoint (s), and run time, overhead and stall as ratios to checkpointing to
-    the fast tier ``fast`` alone (direct)."""
+    the fast tier ``fast`` alone (direct). With ``saves`` (one row per checkpoint), the stall
+    per checkpoint is the median over every checkpoint of the timed runs (pooled), else the
+    median of the runs' medians."""
     d = runs[~runs["warmup"]]
     s = (d.groupby(["mode", "target"], sort=False)
           .agg(seconds=("seconds", "median"), seconds_min=("seconds", "min"),
@@ -535,6 +537,9 @@ def summarize_checkpoint(runs: pd.DataFrame, fast: str) -> pd.DataFrame:
                checkpoints=("checkpoints", "first"), checkpoint_MB=("checkpoint_MB", "median"),
                runs=("seconds", "size"))
           .reset_index())
+    if saves is not None and len(saves):
+        pooled = saves[~saves["warmup"]].groupby("target")["stall_s"].median()
+        s["stall_median_s"] = [float(pooled.get(t, v)) for t, v in zip(s["target"], s["stall_median_s"])]
     none = s.loc[s["mode"] == "none", "seconds"]
     s["overhead_s"] = s["seconds"] - (float(none.iloc[0]) if len(none) else np.nan)
     ref = s[(s["mode"] == "direct") & (s["target"] == fast)]

@@ -40,8 +40,10 @@ def plot_fig6(summary: pd.DataFrame):
     d = summary[summary["experiment"] == "prefetch"]
     tiers = list(dict.fromkeys(d["tier"]))
     colors = style.tier_colors(tiers)
-    fig, axes = plt.subplots(1, len(tiers), figsize=(4.2 * len(tiers), 3.8), squeeze=False, sharey=True)
-    for ax, tier in zip(axes[0], tiers):
+    fig, axes = plt.subplots(2, len(tiers), figsize=(4.2 * len(tiers), 6.2), squeeze=False,
+                             sharey="row", gridspec_kw={"height_ratios": [2, 1]})
+    top = float(np.nanmax(np.r_[d["seconds"], d["no_prefetch_seconds"]]))
+    for ax, low, tier in zip(axes[0], axes[1], tiers):
         t = d[d["tier"] == tier]
         with_p = t[t["prefetch"] > 0].sort_values("threads")
         x = np.arange(len(with_p))
@@ -54,11 +56,20 @@ def plot_fig6(summary: pd.DataFrame):
             ax.scatter(x[neg], (with_p["seconds"] + excess)[neg], marker="_", s=200, color="0.1",
                        label="no prefetch (faster here)")
         ax.set_xticks(x, [str(n) for n in with_p["threads"]])
-        ax.set_xlabel("map threads")
+        ax.set_ylim(0, top * 1.08)
         ax.set_title(f"tier {tier}")
         ax.set_ylabel("run time, s (median)")
+        no_p = t[t["prefetch"] == 0].sort_values("threads")
+        low.bar(x - 0.2, no_p["data_s"].to_numpy(), 0.4, color="white", edgecolor="0.2", hatch="//",
+                label="no prefetch")
+        low.bar(x + 0.2, with_p["data_s"].to_numpy(), 0.4, color=colors[tier], edgecolor="0.2",
+                label="prefetch 1 batch")
+        low.set_xticks(x, [str(n) for n in with_p["threads"]])
+        low.set_xlabel("map threads")
+        low.set_ylabel("wait for data, s\nper epoch (median)")
     axes[0][0].legend(fontsize=8, loc="lower left")
-    fig.suptitle("Fig 6: AlexNet epoch run time, prefetch vs none")
+    axes[1][0].legend(fontsize=8, loc="upper right")
+    fig.suptitle("Fig 6: AlexNet epoch, prefetch vs none")
     fig.tight_layout()
     return fig
 

@@ -51,7 +51,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import ConfigError
+
+
+def ConfigError(msg: str) -> Exception:  # noqa: N802 (stands in for the class)
+    """:class:`experiments.config.ConfigError`, imported only when raised, so the drain
+    process does not pay for importing pydantic at every start."""
+    from .config import ConfigError as _E
+
+    return _E(msg)
 
 MANIFEST = "MANIFEST.json"
 PREFIX = "ckpt"
