@@ -200,3 +200,22 @@ def test_auto_falls_back_with_one_line_reasons(monkeypatch, capsys):
     assert T.choose_backend("auto")[0] == "proc"
     with pytest.raises(trace.TraceError, match="cannot run here: strace is not installed"):
         T.choose_backend("strace")
+
+
+@pytest.mark.skipif(not (STATUS["bpftrace"]["ok"] and STATUS["strace"]["ok"]), reason="needs bpftrace and strace")
+def test_a_backend_that_fails_to_start_falls_back(monkeypatch, tmp_path):
+    from experiments.trace import bpftrace_backend as bt
+
+    def broken(self, root_pid, timeout_s=60.0):
+        raise RuntimeError("BPF stack limit exceeded (test)")
+    monkeypatch.setattr(bt.BpftraceSession, "start", broken)
+    f = tmp_path / "x"
+    f.write_bytes(b"y" * 1000)
+    # dd, not cat: cat copies to a regular-file stdout with copy_file_range, which is not traced
+    tr, rc = trace.run(["dd", f"if={f}", "of=/dev/null", "bs=4096"], quiet=True, sample=False)
+    assert rc == 0 and tr.backend == "strace"
+    assert tr.meta["fallbacks"] == ["bpftrace failed to start: BPF stack limit exceeded (test)"]
+    assert "clock_offset_ns" in tr.meta
+    assert vector.vfs_reads(tr.events, [str(f)])["size"].sum() == 1000, tr.events[["pid", "op", "path", "size"]].to_string()
+    with pytest.raises(trace.TraceError, match="failed to start"):
+        trace.run(["cat", str(f)], backend="bpftrace", quiet=True, sample=False)

@@ -77,7 +77,14 @@ class StraceSession:
             time.sleep(0.02)
         raise RuntimeError(f"strace did not attach within {timeout_s:.0f} s")
 
-    def stop(self) -> None:
+    def stop(self, root_exited: bool = False) -> None:
+        """Detach (SIGINT). When the traced process has exited, strace ends by itself once it
+        has written the last calls: give it that chance first."""
+        if self.proc and root_exited:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)  # detaches from the traced threads
             try:

@@ -164,13 +164,31 @@ class Tracer:
             self._root_comm = ""
         self._offset_ns, self.meta["clock_uncertainty_ns"] = bt.clock_offset_ns()
         self.meta["clock_offset_ns"] = self._offset_ns
-        if self.backend == "bpftrace":
-            self._session = bt.BpftraceSession(self._dir / "bpftrace.out", self.devices or None,
-                                               self._block_ok, self.block_scope)
-            self._session.start(pid)
-        elif self.backend == "strace":
-            self._session = strace_backend.StraceSession(self._dir / "strace.out")
-            self._session.attach(pid)
+        while True:
+            try:
+                if self.backend == "bpftrace":
+                    self._session = bt.BpftraceSession(self._dir / "bpftrace.out", self.devices or None,
+                                                       self._block_ok, self.block_scope)
+                    self._session.start(pid)
+                elif self.backend == "strace":
+                    self._session = strace_backend.StraceSession(self._dir / "strace.out")
+                    self._session.attach(pid)
+                break
+            except RuntimeError as e:  # it passed the checks but failed to start: next one, if auto
+                if self._session is not None:
+                    self._session.stop()
+                    self._session = None
+                if self.requested != "auto" or self.backend == "proc":
+                    shutil.rmtree(self._dir, ignore_errors=True)
+                    raise TraceError(f"trace backend {self.backend!r} failed to start: {e}") from None
+                reason = f"{self.backend} failed to start: {e}"
+                self.backend = "strace" if self.backend == "bpftrace" and backend_status()["strace"]["ok"] \
+                    else "proc"
+                self.fallbacks.append(reason)
+                _say_once(f"{reason}; using {self.backend}", self.quiet)
+                clock = {k: self.meta[k] for k in ("clock_offset_ns", "clock_uncertainty_ns")}
+                self._begin_meta(pid, command)
+                self.meta.update(clock)
         self._start_sampler(pid)
         self._t0_ns = time.time_ns()
         self.meta["started"] = self._t0_ns / 1e9
@@ -178,7 +196,9 @@ class Tracer:
 
     def stop(self) -> Trace:
         self.meta["ended"] = time.time_ns() / 1e9
-        if self._session is not None:
+        if isinstance(self._session, strace_backend.StraceSession):
+            self._session.stop(root_exited=self.meta.get("returncode") is not None)
+        elif self._session is not None:
             self._session.stop()
         if self._sampler is not None:
             self._sampler.stop()
