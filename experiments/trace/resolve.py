@@ -12,7 +12,6 @@ carry theirs). Descriptors opened before tracing began are looked up in ``initia
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pandas as pd
 
@@ -126,6 +125,3 @@ def finish(df: pd.DataFrame, t0_ns: int | None = None) -> pd.DataFrame:
     df["t_s"] = (df["timestamp_ns"] - t0) / 1e9
     return conform(df)
 
-
-def abspath(p: str | None) -> str | None:
-    return None if p is None else str(Path(p))

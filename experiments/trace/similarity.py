@@ -28,7 +28,7 @@ import math
 
 import pandas as pd
 
-from .vector import COMPONENTS, KEYS, LABELS, WEIGHTS
+from .vector import COMPONENTS, KEYS, WEIGHTS
 
 
 def _isnan(x) -> bool:
