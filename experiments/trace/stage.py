@@ -99,7 +99,7 @@ def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:
     filters = {"fio_seq_rand": ([str(p.data_file)], None, [p.data_file]),
                "fio_seq_rand_repeat": ([str(p.data_file)], None, [p.data_file]),
                "fio_rand": ([str(q.data_file)], None, [q.data_file]),
-               "loader": ([str(base / "loader" / "data")], [str(ck_dir)], files)}
+               "loader": ([str(base / "loader" / "data")], [str(ck_dir)], [*files, Path(info["checkpoint"])])}
     for run, (data, ck, _) in filters.items():  # so a report can filter as the vectors did
         traces[run].meta.update(data_filter=data, checkpoint_filter=ck)
     return {"traces": traces, "pattern": p, "expected": patterns.expected(p), "loader": info,
