@@ -157,6 +157,8 @@ def test_io_series_bytes_add_up():
     tr = fake_trace(n_reads=10)
     io = timeline.io_series(tr, bin_s=1.0)
     assert (io["vfs_read"].sum() * 1e6) == pytest.approx(10 * 4096)
+    assert io["t_s"].iloc[-1] > io["t_s"].iloc[-2] and io.iloc[-1, 1:].sum() == 0  # closing row
+    assert timeline.auto_bin(tr) in (0.05, 0.1, 0.2)
 
 
 def test_phase_reader_takes_the_workloads_app_log(tmp_path):

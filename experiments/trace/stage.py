@@ -73,7 +73,9 @@ def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:
     "phase_log": Path, "data_dirs": {...}}``."""
     base = Path(tier_dir) / "tracing_patterns"
     base.mkdir(parents=True, exist_ok=True)
-    kw = dict(backend=cfg.backend, watch=[base], interval_s=cfg.interval_s, block_scope="tree")
+    # every request on the device (write-back by kernel threads included, as the thesis), kept
+    # to the files' extents when the vectors are built (other jobs share the disk)
+    kw = dict(backend=cfg.backend, watch=[base], interval_s=cfg.interval_s, block_scope="device")
     p = patterns.fio_pattern(base / "fio", cfg.file_mib, cfg.seq_mib, cfg.seq_bs_kib, cfg.rand_bs_kib,
                              cfg.rand_ios, seed)
     traces: dict[str, Trace] = {}
@@ -100,8 +102,9 @@ def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:
                "fio_seq_rand_repeat": ([str(p.data_file)], None, [p.data_file]),
                "fio_rand": ([str(q.data_file)], None, [q.data_file]),
                "loader": ([str(base / "loader" / "data")], [str(ck_dir)], [*files, Path(info["checkpoint"])])}
-    for run, (data, ck, _) in filters.items():  # so a report can filter as the vectors did
-        traces[run].meta.update(data_filter=data, checkpoint_filter=ck)
+    for run, (data, ck, bf) in filters.items():  # so a report can filter as the vectors did
+        traces[run].meta.update(data_filter=data, checkpoint_filter=ck,
+                                block_files=[str(f) for f in bf] if bf else None)
     return {"traces": traces, "pattern": p, "expected": patterns.expected(p), "loader": info,
             "phase_log": log_path, "eviction": cache.drop_caches_allowed(),
             "filters": filters}

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .schema import VFS_READS, VFS_WRITES, Trace
-from .vector import file_filter
+from .vector import block_rows, file_filter, file_sectors
 
 PHASE_COLORS = {"init": "#bbbbbb", "train": "#4c9f70", "eval": "#e5a50a", "checkpoint": "#c0392b"}
 IO_STYLE = {  # series -> (color, label)
@@ -26,8 +26,9 @@ IO_STYLE = {  # series -> (color, label)
 }
 
 
-def io_series(trace: Trace, bin_s: float = 1.0, data=None, checkpoint=None) -> pd.DataFrame:
-    """MB/s per bin: columns ``t_s`` (bin start) and the four series of :data:`IO_STYLE`."""
+def io_series(trace: Trace, bin_s: float = 1.0, data=None, checkpoint=None, block_files=None) -> pd.DataFrame:
+    """MB/s per bin: columns ``t_s`` (bin start) and the four series of :data:`IO_STYLE`.
+    ``block_files``: count only block requests touching these files' extents."""
     ev = trace.events
     if len(ev):
         t_end = float(ev["t_s"].max())
@@ -35,17 +36,23 @@ def io_series(trace: Trace, bin_s: float = 1.0, data=None, checkpoint=None) -> p
         if len(edges) < 2:
             edges = np.array([0.0, bin_s])
         out = pd.DataFrame({"t_s": edges[:-1]})
+        blk = ev["layer"] == "block"
+        if block_files:
+            keep = block_rows(ev, "read", sectors=file_sectors(block_files)).index.union(
+                block_rows(ev, "write", sectors=file_sectors(block_files)).index)
+            blk = blk & ev.index.isin(keep)
         sel = {
             "vfs_read": (ev["layer"] == "vfs") & ev["op"].isin(VFS_READS) & file_filter(ev["path"], data),
             "vfs_write": (ev["layer"] == "vfs") & ev["op"].isin(VFS_WRITES) & file_filter(ev["path"], checkpoint),
-            "block_read": (ev["layer"] == "block") & (ev["op"] == "read"),
-            "block_write": (ev["layer"] == "block") & (ev["op"] == "write"),
+            "block_read": blk & (ev["op"] == "read"),
+            "block_write": blk & (ev["op"] == "write"),
         }
         for name, m in sel.items():
             e = ev[m & (ev["error"] == 0)]
             h, _ = np.histogram(e["t_s"], bins=edges, weights=e["size"].fillna(0))
             out[name] = h / 1e6 / bin_s
-        return out
+        end = pd.DataFrame({"t_s": [edges[-1]], **{k: [0.0] for k in sel}})  # closes the last bin
+        return pd.concat([out, end], ignore_index=True)
     s = trace.samples
     if not len(s):
         return pd.DataFrame(columns=["t_s", *IO_STYLE])
@@ -56,11 +63,20 @@ def io_series(trace: Trace, bin_s: float = 1.0, data=None, checkpoint=None) -> p
     return out.fillna(0).reset_index().rename(columns={"index": "t_s"})
 
 
-def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float = 1.0, data=None,
-         checkpoint=None, title: str | None = None):
-    """The three-row figure; returns the matplotlib Figure."""
+def auto_bin(trace: Trace, bins: int = 80) -> float:
+    """A bin width giving about ``bins`` bins over the trace (1, 2 or 5 x 10^k seconds)."""
+    t = float(trace.events["t_s"].max()) if len(trace.events) else 1.0
+    raw = max(t / bins, 1e-3)
+    k = 10 ** np.floor(np.log10(raw))
+    return float(min((m * k for m in (1, 2, 5, 10) if m * k >= raw), default=raw))
+
+
+def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None = 1.0, data=None,
+         checkpoint=None, title: str | None = None, block_files=None):
+    """The three-row figure; returns the matplotlib Figure. ``bin_s=None``: :func:`auto_bin`."""
     import matplotlib.pyplot as plt
 
+    bin_s = auto_bin(trace) if bin_s is None else bin_s
     t0 = float(trace.meta.get("started", 0.0))
     fig, axes = plt.subplots(3, 1, sharex=True, figsize=(10, 6),
                              gridspec_kw={"height_ratios": [1.2, 2, 0.6]})
@@ -78,7 +94,7 @@ def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float = 1.0, d
     ax_u.set_ylim(0, 105)
     if ax_u.lines:
         ax_u.legend(loc="upper right", fontsize="small", ncol=3)
-    io = io_series(trace, bin_s, data, checkpoint)
+    io = io_series(trace, bin_s, data, checkpoint, block_files)
     for name, (color, label) in IO_STYLE.items():
         if name in io and io[name].abs().sum() > 0:
             if name.startswith("vfs"):  # VFS as filled areas, block as lines on top: both show
