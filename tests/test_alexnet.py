@@ -107,3 +107,17 @@ def test_checkpoint_tiers_checked_before_training(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         ax.check_checkpoint_tiers(tr, {**dirs, "disk": str(tmp_path / "missing")}, ax.CheckpointConfig())
     assert ax.check_checkpoint_tiers(tr, dirs, ax.CheckpointConfig()) > tr.state_bytes()
+
+
+def test_checkpoint_tier_with_missing_parent_is_refused(tmp_path, monkeypatch):
+    ok = Tier(name="mem", path=str(tmp_path / "new"))
+    gone = Tier(name="nvme", path=str(tmp_path / "not-mounted" / "dlio"))
+    assert ax.prepare_checkpoint_tiers([("alexnet_checkpoint.fast", ok)]) == {"mem": str(tmp_path / "new")}
+    with pytest.raises(ConfigError, match=r"alexnet_checkpoint.slow = 'nvme': the tier directory .* does not exist"):
+        ax.prepare_checkpoint_tiers([("alexnet_checkpoint.slow", gone)])
+    assert not (tmp_path / "not-mounted").exists()
+    # a tier inside the project (relative path) is created, parents and all
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path / "project"))
+    inside = Tier(name="disk", path="data/tiers/disk")
+    assert ax.prepare_checkpoint_tiers([("alexnet_checkpoint.slow", inside)])
+    assert (tmp_path / "project" / "data" / "tiers" / "disk").is_dir()
