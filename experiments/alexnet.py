@@ -123,23 +123,17 @@ def tier_named(name: str, tiers: list[Tier], param: str) -> Tier:
 
 
 def prepare_checkpoint_tiers(named: list[tuple[str, Tier]]) -> dict[str, str]:
-    """Check the tiers checkpoints go to, before any work: a tier outside the project whose
-    directory is missing together with its parent (an unmounted device, a mistyped path) is an
-    error rather than a new folder on whatever file system holds the path; a missing last
-    folder, or a missing tier inside the project (a relative path), is created.
+    """Check the tiers checkpoints go to, before any work (see :func:`experiments.tiers.prepare`:
+    an unmounted or mistyped tier outside the project is an error, not a new folder).
     ``named`` pairs each tier with the parameter that names it. Returns name -> directory."""
-    import os
-
     from .tiers import prepare
 
     out = {}
     for param, t in named:
-        outside = os.path.isabs(os.path.expanduser(t.path))
-        if outside and not t.dir.exists() and not t.dir.parent.exists():
-            raise ConfigError(f"{param} = {t.name!r}: the tier directory {t.path!r} does not exist, "
-                              f"nor its parent {str(t.dir.parent)!r}; mount the file system or fix "
-                              "tiers[].path")
-        prepare(t)
+        try:
+            prepare(t)
+        except ConfigError as e:
+            raise ConfigError(f"{param} = {t.name!r}: {e}") from None
         out[t.name] = str(t.dir)
     return out
 

@@ -65,6 +65,9 @@ def build_dataset(paths: list[str], threads: int, batch_size: int, variant: str,
     opts.threading.private_threadpool_size = threads
     opts.autotune.enabled = False
     opts.experimental_optimization.map_parallelization = False
+    # TF 2 fuses map and batch by default, and the fused op runs ahead like a prefetch; the
+    # paper's TF 1.10 did not. Keep the pipeline as the paper built it.
+    opts.experimental_optimization.map_and_batch_fusion = False
     return ds.with_options(opts)
 
 

@@ -77,9 +77,19 @@ def _mount_of(path: Path) -> tuple[str, str]:
 def prepare(tier: Tier, need_bytes: int = 0) -> TierInfo:
     """Create the tier's directory if needed and check it: writable, ``need_bytes`` free.
 
+    A missing tier inside the project (a relative path) is created with its parents; outside
+    the project only the last folder is created, so an unmounted file system is an error.
+
     Raises :class:`ConfigError` naming the tier, its path and what is wrong, before any work.
     """
     d = tier.dir
+    outside = Path(os.path.expanduser(tier.path)).is_absolute()
+    if outside and not d.exists() and not d.parent.exists():
+        # An unmounted device or a mistyped path: never quietly create it on the root disk.
+        raise ConfigError(
+            f"tiers[{tier.name}].path = {tier.path!r}: the tier directory does not exist, nor its "
+            f"parent {str(d.parent)!r}; mount the file system or fix the path"
+        )
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -113,7 +113,7 @@ def test_checkpoint_tier_with_missing_parent_is_refused(tmp_path, monkeypatch):
     ok = Tier(name="mem", path=str(tmp_path / "new"))
     gone = Tier(name="nvme", path=str(tmp_path / "not-mounted" / "dlio"))
     assert ax.prepare_checkpoint_tiers([("alexnet_checkpoint.fast", ok)]) == {"mem": str(tmp_path / "new")}
-    with pytest.raises(ConfigError, match=r"alexnet_checkpoint.slow = 'nvme': the tier directory .* does not exist"):
+    with pytest.raises(ConfigError, match=r"alexnet_checkpoint.slow = 'nvme': tiers\[nvme\]\.path = .*: the tier directory does not exist"):
         ax.prepare_checkpoint_tiers([("alexnet_checkpoint.slow", gone)])
     assert not (tmp_path / "not-mounted").exists()
     # a tier inside the project (relative path) is created, parents and all

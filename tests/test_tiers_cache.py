@@ -51,3 +51,10 @@ def test_evict_reports_a_method(tmp_path):
     assert cache.evict([f], "none") == "none"
     with pytest.raises(ValueError, match="allowed: auto, drop_caches, fadvise, none"):
         cache.evict([f], "sometimes")
+
+
+def test_unmounted_tier_outside_the_project_is_refused(tmp_path):
+    gone = tmp_path / "not-mounted" / "dlio"
+    with pytest.raises(ConfigError, match=r"tiers\[nvme\]\.path = .*does not exist, nor its parent"):
+        tiers.prepare(tiers.Tier(name="nvme", path=str(gone)))
+    assert not gone.parent.exists()
