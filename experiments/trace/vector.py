@@ -215,10 +215,10 @@ def characteristic_vector(trace: Trace | pd.DataFrame, data=None, checkpoint=Non
     """Table 4.2's 19 components (see :data:`COMPONENTS`) of ``trace``.
 
     A component the trace cannot give is NaN ("not measured"): the block ones for an strace
-    trace, everything but the amounts for a /proc-only trace. Where the block layer was not
-    traced but the /proc sampler ran, the BIO amounts come from the process tree's
-    ``read_bytes``/``write_bytes`` (``/proc/<pid>/io``; I/O of a child after the last sample
-    before it exited is missed).
+    trace, everything but the amounts for a /proc-only trace, whose amounts come from the
+    process tree's ``rchar``/``wchar`` and ``read_bytes``/``write_bytes`` (``/proc/<pid>/io``:
+    unfiltered, and I/O of a child after the last sample before it exited is missed, so only
+    a rough stand-in).
 
     ``block_files``: files whose on-disk extents the block requests must touch (a narrower
     filter than the thesis's device filter, for a shared machine; needs the files to still be
@@ -255,13 +255,12 @@ def characteristic_vector(trace: Trace | pd.DataFrame, data=None, checkpoint=Non
                   "bio_random_read_pct": 100.0 * rnd / n if n else 0.0,
                   "bio_sequential_read_pct": 100.0 * seq / n if n else 0.0,
                   "bio_writes": float(len(bw)), "bio_write_bytes": float(bw["size"].sum())})
-    elif len(trace.samples):
+    elif not has_vfs and len(trace.samples):  # /proc only: the amounts are all there is
         tot = proc_backend.totals(trace.samples)
         v["bio_read_bytes"] = tot.get("bio_read_bytes", nan)
         v["bio_write_bytes"] = tot.get("bio_write_bytes", nan)
-        if not has_vfs:
-            v["vfs_read_bytes"] = tot.get("vfs_read_bytes", nan)
-            v["vfs_write_bytes"] = tot.get("vfs_write_bytes", nan)
+        v["vfs_read_bytes"] = tot.get("vfs_read_bytes", nan)
+        v["vfs_write_bytes"] = tot.get("vfs_write_bytes", nan)
     vr, brd = v["vfs_read_bytes"], v["bio_read_bytes"]
     v["bio_vfs_read_pct"] = 100.0 * brd / vr if vr and vr == vr and brd == brd else (0.0 if vr == 0 else nan)
     return v
