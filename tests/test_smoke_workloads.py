@@ -60,6 +60,8 @@ def test_fits_model_file_figures_and_claims(stage_results):
     d = stage_results("workload_fits")
     m = json.loads((d / "compute_model.json").read_text())
     assert set(m["workloads"]) == {"unet3d", "bert", "dlrm"}
+    assert m["unet3d_eval"]["mean_s"] > 0 and m["unet3d_eval"]["thesis"]["mean"] == 8.403
+    assert (d / "unet3d_eval_sliding_window.png").exists()
     for w in m["workloads"].values():
         assert set(w["mean"]["coef"]) == {"G", "B", "c"} and w["thesis"]["mean"]["B"] > 0
     coef = pd.read_csv(d / "summary.csv")

@@ -110,7 +110,7 @@ def predict(model: dict, G, B):
     return c["G"] * np.asarray(G, float) + c["B"] * np.asarray(B, float) + c["c"]
 
 
-def model_file(models: dict, host: str, reference: dict) -> dict:
+def model_file(models: dict, host: str, reference: dict, unet3d_eval: dict | None = None) -> dict:
     """The compute-time model the sleep emulation reads: per workload, mean and std in seconds
     as ``a*G + b*B + c`` (G: ranks, B: batch size, global for DLRM), beside the thesis's."""
     return {
@@ -119,6 +119,7 @@ def model_file(models: dict, host: str, reference: dict) -> dict:
                   "B = batch size (per rank for unet3d and bert, global for dlrm)",
         "host": host,
         "workloads": {w: {**m, "thesis": reference.get(w)} for w, m in models.items()},
+        "unet3d_eval": unet3d_eval,
     }
 
 
@@ -134,3 +135,21 @@ def coefficient_table(models: dict, reference: dict) -> pd.DataFrame:
                              "ci95_low": ci[0], "ci95_high": ci[1], "r2": m[stat]["r2"],
                              "paper_value": ref.get(term), "paper_r2": ref.get("r2")})
     return pd.DataFrame(rows)
+
+
+def eval_model(evals: pd.DataFrame) -> dict:
+    """UNET3D's evaluation (sliding window, batch 1; Fig 5.3, Section 5.1.3): a normal fitted to
+    the per-case window times (seconds, the thesis's N(8.403, 4.442)), and OLS of the time on
+    the case's image size in MB (the thesis: linear in the image size)."""
+    import statsmodels.api as sm
+    from scipy import stats
+
+    t = evals["window_s"].astype(float)
+    mu, sd = stats.norm.fit(t)
+    out = {"mean_s": float(mu), "std_s": float(sd), "n": int(len(t))}
+    mb = evals["bytes"].astype(float) / 1e6
+    if mb.nunique() > 1:
+        res = sm.OLS(t, sm.add_constant(mb)).fit()
+        out.update({"s_per_MB": float(res.params.iloc[1]), "intercept_s": float(res.params.iloc[0]),
+                    "r2": float(res.rsquared)})
+    return out

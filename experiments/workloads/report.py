@@ -135,6 +135,24 @@ def plot_fit(nfits: pd.DataFrame, models: dict, workload: str):
     return fig
 
 
+def plot_eval(evals: pd.DataFrame, model: dict):
+    """UNET3D evaluation: sliding-window time per case against its image size (cf. Fig 5.3)."""
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    mb = evals["bytes"] / 1e6
+    ax.scatter(mb, evals["window_s"], s=14, alpha=0.6)
+    if "s_per_MB" in model:
+        x = np.linspace(mb.min(), mb.max(), 10)
+        ax.plot(x, model["intercept_s"] + model["s_per_MB"] * x, color="k", lw=1,
+                label=f"{model['s_per_MB']:.3g} s/MB, R² = {model['r2']:.2f}")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("case image size, MB")
+    ax.set_ylabel("sliding-window inference, s")
+    ax.set_title(f"UNET3D evaluation at batch 1: N({model['mean_s']:.3g} s, {model['std_s']:.2g} s)",
+                 fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame) -> list[dict]:
     """Linear compute time (R^2 of the mean model) and the data-loading share of the step."""
     out = []
