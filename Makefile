@@ -32,7 +32,7 @@ smoke: setup
 	$(RUN) python -m pytest -m smoke
 
 lab: setup
-	$(RUN) jupyter lab --notebook-dir=notebooks
+	$(RUN) jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 paper: setup
 	$(RUN) python -m experiments.profile paper
@@ -51,4 +51,4 @@ lock:
 	python3 env/lock_to_conda.py
 
 clean:
-	rm -rf results/*/ data/imagenet_like data/tiers /dev/shm/dlio-artifact
+	rm -rf results/*/ data/*/ /dev/shm/dlio-artifact /dev/shm/dlio-artifact-smoke

@@ -2,6 +2,15 @@
 # Install the system tools the experiments use, with apt when root and missing, and say
 # clearly what could not be installed (the experiments then fall back and record it).
 set -uo pipefail
+# bpftrace needs tracefs: mount it when missing and root (experiments.trace also tries, and
+# falls back to strace or /proc sampling, saying why).
+if [ ! -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/debug/tracing/events ]; then
+  if [ "$(id -u)" -eq 0 ] && mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; then
+    echo "setup: mounted tracefs on /sys/kernel/tracing (for bpftrace)"
+  else
+    echo "setup: note: tracefs is not mounted and cannot be mounted here; tracing falls back to strace or /proc"
+  fi
+fi
 declare -A PKG=([fio]=fio [bpftrace]=bpftrace [strace]=strace [iostat]=sysstat)
 missing=()
 for tool in fio bpftrace strace iostat; do

@@ -32,6 +32,16 @@ SECTIONS: dict[str, str] = {
     "fio_baseline": "experiments.fio_baseline:FioConfig",
     "imagenet_like": "experiments.imagenet_like:ImageNetLikeConfig",
     "tfdata_read": "experiments.tfdata_read:TFDataReadConfig",
+    "deepio": "experiments.deepio:DeepIOConfig",
+    "lmdbio": "experiments.lmdbio:LMDBIOConfig",
+    "blog": "experiments.blog_tfrecord:BlogConfig",
+    "caltech_like": "experiments.caltech_like:CaltechLikeConfig",
+    "alexnet": "experiments.alexnet:AlexNetConfig",
+    "alexnet_checkpoint": "experiments.alexnet:CheckpointConfig",
+    "unet3d": "experiments.workloads.settings:Unet3dConfig",
+    "bert": "experiments.workloads.settings:BertConfig",
+    "dlrm": "experiments.workloads.settings:DlrmConfig",
+    "tracing_patterns": "experiments.trace.stage:TracingPatternsConfig",
 }
 
 

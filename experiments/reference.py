@@ -26,3 +26,105 @@ CHIEN_BURST_BUFFER_SPEEDUP = 2.6
 
 # Nelson's blog: the ImageNet file-size mix, as fio's bssplit.
 NELSON_IMAGENET_BSSPLIT = "2K/1:4K/2:8K/4:16K/8:32K/13:64K/38:128K/33:256K/1"
+
+# ---- issue 6: DeepIO, LMDBIO, Nelson's blog -------------------------------------------------
+# Zhu et al. 2018 (DeepIO poster): randomization level of orders kept constant in blocks of k
+# images ("RL = 73%, 49%, and 16% imply that 4, 16, and 256 images are concatenated"), percent.
+ZHU_DEEPIO_RL_PERCENT = {4: 73, 16: 49, 256: 16}
+
+# Pumma et al. (LMDBIO), Section 3: Caffe/LMDBIO-...-STAG over Caffe/LMDB at 9,216 processes.
+PUMMA_LMDBIO_SPEEDUP_9216 = 77
+
+# Nelson's blog: "Roughly 80% of the images are in the 64KB or 128KB size bins".
+NELSON_64K_128K_SHARE_PERCENT = 80
+# Nelson's blog, collectl disk read statistics, median of the five 1-s rows of each table.
+NELSON_COLLECTL = {
+    "pytorch": {"read_KBps": 747_824, "reads_per_s": 6_595, "KB_per_read": 113, "queue_len": 604},
+    "tensorflow": {"read_KBps": 968_776, "reads_per_s": 7_560, "KB_per_read": 128, "queue_len": 7},
+}
+
+# ---------------------------------------------------------------------------------------
+# Ho-Von 2023 (thesis), the three MLPerf workloads (issue 5; experiments/workloads/).
+# Eq 5.1 to 5.6: compute-time mean and standard deviation in seconds on a V100 DGX-1,
+# linear in G (NumGPUs) and B (BatchSize; global for DLRM): a*G + b*B + c, with R^2.
+HOVON_COMPUTE_FITS = {
+    "unet3d": {"mean": {"G": 2.784e-3, "B": 2.755e-1, "c": 2.722e-1, "r2": 0.99},    # Eq 5.1
+               "std": {"G": 7.960e-3, "B": 1.152e-2, "c": -4.872e-2, "r2": 0.63}},   # Eq 5.2
+    "bert": {"mean": {"G": 6.228e-3, "B": 1.17e-1, "c": -3.294e-1, "r2": 0.99},      # Eq 5.3
+             "std": {"G": 4.484e-3, "B": -1.283e-3, "c": 9.669e-3, "r2": 0.64}},     # Eq 5.4
+    "dlrm": {"mean": {"G": 6.311e-3, "B": 1.475e-6, "c": -3.612e-3, "r2": 0.95},     # Eq 5.5
+             "std": {"G": 3.289e-4, "B": 6.447e-8, "c": -1.446e-3, "r2": 0.71}},     # Eq 5.6
+}
+# Section 5.1.3: UNET3D evaluation (sliding window, batch 1) ~ Normal(8.403 s, 4.442 s).
+HOVON_UNET3D_EVAL_S = {"mean": 8.403, "std": 4.442}
+# Section 5.3.2: DLRM's data loading is "about 10%" of the step; UNET3D's and BERT's
+# "negligible in comparison" (Fig 5.2, 5.9, 5.14).
+HOVON_DLRM_DATA_SHARE = 0.10
+# Table 4.1 and Section 4.1: data set shapes at paper scale.
+HOVON_DATASETS = {
+    "unet3d": {"train_cases": 168, "eval_cases": 42, "image_MB_mean": 117, "image_MB_std": 54,
+               "mask_MB_mean": 29, "mask_MB_std": 13, "checkpoint_MB": 500},
+    "bert": {"files": 500, "samples_per_file": 313_000, "sample_bytes": 2825, "seq_len": 512,
+             "max_predictions": 76, "eval_samples": 10_000, "checkpoint_GB": 4},
+    "dlrm": {"train_GB": 671, "samples": 4.2e9, "sample_bytes": 160, "embedding_dim": 128,
+             "checkpoint_GB": 27},
+}
+# DLIO 2.0 workload configs (DESIGN.md): computation_time per step, seconds.
+DLIO_COMPUTATION_TIME_S = {"unet3d_v100_b4": 1.3604, "bert_v100_b48": 0.968, "dlrm": 0.064296}
+# The thesis's sweep grids (Fig 5.2, 5.9, 5.14): G in {1, 2, 4, 6, 8}.
+HOVON_GRID_RANKS = [1, 2, 4, 6, 8]
+
+# ---- Chien et al. 2018, AlexNet mini-application (Sections IV-B, IV-C, V-B, V-C, VI) ----
+# The Caltech 101 set: 9,144 images, 101 classes + background, median ~12 kB, mean ~14 kB.
+CHIEN_CALTECH_IMAGES = 9_144
+CHIEN_CALTECH_CLASSES = 102
+CHIEN_CALTECH_MEDIAN_KB = 12
+CHIEN_CALTECH_MEAN_KB = 14
+# Batch 64, one epoch = 142 iterations (9,088 images); six runs, the first a warm-up.
+CHIEN_ALEXNET_BATCH = 64
+CHIEN_ALEXNET_ITERATIONS = 142
+# Checkpointing: 100 iterations, a checkpoint every 20; AlexNet's checkpoint "roughly 600 MB".
+CHIEN_CKPT_ITERATIONS = 100
+CHIEN_CKPT_INTERVAL = 20
+CHIEN_ALEXNET_CHECKPOINT_MB = 600
+
+# --- Ho-Von 2023, tracing and the similarity metric (Sections 4.2, 4.6; Tables 4.2, 5.1-5.3) ---
+# Weighted cosine similarities the thesis reports between each workload and its MLPerf Storage
+# emulation (Section 5, Conclusion: "95 % or above for all").
+HOVON_SIMILARITY = {"unet3d": 0.95, "bert": 0.96, "dlrm": 0.98}
+# Table 4.2 weights: 2 for every read component, 1 for every write component.
+HOVON_WEIGHT_READ = 2
+HOVON_WEIGHT_WRITE = 1
+# Table 5.1 (UNET3D vs MLPerf Storage), two rows used as a worked example of the difference
+# column, (B - A) / A * 100: number of VFS reads 80,745 vs 80,960 -> 0.27 %.
+HOVON_TABLE_5_1_VFS_READS = (80745, 80960)
+# Tables 5.1-5.3: the components of both runs, in Table 4.2's order (keys of
+# experiments.trace.vector.KEYS): workload, then its MLPerf Storage emulation.
+_HOVON_KEYS = ["vfs_reads", "vfs_read_bytes", "unique_files_read", "vfs_read_size_q1",
+               "vfs_read_size_median", "vfs_read_size_q3", "bio_reads", "bio_read_bytes",
+               "bio_random_read_pct", "bio_sequential_read_pct", "bio_vfs_read_pct", "vfs_writes",
+               "vfs_write_bytes", "unique_files_written", "vfs_write_size_q1",
+               "vfs_write_size_median", "vfs_write_size_q3", "bio_writes", "bio_write_bytes"]
+HOVON_TABLES_5 = {
+    "unet3d": {  # Table 5.1, similarity 0.95
+        "workload": dict(zip(_HOVON_KEYS, [80745, 1165694431611, 420, 672.0, 4096.0, 4096.0, 118021,
+                                           30523412480, 2.57, 97.43, 2.62, 230, 499153191, 1, 1280.0,
+                                           3904.0, 1769472.0, 2091, 487636992])),
+        "emulation": dict(zip(_HOVON_KEYS, [80960, 1258810223064, 336, 968.0, 4096.0, 4096.0, 126713,
+                                            32640921600, 10.53, 89.47, 2.59, 220, 499153191, 1, 1280.0,
+                                            110267.5, 4084327.5, 1900, 496320512]))},
+    "bert": {  # Table 5.2, similarity 0.96
+        "workload": dict(zip(_HOVON_KEYS, [1416, 358804912, 195, 262144, 262144, 262144, 2683, 383926272,
+                                           69.25, 30.75, 107.0, 18624, 64751582944, 50, 4096, 12288,
+                                           8384512, 219012, 57171083264])),
+        "emulation": dict(zip(_HOVON_KEYS, [1375, 360448000, 193, 262144, 262144, 262144, 2519, 313495552,
+                                            86.58, 13.42, 86.97, 15392, 64555412992, 16, 4096, 4090736,
+                                            8384512, 248983, 64456413184]))},
+    "dlrm": {  # Table 5.3, similarity 0.98
+        "workload": dict(zip(_HOVON_KEYS, [36867, 182546595840, 2, 5242880, 5242880, 5242880, 698019,
+                                           182963814400, 5.46, 94.54, 100.23, 106, 54871274798, 1, 7348,
+                                           2097216, 825041024, 206960, 54230310912])),
+        "emulation": dict(zip(_HOVON_KEYS, [36862, 173140213760, 2, 5242880, 5242880, 5242880, 682428,
+                                            178359902208, 5.29, 94.71, 103.01, 135, 54258333122, 2, 7348,
+                                            7446, 724178468, 204929, 53688725504]))},
+}
