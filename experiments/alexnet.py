@@ -27,11 +27,11 @@ import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
 from . import cache, dstat
+from .cache import EvictionMethod
 from .config import ConfigError, Section
 from .progress import progress
 from .tiers import Tier
 
-EVICTION = Literal["auto", "drop_caches", "fadvise", "none"]
 
 
 def _positive_list(v: list[int], what: str, hi: int) -> list[int]:
@@ -54,7 +54,7 @@ class AlexNetConfig(Section):
     tiers: list[str] | None = Field(None, description="tier names to read from; null = all tiers")
     repeats: int = Field(2, ge=1, le=50)
     warmup: int = Field(1, ge=0, le=5)
-    eviction: EVICTION = "auto"
+    eviction: EvictionMethod = "auto"
     batch_sizes: list[int] = Field([16, 32, 64], min_length=1, description="Fig 7 sweep")
     batch_threads: int = Field(8, ge=1, le=1024, description="map threads of the Fig 7 sweep")
     batch_tiers: list[str] = Field(["disk"], min_length=1)
@@ -99,7 +99,7 @@ class CheckpointConfig(Section):
     sync: Literal["fsync", "syncfs", "none"] = "fsync"
     repeats: int = Field(2, ge=1, le=50)
     warmup: int = Field(1, ge=0, le=5)
-    eviction: EVICTION = "auto"
+    eviction: EvictionMethod = "auto"
     dstat_interval_s: float = Field(0.5, gt=0, le=10)
 
     @model_validator(mode="after")

@@ -23,6 +23,7 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from . import cache, dstat
+from .cache import EvictionMethod
 from .config import Section
 from .progress import progress
 
@@ -36,7 +37,7 @@ class BlogConfig(Section):
     image_size: int = Field(224, ge=8, le=4096)
     repeats: int = Field(2, ge=1, le=50)
     dstat_interval_s: float = Field(0.5, gt=0, le=10)
-    eviction: str = Field("auto", pattern="^(auto|drop_caches|fadvise|none)$")
+    eviction: EvictionMethod = "auto"
 
     @field_validator("threads")
     @classmethod

@@ -11,6 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal, get_args
+
+# The methods a parameter may name; every config section uses this type.
+EvictionMethod = Literal["auto", "drop_caches", "fadvise", "none"]
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 _said: set[str] = set()
@@ -62,8 +66,8 @@ def evict(paths: Iterable[str | os.PathLike], method: str = "auto") -> str:
     ``method`` is ``auto`` (drop_caches if allowed, else fadvise), ``drop_caches``, ``fadvise``
     or ``none``. Returns the method that ran: ``drop_caches``, ``fadvise`` or ``none``.
     """
-    if method not in ("auto", "drop_caches", "fadvise", "none"):
-        raise ValueError(f"evict: method = {method!r}; allowed: auto, drop_caches, fadvise, none")
+    if method not in get_args(EvictionMethod):
+        raise ValueError(f"evict: method = {method!r}; allowed: {', '.join(get_args(EvictionMethod))}")
     if method == "none":
         return "none"
     os.sync()

@@ -28,6 +28,7 @@ from pydantic import Field, field_validator
 
 from . import cache
 from . import randomization as rz
+from .cache import EvictionMethod
 from .config import Section
 from .progress import progress
 from .tiers import prepare
@@ -47,7 +48,7 @@ class DeepIOConfig(Section):
     chunk_samples: int = Field(64, ge=1, le=1_000_000, description="samples per sequential refill")
     loader_samples: int = Field(1024, ge=1, le=10_000_000, description="JPEGs used by the loader")
     repeats: int = Field(2, ge=1, le=50)
-    eviction: str = Field("auto", pattern="^(auto|drop_caches|fadvise|none)$")
+    eviction: EvictionMethod = "auto"
 
     @field_validator("ratios")
     @classmethod

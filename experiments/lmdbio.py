@@ -41,6 +41,7 @@ import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
 from . import cache
+from .cache import EvictionMethod
 from .config import ConfigError, Section
 from .progress import progress
 from .tiers import prepare
@@ -64,7 +65,7 @@ class LMDBIOConfig(Section):
     strategies: list[str] = Field(list(STRATEGIES), min_length=1)
     map_size_mib: int = Field(1024, ge=1, le=1 << 22)
     repeats: int = Field(1, ge=1, le=50)
-    eviction: str = Field("auto", pattern="^(auto|drop_caches|fadvise|none)$")
+    eviction: EvictionMethod = "auto"
 
     @field_validator("procs")
     @classmethod

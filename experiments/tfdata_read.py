@@ -19,6 +19,7 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from . import cache
+from .cache import EvictionMethod
 from .config import Section
 from .progress import progress
 from .tiers import Tier
@@ -33,7 +34,7 @@ class TFDataReadConfig(Section):
     repeats: int = Field(3, ge=1, le=50)
     warmup: int = Field(1, ge=0, le=5)
     image_size: int = Field(224, ge=8, le=4096, description="resize target, pixels per side")
-    eviction: Literal["auto", "drop_caches", "fadvise", "none"] = "auto"
+    eviction: EvictionMethod = "auto"
 
     @field_validator("threads")
     @classmethod
