@@ -28,17 +28,11 @@ from pydantic import Field, field_validator, model_validator
 
 from . import cache, dstat
 from .cache import EvictionMethod
+from .common_config import check_counts
 from .config import ConfigError, Section
 from .progress import progress
 from .tiers import Tier
 
-
-
-def _positive_list(v: list[int], what: str, hi: int) -> list[int]:
-    bad = [x for x in v if x < 1 or x > hi]
-    if bad:
-        raise ValueError(f"every {what} must be between 1 and {hi}; got {bad}")
-    return v
 
 
 class AlexNetConfig(Section):
@@ -65,20 +59,17 @@ class AlexNetConfig(Section):
     @field_validator("threads")
     @classmethod
     def _threads(cls, v):
-        return _positive_list(v, "thread count", 1024)
+        return check_counts(v, "thread count", 1, 1024)
 
     @field_validator("batch_sizes")
     @classmethod
     def _batches(cls, v):
-        return _positive_list(v, "batch size", 65536)
+        return check_counts(v, "batch size", 1, 65536)
 
     @field_validator("prefetch")
     @classmethod
     def _prefetch(cls, v):
-        bad = [x for x in v if x < 0 or x > 64]
-        if bad:
-            raise ValueError(f"every prefetch depth must be between 0 and 64 batches; got {bad}")
-        return v
+        return check_counts(v, "prefetch depth (batches)", 0, 64)
 
 
 class CheckpointConfig(Section):

@@ -31,7 +31,7 @@ from PIL import Image
 from pydantic import Field, model_validator
 
 from .config import ConfigError, Section
-from .imagenet_like import MANIFEST, _render, make_jpeg, read_manifest  # noqa: F401 (re-export)
+from .imagenet_like import MANIFEST, make_jpeg, read_manifest, sized_image  # noqa: F401 (re-export)
 from .progress import progress
 
 
@@ -80,26 +80,14 @@ def make_png(target: int, seed: int, index: int, tol: float) -> bytes:
     PNG is lossless, so the size is set by the pixel count: start from a guess of bytes per
     pixel for this content and rescale the image until the encoded size is within ``tol``.
     """
-    rng = np.random.default_rng([seed, index, 0x96])
-    aspect = rng.uniform(0.75, 1.34)
-    base = rng.integers(0, 256, size=(6, 8, 3), dtype=np.uint8)
-    sigma = rng.uniform(3, 6)  # gentler grain than JPEG: PNG pays for every bit of noise
-    side = int(np.sqrt(target / 0.5 / aspect) * 1.6) + 16
-    grain = rng.normal(0, sigma, size=(side, int(side * aspect) + 16, 3)).astype(np.float32)
-    px = target / 2.0
-    data = b""
-    for _ in range(8):
-        h = max(8, int(np.sqrt(px / aspect)))
-        w = max(8, int(h * aspect))
-        h, w = min(h, grain.shape[0]), min(w, grain.shape[1])
+    def encode(img: np.ndarray) -> bytes:
         buf = io.BytesIO()
-        Image.fromarray(_render(rng, h, w, base, grain)).save(buf, format="PNG", compress_level=6)
-        data = buf.getvalue()
-        err = len(data) / target
-        if abs(err - 1) <= tol:
-            break
-        px = h * w / err
-    return data
+        Image.fromarray(img).save(buf, format="PNG", compress_level=6)
+        return buf.getvalue()
+
+    # gentler grain than JPEG (sigma 3-6): PNG pays for every bit of noise
+    return sized_image(target, np.random.default_rng([seed, index, 0x96]), encode, (3, 6),
+                       2.0, 0.5, 8, 8, tol)
 
 
 def _work(args) -> list[tuple[int, int]]:

@@ -12,6 +12,15 @@ _BSSPLIT_PART = re.compile(r"^(\d+)([KMG]?)/(\d+)$", re.IGNORECASE)
 _UNIT = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 
+def check_counts(v: list[int], what: str, lo: int = 1, hi: int = 1024) -> list[int]:
+    """Body of a validator for a list of counts (threads, processes, batch sizes, depths):
+    every value must lie in [lo, hi]; the message names what is counted and the bad values."""
+    bad = [x for x in v if x < lo or x > hi]
+    if bad:
+        raise ValueError(f"every {what} must be between {lo} and {hi}; got {bad}")
+    return v
+
+
 class Seed(RootModel[int]):
     """The project seed: every generated data set and every shuffle derives from it."""
 

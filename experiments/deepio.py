@@ -29,6 +29,7 @@ from pydantic import Field, field_validator
 from . import cache
 from . import randomization as rz
 from .cache import EvictionMethod
+from .common_config import check_counts
 from .config import Section
 from .progress import progress
 from .tiers import prepare
@@ -69,10 +70,7 @@ class DeepIOConfig(Section):
     @field_validator("procs", "train_procs")
     @classmethod
     def _p(cls, v):
-        bad = [p for p in v if p < 1 or p > 256]
-        if bad:
-            raise ValueError(f"every process count P must be between 1 and 256; got {bad}")
-        return v
+        return check_counts(v, "process count P", 1, 256)
 
 
 # ---------------------------------------------------------------- 1. RL of blocked orders

@@ -63,27 +63,39 @@ def _render(rng: np.random.Generator, h: int, w: int, base: np.ndarray, grain: n
     return np.clip(field + g, 0, 255).astype(np.uint8)
 
 
-def make_jpeg(target: int, seed: int, index: int, quality: int, tol: float) -> bytes:
-    """A decodable JPEG of about ``target`` bytes; depends only on (seed, index, target)."""
-    rng = np.random.default_rng([seed, index])
+def sized_image(target: int, rng: np.random.Generator, encode, sigma_range: tuple[float, float],
+                first_bpp: float, least_bpp: float, min_side: int, iterations: int,
+                tol: float) -> bytes:
+    """An encoded image of about ``target`` bytes: a smooth colour field plus grain, rescaled
+    until ``encode`` (uint8 RGB array -> bytes) gives a size within ``tol`` of the target.
+
+    ``first_bpp`` is the first guess of encoded bytes per pixel; ``least_bpp`` bounds it from
+    below, which sizes the grain, drawn once so that resizing keeps the image stable.
+    """
     aspect = rng.uniform(0.75, 1.34)
     base = rng.integers(0, 256, size=(6, 8, 3), dtype=np.uint8)
-    sigma = rng.uniform(10, 16)
-    # Grain drawn once at the largest size this image may take, so resizing keeps it stable.
-    side = int(np.sqrt(target / 0.6 / aspect) * 1.6) + 16
+    sigma = rng.uniform(*sigma_range)
+    side = int(np.sqrt(target / least_bpp / aspect) * 1.6) + 16
     grain = rng.normal(0, sigma, size=(side, int(side * aspect) + 16, 3)).astype(np.float32)
-    px = target / 1.2  # first guess: about 1.2 bytes per pixel at quality 90 for this content
+    px = target / first_bpp
     data = b""
-    for _ in range(6):
-        h = max(16, int(np.sqrt(px / aspect)))
-        w = max(16, int(h * aspect))
+    for _ in range(iterations):
+        h = max(min_side, int(np.sqrt(px / aspect)))
+        w = max(min_side, int(h * aspect))
         h, w = min(h, grain.shape[0]), min(w, grain.shape[1])
-        data = _encode(_render(rng, h, w, base, grain), quality)
+        data = encode(_render(rng, h, w, base, grain))
         err = len(data) / target
         if abs(err - 1) <= tol:
             break
         px = h * w / err
     return data
+
+
+def make_jpeg(target: int, seed: int, index: int, quality: int, tol: float) -> bytes:
+    """A decodable JPEG of about ``target`` bytes; depends only on (seed, index, target).
+    About 1.2 bytes per pixel at quality 90 for this content (at least 0.6)."""
+    return sized_image(target, np.random.default_rng([seed, index]),
+                       lambda img: _encode(img, quality), (10, 16), 1.2, 0.6, 16, 6, tol)
 
 
 def _work(args) -> list[tuple[int, int]]:

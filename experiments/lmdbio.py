@@ -42,6 +42,7 @@ from pydantic import Field, field_validator, model_validator
 
 from . import cache
 from .cache import EvictionMethod
+from .common_config import check_counts
 from .config import ConfigError, Section
 from .progress import progress
 from .tiers import prepare
@@ -70,10 +71,7 @@ class LMDBIOConfig(Section):
     @field_validator("procs")
     @classmethod
     def _p(cls, v):
-        bad = [p for p in v if p < 1 or p > 256]
-        if bad:
-            raise ValueError(f"every process count P must be between 1 and 256; got {bad}")
-        return v
+        return check_counts(v, "process count P", 1, 256)
 
     @field_validator("strategies")
     @classmethod

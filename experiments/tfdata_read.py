@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 
 from . import cache
 from .cache import EvictionMethod
+from .common_config import check_counts
 from .config import Section
 from .progress import progress
 from .tiers import Tier
@@ -39,10 +40,7 @@ class TFDataReadConfig(Section):
     @field_validator("threads")
     @classmethod
     def _threads(cls, v: list[int]) -> list[int]:
-        bad = [t for t in v if t < 1 or t > 1024]
-        if bad:
-            raise ValueError(f"every thread count must be between 1 and 1024; got {bad}")
-        return v
+        return check_counts(v, "thread count", 1, 1024)
 
 
 def build_dataset(paths: list[str], threads: int, batch_size: int, variant: str,

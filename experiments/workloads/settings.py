@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
+from ..common_config import check_counts
 from ..config import Section
 
 from .data_dlrm import CRITEO_CARDINALITIES  # noqa: E402  (numpy only)
 
 
 def _positive_list(v: list[int], what: str, hi: int) -> list[int]:
-    bad = [x for x in v if x < 1 or x > hi]
-    if bad or not v:
-        raise ValueError(f"every {what} must be between 1 and {hi}; got {v}")
+    check_counts(v, what, 1, hi)
     if len(set(v)) != len(v):
         raise ValueError(f"{what}s must not repeat; got {v}")
     return sorted(v)
