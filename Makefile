@@ -12,7 +12,7 @@ help:
 	@echo "make lab     set up, then JupyterLab on the project kernel"
 	@echo "make paper   switch params.yaml to the paper profile and dvc repro"
 	@echo "make default switch params.yaml back to the default profile"
-	@echo "make bench   print pipeline throughput as a fraction of fio's (runs what is stale)"
+	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead (runs what is stale)"
 	@echo "make lock    re-pin env/requirements.lock from env/requirements.in"
 	@echo "make clean   remove results, generated data and tier copies (not .venv)"
 
@@ -44,6 +44,7 @@ default: setup
 bench: setup
 	$(RUN) dvc repro tfdata_read_report
 	$(RUN) python -m experiments.bench
+	$(RUN) python -m experiments.trace.bench
 
 lock:
 	uv pip compile env/requirements.in --override env/overrides.txt --python-version 3.11 \
