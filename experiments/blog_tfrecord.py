@@ -24,6 +24,7 @@ from pydantic import Field, field_validator
 
 from . import cache, dstat
 from .cache import EvictionMethod
+from .common_config import check_counts
 from .config import Section
 from .progress import progress
 
@@ -42,18 +43,12 @@ class BlogConfig(Section):
     @field_validator("threads")
     @classmethod
     def _t(cls, v):
-        bad = [t for t in v if t < 1 or t > 1024]
-        if bad:
-            raise ValueError(f"every thread count must be between 1 and 1024; got {bad}")
-        return v
+        return check_counts(v, "thread count", 1, 1024)
 
     @field_validator("workers")
     @classmethod
     def _w(cls, v):
-        bad = [w for w in v if w < 0 or w > 256]
-        if bad:
-            raise ValueError(f"every num_workers must be between 0 and 256; got {bad}")
-        return v
+        return check_counts(v, "num_workers", 0, 256)
 
 
 def convert(manifest: pd.DataFrame, dest: Path, shards: int) -> dict:

@@ -30,6 +30,7 @@ from . import cache
 from . import randomization as rz
 from .cache import EvictionMethod
 from .common_config import check_counts
+from .procs import run_together
 from .config import Section
 from .progress import progress
 from .tiers import prepare
@@ -234,13 +235,7 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
     offsets, sizes = index["offset"].to_numpy(), index["bytes"].to_numpy()
     args = [(str(path), mode, p, procs, ratio, chunk, seed, offsets, sizes, barrier)
             for p in range(procs)]
-    queues = [ctx.SimpleQueue() for _ in args]
-    workers = [ctx.Process(target=_child, args=(a, q)) for a, q in zip(args, queues)]
-    for w in workers:
-        w.start()
-    parts = [q.get() for q in queues]
-    for w in workers:
-        w.join()
+    parts = run_together(ctx, _child, args)
     bad = [x for x in parts if "error" in x]
     if bad:
         raise RuntimeError(f"deepio loader {mode} P={procs}: {bad[0]['error']}")

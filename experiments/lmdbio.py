@@ -43,6 +43,7 @@ from pydantic import Field, field_validator, model_validator
 from . import cache
 from .cache import EvictionMethod
 from .common_config import check_counts
+from .procs import run_together
 from .config import ConfigError, Section
 from .progress import progress
 from .tiers import prepare
@@ -318,13 +319,7 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
                              "size": size, "path": str(path), "shm_name": shm_name,
                              "offsets": offsets, "sizes": sizes, "barrier": barrier,
                              "node_barrier": nb, "stagger": stagger, "coalesce": cfg.coalesce})
-        queues = [ctx.SimpleQueue() for _ in args]
-        procs_ = [ctx.Process(target=_run_child, args=(a, q)) for a, q in zip(args, queues)]
-        for p in procs_:
-            p.start()
-        rows = [q.get() for q in queues]
-        for p in procs_:
-            p.join()
+        rows = run_together(ctx, _run_child, args)
     finally:
         for s in shms:
             s.close()

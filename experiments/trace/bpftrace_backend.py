@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
+
+from ..procs import interrupt
 
 TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 SYSCALLS = ("read", "pread64", "readv", "write", "pwrite64", "writev", "openat", "close", "lseek")
@@ -235,12 +236,7 @@ class BpftraceSession:
         if self.proc and self.proc.poll() is None:
             time.sleep(0.05)  # let the last events reach the ring buffer
             self.cpu_at_stop = self.cpu_s()
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            interrupt(self.proc)
         if hasattr(self, "_err") and not self._err.closed:
             self._err.close()
 

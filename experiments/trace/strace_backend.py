@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
+
+from ..procs import interrupt
 
 IO_SYSCALLS = ("read", "pread64", "readv", "write", "pwrite64", "writev", "openat", "close", "lseek")
 PROC_SYSCALLS = ("clone", "clone3", "fork", "vfork", "execve")
@@ -86,12 +87,7 @@ class StraceSession:
             except subprocess.TimeoutExpired:
                 pass
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)  # detaches from the traced threads
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            interrupt(self.proc)  # SIGINT detaches from the traced threads
         if hasattr(self, "_err") and not self._err.closed:
             self._err.close()
 

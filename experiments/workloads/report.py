@@ -61,32 +61,31 @@ def plot_breakdown(s: pd.DataFrame, workload: str, figure: str):
     return fig
 
 
-def plot_latencies(s: pd.DataFrame, workload: str, figure: str):
-    """Data wait, VFS read and preprocessing latencies (Fig 5.5, 5.16)."""
-    cols = [("data_s", "data latency"), ("vfs_s", "VFS read latency"), ("prep_s", "preprocessing latency")]
+def _panel_row(s: pd.DataFrame, cols: list[tuple[str, str, str]], title: str):
+    """One log-scale panel per (column, panel title, y label) present in ``s``, against batch size."""
     cols = [c for c in cols if c[0] in s and s[c[0]].notna().any()]
     fig, axes = plt.subplots(1, len(cols), figsize=(3.6 * len(cols), 3.4), squeeze=False)
-    for ax, (col, name) in zip(axes[0], cols):
-        _lines(ax, s, col, f"{name}, s (median)", logy=True)
+    for ax, (col, name, ylabel) in zip(axes[0], cols):
+        _lines(ax, s, col, ylabel, logy=True)
         ax.set_title(name)
     axes[0][0].legend(title="ranks", fontsize=8)
-    fig.suptitle(f"{figure}: {TITLES[workload]} latencies — {ROW_NOTE}", fontsize=9)
+    fig.suptitle(f"{title} — {ROW_NOTE}", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def plot_latencies(s: pd.DataFrame, workload: str, figure: str):
+    """Data wait, VFS read and preprocessing latencies (Fig 5.5, 5.16)."""
+    names = [("data_s", "data latency"), ("vfs_s", "VFS read latency"), ("prep_s", "preprocessing latency")]
+    return _panel_row(s, [(c, n, f"{n}, s (median)") for c, n in names],
+                      f"{figure}: {TITLES[workload]} latencies")
 
 
 def plot_throughputs(s: pd.DataFrame, workload: str, figure: str):
     """VFS, data and compute throughputs, samples/s (Fig 5.6, 5.11, 5.17)."""
-    cols = [("vfs_sps", "VFS throughput"), ("data_sps", "data throughput"), ("compute_sps", "compute throughput")]
-    cols = [c for c in cols if c[0] in s and s[c[0]].notna().any()]
-    fig, axes = plt.subplots(1, len(cols), figsize=(3.6 * len(cols), 3.4), squeeze=False)
-    for ax, (col, name) in zip(axes[0], cols):
-        _lines(ax, s, col, "samples/s (median)", logy=True)
-        ax.set_title(name)
-    axes[0][0].legend(title="ranks", fontsize=8)
-    fig.suptitle(f"{figure}: {TITLES[workload]} throughputs — {ROW_NOTE}", fontsize=9)
-    fig.tight_layout()
-    return fig
+    names = [("vfs_sps", "VFS throughput"), ("data_sps", "data throughput"), ("compute_sps", "compute throughput")]
+    return _panel_row(s, [(c, n, "samples/s (median)") for c, n in names],
+                      f"{figure}: {TITLES[workload]} throughputs")
 
 
 def plot_distributions(steps: pd.DataFrame, nfits: pd.DataFrame, workload: str, figure: str):
