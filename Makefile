@@ -51,5 +51,5 @@ lock:
 	  --python-platform x86_64-manylinux_2_28 -o env/requirements.lock
 	python3 env/lock_to_conda.py
 
-clean:
-	rm -rf results/*/ data/*/ /dev/shm/dlio-artifact /dev/shm/dlio-artifact-smoke
+clean: setup
+	rm -rf results/*/ data/*/ $$($(RUN) python -m experiments.tiers dirs --own)

@@ -6,8 +6,11 @@ one (the smoke tests run the pipeline in a temporary copy of the project that wa
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
+
+CHECKOUT = "{checkout}"
 
 
 def root() -> Path:
@@ -35,7 +38,23 @@ def results_dir(stage: str | None = None) -> Path:
     return d / stage if stage else d
 
 
+def checkout_id(root_dir: Path | None = None) -> str:
+    """A short name unique to this checkout (folder name + hash of its absolute path).
+
+    Tier paths outside the project may contain ``{checkout}``; it becomes this name, so two
+    clones on one host (a reviewer's and a student's, CI beside a developer) never share a tier.
+    """
+    r = Path(root_dir).resolve() if root_dir else root()
+    return f"{r.name}-{hashlib.sha1(str(r).encode()).hexdigest()[:8]}"
+
+
+def expand(path: str | os.PathLike, root_dir: Path | None = None) -> str:
+    """``path`` with ``~`` and ``{checkout}`` expanded (nothing else)."""
+    return os.path.expanduser(str(path)).replace(CHECKOUT, checkout_id(root_dir))
+
+
 def resolve(path: str | os.PathLike) -> Path:
-    """An absolute path; a relative one is taken relative to the project root."""
-    p = Path(os.path.expanduser(str(path)))
+    """An absolute path (``~`` and ``{checkout}`` expanded); a relative one is taken relative
+    to the project root."""
+    p = Path(expand(path))
     return p if p.is_absolute() else root() / p

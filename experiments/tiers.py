@@ -1,7 +1,9 @@
 """Storage tiers: the one place that knows where each tier is and whether it can be used.
 
 A tier is a named directory, ``{name: ssd, path: /mnt/ssd/dlio}``. The defaults are a memory
-tier (``/dev/shm``, standing in for NVM/Optane) and the local disk. :func:`prepare` checks a
+tier (``/dev/shm/dlio-artifact-{checkout}``, standing in for NVM/Optane) and the local disk
+(``data/tiers/disk``). ``{checkout}`` in a path becomes a name unique to this checkout
+(:func:`experiments.paths.checkout_id`), so two clones on one host never share a tier. :func:`prepare` checks a
 tier before any work (exists or can be made, writable, enough free space) and
 :func:`stage_copy` puts a data set on a tier, verified, so every tier reads the same bytes.
 """
@@ -83,7 +85,7 @@ def prepare(tier: Tier, need_bytes: int = 0) -> TierInfo:
     Raises :class:`ConfigError` naming the tier, its path and what is wrong, before any work.
     """
     d = tier.dir
-    outside = Path(os.path.expanduser(tier.path)).is_absolute()
+    outside = Path(paths.expand(tier.path)).is_absolute()
     if outside and not d.exists() and not d.parent.exists():
         # An unmounted device or a mistyped path: never quietly create it on the root disk.
         raise ConfigError(
@@ -163,3 +165,31 @@ def stage_copy(src: Path, tier: Tier, manifest: str = "filelist.csv") -> Path:
     shutil.rmtree(dst, ignore_errors=True)
     os.replace(tmp, dst)
     return dst
+
+
+def outside_dirs(tiers: list[Tier]) -> list[Path]:
+    """This checkout's tier directories that lie outside the project (what ``make clean`` and
+    the smoke tests remove): only those whose path names ``{checkout}``, so a tier a user
+    pointed at their own file system is never removed."""
+    return [t.dir for t in tiers if paths.CHECKOUT in t.path and Path(paths.expand(t.path)).is_absolute()]
+
+
+def main(argv=None) -> int:
+    """``python -m experiments.tiers dirs``: this checkout's tier directories, one per line
+    (``--own``: only the per-checkout ones outside the project, safe to remove)."""
+    import argparse
+
+    from . import config
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.tiers")
+    ap.add_argument("what", choices=["dirs"])
+    ap.add_argument("--own", action="store_true", help="only per-checkout directories outside the project")
+    a = ap.parse_args(argv)
+    tiers = config.load(tiers=None).tiers
+    for d in (outside_dirs(tiers) if a.own else [t.dir for t in tiers]):
+        print(d)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

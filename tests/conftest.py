@@ -37,8 +37,15 @@ def smoke_root(tmp_path_factory) -> Path:
     run("dvc", "config", "--local", "core.no_scm", "true")
     # SMOKE_STAGES="a b" limits the run to those stages and what they depend on (for work on
     # one stage); CI and `make test` leave it unset and run the whole pipeline.
-    run("dvc", "repro", "--quiet", *os.environ.get("SMOKE_STAGES", "").split())
-    return root
+    try:
+        run("dvc", "repro", "--quiet", *os.environ.get("SMOKE_STAGES", "").split())
+        yield root
+    finally:
+        # the copy's own tiers outside it (/dev/shm/...-{checkout}); nothing stays behind
+        own = subprocess.run([sys.executable, "-m", "experiments.tiers", "dirs", "--own"], cwd=root,
+                             env=env, capture_output=True, text=True).stdout.split()
+        for d in own:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

@@ -24,9 +24,34 @@ def test_bad_rule_is_an_error():
 def test_claim_verdict_is_computed_and_explained():
     c = claims.claim("x", "S", "Fig 1", "s", our_value=1.1, unit="x", rule="> 1.5",
                      paper_value=2.3, why_not="2 cores")
-    assert c["holds"] is False and "fails the rule '> 1.5'" in c["note"] and "2 cores" in c["note"]
-    nan = claims.claim("y", "S", "Fig 1", "s", our_value=math.nan, unit="x", rule="> 1")
-    assert nan["holds"] is False and "not measured" in nan["note"]
+    assert c["holds"] is False and c["verdict"] == "fails"
+    assert "fails the rule '> 1.5'" in c["note"] and "2 cores" in c["note"]
+    nan = claims.claim("y", "S", "Fig 1", "s", our_value=math.nan, unit="x", rule="> 1",
+                       why_not="no tracer here")
+    assert nan["holds"] is None and nan["verdict"] == "not measured" and "no tracer here" in nan["note"]
+
+
+def test_magnitude_is_a_second_verdict():
+    kw = dict(id="x", source="S", figure="F", statement="s", unit="x", rule="> 1", paper_value=2.6)
+    assert claims.claim(our_value=2.0, magnitude="within 2x", **kw)["verdict"] == "holds"
+    c = claims.claim(our_value=1.1, magnitude="within 2x", why_not="fio: 1.9 GB/s", **kw)
+    assert (c["holds"], c["magnitude_holds"], c["verdict"]) == (True, False, "direction only")
+    assert c["ratio"] == pytest.approx(1.1 / 2.6) and "fio: 1.9 GB/s" in c["note"]
+    assert claims.claim(our_value=2.9, magnitude="within 20%", **kw)["magnitude_holds"] is True
+
+
+def test_bad_rules_fail_without_data_too():
+    with pytest.raises(ValueError, match="not understood"):
+        claims.claim("x", "S", "F", "s", None, "u", "about 3")
+    with pytest.raises(ValueError, match="needs a numeric paper_value"):
+        claims.claim("x", "S", "F", "s", 1.0, "u", "> 0", magnitude="within 2x")
+    with pytest.raises(ValueError, match="kind"):
+        claims.claim("x", "S", "F", "s", 1.0, "u", "> 0", kind="guess")
+
+
+def test_warm_runs_are_marked():
+    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=0.4)
+    assert c["cold"] is False and "not a cold run: 40%" in c["note"]
 
 
 def test_results_writer_is_atomic_and_cleans(tmp_path, monkeypatch):
@@ -50,7 +75,8 @@ def test_gather_and_markdown(tmp_path, monkeypatch):
     t = claims.gather()
     assert list(t["stage"]) == ["a", "b"] and list(t["holds"]) == [True, False]
     md = claims.to_markdown(t)
-    assert md.startswith("# Claims: 1 of 2 hold") and "st\\|x" in md and "**no**" in md
+    assert md.startswith("# Claims: 2 findings (1 holds, 1 fails, 0 not measured)")
+    assert "st\\|x" in md and "**fails**" in md
 
 
 def test_json_writer_handles_numpy_and_nan(tmp_path):

@@ -7,6 +7,8 @@ project; each test asserts on what one stage wrote there.
 import json
 
 import pandas as pd
+
+from experiments import claims
 import pytest
 import yaml
 
@@ -62,7 +64,7 @@ def test_report_draws_figures_and_checks_claims(smoke_results):
     for name in ("fig4_tfdata_full", "fig5_tfdata_read_only", "table1_fio_baseline"):
         assert (d / f"{name}.png").stat().st_size > 5000
     cl = json.loads((d / "claims.json").read_text())
-    assert cl and all(isinstance(c["holds"], bool) and c["rule"] for c in cl)
+    assert cl and all(c["verdict"] in claims.VERDICTS and c["rule"] for c in cl)
     s = pd.read_csv(d / "summary.csv")
     assert (s["fraction_of_fio"] > 0).all()
 
@@ -73,4 +75,5 @@ def test_claims_table_gathers_every_claim(smoke_results):
             if p.parent.name != "claims")
     assert len(t) == n > 0
     md = (smoke_results / "claims" / "claims.md").read_text()
-    assert md.startswith(f"# Claims: {int(t['holds'].sum())} of {n} hold")
+    nf = int((t["kind"] == "finding").sum())
+    assert md.startswith(f"# Claims: {nf} findings (") and f"; {n - nf} checks (" in md.splitlines()[0]

@@ -3,8 +3,11 @@
 import json
 
 import pandas as pd
+import pytest
 
 from experiments.trace import schema, vector
+
+pytestmark = pytest.mark.smoke
 
 
 def test_tracing_patterns_wrote_traces_and_vectors(stage_results):

@@ -58,3 +58,16 @@ def test_unmounted_tier_outside_the_project_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"tiers\[nvme\]\.path = .*does not exist, nor its parent"):
         tiers.prepare(tiers.Tier(name="nvme", path=str(gone)))
     assert not gone.parent.exists()
+
+
+def test_checkout_placeholder_gives_each_clone_its_own_tier(tmp_path, monkeypatch):
+    from experiments import paths, tiers
+
+    a, b = tmp_path / "a" / "proj", tmp_path / "b" / "proj"
+    ids = {paths.checkout_id(a), paths.checkout_id(b)}
+    assert len(ids) == 2 and all(i.startswith("proj-") for i in ids)
+    monkeypatch.setenv("DLIO_ROOT", str(a))
+    t = tiers.Tier(name="mem", path=str(tmp_path / "shm" / "x-{checkout}"))
+    assert t.dir == tmp_path / "shm" / f"x-{paths.checkout_id(a)}"
+    mine = tiers.Tier(name="nfs", path=str(tmp_path / "nfs"))  # a user's own tier: never removed
+    assert tiers.outside_dirs([t, mine]) == [t.dir]

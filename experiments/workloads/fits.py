@@ -113,7 +113,10 @@ def predict(model: dict, G, B):
 def model_file(models: dict, host: str, reference: dict, unet3d_eval: dict | None = None) -> dict:
     """The compute-time model the sleep emulation reads: per workload, mean and std in seconds
     as ``a*G + b*B + c`` (G: ranks, B: batch size, global for DLRM), beside the thesis's."""
+    from .compute_model import SCHEMA
+
     return {
+        "schema": SCHEMA,
         "format": "compute time ~ Normal(mean, std); mean = G*coef.G + B*coef.B + coef.c, "
                   "std likewise (clip std at 0); seconds; G = ranks (emulated accelerators), "
                   "B = batch size (per rank for unet3d and bert, global for dlrm)",

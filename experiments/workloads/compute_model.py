@@ -1,0 +1,185 @@
+"""Compute-time model files: what a ``sleep`` run, the emulator and DLIO's config read.
+
+A compute model says how long one training step computes on some accelerator, per workload,
+as a normal distribution whose mean and standard deviation are linear in the number of
+accelerators G (ranks) and the batch size B (per rank for UNET3D and BERT, global for DLRM),
+as the thesis fitted them (Eq 5.1-5.6)::
+
+    {
+      "schema": "compute-model/1",
+      "host": "where it was measured (free text)",
+      "workloads": {
+        "unet3d": {"mean": {"coef": {"G": 0.0028, "B": 0.2755, "c": 0.2722}},
+                   "std":  {"coef": {"G": 0.0080, "B": 0.0115, "c": -0.0487}}},
+        ...
+      }
+    }
+
+All values are seconds; other keys (``r2``, ``ci95``, ``thesis``, ...) are kept and ignored.
+A drawn step time is ``max(0, Normal(mean(G, B), max(0, std(G, B))))``.
+
+Sources :func:`load` accepts: a path to such a file; ``"fit"`` (or None), the model this box
+fitted (``results/workload_fits/compute_model.json``); ``"thesis-v100"``, the thesis's V100
+DGX-1 coefficients, built from :mod:`experiments.reference` (never typed twice), so a laptop can
+emulate a V100. ``python -m experiments.workloads.compute_model export thesis-v100 > my.json``
+writes one to edit for another accelerator.
+
+Accelerator utilization, MLPerf Storage's pass mark (thesis Eq 3.1, 3.2): ideal compute time =
+samples / (B x G) x sleep time; AU = ideal compute time / total run time.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import paths, reference
+from ..config import ConfigError
+
+SCHEMA = "compute-model/1"
+WORKLOADS = ("unet3d", "bert", "dlrm")
+BUILTIN = ("fit", "thesis-v100")
+MLPERF_AU_PASS = 0.90  # MLPerf Storage: accelerator utilization >= 90 % (UNET3D; thesis Sec 3)
+
+
+def fit_file() -> Path:
+    """The model this box fitted (written by the ``workload_fits`` stage)."""
+    return paths.results_dir("workload_fits") / "compute_model.json"
+
+
+def thesis_v100() -> dict:
+    """The thesis's Eq 5.1-5.6 (V100 DGX-1) as a model file."""
+    return {"schema": SCHEMA, "host": "thesis: NVIDIA DGX-1, 8x V100 (Ho-Von 2023, Eq 5.1-5.6)",
+            "workloads": {w: {s: {"coef": {k: m[s][k] for k in ("G", "B", "c")}, "r2": m[s]["r2"]}
+                              for s in ("mean", "std")}
+                          for w, m in reference.HOVON_COMPUTE_FITS.items()}}
+
+
+@dataclass
+class ComputeModel:
+    """A validated model file; ``source`` names where it came from (for messages and env.json)."""
+
+    source: str
+    host: str
+    workloads: dict = field(default_factory=dict)
+
+    def require(self, workload: str) -> dict:
+        if workload not in self.workloads:
+            raise ConfigError(
+                f"compute model {self.source}: no entry for workload {workload!r} under 'workloads'; "
+                f"it has: {', '.join(sorted(self.workloads)) or 'none'}")
+        return self.workloads[workload]
+
+    def mean_std(self, workload: str, G: int, B: int) -> tuple[float, float]:
+        """(mean, std) of one step's compute time in seconds; std clipped at 0, mean not."""
+        m = self.require(workload)
+        f = lambda c: c["G"] * G + c["B"] * B + c["c"]  # noqa: E731
+        return float(f(m["mean"]["coef"])), max(0.0, float(f(m["std"]["coef"])))
+
+    def sampler(self, workload: str, G: int, B: int, seed: int):
+        """A function drawing one step's compute time in seconds (floored at 0)."""
+        mu, sd = self.mean_std(workload, G, B)
+        rng = np.random.default_rng(seed)
+        return lambda: max(0.0, float(rng.normal(mu, sd)) if sd > 0 else mu)
+
+    def facts(self) -> dict:
+        """What env.json records about the model used."""
+        return {"source": self.source, "host": self.host}
+
+
+def _check(obj, source: str) -> ComputeModel:
+    where = f"compute model {source}"
+    if not isinstance(obj, dict) or not isinstance(obj.get("workloads"), dict):
+        raise ConfigError(f"{where}: not a compute-model file (schema {SCHEMA!r}): needs a "
+                          "'workloads' mapping of workload -> {mean: {coef: {G, B, c}}, std: ...}")
+    if obj.get("schema", SCHEMA) != SCHEMA:
+        raise ConfigError(f"{where}: schema = {obj.get('schema')!r}; allowed: {SCHEMA!r}")
+    for w, m in obj["workloads"].items():
+        for stat in ("mean", "std"):
+            coef = (m or {}).get(stat, {}).get("coef") if isinstance(m, dict) else None
+            if not isinstance(coef, dict):
+                raise ConfigError(f"{where}: workloads.{w}.{stat}.coef is missing; "
+                                  "allowed: a mapping with numbers G, B and c (seconds)")
+            for k in ("G", "B", "c"):
+                v = coef.get(k)
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v):
+                    raise ConfigError(f"{where}: workloads.{w}.{stat}.coef.{k} = {v!r}; "
+                                      "allowed: a finite number (seconds)")
+    return ComputeModel(source=source, host=str(obj.get("host", "unknown")),
+                        workloads=obj["workloads"])
+
+
+def load(source: str | Path | None = None) -> ComputeModel:
+    """The model named by ``source`` (see the module docstring), validated.
+
+    Raises :class:`ConfigError` naming the file and the key when the file is missing, is not
+    JSON, or is of another schema.
+    """
+    if source in (None, "fit"):
+        p = fit_file()
+        if not p.exists():
+            raise ConfigError(f"compute model {p}: missing; run `dvc repro workload_fits` first, "
+                              f"or name a file or one of: {', '.join(BUILTIN)}")
+        source = str(p)
+    if source == "thesis-v100":
+        return _check(thesis_v100(), "thesis-v100")
+    p = paths.resolve(source)
+    if not p.exists():
+        raise ConfigError(f"compute model {p}: no such file; allowed: a compute-model JSON file "
+                          f"or one of: {', '.join(BUILTIN)}")
+    try:
+        obj = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"compute model {p}: not JSON ({e.msg} at line {e.lineno})") from None
+    return _check(obj, str(p))
+
+
+def ideal_compute_s(samples: int, batch_size: int, accelerators: int, sleep_s: float) -> float:
+    """Eq 3.2: the compute time a run would take with no I/O stall, seconds.
+
+    ``samples`` are all accelerators' samples together; ``batch_size`` is per accelerator.
+    """
+    if batch_size < 1 or accelerators < 1:
+        raise ValueError(f"batch_size = {batch_size}, accelerators = {accelerators}: both must be >= 1")
+    return samples / (batch_size * accelerators) * sleep_s
+
+
+def accelerator_utilization(ideal_s: float, run_s: float) -> float:
+    """Eq 3.1 as a fraction (the thesis writes it x100): ideal compute time / total run time."""
+    return float("nan") if run_s <= 0 else ideal_s / run_s
+
+
+def main(argv=None) -> int:
+    """``python -m experiments.workloads.compute_model export thesis-v100`` (print a model file)
+    or ``show SOURCE [WORKLOAD G B]`` (validate, and print mean/std)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.workloads.compute_model")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("export").add_argument("source")
+    s = sub.add_parser("show")
+    s.add_argument("source")
+    s.add_argument("point", nargs="*", help="WORKLOAD G B")
+    a = ap.parse_args(argv)
+    try:
+        m = load(a.source)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.cmd == "export":
+        print(json.dumps({"schema": SCHEMA, "host": m.host, "workloads": m.workloads}, indent=1))
+        return 0
+    print(f"{m.source} ({m.host}): workloads {', '.join(sorted(m.workloads))}")
+    if a.point:
+        w, G, B = a.point[0], int(a.point[1]), int(a.point[2])
+        mu, sd = m.mean_std(w, G, B)
+        print(f"{w} G={G} B={B}: mean {mu:.6g} s, std {sd:.6g} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
