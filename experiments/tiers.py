@@ -119,6 +119,28 @@ def prepare(tier: Tier, need_bytes: int = 0) -> TierInfo:
     return TierInfo(tier.name, str(d), fstype, dev, free, total)
 
 
+def require_free(folder: str | os.PathLike, need_bytes: int, what: str, param: str) -> int:
+    """Stop before writing ``need_bytes`` (an estimate, stated up front) of ``what`` into
+    ``folder`` when its file system has less free space; returns the free bytes.
+
+    The message names the data set, its size, the free space and ``param``, the parameter
+    that sizes it. Space already held by an earlier copy in ``folder`` counts as free.
+    """
+    d = Path(folder)
+    probe = d
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    st = os.statvfs(probe)
+    free = st.f_bavail * st.f_frsize
+    if d.exists():
+        free += sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+    if need_bytes > free:
+        raise ConfigError(
+            f"{what}: needs {need_bytes / 1e9:.2f} GB in {d} but only {free / 1e9:.2f} GB are free "
+            f"there; lower {param} (or free space / point the data elsewhere) and run again")
+    return free
+
+
 def tier_of(path: Path, tiers: list[Tier]) -> Tier | None:
     """The tier whose file system holds ``path`` (same device number), if any."""
     try:

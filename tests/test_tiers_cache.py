@@ -71,3 +71,9 @@ def test_checkout_placeholder_gives_each_clone_its_own_tier(tmp_path, monkeypatc
     assert t.dir == tmp_path / "shm" / f"x-{paths.checkout_id(a)}"
     mine = tiers.Tier(name="nfs", path=str(tmp_path / "nfs"))  # a user's own tier: never removed
     assert tiers.outside_dirs([t, mine]) == [t.dir]
+
+
+def test_require_free_names_data_set_size_and_parameter(tmp_path):
+    assert tiers.require_free(tmp_path / "new" / "set", 1, "bert data", "bert.data.files") > 0
+    with pytest.raises(ConfigError, match=r"bert data: needs .* GB in .* only .* GB are free.*lower bert\.data\.files"):
+        tiers.require_free(tmp_path / "set", 1 << 62, "bert data", "bert.data.files")
