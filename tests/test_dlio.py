@@ -11,7 +11,9 @@ import pytest
 
 from experiments import dlio
 from experiments.config import ConfigError
-from experiments.dlio import dataset, environment, outputs, runner
+from types import SimpleNamespace
+
+from experiments.dlio import bench, dataset, environment, outputs, runner
 from experiments.dlio import workload_config as wc
 from experiments.workloads import compute_model as cm
 from experiments.workloads.settings import BertConfig, DlrmConfig, Unet3dConfig
@@ -130,6 +132,7 @@ def test_unet3d_config_reads_our_cases_two_files_per_sample(unet3d_data):
     assert c["checkpoint"]["checkpoint_after_epoch"] == 3 and c["checkpoint"]["type"] == "rank_zero"
     assert c["dataset"]["keep_files"] is True  # DLIO deletes the data set otherwise
     assert b.dlio_samples_per_sample == 2
+    assert any("some ranks read none" in n for n in b.notes)  # 1 eval case, 2 ranks
 
 
 def test_bert_config_generates_data_of_our_sizes(bert_data):
@@ -323,3 +326,21 @@ def test_dry_run_plan_writes_nothing_and_names_the_command(unet3d_data, tmp_path
     assert p.command[i + 1:i + 3] == ["-n", "2"] and "workload=unet3d_artifact" in p.command
     assert p.command[0].endswith("timeout") and p.env["DFTRACER_ENABLE"] == "0"
     assert p.logged_command()[-len(p.command):] == p.command
+
+
+# ------------------------------------------------------------------ the bench's matching fio job
+
+def test_fio_job_reads_the_same_files_with_dlio_request_sizes(unet3d_data, dlrm_data, tmp_path):
+    b = built("unet3d", unet3d_data, G=1, B=1)
+    view = dataset.make_view(dataset.facts("unet3d", unet3d_data), tmp_path / "u")
+    j = bench.fio_job("unet3d", SimpleNamespace(built=b, data_folder=view, ranks=1), {})
+    assert len(j["files"]) == 8 and "--rw=read" in j["args"]
+    smallest = min(p.stat().st_size for p in (unet3d_data / "train").glob("*.npy"))
+    bs = int(next(a for a in j["args"] if a.startswith("--bs=")).split("=")[1])
+    assert bs % 4096 == 0 and bs <= max(4096, smallest)
+    b = built("dlrm", dlrm_data, G=2, B=256)
+    view = dataset.make_view(dataset.facts("dlrm", dlrm_data), tmp_path / "d")
+    j = bench.fio_job("dlrm", SimpleNamespace(built=b, data_folder=view, ranks=2), {"row": {"steps": 4}})
+    assert j["files"] == [str((dlrm_data / "train_data.bin").resolve())]
+    assert "--rw=randread" in j["args"] and "--bs=4k" in j["args"]
+    assert "--number_ios=512" in j["args"]  # 4 steps x 128 per rank, per fio job (one per rank)

@@ -168,6 +168,10 @@ def build(workload: str, section, ranks: int, batch_size: int, data: DataFacts, 
                                  "epochs_between_evals": every or int(tr["epochs"])}
             notes.append("evaluation reads every evaluation case once (batch = one case) with "
                          "eval_time 0: no compute model covers the sliding-window inference")
+            if data.eval_files // per < G:
+                notes.append(f"only {data.eval_files // per} evaluation cases for {G} ranks: DLIO "
+                             "reads whole batches (one case) per rank, so some ranks read none "
+                             "(the real run pads the split)")
         ck.update(checkpoint_after_epoch=int(tr["epochs"]), epochs_between_checkpoints=1,
                   type="rank_zero")
     elif workload == "bert":
