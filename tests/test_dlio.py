@@ -344,3 +344,50 @@ def test_fio_job_reads_the_same_files_with_dlio_request_sizes(unet3d_data, dlrm_
     assert j["files"] == [str((dlrm_data / "train_data.bin").resolve())]
     assert "--rw=randread" in j["args"] and "--bs=4k" in j["args"]
     assert "--number_ios=512" in j["args"]  # 4 steps x 128 per rank, per fio job (one per rank)
+
+
+def test_a_folder_that_is_not_a_run_is_never_emptied(tmp_path, monkeypatch):
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "thesis.tex").write_text("keep")
+    with pytest.raises(ConfigError, match="not a DLIO run folder"):
+        runner._clear_run_folder(d)
+    assert (d / "thesis.tex").exists()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "plan.json").write_text("{}")
+    runner._clear_run_folder(tmp_path / "run")
+    assert list((tmp_path / "run").iterdir()) == []
+
+
+def test_execute_hands_the_logged_command_to_a_tracer(unet3d_data, tmp_path):
+    import subprocess
+
+    p = runner.prepare("unet3d", SECTIONS["unet3d"], 1, tmp_path / "out", batch_size=1,
+                       compute_time_s=0.0, data_dir=unet3d_data, checkpoint_bytes=None, seed=1,
+                       dry_run=True)
+    p.out_dir.mkdir(parents=True)
+    p.command = ["python3", "-c", "print('rank output')"]  # stands in for mpiexec ... DLIO
+
+    class FakeTracer:
+        def run(self, cmd, env=None, cwd=None):
+            self.cmd = cmd
+            return "a trace", subprocess.run(cmd, env=env, cwd=cwd).returncode
+
+    t = FakeTracer()
+    r = runner.execute(p, tracer=t)
+    assert t.cmd[:2] == ["bash", "-c"] and t.cmd[-3:] == p.command
+    assert (p.out_dir / "output.txt").read_text() == "rank output\n"
+    assert r["trace"] == "a trace"
+    # the command ran but wrote no DLIO output: not measured, and the reason names the file
+    assert r["status"] == "not measured" and "summary.json" in r["why"]
+    assert json.loads((p.out_dir / "result.json").read_text())["status"] == "not measured"
+
+
+def test_real_checkpoint_size_comes_from_the_workload_stage(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    assert runner.real_checkpoint_bytes("bert") is None  # the stage has not run
+    (tmp_path / "results" / "bert").mkdir(parents=True)
+    (tmp_path / "results" / "bert" / "env.json").write_text(json.dumps({"ranks": [
+        {"rank": 0, "checkpoints": [{"tag": "start", "bytes": 900}, {"tag": "end", "bytes": 1000}]},
+        {"rank": 1, "checkpoints": [{"tag": "start", "bytes": 950}]}]}))
+    assert runner.real_checkpoint_bytes("bert") == 1000

@@ -43,6 +43,8 @@ from .workload_config import WORKLOADS, Built, build, compute_time
 SHIM_BIN = Path(__file__).resolve().parent / "bin"
 PLUGINS = Path(__file__).resolve().parent / "plugins"
 DEFAULT_TIMEOUT_S = 900
+# what DLIO 2.0's checkpointing writes (base_checkpointing.get_name; TF adds "checkpoint")
+CHECKPOINT_NAMES = ("model-*", "optimizer-*", "layer-*", "checkpoint")
 KILL_AFTER_S = 30
 
 
@@ -136,6 +138,16 @@ def _command(status: environment.Status, ranks: int, config_dir: Path, name: str
             str(status.mpiexec), "-n", str(ranks), str(status.dlio_benchmark),
             "--config-dir", str(config_dir), f"workload={name}", f"hydra.run.dir={hydra_dir}",
             *overrides]
+
+
+def _clear_run_folder(out_dir: Path) -> None:
+    """Empty ``out_dir`` for a new run: only a folder that is empty or holds an earlier DLIO run
+    (its ``plan.json``); anything else is a mistyped path, never removed."""
+    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / "plan.json").exists():
+        raise ConfigError(f"DLIO out_dir = {str(out_dir)!r}: exists and is not a DLIO run folder "
+                          "(no plan.json); allowed: a new or empty folder, or an earlier run's")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
 
 
 def _write_config(out_dir: Path, name: str, cfg: dict) -> tuple[Path, Path]:
@@ -264,10 +276,11 @@ def prepare(workload: str, cfg=None, ranks: int = 1, out_dir=None, *, batch_size
         return Plan(workload, ranks, B, built, out_dir, config_dir / "workload" / f"{name}.yaml",
                     data_folder, data_paths, ckpt, cmd, env, env_set, timeout_s, status, facts)
 
-    shutil.rmtree(out_dir, ignore_errors=True)
-    out_dir.mkdir(parents=True)
-    shutil.rmtree(ckpt, ignore_errors=True)
-    ckpt.mkdir(parents=True)
+    _clear_run_folder(out_dir)
+    ckpt.mkdir(parents=True, exist_ok=True)
+    for pattern in CHECKPOINT_NAMES:  # DLIO's names only: the folder may hold other files
+        for p in ckpt.glob(pattern):
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
     generation: dict = {}
     if built.needs_generation:
         folder, generation = _generate(env, status, built, root, timeout_s)
