@@ -391,3 +391,20 @@ def test_real_checkpoint_size_comes_from_the_workload_stage(tmp_path, monkeypatc
         {"rank": 0, "checkpoints": [{"tag": "start", "bytes": 900}, {"tag": "end", "bytes": 1000}]},
         {"rank": 1, "checkpoints": [{"tag": "start", "bytes": 950}]}]}))
     assert runner.real_checkpoint_bytes("bert") == 1000
+
+
+@pytest.mark.skipif(not environment.status().ok, reason=f"DLIO cannot run here: {environment.status().why}")
+def test_reference_numbers_are_those_of_the_installed_dlio_configs():
+    """reference.DLIO_COMPUTATION_TIME_S came from DLIO 2.0's workload configs: check them
+    against the ones dlio-benchmark 2.0.0 ships (a check of our table, not of a paper)."""
+    import yaml
+
+    from experiments import reference
+
+    site = next(environment.venv_dir().glob("lib/python3*/site-packages/dlio_benchmark/configs/workload"))
+    got = {k: yaml.safe_load((site / f"{name}.yaml").read_text())["train"]["computation_time"]
+           for k, name in (("unet3d_v100_b4", "unet3d_v100"), ("bert_v100_b48", "bert_v100"),
+                           ("dlrm", "dlrm"))}
+    assert got == reference.DLIO_COMPUTATION_TIME_S
+    u = yaml.safe_load((site / "unet3d_v100.yaml").read_text())
+    assert (u["reader"]["batch_size"], u["dataset"]["num_files_train"]) == (4, 168)
