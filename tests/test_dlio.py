@@ -287,7 +287,7 @@ def test_missing_output_is_an_error_naming_the_log(tmp_path):
 # ------------------------------------------------------------------ environment, not measured
 
 def test_status_says_why_when_dlio_is_absent(tmp_path, monkeypatch):
-    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    monkeypatch.setenv("DLIO_VENV", str(tmp_path / environment.VENV))
     s = environment.status()
     assert not s.ok and "make setup" in s.why
     (tmp_path / environment.VENV).mkdir()
@@ -408,3 +408,14 @@ def test_reference_numbers_are_those_of_the_installed_dlio_configs():
     assert got == reference.DLIO_COMPUTATION_TIME_S
     u = yaml.safe_load((site / "unet3d_v100.yaml").read_text())
     assert (u["reader"]["batch_size"], u["dataset"]["num_files_train"]) == (4, 168)
+
+
+def test_a_copy_of_the_project_finds_the_checkout_environment(tmp_path, monkeypatch):
+    """The smoke pipeline runs in a copy (DLIO_ROOT) without .venv-dlio: DLIO's environment
+    is then the one of the checkout whose package (and Python) runs."""
+    monkeypatch.delenv("DLIO_VENV", raising=False)
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    mine = Path(__file__).resolve().parents[1] / environment.VENV
+    if not (mine / "bin" / "dlio_benchmark").exists():
+        pytest.skip(f"no {mine} in this checkout")
+    assert environment.venv_dir() == mine

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +56,16 @@ class Status:
 
 
 def venv_dir() -> Path:
-    return paths.root() / VENV
+    """DLIO's environment: ``$DLIO_VENV`` if set, else ``.venv-dlio`` of the project root, else
+    the one beside the running Python's environment (the smoke tests run the pipeline in a copy
+    of the project, ``DLIO_ROOT``, that has no ``.venv-dlio`` of its own) or beside this package."""
+    if os.environ.get("DLIO_VENV"):
+        return Path(os.environ["DLIO_VENV"])
+    here = paths.root() / VENV
+    for cand in (here, Path(sys.prefix).parent / VENV, Path(__file__).resolve().parents[2] / VENV):
+        if (cand / "bin" / "dlio_benchmark").exists() or (cand / "UNAVAILABLE").exists():
+            return cand
+    return here
 
 
 def installed_version(venv: Path) -> str | None:
@@ -67,8 +77,8 @@ def installed_version(venv: Path) -> str | None:
     return None
 
 
-def _lock_hash() -> str | None:
-    p = paths.root() / LOCK
+def _lock_hash(checkout: Path) -> str | None:
+    p = checkout / LOCK if (checkout / LOCK).exists() else paths.root() / LOCK
     return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
 
 
@@ -84,7 +94,7 @@ def status() -> Status:
         return Status(False, f"DLIO's environment {VENV} is not set up; run `make setup` "
                              f"(or `bash env/setup-dlio.sh`)", version, v)
     stamp = v / ".dlio-lock-sha256"
-    want = _lock_hash()
+    want = _lock_hash(v.parent)
     if want and (not stamp.exists() or stamp.read_text().strip() != want):
         return Status(False, f"DLIO's environment {VENV} is out of date with {LOCK}; run "
                              f"`make setup` (or `bash env/setup-dlio.sh`)", version, v)
