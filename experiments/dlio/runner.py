@@ -195,7 +195,7 @@ def _generate(plan_env: dict, status: environment.Status, built: Built, root: Pa
         t0 = time.perf_counter()
         p = subprocess.run(cmd, env=plan_env, cwd=tmp, capture_output=True, text=True)
         if p.returncode != 0:
-            raise RuntimeError(f"DLIO data generation failed (exit {p.returncode}): "
+            raise DlioUnavailable(f"DLIO's data generation failed (exit {p.returncode}): "
                                + "\n".join((p.stdout + p.stderr).splitlines()[-20:]))
         shutil.rmtree(tmp / ".dlio-generate", ignore_errors=True)
         (tmp / dataset.COMPLETE).write_text(key + "\n")
