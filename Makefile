@@ -13,7 +13,7 @@ help:
 	@echo "make paper   switch params.yaml to the paper profile and dvc repro"
 	@echo "make default switch params.yaml back to the default profile"
 	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead (runs what is stale)"
-	@echo "make lock    re-pin env/requirements.lock from env/requirements.in"
+	@echo "make lock    re-pin env/requirements.lock (and env/dlio.lock) from env/*.in"
 	@echo "make clean   remove results, generated data and tier copies (not .venv)"
 
 setup:
@@ -50,6 +50,7 @@ lock:
 	uv pip compile env/requirements.in --override env/overrides.txt --python-version 3.11 \
 	  --python-platform x86_64-manylinux_2_28 -o env/requirements.lock
 	python3 env/lock_to_conda.py
+	bash env/setup-dlio.sh lock
 
 clean: setup
 	rm -rf results/*/ data/*/ $$($(RUN) python -m experiments.tiers dirs --own)

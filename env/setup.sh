@@ -33,4 +33,6 @@ else
   echo "$want" > "$STAMP"
 fi
 
+# DLIO (the anchor of the emulator comparison) in its own environment, .venv-dlio.
+[ "${SETUP_DLIO:-1}" = "0" ] || bash env/setup-dlio.sh
 bash env/system-tools.sh
