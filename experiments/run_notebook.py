@@ -222,6 +222,14 @@ def headline(metrics: dict) -> str:
     return ", ".join(f"{k}={fmt(v)}" for k, v in metrics.items())
 
 
+def human(n: float) -> str:
+    """Bytes as a reader says them (10^3 multiples)."""
+    for unit, k in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
 def fmt_seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 60 else f"{int(s // 60)} min {s % 60:.0f} s"
 
@@ -308,7 +316,7 @@ def main(argv=None) -> int:
     metrics_path = paths.results_dir(stage) / "metrics.json"
     head = headline(json.loads(metrics_path.read_text())) if metrics_path.exists() else ""
     size = sum(facts["outs_bytes"].values()) + sum(max(0, v) for v in facts["tier_bytes_added"].values())
-    print(f"{stage}: done in {fmt_seconds(wall)}, {size / 1e6:.1f} MB on disk"
+    print(f"{stage}: done in {fmt_seconds(wall)}, {human(size)} on disk"
           + (f"; {head}" if head else ""), flush=True)
     return 0
 

@@ -66,7 +66,7 @@ def _text_boxes(fig, renderer) -> list[tuple[str, object]]:
             return
         bb = artist.get_window_extent(renderer)
         if bb.width > 0 and bb.height > 0:
-            boxes.append((name, bb))
+            boxes.append((name, _corners(artist, bb, renderer)))
 
     for attr in ("_suptitle", "_supxlabel", "_supylabel"):
         add(getattr(fig, attr, None), attr.strip("_"))
@@ -93,6 +93,40 @@ def _text_boxes(fig, renderer) -> list[tuple[str, object]]:
         for t in ax.texts:
             add(t, f"{who} text {t.get_text()[:40]!r}")
     return boxes
+
+
+def _corners(artist, bb, renderer):
+    """The four corners (display pixels) of the box around ``artist``: for rotated text the
+    box turned with the text (its axis-aligned box is much larger than the letters)."""
+    import numpy as np
+
+    rot = artist.get_rotation() % 180 if hasattr(artist, "get_rotation") else 0
+    if not rot:
+        return np.array([[bb.x0, bb.y0], [bb.x1, bb.y0], [bb.x1, bb.y1], [bb.x0, bb.y1]])
+    artist.set_rotation(0)
+    flat = artist.get_window_extent(renderer)
+    artist.set_rotation(rot)
+    w, h, a = flat.width / 2, flat.height / 2, np.deg2rad(rot)
+    turn = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    return np.array([[bb.x0 + bb.x1, bb.y0 + bb.y1]]) / 2 + np.array([[-w, -h], [w, -h], [w, h], [-w, h]]) @ turn.T
+
+
+def _overlap(p, q, min_px: float) -> bool:
+    """Whether two convex quadrilaterals overlap by more than ``min_px`` along every axis that
+    could separate them (the separating-axis test)."""
+    import numpy as np
+
+    for poly in (p, q):
+        for i in range(4):
+            edge = poly[(i + 1) % 4] - poly[i]
+            n = np.array([-edge[1], edge[0]])
+            if not np.any(n):
+                continue
+            n = n / np.hypot(*n)
+            a, b = p @ n, q @ n
+            if min(a.max(), b.max()) - max(a.min(), b.min()) <= min_px:
+                return False
+    return True
 
 
 def _data_points(ax, renderer):
@@ -127,11 +161,9 @@ def layout_problems(fig, min_px: float = 1.0) -> list[str]:
     r = fig.canvas.get_renderer()
     boxes = _text_boxes(fig, r)
     out = []
-    for i, (a, ba) in enumerate(boxes):
-        for b, bb in boxes[i + 1:]:
-            w = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
-            h = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
-            if w > min_px and h > min_px:
+    for i, (a, pa) in enumerate(boxes):
+        for b, pb in boxes[i + 1:]:
+            if _overlap(pa, pb, min_px):
                 out.append(f"{a} overlaps {b}")
     for ax in fig.axes:
         lg = ax.get_legend()
