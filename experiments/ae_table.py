@@ -115,8 +115,10 @@ def cell_for(stage: str, st: dict, r: dict[str, dict]) -> str:
     """'time, disk' of ``dvc repro STAGE`` from scratch, or why there is none."""
     chain = upstream(stage, st)
     missing = [s for s in chain if s not in r]
+    if len(missing) == len(chain):
+        return "not measured yet"
     if missing:
-        return f"not measured ({', '.join(missing)} did not run)"
+        return f"not measured ({', '.join(sorted(missing)[:2])}{', ...' if len(missing) > 2 else ''} did not run)"
     alone = r[stage]["wall_s"]
     total = sum(r[s]["wall_s"] for s in chain)
     size = sum(stage_bytes(r[s]) for s in chain)

@@ -48,7 +48,7 @@ def test_readme_blocks_are_filled_from_the_runs(project):
     out = ae_table.update_readme(readme, ae_table.runs(), ae_table.footprint(), ae_table.stages())
     assert "old" not in out and "~5 min" not in out and out.endswith("end\n")
     assert "| a claim | `dvc repro report` | 3 min 15 s (10 s for this stage), 8.1 MB |" in out
-    assert "| unmeasured | `dvc repro other` | not measured (other did not run) |" in out
+    assert "| unmeasured | `dvc repro other` | not measured yet |" in out
     assert "took 3 min 15 s" in out and "on box · 2 CPUs · cpu" in out and "load average up to 1.5" in out
     assert "`data/`" in out and ".venv/" in out
     assert ae_table.update_readme(out, ae_table.runs(), ae_table.footprint(), ae_table.stages()) == out
