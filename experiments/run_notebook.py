@@ -13,14 +13,15 @@ Every stage in ``dvc.yaml`` runs its notebook through this command. It is paperm
   :class:`experiments.results.StageResults`). A notebook run any other way (JupyterLab,
   papermill by hand) explores: it writes under ``explore/`` and says where.
 - **A quiet log**: the kernel talks to papermill over IPC sockets, not TCP (ipykernel warns
-  "Kernel is running over TCP without encryption" otherwise). TensorFlow 2.21's C++ start-up
-  lines (the absl "All log messages before absl::InitializeLog()" notice, its ``I...`` info
-  lines, the "To enable the following instructions" line and, on a host without a GPU, the
-  ``failed call to cuInit`` error) are printed by absl before TensorFlow reads
-  ``TF_CPP_MIN_LOG_LEVEL``, so no environment variable silences them: they are kept out of
-  the console by :data:`NOISE` and written, with every other line the kernel and its
-  children print to stderr, to ``results/<stage>/kernel-stderr.log``. Every other line
-  passes through.
+  "Kernel is running over TCP without encryption" otherwise), and is shut down without the
+  SIGINT that makes ipykernel log "KeyboardInterrupt caught in kernel". TensorFlow 2.21's C++
+  start-up lines are not errors: absl's "All log messages before absl::InitializeLog()"
+  notice and the CUDA stub's ``I...`` info line are printed before TensorFlow reads
+  ``TF_CPP_MIN_LOG_LEVEL`` (no setting silences them); the CPU-feature info and, on a host
+  without a GPU, the ``failed call to cuInit`` error go only at ``TF_CPP_MIN_LOG_LEVEL=3``,
+  which would hide every real TensorFlow C++ error too. So they are kept out of the console
+  by :data:`NOISE` and written, with every other line the kernel and its children print to
+  stderr, to ``results/<stage>/kernel-stderr.log``; every other line passes through.
 - **What it cost**: the stage's wall time, the load average, and the disk its outputs and
   its tier copies take are added to its ``env.json`` under ``"run"`` (the AE table,
   ``python -m experiments.ae_table``, is made from them), and the headline metrics are
