@@ -4,7 +4,7 @@ VENV  := .venv
 BIN   := $(VENV)/bin
 RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup repro test unit smoke lab paper default bench lock clean help
+.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help
 
 help:
 	@echo "make repro   set up, then dvc repro on params.yaml (the default profile)"
@@ -13,14 +13,16 @@ help:
 	@echo "make paper   switch params.yaml to the paper profile and dvc repro"
 	@echo "make default switch params.yaml back to the default profile"
 	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead (runs what is stale)"
+	@echo "make ae-table  README's time and disk figures and docs/ae-table.md, from the last run"
 	@echo "make lock    re-pin env/requirements.lock (and env/dlio.lock) from env/*.in"
-	@echo "make clean   remove results, generated data and tier copies (not .venv)"
+	@echo "make clean   remove results, generated data, explore/ and tier copies (not .venv)"
 
 setup:
 	@bash env/setup.sh
 
 repro: setup
 	$(RUN) dvc repro
+	@$(RUN) python -m experiments.ae_table --print
 
 test: setup
 	$(RUN) python -m pytest
@@ -37,6 +39,7 @@ lab: setup
 paper: setup
 	$(RUN) python -m experiments.profile paper
 	$(RUN) dvc repro
+	@$(RUN) python -m experiments.ae_table --print
 
 default: setup
 	$(RUN) python -m experiments.profile default
@@ -46,6 +49,9 @@ bench: setup
 	$(RUN) python -m experiments.bench
 	$(RUN) python -m experiments.trace.bench
 
+ae-table: setup
+	$(RUN) python -m experiments.ae_table
+
 lock:
 	uv pip compile env/requirements.in --override env/overrides.txt --python-version 3.11 \
 	  --python-platform x86_64-manylinux_2_28 -o env/requirements.lock
@@ -53,4 +59,4 @@ lock:
 	bash env/setup-dlio.sh lock
 
 clean: setup
-	rm -rf results/*/ data/*/ $$($(RUN) python -m experiments.tiers dirs --own)
+	rm -rf results/*/ data/*/ explore/ $$($(RUN) python -m experiments.tiers dirs --own)

@@ -10,9 +10,15 @@ VENV=.venv
 STAMP=$VENV/.dlio-lock-sha256
 
 if ! command -v uv >/dev/null 2>&1; then
-  echo "setup: installing uv (pip)"
-  python3 -m pip install -q --disable-pip-version-check uv 2>/dev/null \
-    || python3 -m pip install -q --user --disable-pip-version-check uv
+  if python3 -m pip install -q --disable-pip-version-check uv 2>/dev/null; then
+    echo "setup: installed uv into the system Python (python3 -m pip install uv)"
+  elif python3 -m pip install -q --user --disable-pip-version-check uv; then
+    echo "setup: installed uv for this user (python3 -m pip install --user uv)"
+  else
+    echo "setup: error: pip cannot install uv here (an externally managed Python?); install uv" \
+         "(https://docs.astral.sh/uv/getting-started/installation/) and run make again" >&2
+    exit 1
+  fi
   export PATH="$HOME/.local/bin:$PATH"
 fi
 

@@ -2,6 +2,8 @@
 # Install the system tools the experiments use, with apt when root and missing, and say
 # clearly what could not be installed (the experiments then fall back and record it).
 set -uo pipefail
+cd "$(dirname "$0")/.."
+LOG=.venv/apt.log   # inside this checkout: two clones never write one log
 # bpftrace needs tracefs: mount it when missing and root (experiments.trace also tries, and
 # falls back to strace or /proc sampling, saying why).
 if [ ! -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/debug/tracing/events ]; then
@@ -21,11 +23,12 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "setup: installing ${missing[*]} with apt-get"
+  echo "setup: installing ${missing[*]} on this host with apt-get (root)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q "${missing[@]}" >/tmp/dlio-apt.log 2>&1 \
-    || { apt-get update -q >>/tmp/dlio-apt.log 2>&1 && apt-get install -y -q "${missing[@]}" >>/tmp/dlio-apt.log 2>&1; } \
-    || echo "setup: warning: apt-get could not install ${missing[*]} (log: /tmp/dlio-apt.log)"
+  mkdir -p .venv
+  apt-get install -y -q "${missing[@]}" >"$LOG" 2>&1 \
+    || { apt-get update -q >>"$LOG" 2>&1 && apt-get install -y -q "${missing[@]}" >>"$LOG" 2>&1; } \
+    || echo "setup: warning: apt-get could not install ${missing[*]} (log: $LOG)"
 fi
 for tool in fio bpftrace strace iostat; do
   command -v "$tool" >/dev/null 2>&1 || echo "setup: warning: $tool is not installed (package ${PKG[$tool]}); \

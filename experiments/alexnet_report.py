@@ -40,7 +40,7 @@ def plot_fig6(summary: pd.DataFrame):
     d = summary[summary["experiment"] == "prefetch"]
     tiers = list(dict.fromkeys(d["tier"]))
     colors = style.tier_colors(tiers)
-    fig, axes = plt.subplots(2, len(tiers), figsize=(4.2 * len(tiers), 6.2), squeeze=False,
+    fig, axes = plt.subplots(2, len(tiers), figsize=(3.6 * len(tiers) + 2.4, 6.2), squeeze=False,
                              sharey="row", gridspec_kw={"height_ratios": [2, 1]})
     top = float(np.nanmax(np.r_[d["seconds"], d["no_prefetch_seconds"]]))
     for ax, low, tier in zip(axes[0], axes[1], tiers):
@@ -67,8 +67,8 @@ def plot_fig6(summary: pd.DataFrame):
         low.set_xticks(x, [str(n) for n in with_p["threads"]])
         low.set_xlabel("map threads")
         low.set_ylabel("wait for data, s\nper epoch (median)")
-    axes[0][0].legend(fontsize=8, loc="lower left")
-    axes[1][0].legend(fontsize=8, loc="upper right")
+    style.legend_beside(axes[0][-1], axes[0])   # beside the panels: never over a bar
+    style.legend_beside(axes[1][-1], axes[1])
     fig.suptitle("Fig 6: AlexNet epoch, prefetch vs none")
     fig.tight_layout()
     return fig
@@ -152,13 +152,13 @@ def plot_fig9(ck: pd.DataFrame):
     none = float(ck.loc[ck["mode"] == "none", "seconds"].iloc[0]) if (ck["mode"] == "none").any() else np.nan
     labels = [("burst buffer " + t.replace(">", "→")) if m == "burst" else t for m, t in zip(d["mode"], d["target"])]
     x = np.arange(len(d))
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(6, 6), sharex=True)
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(7.5, 6), sharex=True)
     a1.bar(x, d["seconds"], color="white", edgecolor="0.2",
            yerr=[d["seconds"] - d["seconds_min"], d["seconds_max"] - d["seconds"]], capsize=3)
     if np.isfinite(none):
         a1.bar(x, [min(none, s) for s in d["seconds"]], color="0.7", edgecolor="0.2",
                label=f"no checkpoint ({none:.1f} s)")
-        a1.legend(fontsize=8, loc="lower right")
+        style.legend_beside(a1)
     a1.set_ylabel("run time, s (median)")
     a1.set_title(f"Fig 9: {int(d['checkpoints'].iloc[0])} checkpoints of "
                  f"{d['checkpoint_MB'].iloc[0]:.0f} MB during the run")

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import reference
+from . import reference, style
 from .claims import claim
 
 SOURCE = "Nelson (blog)"
@@ -39,12 +39,12 @@ def _lines(ax, d: pd.DataFrame, key: str, label_of):
 def plot_tf_threads(summary: pd.DataFrame):
     """tf.data images/s against private threads, TFRecords vs JPEG files, per tier (cold)."""
     d = summary[(summary["framework"] == "tensorflow") & (summary["cache"] == "cold")]
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
     _lines(ax, d, "threads", ["tier", "format"])
     ax.set_xlabel("tf.data private threads")
     ax.set_ylabel("images/s (median, cold cache)")
     ax.set_title("tf.data: TFRecords vs JPEG files (decode + resize)")
-    ax.legend(fontsize=8, title="tier, format")
+    style.legend_beside(ax, title="tier, format")
     fig.tight_layout()
     return fig
 
@@ -52,12 +52,12 @@ def plot_tf_threads(summary: pd.DataFrame):
 def plot_torch_workers(summary: pd.DataFrame):
     """PyTorch DataLoader images/s against num_workers, per tier (cold)."""
     d = summary[(summary["framework"] == "pytorch") & (summary["cache"] == "cold")]
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = plt.subplots(figsize=(7.2, 3.8))
     _lines(ax, d, "workers", ["tier"])
     ax.set_xlabel("DataLoader num_workers")
     ax.set_ylabel("images/s (median, cold cache)")
     ax.set_title("PyTorch DataLoader over JPEG files (torchvision decode)")
-    ax.legend(fontsize=8, title="tier")
+    style.legend_beside(ax, title="tier")
     fig.tight_layout()
     return fig
 
@@ -75,7 +75,9 @@ def warm_cold(raw: pd.DataFrame) -> pd.DataFrame:
         cold = float(c["images_per_s"]) if same else np.nan
         rows.append({"framework": w.framework, "tier": w.tier, "format": w.format,
                      "parallelism": w.par, "cold_images_per_s": cold,
-                     "warm_images_per_s": w.images_per_s, "warm_over_cold": w.images_per_s / cold})
+                     "warm_images_per_s": w.images_per_s, "warm_over_cold": w.images_per_s / cold,
+                     # a tier without a block device (tmpfs) cannot be evicted: cold is warm there
+                     "evictable": isinstance(w.device, str) and bool(w.device)})
     return pd.DataFrame(rows)
 
 
@@ -97,15 +99,24 @@ def device_reads(dstat_rows: pd.DataFrame, wc_raw: pd.DataFrame) -> pd.DataFrame
 
 
 def plot_warm_cold(wc: pd.DataFrame):
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    labels = [f"{r.framework}\n{r.tier} {r.format}" for r in wc.itertuples()]
-    x = np.arange(len(wc))
-    ax.bar(x - 0.2, wc["cold_images_per_s"], 0.4, label="cold (evicted)", edgecolor="0.2")
-    ax.bar(x + 0.2, wc["warm_images_per_s"], 0.4, label="warm (page cache)", edgecolor="0.2")
+    """Each warm run beside the cold run before it, on the tiers whose cache can be evicted; a
+    memory-backed tier (tmpfs: no block device, its pages are the data) is left out, and the
+    figure says so."""
+    shown = wc[wc["evictable"]] if "evictable" in wc else wc
+    left_out = sorted(set(wc["tier"]) - set(shown["tier"]))
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.3 * len(shown) + 3.2), 3.8))
+    labels = [f"{r.framework}\n{r.tier} {r.format}" for r in shown.itertuples()]
+    x = np.arange(len(shown))
+    ax.bar(x - 0.2, shown["cold_images_per_s"], 0.4, label="cold (evicted)", edgecolor="0.2")
+    ax.bar(x + 0.2, shown["warm_images_per_s"], 0.4, label="warm (page cache)", edgecolor="0.2")
     ax.set_xticks(x, labels, fontsize=8)
+    ax.set_xlabel("framework, tier and format of the run")
     ax.set_ylabel("images/s")
     ax.set_title("Same run, cold vs warm page cache (blog's finding 5)")
-    ax.legend(fontsize=8)
+    style.legend_beside(ax)
+    if left_out:
+        ax.annotate(f"not shown: tier {', '.join(left_out)}\n(memory-backed: cannot be evicted)",
+                    xy=(1.02, 0.0), xycoords="axes fraction", fontsize=7, color="0.35", va="bottom")
     fig.tight_layout()
     return fig
 

@@ -27,6 +27,7 @@ from .cache import EvictionMethod
 from .common_config import check_counts
 from .config import Section
 from .progress import progress
+from .tiers import require_free
 
 
 class BlogConfig(Section):
@@ -54,11 +55,10 @@ class BlogConfig(Section):
 def convert(manifest: pd.DataFrame, dest: Path, shards: int) -> dict:
     """Write ``manifest``'s JPEGs as ``shards`` TFRecord files under ``dest`` (atomically).
 
-    Reused when a previous conversion of the same files exists. Returns facts: files, bytes,
+    Reused when a previous conversion of the same files exists; otherwise states its size and
+    stops before writing when it does not fit. Returns facts: files, bytes,
     seconds, MB/s (10^6 B/s) of JPEG bytes converted, and the shard paths.
     """
-    import tensorflow as tf
-
     dest = Path(dest)
     stamp = dest / "converted.csv"
     want = manifest[["path", "bytes"]].reset_index(drop=True)
@@ -68,6 +68,13 @@ def convert(manifest: pd.DataFrame, dest: Path, shards: int) -> dict:
                 "bytes": sum(Path(f).stat().st_size for f in files)}
     dest.mkdir(parents=True, exist_ok=True)
     stamp.unlink(missing_ok=True)
+    for f in [*dest.glob("*.partial"), *dest.glob("*.tfrecord")]:   # leftovers, stale shards
+        f.unlink()
+    # a TFRecord adds about 60 B of framing and features to each JPEG
+    require_free(dest, int(manifest["bytes"].sum()) + 60 * len(manifest),
+                 f"the blog's TFRecords ({len(manifest)} JPEGs in {shards} shards)", "blog.images", say=True)
+    import tensorflow as tf
+
     t0 = time.perf_counter()
     per = -(-len(manifest) // shards)
     for i, f in enumerate(files):

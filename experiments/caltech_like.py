@@ -30,9 +30,10 @@ import pandas as pd
 from PIL import Image
 from pydantic import Field, model_validator
 
-from .config import ConfigError, Section
+from .config import Section
 from .imagenet_like import MANIFEST, make_jpeg, read_manifest, sized_image  # noqa: F401 (re-export)
 from .progress import progress
+from .tiers import require_free
 
 
 class CaltechLikeConfig(Section):
@@ -105,25 +106,26 @@ def _work(args) -> list[tuple[int, int]]:
 
 
 def estimated_bytes(cfg: CaltechLikeConfig) -> int:
-    """Expected size of the data set on disk (n_images x mean size)."""
-    return int(cfg.n_images * cfg.mean_KB * 1000)
+    """Expected size of the data set on disk: n_images x the mean size, with the size
+    tolerance and half a 4 KiB file-system block per file on top."""
+    return int(cfg.n_images * (cfg.mean_KB * 1000 * (1 + cfg.size_tolerance) + 2048))
 
 
 def generate(out: Path, cfg: CaltechLikeConfig, seed: int) -> dict:
     """Write the data set to ``out`` atomically (built under ``<out>.partial``, then renamed).
 
+    States its size first and stops, before writing, when it does not fit
+    (:func:`experiments.tiers.require_free`); a run that dies half way leaves only the
+    ``.partial`` folder, which the next run removes.
+
     Returns facts: images, bytes, seconds, generation throughput in MB/s (10^6 B/s), workers.
     """
     out = Path(out)
-    need = estimated_bytes(cfg)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(out.parent).free
-    if need * 1.2 > free:
-        raise ConfigError(
-            f"caltech_like.n_images = {cfg.n_images}: needs about {need / 1e6:.0f} MB but "
-            f"{out.parent} has {free / 1e6:.0f} MB free; lower n_images or free space")
     tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)     # what a run that died half way left
+    require_free(out, estimated_bytes(cfg), f"the Caltech-like set ({cfg.n_images} images)",
+                 "caltech_like.n_images", say=True)
+    shutil.rmtree(out, ignore_errors=True)
     labels = np.arange(cfg.n_images) % cfg.n_classes
     for c in range(min(cfg.n_classes, cfg.n_images)):
         (tmp / "train" / f"c{c:04d}").mkdir(parents=True, exist_ok=True)

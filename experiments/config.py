@@ -117,20 +117,44 @@ def validate(name: str, value: Any) -> Any:
     return obj.root if hasattr(obj, "root") and not isinstance(obj, Section) else obj
 
 
+_last_overrides: dict[str, Any] = {}
+
+
+def differences(base: Any, value: Any, prefix: str) -> dict[str, Any]:
+    """``{"section.key": value}`` for every leaf of ``value`` that differs from ``base``."""
+    if isinstance(base, dict) and isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            out |= differences(base.get(k), v, f"{prefix}.{k}")
+        return out
+    return {} if base == value else {prefix: value}
+
+
+def last_overrides() -> dict[str, Any]:
+    """What the last :func:`load` in this process changed from ``params.yaml``, as
+    ``{"section.key": value}`` (empty when a notebook runs as the file says)."""
+    return dict(_last_overrides)
+
+
 def load(params_path=None, **overrides: Any) -> SimpleNamespace:
     """Validated sections named by the keyword arguments.
 
     A keyword's value is laid over that section of ``params.yaml``: ``None`` keeps the file's
     section, a mapping overrides the keys it names, anything else replaces the section.
+    What differs from the file is remembered (:func:`last_overrides`): an exploring run's
+    results folder is named after it.
     """
     raw = read_params(params_path)
-    out = {}
+    out, changed = {}, {}
     for name, override in overrides.items():
         model_for(name)  # unknown section name -> ConfigError
         if name not in raw and override is None:
             raise ConfigError(f"params: section {name!r} is missing from {paths.params_file().name}")
         value = raw.get(name) if override is None else merge(raw.get(name), override)
         out[name] = validate(name, value)
+        changed |= differences(raw.get(name), value, name)
+    _last_overrides.clear()
+    _last_overrides.update(changed)
     return SimpleNamespace(**out)
 
 

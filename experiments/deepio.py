@@ -33,7 +33,7 @@ from .common_config import check_counts
 from .procs import run_together
 from .config import Section
 from .progress import progress
-from .tiers import prepare
+from .tiers import prepare, require_free
 
 
 class DeepIOConfig(Section):
@@ -170,7 +170,8 @@ def train_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
 
 def pack(manifest: pd.DataFrame, dest: Path) -> pd.DataFrame:
     """Concatenate the files of ``manifest`` (in its order) into ``dest/samples.bin`` with an
-    index (offset, bytes); reused when the index matches. Written atomically."""
+    index (offset, bytes); reused when the index matches. Written atomically, after checking
+    that it fits (:func:`experiments.tiers.require_free`)."""
     dest.mkdir(parents=True, exist_ok=True)
     index_path = dest / "index.csv"
     sizes = manifest["bytes"].to_numpy()
@@ -180,6 +181,10 @@ def pack(manifest: pd.DataFrame, dest: Path) -> pd.DataFrame:
         if old.equals(index) and (dest / "samples.bin").stat().st_size == sizes.sum():
             return index
     tmp = dest / "samples.bin.partial"
+    tmp.unlink(missing_ok=True)
+    require_free(dest, int(sizes.sum()), f"deepio's packed samples ({len(sizes)} files)",
+                 "deepio.loader_samples", say=True)
+    (dest / "samples.bin").unlink(missing_ok=True)
     with open(tmp, "wb") as out:
         for p in manifest["abspath"]:
             out.write(Path(p).read_bytes())

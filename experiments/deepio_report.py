@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import reference
+from . import reference, style
 from .claims import claim
 
 SOURCE = "Zhu 2018 (DeepIO)"
@@ -81,8 +81,8 @@ def plot_bandwidth(loader: pd.DataFrame, fio: pd.DataFrame):
     """Fig 10/11 style: aggregate read MB/s against processes, ordered vs opportunistic, one
     panel per tier and a line per R; fio's sequential and random read on the tier, dashed."""
     tiers = list(dict.fromkeys(loader["tier"]))
-    fig, axes = plt.subplots(1, len(tiers), figsize=(4.8 * len(tiers), 3.8), squeeze=False)
-    for ax, tier in zip(axes[0], tiers):
+    fig, axes = plt.subplots(1, len(tiers), figsize=(4.2 * len(tiers) + 2.2, 3.8), squeeze=False)
+    for k, (ax, tier) in enumerate(zip(axes[0], tiers)):
         t = loader[loader["tier"] == tier]
         for (mode, r), g in t.groupby(["mode", "R"]):
             g = g.sort_values("P")
@@ -96,9 +96,10 @@ def plot_bandwidth(loader: pd.DataFrame, fio: pd.DataFrame):
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(t["P"].unique()), [str(p) for p in sorted(t["P"].unique())])
         ax.set_xlabel("loader processes P")
-        ax.set_ylabel("aggregate read bandwidth, MB/s")
+        if k == 0:   # one unit for every panel; each keeps its own scale
+            ax.set_ylabel("aggregate read bandwidth, MB/s")
         ax.set_title(f"tier {tier}")
-        ax.legend(fontsize=6, ncol=2, loc="upper left", bbox_to_anchor=(0, -0.3))
+    style.legend_beside(axes[0][-1], axes[0])
     fig.suptitle("Ordered vs opportunistic batches (cf. Fig 10, 11)")
     fig.tight_layout()
     return fig

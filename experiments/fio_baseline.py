@@ -19,7 +19,7 @@ from pydantic import Field
 from . import cache
 from .config import ConfigError, Section
 from .progress import progress
-from .tiers import Tier, prepare
+from .tiers import Tier, prepare, require_free
 
 JOBS = ("seqwrite", "seqread", "randread")
 
@@ -76,7 +76,11 @@ def run_job(path: Path, job: str, cfg: FioConfig, bssplit: str, direct: bool) ->
 def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFrame, dict]:
     """fio's three jobs on every tier. Returns (one row per run, facts for env.json)."""
     fio_binary()
-    infos = {t.name: prepare(t, need_bytes=cfg.size_mib * 2**20) for t in tiers}
+    infos = {t.name: prepare(t) for t in tiers}
+    for t in tiers:   # every tier's test file fits, before the first is written
+        (t.dir / "fio-baseline.testfile").unlink(missing_ok=True)   # a killed run's leftover
+        require_free(t.dir / "fio-baseline.testfile", cfg.size_mib * 2**20,
+                     f"fio's test file on tier {t.name}", "fio_baseline.size_mib", say=True)
     rows, facts = [], {"eviction": {}, "direct": {}}
     runs = [(t, job, i) for t in tiers for job in JOBS for i in range(cfg.warmup + cfg.repeats)]
     for t in tiers:

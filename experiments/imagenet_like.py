@@ -26,8 +26,9 @@ from PIL import Image
 from pydantic import Field
 
 from .common_config import parse_bssplit
-from .config import ConfigError, Section
+from .config import Section
 from .progress import progress
+from .tiers import require_free
 
 MANIFEST = "filelist.csv"
 
@@ -110,27 +111,28 @@ def _work(args) -> list[tuple[int, int]]:
 
 
 def estimated_bytes(cfg: ImageNetLikeConfig, bssplit: str) -> int:
-    """Expected size of the data set on disk, from the size mix (bucket midpoints)."""
+    """Expected size of the data set on disk, from the size mix (bucket midpoints), with the
+    size tolerance and half a 4 KiB file-system block per file on top."""
     mix = parse_bssplit(bssplit)
-    return int(cfg.n_images * sum(1.5 * b * w / 100 for b, w in mix))
+    per_file = sum(1.5 * b * w / 100 for b, w in mix) * (1 + cfg.size_tolerance) + 2048
+    return int(cfg.n_images * per_file)
 
 
 def generate(out: Path, cfg: ImageNetLikeConfig, bssplit: str, seed: int) -> dict:
-    """Write the data set to ``out`` (atomically: built beside it, then renamed).
+    """Write the data set to ``out`` (atomically: built in ``<out>.partial``, then renamed).
+
+    States its size first and stops, before writing, when it does not fit
+    (:func:`experiments.tiers.require_free`); a run that dies half way leaves only the
+    ``.partial`` folder, which the next run removes.
 
     Returns facts: images, bytes, seconds and the generation throughput in MB/s (10^6 B/s).
     """
     out = Path(out)
-    need = estimated_bytes(cfg, bssplit)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(out.parent).free
-    if need * 1.1 > free:
-        raise ConfigError(
-            f"imagenet_like.n_images = {cfg.n_images}: needs about {need / 1e6:.0f} MB but "
-            f"{out.parent} has {free / 1e6:.0f} MB free; lower n_images or free space"
-        )
     tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)     # what a run that died half way left
+    require_free(out, estimated_bytes(cfg, bssplit), f"the ImageNet-like set ({cfg.n_images} JPEGs)",
+                 "imagenet_like.n_images", say=True)
+    shutil.rmtree(out, ignore_errors=True)
     labels = np.arange(cfg.n_images) % cfg.n_classes
     for c in range(min(cfg.n_classes, cfg.n_images)):
         (tmp / "train" / f"c{c:04d}").mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ from .common_config import check_counts
 from .procs import run_together
 from .config import ConfigError, Section
 from .progress import progress
-from .tiers import prepare
+from .tiers import prepare, require_free
 
 STRATEGIES = ("lmdb", "lmm", "dio_prov", "coal", "stag")
 
@@ -125,25 +125,51 @@ def record_bytes(i: int, size: int, seed: int) -> bytes:
     return np.random.default_rng([seed, i]).integers(0, 256, size, dtype=np.uint8).tobytes()
 
 
-def build(dest: Path, records: int, size: int, map_size: int, seed: int) -> pd.DataFrame:
-    """Write the LMDB at ``dest`` (atomically) and its provenance; reuse one that matches.
+def estimated_bytes(records: int, size: int) -> int:
+    """Bytes an LMDB of ``records`` values of ``size`` bytes takes: a value larger than half a
+    4 KiB page lives on its own overflow pages; smaller ones share leaf pages (about 2/3 full)."""
+    page = 4096
+    per = math.ceil((size + 16) / page) * page + 64 if size > page // 2 - 32 else (size + 32) * 1.5
+    return int(records * per * 1.05) + (1 << 20)
 
-    Returns the provenance table: key index, file offset and size of every value in data.mdb.
-    """
-    import lmdb
 
-    dest = Path(dest)
+def _reusable(dest: Path, records: int, size: int, seed: int) -> pd.DataFrame | None:
     prov_path = dest / "provenance.csv"
     if prov_path.exists():
         prov = pd.read_csv(prov_path)
         if len(prov) == records and (prov["bytes"] == size).all() and \
                 (dest / "data.mdb").exists() and (dest / f"seed-{seed}").exists():
             return prov
+    return None
+
+
+def require_room(dest: Path, records: int, size: int, seed: int, name: str, say: bool = True) -> None:
+    """Stop before writing when the LMDB at ``dest`` must be (re)built and does not fit."""
+    if _reusable(Path(dest), records, size, seed) is None:
+        require_free(dest, estimated_bytes(records, size), f"lmdbio's {name} LMDB ({records} x {size} B)",
+                     f"lmdbio.datasets[{name}].records or record_bytes", say=say)
+
+
+def build(dest: Path, records: int, size: int, map_size: int, seed: int) -> pd.DataFrame:
+    """Write the LMDB at ``dest`` (atomically) and its provenance; reuse one that matches.
+
+    Stops before writing when it does not fit (:func:`require_room`); a build that dies half
+    way leaves only ``<dest>.partial``, which the next build removes.
+    Returns the provenance table: key index, file offset and size of every value in data.mdb.
+    """
+    import lmdb
+
+    dest = Path(dest)
+    prov = _reusable(dest, records, size, seed)
+    if prov is not None:
+        return prov
     if size > map_size:
         raise ConfigError(f"lmdbio: record_bytes = {size} is larger than the map size "
                           f"{map_size} B; raise map_size_mib")
     tmp = dest.with_name(dest.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
+    require_room(dest, records, size, seed, dest.name.removeprefix("lmdbio-"), say=False)
+    shutil.rmtree(dest, ignore_errors=True)
     tmp.mkdir(parents=True)
     env = lmdb.open(str(tmp), map_size=map_size, subdir=True, lock=True, sync=False)
     batch = max(1, (64 << 20) // max(size, 1))
@@ -163,7 +189,6 @@ def build(dest: Path, records: int, size: int, map_size: int, seed: int) -> pd.D
     prov = pd.DataFrame(rows, columns=["key", "offset", "bytes"])
     prov.to_csv(tmp / "provenance.csv", index=False)
     (tmp / f"seed-{seed}").write_text("")
-    shutil.rmtree(dest, ignore_errors=True)
     os.replace(tmp, dest)
     return prov
 
@@ -347,6 +372,9 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
     cache evicted before each run. One row per run: total seconds, MB/s, context switches."""
     dbs = {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
+    for t in tiers:   # every LMDB that must be built fits, before the first is written
+        for d in cfg.datasets:
+            require_room(t.dir / f"lmdbio-{d.name}", d.records, d.record_bytes, seed, d.name)
     for t in tiers:
         for d in cfg.datasets:
             dest = t.dir / f"lmdbio-{d.name}"

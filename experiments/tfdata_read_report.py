@@ -78,7 +78,8 @@ def plot_size_histogram(hist: pd.DataFrame):
     x = np.arange(len(hist))
     ax.bar(x - 0.2, hist["mix_percent"], 0.4, label="ImageNet mix (blog's bssplit)", edgecolor="0.2")
     ax.bar(x + 0.2, hist["files_percent"], 0.4, label="generated files", edgecolor="0.2")
-    ax.set_xticks(x, [f"[{b}, {2 * int(b[:-1])}K)" for b in hist["bucket"]], rotation=30, fontsize=8)
+    ax.set_xticks(x, [f"[{b}, {2 * int(b[:-1])}K)" for b in hist["bucket"]], rotation=35, fontsize=8,
+                  ha="right", rotation_mode="anchor")
     ax.set_xlabel("file size bucket, KiB")
     ax.set_ylabel("files, %")
     ax.set_title("ImageNet-like JPEG sizes")
@@ -101,12 +102,13 @@ def fraction_of_fio(reads: pd.DataFrame, fio: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def generation_vs_fio(data_metrics: dict, fio: pd.DataFrame) -> pd.DataFrame:
-    """Data-generation throughput (MB/s) beside fio's sequential write on every tier."""
-    return pd.DataFrame([{"tier": t, "generation_MBps": data_metrics["generation_MBps"],
+def generation_vs_fio(generation: dict, fio: pd.DataFrame) -> pd.DataFrame:
+    """Data-generation throughput (MB/s) beside fio's sequential write on every tier;
+    ``generation`` is the generator's facts (``env.json["generation"]`` of imagenet_like)."""
+    return pd.DataFrame([{"tier": t, "generation_MBps": generation["MBps"],
                           "fio_seqwrite_MBps": _fio(fio, t, "seqwrite"),
-                          "generation_workers": data_metrics["workers"],
-                          "ratio": data_metrics["generation_MBps"] / _fio(fio, t, "seqwrite")}
+                          "generation_workers": generation["workers"],
+                          "ratio": generation["MBps"] / _fio(fio, t, "seqwrite")}
                          for t in dict.fromkeys(fio["tier"])])
 
 

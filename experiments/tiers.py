@@ -119,12 +119,14 @@ def prepare(tier: Tier, need_bytes: int = 0) -> TierInfo:
     return TierInfo(tier.name, str(d), fstype, dev, free, total)
 
 
-def require_free(folder: str | os.PathLike, need_bytes: int, what: str, param: str) -> int:
+def require_free(folder: str | os.PathLike, need_bytes: int, what: str, param: str,
+                 say: bool = False) -> int:
     """Stop before writing ``need_bytes`` (an estimate, stated up front) of ``what`` into
     ``folder`` when its file system has less free space; returns the free bytes.
 
     The message names the data set, its size, the free space and ``param``, the parameter
-    that sizes it. Space already held by an earlier copy in ``folder`` counts as free.
+    that sizes it. Space already held by an earlier copy in ``folder`` counts as free (the
+    caller removes it before writing). ``say`` prints the size and the free space first.
     """
     d = Path(folder)
     probe = d
@@ -138,7 +140,22 @@ def require_free(folder: str | os.PathLike, need_bytes: int, what: str, param: s
         raise ConfigError(
             f"{what}: needs {need_bytes / 1e9:.2f} GB in {d} but only {free / 1e9:.2f} GB are free "
             f"there; lower {param} (or free space / point the data elsewhere) and run again")
+    if say:
+        print(f"{what}: writing about {_human(need_bytes)} to {d} ({_human(free)} free)")
     return free
+
+
+def _human(n: float) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
+
+
+def storage_tier(tiers: list[Tier]) -> str:
+    """The name of the first tier that is not memory-backed (its reads reach a device): the
+    tier a stage's headline numbers are taken on; the first tier if all are in memory."""
+    for t in tiers:
+        if _mount_of(t.dir)[0] not in ("tmpfs", "ramfs"):
+            return t.name
+    return tiers[0].name
 
 
 def tier_of(path: Path, tiers: list[Tier]) -> Tier | None:
@@ -168,7 +185,9 @@ def stage_copy(src: Path, tier: Tier, manifest: str = "filelist.csv") -> Path:
     """Copy the data set folder ``src`` onto ``tier`` (once) and return the copy's path.
 
     The copy is reused when its manifest has the same checksum as the source's; otherwise it
-    is rebuilt under a temporary name and renamed into place, so a half copy is never used.
+    is rebuilt under a temporary name and renamed into place, so a half copy is never used
+    (a copy that dies half way leaves only ``<name>.partial``, removed by the next copy).
+    Stops before copying when the tier lacks the room (:func:`require_free`).
     """
     src = Path(src)
     dst = tier.dir / src.name
@@ -178,9 +197,12 @@ def stage_copy(src: Path, tier: Tier, manifest: str = "filelist.csv") -> Path:
     if (dst / manifest).exists() and _digest(dst / manifest) == want:
         return dst
     size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file())
-    prepare(tier, need_bytes=size)
+    prepare(tier)
     tmp = dst.with_name(dst.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
+    require_free(dst, size, f"the copy of {src.name} on tier {tier.name}",
+                 f"the size of {src.name} in params.yaml, or tiers[{tier.name}].path", say=True)
+    shutil.rmtree(dst, ignore_errors=True)   # the stale copy goes first: its room counted as free
     # The manifest goes last, so a copy holding it is complete.
     shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(manifest))
     shutil.copy2(src / manifest, tmp / manifest)

@@ -38,7 +38,13 @@ def smoke_root(tmp_path_factory) -> Path:
     # SMOKE_STAGES="a b" limits the run to those stages and what they depend on (for work on
     # one stage); CI and `make test` leave it unset and run the whole pipeline.
     try:
-        run("dvc", "repro", "--quiet", *os.environ.get("SMOKE_STAGES", "").split())
+        # the log `make repro` shows (tests/test_smoke_first_hour.py counts error-like lines in it)
+        log = root.parent / "repro.log"
+        with open(log, "w") as f:
+            p = subprocess.run(["dvc", "repro", *os.environ.get("SMOKE_STAGES", "").split()],
+                               cwd=root, env=env, stdout=f, stderr=subprocess.STDOUT)
+        if p.returncode:
+            pytest.fail(f"dvc repro failed ({p.returncode}); the end of {log}:\n{log.read_text()[-6000:]}")
         yield root
     finally:
         # the copy's own tiers outside it (/dev/shm/...-{checkout}); nothing stays behind

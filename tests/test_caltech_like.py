@@ -78,6 +78,6 @@ def test_bad_input_names_parameter():
 
 
 def test_data_set_bigger_than_free_disk_stops_first(tmp_path):
-    with pytest.raises(ConfigError, match=r"caltech_like\.n_images = 10000000: needs about"):
+    with pytest.raises(ConfigError, match=r"Caltech-like set \(10000000 images\): needs [\d.]+ GB in .* GB are free there; lower caltech_like\.n_images"):
         cl.generate(tmp_path / "ds", cl.CaltechLikeConfig(n_images=10_000_000, mean_KB=9000, median_KB=10), 1)
     assert not any(tmp_path.iterdir())

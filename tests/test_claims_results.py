@@ -70,8 +70,10 @@ def test_results_writer_is_atomic_and_cleans(tmp_path, monkeypatch):
 
 def test_gather_and_markdown(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
-    results.StageResults("a").claims([claims.claim("x", "S", "F", "st|x", 2.0, "u", "> 1")])
-    results.StageResults("b").claims([claims.claim("y", "S", "F", "st", 0.5, "u", "> 1")])
+    for stage, c in (("a", claims.claim("x", "S", "F", "st|x", 2.0, "u", "> 1")),
+                     ("b", claims.claim("y", "S", "F", "st", 0.5, "u", "> 1"))):
+        monkeypatch.setenv(results.PIPELINE_ENV, stage)   # as dvc repro runs each stage
+        results.StageResults(stage).claims([c])
     t = claims.gather()
     assert list(t["stage"]) == ["a", "b"] and list(t["holds"]) == [True, False]
     md = claims.to_markdown(t)

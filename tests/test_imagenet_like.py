@@ -47,6 +47,6 @@ def test_generation_is_deterministic_whatever_the_workers(tmp_path):
 
 
 def test_data_set_bigger_than_free_disk_stops_first(tmp_path):
-    with pytest.raises(ConfigError, match=r"imagenet_like\.n_images = 10000000: needs about"):
+    with pytest.raises(ConfigError, match=r"ImageNet-like set \(10000000 JPEGs\): needs [\d.]+ GB in .* GB are free there; lower imagenet_like\.n_images"):
         il.generate(tmp_path / "ds", il.ImageNetLikeConfig(n_images=10_000_000), "256M/100", 1)
     assert not any(tmp_path.iterdir())

@@ -48,8 +48,10 @@ def test_alexnet_checkpoint_every_mode_and_restore(stage_results):
     assert len(saves) == 6 and (saves["bytes"] > 0).all()
     drains = pd.read_csv(d / "drains.csv")
     assert len(drains) == 2 and (drains["target"] == "mem>disk").all()
+    env = json.loads((d / "env.json").read_text())
+    assert env["restore_check"]["bit_identical"] is True
     m = json.loads((d / "metrics.json").read_text())
-    assert m["restore_bit_identical"] is True
+    assert set(m) == {"seconds", "speedup"} and m["speedup"] > 0
     s = pd.read_csv(d / "summary.csv")
     assert float(s.loc[s["target"] == "mem", "stall_median_s_vs_fast"].iloc[0]) == 1.0
 
@@ -63,5 +65,7 @@ def test_alexnet_report_figures_and_claims(stage_results):
     ids = {c["id"] for c in cl}
     assert {"burst-buffer-close-to-fast", "burst-buffer-speedup-vs-slow"} <= ids
     assert all(c["verdict"] in claims.VERDICTS and c["rule"] for c in cl)
+    r = pd.read_csv(d / "stall_ratios.csv").iloc[0]
+    assert r["stall_ratio_to_fast_mem"] == 1.0 and r["stall_ratio_to_fast_burst"] > 0
     m = json.loads((d / "metrics.json").read_text())
-    assert m["stall_ratio_to_fast_mem"] == 1.0 and m["stall_ratio_to_fast_burst"] > 0
+    assert m["claims"] == len(cl) and m["holding"] == sum(c["verdict"] == "holds" for c in cl)

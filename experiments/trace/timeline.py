@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import style
 from .schema import VFS_READS, VFS_WRITES, Trace
 from .vector import block_rows, file_filter, file_sectors
 
@@ -83,17 +84,20 @@ def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None =
     ax_u, ax_io, ax_ph = axes
     s = trace.samples
     if len(s):
-        cpu = s[s["source"] == "cpu"]
+        cpu = s[s["source"] == "cpu"].sort_values("t_s")
         if len(cpu):
-            ax_u.plot(cpu["t_s"], cpu["cpu_util_pct"], color="#555555", label="CPU (machine)")
+            # a sample is the mean over the interval that ends at t_s: draw it over that interval
+            dt = cpu["interval_s"].to_numpy() if "interval_s" in cpu else np.full(len(cpu), auto_bin(trace))
+            edges = np.r_[cpu["t_s"].iloc[0] - dt[0], cpu["t_s"].to_numpy()]
+            ax_u.stairs(cpu["cpu_util_pct"].to_numpy(), edges, color="#555555", label="CPU (machine)")
             if "tree_cpu_pct" in cpu:
-                ax_u.plot(cpu["t_s"], cpu["tree_cpu_pct"], color="#7b2cbf", label="CPU (traced tree)")
+                ax_u.stairs(cpu["tree_cpu_pct"].to_numpy(), edges, color="#7b2cbf", label="CPU (traced tree)")
         for src, g in s[s["source"].astype(str).str.startswith("gpu:")].groupby("source"):
             ax_u.plot(g["t_s"], g["gpu_util"], color="#d62828", label=f"GPU {src[4:]}")
     ax_u.set_ylabel("utilization (%)")
     ax_u.set_ylim(0, 105)
-    if ax_u.lines:
-        ax_u.legend(loc="upper right", fontsize="small", ncol=3)
+    if ax_u.lines or ax_u.patches:   # legends beside the rows: never over the curves
+        style.legend_beside(ax_u, fontsize="small")
     io = io_series(trace, bin_s, data, checkpoint, block_files)
     for name, (color, label) in IO_STYLE.items():
         if name in io and io[name].abs().sum() > 0:
@@ -104,7 +108,7 @@ def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None =
                 ax_io.step(io["t_s"], io[name], where="post", color=color, lw=1.2, label=label)
     ax_io.set_ylabel(f"I/O (MB/s, {bin_s:g} s bins)")
     if ax_io.lines or ax_io.collections:
-        ax_io.legend(loc="upper right", fontsize="small", ncol=4)
+        style.legend_beside(ax_io, fontsize="small")
     if phases is not None and len(phases):
         for r in phases.itertuples():
             a, b = r.start - t0, r.end - t0
@@ -117,7 +121,17 @@ def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None =
                 for ax in axes:
                     ax.axvline(a, color="black", lw=0.6)
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in PHASE_COLORS.values()]
-        ax_ph.legend(handles, list(PHASE_COLORS), loc="upper right", fontsize="small", ncol=4)
+        ax_ph.legend(handles, list(PHASE_COLORS), loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                     borderaxespad=0, fontsize="small")
+    else:
+        ax_ph.text(0.5, 0.5, "no phase log: this program writes none (the training workloads do)",
+                   transform=ax_ph.transAxes, ha="center", va="center", fontsize="small", color="0.4")
+    # the time axis covers the traced I/O and the phases, not the sampler's tail after them
+    ends = [float(trace.events["t_s"].max())] if len(trace.events) else []
+    if phases is not None and len(phases):
+        ends.append(float(phases["end"].max()) - t0)
+    if ends:
+        ax_ph.set_xlim(0, max(ends) + bin_s)
     ax_ph.set_yticks([])
     ax_ph.set_ylabel("phase")
     ax_ph.set_xlabel("time since the trace started (s)")

@@ -1,0 +1,206 @@
+"""The artifact-evaluation numbers, made from the last run: ``python -m experiments.ae_table``.
+
+Every stage that ``dvc repro`` ran records in its ``env.json`` (key ``"run"``, written by
+:mod:`experiments.run_notebook`) its wall time, the host, the load average, the bytes its
+outputs take and the bytes it added to each tier. From those, and from what is on disk now,
+this command writes
+
+- ``docs/ae-table.md``: per stage its time, its outputs and tier copies, and the time of
+  ``dvc repro STAGE`` from scratch (the stage and everything upstream of it);
+- the README's marked blocks: the summary of the run (``<!-- ae:summary -->``) and the time and
+  disk column of the claims table (``<!-- ae:table -->``: the last cell of each row whose
+  command is ``dvc repro STAGE``).
+
+``--print`` only prints the summary (``make repro`` ends with it). Nothing here is typed by
+hand: run it after ``make repro`` on the box the numbers should describe, and commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+from . import config, paths
+from .run_notebook import disk_bytes, fmt_seconds, human
+
+SUMMARY = ("<!-- ae:summary -->", "<!-- /ae:summary -->")
+TABLE = ("<!-- ae:table -->", "<!-- /ae:table -->")
+
+
+def stages() -> dict[str, dict]:
+    return yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"]
+
+
+def upstream(name: str, st: dict[str, dict]) -> list[str]:
+    """``name`` and every stage it depends on (through outputs named in its deps)."""
+    outs = {}
+    for n, s in st.items():
+        for o in s.get("outs", []):
+            outs[next(iter(o)) if isinstance(o, dict) else o] = n
+    seen, todo = [], [name]
+    while todo:
+        n = todo.pop()
+        if n in seen or n not in st:
+            continue
+        seen.append(n)
+        for d in st[n].get("deps", []):
+            for o, owner in outs.items():
+                if d == o or d.startswith(o.rstrip("/") + "/"):
+                    todo.append(owner)
+    return seen
+
+
+def runs() -> dict[str, dict]:
+    """Stage -> its ``run`` record from the last ``dvc repro`` (stages without one left out)."""
+    out = {}
+    for name in stages():
+        p = paths.results_dir(name) / "env.json"
+        if p.exists():
+            run = json.loads(p.read_text()).get("run")
+            if run:
+                out[name] = run
+    return out
+
+
+def stage_bytes(run: dict) -> int:
+    return sum(run["outs_bytes"].values()) + sum(max(0, v) for v in run["tier_bytes_added"].values())
+
+
+def footprint() -> dict[str, tuple[str, int]]:
+    """What the artifact takes on disk now: label -> (path shown, bytes)."""
+    root = paths.root()
+    out = {"data/": ("data/", disk_bytes(root / "data"))}
+    try:
+        tiers = config.load(tiers=None).tiers
+    except Exception:  # noqa: BLE001 - no params.yaml: no tiers to measure
+        tiers = []
+    for t in tiers:
+        inside = t.dir.resolve().is_relative_to(root.resolve())
+        out[f"tier {t.name}"] = (str(t.dir.relative_to(root)) if inside else str(t.dir), disk_bytes(t.dir))
+    out["results/"] = ("results/", disk_bytes(root / "results"))
+    out[".venv"] = (".venv/", disk_bytes(root / ".venv"))
+    return out
+
+
+def summary(r: dict[str, dict], foot: dict[str, tuple[str, int]], per_stage: bool = True) -> str:
+    if not r:
+        return ("Not measured on this checkout yet: run `make repro`, then `python -m experiments.ae_table` "
+                "writes the time and disk of that run here" +
+                (" and, per stage, in [docs/ae-table.md](docs/ae-table.md)." if per_stage else "."))
+    total = sum(x["wall_s"] for x in r.values())
+    first = min(r.values(), key=lambda x: x["started_at"])
+    load = max(max(x["loadavg_start"][0], x["loadavg_end"][0]) for x in r.values())
+    inside = [f"tier {k[5:]} `{p}` {human(b)}" for k, (p, b) in foot.items()
+              if k.startswith("tier") and p.startswith("data/")]
+    parts = []
+    for k, (p, b) in foot.items():
+        if k == "data/":
+            parts.append(f"`data/` {human(b)}" + (f" (of which {', '.join(inside)})" if inside else ""))
+        elif k.startswith("tier") and not p.startswith("data/"):
+            parts.append(f"tier {k[5:]} `{p}` {human(b)}")
+        elif not k.startswith("tier"):
+            parts.append(f"`{p}` {human(b)}")
+    disk = "; ".join(parts)
+    return (f"Last run: `make repro` of {len(r)} stages took {fmt_seconds(total)} (the sum of the stages' "
+            f"wall times) on {first['host']}, started {first['started_at']} (1-minute load average up to "
+            f"{load:.1f} during the run). On disk after it: {disk}."
+            + (" Per stage: [docs/ae-table.md](docs/ae-table.md)." if per_stage else ""))
+
+
+def cell_for(stage: str, st: dict, r: dict[str, dict]) -> str:
+    """'time, disk' of ``dvc repro STAGE`` from scratch, or why there is none."""
+    chain = upstream(stage, st)
+    missing = [s for s in chain if s not in r]
+    if len(missing) == len(chain):
+        return "not measured yet"
+    if missing:
+        return f"not measured ({', '.join(sorted(missing)[:2])}{', ...' if len(missing) > 2 else ''} did not run)"
+    alone = r[stage]["wall_s"]
+    total = sum(r[s]["wall_s"] for s in chain)
+    size = sum(stage_bytes(r[s]) for s in chain)
+    up = f" ({fmt_seconds(alone)} for this stage)" if len(chain) > 1 else ""
+    return f"{fmt_seconds(total)}{up}, {human(size)}"
+
+
+def stage_table(r: dict[str, dict], st: dict) -> str:
+    lines = ["| stage | wall time | outputs | tier copies added | `dvc repro STAGE` from scratch |",
+             "|---|---|---|---|---|"]
+    for name in st:
+        if name not in r:
+            lines.append(f"| `{name}` | not run | | | |")
+            continue
+        x = r[name]
+        tiers = ", ".join(f"{k} {human(v)}" for k, v in x["tier_bytes_added"].items() if v > 0) or "none"
+        lines.append(f"| `{name}` | {fmt_seconds(x['wall_s'])} | {human(sum(x['outs_bytes'].values()))} | "
+                     f"{tiers} | {cell_for(name, st, r)} |")
+    return "\n".join(lines)
+
+
+def doc(r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict) -> str:
+    return "\n".join([
+        "# Time and disk of the last run",
+        "",
+        "Generated by `python -m experiments.ae_table` from each stage's `env.json` (`\"run\"`), written by",
+        "`dvc repro`; do not edit by hand. The host, the start and the load average say what the numbers",
+        "describe: timings from a loaded box are longer than on an idle one.",
+        "",
+        summary(r, foot, per_stage=False),
+        "",
+        stage_table(r, st) if r else "",
+        "",
+    ])
+
+
+def _replace_block(text: str, marks: tuple[str, str], body: str) -> str:
+    a, b = marks
+    i, j = text.find(a), text.find(b)
+    if i < 0 or j < i:
+        raise SystemExit(f"ae_table: README.md lacks the marked block {a} ... {b}")
+    return text[:i + len(a)] + "\n" + body.strip("\n") + "\n" + text[j:]
+
+
+def fill_table(block: str, st: dict, r: dict[str, dict]) -> str:
+    """The claims table with the last cell of each ``dvc repro STAGE`` row regenerated."""
+    out = []
+    for line in block.splitlines():
+        m = re.search(r"`dvc repro (\w+)`", line)
+        cells = line.split("|")
+        if m and line.startswith("|") and len(cells) > 3 and m.group(1) in st:
+            cells[-2] = f" {cell_for(m.group(1), st, r)} "
+            line = "|".join(cells)
+        out.append(line)
+    return "\n".join(out)
+
+
+def update_readme(text: str, r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict) -> str:
+    text = _replace_block(text, SUMMARY, summary(r, foot))
+    a, b = TABLE
+    i, j = text.find(a), text.find(b)
+    if i < 0 or j < i:
+        raise SystemExit(f"ae_table: README.md lacks the marked block {a} ... {b}")
+    return _replace_block(text, TABLE, fill_table(text[i + len(a):j], st, r))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.ae_table", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--print", action="store_true", help="only print the summary of the last run")
+    a = ap.parse_args(argv)
+    st, r, foot = stages(), runs(), footprint()
+    if a.print:
+        print(re.sub(r"\[([^]]+)\]\([^)]+\)", r"\1", summary(r, foot)).replace("`", ""))
+        return 0
+    root = paths.root()
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs" / "ae-table.md").write_text(doc(r, foot, st))
+    readme = root / "README.md"
+    readme.write_text(update_readme(readme.read_text(), r, foot, st))
+    print(f"wrote docs/ae-table.md and README.md's time and disk from {len(r)} stages' last run")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""Headline metrics: the few numbers of each stage that a person compares between runs.
+
+``metrics.json`` of a stage holds only these (``dvc metrics show``; after changing a parameter,
+``dvc metrics diff``); the long tables stay in ``summary.csv`` and the other ``.csv`` files.
+Every stage draws its keys from one small vocabulary, :data:`KEYS`, so that ``dvc metrics
+show`` (one table, a column per distinct key) stays narrow enough to read. A stage's numbers
+are taken on its *storage tier* (:func:`experiments.tiers.storage_tier`: the first tier whose
+reads reach a device), the one its claims are judged on.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+# key -> what it means and its unit. Add a key only when no existing one says it.
+KEYS: dict[str, str] = {
+    "MBps": "read bandwidth on the storage tier, MB/s (10^6 B/s): the stage's best configuration",
+    "iops": "random reads per second on the storage tier (fio, the ImageNet size mix)",
+    "images_per_s": "images per second on the storage tier: the stage's best configuration",
+    "speedup": "the stage's headline ratio (named in its function below); > 1 is the paper's direction",
+    "seconds": "the stage's headline time, s",
+    "MB": "size of the generated data set, MB (10^6 B)",
+    "median_KB": "median file size of the generated data set, KB (10^3 B)",
+    "claims": "claims the stage checks (findings and checks)",
+    "holding": "claims whose verdict is holds",
+    "fails": "claims whose verdict is fails",
+    "similarity": "weighted cosine similarity of a traced run and its repeat (Eq 4.1)",
+    "match": "fraction of the traced pattern's components that match what fio was told",
+}
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return None if not math.isfinite(x) else x
+
+
+def _best(df: pd.DataFrame, col: str) -> pd.Series | None:
+    df = df[df[col].notna()]
+    return None if df.empty else df.loc[df[col].idxmax()]
+
+
+def claims(claim_list: list[dict]) -> dict:
+    """Report stages and the claims table: how many claims, how many hold, how many fail."""
+    verdicts = [c.get("verdict") for c in claim_list]
+    return {"claims": len(verdicts), "holding": verdicts.count("holds"), "fails": verdicts.count("fails")}
+
+
+def data_set(facts: dict, sizes: pd.Series) -> dict:
+    """A generated image set: MB, median file size (KB), generation seconds (its image
+    count is a parameter: ``dvc params diff``)."""
+    return {"MB": facts["bytes"] / 1e6, "median_KB": float(sizes.median()) / 1000, "seconds": facts["seconds"]}
+
+
+def fio_baseline(summary: pd.DataFrame, storage: str) -> dict:
+    """Sequential read MB/s and random-read IOPS of fio on the storage tier (Table I)."""
+    s = summary[summary["tier"] == storage].set_index("job")
+    return {"MBps": _num(s.loc["seqread", "bw_MBps"]), "iops": _num(s.loc["randread", "iops"])}
+
+
+def tfdata_read(summary: pd.DataFrame, storage: str) -> dict:
+    """tf.data on the storage tier: the full pipeline's best images/s, the read-only
+    pipeline's best MB/s, and ``speedup``: the full pipeline's best over its fewest threads (Fig 4)."""
+    s = summary[summary["tier"] == storage]
+    full, ro = _best(s[s["variant"] == "full"], "images_per_s"), _best(s[s["variant"] == "read_only"], "MBps")
+    return {"images_per_s": None if full is None else _num(full["images_per_s"]),
+            "MBps": None if ro is None else _num(ro["MBps"]),
+            "speedup": None if full is None else _num(full["speedup_vs_min_threads"])}
+
+
+def alexnet_prefetch(summary: pd.DataFrame, storage: str) -> dict:
+    """AlexNet on the storage tier with the most map threads and one batch prefetched: epoch
+    seconds, images/s, and ``speedup``: the epoch without prefetch over the epoch with it (Fig 6)."""
+    d = summary[(summary["experiment"] == "prefetch") & (summary["tier"] == storage) & (summary["prefetch"] > 0)]
+    if d.empty:
+        return {"seconds": None, "images_per_s": None, "speedup": None}
+    r = d.loc[d["threads"].idxmax()]
+    return {"seconds": _num(r["seconds"]), "images_per_s": _num(r["images_per_s"]),
+            "speedup": _num(r["no_prefetch_seconds"] / r["seconds"])}
+
+
+def alexnet_checkpoint(summary: pd.DataFrame, fast: str, slow: str) -> dict:
+    """Checkpointing through the burst buffer: its run seconds, and ``speedup``: the median
+    stall of checkpointing straight to the slow tier over the burst buffer's (Fig 9; paper 2.6x)."""
+    s = summary.set_index("target")
+    burst = f"{fast}>{slow}"
+    if burst not in s.index:
+        return {"seconds": _num(s.loc[slow, "seconds"]) if slow in s.index else None, "speedup": None}
+    ratio = s.loc[slow, "stall_median_s"] / s.loc[burst, "stall_median_s"] if slow in s.index else math.nan
+    return {"seconds": _num(s.loc[burst, "seconds"]), "speedup": _num(ratio)}
+
+
+def deepio(loader: pd.DataFrame, storage: str) -> dict:
+    """DeepIO's loaders on the storage tier: opportunistic's best MB/s, and ``speedup``:
+    opportunistic's best MB/s over ordered's best (Fig 10, 11)."""
+    s = loader[loader["tier"] == storage]
+    opp, ordd = _best(s[s["mode"] == "opportunistic"], "MBps"), _best(s[s["mode"] == "ordered"], "MBps")
+    return {"MBps": None if opp is None else _num(opp["MBps"]),
+            "speedup": None if opp is None or ordd is None else _num(opp["MBps"] / ordd["MBps"])}
+
+
+def lmdbio(summary: pd.DataFrame, storage: str, dataset: str) -> dict:
+    """LMDBIO on the storage tier, ``dataset``, the most processes: the staggered readers'
+    seconds, and ``speedup``: plain LMDB's time over theirs (Fig 2)."""
+    s = summary[(summary["tier"] == storage) & (summary["dataset"] == dataset)]
+    s = s[s["P"] == s["P"].max()].set_index("strategy")
+    if "stag" not in s.index:
+        return {"seconds": None, "speedup": None}
+    return {"seconds": _num(s.loc["stag", "seconds"]), "speedup": _num(s.loc["stag", "speedup_vs_lmdb"])}
+
+
+def blog(summary: pd.DataFrame, storage: str) -> dict:
+    """The blog's tf.data runs, cold, on the storage tier: TFRecords' best images/s, and
+    ``speedup``: TFRecords' best over JPEG files' best."""
+    s = summary[(summary["framework"] == "tensorflow") & (summary["cache"] == "cold") & (summary["tier"] == storage)]
+    rec, jpg = _best(s[s["format"] == "tfrecord"], "images_per_s"), _best(s[s["format"] == "jpeg"], "images_per_s")
+    return {"images_per_s": None if rec is None else _num(rec["images_per_s"]),
+            "speedup": None if rec is None or jpg is None else _num(rec["images_per_s"] / jpg["images_per_s"])}
