@@ -74,7 +74,7 @@ def measure(staged: dict[str, pd.DataFrame], tiers, cfg: BlogConfig,
         paths = list(m["abspath"])
         loader = make_loader(paths, list(m["label"]), workers, cfg.batch_size, cfg.image_size, seed)
         if cache_state == "cold":
-            evictions[tier.name] = cache.evict(paths, cfg.eviction)
+            evictions[tier.name] = cache.evict(paths, cfg.eviction, label=tier.name)
         device = dstat.device_of(paths[0])
         seconds, n, frame = timed_run(lambda: _count(loader), device, cfg.dstat_interval_s)
         nbytes = int(m["bytes"].sum())

@@ -79,7 +79,13 @@ def test_warm_cold_and_claims():
         columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
         pd.DataFrame(), wc, "disk")}
     assert c["blog_size_64k_128k"]["our_value"] == 80 and c["blog_size_64k_128k"]["holds"]
+    assert c["blog_size_64k_128k"]["kind"] == "check" and c["blog_warm_faster"]["kind"] == "finding"
     assert c["blog_warm_faster"]["holds"]
+    # no device samples, no collectl table: the claims stay, not measured, with the reason
+    for k in ("blog_collectl_tf_larger_requests", "blog_collectl_tf_shorter_queue",
+              "blog_private_threads_help", "blog_workers_help", "blog_warm_reads_nothing"):
+        assert c[k]["verdict"] == "not measured" and "not measured on this run: " in c[k]["note"], k
+    assert c["blog_collectl_tf_shorter_queue"]["magnitude"] == "within 2x"
     assert blog_report.storage_tier(pd.DataFrame({"tier": ["mem", "disk"], "device": ["", "vda"]})) == "disk"
 
 
