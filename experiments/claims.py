@@ -8,6 +8,14 @@ A finding whose paper states a number also has a magnitude rule on ours / paper:
 
     "within 2x"   "within 25%"
 
+Every claim has a ``kind``: ``finding`` (a paper's result, measured again here) or ``check``
+(a property of our generators, metric or tools). A claim whose data is missing is still
+written, with the verdict ``not measured`` and the reason; a rule that does not parse is an
+error in the stage that writes it, with or without data. A failing finding's reason
+(``why_not``) is computed from this host's measurements (:func:`cores`, :func:`fio_MBps`,
+:func:`memory_gib`), and a claim measured after an eviction that left more than 5 % of the
+data set in the page cache is marked as warm (:func:`cold_run`).
+
 ``holds`` (direction), ``magnitude_holds`` and ``verdict`` (``holds``, ``direction only``,
 ``fails``, ``not measured``) are never typed in; :func:`claim` computes them. The final
 ``claims`` stage gathers every stage's ``claims.json`` into ``results/claims/claims.md`` and

@@ -81,6 +81,10 @@ class LMDBIOConfig(Section):
     map_size_mib: int = Field(1024, ge=1, le=1 << 22)
     repeats: int = Field(1, ge=1, le=50)
     eviction: EvictionMethod = "auto"
+    handover_check: bool = Field(
+        True, description="also run (b) LMM with both hand-overs (spin, sleep) at every P on the "
+        "first data set of each tier that is not memory-backed: the evidence of what the "
+        "context-switch claim measures")
 
     @field_validator("procs")
     @classmethod
@@ -390,8 +394,32 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
             run=run_id, tier=tier, dataset=ds, strategy=strategy, P=p, repeat=i,
             seconds=per["t1"] - per["t0"]))
     facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
-             "processes": pd.concat(procs, ignore_index=True)}
+             "processes": pd.concat(procs, ignore_index=True),
+             "handover_check": handover_check(dbs, tiers, mem, cfg) if cfg.handover_check
+             else pd.DataFrame()}
     return pd.DataFrame(rows), facts
+
+
+def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig) -> pd.DataFrame:
+    """(b) LMM with each hand-over (``spin``, ``sleep``) and (a) LMDB, at every P, once, cold,
+    on the first data set of every tier that is not memory-backed. One row per process:
+    voluntary and involuntary context switches, reader or consumer. This separates what the
+    hand-over costs from what the box (P against its cores) costs (docs/lmdbio.md)."""
+    ds = cfg.datasets[0]
+    plan = [(t.name, s, h, p) for t in tiers if not mem[t.name] for p in cfg.procs
+            for s, h in (("lmdb", cfg.handover), ("lmm", "spin"), ("lmm", "sleep"))]
+    out = []
+    for tier, strategy, handover, p in progress(plan, desc="lmdbio hand-over check"):
+        dest, prov, size = dbs[(tier, ds.name)]
+        ev = cache.evict([dest], cfg.eviction, label=tier)
+        per = run(dest, prov, strategy, p, cfg.model_copy(update={"handover": handover}), size)
+        out.append(per.drop(columns=["t0", "t1"]).assign(
+            tier=tier, dataset=ds.name, strategy=strategy, handover=handover if strategy != "lmdb"
+            else "none", P=p, seconds=per["t1"].max() - per["t0"].min(),
+            resident_fraction=ev.resident_fraction))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=[
+        "proc", "node", "reader", "bytes", "context_switches", "cs_voluntary", "cs_involuntary",
+        "records", "tier", "dataset", "strategy", "handover", "P", "seconds", "resident_fraction"])
 
 
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:

@@ -144,6 +144,21 @@ def switches_table(summary: pd.DataFrame, kind: str = "vol") -> pd.DataFrame:
                                values=col).round(1)
 
 
+def handover_table(check: pd.DataFrame) -> pd.DataFrame:
+    """The hand-over check as a table: per tier, P and strategy/hand-over, the mean voluntary
+    and involuntary context switches of the reader (or of every process, for LMDB) and of the
+    consumers, and the run's seconds."""
+    if not len(check):
+        return pd.DataFrame(columns=["tier", "P", "strategy", "handover", "role", "voluntary",
+                                     "involuntary", "processes", "seconds"])
+    c = check.assign(role=np.where(check["strategy"] == "lmdb", "every process",
+                                   np.where(check["reader"], "reader", "consumer")))
+    return (c.groupby(["tier", "P", "strategy", "handover", "role"], sort=False)
+            .agg(voluntary=("cs_voluntary", "mean"), involuntary=("cs_involuntary", "mean"),
+                 processes=("proc", "size"), seconds=("seconds", "first"))
+            .reset_index().round({"voluntary": 1, "involuntary": 1, "seconds": 3}))
+
+
 def speedup_table(summary: pd.DataFrame) -> pd.DataFrame:
     return summary.pivot_table(index=["tier", "dataset", "P"], columns="strategy",
                                values="speedup_vs_lmdb").round(2).replace([np.inf], np.nan)

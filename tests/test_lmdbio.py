@@ -111,3 +111,22 @@ def test_spinning_hand_over_makes_no_sleeps_where_a_barrier_sleeps_every_round(t
     # two barriers a round; the consumer arrives first at about half of them at least
     assert vol["sleep"] >= rounds / 2, vol
     assert vol["spin"] <= rounds / 10, vol
+
+
+def test_measure_records_processes_residency_and_the_hand_over_check(tmp_path):
+    from experiments import cache, tiers
+    cache.reset_log()
+    t = tiers.Tier(name="disk", path=str(tmp_path / "disk"))
+    cfg = _cfg(procs=[1, 2], strategies=["lmdb", "lmm"])
+    raw, facts = lmdbio.measure([t], cfg, seed=1)
+    assert set(raw["strategy"]) == {"lmdb", "lmm"} and (raw["handover"] == "spin").all()
+    assert raw["resident_fraction"].notna().all()
+    per = facts["processes"]
+    assert len(per) == raw["P"].sum() and {"cs_voluntary", "cs_involuntary"} <= set(per)
+    h = facts["handover_check"]
+    assert set(zip(h["strategy"], h["handover"])) == {("lmdb", "none"), ("lmm", "spin"), ("lmm", "sleep")}
+    assert set(h["P"]) == {1, 2}
+    table = lmdbio_report.handover_table(h)
+    assert set(table["role"]) == {"every process", "reader", "consumer"}
+    assert cache.summary()["disk"]["evictions"] == len(raw) + len(h.groupby(["strategy", "handover", "P"]))
+    cache.reset_log()
