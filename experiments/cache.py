@@ -37,7 +37,6 @@ EvictionMethod = Literal["auto", "drop_caches", "fadvise", "none"]
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 RESIDENCY_SAMPLE = 256   # files whose residency is measured when a data set has more
 COLD_LIMIT = 0.05        # more of the data set resident than this after eviction: not a cold run
-_MEMORY_FS = ("tmpfs", "ramfs")
 _said: set[str] = set()
 _log: list[dict] = []
 
@@ -132,25 +131,11 @@ def residency(files: Iterable[str | os.PathLike], sample: int = RESIDENCY_SAMPLE
 
 # ---------------------------------------------------------------- eviction
 
-def _mount_type(path: Path) -> str:
-    """The file-system type of the mount that holds ``path`` (/proc/self/mounts)."""
-    best, typ = "", "unknown"
-    p = str(path.resolve())
-    try:
-        with open("/proc/self/mounts") as f:
-            for line in f:
-                mnt, t = line.split()[1:3]
-                mnt = mnt.replace("\\040", " ")
-                if (p == mnt or p.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best):
-                    best, typ = mnt, t
-    except OSError:
-        pass
-    return typ
-
-
 def memory_backed(path: str | os.PathLike) -> bool:
     """Whether ``path`` lies on a memory-backed file system (tmpfs, ramfs): no eviction there."""
-    return _mount_type(Path(path)) in _MEMORY_FS
+    from .tiers import MEMORY_FS, mount_of  # the one place that reads the mount table
+
+    return mount_of(Path(path))[0] in MEMORY_FS
 
 
 def _walk(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
