@@ -295,8 +295,9 @@ def summary() -> dict:
     out: dict[str, dict] = {}
     for label in dict.fromkeys(e["label"] for e in _log):
         es = [e for e in _log if e["label"] == label]
+        # residency after every eviction asked for (on a memory-backed tier: all of it)
         fr = [e["resident_fraction"] for e in es if e["resident_fraction"] is not None
-              and e["method"] != "none"]
+              and e["requested"] != "none"]
         out[label] = {
             "evictions": len(es),
             "methods": sorted({e["method"] for e in es}),

@@ -137,8 +137,12 @@ def test_a_memory_backed_file_is_recorded_as_such(tmp_path):
     f = shm / f"cache-test-{os.getpid()}.bin"
     try:
         f.write_bytes(b"m" * 65536)
+        cache.reset_log()
         ev = cache.evict([f], "auto", label="mem")
         assert ev == "none" and ev.memory_backed and ev.resident_fraction == 1.0 and ev.cold is False
+        s = cache.summary()["mem"]
+        assert s["memory_backed"] and s["resident_fraction_max"] == 1.0 and s["all_cold"] is False
+        cache.reset_log()
     finally:
         f.unlink(missing_ok=True)
 
