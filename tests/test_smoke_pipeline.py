@@ -21,11 +21,11 @@ RESULT_STAGES = ["fio_baseline", "imagenet_like", "tfdata_read", "tfdata_read_re
 def test_every_dvc_stage_ran_and_wrote_its_folder(smoke_root):
     stages = yaml.safe_load((smoke_root / "dvc.yaml").read_text())["stages"]
     lock = yaml.safe_load((smoke_root / "dvc.lock").read_text())["stages"]
+    assert set(stages) == set(lock)
     if os.environ.get("SMOKE_STAGES"):  # only those stages and what they depend on ran
-        assert set(os.environ["SMOKE_STAGES"].split()) <= set(lock) <= set(stages)
-        stages = {k: v for k, v in stages.items() if k in lock}
-    else:
-        assert set(stages) == set(lock)
+        ran = {k for k in stages if (smoke_root / "results" / k).is_dir()}
+        assert set(os.environ["SMOKE_STAGES"].split()) <= ran
+        stages = {k: v for k, v in stages.items() if k in ran}
     for name in stages:
         nb = smoke_root / "results" / name / f"{name}.ipynb"
         assert nb.exists(), f"stage {name} left no executed notebook"
