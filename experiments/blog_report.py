@@ -76,7 +76,8 @@ def warm_cold(raw: pd.DataFrame) -> pd.DataFrame:
         cold = float(c["images_per_s"]) if same else np.nan
         rows.append({"framework": w.framework, "tier": w.tier, "format": w.format,
                      "parallelism": w.par, "cold_images_per_s": cold,
-                     "warm_images_per_s": w.images_per_s, "warm_over_cold": w.images_per_s / cold})
+                     "warm_images_per_s": w.images_per_s, "warm_over_cold": w.images_per_s / cold,
+                     "warm_resident_fraction": getattr(w, "resident_fraction", np.nan)})
     return pd.DataFrame(rows)
 
 
@@ -202,12 +203,20 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
                               f"with 8 GPUs to feed); {cpu}") if both else nodev,
                      kind="finding", **cold))
     w = wc[wc["tier"] == tier] if len(wc) else wc
+    warm_res = float(w["warm_resident_fraction"].min()) \
+        if len(w) and "warm_resident_fraction" in w and w["warm_resident_fraction"].notna().any() else np.nan
+    evicted = (f"only {warm_res:.0%} of the data set was still in the page cache when a warm run "
+               "started (other processes on this box evict or drop it)"
+               if np.isfinite(warm_res) and warm_res < 0.9 else "")
     out.append(claim("blog_warm_faster", SOURCE, "finding 5",
                      f"a warm page cache makes the same run faster (tier {tier}; lowest warm "
                      "over cold ratio across frameworks and formats)",
                      w["warm_over_cold"].min() if len(w) else np.nan, "x", "> 1",
-                     why_not=cpu if len(w) else f"no warm run on tier {tier}", kind="finding",
-                     **cold))
+                     note=f"residency when the warm runs started: at least {warm_res:.0%}"
+                     if np.isfinite(warm_res) else "",
+                     why_not="; ".join(x for x in (evicted, cpu) if x) if len(w)
+                     else f"no warm run on tier {tier}",
+                     kind="finding", **cold))
     r = reads[reads["tier"] == tier] if reads is not None and len(reads) else pd.DataFrame()
     worst = (r["warm_storage_MB"] / r["cold_storage_MB"].clip(lower=1e-9)) if len(r) else pd.Series(dtype=float)
     k = worst.idxmax() if len(worst) else None
@@ -219,7 +228,7 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
                      why_not=(f"the warm {r.loc[k, 'framework']} {r.loc[k, 'format']} run made "
                               f"storage read {r.loc[k, 'warm_storage_MB']:.1f} of "
                               f"{r.loc[k, 'data_MB']:.1f} MB: its pages left the cache between the "
-                              f"runs ({gib:.0f} GiB of memory, shared with other processes)")
+                              f"runs ({evicted or f'{gib:.0f} GiB of memory, shared with other processes'})")
                      if k is not None else f"no per-process read counters for warm runs on tier {tier}",
                      kind="finding"))
     return out

@@ -189,14 +189,17 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
             ds = build_dataset(target, threads, cfg.batch_size, "full", cfg.image_size, seed)
         if cache_state == "cold":
             evictions[tier.name] = cache.evict(target, cfg.eviction, label=tier.name)
-        # a warm run follows a cold pass over the same files, so they are in the page cache
+            resident = evictions[tier.name].resident_fraction
+        else:  # a warm run follows a cold pass over the same files: measure what is still cached
+            resident = cache.residency(target)["resident_fraction"]
         device = dstat.device_of(target[0])
         seconds, n, frame = timed_run(lambda: _count(ds), device, cfg.dstat_interval_s)
         rows.append({"run": run_id, "framework": "tensorflow", "tier": tier.name, "format": fmt,
                      "threads": threads, "repeat": i, "cache": cache_state, "seconds": seconds,
                      "images": n, "bytes": nbytes, "images_per_s": n / seconds,
                      "MBps": nbytes / 1e6 / seconds, "device": device or "",
-                     "eviction": evictions.get(tier.name, "none") if cache_state == "cold" else "none"})
+                     "eviction": evictions.get(tier.name, "none") if cache_state == "cold" else "none",
+                     "resident_fraction": resident})
         if len(frame):
             samples.append(frame.assign(run=run_id, framework="tensorflow", tier=tier.name,
                                         format=fmt, threads=threads, cache=cache_state))

@@ -236,7 +236,8 @@ def evict(paths: Iterable[str | os.PathLike], method: str = "auto", *,
     paths = [Path(p) for p in paths]
     files, missing = _walk(paths)
     label = label or (str(paths[0]) if paths else "")
-    mem = bool(files) and all(memory_backed(p) for p in paths if p.exists())
+    where = {p if p.is_dir() else p.parent for p in paths if p.exists()}  # one lookup per folder
+    mem = bool(files) and all(memory_backed(d) for d in where)
     ran, unreadable = "none", []
     if method != "none" and files and mem:
         _say_once(f"cache: {label} is on a memory-backed file system: it cannot be evicted "

@@ -117,3 +117,19 @@ def test_storage_reads_of_warm_and_cold_runs_from_own_processes():
             columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
         pd.DataFrame(), wc, "disk", r)}
     assert c["blog_warm_reads_nothing"]["holds"] and c["blog_warm_reads_nothing"]["our_value"] == 0
+
+
+def test_warm_claims_say_how_much_was_still_cached():
+    raw = pd.DataFrame([
+        {"run": 0, "framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": 2,
+         "workers": np.nan, "cache": "cold", "images_per_s": 100.0, "resident_fraction": 0.0},
+        {"run": 1, "framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": 2,
+         "workers": np.nan, "cache": "warm", "images_per_s": 90.0, "resident_fraction": 0.25}])
+    wc = blog_report.warm_cold(raw)
+    assert wc["warm_resident_fraction"].iloc[0] == 0.25
+    c = {x["id"]: x for x in blog_report.claims(
+        pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), pd.DataFrame(
+            columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
+        pd.DataFrame(), wc, "disk", env={"cpu": {"count": 2}})}
+    w = c["blog_warm_faster"]
+    assert w["verdict"] == "fails" and "only 25% of the data set was still in the page cache" in w["note"]
