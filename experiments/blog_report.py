@@ -227,8 +227,14 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
                      note="why cold runs must drop the cache first, as the blog did",
                      why_not=(f"the warm {r.loc[k, 'framework']} {r.loc[k, 'format']} run made "
                               f"storage read {r.loc[k, 'warm_storage_MB']:.1f} of "
-                              f"{r.loc[k, 'data_MB']:.1f} MB: its pages left the cache between the "
-                              f"runs ({evicted or f'{gib:.0f} GiB of memory, shared with other processes'})")
+                              f"{r.loc[k, 'data_MB']:.1f} MB: "
+                              + (evicted if evicted else
+                                 f"{warm_res:.0%} of the data set was cached when it started, so the "
+                                 "reads came during the run (pages dropped meanwhile: drop_caches "
+                                 "by any process is system-wide; or files other than the data set)"
+                                 if np.isfinite(warm_res) else
+                                 f"its pages left the cache ({gib:.0f} GiB of memory, shared with "
+                                 "other processes)"))
                      if k is not None else f"no per-process read counters for warm runs on tier {tier}",
                      kind="finding"))
     return out
