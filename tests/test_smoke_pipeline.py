@@ -35,32 +35,33 @@ def test_every_dvc_stage_ran_and_wrote_its_folder(smoke_root):
 
 
 @pytest.mark.parametrize("stage", RESULT_STAGES)
-def test_stage_wrote_results_and_env(smoke_results, stage):
-    d = smoke_results / stage
+def test_stage_wrote_results_and_env(stage_results, stage):
+    d = stage_results(stage)
     env = json.loads((d / "env.json").read_text())
     assert env["stage"] == stage and env["cpu"]["count"] >= 1 and "params" in env
     assert json.loads((d / "metrics.json").read_text())
     assert not list(d.glob("*.tmp"))
 
 
-def test_fio_baseline_has_every_job_per_tier(smoke_results):
-    s = pd.read_csv(smoke_results / "fio_baseline" / "summary.csv")
+def test_fio_baseline_has_every_job_per_tier(stage_results):
+    s = pd.read_csv(stage_results("fio_baseline") / "summary.csv")
     assert set(s["job"]) == {"seqwrite", "seqread", "randread"} and set(s["tier"]) == {"mem", "disk"}
     assert (s["bw_MBps"] > 0).all() and (s["iops"] > 0).all()
 
 
-def test_imagenet_like_data_and_histogram(smoke_root, smoke_results):
+def test_imagenet_like_data_and_histogram(smoke_root, stage_results):
+    d = stage_results("imagenet_like")
     m = pd.read_csv(smoke_root / "data" / "imagenet_like" / "filelist.csv")
     assert len(m) == 48 and m["bytes"].between(1000, 600_000).all()
-    raw = pd.read_parquet(smoke_results / "imagenet_like" / "raw.parquet")
+    raw = pd.read_parquet(d / "raw.parquet")
     assert list(raw["bytes"]) == list(m["bytes"])
 
 
-def test_tfdata_read_measured_every_configuration(smoke_results):
-    raw = pd.read_parquet(smoke_results / "tfdata_read" / "raw.parquet")
+def test_tfdata_read_measured_every_configuration(stage_results):
+    raw = pd.read_parquet(stage_results("tfdata_read") / "raw.parquet")
     assert set(raw["threads"]) == {1, 2} and set(raw["variant"]) == {"full", "read_only"}
     assert set(raw["tier"]) == {"mem", "disk"} and (raw["images"] == 48).all()
-    env = json.loads((smoke_results / "tfdata_read" / "env.json").read_text())
+    env = json.loads((stage_results("tfdata_read") / "env.json").read_text())
     assert set(env["eviction"].values()) <= {"drop_caches", "fadvise", "none"}
     assert_cold_runs(env)
 
@@ -74,11 +75,12 @@ def assert_cold_runs(env, disk="disk", mem="mem"):
     assert not cold[disk]["missing"] and not cold[disk]["unreadable"]
     if mem in cold:
         assert cold[mem]["memory_backed"] is True and cold[mem]["methods"] == ["none"]
-        assert cold[mem]["resident_fraction_max"] == 1.0 and cold[mem]["all_cold"] is False
+        # all of it resident but the holes of sparse files (an LMDB map), which hold no pages
+        assert cold[mem]["resident_fraction_max"] >= 0.95 and cold[mem]["all_cold"] is False
 
 
-def test_report_draws_figures_and_checks_claims(smoke_results):
-    d = smoke_results / "tfdata_read_report"
+def test_report_draws_figures_and_checks_claims(stage_results):
+    d = stage_results("tfdata_read_report")
     for name in ("fig4_tfdata_full", "fig5_tfdata_read_only", "table1_fio_baseline"):
         assert (d / f"{name}.png").stat().st_size > 5000
     cl = {c["id"]: c for c in json.loads((d / "claims.json").read_text())}
