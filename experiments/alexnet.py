@@ -34,7 +34,6 @@ from .progress import progress
 from .tiers import Tier
 
 
-
 class AlexNetConfig(Section):
     """The ``alexnet`` section: model size and the prefetch, thread, batch and dstat sweeps."""
 
@@ -138,6 +137,62 @@ def check_batches(n_images: int, sizes: dict[str, int]) -> None:
 
 
 # --- model and pipeline ---------------------------------------------------------------------
+
+def check_prefetch_params(cfg, source) -> tuple[list[str], int]:
+    """Notebook 11's checks before any work: every tier ``alexnet`` names exists, and every
+    batch size fits the data set at ``source``. Returns (the Fig 6 tiers, images in the set)."""
+    from .caltech_like import read_manifest
+
+    a = cfg.alexnet
+    names = a.tiers or [t.name for t in cfg.tiers]
+    for key, tiers in (("tiers", names), ("batch_tiers", a.batch_tiers), ("dstat_tiers", a.dstat_tiers)):
+        for i, name in enumerate(tiers):
+            tier_named(name, cfg.tiers, f"alexnet.{key}[{i}]")
+    n_images = len(read_manifest(source))
+    check_batches(n_images, {"alexnet.batch_size": a.batch_size,
+                             **{f"alexnet.batch_sizes[{i}]": b for i, b in enumerate(a.batch_sizes)}})
+    return names, n_images
+
+
+def stage_prefetch_data(source, cfg, tier_names: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+    """The same bytes on every tier notebook 11 uses (copied once, verified by the file list's
+    checksum). Returns (tier -> manifest of its copy, tier -> directory)."""
+    from .caltech_like import read_manifest
+    from .tiers import stage_copy
+
+    a = cfg.alexnet
+    used = set(tier_names) | set(a.batch_tiers) | set(a.dstat_tiers)
+    staged = {t.name: read_manifest(stage_copy(source, t)) for t in cfg.tiers if t.name in used}
+    return staged, {t.name: str(t.dir) for t in cfg.tiers}
+
+
+def staged_table(staged: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Files and MB of each tier's copy."""
+    return pd.DataFrame([{"tier": k, "files": len(m), "MB": m["bytes"].sum() / 1e6}
+                         for k, m in staged.items()])
+
+
+def check_checkpoint_params(cfg, source) -> tuple[Tier, dict[str, str], int]:
+    """Notebook 12's checks before any work: the data tier and every checkpoint target exist
+    and are usable, the batch fits the data set. Returns (data tier, target name ->
+    directory, images in the set)."""
+    from .caltech_like import read_manifest
+
+    c = cfg.alexnet_checkpoint
+    data_tier = tier_named(c.data_tier, cfg.tiers, "alexnet_checkpoint.data_tier")
+    named = [(f"alexnet_checkpoint.targets[{i}]", t) for i, t in enumerate(c.targets)]
+    if c.burst_buffer:
+        named += [("alexnet_checkpoint.fast", c.fast), ("alexnet_checkpoint.slow", c.slow)]
+    n_images = len(read_manifest(source))
+    check_batches(n_images, {"alexnet_checkpoint.batch_size": c.batch_size})
+    dirs = prepare_checkpoint_tiers([(param, tier_named(name, cfg.tiers, param)) for param, name in named])
+    return data_tier, dirs, n_images
+
+
+def devices_of(tier_dirs: dict[str, str], names=None) -> dict[str, str | None]:
+    """The block device under each tier directory (of ``names``, default all), for env.json."""
+    return {t: dstat.device_of(tier_dirs[t]) for t in (names if names is not None else tier_dirs)}
+
 
 def build_model(n_classes: int, image_size: int = 224, width: float = 1.0, dense_width: float = 1.0):
     """AlexNet (Krizhevsky 2012, single tower): conv 11x11/4 (96) -> pool -> conv 5x5 (256) ->
@@ -276,8 +331,8 @@ def data_folder(manifest: pd.DataFrame) -> str:
     return str(manifest["abspath"].iloc[0]).rsplit("/train/", 1)[0]
 
 
-def _one_run(trainer, m, n_classes, threads, batch, prefetch, image_size, seed, eviction):
-    ev = cache.evict([data_folder(m)], eviction)
+def _one_run(trainer, m, n_classes, threads, batch, prefetch, image_size, seed, eviction, tier=None):
+    ev = cache.evict([data_folder(m)], eviction, label=tier)
     ds = build_pipeline(list(m["abspath"]), list(m["label"]), n_classes, threads, batch,
                         prefetch, image_size, seed)
     seconds, steps = run_steps(trainer, ds)
@@ -296,7 +351,7 @@ def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: 
         m = staged[c["tier"]]
         trainer.warm(c["batch_size"])
         seconds, st, ev = _one_run(trainer, m, n_classes, c["threads"], c["batch_size"],
-                                   c["prefetch"], cfg.image_size, seed, cfg.eviction)
+                                   c["prefetch"], cfg.image_size, seed, cfg.eviction, c["tier"])
         n = len(st) * c["batch_size"]
         runs.append({"experiment": experiment, **c, "repeat": i, "warmup": i < cfg.warmup,
                      "seconds": seconds, "iterations": len(st), "images": n,
@@ -340,7 +395,7 @@ def measure_dstat(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: 
         for p in cfg.prefetch:
             m = staged[tier]
             trainer.warm(cfg.batch_size)
-            ev = cache.evict([data_folder(m)], cfg.eviction)
+            ev = cache.evict([data_folder(m)], cfg.eviction, label=tier)
             ds = build_pipeline(list(m["abspath"]), list(m["label"]), n_classes, cfg.dstat_threads,
                                 cfg.batch_size, p, cfg.image_size, seed)
             s = dstat.Sampler(devices=[dev] if dev else [], pid=os.getpid(),
@@ -456,7 +511,7 @@ def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_d
         mgr = _manager(mode, tier_dirs, cfg, log)
         if mgr is not None:
             mgr.recover()
-        ev = cache.evict([data_folder(m)], cfg.eviction)
+        ev = cache.evict([data_folder(m)], cfg.eviction, label=cfg.data_tier)
         ds = build_pipeline(list(m["abspath"]), list(m["label"]), n_classes, cfg.threads,
                             cfg.batch_size, cfg.prefetch, image_size, seed, repeat=True)
 

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from . import claims as C
 from . import reference, style
 from .claims import claim
 
@@ -77,7 +78,9 @@ def warm_cold(raw: pd.DataFrame) -> pd.DataFrame:
                      "parallelism": w.par, "cold_images_per_s": cold,
                      "warm_images_per_s": w.images_per_s, "warm_over_cold": w.images_per_s / cold,
                      # a tier without a block device (tmpfs) cannot be evicted: cold is warm there
-                     "evictable": isinstance(w.device, str) and bool(w.device)})
+                     "evictable": (isinstance(w.device, str) and bool(w.device))
+                     if hasattr(w, "device") else None,
+                     "warm_resident_fraction": getattr(w, "resident_fraction", np.nan)})
     return pd.DataFrame(rows)
 
 
@@ -135,73 +138,117 @@ def collectl_with_paper(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
-           wc: pd.DataFrame, tier: str, reads: pd.DataFrame | None = None) -> list[dict]:
+           wc: pd.DataFrame, tier: str, reads: pd.DataFrame | None = None,
+           env: dict | None = None, fio: pd.DataFrame | None = None) -> list[dict]:
+    """The blog's findings on ``tier`` (the first with a block device), each emitted whether or
+    not its data was measured. ``env``: the blog stage's env.json (cores, memory, cold-run
+    residency); ``fio``: the device baseline, from which failing claims get their reason."""
+    env = env or {}
+    n, gib = C.cores(env), C.memory_gib(env)
+    cold = C.cold_run(env, tier)
     out = []
-    share = hist.loc[hist["bucket"].isin(["64K", "128K"]), "files_percent"].sum()
+    has_hist = len(hist) and {"bucket", "files_percent"} <= set(hist)
+    share = hist.loc[hist["bucket"].isin(["64K", "128K"]), "files_percent"].sum() if has_hist else np.nan
     out.append(claim("blog_size_64k_128k", SOURCE, "size histogram",
                      "roughly 80% of the images are in the 64 KB or 128 KB bins", share, "%",
                      f"within 15% of {reference.NELSON_64K_128K_SHARE_PERCENT}",
                      paper_value=reference.NELSON_64K_128K_SHARE_PERCENT,
                      note=f"the blog's own bssplit puts "
                           f"{hist.loc[hist['bucket'].isin(['64K', '128K']), 'mix_percent'].sum():g}% there"
-                     if "mix_percent" in hist else ""))
-    cold = summary[(summary["cache"] == "cold") & (summary["tier"] == tier)]
-    tf = cold[cold["framework"] == "tensorflow"]
-    tr = tf[tf["format"] == "tfrecord"].set_index("threads")["images_per_s"]
-    if len(tr) > 1:
-        out.append(claim("blog_private_threads_help", SOURCE, "tf.data private threads",
-                         f"more private threads raise tf.data throughput over TFRecords (tier {tier}; "
-                         f"{int(tr.index.max())} over {int(tr.index.min())} threads)",
-                         tr.iloc[-1] / tr.iloc[0] if tr.index.is_monotonic_increasing
-                         else tr[tr.index.max()] / tr[tr.index.min()], "x", "> 1.2",
-                         why_not="decoding is bound by this box's two cores"))
-    jp = tf[tf["format"] == "jpeg"].set_index("threads")["images_per_s"]
-    if len(tr) and len(jp):
-        t = tr.index.max()
-        out.append(claim("blog_tfrecord_not_slower", SOURCE, "TFRecords vs JPEG",
-                         f"TFRecords are at least as fast as individual JPEG files (tier {tier}, "
-                         f"{int(t)} threads)", tr[t] / jp[t], "x", ">= 0.95",
-                         why_not="on a local disk with a small set, per-file metadata costs little"))
-    pt = cold[cold["framework"] == "pytorch"].set_index("workers")["images_per_s"]
-    if len(pt) > 1:
-        out.append(claim("blog_workers_help", SOURCE, "PyTorch workers",
-                         f"more DataLoader workers raise throughput (tier {tier}; "
-                         f"{int(pt.index.max())} over {int(pt.index.min())} workers)",
-                         pt[pt.index.max()] / pt[pt.index.min()], "x", "> 1.2",
-                         why_not="decoding is bound by this box's two cores"))
-    c = collectl[collectl["tier"] == tier] if len(collectl) else collectl
-    if len(c):
-        q = c.set_index(["framework", "format"])
-        if ("tensorflow", "tfrecord") in q.index and ("pytorch", "jpeg") in q.index:
-            a, b = q.loc[("tensorflow", "tfrecord")], q.loc[("pytorch", "jpeg")]
-            ref = reference.NELSON_COLLECTL
-            out.append(claim("blog_collectl_tf_larger_requests", SOURCE, "collectl table",
-                             "TensorFlow's TFRecord reads reach the device in larger requests than "
-                             "PyTorch's JPEG reads (KB per read, TF over PyTorch)",
-                             a["KB_per_read"] / b["KB_per_read"], "x", ">= 1",
-                             paper_value=ref["tensorflow"]["KB_per_read"] / ref["pytorch"]["KB_per_read"]))
-            out.append(claim("blog_collectl_tf_shorter_queue", SOURCE, "collectl table",
-                             "TensorFlow's TFRecord reads keep a shorter device queue than "
-                             "PyTorch's JPEG reads (queue length, PyTorch over TF)",
-                             b["queue_len"] / max(a["queue_len"], 1e-9), "x", "> 1",
-                             paper_value=ref["pytorch"]["queue_len"] / ref["tensorflow"]["queue_len"],
-                             why_not="with 2 cores the readers are CPU-bound and rarely queue"))
-    w = wc[wc["tier"] == tier]
-    if len(w):
-        out.append(claim("blog_warm_faster", SOURCE, "finding 5",
-                         f"a warm page cache makes the same run faster (tier {tier}; lowest warm "
-                         "over cold ratio across frameworks and formats)", w["warm_over_cold"].min(),
-                         "x", "> 1", why_not="decoding, not reading, bounds these runs here"))
+                     if has_hist and "mix_percent" in hist else "",
+                     why_not="the sizes are drawn from the blog's bssplit mix" if has_hist
+                     else "the blog stage wrote no size histogram", kind="check"))
+    c = summary[(summary["cache"] == "cold") & (summary["tier"] == tier)]
+    tf = c[c["framework"] == "tensorflow"]
+    tr = tf[tf["format"] == "tfrecord"].set_index("threads")["images_per_s"].sort_index()
+    jp = tf[tf["format"] == "jpeg"].set_index("threads")["images_per_s"].sort_index()
+    pt = c[c["framework"] == "pytorch"].set_index("workers")["images_per_s"].sort_index()
+    best_MBps = float(c["MBps"].max()) if len(c) and "MBps" in c else np.nan
+    rnd = C.fio_MBps(fio, tier, "randread")
+    cpu = (f"decoding bounds these runs on {n} cores: the best cold run reads {best_MBps:,.0f} "
+           f"MB/s, fio's random read on {tier} gives {rnd:,.0f} MB/s")
+    out.append(claim("blog_private_threads_help", SOURCE, "tf.data private threads",
+                     f"more private threads raise tf.data throughput over TFRecords (tier {tier}"
+                     + (f"; {int(tr.index.max())} over {int(tr.index.min())} threads)" if len(tr) > 1 else ")"),
+                     tr.iloc[-1] / tr.iloc[0] if len(tr) > 1 else np.nan, "x", "> 1.2",
+                     why_not=cpu if len(tr) > 1 else "blog.threads has fewer than two counts, or no "
+                     f"TFRecord run on tier {tier}", kind="finding", **cold))
+    t = tr.index.max() if len(tr) else None
+    out.append(claim("blog_tfrecord_not_slower", SOURCE, "TFRecords vs JPEG",
+                     f"TFRecords are at least as fast as individual JPEG files (tier {tier}"
+                     + (f", {int(t)} threads)" if t is not None else ")"),
+                     tr[t] / jp[t] if t is not None and t in jp.index else np.nan, "x", ">= 0.95",
+                     why_not=(f"{cpu}; the {int(c['images_per_s'].count())} cold runs open "
+                              "files from a local disk, where per-file metadata costs little")
+                     if t is not None and t in jp.index else f"no TFRecord and JPEG runs on tier {tier}",
+                     kind="finding", **cold))
+    out.append(claim("blog_workers_help", SOURCE, "PyTorch workers",
+                     f"more DataLoader workers raise throughput (tier {tier}"
+                     + (f"; {int(pt.index.max())} over {int(pt.index.min())} workers)" if len(pt) > 1 else ")"),
+                     pt.iloc[-1] / pt.iloc[0] if len(pt) > 1 else np.nan, "x", "> 1.2",
+                     why_not=cpu if len(pt) > 1 else "blog.workers has fewer than two counts",
+                     kind="finding", **cold))
+    q = (collectl[collectl["tier"] == tier].set_index(["framework", "format"])
+         if len(collectl) and "tier" in collectl else pd.DataFrame())
+    both = len(q) and ("tensorflow", "tfrecord") in q.index and ("pytorch", "jpeg") in q.index
+    a = q.loc[("tensorflow", "tfrecord")] if both else None
+    b = q.loc[("pytorch", "jpeg")] if both else None
+    ref = reference.NELSON_COLLECTL
+    nodev = (f"no device reads were sampled on tier {tier} during the cold runs (a memory tier, "
+             "or every read was served from the page cache)")
+    out.append(claim("blog_collectl_tf_larger_requests", SOURCE, "collectl table",
+                     "TensorFlow's TFRecord reads reach the device in larger requests than "
+                     "PyTorch's JPEG reads (KB per read, TF over PyTorch)",
+                     a["KB_per_read"] / b["KB_per_read"] if both else np.nan, "x", ">= 1",
+                     paper_value=ref["tensorflow"]["KB_per_read"] / ref["pytorch"]["KB_per_read"],
+                     magnitude="within 25%",
+                     why_not=(f"KB per read here: TF {a['KB_per_read']:.0f}, PyTorch {b['KB_per_read']:.0f}"
+                              if both else nodev), kind="finding", **cold))
+    out.append(claim("blog_collectl_tf_shorter_queue", SOURCE, "collectl table",
+                     "TensorFlow's TFRecord reads keep a shorter device queue than "
+                     "PyTorch's JPEG reads (queue length, PyTorch over TF)",
+                     b["queue_len"] / max(a["queue_len"], 1e-9) if both else np.nan, "x", "> 1",
+                     paper_value=ref["pytorch"]["queue_len"] / ref["tensorflow"]["queue_len"],
+                     magnitude="within 2x",
+                     why_not=(f"queue length here: TF {a['queue_len']:.2f}, PyTorch {b['queue_len']:.2f} "
+                              f"(the blog: {ref['tensorflow']['queue_len']}, {ref['pytorch']['queue_len']} "
+                              f"with 8 GPUs to feed); {cpu}") if both else nodev,
+                     kind="finding", **cold))
+    w = wc[wc["tier"] == tier] if len(wc) else wc
+    warm_res = float(w["warm_resident_fraction"].min()) \
+        if len(w) and "warm_resident_fraction" in w and w["warm_resident_fraction"].notna().any() else np.nan
+    evicted = (f"only {warm_res:.0%} of the data set was still in the page cache when a warm run "
+               "started (other processes on this box evict or drop it)"
+               if np.isfinite(warm_res) and warm_res < 0.9 else "")
+    out.append(claim("blog_warm_faster", SOURCE, "finding 5",
+                     f"a warm page cache makes the same run faster (tier {tier}; lowest warm "
+                     "over cold ratio across frameworks and formats)",
+                     w["warm_over_cold"].min() if len(w) else np.nan, "x", "> 1",
+                     note=f"residency when the warm runs started: at least {warm_res:.0%}"
+                     if np.isfinite(warm_res) else "",
+                     why_not="; ".join(x for x in (evicted, cpu) if x) if len(w)
+                     else f"no warm run on tier {tier}",
+                     kind="finding", **cold))
     r = reads[reads["tier"] == tier] if reads is not None and len(reads) else pd.DataFrame()
-    if len(r):
-        out.append(claim("blog_warm_reads_nothing", SOURCE, "finding 5",
-                         f"once the data set is cached the run stops reading storage (tier "
-                         f"{tier}; largest warm-run storage MB over the cold run's, own processes)",
-                         (r["warm_storage_MB"] / r["cold_storage_MB"].clip(lower=1e-9)).max(),
-                         "ratio", "< 0.1",
-                         note="why cold runs must drop the cache first, as the blog did",
-                         why_not="another process on this shared box may have dropped the page "
-                                 "cache between the cold and the warm run"))
+    worst = (r["warm_storage_MB"] / r["cold_storage_MB"].clip(lower=1e-9)) if len(r) else pd.Series(dtype=float)
+    k = worst.idxmax() if len(worst) else None
+    out.append(claim("blog_warm_reads_nothing", SOURCE, "finding 5",
+                     f"once the data set is cached the run stops reading storage (tier "
+                     f"{tier}; largest warm-run storage MB over the cold run's, own processes)",
+                     float(worst.max()) if len(worst) else np.nan, "ratio", "< 0.1",
+                     note="why cold runs must drop the cache first, as the blog did",
+                     why_not=(f"the warm {r.loc[k, 'framework']} {r.loc[k, 'format']} run made "
+                              f"storage read {r.loc[k, 'warm_storage_MB']:.1f} of "
+                              f"{r.loc[k, 'data_MB']:.1f} MB: "
+                              + (evicted if evicted else
+                                 f"{warm_res:.0%} of the data set was cached when it started, so the "
+                                 "reads came during the run (pages dropped meanwhile: drop_caches "
+                                 "by any process is system-wide; or files other than the data set)"
+                                 if np.isfinite(warm_res) else
+                                 f"its pages left the cache ({gib:.0f} GiB of memory, shared with "
+                                 "other processes)"))
+                     if k is not None else f"no per-process read counters for warm runs on tier {tier}",
+                     kind="finding"))
     return out
 
 

@@ -52,6 +52,24 @@ class BlogConfig(Section):
         return check_counts(v, "num_workers", 0, 256)
 
 
+def stage_all(source: Path, tiers, cfg: "BlogConfig") -> dict[str, pd.DataFrame]:
+    """The JPEG set on every tier (copied once, verified by the file list's checksum), cut to
+    its first ``cfg.images`` files: tier name -> manifest of the copy."""
+    from .imagenet_like import read_manifest
+    from .tiers import stage_copy
+
+    return {t.name: read_manifest(stage_copy(source, t)).iloc[:cfg.images] for t in tiers}
+
+
+def convert_all(staged: dict[str, pd.DataFrame], tiers, cfg: "BlogConfig") -> tuple[dict, pd.DataFrame]:
+    """:func:`convert` on every tier (into ``<tier>/blog-tfrecords``). Returns (tier -> shard
+    files, one row per tier: bytes, seconds, MB/s, reused)."""
+    conv = {t.name: convert(staged[t.name], t.dir / "blog-tfrecords", cfg.shards) for t in tiers}
+    table = pd.DataFrame([{"tier": k, **{f: v.get(f) for f in ("bytes", "seconds", "MBps", "reused")}}
+                          for k, v in conv.items()])
+    return {k: v["files"] for k, v in conv.items()}, table
+
+
 def convert(manifest: pd.DataFrame, dest: Path, shards: int) -> dict:
     """Write ``manifest``'s JPEGs as ``shards`` TFRecord files under ``dest`` (atomically).
 
@@ -169,15 +187,18 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
             target, nbytes = list(m["abspath"]), int(m["bytes"].sum())
             ds = build_dataset(target, threads, cfg.batch_size, "full", cfg.image_size, seed)
         if cache_state == "cold":
-            evictions[tier.name] = cache.evict(target, cfg.eviction)
-        # a warm run follows a cold pass over the same files, so they are in the page cache
+            evictions[tier.name] = cache.evict(target, cfg.eviction, label=tier.name)
+            resident = evictions[tier.name].resident_fraction
+        else:  # a warm run follows a cold pass over the same files: measure what is still cached
+            resident = cache.residency(target)["resident_fraction"]
         device = dstat.device_of(target[0])
         seconds, n, frame = timed_run(lambda: _count(ds), device, cfg.dstat_interval_s)
         rows.append({"run": run_id, "framework": "tensorflow", "tier": tier.name, "format": fmt,
                      "threads": threads, "repeat": i, "cache": cache_state, "seconds": seconds,
                      "images": n, "bytes": nbytes, "images_per_s": n / seconds,
                      "MBps": nbytes / 1e6 / seconds, "device": device or "",
-                     "eviction": evictions.get(tier.name, "none") if cache_state == "cold" else "none"})
+                     "eviction": evictions.get(tier.name, "none") if cache_state == "cold" else "none",
+                     "resident_fraction": resident})
         if len(frame):
             samples.append(frame.assign(run=run_id, framework="tensorflow", tier=tier.name,
                                         format=fmt, threads=threads, cache=cache_state))
@@ -185,16 +206,33 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
                                 else pd.DataFrame()), {"eviction": evictions}
 
 
+COLLECTL_COLUMNS = ["framework", "tier", "format", "source", "intervals", "read_KBps",
+                    "reads_per_s", "KB_per_read", "queue_len", "util"]
+DSTAT_KEYS = ["run", "framework", "tier", "format", "cache", "source", "time_s", "interval_s",
+              "read_MBps", "read_iops", "queue_len", "util"]
+
+
+def dstat_rows_of(*frames: pd.DataFrame) -> pd.DataFrame:
+    """The dstat samples of every run in one table, with its columns even when no interval
+    was sampled (so the file a later stage reads always parses)."""
+    d = pd.concat([f for f in frames if len(f.columns)], ignore_index=True) \
+        if any(len(f.columns) for f in frames) else pd.DataFrame()
+    for c in DSTAT_KEYS:
+        if c not in d:
+            d[c] = pd.Series(dtype=float)
+    return d
+
+
 def collectl_table(dstat_rows: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """The blog's collectl table: per framework and format, on block devices, the median over
     sampled intervals of read KB/s, reads/s, KB per read and queue length (cold runs only,
-    intervals with reads)."""
+    intervals with reads). No rows (but the columns) when no device read was sampled."""
     if dstat_rows.empty:
-        return pd.DataFrame()
-    d = dstat_rows[dstat_rows["source"].str.startswith("dev:") & (dstat_rows["cache"] == "cold")]
+        return pd.DataFrame(columns=COLLECTL_COLUMNS)
+    d = dstat_rows[dstat_rows["source"].astype(str).str.startswith("dev:") & (dstat_rows["cache"] == "cold")]
     d = d[d["read_iops"] > 0]
     if d.empty:
-        return pd.DataFrame()
+        return pd.DataFrame(columns=COLLECTL_COLUMNS)
     d = d.assign(read_KBps=d["read_MBps"] * 1e3,
                  KB_per_read=d["read_MBps"] * 1e3 / d["read_iops"])
     return (d.groupby(["framework", "tier", "format", "source"]).agg(

@@ -270,7 +270,7 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
             for r in cfg.ratios for p in cfg.procs for i in range(cfg.repeats)]
     for tier, mode, r, p, i in progress(plan, desc="deepio: loader runs"):
         path, index = packs[tier]
-        evictions[tier] = cache.evict([path], cfg.eviction)
+        evictions[tier] = cache.evict([path], cfg.eviction, label=tier)
         res = run_loader(path, index, mode, p, r, cfg.chunk_samples, seed)
         runs.append({"tier": tier, "memory_backed": mem[tier], "mode": mode, "R": r, "P": p,
                      "repeat": i,

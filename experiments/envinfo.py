@@ -83,7 +83,14 @@ def host_label() -> str:
 
 
 def capture(**extra) -> dict:
-    """Everything ``env.json`` records; ``extra`` adds stage facts (parameters, eviction, tracer)."""
+    """Everything ``env.json`` records; ``extra`` adds stage facts (parameters, eviction, tracer).
+
+    ``cold_runs`` (when this process evicted a data set before a run): per tier, the eviction
+    method and the page-cache residency measured after it (:func:`experiments.cache.summary`).
+    """
+    from . import cache
+
+    cold = cache.summary()
     return {
         "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
@@ -97,5 +104,6 @@ def capture(**extra) -> dict:
         "libraries": versions(),
         "git": git_revision(),
         "is_root": os.geteuid() == 0,
+        **({"cold_runs": cold} if cold else {}),
         **extra,
     }

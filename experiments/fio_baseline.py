@@ -91,7 +91,7 @@ def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFra
                 [r for r in runs if r[0].name == t.name], desc=f"fio {t.name}"
             ):
                 if not direct and job != "seqwrite":
-                    facts["eviction"][t.name] = cache.evict([path])
+                    facts["eviction"][t.name] = cache.evict([path], label=t.name)
                 try:
                     r = run_job(path, job, cfg, bssplit, direct)
                 except subprocess.CalledProcessError as e:
@@ -100,7 +100,7 @@ def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFra
                         print(f"fio: direct I/O refused on tier {t.name} ({infos[t.name].fstype}); "
                               "using buffered I/O with eviction before reads")
                         direct = False
-                        facts["eviction"][t.name] = cache.evict([path])
+                        facts["eviction"][t.name] = cache.evict([path], label=t.name)
                         r = run_job(path, job, cfg, bssplit, direct)
                     else:
                         raise RuntimeError(f"fio failed on tier {t.name}: {e.stderr.strip()[-400:]}") from e

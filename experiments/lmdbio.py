@@ -20,9 +20,17 @@ slice of the records and, round by round, each of its processes consumes one bat
   between them into a scratch buffer;
 - ``stag``      (e) as (d), with at most ``stagger_group`` readers in the file at a time.
 
-Measured per run (cache evicted before it): total read time (first start to last finish,
-``time.perf_counter``, seconds), and voluntary + involuntary context switches of each process
-(``getrusage``), from which the figure's mean per process comes.
+The processes of a node hand each round over at a barrier. By default (``handover: spin``)
+the waiters poll shared memory and yield the CPU every 1,000 polls, as MPI-3 shared-memory
+barriers do (MPICH), so waiting costs no sleep; ``handover: sleep`` uses
+``multiprocessing.Barrier``, where every wait sleeps in the kernel (one voluntary context
+switch per process per barrier: 2 per round). docs/lmdbio.md shows both.
+
+Measured per run (cache evicted before it, residency measured after): total read time (first
+start to last finish, ``time.perf_counter``, seconds), and the voluntary (the process slept:
+waiting for I/O or for another process) and involuntary (it was preempted) context switches
+of each process (``getrusage``), from which the figure's means per process come. One row per
+process goes to ``facts["processes"]``.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import shutil
 import time
 from multiprocessing import shared_memory
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -43,7 +52,7 @@ from pydantic import Field, field_validator, model_validator
 from . import cache
 from .cache import EvictionMethod
 from .common_config import check_counts
-from .procs import run_together
+from .procs import SpinBarrier, run_together
 from .config import ConfigError, Section
 from .progress import progress
 from .tiers import prepare, require_free
@@ -64,10 +73,18 @@ class LMDBIOConfig(Section):
     batch_size: int = Field(64, ge=1, le=1_000_000, description="records per process per round")
     coalesce: int = Field(4, ge=1, le=1024, description="rounds read per request in coal/stag")
     stagger_group: int = Field(1, ge=1, le=1024, description="readers in the file at a time")
+    handover: Literal["spin", "sleep"] = Field(
+        "spin", description="how a node's processes wait for each other between rounds: "
+        "spin = poll shared memory (as MPI-3 shared-memory barriers do), sleep = "
+        "multiprocessing.Barrier (each wait sleeps in the kernel: a voluntary context switch)")
     strategies: list[str] = Field(list(STRATEGIES), min_length=1)
     map_size_mib: int = Field(1024, ge=1, le=1 << 22)
     repeats: int = Field(1, ge=1, le=50)
     eviction: EvictionMethod = "auto"
+    handover_check: bool = Field(
+        True, description="also run (b) LMM with both hand-overs (spin, sleep) at every P on the "
+        "first data set of each tier that is not memory-backed: the evidence of what the "
+        "context-switch claim measures")
 
     @field_validator("procs")
     @classmethod
@@ -209,9 +226,10 @@ def layout(records: int, procs: int, rpn: int, batch: int) -> list[dict]:
     return out
 
 
-def _switches() -> int:
+def _switches() -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of this process so far (getrusage)."""
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_nvcsw + r.ru_nivcsw
+    return r.ru_nvcsw, r.ru_nivcsw
 
 
 def _cursor_read(txn, first: int, count: int) -> list[bytes]:
@@ -309,7 +327,7 @@ def _worker(a: dict) -> dict:
             nbytes += len(bytes(shm.buf[j * size:(j + cnt) * size]))
         a["node_barrier"].wait()  # everyone is done with the buffer
     t1 = time.perf_counter()
-    cs = _switches() - cs0
+    vol, invol = (b - a for a, b in zip(cs0, _switches()))
     if env is not None:
         env.close()
     if fd is not None:
@@ -317,7 +335,8 @@ def _worker(a: dict) -> dict:
     if shm is not None:
         shm.close()
     return {"proc": me, "node": node["node"], "reader": bool(is_reader), "t0": t0, "t1": t1,
-            "bytes": nbytes, "context_switches": cs, "records": nrec}
+            "bytes": nbytes, "context_switches": vol + invol, "cs_voluntary": vol,
+            "cs_involuntary": invol, "records": nrec}
 
 
 def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOConfig,
@@ -338,7 +357,8 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
                                                  size=max(1, node["per_round"] * step * size))
                 shms.append(shm)
                 shm_name = shm.name
-            nb = ctx.Barrier(len(node["members"]))
+            nb = (SpinBarrier(ctx, len(node["members"])) if cfg.handover == "spin"
+                  else ctx.Barrier(len(node["members"])))
             for me in node["members"]:
                 args.append({"strategy": strategy, "node": node, "me": me, "batch": cfg.batch_size,
                              "size": size, "path": str(path), "shm_name": shm_name,
@@ -382,20 +402,52 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
                                                  cfg.map_size_mib << 20, seed), d.record_bytes)
     plan = [(t.name, d.name, s, p, i) for t in tiers for d in cfg.datasets
             for s in cfg.strategies for p in cfg.procs for i in range(cfg.repeats)]
-    rows, evictions = [], {}
-    for tier, ds, strategy, p, i in progress(plan, desc="lmdbio runs"):
+    rows, procs, evictions = [], [], {}
+    for run_id, (tier, ds, strategy, p, i) in enumerate(progress(plan, desc="lmdbio runs")):
         dest, prov, size = dbs[(tier, ds)]
-        evictions[tier] = cache.evict([dest], cfg.eviction)
+        ev = evictions[tier] = cache.evict([dest], cfg.eviction, label=tier)
         per = run(dest, prov, strategy, p, cfg, size)
         seconds = per["t1"].max() - per["t0"].min()
-        rows.append({"tier": tier, "memory_backed": mem[tier], "dataset": ds, "record_bytes": size, "strategy": strategy,
+        rows.append({"run": run_id, "tier": tier, "memory_backed": mem[tier], "dataset": ds,
+                     "record_bytes": size, "strategy": strategy, "handover": cfg.handover,
                      "P": p, "repeat": i, "seconds": seconds, "bytes": int(per["bytes"].sum()),
                      "MBps": per["bytes"].sum() / 1e6 / seconds,
                      "cs_per_proc": float(per["context_switches"].mean()),
+                     "cs_vol_per_proc": float(per["cs_voluntary"].mean()),
+                     "cs_invol_per_proc": float(per["cs_involuntary"].mean()),
                      "cs_max": int(per["context_switches"].max()),
                      "readers": int(per["reader"].sum()) if strategy != "lmdb" else p,
-                     "eviction": evictions[tier]})
-    return pd.DataFrame(rows), {"eviction": evictions}
+                     "eviction": str(ev), "resident_fraction": ev.resident_fraction})
+        procs.append(per.drop(columns=["t0", "t1"]).assign(
+            run=run_id, tier=tier, dataset=ds, strategy=strategy, P=p, repeat=i,
+            seconds=per["t1"] - per["t0"]))
+    facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
+             "processes": pd.concat(procs, ignore_index=True),
+             "handover_check": handover_check(dbs, tiers, mem, cfg) if cfg.handover_check
+             else pd.DataFrame()}
+    return pd.DataFrame(rows), facts
+
+
+def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig) -> pd.DataFrame:
+    """(b) LMM with each hand-over (``spin``, ``sleep``) and (a) LMDB, at every P, once, cold,
+    on the first data set of every tier that is not memory-backed. One row per process:
+    voluntary and involuntary context switches, reader or consumer. This separates what the
+    hand-over costs from what the box (P against its cores) costs (docs/lmdbio.md)."""
+    ds = cfg.datasets[0]
+    plan = [(t.name, s, h, p) for t in tiers if not mem[t.name] for p in cfg.procs
+            for s, h in (("lmdb", cfg.handover), ("lmm", "spin"), ("lmm", "sleep"))]
+    out = []
+    for tier, strategy, handover, p in progress(plan, desc="lmdbio hand-over check"):
+        dest, prov, size = dbs[(tier, ds.name)]
+        ev = cache.evict([dest], cfg.eviction, label=tier)
+        per = run(dest, prov, strategy, p, cfg.model_copy(update={"handover": handover}), size)
+        out.append(per.drop(columns=["t0", "t1"]).assign(
+            tier=tier, dataset=ds.name, strategy=strategy, handover=handover if strategy != "lmdb"
+            else "none", P=p, seconds=per["t1"].max() - per["t0"].min(),
+            resident_fraction=ev.resident_fraction))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=[
+        "proc", "node", "reader", "bytes", "context_switches", "cs_voluntary", "cs_involuntary",
+        "records", "tier", "dataset", "strategy", "handover", "P", "seconds", "resident_fraction"])
 
 
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:
@@ -403,7 +455,8 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     s = (raw.groupby(["tier", "dataset", "strategy", "P"], sort=False).agg(
         seconds=("seconds", "median"), seconds_min=("seconds", "min"),
         seconds_max=("seconds", "max"), MBps=("MBps", "median"),
-        cs_per_proc=("cs_per_proc", "median"), runs=("seconds", "size")).reset_index())
+        cs_per_proc=("cs_per_proc", "median"), cs_vol_per_proc=("cs_vol_per_proc", "median"),
+        cs_invol_per_proc=("cs_invol_per_proc", "median"), runs=("seconds", "size")).reset_index())
     base = s[s["strategy"] == "lmdb"].set_index(["tier", "dataset", "P"])["seconds"]
     s["speedup_vs_lmdb"] = [base.get((r.tier, r.dataset, r.P), np.nan) / r.seconds
                             for r in s.itertuples()]

@@ -95,7 +95,7 @@ def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataRea
     for tier, variant, threads, i in progress(runs, desc="tf.data runs"):
         m = staged[tier.name]
         folder = str(pd.Series(m["abspath"]).iloc[0]).rsplit("/train/", 1)[0]
-        evictions[tier.name] = cache.evict([folder], cfg.eviction)
+        evictions[tier.name] = cache.evict([folder], cfg.eviction, label=tier.name)
         ds = build_dataset(list(m["abspath"]), threads, cfg.batch_size, variant,
                            cfg.image_size, seed)
         seconds, batches = time_epoch(ds)

@@ -57,10 +57,13 @@ class TierInfo:
 
     @property
     def memory_backed(self) -> bool:
-        return self.fstype in ("tmpfs", "ramfs")
+        return self.fstype in MEMORY_FS
 
 
-def _mount_of(path: Path) -> tuple[str, str]:
+MEMORY_FS = ("tmpfs", "ramfs")  # file systems that are memory: nothing to evict
+
+
+def mount_of(path: Path) -> tuple[str, str]:
     """(file-system type, device) of the mount that holds ``path``, from /proc/self/mounts."""
     best, fstype, dev = "", "unknown", "unknown"
     p = str(path.resolve())
@@ -115,7 +118,7 @@ def prepare(tier: Tier, need_bytes: int = 0) -> TierInfo:
             f"tiers[{tier.name}].path = {tier.path!r}: needs {need_bytes / 1e6:.1f} MB but only "
             f"{free / 1e6:.1f} MB are free; free space or point the tier elsewhere"
         )
-    fstype, dev = _mount_of(d)
+    fstype, dev = mount_of(d)
     return TierInfo(tier.name, str(d), fstype, dev, free, total)
 
 

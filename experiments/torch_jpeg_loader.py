@@ -74,7 +74,10 @@ def measure(staged: dict[str, pd.DataFrame], tiers, cfg: BlogConfig,
         paths = list(m["abspath"])
         loader = make_loader(paths, list(m["label"]), workers, cfg.batch_size, cfg.image_size, seed)
         if cache_state == "cold":
-            evictions[tier.name] = cache.evict(paths, cfg.eviction)
+            evictions[tier.name] = cache.evict(paths, cfg.eviction, label=tier.name)
+            resident = evictions[tier.name].resident_fraction
+        else:  # right after a cold pass: measure what is still cached
+            resident = cache.residency(paths)["resident_fraction"]
         device = dstat.device_of(paths[0])
         seconds, n, frame = timed_run(lambda: _count(loader), device, cfg.dstat_interval_s)
         nbytes = int(m["bytes"].sum())
@@ -83,7 +86,8 @@ def measure(staged: dict[str, pd.DataFrame], tiers, cfg: BlogConfig,
                      "seconds": seconds, "images": n, "bytes": nbytes,
                      "images_per_s": n / seconds, "MBps": nbytes / 1e6 / seconds,
                      "device": device or "",
-                     "eviction": evictions.get(tier.name, "none") if cache_state == "cold" else "none"})
+                     "eviction": evictions.get(tier.name, "none") if cache_state == "cold" else "none",
+                     "resident_fraction": resident})
         if len(frame):
             samples.append(frame.assign(run=10_000 + run_id, framework="pytorch", tier=tier.name,
                                         format="jpeg", workers=workers, cache=cache_state))

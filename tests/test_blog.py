@@ -79,7 +79,13 @@ def test_warm_cold_and_claims():
         columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
         pd.DataFrame(), wc, "disk")}
     assert c["blog_size_64k_128k"]["our_value"] == 80 and c["blog_size_64k_128k"]["holds"]
+    assert c["blog_size_64k_128k"]["kind"] == "check" and c["blog_warm_faster"]["kind"] == "finding"
     assert c["blog_warm_faster"]["holds"]
+    # no device samples, no collectl table: the claims stay, not measured, with the reason
+    for k in ("blog_collectl_tf_larger_requests", "blog_collectl_tf_shorter_queue",
+              "blog_private_threads_help", "blog_workers_help", "blog_warm_reads_nothing"):
+        assert c[k]["verdict"] == "not measured" and "not measured on this run: " in c[k]["note"], k
+    assert c["blog_collectl_tf_shorter_queue"]["magnitude"] == "within 2x"
     assert blog_report.storage_tier(pd.DataFrame({"tier": ["mem", "disk"], "device": ["", "vda"]})) == "disk"
 
 
@@ -111,3 +117,19 @@ def test_storage_reads_of_warm_and_cold_runs_from_own_processes():
             columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
         pd.DataFrame(), wc, "disk", r)}
     assert c["blog_warm_reads_nothing"]["holds"] and c["blog_warm_reads_nothing"]["our_value"] == 0
+
+
+def test_warm_claims_say_how_much_was_still_cached():
+    raw = pd.DataFrame([
+        {"run": 0, "framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": 2,
+         "workers": np.nan, "cache": "cold", "images_per_s": 100.0, "resident_fraction": 0.0},
+        {"run": 1, "framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": 2,
+         "workers": np.nan, "cache": "warm", "images_per_s": 90.0, "resident_fraction": 0.25}])
+    wc = blog_report.warm_cold(raw)
+    assert wc["warm_resident_fraction"].iloc[0] == 0.25
+    c = {x["id"]: x for x in blog_report.claims(
+        pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), pd.DataFrame(
+            columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
+        pd.DataFrame(), wc, "disk", env={"cpu": {"count": 2}})}
+    w = c["blog_warm_faster"]
+    assert w["verdict"] == "fails" and "only 25% of the data set was still in the page cache" in w["note"]

@@ -23,16 +23,17 @@ def test_bad_rule_is_an_error():
 
 def test_claim_verdict_is_computed_and_explained():
     c = claims.claim("x", "S", "Fig 1", "s", our_value=1.1, unit="x", rule="> 1.5",
-                     paper_value=2.3, why_not="2 cores")
+                     paper_value=2.3, why_not="2 cores", kind="finding")
     assert c["holds"] is False and c["verdict"] == "fails"
     assert "fails the rule '> 1.5'" in c["note"] and "2 cores" in c["note"]
     nan = claims.claim("y", "S", "Fig 1", "s", our_value=math.nan, unit="x", rule="> 1",
-                       why_not="no tracer here")
+                       why_not="no tracer here", kind="finding")
     assert nan["holds"] is None and nan["verdict"] == "not measured" and "no tracer here" in nan["note"]
 
 
 def test_magnitude_is_a_second_verdict():
-    kw = dict(id="x", source="S", figure="F", statement="s", unit="x", rule="> 1", paper_value=2.6)
+    kw = dict(id="x", source="S", figure="F", statement="s", unit="x", rule="> 1", paper_value=2.6,
+              kind="finding")
     assert claims.claim(our_value=2.0, magnitude="within 2x", **kw)["verdict"] == "holds"
     c = claims.claim(our_value=1.1, magnitude="within 2x", why_not="fio: 1.9 GB/s", **kw)
     assert (c["holds"], c["magnitude_holds"], c["verdict"]) == (True, False, "direction only")
@@ -42,23 +43,59 @@ def test_magnitude_is_a_second_verdict():
 
 def test_bad_rules_fail_without_data_too():
     with pytest.raises(ValueError, match="not understood"):
-        claims.claim("x", "S", "F", "s", None, "u", "about 3")
+        claims.claim("x", "S", "F", "s", None, "u", "about 3", kind="finding")
     with pytest.raises(ValueError, match="needs a numeric paper_value"):
-        claims.claim("x", "S", "F", "s", 1.0, "u", "> 0", magnitude="within 2x")
+        claims.claim("x", "S", "F", "s", 1.0, "u", "> 0", magnitude="within 2x", kind="finding")
+    with pytest.raises(ValueError, match="not understood"):
+        claims.claim("x", "S", "F", "s", None, "u", "> 0", paper_value=2, magnitude="about 2x",
+                     kind="finding")
+    with pytest.raises(TypeError, match="kind"):
+        claims.claim("x", "S", "F", "s", 1.0, "u", "> 0")
     with pytest.raises(ValueError, match="kind"):
         claims.claim("x", "S", "F", "s", 1.0, "u", "> 0", kind="guess")
 
 
 def test_warm_runs_are_marked():
-    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=0.4)
-    assert c["cold"] is False and "not a cold run: 40%" in c["note"]
+    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=0.4, kind="finding")
+    assert c["cold"] is False and "not a cold run: 40%" in c["note"] and c["resident_fraction"] == 0.4
+    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=0.01, kind="finding")
+    assert c["cold"] is True and "cold" not in c["note"]
+    m = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=1.0, memory_backed=True,
+                     kind="finding")
+    assert m["cold"] is None and m["memory_backed"] and "memory-backed tier" in m["note"]
+
+
+def test_cold_run_and_measured_reasons_come_from_env_and_fio():
+    env = {"cpu": {"count": 4, "affinity": 2}, "memory_bytes": 24 * 2**30,
+           "cold_runs": {"disk": {"resident_fraction_max": 0.02, "memory_backed": False},
+                         "mem": {"resident_fraction_max": 1.0, "memory_backed": True}}}
+    assert claims.cores(env) == 2 and claims.memory_gib(env) == 24
+    assert claims.cold_run(env, "disk") == {"resident_fraction": 0.02, "memory_backed": False}
+    assert claims.cold_run(env, "mem")["memory_backed"] is True
+    assert claims.cold_run(env, "nfs") == {"resident_fraction": None, "memory_backed": False}
+    fio = pd.DataFrame({"tier": ["disk", "disk"], "job": ["seqread", "randread"], "bw_MBps": [900.0, 300.0]})
+    assert claims.fio_MBps(fio, "disk", "randread") == 300 and math.isnan(claims.fio_MBps(fio, "mem", "seqread"))
+
+
+def test_missing_value_without_reason_says_so():
+    c = claims.claim("x", "S", "F", "s", None, "u", "> 1", kind="check")
+    assert c["verdict"] == "not measured" and "gave no reason" in c["note"]
+
+
+def test_show_lists_verdicts_by_claim():
+    cl = [claims.claim("a", "S", "F", "s", 2.0, "u", "> 1", kind="finding"),
+          claims.claim("b", "S", "F", "s", 2.0, "u", "> 1", paper_value=20, magnitude="within 2x",
+                       kind="finding"),
+          claims.claim("c", "S", "F", "s", None, "u", "> 1", why_not="-", kind="finding"),
+          claims.claim("d", "S", "F", "s", 2.0, "u", "> 1", kind="check")]
+    assert list(claims.show(cl)["verdict"]) == ["holds", "direction only", "not measured", "holds"]
 
 
 def test_results_writer_is_atomic_and_cleans(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     out = results.StageResults("s")
     out.summary(pd.DataFrame({"a": [1]}))
-    out.claims([claims.claim("x", "S", "F", "s", 2.0, "u", "> 1")])
+    out.claims([claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", kind="finding")])
     (out.dir / "keep.ipynb").write_text("{}")
     with pytest.raises(RuntimeError):
         results.atomic_write(out.path("metrics.json"), lambda p: (_ for _ in ()).throw(RuntimeError()))
@@ -70,15 +107,37 @@ def test_results_writer_is_atomic_and_cleans(tmp_path, monkeypatch):
 
 def test_gather_and_markdown(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
-    for stage, c in (("a", claims.claim("x", "S", "F", "st|x", 2.0, "u", "> 1")),
-                     ("b", claims.claim("y", "S", "F", "st", 0.5, "u", "> 1"))):
+    for stage, cl in (("a", [claims.claim("x", "S", "F", "st|x", 2.0, "u", "> 1", kind="finding",
+                                          resident_fraction=0.5),
+                             claims.claim("z", "S", "F", "gen", 1.0, "u", "> 0", kind="check")]),
+                      ("b", [claims.claim("y", "S", "F", "st", 0.5, "u", "> 1", kind="finding"),
+                             claims.claim("w", "S", "F", "st", None, "u", "> 1", why_not="no disk tier",
+                                          kind="finding", memory_backed=True)])):
         monkeypatch.setenv(results.PIPELINE_ENV, stage)   # as dvc repro runs each stage
-        results.StageResults(stage).claims([c])
+        results.StageResults(stage).claims(cl)
     t = claims.gather()
-    assert list(t["stage"]) == ["a", "b"] and list(t["holds"]) == [True, False]
+    assert list(t["stage"]) == ["a", "a", "b", "b"] and list(t["holds"]) == [True, True, False, None]
     md = claims.to_markdown(t)
-    assert md.startswith("# Claims: 2 findings (1 holds, 1 fails, 0 not measured)")
-    assert "st\\|x" in md and "**fails**" in md
+    assert md.startswith("# Claims: 3 findings (1 holds, 1 fails, 1 not measured); "
+                         "1 checks (1 holds, 0 fails, 0 not measured)")
+    assert "st\\|x" in md and "**fails**" in md and "**50% (warm)**" in md
+    assert "tmpfs (not evictable)" in md and "not measured on this run: no disk tier" in md
+    # findings come first (failing ones on top), then the checks
+    assert md.index("| **fails** |") < md.index("| holds | S | F | st\\|x") < md.index("## Checks")
+
+
+def test_gather_refuses_a_claims_file_with_a_bad_rule(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    monkeypatch.setenv(results.PIPELINE_ENV, "a")   # as dvc repro runs the stage
+    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", kind="finding")
+    results.StageResults("a").claims([{**c, "rule": "about 2"}])
+    with pytest.raises(ValueError, match=r"claim 'x'.*not understood.*re-run the stage 'a'"):
+        claims.gather()
+    results.StageResults("a").claims([{**c, "kind": None}])
+    with pytest.raises(ValueError, match="kind = None"):
+        claims.gather()
+    with pytest.raises(FileNotFoundError, match="run the stage 'zzz'"):
+        claims.gather(["zzz"])
 
 
 def test_json_writer_handles_numpy_and_nan(tmp_path):

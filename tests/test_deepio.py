@@ -123,7 +123,21 @@ def test_report_claims_compute_verdicts():
     loader = pd.DataFrame([
         {"tier": "disk", "mode": m, "R": 0.5, "P": 1, "MBps": v, "RL_percent": rlp}
         for m, v, rlp in (("ordered", 100.0, 100.0), ("opportunistic", 300.0, 90.0))])
-    c = {x["id"]: x for x in deepio_report.claims(rl, curves, loader, "disk")}
+    loader = pd.concat([loader, pd.DataFrame([
+        {"tier": "mem", "mode": m, "R": 0.5, "P": p, "MBps": v, "RL_percent": 90.0}
+        for p in (1, 2) for m, v in (("ordered", 200.0), ("opportunistic", 100.0 * p))])])
+    fio = pd.DataFrame({"tier": ["mem", "mem"], "job": ["seqread", "randread"], "bw_MBps": [4000.0, 3000.0]})
+    env = {"cold_runs": {"mem": {"resident_fraction_max": 1.0, "memory_backed": True},
+                         "disk": {"resident_fraction_max": 0.0, "memory_backed": False}}}
+    c = {x["id"]: x for x in deepio_report.claims(rl, curves, loader, "disk", env, fio)}
     assert c["deepio_fig7_low_rl_hurts"]["holds"] and c["deepio_fig8_opportunistic_keeps_accuracy"]["holds"]
     assert c["deepio_fig10_opp_faster_R0.5"]["our_value"] == pytest.approx(3.0)
-    assert c["deepio_rl_k4"]["paper_value"] == 73
+    assert c["deepio_rl_k4"]["paper_value"] == 73 and c["deepio_rl_k4"]["kind"] == "check"
+    # the poster's k = 16 and 256 were not in block_sizes: rows, not measured, with the reason
+    assert c["deepio_rl_k16"]["verdict"] == "not measured" and "no k = 16" in c["deepio_rl_k16"]["note"]
+    # ordered beats opportunistic on mem at P = 1 (issue 14): the claim fails with fio's reason
+    m = c["deepio_opp_faster_every_p_mem"]
+    assert m["kind"] == "finding" and m["our_value"] == pytest.approx(0.5) and m["verdict"] == "fails"
+    assert "random read 3,000 MB/s, sequential 4,000 MB/s" in m["note"] and m["memory_backed"]
+    assert c["deepio_opp_faster_every_p_disk"]["verdict"] == "holds"
+    assert c["deepio_opp_faster_every_p_disk"]["cold"] is True

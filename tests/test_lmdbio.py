@@ -77,8 +77,56 @@ def test_summary_and_claims(tmp_path):
                        ("coal", 1.0, 30), ("stag", 0.9, 30)):
         for p in (1, 2):
             rows.append({"tier": "disk", "memory_backed": False, "dataset": "c", "strategy": s,
-                         "P": p, "seconds": sec, "MBps": 1.0, "cs_per_proc": cs})
+                         "P": p, "seconds": sec, "MBps": 1.0, "cs_per_proc": cs + 7,
+                         "cs_vol_per_proc": cs, "cs_invol_per_proc": 7})
     s = lmdbio.summarize(pd.DataFrame(rows))
     assert s.loc[s["strategy"] == "stag", "speedup_vs_lmdb"].iloc[0] == pytest.approx(4 / 0.9)
-    c = lmdbio_report.claims(s, "disk")
-    assert all(x["holds"] for x in c) and len(c) == 6
+    env = {"cpu": {"count": 1}, "cold_runs": {"disk": {"resident_fraction_max": 0.5}}}
+    c = {x["id"]: x for x in lmdbio_report.claims(s, "disk", env)}
+    assert all(x["holds"] for x in c.values()) and len(c) == 6
+    # judged at the largest P that fits the cores (here 1), and marked warm (50 % resident)
+    assert "P = 1" in c["lmdbio_lmm_fewer_switches_c"]["statement"]
+    assert c["lmdbio_lmm_fewer_switches_c"]["our_value"] == pytest.approx(0.5)
+    assert c["lmdbio_lmm_fewer_switches_c"]["cold"] is False
+    stag = c["lmdbio_stag_beats_lmdb_every_p_c"]
+    assert stag["verdict"] == "direction only" and stag["ratio"] == pytest.approx(4 / 0.9 / 77)
+    assert "on 1 cores" in stag["note"]
+    # a data set with no runs is still a row, "not measured", with the reason
+    none = lmdbio_report.claims(s[s["tier"] == "nothing"], "disk", env)
+    assert none and {x["verdict"] for x in none} == {"not measured"}
+
+
+def test_spinning_hand_over_makes_no_sleeps_where_a_barrier_sleeps_every_round(tmp_path):
+    """The context-switch finding depends on how a node's consumers wait for its reader: with
+    multiprocessing.Barrier every wait sleeps (a voluntary switch per barrier), with the
+    MPI-like spinning hand-over the consumers never sleep (docs/lmdbio.md)."""
+    rounds = 100
+    prov = lmdbio.build(tmp_path / "db", 2 * 4 * rounds, 512, 16 << 20, seed=3)
+    vol = {}
+    for handover in ("sleep", "spin"):
+        cfg = _cfg(handover=handover, ranks_per_node=2, batch_size=4)
+        per = lmdbio.run(tmp_path / "db", prov, "lmm", 2, cfg, 512)
+        assert per["bytes"].sum() == 2 * 4 * rounds * 512
+        vol[handover] = int(per.loc[~per["reader"], "cs_voluntary"].iloc[0])
+    # two barriers a round; the consumer arrives first at about half of them at least
+    assert vol["sleep"] >= rounds / 2, vol
+    assert vol["spin"] <= rounds / 10, vol
+
+
+def test_measure_records_processes_residency_and_the_hand_over_check(tmp_path):
+    from experiments import cache, tiers
+    cache.reset_log()
+    t = tiers.Tier(name="disk", path=str(tmp_path / "disk"))
+    cfg = _cfg(procs=[1, 2], strategies=["lmdb", "lmm"])
+    raw, facts = lmdbio.measure([t], cfg, seed=1)
+    assert set(raw["strategy"]) == {"lmdb", "lmm"} and (raw["handover"] == "spin").all()
+    assert raw["resident_fraction"].notna().all()
+    per = facts["processes"]
+    assert len(per) == raw["P"].sum() and {"cs_voluntary", "cs_involuntary"} <= set(per)
+    h = facts["handover_check"]
+    assert set(zip(h["strategy"], h["handover"])) == {("lmdb", "none"), ("lmm", "spin"), ("lmm", "sleep")}
+    assert set(h["P"]) == {1, 2}
+    table = lmdbio_report.handover_table(h)
+    assert set(table["role"]) == {"every process", "reader", "consumer"}
+    assert cache.summary()["disk"]["evictions"] == len(raw) + len(h.groupby(["strategy", "handover", "P"]))
+    cache.reset_log()

@@ -8,6 +8,8 @@ import pandas as pd
 from experiments import claims
 import pytest
 
+from test_smoke_pipeline import assert_cold_runs
+
 pytestmark = pytest.mark.smoke
 
 
@@ -17,8 +19,9 @@ def test_caltech_like_data_and_claims(stage_results, smoke_root):
     assert len(m) == 48 and set(m["format"]) == {"jpg", "png"} and m["label"].nunique() == 4
     raw = pd.read_parquet(d / "raw.parquet")
     assert list(raw["bytes"]) == list(m["bytes"])
-    cl = json.loads((d / "claims.json").read_text())
-    assert {c["id"] for c in cl} == {"caltech-median-size", "caltech-mean-size"}
+    cl = {c["id"]: c for c in json.loads((d / "claims.json").read_text())}
+    assert set(cl) == {"caltech-median-size", "caltech-mean-size"}
+    assert all(c["kind"] == "check" and c["our_value"] > 0 for c in cl.values())
 
 
 def test_alexnet_prefetch_measured_every_configuration(stage_results):
@@ -36,6 +39,7 @@ def test_alexnet_prefetch_measured_every_configuration(stage_results):
     assert set(dst["tier"]) == {"mem", "disk"} and set(dst["prefetch"]) == {0, 1}
     env = json.loads((d / "env.json").read_text())
     assert env["stage"] == "alexnet_prefetch" and "alexnet" in env["params"]
+    assert_cold_runs(env)
 
 
 def test_alexnet_checkpoint_every_mode_and_restore(stage_results):
@@ -62,9 +66,15 @@ def test_alexnet_report_figures_and_claims(stage_results):
                  "fig8_alexnet_dstat", "fig9_checkpoint_runtime", "fig10_checkpoint_dstat"):
         assert (d / f"{name}.png").stat().st_size > 5000, name
     cl = json.loads((d / "claims.json").read_text())
-    ids = {c["id"] for c in cl}
-    assert {"burst-buffer-close-to-fast", "burst-buffer-speedup-vs-slow"} <= ids
-    assert all(c["verdict"] in claims.VERDICTS and c["rule"] for c in cl)
+    c = {x["id"]: x for x in cl}
+    assert all(x["verdict"] in claims.VERDICTS and x["rule"] and x["kind"] == "finding" for x in cl)
+    b = c["burst-buffer-speedup-vs-slow"]
+    assert b["our_value"] > 0 and b["paper_value"] == 2.6 and b["magnitude"] == "within 2x"
+    assert b["ratio"] == pytest.approx(b["our_value"] / 2.6)
+    assert c["burst-buffer-close-to-fast"]["our_value"] > 0
+    for tier in ("mem", "disk"):
+        assert c[f"alexnet-prefetch-faster-{tier}"]["our_value"] > 0
+    assert c["alexnet-prefetch-faster-disk"]["cold"] is True
     r = pd.read_csv(d / "stall_ratios.csv").iloc[0]
     assert r["stall_ratio_to_fast_mem"] == 1.0 and r["stall_ratio_to_fast_burst"] > 0
     m = json.loads((d / "metrics.json").read_text())

@@ -11,6 +11,8 @@ import pandas as pd
 from experiments import claims
 import pytest
 
+from test_smoke_pipeline import assert_cold_runs
+
 pytestmark = pytest.mark.smoke
 
 
@@ -34,14 +36,21 @@ def test_deepio_measured_rl_accuracy_and_loader(stage_results):
     assert (raw["served"] == raw["samples"]).all()
     env = json.loads((d / "env.json").read_text())
     assert env["params"]["deepio"]["ratios"] == [1.0, 0.25]
+    assert_cold_runs(env)
 
 
 def test_deepio_report_figures_and_claims(stage_results):
     d = stage_results("deepio_report")
     for f in ("rl_blocks", "fig7_accuracy_rl", "fig8_accuracy_opportunistic", "fig10_bandwidth"):
         assert (d / f"{f}.png").stat().st_size > 1000
-    ids = {c["id"] for c in _claims(d)}
-    assert {"deepio_rl_k4", "deepio_fig7_low_rl_hurts", "deepio_opp_rl_high"} <= ids
+    c = {x["id"]: x for x in _claims(d)}
+    assert c["deepio_rl_k4"]["kind"] == "check" and c["deepio_rl_k4"]["our_value"] < 100
+    assert c["deepio_rl_k16"]["verdict"] == "not measured"  # block_sizes [1, 4] on smoke
+    assert c["deepio_fig7_low_rl_hurts"]["kind"] == "finding" and c["deepio_fig7_low_rl_hurts"]["our_value"] is not None
+    for tier in ("mem", "disk"):  # ordered vs opportunistic at every P, per tier (issue 14)
+        assert c[f"deepio_opp_faster_every_p_{tier}"]["our_value"] > 0
+    assert c["deepio_opp_faster_every_p_mem"]["memory_backed"] is True
+    assert c["deepio_opp_faster_every_p_disk"]["cold"] is True
 
 
 def test_lmdbio_every_strategy_and_p(stage_results):
@@ -55,13 +64,23 @@ def test_lmdbio_every_strategy_and_p(stage_results):
     assert (raw["seconds"] > 0).all() and (raw["cs_per_proc"] >= 0).all()
     s = pd.read_csv(d / "summary.csv")
     assert list(s.loc[s["strategy"] == "lmdb", "speedup_vs_lmdb"]) == pytest.approx([1.0] * 8)
+    assert (s["cs_vol_per_proc"] >= 0).all() and (s["cs_invol_per_proc"] >= 0).all()
+    per = pd.read_csv(d / "processes.csv")
+    assert len(per) == sum(raw["P"]) and {"cs_voluntary", "cs_involuntary", "reader"} <= set(per)
+    env = json.loads((d / "env.json").read_text())
+    assert env["handover"] == "spin"
+    assert_cold_runs(env)
 
 
 def test_lmdbio_report_figures_and_claims(stage_results):
     d = stage_results("lmdbio_report")
     assert (d / "fig2_lmdbio.png").stat().st_size > 1000
-    ids = {c["id"] for c in _claims(d)}
-    assert any(i.startswith("lmdbio_lmm_fewer_switches") for i in ids)
+    c = {x["id"]: x for x in _claims(d)}
+    for ds in ("cifar", "imagenet"):
+        sw = c[f"lmdbio_lmm_fewer_switches_{ds}"]
+        assert sw["kind"] == "finding" and sw["our_value"] is not None and sw["cold"] is True
+        st = c[f"lmdbio_stag_beats_lmdb_every_p_{ds}"]
+        assert st["paper_value"] == 77 and st["magnitude"] == "within 2x" and st["ratio"] > 0
 
 
 def test_blog_runs_and_collectl(stage_results):
@@ -73,11 +92,19 @@ def test_blog_runs_and_collectl(stage_results):
     assert (raw["images"] == 32).all() and (raw["images_per_s"] > 0).all()
     h = pd.read_csv(d / "histogram.csv")
     assert h["files_percent"].sum() == pytest.approx(100, abs=5)
+    pd.read_csv(d / "collectl.csv")  # always written, with its columns
+    pd.read_csv(d / "dstat.csv")
+    assert_cold_runs(json.loads((d / "env.json").read_text()))
 
 
 def test_blog_report_figures_and_claims(stage_results):
     d = stage_results("blog_report")
     for f in ("size_histogram", "tfdata_threads", "torch_workers", "warm_vs_cold"):
         assert (d / f"{f}.png").stat().st_size > 1000
-    ids = {c["id"] for c in _claims(d)}
-    assert {"blog_size_64k_128k", "blog_warm_faster"} <= ids
+    c = {x["id"]: x for x in _claims(d)}
+    assert c["blog_size_64k_128k"]["kind"] == "check" and c["blog_size_64k_128k"]["our_value"] > 0
+    assert c["blog_warm_faster"]["our_value"] > 0 and c["blog_warm_faster"]["cold"] is True
+    assert c["blog_private_threads_help"]["our_value"] > 0 and c["blog_workers_help"]["our_value"] > 0
+    # every blog finding is a row, measured or not
+    assert {"blog_collectl_tf_larger_requests", "blog_collectl_tf_shorter_queue",
+            "blog_tfrecord_not_slower", "blog_warm_reads_nothing"} <= set(c)

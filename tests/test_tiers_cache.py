@@ -43,14 +43,122 @@ def test_stage_copy_is_verified_and_reused(tmp_path):
     assert not (dst / "train" / "marker").exists()
 
 
-def test_evict_reports_a_method(tmp_path):
-    f = tmp_path / "f"
+@pytest.fixture
+def disk_dir(tmp_path):
+    """A folder on a real disk (page cache), not tmpfs: the test's tmp_path, or one in the
+    project when /tmp is memory-backed."""
+    if not cache.memory_backed(tmp_path):
+        yield tmp_path
+        return
+    from experiments import paths
+    d = paths.root() / "data" / f".cache-test-{os.getpid()}"
+    d.mkdir(parents=True, exist_ok=True)
+    yield d
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        while f.read(1 << 20):
+            pass
+
+
+def test_evict_reports_a_method(disk_dir):
+    f = disk_dir / "f"
     f.write_bytes(b"x" * 4096)
     assert cache.evict([f]) in ("drop_caches", "fadvise")
     assert cache.evict([f], "fadvise") == "fadvise"
     assert cache.evict([f], "none") == "none"
     with pytest.raises(ValueError, match="allowed: auto, drop_caches, fadvise, none"):
         cache.evict([f], "sometimes")
+
+
+@pytest.mark.parametrize("method", ["auto", "fadvise"])
+def test_eviction_empties_the_cache_of_a_file_just_read(disk_dir, method):
+    f = disk_dir / "data.bin"
+    f.write_bytes(os.urandom(8 << 20))
+    os.sync()
+    _read(f)
+    res, pages = cache.resident_pages(f)
+    assert pages == 2048 and res > pages * 0.9, "the file just read should be in the page cache"
+    ev = cache.evict([disk_dir], method, label="disk")
+    assert ev in ("drop_caches", "fadvise") and ev.files == 1 and not ev.memory_backed
+    assert ev.resident_fraction is not None and ev.resident_fraction <= cache.COLD_LIMIT
+    assert cache.resident_pages(f)[0] <= pages * cache.COLD_LIMIT and ev.cold is True
+
+
+def test_residency_agrees_with_fincore(disk_dir):
+    import shutil
+    import subprocess
+    if not shutil.which("fincore"):
+        pytest.skip("util-linux fincore not installed")
+    f = disk_dir / "half.bin"
+    f.write_bytes(os.urandom(4 << 20))
+    cache.evict([f], "fadvise")
+    with open(f, "rb") as h:
+        h.read(2 << 20)  # the first half (readahead may add a little)
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "PAGES", str(f)],
+                         capture_output=True, text=True, check=True).stdout
+    assert cache.resident_pages(f)[0] == pytest.approx(int(out.split()[0]), abs=64)
+
+
+def test_missing_and_unreadable_files_are_reported_not_skipped(disk_dir, monkeypatch, capsys):
+    good = disk_dir / "good.bin"
+    good.write_bytes(b"g" * 8192)
+    locked = disk_dir / "locked.bin"
+    locked.write_bytes(b"l" * 8192)
+    gone = disk_dir / "gone"
+    real_open = os.open
+
+    def deny(path, *a, **kw):  # EACCES for one file, even for root
+        if str(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(cache.os, "open", deny)
+    ev = cache.evict([disk_dir, gone], "fadvise", label="disk")
+    assert ev == "fadvise" and ev.missing == [str(gone)]
+    assert any(str(locked) in u and "Permission denied" in u for u in ev.unreadable)
+    out = capsys.readouterr().out
+    assert "1 missing path(s)" in out and "1 unreadable file(s)" in out and str(gone) in out
+    # nothing evicted at all: the method is "none", not "fadvise"
+    only = cache.evict([locked], "fadvise")
+    assert only == "none" and only.unreadable
+    assert cache.evict([gone], "auto") == "none"
+
+
+def test_a_memory_backed_file_is_recorded_as_such(tmp_path):
+    shm = tmp_path
+    if not cache.memory_backed(shm):
+        shm = __import__("pathlib").Path("/dev/shm")
+        if not shm.is_dir() or not cache.memory_backed(shm):
+            pytest.skip("no tmpfs here")
+    f = shm / f"cache-test-{os.getpid()}.bin"
+    try:
+        f.write_bytes(b"m" * 65536)
+        cache.reset_log()
+        ev = cache.evict([f], "auto", label="mem")
+        assert ev == "none" and ev.memory_backed and ev.resident_fraction == 1.0 and ev.cold is False
+        s = cache.summary()["mem"]
+        assert s["memory_backed"] and s["resident_fraction_max"] == 1.0 and s["all_cold"] is False
+        cache.reset_log()
+    finally:
+        f.unlink(missing_ok=True)
+
+
+def test_every_eviction_lands_in_env_json(disk_dir, tmp_path, monkeypatch):
+    from experiments import envinfo
+    cache.reset_log()
+    assert "cold_runs" not in envinfo.capture()
+    f = disk_dir / "e.bin"
+    f.write_bytes(b"e" * 4096)
+    for _ in range(2):
+        cache.evict([f], "auto", label="disk")
+    cold = envinfo.capture()["cold_runs"]["disk"]
+    assert cold["evictions"] == 2 and cold["resident_fraction_max"] <= cache.COLD_LIMIT
+    assert cold["all_cold"] is True and cold["methods"] in (["drop_caches"], ["fadvise"])
+    cache.reset_log()
 
 
 def test_unmounted_tier_outside_the_project_is_refused(tmp_path):

@@ -1,0 +1,189 @@
+"""Which package modules each DVC stage runs (and which upstream results it reads), and whether
+``dvc.yaml`` lists them as ``deps``.
+
+A stage whose notebook imports a module (directly, through another module of the package,
+or through ``config.load``, which imports the module of each section it validates) re-runs
+only if that module is among its ``deps``; otherwise DVC keeps a stale result after the module
+changed (a paper value in ``reference.py``, a rule in ``claims.py``). This walks the imports
+statically (``ast``: every ``import`` anywhere in a module, including inside functions, and
+string constants naming a module, as ``python -m experiments.x`` does) and compares.
+
+``python -m experiments.depcheck`` prints what each stage lacks (and exits 1 when something
+is missing); ``tests/test_dvc_deps.py`` runs the same check.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from . import paths
+
+PACKAGE = "experiments"
+_MODULE_STRING = re.compile(rf"^{PACKAGE}(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _root() -> Path:
+    return paths.root()
+
+
+def module_file(name: str) -> Path | None:
+    """The source file of module ``name`` (``experiments.x.y``), or None if it is not one."""
+    base = _root().joinpath(*name.split("."))
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    return None
+
+
+def _packages_of(name: str) -> list[str]:
+    """``experiments.trace.report`` -> [``experiments``, ``experiments.trace``]: importing a
+    module runs the ``__init__`` of every package above it."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _resolve(node: ast.ImportFrom, current: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = current.split(".") if is_package else current.split(".")[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _config_sections() -> dict[str, str]:
+    from .config import SECTIONS
+    return {k: v.split(":")[0] for k, v in SECTIONS.items()}
+
+
+def imports_of(tree: ast.AST, current: str = "", is_package: bool = False) -> set[str]:
+    """Modules of the package that ``tree`` imports (anywhere in it), with their packages."""
+    found: set[str] = set()
+    sections = None
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            mod = _resolve(node, current, is_package)
+            names = [mod] + [f"{mod}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and _MODULE_STRING.match(node.value):
+            names = [node.value]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "load" and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id in ("config", "cfg_module"):
+            sections = sections or _config_sections()
+            names = [f"{PACKAGE}.config"] + [sections[k.arg] for k in node.keywords if k.arg in sections]
+        for n in names:
+            if n.split(".")[0] == PACKAGE and module_file(n):
+                found.add(n)
+                found.update(_packages_of(n))
+    return found
+
+
+@cache
+def _module_imports(name: str) -> frozenset[str]:
+    f = module_file(name)
+    tree = ast.parse(f.read_text(), str(f))
+    return frozenset(imports_of(tree, name, f.name == "__init__.py"))
+
+
+def closure(modules: set[str]) -> set[str]:
+    """``modules`` and everything they import from the package, transitively."""
+    seen: set[str] = set()
+    todo = list(modules)
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        todo.extend(_module_imports(m) - seen)
+    return seen
+
+
+def notebook_modules(nb: Path) -> set[str]:
+    """Package modules a notebook's code cells import (IPython magics and shell lines left out)."""
+    cells = json.loads(Path(nb).read_text())["cells"]
+    out: set[str] = set()
+    for c in cells:
+        if c["cell_type"] != "code":
+            continue
+        src = "".join(c["source"])
+        src = "\n".join(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!")))
+        out |= imports_of(ast.parse(src, str(nb)))
+    return out
+
+
+def stage_notebook(cmd: str) -> Path | None:
+    m = re.search(r"papermill\s+(\S+\.ipynb)", " ".join(cmd) if isinstance(cmd, list) else cmd)
+    return _root() / m.group(1) if m else None
+
+
+def notebook_results(nb: Path) -> set[str]:
+    """Upstream result files a notebook reads with ``results.load("stage", "file")``
+    (``summary.csv`` when no file is named), as paths relative to the project."""
+    out: set[str] = set()
+    for c in json.loads(Path(nb).read_text())["cells"]:
+        if c["cell_type"] != "code":
+            continue
+        src = "\n".join(line for line in "".join(c["source"]).splitlines()
+                        if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(src, str(nb))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "load" and isinstance(node.func.value, ast.Name) \
+                    and node.func.value.id == "results" and node.args \
+                    and isinstance(node.args[0], ast.Constant):
+                name = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
+                    else "summary.csv"
+                out.add(f"results/{node.args[0].value}/{name}")
+    return out
+
+
+def required_files(nb: Path) -> set[str]:
+    """Package files (relative to the project) a stage running ``nb`` executes, and the
+    upstream result files it reads."""
+    return {str(module_file(m).relative_to(_root())) for m in closure(notebook_modules(nb))} \
+        | notebook_results(nb)
+
+
+def _dep_covers(dep: str, path: str) -> bool:
+    dep = dep.rstrip("/")
+    return path == dep or path.startswith(dep + "/")
+
+
+def missing_deps(dvc_yaml: Path | None = None) -> dict[str, list[str]]:
+    """Stage -> package files its notebook runs that its ``deps`` do not list (stages with
+    nothing missing are left out)."""
+    dvc_yaml = dvc_yaml or _root() / "dvc.yaml"
+    stages = yaml.safe_load(Path(dvc_yaml).read_text())["stages"]
+    out = {}
+    for name, st in stages.items():
+        nb = stage_notebook(st.get("cmd", ""))
+        if nb is None:
+            continue
+        deps = [d if isinstance(d, str) else next(iter(d)) for d in st.get("deps", [])]
+        lack = sorted(f for f in required_files(nb) if not any(_dep_covers(d, f) for d in deps))
+        if lack:
+            out[name] = lack
+    return out
+
+
+def main(argv=None) -> int:
+    miss = missing_deps()
+    for stage, files in miss.items():
+        print(f"{stage}: add to deps: " + ", ".join(files))
+    if not miss:
+        print("every stage lists every package module its notebook runs")
+    return 1 if miss else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

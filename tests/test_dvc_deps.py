@@ -1,0 +1,66 @@
+"""dvc.yaml lists, for every stage, each package module its notebook runs (imported directly,
+through another module, or through ``config.load``) and each upstream result it reads; else
+DVC keeps a stale result when that module or result changes. Fix with what
+``python -m experiments.depcheck`` prints."""
+
+import json
+
+import pytest
+
+from experiments import depcheck, paths
+
+
+def test_every_stage_depends_on_the_modules_and_results_its_notebook_uses():
+    miss = depcheck.missing_deps()
+    assert not miss, "stages lack deps (add them to dvc.yaml):\n" + "\n".join(
+        f"  {s}: {', '.join(f)}" for s, f in miss.items())
+
+
+def _notebook(tmp_path, *cells):
+    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": []} for c in cells],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    p = tmp_path / "nb.ipynb"
+    p.write_text(json.dumps(nb))
+    return p
+
+
+def test_imports_are_followed_through_the_package(tmp_path):
+    nb = _notebook(tmp_path,
+                   "%matplotlib inline\nfrom experiments import lmdbio_report as rep\n",
+                   "from experiments.trace import report\n",
+                   "cfg = config.load(figures=None, lmdbio=None)\nx = results.load('lmdbio', 'env.json')\n")
+    req = depcheck.required_files(nb)
+    # direct, transitive (report -> claims -> results -> envinfo), relative (trace/report: from ..)
+    for f in ("experiments/lmdbio_report.py", "experiments/claims.py", "experiments/reference.py",
+              "experiments/results.py", "experiments/envinfo.py", "experiments/cache.py",
+              "experiments/trace/__init__.py", "experiments/trace/similarity.py",
+              "experiments/__init__.py"):
+        assert f in req, f
+    # config.load imports the module of each section it validates
+    assert {"experiments/lmdbio.py", "experiments/common_config.py", "experiments/procs.py"} <= req
+    assert "results/lmdbio/env.json" in req
+    assert "experiments/alexnet.py" not in req
+
+
+def test_a_missing_dep_is_found(tmp_path, monkeypatch):
+    root = tmp_path / "proj"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "experiments").symlink_to(paths.root() / "experiments")
+    _notebook(root / "notebooks", "from experiments import claims\n")
+    (root / "dvc.yaml").write_text(
+        "stages:\n  s:\n    cmd: papermill notebooks/nb.ipynb out.ipynb\n    deps:\n"
+        "      - notebooks/nb.ipynb\n      - experiments/claims.py\n")
+    monkeypatch.setenv("DLIO_ROOT", str(root))
+    depcheck._module_imports.cache_clear()
+    try:
+        miss = depcheck.missing_deps(root / "dvc.yaml")
+    finally:
+        depcheck._module_imports.cache_clear()
+    assert "experiments/results.py" in miss["s"] and "experiments/claims.py" not in miss["s"]
+
+
+@pytest.mark.parametrize("dep,path,covered", [
+    ("results/blog", "results/blog/dstat.csv", True), ("experiments", "experiments/x.py", True),
+    ("experiments/claims.py", "experiments/claims.py", True), ("results/blog", "results/blog_report/x", False)])
+def test_a_folder_dep_covers_its_files(dep, path, covered):
+    assert depcheck._dep_covers(dep, path) is covered

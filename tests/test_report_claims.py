@@ -1,0 +1,117 @@
+"""Claims of the report stages on small hand-made tables: every claim is emitted (measured or
+not), each has its kind, findings with a paper number carry a magnitude, and a failing
+finding's reason is computed from a measurement (cores, fio bandwidth)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments import alexnet_report, claims, dataset_report, reference, tfdata_read_report
+from experiments.trace import report as trace_report
+from experiments.trace.vector import KEYS
+
+ENV = {"cpu": {"count": 2, "affinity": 2}, "memory_bytes": 24 * 2**30,
+       "cold_runs": {"disk": {"resident_fraction_max": 0.01, "memory_backed": False},
+                     "mem": {"resident_fraction_max": 1.0, "memory_backed": True}}}
+FIO = pd.DataFrame([{"tier": t, "job": j, "bw_MBps": v} for t, j, v in (
+    ("disk", "seqread", 900.0), ("disk", "randread", 300.0), ("disk", "seqwrite", 600.0),
+    ("mem", "seqread", 5000.0), ("mem", "randread", 4000.0), ("mem", "seqwrite", 2000.0))])
+
+
+def _reads(threads=(1, 2, 4, 8), tiers=("mem", "disk")):
+    return pd.DataFrame([{"tier": t, "variant": v, "threads": n, "MBps": 10.0 * n ** (0.1 if v == "full" else 0.9),
+                          "images_per_s": 100.0 * n ** (0.1 if v == "full" else 0.9)}
+                         for t in tiers for v in ("full", "read_only") for n in threads])
+
+
+def _check_common(cl):
+    assert all(c["kind"] in claims.KINDS and c["verdict"] in claims.VERDICTS for c in cl)
+    for c in cl:
+        if c["kind"] == "finding" and isinstance(c["paper_value"], (int, float)):
+            assert c["magnitude"], f"{c['id']}: a finding with a paper number needs a magnitude"
+
+
+def test_tfdata_claims_direction_magnitude_and_measured_reason():
+    fio_env = {"tiers": {"mem": {"fstype": "tmpfs"}, "disk": {"fstype": "ext4"}}}
+    cl = {c["id"]: c for c in tfdata_read_report.claims(_reads(), ENV, FIO, fio_env)}
+    _check_common(cl.values())
+    c = cl["tfdata-speedup-2t-disk"]
+    assert c["paper_value"] == reference.CHIEN_HDD_SPEEDUP[2] and c["magnitude"] == "within 25%"
+    assert c["holds"] is True and c["verdict"] == "direction only"  # 2^0.1 = 1.07 against 1.65
+    assert "2 cores" in c["note"] and "300 MB/s" in c["note"] and c["cold"] is True
+    assert cl["tfdata-speedup-2t-mem"]["memory_backed"] and cl["tfdata-speedup-2t-mem"]["cold"] is None
+    p = cl["tfdata-speedup-8t-parallel-fs"]
+    assert p["verdict"] == "not measured" and "mem tmpfs, disk ext4" in p["note"]
+    assert cl["tfdata-read-only-faster-disk"]["verdict"] == "holds"
+
+
+def test_tfdata_claims_not_run_are_rows_with_the_reason():
+    cl = {c["id"]: c for c in tfdata_read_report.claims(_reads(threads=(1, 2)), ENV, FIO, {})}
+    assert cl["tfdata-speedup-8t-disk"]["verdict"] == "not measured"
+    assert "tfdata_read.threads = [1, 2]" in cl["tfdata-speedup-8t-disk"]["note"]
+    assert len(cl) == 2 * 3 + 1 + 2
+
+
+def _alexnet_tables():
+    summary = pd.DataFrame([{"experiment": "prefetch", "tier": t, "threads": n, "prefetch": p,
+                             "seconds": 10.0 + (0 if p else 2), "no_prefetch_seconds": 12.0,
+                             "data_s": 1.0 if p else 3.0, "compute_s": 8.0}
+                            for t in ("mem", "disk") for n in (1, 2) for p in (0, 1)])
+    batches = pd.DataFrame([{"prefetch": 1, "batch_size": b, "seconds": 20.0 / b ** 0.5,
+                             "images_per_s": 50.0 * b ** 0.5} for b in (16, 64)])
+    ck = pd.DataFrame([
+        {"mode": "none", "target": "none", "seconds": 10.0, "stall_median_s": np.nan, "overhead_s": 0.0,
+         "checkpoint_MB": np.nan},
+        {"mode": "direct", "target": "mem", "seconds": 12.0, "stall_median_s": 0.5, "overhead_s": 2.0,
+         "checkpoint_MB": 130.0},
+        {"mode": "direct", "target": "disk", "seconds": 13.0, "stall_median_s": 0.6, "overhead_s": 3.0,
+         "checkpoint_MB": 130.0},
+        {"mode": "burst", "target": "mem>disk", "seconds": 12.0, "stall_median_s": 0.5, "overhead_s": 2.0,
+         "checkpoint_MB": 130.0}])
+    return summary, batches, ck
+
+
+def test_alexnet_claims_burst_buffer_magnitude_from_fio():
+    summary, batches, ck = _alexnet_tables()
+    cl = {c["id"]: c for c in alexnet_report.claims(summary, batches, ck, "mem", "disk", ENV, FIO, ENV)}
+    _check_common(cl.values())
+    b = cl["burst-buffer-speedup-vs-slow"]
+    assert b["our_value"] == pytest.approx(1.2) and b["magnitude"] == "within 2x"
+    assert b["verdict"] == "direction only"  # 1.2 against 2.6
+    assert "mem 2,000 MB/s, disk 600 MB/s (3.3x)" in b["note"] and "Optane over HDD: 3.8x" in b["note"]
+    assert "130 MB checkpoint stalls 0.50 s" in b["note"]
+    assert cl["alexnet-prefetch-faster-disk"]["cold"] is True
+    assert cl["alexnet-batch-size-prefetch1"]["verdict"] == "holds"
+
+
+def test_alexnet_claims_without_checkpoint_runs_stay_as_not_measured():
+    summary, batches, _ = _alexnet_tables()
+    cl = {c["id"]: c for c in alexnet_report.claims(summary, batches.iloc[:0], pd.DataFrame(), "mem",
+                                                    "disk", ENV, FIO, ENV)}
+    assert cl["burst-buffer-speedup-vs-slow"]["verdict"] == "not measured"
+    assert cl["burst-buffer-close-to-fast"]["verdict"] == "not measured"
+    assert cl["alexnet-batch-size-prefetch1"]["verdict"] == "not measured"
+
+
+def test_trace_claims_are_checks_and_survive_missing_runs():
+    v = {k: 1.0 for k in KEYS}
+    summary = pd.DataFrame([{"run": "fio_seq_rand", **v}, {"run": "fio_seq_rand_repeat", **v}])
+    check = pd.DataFrame({"quantity": ["reads"], "traced": [1.0], "expected": [1.0], "match": [True]})
+    cl = {c["id"]: c for c in trace_report.make_claims(summary, check, "bpftrace")}
+    assert {c["kind"] for c in cl.values()} == {"check"}
+    assert cl["trace_self_similarity"]["verdict"] == "holds"
+    assert cl["trace_repeat_similarity"]["verdict"] == "holds"
+    d = cl["trace_pattern_discrimination"]
+    assert d["verdict"] == "not measured" and "random-only fio job was not traced" in d["note"]
+    assert d["rule"] == f"< {min(reference.HOVON_SIMILARITY.values())}"
+
+
+def test_dataset_claims_are_checks_against_reference():
+    m = pd.DataFrame({"bytes": [100_000, 112_000, 130_000]})
+    (c,) = dataset_report.imagenet_claims(m)
+    assert c["kind"] == "check" and c["our_value"] == 112 and c["verdict"] == "holds"
+    assert c["rule"] == f"within 15% of {reference.CHIEN_IMAGENET_MEDIAN_KB}"
+    sizes = pd.DataFrame({"format": ["jpg", "all"], "median_KB": [11.0, 12.5], "mean_KB": [13.0, 20.0]})
+    cm = {x["id"]: x for x in dataset_report.caltech_claims(sizes)}
+    assert cm["caltech-median-size"]["verdict"] == "holds" and cm["caltech-mean-size"]["verdict"] == "fails"
+    assert dataset_report.imagenet_claims(m.iloc[:0])[0]["verdict"] == "not measured"
