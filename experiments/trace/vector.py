@@ -30,8 +30,9 @@ distribution exactly as ``numpy.quantile`` (linear interpolation) would from the
   thesis did not trace ``mmap`` either, Sec 4.2); likewise the write components when a
   checkpoint file was mapped shared and writable. Block reads stay real. Which mappings count:
   a file matching the filter and never mapped executable (a program or library); with no
-  filter, only shared mappings (``MAP_SHARED``: LMDB, ``numpy.memmap``), since every program
-  maps private copies of locale and library files;
+  filter, only shared mappings (``MAP_SHARED``: LMDB, ``numpy.memmap``) outside the system's
+  and the Python environment's folders, since every program maps private copies of locale
+  and library files and glibc maps its gconv cache shared;
 - the VFS components of a vector-mode trace whose in-kernel map overflowed.
 
 Copies (``sendfile``, ``copy_file_range``, ``splice``) move file bytes without a read call; they
@@ -45,6 +46,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import os
+import sys
 
 import numpy as np
 import pandas as pd
@@ -301,10 +303,18 @@ def _vfs_components(c: pd.DataFrame, prefix: str, files_key: str) -> dict[str, f
             f"vfs_{prefix}_size_q3": weighted_quantile(c["size"], c["calls"], .75)}
 
 
+# with no filter, shared mappings of files here are caches of the system (glibc's gconv cache,
+# the Python environment's files), not a workload's data
+SYSTEM_PREFIXES = tuple(dict.fromkeys(
+    ["/usr/", "/lib/", "/lib64/", "/lib32/", "/etc/", "/var/cache/", "/var/lib/",
+     sys.prefix.rstrip("/") + "/", sys.base_prefix.rstrip("/") + "/"]))
+
+
 def mapped(trace: Trace, spec, write: bool = False) -> list[str]:
     """Files matching ``spec`` that the traced processes memory-mapped (read: any mapping;
     ``write``: shared and writable), programs and libraries (executable mappings) left out;
-    with ``spec`` None only shared mappings count (see the module docstring)."""
+    with ``spec`` None only shared mappings of files outside :data:`SYSTEM_PREFIXES` count
+    (see the module docstring)."""
     files = trace.meta.get("mapped_files") or {} if isinstance(trace, Trace) else {}
     if not files:
         return []
@@ -317,7 +327,7 @@ def mapped(trace: Trace, spec, write: bool = False) -> list[str]:
             continue
         if write and not d.get("shared_write"):
             continue
-        if spec is None and not d.get("shared"):
+        if spec is None and (not d.get("shared") or p.startswith(SYSTEM_PREFIXES)):
             continue
         out.append(p)
     return sorted(out)
