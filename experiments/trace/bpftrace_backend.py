@@ -108,16 +108,27 @@ def tracefs_dir(mount: bool = True) -> tuple[str | None, str]:
     return None, why
 
 
-def _try(exe: str, prog: str) -> tuple[bool, str]:
+def _try(exe: str, prog: str, cmd: str | None = None) -> tuple[bool, str, str]:
+    """(loaded and ran, why not, its output) of ``prog`` (with ``-c cmd``)."""
+    args = [exe, "-e", prog] + (["-c", cmd] if cmd else [])
     try:
-        p = subprocess.run([exe, "-e", prog], capture_output=True, text=True, timeout=90)
+        p = subprocess.run(args, capture_output=True, text=True, timeout=90)
     except subprocess.TimeoutExpired:
-        return False, "bpftrace did not start within 90 s"
+        return False, "bpftrace did not start within 90 s", ""
     if p.returncode != 0:
         last = [line for line in p.stderr.splitlines()
                 if "RLIMIT_MEMLOCK" not in line and "WARNING" not in line and line.strip()]
-        return False, (last or ["?"])[-1].strip()
-    return True, ""
+        return False, (last or ["?"])[-1].strip(), p.stdout
+    return True, "", p.stdout
+
+
+# Where a task's saved user registers are: the top of its kernel stack (x86-64: no padding).
+# At a syscall's exit they still hold its arguments, so one probe at the exit can see both the
+# descriptor and the bytes returned (vector mode; the check below confirms the layout).
+_STACK_SIZES = (16384, 32768)  # THREAD_SIZE without and with KASAN
+_REGS = "(struct pt_regs *)((uint64)curtask->stack + {size} - sizeof(struct pt_regs))"
+# x86-64 system-call argument registers, in order
+ARG_REGS = ("di", "si", "dx", "r10", "r8", "r9")
 
 
 @lru_cache(maxsize=None)
@@ -125,7 +136,7 @@ def _probe() -> dict:
     """What bpftrace can do here, tried once per process (each try is a bpftrace start-up)."""
     exe = shutil.which("bpftrace")
     out = {"ok": False, "why": "", "block": False, "kernel_files": False, "why_no_kernel_files": "",
-           "syscalls": ()}
+           "syscalls": (), "exit_regs": 0}
     if not exe:
         out["why"] = "bpftrace is not installed"
         return out
@@ -145,14 +156,24 @@ def _probe() -> dict:
                             if (ev / "syscalls" / f"sys_enter_{s}").is_dir())
     out["block"] = all((ev / "block" / t).is_dir() for t in ("block_rq_issue", "block_rq_complete",
                                                               "block_getrq"))
-    # the descriptor table of the current task, through BTF: the "kernel" file naming
-    ok, why = _try(exe, "tracepoint:syscalls:sys_enter_getppid { $t = curtask->files->fdt->max_fds; } "
-                        "BEGIN { exit(); }")
+    # the descriptor table of the current task, through BTF: the "kernel" file naming; and
+    # (x86-64) whether the saved registers at a syscall's exit are where we look for them
+    regs = " ".join(f'$r{i} = {_REGS.format(size=n)}; printf("REGS\\t%d\\t%lld\\n", {n}, '
+                    f'(int64)$r{i}->orig_ax == (int64)args->__syscall_nr);'
+                    for i, n in enumerate(_STACK_SIZES)) if os.uname().machine == "x86_64" else ""
+    prog = ("tracepoint:syscalls:sys_exit_getppid /pid == cpid/ { $t = curtask->files->fdt->max_fds; "
+            f"{regs} exit(); }}")
+    import sys
+    ok, why, text = _try(exe, prog, f"{sys.executable} -S -c __import__('os').getppid()")
     if ok:
         out.update(ok=True, kernel_files=True)
+        for line in text.splitlines():
+            f = line.split("\t")
+            if len(f) == 3 and f[0] == "REGS" and f[2] == "1" and not out["exit_regs"]:
+                out["exit_regs"] = int(f[1])
         return out
     out["why_no_kernel_files"] = f"no BTF access to the task's descriptor table ({why})"
-    ok, why = _try(exe, "tracepoint:syscalls:sys_enter_getppid { } BEGIN { exit(); }")
+    ok, why, _ = _try(exe, "tracepoint:syscalls:sys_enter_getppid { } BEGIN { exit(); }")
     out["ok"] = ok
     out["why"] = "" if ok else f"bpftrace cannot load programs here: {why}"
     return out
@@ -263,18 +284,21 @@ def _vector_count(op: str, dev: str, ino: str, gen: str, ret: str, pos: str | No
         seq += (f"if ({ret} >= 0 && {pos} >= 0) {{ $k = {op} > 5 ? 1 : 0; "
                 f"if (@end[pid, {dev}, {ino}, $k] == {pos} + 1) {{ $seq = 1; }} "
                 f"@end[pid, {dev}, {ino}, $k] = {pos} + {ret} + 1; }} ")
-    return seq + f"@agg[{op}, {dev}, {ino}, {gen}, {ret}, $seq] = count(); @tot[{op}] = count(); "
+    return seq + f"@agg[{op}, {dev}, {ino}, {gen}, {ret}, $seq] = count(); @tot = count(); "
 
 
 def script(devices: list[str] | None, block: bool, block_scope: str = "device",
            ready_file: str | None = None, mode: str = "timeline", files: str = "kernel",
-           syscalls=None) -> str:
+           syscalls=None, exit_regs: int = 0) -> str:
     """The bpftrace program; ``$1`` is the root pid of the traced tree. BEGIN runs once every
     probe is attached; it touches ``ready_file`` (output is block-buffered, so a printed line
     would not be seen until much later). ``mode``: ``timeline`` or ``vector`` (see the module
     docstring); ``files``: ``kernel`` (names from ``struct file``, needs BTF) or
     ``descriptors`` (descriptor numbers, resolved in user space; timeline mode only).
-    ``syscalls``: the tracepoints this kernel has (default: all of them)."""
+    ``syscalls``: the tracepoints this kernel has (default: all of them). ``exit_regs``: the
+    kernel stack size where a task's saved registers have been checked to be (x86-64; 0: not
+    checked): vector mode then needs one probe per read or write, at its exit, instead of two
+    (half the probe cost, see :func:`_probe`)."""
     if mode not in MODES:
         raise ValueError(f"mode = {mode!r}; allowed: {', '.join(MODES)}")
     if files not in ("kernel", "descriptors"):
@@ -295,6 +319,27 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
     fdt = "$fdt = curtask->files->fdt; " if kern else ""
     # --- single-file reads and writes
     io = [s for s in _IO if s in have]
+    if vec and exit_regs:  # one probe per call: the arguments from the saved registers
+        for s in io:
+            op = OP_ID[s]
+            how = _IO[s]
+            regs = _REGS.format(size=int(exit_regs))
+            body = (f"$r = {regs}; if ((int64)$r->orig_ax != (int64)args->__syscall_nr) {{ @badregs = count(); }} "
+                    f"else {{ $ret = (int64)args->ret; $fdt = curtask->files->fdt; "
+                    + _file_of("$f", "$r->di")
+                    + "$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; $pos = (int64)-1; "
+                    "if ($f) { $i = ((struct file *)$f)->f_inode; $dev = (uint64)$i->i_sb->s_dev; "
+                    "$ino = (uint64)$i->i_ino; $gen = (uint64)$i->i_generation; ")
+            if how == "fpos":
+                body += "$pos = ((struct file *)$f)->f_pos - $ret; "
+            else:
+                body += f"$pos = (int64)$r->{ARG_REGS[3]}; "
+                if how == "pos_l2":  # offset -1: the file's position, already advanced
+                    body += "if ($pos == -1) { $pos = ((struct file *)$f)->f_pos - $ret; } "
+            body += _name_walk("$f", "$dev", "$ino", "$gen") + "} "
+            body += _vector_count(str(op), "$dev", "$ino", "$gen", "$ret", "$pos") + "} "
+            lines.append(f"tracepoint:syscalls:sys_exit_{s} {ins} {{ {body}}}")
+        io = []
     for s in io:
         op = OP_ID[s]
         how = _IO[s]
@@ -432,10 +477,11 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
                 f"tracepoint:block:block_rq_complete {pred}{{ "
                 'printf("BC\\t%llu\\t%u\\t%llu\\t%u\\t%s\\n", nsecs, args->dev, args->sector, '
                 "args->nr_sector, args->rwbs); }")
-    maps = ["@tree", "@s", "@q"] + (["@seen"] if kern else []) + (["@end"] if vec else [])
+    maps = ["@tree", "@s"] + (["@q"] if block else []) + (["@seen"] if kern else []) + (["@end"] if vec else [])
     end = " ".join(f"clear({m});" for m in maps)
     if vec:
-        end += ' printf("AGG\\n"); print(@agg); print(@tot); clear(@agg); clear(@tot);'
+        end += (' printf("AGG\\n"); print(@agg); print(@tot); clear(@agg); clear(@tot);'
+                + (" print(@badregs); clear(@badregs);" if exit_regs else ""))
     lines.append(f"END {{ {end} }}")
     return "\n".join(lines) + "\n"
 
@@ -485,7 +531,7 @@ class BpftraceSession:
         ready = self.out_file.with_suffix(".ready")
         ready.unlink(missing_ok=True)
         prog = script(self.devices, self.block, self.block_scope, str(ready), self.mode, self.files,
-                      _probe()["syscalls"] or None)
+                      _probe()["syscalls"] or None, _probe()["exit_regs"] if self.mode == "vector" else 0)
         self.out_file.with_suffix(".bt").write_text(prog)
         # strings live on the 512-byte BPF stack: 128 B names from the kernel; 200 B (bpftrace's
         # maximum) for the whole paths openat passes when naming by descriptors
@@ -540,6 +586,7 @@ class BpftraceSession:
 # ----------------------------------------------------------------------------- parsing
 
 _MAP_LINE = re.compile(r"^@(\w+)\[([-\d, ]+)\]: (\d+)$")
+_SCALAR_LINE = re.compile(r"^@(\w+): (\d+)$")
 _IGNORED = ("Attaching ", "Lost ", "READY")
 
 
@@ -572,7 +619,7 @@ def parse_output(out_file: Path, offset_ns: int, comms: dict[int, str] | None = 
     clock with ``offset_ns``; paths put together from the ``P`` lines and ``mountinfo``
     (the text of ``/proc/<pid>/mountinfo``, default this process's)."""
     vfs, issues, completes, forks, mm, aggs = [], [], [], [], [], []
-    totals: dict[str, int] = {}
+    totals: dict[str, int] = {}  # tot, badregs
     names_of_tid: dict[int, str] = {}  # tid -> file name of its pending openat (descriptors)
     comms: dict[int, str] = dict(comms or {})
     kn = resolve.KernelNames(mountinfo)
@@ -630,13 +677,13 @@ def parse_output(out_file: Path, offset_ns: int, comms: dict[int, str] | None = 
                     in_maps = True
                 elif in_maps and line.startswith("@"):
                     m = _MAP_LINE.match(line)
-                    if not m:
-                        raise ValueError(line)
-                    key = [int(x) for x in m.group(2).split(",")]
-                    if m.group(1) == "agg":
-                        aggs.append((*key, int(m.group(3))))
-                    elif m.group(1) == "tot":
-                        totals[OPS[key[0]]] = totals.get(OPS[key[0]], 0) + int(m.group(3))
+                    sc = _SCALAR_LINE.match(line)
+                    if m and m.group(1) == "agg":
+                        aggs.append((*[int(x) for x in m.group(2).split(",")], int(m.group(3))))
+                    elif sc and sc.group(1) in ("tot", "badregs"):
+                        # the explicit print comes first; bpftrace prints a cleared scalar again
+                        # (as 0) when it exits
+                        totals.setdefault(sc.group(1), int(sc.group(2)))
                     else:
                         raise ValueError(line)
                 elif not line.strip() or line.startswith(_IGNORED):

@@ -65,17 +65,17 @@ def exited_totals(pid: int) -> dict[str, int]:
     return out
 
 
-class MapsWatcher:
+class MapsWatcher(threading.Thread):
     """Every ``interval_s``, the file-backed mappings of the traced tree (``/proc/<pid>/maps``
     of ``pid`` and its descendants): the only way this back end sees that a file is read
     through ``mmap``. A mapping made and dropped between two looks is missed."""
 
     def __init__(self, pid: int, interval_s: float = 0.5):
+        super().__init__(name="maps", daemon=True)
         self.pid = pid
         self.interval_s = interval_s
         self._seen: dict[tuple[int, str, str, str], dict] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._halt = threading.Event()
 
     def _look(self) -> None:
         for p in dstat.descendants(self.pid):
@@ -93,22 +93,20 @@ class MapsWatcher:
                     self._seen[key] = {"timestamp_ns": time.time_ns(), "pid": p, "tid": p, "path": f[5],
                                        "length": hi - lo, "pos": int(f[2], 16), "perms": f[1]}
 
-    def _loop(self) -> None:
-        while True:
+    def run(self) -> None:
+        self._look()
+        while not self._halt.wait(self.interval_s):
             self._look()
-            if self._stop.wait(self.interval_s):
-                break
 
     def start(self) -> "MapsWatcher":
-        self._thread = threading.Thread(target=self._loop, name="maps", daemon=True)
-        self._thread.start()
+        super().start()
         return self
 
     def stop(self) -> None:
-        if self._thread:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
+        """Look a last time, then end the thread."""
+        self._halt.set()
+        self.join()
+        self._look()
 
     def frame(self) -> pd.DataFrame:
         """Raw mmap rows (``op``, ``prot``, ``flags``, ``ret`` as the event back ends give them)."""

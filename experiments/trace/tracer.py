@@ -267,8 +267,6 @@ class Tracer:
 
     # -- parsing ---------------------------------------------------------------------------
     def _collect(self) -> Trace:
-        import pandas as pd
-
         pid = self.meta["root_pid"]
         vfs = conform(pd.DataFrame())
         block = conform(pd.DataFrame())
@@ -293,8 +291,10 @@ class Tracer:
                 block = resolve.finish(p.block.drop(columns=["rwbs"]), self._t0_ns)
             if self.mode == "vector":
                 counts = _counts(p.counts)
-                total = int(sum(p.totals.values()))
+                total = int(p.totals.get("tot", 0)) + int(p.totals.get("badregs", 0))
                 self.meta["vfs_calls_counted"] = total
+                self.meta["one_probe_per_call"] = bool(bt._probe()["exit_regs"])
+                self.meta["exit_regs_mismatch"] = int(p.totals.get("badregs", 0))
                 self.meta["agg_lost_calls"] = total - int(counts["calls"].sum()) if len(counts) else total
                 self.meta["max_keys"] = self.max_keys
                 if self.meta["agg_lost_calls"]:
@@ -350,7 +350,7 @@ class Tracer:
             self.meta["root_pid"] = proc.pid
             self._initial = {}
             self._start_sampler(proc.pid)
-            rc = proc.wait()
+            rc = wait_cpu(proc, self.meta)
             self.meta["command_s"] = time.perf_counter() - t_cmd  # strace's start-up included
             self.meta["root_pid"] = None  # strace's children carry the command's pids
             self._session = _Done(self._session)
@@ -384,10 +384,20 @@ class Tracer:
                     self.meta["proc_io_totals"] = proc_backend.exited_totals(proc.pid)
                 except OSError:
                     pass
-            rc = proc.wait()
+            rc = wait_cpu(proc, self.meta)
             self.meta["command_s"] = time.perf_counter() - t_cmd
         self.meta["returncode"] = rc
         return self.stop(), rc
+
+
+def wait_cpu(proc: subprocess.Popen, meta: dict | None = None) -> int:
+    """Wait for ``proc``; its exit status. ``meta['command_cpu_s']``: the CPU seconds (user +
+    system) of it and every descendant it waited for (under strace: strace's own included)."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if meta is not None:
+        meta["command_cpu_s"] = ru.ru_utime + ru.ru_stime
+    return proc.returncode
 
 
 class _Done:
