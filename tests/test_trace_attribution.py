@@ -31,7 +31,7 @@ CALL_CASES = [c for c in known_io.CASES if c != "mmap"]
 CONFIGS = {  # name -> (Tracer keywords, skip reason or "")
     "bpftrace_timeline": ({"backend": "bpftrace", "mode": "timeline", "files": "kernel"},
                           STATUS["bpftrace"]["why"] or ("" if KERNEL_FILES else WHY_NO_KERNEL_FILES)),
-    "bpftrace_vector": ({"backend": "bpftrace", "mode": "vector", "files": "kernel"},
+    "bpftrace_vector": ({"backend": "bpftrace", "mode": "vector", "files": "kernel", "vfs_sequential": True},
                         STATUS["bpftrace"]["why"] or ("" if KERNEL_FILES else WHY_NO_KERNEL_FILES)),
     "bpftrace_descriptors": ({"backend": "bpftrace", "mode": "timeline", "files": "descriptors"},
                              STATUS["bpftrace"]["why"]),
@@ -255,4 +255,6 @@ def test_lmdbio_dio_prov_shows_its_preadv_bytes(tmp_path, mode):
     assert int(reads["calls"].sum()) == len(prov), reads
     assert v["vfs_reads"] == len(prov) and v["vfs_read_bytes"] == int(prov["bytes"].sum()), v
     assert v["unique_files_read"] == 1 and v["vfs_read_size_median"] == 3072
+    if mode == "vector":  # VFS sequentiality is not counted in the kernel unless asked for
+        assert math.isnan(v["vfs_sequential_read_pct"]) and v["vfs_reads_offset_unknown"] == len(prov)
     assert info["strategy"] == "dio_prov" and lmdbio.STRATEGIES

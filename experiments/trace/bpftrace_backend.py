@@ -289,7 +289,7 @@ def _vector_count(op: str, dev: str, ino: str, gen: str, ret: str, pos: str | No
 
 def script(devices: list[str] | None, block: bool, block_scope: str = "device",
            ready_file: str | None = None, mode: str = "timeline", files: str = "kernel",
-           syscalls=None, exit_regs: int = 0) -> str:
+           syscalls=None, exit_regs: int = 0, sequential: bool = True) -> str:
     """The bpftrace program; ``$1`` is the root pid of the traced tree. BEGIN runs once every
     probe is attached; it touches ``ready_file`` (output is block-buffered, so a printed line
     would not be seen until much later). ``mode``: ``timeline`` or ``vector`` (see the module
@@ -298,7 +298,9 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
     ``syscalls``: the tracepoints this kernel has (default: all of them). ``exit_regs``: the
     kernel stack size where a task's saved registers have been checked to be (x86-64; 0: not
     checked): vector mode then needs one probe per read or write, at its exit, instead of two
-    (half the probe cost, see :func:`_probe`)."""
+    (half the probe cost, see :func:`_probe`). ``sequential``: vector mode also counts the
+    calls that start where the same process's previous call on the file ended (a map lookup
+    and update per call)."""
     if mode not in MODES:
         raise ValueError(f"mode = {mode!r}; allowed: {', '.join(MODES)}")
     if files not in ("kernel", "descriptors"):
@@ -337,7 +339,7 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
                 if how == "pos_l2":  # offset -1: the file's position, already advanced
                     body += "if ($pos == -1) { $pos = ((struct file *)$f)->f_pos - $ret; } "
             body += _name_walk("$f", "$dev", "$ino", "$gen") + "} "
-            body += _vector_count(str(op), "$dev", "$ino", "$gen", "$ret", "$pos") + "} "
+            body += _vector_count(str(op), "$dev", "$ino", "$gen", "$ret", "$pos" if sequential else None) + "} "
             lines.append(f"tracepoint:syscalls:sys_exit_{s} {ins} {{ {body}}}")
         io = []
     for s in io:
@@ -360,7 +362,7 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
         else:
             body += "$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; "
         if vec:
-            body += _vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", "$s.3")
+            body += _vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", "$s.3" if sequential else None)
         else:
             body += (f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, $dev, $ino, $gen, "
                      f"$ret, $s.3); ")
@@ -477,7 +479,8 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
                 f"tracepoint:block:block_rq_complete {pred}{{ "
                 'printf("BC\\t%llu\\t%u\\t%llu\\t%u\\t%s\\n", nsecs, args->dev, args->sector, '
                 "args->nr_sector, args->rwbs); }")
-    maps = ["@tree", "@s"] + (["@q"] if block else []) + (["@seen"] if kern else []) + (["@end"] if vec else [])
+    maps = (["@tree", "@s"] + (["@q"] if block else []) + (["@seen"] if kern else [])
+            + (["@end"] if vec and sequential else []))
     end = " ".join(f"clear({m});" for m in maps)
     if vec:
         end += (' printf("AGG\\n"); print(@agg); print(@tot); clear(@agg); clear(@tot);'
@@ -515,7 +518,7 @@ class BpftraceSession:
 
     def __init__(self, out_file: Path, devices: list[str] | None, block: bool,
                  block_scope: str = "device", mode: str = "timeline", files: str = "kernel",
-                 max_keys: int = 65536):
+                 max_keys: int = 65536, sequential: bool = True):
         self.out_file = Path(out_file)
         self.err_file = self.out_file.with_suffix(".err")
         self.devices = [disk_of(d) for d in (devices or [])]
@@ -524,6 +527,7 @@ class BpftraceSession:
         self.mode = mode
         self.files = files
         self.max_keys = int(max_keys)
+        self.sequential = sequential
         self.proc: subprocess.Popen | None = None
         self.ready_ns = 0
 
@@ -531,7 +535,8 @@ class BpftraceSession:
         ready = self.out_file.with_suffix(".ready")
         ready.unlink(missing_ok=True)
         prog = script(self.devices, self.block, self.block_scope, str(ready), self.mode, self.files,
-                      _probe()["syscalls"] or None, _probe()["exit_regs"] if self.mode == "vector" else 0)
+                      _probe()["syscalls"] or None, _probe()["exit_regs"] if self.mode == "vector" else 0,
+                      self.sequential)
         self.out_file.with_suffix(".bt").write_text(prog)
         # strings live on the 512-byte BPF stack: 128 B names from the kernel; 200 B (bpftrace's
         # maximum) for the whole paths openat passes when naming by descriptors

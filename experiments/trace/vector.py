@@ -457,6 +457,8 @@ def describe(trace: Trace, data=None, checkpoint=None, devices=None, block_files
         n = int(r["calls"].sum())
         seq = int(r["sequential"].sum())
         rnd, unk = n - seq, 0
+        if not trace.meta.get("vfs_sequential_counted", True):  # not counted in the kernel
+            rnd, seq, unk = 0, 0, n
     else:
         rnd, seq, unk = vfs_sequentiality(vfs_reads(trace.events, data))
     n = rnd + seq
