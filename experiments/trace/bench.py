@@ -13,7 +13,9 @@ percent, all measured in the same run:
   timelines need);
 - ``bpftrace_vector``: calls counted in the kernel by (operation, file, size), one line per
   block request (all Table 4.2 needs); goal: < 5 % at 128 KiB and < 25 % at 4 KiB;
-- ``strace`` (ptrace; VFS only).
+- ``strace`` (ptrace; VFS only);
+- ``bpftrace_floor``: not a tracer, the floor under any of them: the same exit tracepoints as
+  the vector mode with programs that only count the command's calls (:func:`probe_floor`).
 
 Both bpftrace modes trace the block layer of the whole device too (every process's requests,
 as the thesis did). Untraced and traced runs alternate, so drifting machine load hits both
@@ -71,7 +73,8 @@ def untraced(cmd: list[str]) -> tuple[float, float]:
 
 
 def measure(directory: Path, repeats: int = 5, io_mib: int = 2048, file_mib: int = 256,
-            block_sizes=(128, 4), backends=None, block_watch=None) -> pd.DataFrame:
+            block_sizes=(128, 4), backends=None, block_watch=None, floor: bool | None = None
+            ) -> pd.DataFrame:
     """One row per (block size, back end, repeat): ``command_s`` (wall), ``command_cpu_s`` and the
     calls traced. ``block_watch``: paths whose device the block layer is traced on (default
     ``directory``'s)."""
@@ -83,6 +86,8 @@ def measure(directory: Path, repeats: int = 5, io_mib: int = 2048, file_mib: int
                 f.write(os.urandom(1 << 20))
     if backends is None:
         backends = default_backends()
+    if floor is None:
+        floor = backend_status()["bpftrace"]["ok"]
     rows = []
     for bs in block_sizes:
         io = io_mib if bs >= 64 else max(io_mib // 8, 16)
@@ -94,6 +99,12 @@ def measure(directory: Path, repeats: int = 5, io_mib: int = 2048, file_mib: int
             rows.append({"block_kib": bs, "io_mib": io, "backend": "none", "repeat": r,
                          "command_s": wall, "command_cpu_s": cpu, "calls": 0,
                          "loadavg_1m": os.getloadavg()[0]})
+            if floor:
+                warm(data)
+                wall, cpu, n = probe_floor(cmd)
+                rows.append({"block_kib": bs, "io_mib": io, "backend": "bpftrace_floor", "repeat": r,
+                             "command_s": wall, "command_cpu_s": cpu, "calls": n,
+                             "loadavg_1m": os.getloadavg()[0]})
             for b, kw in backends:
                 warm(data)
                 tr, rc = Tracer(watch=block_watch or [directory], sample=False, quiet=True, **kw).run(cmd)
@@ -106,6 +117,41 @@ def measure(directory: Path, repeats: int = 5, io_mib: int = 2048, file_mib: int
                              "tracer_cpu_s": tr.meta.get("tracer_cpu_s"),
                              "loadavg_1m": os.getloadavg()[0]})
     return pd.DataFrame(rows)
+
+
+FLOOR_SYSCALLS = ("read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev",
+                  "pwritev", "pwritev2")
+
+
+def probe_floor(cmd: list[str]) -> tuple[float, float, int]:
+    """(wall s, CPU s, calls) of ``cmd`` run with the least a syscall tracer can attach: the
+    same exit tracepoints as the vector mode, each with a program that only counts the
+    command's calls (``comm`` filter). What that costs per call is the floor of any
+    bpftrace tracer built on syscall tracepoints on this kernel."""
+    import signal
+    comm = os.path.basename(cmd[0])[:15]
+    with tempfile.TemporaryDirectory(prefix="dlio-trace-floor-") as tmp:
+        ready, out = Path(tmp, "ready"), Path(tmp, "out")
+        probes = ",".join(f"tracepoint:syscalls:sys_exit_{x}" for x in FLOOR_SYSCALLS
+                          if x in (bt._probe()["syscalls"] or FLOOR_SYSCALLS))
+        prog = (f'BEGIN {{ system("touch {ready}"); }} {probes} /comm == "{comm}"/ {{ @n = count(); }} '
+                'END { print(@n); clear(@n); }')
+        p = subprocess.Popen(["bpftrace", "--unsafe", "-o", str(out), "-e", prog],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            t0 = time.monotonic()
+            while not ready.exists():
+                if p.poll() is not None or time.monotonic() - t0 > 120:
+                    raise RuntimeError("bpftrace (probe floor) did not start")
+                time.sleep(0.02)
+            wall, cpu = untraced(cmd)
+        finally:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+            p.wait(timeout=60)
+        text = out.read_text() if out.exists() else ""
+    n = [int(x.split(":")[1]) for x in text.splitlines() if x.startswith("@n:")]
+    return wall, cpu, n[0] if n else 0
 
 
 def default_backends() -> list[tuple[str, dict]]:
