@@ -72,13 +72,15 @@ def cmd_run(a) -> int:
         pl = _check_out(a.phase_log)
         env[phases.ENV] = str(pl.resolve())
     t = tracer.Tracer(backend=a.backend, watch=a.watch, block_scope=a.block_scope,
-                      interval_s=a.interval, sample=not a.no_sample, block=not a.no_block)
+                      interval_s=a.interval, sample=not a.no_sample, block=not a.no_block,
+                      mode=a.mode, files=a.files)
     tr, rc = t.run(cmd, env=env)
     if a.phase_log:
         tr.meta["phase_log"] = env[phases.ENV]
     tr.save(out)
-    print(f"trace: {len(tr.events)} events ({tr.backend}) -> {out}; command exit status {rc}",
-          file=sys.stderr)
+    calls = f", {int(tr.counts['calls'].sum())} calls counted in the kernel" if tr.counts is not None else ""
+    print(f"trace: {len(tr.events)} events{calls} ({tr.backend}, {tr.mode} mode) -> {out}; "
+          f"command exit status {rc}", file=sys.stderr)
     return rc
 
 
@@ -88,6 +90,8 @@ def cmd_vector(a) -> int:
     v = vector.describe(tr, a.data, a.checkpoint, a.device, a.block_file) if a.extra else \
         vector.characteristic_vector(tr, a.data, a.checkpoint, a.device, a.block_file)
     print(json.dumps({k: (None if isinstance(x, float) and math.isnan(x) else x) for k, x in v.items()}, indent=2))
+    for k, why in vector.not_measured(tr, a.data, a.checkpoint, a.device, a.block_file).items():
+        print(f"not measured: {k}: {why}", file=sys.stderr)
     return 0
 
 
@@ -173,6 +177,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--block-scope", default="device", choices=["device", "tree"],
                    help="block requests: every one on the device (thesis) or only the tree's")
     p.add_argument("--no-block", action="store_true", help="do not trace the block layer")
+    p.add_argument("--mode", default="timeline", choices=["timeline", "vector"],
+                   help="timeline: one row per call; vector: calls counted in the kernel (Table 4.2 "
+                        "only, far cheaper; bpftrace)")
+    p.add_argument("--files", default="auto", choices=["auto", "kernel", "descriptors"],
+                   help="bpftrace: name files from the kernel's struct file (auto where BTF allows) "
+                        "or from descriptor numbers")
     p.add_argument("--interval", type=float, default=1.0, help="sampler period in s (default 1)")
     p.add_argument("--no-sample", action="store_true", help="do not run the /proc sampler")
     p.add_argument("--phase-log", metavar="FILE",

@@ -11,8 +11,13 @@ pid         int64                 process id (thread-group id)
 tid         int64                 thread id
 comm        string                process (thread) name, 15 characters at most for bpftrace
 layer       string                ``vfs`` (system calls) or ``block`` (block-layer requests)
-op          string                vfs: read, pread64, readv, write, pwrite64, writev, openat,
-                                  close, lseek; block: read, write, other (flush, discard)
+op          string                vfs: read, pread64, readv, preadv, preadv2, write, pwrite64,
+                                  writev, pwritev, pwritev2; sendfile_in/_out,
+                                  copy_file_range_in/_out, splice_in/_out (a copy is two rows:
+                                  source and destination, each with the bytes moved); mmap
+                                  (size = mapping length, offset = its file offset); openat,
+                                  close, lseek (and dup, dup2, dup3, fcntl where a back end
+                                  needs them to follow descriptors); block: read, write, other
 path        string                file the descriptor refers to (vfs), None when unknown
 fd          int64                 file descriptor (vfs; -1 for block)
 offset      float64               file offset in bytes (vfs reads/writes), NaN when unknown
@@ -24,9 +29,24 @@ error       int64                 0, or the negative errno the call returned (vf
 =========== ===================== ==============================================================
 
 A trace file is one parquet file of these rows. Its key-value metadata (key ``dlio_trace``) is a
-JSON object: the back end that ran, why the others did not, the command, the clock mapping,
-the sampler rate. The ``/proc`` sampler's time series (one row per interval and source, see
-:mod:`experiments.dstat`) goes beside it as ``<name>.samples.parquet``.
+JSON object: the back end that ran, why the others did not, the mode, the command, the clock
+mapping, the sampler rate, lost events and bpftrace lines that did not parse. The ``/proc``
+sampler's time series (one row per interval and source, see :mod:`experiments.dstat`) goes
+beside it as ``<name>.samples.parquet``.
+
+A ``vector``-mode trace (bpftrace aggregating in the kernel) has no per-call VFS rows; its calls
+are in :attr:`Trace.counts`, beside it as ``<name>.counts.parquet``, one row per distinct
+(operation, file, bytes returned, error, sequential or not):
+
+=========== ======= =====================================================================
+op          string  as ``op`` above
+path        string  the file
+size        float64 bytes the call returned (NaN for a failed call)
+error       int64   0, or the negative errno
+calls       int64   how many calls
+sequential  int64   of those, how many started where the same process's previous call of
+                    the same kind (read or write) on that file ended (Listing A.1 on offsets)
+=========== ======= =====================================================================
 """
 
 from __future__ import annotations
@@ -40,7 +60,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 META_KEY = b"dlio_trace"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: vector-mode counts, copies, mmap, preadv/pwritev (1 still loads)
 
 COLUMNS: dict[str, str] = {
     "timestamp": "datetime64[ns, UTC]", "t_s": "float64", "pid": "int64", "tid": "int64",
@@ -49,8 +69,12 @@ COLUMNS: dict[str, str] = {
     "sector": "float64", "error": "int64",
 }
 LAYERS = ("vfs", "block")
-VFS_READS = ("read", "pread64", "readv")
-VFS_WRITES = ("write", "pwrite64", "writev")
+VFS_READS = ("read", "pread64", "readv", "preadv", "preadv2")
+VFS_WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
+COPY_IN = ("sendfile_in", "copy_file_range_in", "splice_in")    # the source of a copy
+COPY_OUT = ("sendfile_out", "copy_file_range_out", "splice_out")  # its destination
+COUNT_COLUMNS: dict[str, str] = {"op": "string", "path": "string", "size": "float64", "error": "int64",
+                                 "calls": "int64", "sequential": "int64"}
 
 
 class TraceError(ValueError):
@@ -85,6 +109,21 @@ def conform(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+def conform_counts(df: pd.DataFrame | None) -> pd.DataFrame:
+    """``df`` with exactly the columns of :data:`COUNT_COLUMNS` (empty frame for None)."""
+    df = pd.DataFrame(columns=list(COUNT_COLUMNS)) if df is None else df
+    out = pd.DataFrame(index=df.index)
+    for col, dtype in COUNT_COLUMNS.items():
+        s = df[col] if col in df else pd.Series(None, index=df.index, dtype="object")
+        if dtype == "string":
+            out[col] = s.astype("string")
+        elif dtype == "float64":
+            out[col] = pd.to_numeric(s, errors="coerce").astype(dtype)
+        else:
+            out[col] = pd.to_numeric(s, errors="coerce").fillna(0).astype(dtype)
+    return out.reset_index(drop=True)
+
+
 def check(df: pd.DataFrame, source: str = "trace") -> None:
     """Raise :class:`TraceError` unless ``df`` has the schema's columns and layers."""
     missing = [c for c in COLUMNS if c not in df.columns]
@@ -98,15 +137,22 @@ def check(df: pd.DataFrame, source: str = "trace") -> None:
 
 @dataclass
 class Trace:
-    """A trace: the event rows, the sampler's time series and what produced them."""
+    """A trace: the event rows, the sampler's time series, what produced them and, for a
+    ``vector``-mode trace, the calls counted in the kernel (``counts``)."""
 
     events: pd.DataFrame = field(default_factory=empty)
     samples: pd.DataFrame = field(default_factory=pd.DataFrame)
     meta: dict = field(default_factory=dict)
+    counts: pd.DataFrame | None = None
 
     @property
     def backend(self) -> str:
         return self.meta.get("backend", "unknown")
+
+    @property
+    def mode(self) -> str:
+        """``timeline`` (one row per call) or ``vector`` (calls counted in :attr:`counts`)."""
+        return self.meta.get("mode", "timeline")
 
     def vfs(self) -> pd.DataFrame:
         return self.events[self.events["layer"] == "vfs"]
@@ -130,12 +176,23 @@ class Trace:
             atomic_write(sp, lambda p: self.samples.to_parquet(p, index=False))
         elif sp.exists():
             sp.unlink()
+        cp = counts_path(path)
+        if self.counts is not None:
+            counts = conform_counts(self.counts)
+            atomic_write(cp, lambda p: counts.to_parquet(p, index=False))
+        elif cp.exists():
+            cp.unlink()
         return path
 
 
 def samples_path(path: str | Path) -> Path:
     path = Path(path)
     return path.with_name(path.name.removesuffix(".parquet") + ".samples.parquet")
+
+
+def counts_path(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name.removesuffix(".parquet") + ".counts.parquet")
 
 
 def load(path: str | Path) -> Trace:
@@ -153,4 +210,6 @@ def load(path: str | Path) -> Trace:
     meta = json.loads(raw) if raw else {}
     sp = samples_path(path)
     samples = pd.read_parquet(sp) if sp.exists() else pd.DataFrame()
-    return Trace(conform(df), samples, meta)
+    cp = counts_path(path)
+    counts = conform_counts(pd.read_parquet(cp)) if cp.exists() else None
+    return Trace(conform(df), samples, meta, counts)

@@ -9,9 +9,16 @@ Three runs, each traced with the same back end (chosen automatically, recorded):
   different pattern with the same number of reads);
 - ``loader``: a PyTorch DataLoader (``loader_workers`` worker processes) reading
   ``loader_files`` files of ``loader_file_kib`` KiB for ``loader_epochs`` epochs, then a
-  checkpoint; it writes the phase log (:mod:`.phases`), traced in-process (workers are children).
+  checkpoint; it writes the phase log (:mod:`.phases`), traced in-process (workers are children);
+- ``lmdb_mmap`` and ``lmdb_dio_prov``: LMDBIO's readers (:mod:`.lmdb_runs`) over a database of
+  ``lmdb_records`` records of ``lmdb_record_bytes`` B with ``lmdb_procs`` processes, traced in
+  ``lmdb_mode`` (default ``vector``, counted in the kernel): every process mapping the database
+  (its VFS reads "not measured", block reads real), and one reader per node ``preadv``-ing each
+  record at its recorded offset (``lmdb_records`` calls, all the records' bytes).
 
-The section's parameters are checked before any work (:class:`TracingPatternsConfig`).
+The section's parameters are checked before any work (:class:`TracingPatternsConfig`). The
+notebook only calls :func:`need_bytes`, :func:`measure`, :func:`vectors`, :func:`pattern_check`,
+:func:`fio_check`, :func:`lmdb_check` and :func:`save`, and shows what they return.
 """
 
 from __future__ import annotations
@@ -23,10 +30,12 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from ..config import Section
-from . import patterns, vector
+from . import lmdb_runs, patterns, vector
 from .phases import PhaseLog
 from .schema import Trace
 from .tracer import Tracer
+
+LMDB_RUNS = {"lmdb_mmap": "lmdb", "lmdb_dio_prov": "dio_prov"}  # run -> LMDBIO strategy
 
 
 class TracingPatternsConfig(Section):
@@ -44,6 +53,11 @@ class TracingPatternsConfig(Section):
     loader_epochs: int = Field(2, ge=1)
     checkpoint_kib: int = Field(1024, ge=4)
     interval_s: float = Field(0.5, gt=0, le=60)
+    lmdb_records: int = Field(4096, ge=1, le=10_000_000, description="records in the traced LMDB")
+    lmdb_record_bytes: int = Field(3072, ge=1, le=1 << 24)
+    lmdb_procs: int = Field(2, ge=1, le=64, description="LMDBIO processes (one node)")
+    lmdb_batch: int = Field(64, ge=1, le=1_000_000, description="records per process per round")
+    lmdb_mode: Literal["timeline", "vector"] = "vector"
 
     @model_validator(mode="after")
     def _sizes(self):
@@ -56,6 +70,13 @@ class TracingPatternsConfig(Section):
         if self.loader_batch > self.loader_files:
             raise ValueError(f"loader_batch = {self.loader_batch} must be <= loader_files = {self.loader_files}")
         return self
+
+
+def need_bytes(cfg: TracingPatternsConfig) -> int:
+    """Bytes the stage writes on its tier: two fio files, the loader's files and checkpoint,
+    the LMDB (records with their page headers, 10 % slack)."""
+    return (((2 * cfg.file_mib) << 20) + cfg.loader_files * (cfg.loader_file_kib << 10)
+            + (cfg.checkpoint_kib << 10) + int(cfg.lmdb_records * (cfg.lmdb_record_bytes + 64) * 1.1))
 
 
 def pick_tier(tiers, name: str):
@@ -102,20 +123,35 @@ def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:
                "fio_seq_rand_repeat": ([str(p.data_file)], None, [p.data_file]),
                "fio_rand": ([str(q.data_file)], None, [q.data_file]),
                "loader": ([str(base / "loader" / "data")], [str(ck_dir)], [*files, Path(info["checkpoint"])])}
+    # LMDBIO's readers: an mmap reader and a preadv reader (vector mode: counted in the kernel)
+    lcfg = lmdb_runs.config(cfg.lmdb_records, cfg.lmdb_record_bytes, cfg.lmdb_procs, cfg.lmdb_batch)
+    db, prov = lmdb_runs.build(base / "lmdb", lcfg, seed)
+    lmdb = {}
+    for run, strategy in LMDB_RUNS.items():
+        traces[run], lmdb[run] = lmdb_runs.traced_run(db, prov, lcfg, strategy, mode=cfg.lmdb_mode, **kw)
+        filters[run] = ([str(db / "data.mdb")], None, [db / "data.mdb"])
     for run, (data, ck, bf) in filters.items():  # so a report can filter as the vectors did
         traces[run].meta.update(data_filter=data, checkpoint_filter=ck,
                                 block_files=[str(f) for f in bf] if bf else None)
     return {"traces": traces, "pattern": p, "expected": patterns.expected(p), "loader": info,
             "phase_log": log_path, "eviction": cache.drop_caches_allowed(),
-            "filters": filters}
+            "filters": filters, "lmdb": lmdb, "lmdb_provenance": prov,
+            "lmdb_memory_backed": not bool(traces["lmdb_mmap"].meta.get("devices"))}
 
 
 def vectors(m: dict) -> pd.DataFrame:
-    """One row per run: Table 4.2 components plus the extras of :func:`vector.describe`."""
+    """One row per run: Table 4.2 components plus the extras of :func:`vector.describe`, the
+    trace's mode, and ``not_measured``: ``component: reason`` for each component left NaN."""
     rows = []
     for run, tr in m["traces"].items():
         data, ck, bf = m["filters"][run]
-        rows.append({"run": run, "backend": tr.backend, **vector.describe(tr, data, ck, None, bf)})
+        why = vector.not_measured(tr, data, ck, None, bf)
+        reasons = {}
+        for k, r in why.items():  # one line per reason, naming its components
+            reasons.setdefault(r, []).append(k)
+        rows.append({"run": run, "backend": tr.backend, "mode": tr.mode,
+                     **vector.describe(tr, data, ck, None, bf),
+                     "not_measured": " | ".join(f"{', '.join(ks)}: {r}" for r, ks in reasons.items())})
     return pd.DataFrame(rows)
 
 
@@ -135,3 +171,62 @@ def pattern_check(vec: pd.Series, exp: dict, block: bool) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     df["match"] = (df["traced"] - df["expected"]).abs() <= df["tolerance"]
     return df
+
+
+def fio_check(vec: pd.DataFrame, m: dict) -> pd.DataFrame:
+    """:func:`pattern_check` of the ``fio_seq_rand`` run (block rows where the block layer was
+    traced and fio read with direct I/O, so that one read is one request)."""
+    tr = m["traces"]["fio_seq_rand"]
+    return pattern_check(vec.set_index("run").loc["fio_seq_rand"], m["expected"],
+                         block=bool(tr.meta.get("block_traced")) and m["pattern"].direct)
+
+
+def lmdb_check(vec: pd.DataFrame, m: dict) -> pd.DataFrame:
+    """Expected vs traced for the LMDBIO runs: the preadv reader's calls, bytes, one file and
+    record-sized reads; "not measured" for the mmap reader's VFS reads (``expected`` NaN: the
+    trace must say not measured, ``match`` True when it does) and, where the database is on a
+    block device, block reads that really happened (``bio_read_bytes`` > 0)."""
+    rows = []
+    v = vec.set_index("run")
+    prov = m["lmdb_provenance"]
+    for run, strategy in LMDB_RUNS.items():
+        exp = lmdb_runs.expected(prov, strategy)
+        for k, x in exp.items():
+            got = float(v.loc[run, k])
+            rows.append({"run": run, "quantity": k, "expected": x, "traced": got,
+                         "match": (got != got) if x != x else got == x})
+        tr = m["traces"][run]
+        if strategy == "lmdb" and tr.meta.get("block_traced") and not m["lmdb_memory_backed"]:
+            got = float(v.loc[run, "bio_read_bytes"])
+            rows.append({"run": run, "quantity": "bio_read_bytes > 0", "expected": 1.0,
+                         "traced": got, "match": got > 0})
+    return pd.DataFrame(rows)
+
+
+def save(out, m: dict, vec: pd.DataFrame, check: pd.DataFrame, lcheck: pd.DataFrame, cfg, tier_info) -> dict:
+    """Write the stage's results through ``out`` (:class:`experiments.results.StageResults`):
+    every event (``raw.parquet``), each trace (``trace_<run>.parquet``, with its counts and
+    samples beside it), the vectors (``summary.csv``), ``pattern_check.csv``, ``lmdb_check.csv``,
+    the metrics and ``env.json``. Returns the metrics."""
+    from .. import config
+    tr0 = m["traces"]["fio_seq_rand"]
+    raw = pd.concat([tr.events.assign(run=run) for run, tr in m["traces"].items()], ignore_index=True)
+    out.raw(raw)
+    for run, tr in m["traces"].items():
+        tr.save(out.path(f"trace_{run}.parquet"))
+    out.summary(vec)
+    out.table("pattern_check", check)
+    out.table("lmdb_check", lcheck)
+    # headline metrics in the one vocabulary (experiments/headline.py); the rest is in env.json
+    metrics = {"match": float(check["match"].mean())}
+    out.metrics(metrics)
+    out.env(params=config.as_dict(cfg), tracer=tr0.backend, tracer_fallbacks=tr0.meta.get("fallbacks"),
+            block_traced=tr0.meta.get("block_traced"), why_no_block=tr0.meta.get("why_no_block"),
+            file_naming=tr0.meta.get("file_naming"),
+            modes={run: tr.mode for run, tr in m["traces"].items()},
+            unparsed_lines={run: tr.meta.get("unparsed_lines") for run, tr in m["traces"].items()},
+            lost_events={run: tr.meta.get("lost_events") for run, tr in m["traces"].items()},
+            direct_io=m["pattern"].direct, drop_caches_allowed=m["eviction"],
+            loader=m["loader"], lmdb=m["lmdb"], tier=tier_info.__dict__, events=int(len(raw)),
+            lmdb_match_fraction=float(lcheck["match"].mean()) if len(lcheck) else None)
+    return metrics

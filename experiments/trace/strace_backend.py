@@ -2,8 +2,13 @@
 
 ``-f`` follows every child and thread, ``-T`` gives each call's duration, ``-ttt`` its wall-clock
 start (``-tt`` with the date, as epoch seconds, so a trace across midnight stays ordered), ``-y``
-names the file behind each descriptor, ``-s 0`` keeps buffers out of the log. ``clone``/``fork``/
-``execve`` are traced too, to map threads to their process (strace prints thread ids) and to name
+names the file behind each descriptor (strace reads it from ``/proc/<pid>/fd`` at the call, so
+duplicated, inherited and redirected descriptors are named right), ``-s 0`` keeps buffers out
+of the log. Traced: the read and write family (``preadv``/``pwritev`` and their ``2`` forms
+included), the copies ``sendfile``, ``copy_file_range``, ``splice`` (two rows each, source and
+destination), ``mmap`` of a file (with its protection and flags), and ``openat``, ``close``,
+``lseek``, ``dup*``, ``fcntl`` for the offsets (:mod:`.resolve`). ``clone``/``fork``/``execve``
+are traced too, to map threads to their process (strace prints thread ids) and to name
 processes. ptrace stops the traced threads at every call, so this back end costs far more than
 bpftrace (see ``python -m experiments.trace.bench``); no block-layer view.
 """
@@ -22,7 +27,12 @@ import pandas as pd
 
 from ..procs import interrupt
 
-IO_SYSCALLS = ("read", "pread64", "readv", "write", "pwrite64", "writev", "openat", "close", "lseek")
+IO_SYSCALLS = ("read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev", "pwritev",
+               "pwritev2", "sendfile", "copy_file_range", "splice", "mmap", "openat", "close", "lseek",
+               "dup", "dup2", "dup3", "fcntl")
+COPIES = {"sendfile": (1, 0), "copy_file_range": (0, 2), "splice": (0, 2)}  # (source, destination) argument
+_PROT = {"PROT_READ": 1, "PROT_WRITE": 2, "PROT_EXEC": 4}
+_MAPF = {"MAP_SHARED": 1, "MAP_PRIVATE": 2, "MAP_SHARED_VALIDATE": 3, "MAP_ANONYMOUS": 0x20}
 PROC_SYSCALLS = ("clone", "clone3", "fork", "vfork", "execve")
 FLAGS = ["-f", "-T", "-ttt", "-y", "-s", "0", "-qq",
          "-e", "trace=" + ",".join(IO_SYSCALLS + PROC_SYSCALLS)]
@@ -97,6 +107,44 @@ def _comm_of(exe_args: str) -> str:
     return os.path.basename(m.group(1))[:15] if m else ""
 
 
+def _split_args(args: str) -> list[str]:
+    """Top-level comma-separated arguments (brackets, braces and quotes kept together)."""
+    out, depth, cur, quote = [], 0, [], False
+    for ch in args:
+        if quote:
+            cur.append(ch)
+            if ch == '"':
+                quote = False
+            continue
+        if ch == '"':
+            quote = True
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
+def _flags(text: str, names: dict[str, int]) -> int:
+    v = 0
+    for part in text.split("|"):
+        part = part.strip()
+        if part in names:
+            v |= names[part]
+        else:
+            try:
+                v |= int(part, 0)
+            except ValueError:
+                pass
+    return v
+
+
 def parse(out_file: Path, root_pid: int | None = None, root_comm: str = "") -> tuple[pd.DataFrame, list[tuple]]:
     """(raw vfs calls, forks) from an strace log: thread ids mapped to process ids, paths from
     ``-y``; feed to :func:`experiments.trace.resolve.resolve` for offsets."""
@@ -142,8 +190,30 @@ def parse(out_file: Path, root_pid: int | None = None, root_comm: str = "") -> t
                     if not thread:
                         forks.append((int(ts * 1e9), pid, ret))
                 continue
+            if name in COPIES:  # two rows: the source and the destination, same bytes
+                src, dst = COPIES[name]
+                base = "sendfile" if name == "sendfile" else name
+                plain = [a.strip() for a in _split_args(args)]
+                for role, i in (("in", src), ("out", dst)):
+                    m2 = _FDPATH.match(plain[i]) if i < len(plain) else None
+                    rows.append({"timestamp_ns": int(round(ts * 1e6)) * 1000, "pid": pid, "tid": tid,
+                                 "comm": comm.get(pid, ""), "op": f"{base}_{role}",
+                                 "fd": int(m2.group(1)) if m2 else -1, "ret": ret, "pos": -1,
+                                 "latency_s": float(lat) if lat else float("nan"),
+                                 "path": m2.group(2) if m2 else None})
+                continue
             fd, path = -1, None
             fm = _FDPATH.match(args)
+            extra = {}
+            if name == "mmap":
+                a = [x.strip() for x in _split_args(args)]
+                if len(a) < 6:
+                    continue
+                fm = _FDPATH.match(a[4])
+                if not fm:
+                    continue  # anonymous memory
+                extra = {"prot": _flags(a[2], _PROT), "flags": _flags(a[3], _MAPF),
+                         "length": int(a[1], 0), "pos": int(a[5], 0)}
             if name == "openat":
                 fd = ret
                 path = ret_path[1:-1] if ret_path else None
@@ -153,12 +223,18 @@ def parse(out_file: Path, root_pid: int | None = None, root_comm: str = "") -> t
             elif fm:
                 fd, path = int(fm.group(1)), fm.group(2)
             pos = -1
-            if name in ("pread64", "pwrite64"):
-                try:
+            try:
+                if name in ("pread64", "pwrite64", "preadv", "pwritev"):
                     pos = int(args.rsplit(",", 1)[1])
-                except (IndexError, ValueError):
-                    pos = -1
-            rows.append({"timestamp_ns": int(round(ts * 1e6)) * 1000, "pid": pid, "tid": tid,
-                         "comm": comm.get(pid, ""), "op": name, "fd": fd, "ret": ret, "pos": pos,
-                         "latency_s": float(lat) if lat else float("nan"), "path": path})
+                elif name in ("preadv2", "pwritev2"):
+                    pos = int(args.rsplit(",", 2)[1])
+                elif name == "fcntl":  # the command, for the resolver (F_DUPFD = 0, F_DUPFD_CLOEXEC)
+                    cmd = args.split(",")[1].strip()
+                    pos = {"F_DUPFD": 0, "F_DUPFD_CLOEXEC": 1030}.get(cmd, -1)
+            except (IndexError, ValueError):
+                pos = -1
+            row = {"timestamp_ns": int(round(ts * 1e6)) * 1000, "pid": pid, "tid": tid,
+                   "comm": comm.get(pid, ""), "op": name, "fd": fd, "ret": ret, "pos": pos,
+                   "latency_s": float(lat) if lat else float("nan"), "path": path}
+            rows.append({**row, **extra})
     return pd.DataFrame(rows), forks

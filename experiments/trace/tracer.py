@@ -10,9 +10,19 @@
 Back ends (``backend="auto"`` tries them in this order, says in one line why one cannot run,
 and records the choice and the reasons in ``trace.meta``):
 
-``bpftrace``  VFS system calls + block requests (root, tracefs, eBPF allowed);
-``strace``    VFS system calls only (ptrace allowed);
-``proc``      no events: only the ``/proc`` sampler below.
+``bpftrace``  VFS system calls + block requests (root, tracefs, eBPF allowed); files named from
+              the kernel's ``struct file`` where the kernel has BTF (``files="kernel"``), else
+              from descriptor numbers followed through ``dup``/``fcntl``/``fork``;
+``strace``    VFS system calls only (ptrace allowed); files named by ``strace -y``;
+``proc``      no events: only the ``/proc`` sampler below (and, for a command, the exact
+              ``/proc/<pid>/io`` totals of its whole tree, read before it is reaped).
+
+Modes (``mode=``): ``timeline`` (default) records one row per call, for timelines and
+per-call analysis; ``vector`` has bpftrace count the calls in the kernel (by operation, file,
+size), which is all Table 4.2 needs and costs far less per call (``python -m
+experiments.trace.bench``); it has no per-call rows (``trace.counts`` instead). ``vector``
+needs bpftrace with kernel file naming; elsewhere the trace falls back to ``timeline`` and says
+why (``meta['why_not_vector']``): the vector is the same, only dearer.
 
 The ``/proc`` sampler (:mod:`experiments.trace.proc_backend`) runs beside any of them unless
 ``sample=False``: per-second VFS/device MB/s and CPU (and GPU) utilization.
@@ -32,12 +42,16 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from .. import dstat
 from . import bpftrace_backend as bt
 from . import proc_backend, resolve, strace_backend
 from .schema import Trace, TraceError, conform
 
 BACKENDS = ("auto", "bpftrace", "strace", "proc")
+MODES = bt.MODES
+FILE_NAMING = bt.FILE_NAMING
 _said: set[str] = set()
 
 
@@ -108,16 +122,35 @@ class Tracer:
     at the block level and sample. block_scope: ``device`` (every request to those devices, as
     the thesis) or ``tree`` (only requests issued by the traced processes). interval_s: the
     sampler's period in seconds (default 1). sample: run the /proc sampler. keep_raw: keep the
-    back end's raw log next to the parsed rows (``meta['raw_dir']``).
+    back end's raw log next to the parsed rows (``meta['raw_dir']``). mode: ``timeline`` or
+    ``vector`` (see the module docstring). files: how bpftrace names files, ``auto`` (kernel
+    where possible), ``kernel`` or ``descriptors``. max_keys: entries per bpftrace map (vector
+    mode: distinct (operation, file, size) triples; a full map is detected and recorded in
+    ``meta['agg_lost_calls']``). vfs_sequential: in vector mode, also count in the kernel which
+    calls continue where the same process's previous call on the file ended (VFS
+    sequentiality, not part of Table 4.2; about a fifth of the probe's cost; default off in
+    vector mode, always available in timeline mode).
     """
 
     def __init__(self, backend: str = "auto", watch=(), block: bool = True, block_scope: str = "device",
-                 interval_s: float = 1.0, sample: bool = True, keep_raw: bool = False, quiet: bool = False):
+                 interval_s: float = 1.0, sample: bool = True, keep_raw: bool = False, quiet: bool = False,
+                 mode: str = "timeline", files: str = "auto", max_keys: int | None = None,
+                 vfs_sequential: bool | None = None):
         if block_scope not in ("device", "tree"):
             raise TraceError(f"trace block_scope = {block_scope!r}; allowed: device, tree")
         if interval_s <= 0:
             raise TraceError(f"trace interval_s = {interval_s}; must be > 0")
+        if mode not in MODES:
+            raise TraceError(f"trace mode = {mode!r}; allowed: {', '.join(MODES)}")
+        if files not in FILE_NAMING:
+            raise TraceError(f"trace files = {files!r}; allowed: {', '.join(FILE_NAMING)}")
+        if max_keys is not None and not 1024 <= int(max_keys) <= 1 << 24:
+            raise TraceError(f"trace max_keys = {max_keys}; allowed: 1024 to {1 << 24}")
         self.requested = backend
+        self.requested_mode = mode
+        self.requested_files = files
+        self.vfs_sequential = (mode != "vector") if vfs_sequential is None else bool(vfs_sequential)
+        self.max_keys = int(max_keys) if max_keys is not None else (262144 if mode == "vector" else 65536)
         self.backend, self.fallbacks = choose_backend(backend, quiet)
         self.watch = [str(p) for p in (watch or [])]
         self.devices = devices_of(self.watch)
@@ -131,6 +164,7 @@ class Tracer:
         self._dir = Path(tempfile.mkdtemp(prefix="dlio-trace-"))
         self._session = None
         self._sampler = None
+        self._maps = None
         self.meta: dict = {}
 
     # -- starting and stopping -------------------------------------------------------------
@@ -140,7 +174,25 @@ class Tracer:
         why_no_block = "" if block_ok else (
             "block layer traced by bpftrace only" if self.backend != "bpftrace" else
             "block tracing turned off" if not self.block else "kernel lacks block:block_rq_* tracepoints")
+        files, why_files = "", ""
+        if self.backend == "bpftrace":
+            kok, kwhy = bt.kernel_files_available()
+            if self.requested_files == "kernel" and not kok:
+                raise TraceError(f"trace files = 'kernel' cannot run here: {kwhy}")
+            files = "kernel" if kok and self.requested_files != "descriptors" else "descriptors"
+            why_files = "" if files == "kernel" else (kwhy if not kok else "descriptors requested")
+        elif self.backend == "strace":
+            files = "strace -y"
+        mode, why_mode = self.requested_mode, ""
+        if mode == "vector" and files != "kernel":
+            mode = "timeline"
+            why_mode = (f"vector mode needs bpftrace naming files from the kernel; back end "
+                        f"{self.backend}" + (f" ({why_files})" if why_files else ""))
+            _say_once(f"{why_mode}; tracing in timeline mode (same vector, more overhead)", self.quiet)
+        self.mode, self.files = mode, files
         self.meta = {"backend": self.backend, "requested_backend": self.requested,
+                     "mode": mode, "requested_mode": self.requested_mode, "why_not_vector": why_mode,
+                     "file_naming": files, "why_not_kernel_files": why_files,
                      "fallbacks": self.fallbacks, "root_pid": root_pid,
                      "command": command, "cwd": os.getcwd(), "watch": self.watch,
                      "devices": self.devices, "block_traced": bool(block_ok),
@@ -153,11 +205,14 @@ class Tracer:
         if self.sample:
             sdevs = self.devices or [d for d in [dstat.device_of(os.getcwd())] if d]
             self._sampler = proc_backend.sampler(pid, sdevs, self.interval_s).start()
+        if self.backend == "proc":  # the only way this back end sees mapped files
+            self._maps = proc_backend.MapsWatcher(pid, min(self.interval_s, 0.5)).start()
 
     def start(self, pid: int | None = None, command=None) -> "Tracer":
         pid = os.getpid() if pid is None else pid
         self._begin_meta(pid, command)
         self._initial = {pid: resolve.fd_table(pid)}
+        self._mountinfo = resolve.read_mountinfo(pid) or resolve.read_mountinfo()
         try:
             self._root_comm = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
@@ -168,7 +223,8 @@ class Tracer:
             try:
                 if self.backend == "bpftrace":
                     self._session = bt.BpftraceSession(self._dir / "bpftrace.out", self.devices or None,
-                                                       self._block_ok, self.block_scope)
+                                                       self._block_ok, self.block_scope, self.mode,
+                                                       self.files, self.max_keys, self.vfs_sequential)
                     self._session.start(pid)
                 elif self.backend == "strace":
                     self._session = strace_backend.StraceSession(self._dir / "strace.out")
@@ -188,6 +244,7 @@ class Tracer:
                 _say_once(f"{reason}; using {self.backend}", self.quiet)
                 clock = {k: self.meta[k] for k in ("clock_offset_ns", "clock_uncertainty_ns")}
                 self._begin_meta(pid, command)
+                self._mountinfo = getattr(self, "_mountinfo", "")
                 self.meta.update(clock)
         self._start_sampler(pid)
         self._t0_ns = time.time_ns()
@@ -202,6 +259,8 @@ class Tracer:
             self._session.stop()
         if self._sampler is not None:
             self._sampler.stop()
+        if getattr(self, "_maps", None) is not None:
+            self._maps.stop()
         self.trace = self._collect()
         return self.trace
 
@@ -213,23 +272,55 @@ class Tracer:
 
     # -- parsing ---------------------------------------------------------------------------
     def _collect(self) -> Trace:
-        import pandas as pd
-
         pid = self.meta["root_pid"]
         vfs = conform(pd.DataFrame())
         block = conform(pd.DataFrame())
+        counts = None
         if self.backend == "bpftrace":
-            raw, braw, forks = bt.parse(self._session.out_file, self._offset_ns, {pid: self._root_comm},
-                                         tree_only=self.block_scope == "tree")
+            p = bt.parse_output(self._session.out_file, self._offset_ns, {pid: self._root_comm},
+                                tree_only=self.block_scope == "tree", mountinfo=self._mountinfo)
             self.meta["lost_events"] = self._session.lost_events()
+            self.meta["unparsed_lines"] = p.unparsed
+            self.meta["unparsed_examples"] = p.unparsed_examples
+            if p.unparsed:
+                _say_once(f"{p.unparsed} line(s) of bpftrace output did not parse (recorded in the "
+                          f"trace's meta: unparsed_lines), e.g. {p.unparsed_examples[0]!r}", self.quiet)
             if hasattr(self._session, "cpu_at_stop"):  # bpftrace's CPU while tracing, start-up excluded
                 self.meta["tracer_cpu_s"] = self._session.cpu_at_stop - self._session.cpu_at_ready
-            vfs = resolve.resolve(raw, forks, self._initial, self.meta["cwd"], self._t0_ns)
-            if len(braw):
-                block = resolve.finish(braw.drop(columns=["rwbs"]), self._t0_ns)
+            raw = pd.concat([d for d in (p.vfs, p.mmaps) if len(d)] or [p.vfs], ignore_index=True)
+            if self.files == "kernel":
+                vfs = resolve.kernel_rows(raw, self._t0_ns)
+            else:
+                vfs = resolve.resolve(raw, p.forks, self._initial, self.meta["cwd"], self._t0_ns)
+            if len(p.block):
+                block = resolve.finish(p.block.drop(columns=["rwbs"]), self._t0_ns)
+            if self.mode == "vector":
+                counts = _counts(p.counts)
+                total = int(p.totals.get("tot", 0)) + int(p.totals.get("badregs", 0))
+                self.meta["vfs_calls_counted"] = total
+                self.meta["one_probe_per_call"] = bool(bt._probe()["exit_regs"])
+                self.meta["exit_regs_mismatch"] = int(p.totals.get("badregs", 0))
+                self.meta["vfs_sequential_counted"] = self.vfs_sequential
+                self.meta["agg_lost_calls"] = total - int(counts["calls"].sum()) if len(counts) else total
+                self.meta["max_keys"] = self.max_keys
+                if self.meta["agg_lost_calls"]:
+                    _say_once(f"the in-kernel aggregation map was full: {self.meta['agg_lost_calls']} "
+                              f"call(s) not attributed to a file (raise max_keys above {self.max_keys})",
+                              self.quiet)
+            ok = vfs["error"] == 0
+            self.meta["unnamed_calls"] = int((vfs["path"].isna() & ok).sum()) + (
+                int(counts.loc[counts["path"].isna() & (counts["error"] == 0), "calls"].sum()) if counts is not None and len(counts) else 0)
         elif self.backend == "strace":
             raw, forks = strace_backend.parse(self._session.out_file, pid, self.meta.get("comm", ""))
             vfs = resolve.resolve(raw, forks, self._initial, self.meta["cwd"], self._t0_ns)
+        elif self._maps is not None:  # no events: the mappings only name the mapped files
+            raw = self._maps.frame()
+            vfs = self._maps.rows(self._t0_ns)
+        else:
+            raw = pd.DataFrame()
+        self.meta["mapped_files"] = resolve.mapped_files(raw, vfs)
+        if self.backend == "proc":
+            vfs = conform(pd.DataFrame())
         if len(block):  # block probes see the device before the start and after the end
             lo = pd.Timestamp(self.meta["started"] - 0.01, unit="s", tz="UTC")
             hi = pd.Timestamp(self.meta["ended"] + 0.01, unit="s", tz="UTC")
@@ -244,7 +335,7 @@ class Tracer:
         else:
             shutil.rmtree(self._dir, ignore_errors=True)
         self.meta["n_events"] = int(len(events))
-        return Trace(events, samples, dict(self.meta))
+        return Trace(events, samples, dict(self.meta), counts)
 
     # -- a command -------------------------------------------------------------------------
     def run(self, cmd: list[str], env: dict | None = None, cwd=None) -> tuple[Trace, int]:
@@ -265,7 +356,7 @@ class Tracer:
             self.meta["root_pid"] = proc.pid
             self._initial = {}
             self._start_sampler(proc.pid)
-            rc = proc.wait()
+            rc = wait_cpu(proc, self.meta)
             self.meta["command_s"] = time.perf_counter() - t_cmd  # strace's start-up included
             self.meta["root_pid"] = None  # strace's children carry the command's pids
             self._session = _Done(self._session)
@@ -291,10 +382,28 @@ class Tracer:
             t_cmd = time.perf_counter()
             os.write(w, b"go\n")
             os.close(w)
-            rc = proc.wait()
+            if self.backend == "proc":
+                # wait until it has exited but is not yet reaped: its /proc/<pid>/io then holds
+                # the exact totals of the whole tree (the children it reaped are added to it)
+                try:
+                    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+                    self.meta["proc_io_totals"] = proc_backend.exited_totals(proc.pid)
+                except OSError:
+                    pass
+            rc = wait_cpu(proc, self.meta)
             self.meta["command_s"] = time.perf_counter() - t_cmd
         self.meta["returncode"] = rc
         return self.stop(), rc
+
+
+def wait_cpu(proc: subprocess.Popen, meta: dict | None = None) -> int:
+    """Wait for ``proc``; its exit status. ``meta['command_cpu_s']``: the CPU seconds (user +
+    system) of it and every descendant it waited for (under strace: strace's own included)."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if meta is not None:
+        meta["command_cpu_s"] = ru.ru_utime + ru.ru_stime
+    return proc.returncode
 
 
 class _Done:
@@ -305,6 +414,21 @@ class _Done:
 
     def stop(self) -> None:
         pass
+
+
+def _counts(agg: pd.DataFrame) -> pd.DataFrame:
+    """The in-kernel aggregation (op, dev, ino, gen, ret, sequential, calls, path) as the
+    schema's counts table: one row per (op, path, size, error)."""
+    from .schema import conform_counts
+    if agg is None or not len(agg):
+        return conform_counts(None)
+    a = agg.copy()
+    a["error"] = a["ret"].where((a["ret"] < 0) & (a["ret"] > -4096), 0)
+    a["size"] = a["ret"].where(a["ret"] >= 0).astype(float)
+    a["sequential"] = a["sequential"] * a["calls"]
+    a["path"] = a["path"].astype(object).where(a["path"].notna(), None)
+    g = a.groupby(["op", "path", "size", "error"], dropna=False, sort=True)[["calls", "sequential"]].sum()
+    return conform_counts(g.reset_index())
 
 
 def run(cmd, **kw) -> tuple[Trace, int]:
