@@ -156,7 +156,7 @@ def storage_tier(tiers: list[Tier]) -> str:
     """The name of the first tier that is not memory-backed (its reads reach a device): the
     tier a stage's headline numbers are taken on; the first tier if all are in memory."""
     for t in tiers:
-        if _mount_of(t.dir)[0] not in ("tmpfs", "ramfs"):
+        if mount_of(t.dir)[0] not in MEMORY_FS:
             return t.name
     return tiers[0].name
 

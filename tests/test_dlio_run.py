@@ -6,7 +6,6 @@ import json
 import struct
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -125,7 +125,7 @@ def build(workload: str, section, ranks: int, batch_size: int, data: DataFacts, 
     run it (more ranks than files, more steps than one pass over the data, ...)."""
     _check_common(workload, ranks, batch_size)
     s = _section(section)
-    tr, dt = s["train"], s["data"]
+    tr = s["train"]
     notes = list(compute.notes)
     G, B = ranks, batch_size
     cfg: dict = {"model": f"{workload}_artifact",
