@@ -139,7 +139,7 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     gap = f7.get(1, np.nan) - f7.get(kmax, np.nan) if len(f7) > 1 else np.nan
     out.append(claim("deepio_fig7_low_rl_hurts", SOURCE, "Fig 7",
                      "a low randomization level lowers validation accuracy (full shuffle minus "
-                     f"the largest k, last epoch)", gap, "accuracy points (fraction)", "> 0.01",
+                     "the largest k, last epoch)", gap, "accuracy points (fraction)", "> 0.01",
                      note=f"k = {kmax:g}" if np.isfinite(kmax) else "",
                      why_not=(f"full shuffle {f7.get(1, np.nan):.3f}, k = {kmax:g} "
                               f"{f7.get(kmax, np.nan):.3f}: the classifier learns the digits even "
@@ -194,7 +194,7 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     low = o.loc[o["RL_percent"].idxmin()] if len(o) else None
     out.append(claim("deepio_opp_rl_high", SOURCE, "Fig 8",
                      "the opportunistic orders stay well randomized (lowest RL over R, "
-                     f"smallest P)", float(low["RL_percent"]) if low is not None else np.nan, "%",
+                     "smallest P)", float(low["RL_percent"]) if low is not None else np.nan, "%",
                      f">= {reference.ZHU_DEEPIO_RL_PERCENT[4]}",
                      note="compared with the poster's RL for k = 4, which trained like a full shuffle",
                      why_not=(f"at R = {low['R']:g}, P = {low['P']:g} each process draws among at most "
