@@ -21,6 +21,18 @@ Instrumentation: TensorFlow compiles the step into a graph, so, as in the thesis
 a step splits only into ``data_ns`` (the wait in ``next(iterator)``, the IteratorGetNext of
 Fig 5.10) and ``compute_ns`` (the distributed step until its loss is on the host). There is
 no synchronous VFS read to time inside tf.data: ``vfs_ns`` and ``prep_ns`` are not recorded.
+
+``train.compute: sleep`` (:mod:`.step_compute`), which the thesis could not do (a ``sleep``
+inside the model is dropped when TensorFlow compiles the step, Sec 5.2.2): the same tf.data
+pipeline, distributed dataset and iterator; the step waits on ``next(iterator)`` (the batch's
+tensors exist when it returns), then sleeps ``t`` in Python, outside any graph, then runs one
+compiled collective (a sum of one float over the workers, the strategy's reduce), standing in
+for the gradient all-reduce that keeps the workers in step. What differs from the compiled
+real step: no forward/backward ops compete with tf.data's threads for the cores while the
+step "computes"; the collective is issued after the sleep rather than overlapped with
+backward; and nothing reads the batch's tensors after ``next`` returns. The model is still
+built (once, at init) so the checkpoints write the same variables; evaluation reads its
+batches and sleeps one evaluation step per batch.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ import time
 from pathlib import Path
 
 from . import rank as rk
+from . import step_compute
 from .data_bert import train_files
 from .steptimer import AppLog, StepTimer, peak_rss_bytes
 
@@ -171,6 +184,12 @@ def main(argv=None) -> None:
             facts["checkpoints"].append({"tag": tag, "path": path, "bytes": nbytes,
                                          "seconds": (time.perf_counter_ns() - t0) / 1e9})
 
+    @tf.function
+    def collective():
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
+
+    sleep = step_compute.from_run(run, rank, (lambda: float(collective())) if world > 1 else None)
+    facts["compute"] = run.get("compute", {"mode": "real"})
     checkpoint("start")
     t = StepTimer()
     batch = first
@@ -180,8 +199,11 @@ def main(argv=None) -> None:
             if step:
                 batch = next(it)
             t.got_batch()
-            loss = float(train_step(batch))
-            t.end_step(epoch=0, step=step, samples=B, loss=loss)
+            if sleep is not None:
+                drawn, loss = sleep(t), float("nan")
+            else:
+                drawn, loss = float("nan"), float(train_step(batch))
+            t.end_step(epoch=0, step=step, samples=B, loss=loss, drawn_s=drawn)
     checkpoint("end")
     if tc["eval_steps"]:
         with app.phase("eval"):
@@ -193,12 +215,16 @@ def main(argv=None) -> None:
                   .batch(B).take(tc["eval_steps"]))
             hits = seen = 0.0
             for f in ev:
+                if sleep is not None:
+                    sleep.evaluate()
+                    continue
                 mlm, _ = model(f, training=False)
                 w = f["masked_lm_weights"].numpy()
                 hits += float(((tf.argmax(mlm, -1, output_type=tf.int32).numpy() == f["masked_lm_ids"].numpy()) * w).sum())
                 seen += float(w.sum())
             facts["evals"].append({"seconds": (time.perf_counter_ns() - t0) / 1e9,
-                                   "mlm_accuracy": hits / max(1.0, seen)})
+                                   "mlm_accuracy": hits / seen if seen else float("nan")})
+    facts["phase_usage"] = app.usage()
     d = Path(run["run_dir"])
     import pandas as pd
 
@@ -209,11 +235,7 @@ def main(argv=None) -> None:
         # Leave together: a last collective, then exit without TensorFlow's shutdown handshake
         # (a worker that exits first otherwise makes the coordination leader wait for its
         # heartbeat timeout before it can exit).
-        @tf.function
-        def barrier():
-            return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
-
-        float(barrier())
+        float(collective())
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
