@@ -126,6 +126,14 @@ def losses(tf, f, mlm, nsp):
     return mlm_loss + nsp_loss
 
 
+def _leave_together(folder: Path, rank: int, world: int, timeout_s: float = 120.0) -> None:
+    """Mark this worker done in ``folder`` and wait (up to ``timeout_s``) for every other one."""
+    (folder / f"done-r{rank}").touch()
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and not all((folder / f"done-r{r}").exists() for r in range(world)):
+        time.sleep(0.02)
+
+
 def main(argv=None) -> None:
     run = rk.read_run(argv)
     cfg, B, seed = run["config"], run["batch_size"], run["seed"]
@@ -234,8 +242,11 @@ def main(argv=None) -> None:
     if world > 1:
         # Leave together: a last collective, then exit without TensorFlow's shutdown handshake
         # (a worker that exits first otherwise makes the coordination leader wait for its
-        # heartbeat timeout before it can exit).
+        # heartbeat timeout before it can exit). A worker that has its share of the collective
+        # may still be asked for its buffer by a peer (RecvBuf pulls), so nobody exits before
+        # every worker has finished it: a file per worker in the run folder.
         float(collective())
+        _leave_together(d, rank, world)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
