@@ -335,6 +335,11 @@ def _pair(s: pd.DataFrame, w: str, a: str, b: str) -> pd.DataFrame:
     return x.merge(y, on=["ranks", "batch_size"], suffixes=("_a", "_b"))
 
 
+def _ratio(p: pd.DataFrame, num: str, den: str) -> float:
+    """Median over configurations of ``num / den`` (NaN when there are none)."""
+    return float((p[num] / p[den]).median()) if len(p) and p[den].notna().any() else np.nan
+
+
 def _configs(p: pd.DataFrame, col: str) -> str:
     return ", ".join(f"G={int(g)} B={int(b)}: {v:.3g}" for g, b, v in zip(p["ranks"], p["batch_size"], p[col]))
 
@@ -374,7 +379,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
     # 2. UNET3D: sleep lowers the median data latency 1-3x and narrows its IQR (Sec 5.1.3).
     p = _pair(s, "unet3d", "real", "sleep")
     lo, hi = reference.HOVON_SLEEP_DATA_LATENCY_RATIO
-    ratio = float((p["data_s_a"] / p["data_s_b"]).median()) if len(p) else np.nan
+    ratio = _ratio(p, "data_s_a", "data_s_b")
     out.append(claim(
         "unet3d-sleep-data-latency-lower", SOURCE, "Fig 5.5",
         f"UNET3D: with sleep the median data latency is {lo:g} to {hi:g} times lower than with real compute",
@@ -399,7 +404,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
                               ("dlrm", "vfs_sps", "VFS throughput", "Fig 5.17"),
                               ("dlrm", "data_s", "median data latency", "Fig 5.16")):
         p = _pair(s, w, "real", "sleep")
-        v = float((p[f"{col}_b"] / p[f"{col}_a"]).median()) if len(p) and p[f"{col}_a"].notna().any() else np.nan
+        v = _ratio(p, f"{col}_b", f"{col}_a")
         out.append(claim(
             f"{w}-sleep-{col.replace('_', '-')}-unchanged", SOURCE, fig,
             f"{TITLES[w]}: replacing compute with sleep leaves the {what} unchanged",
@@ -429,7 +434,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
             kind="finding", why_not=why))
     # 5. UNET3D preprocessing and data latency grow with random content (Sec 5.1.3).
     p = _pair(s, "unet3d", "real", "random")
-    v = float((p["prep_s_q3_b"] / p["prep_s_q3_a"]).median()) if len(p) else np.nan
+    v = _ratio(p, "prep_s_q3_b", "prep_s_q3_a")
     out.append(claim(
         "unet3d-random-preprocessing-longer", SOURCE, "Fig 5.5",
         "UNET3D: preprocessing takes much longer on data without structure (the balanced crop's "
@@ -439,7 +444,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
              "data multiple seconds" + (f"; ours, 3rd quartiles real {p['prep_s_q3_a'].median():.3g} s, random "
                                         f"{p['prep_s_q3_b'].median():.3g} s" if len(p) else ""),
         why_not="" if len(p) else none.format("random-content", "unet3d")))
-    v = float((p["data_s_b"] / p["data_s_a"]).median()) if len(p) else np.nan
+    v = _ratio(p, "data_s_b", "data_s_a")
     out.append(claim(
         "unet3d-random-data-latency-higher", SOURCE, "Fig 5.5",
         "UNET3D: median data latency rises on random-content data (thesis: up to 4 orders of magnitude), "
@@ -468,7 +473,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
             note=f"{len(a)} configurations with a real data share < 10 %", why_not=why))
     # 7. Fig A.3: a sleep standing in for preprocessing leaves data latency unchanged.
     p = _pair(s, "unet3d", "prep-none", "prep-sleep")
-    v = float((p["data_s_b"] / p["data_s_a"]).median()) if len(p) else np.nan
+    v = _ratio(p, "data_s_b", "data_s_a")
     out.append(claim(
         "unet3d-fig-a3-prep-sleep-no-change", SOURCE, "Fig A.3",
         "UNET3D (sleep compute): an extra sleep in the loader standing in for preprocessing does not change "
