@@ -93,14 +93,17 @@ def test_sleep_runs_follow_the_model_they_were_given(stage_results):
     assert set(raw[raw["variant"] == "sleep"]["workload"]) == {"unet3d", "bert", "dlrm"}
     assert (raw["forward_ns"] == 0).all() and (raw["backward_ns"] == 0).all()
     assert (raw["sleep_ns"] / 1e9 >= raw["drawn_s"] - 1e-4).all()          # slept at least the draw
-    assert ((raw["sleep_ns"] / 1e9 - raw["drawn_s"]) < 0.05 + 0.2 * raw["drawn_s"]).all()
+    assert ((raw["sleep_ns"] / 1e9 - raw["drawn_s"]) < 0.25 + 0.5 * raw["drawn_s"]).all()
     assert (raw["compute_ns"] >= raw["sleep_ns"]).all()
-    for (w, g, b), x in raw.groupby(["workload", "ranks", "batch_size"]):
+    for (w, v, g, b), x in raw.groupby(["workload", "variant", "ranks", "batch_size"]):
         mu, sd = m.mean_std(w, int(g), int(b))
         z = mu / sd if sd > 0 else np.inf
         want = max(0.0, mu) if sd == 0 else mu * stats.norm.cdf(z) + sd * stats.norm.pdf(z)  # E[max(0, N)]
-        n = len(x)
-        assert abs(x["drawn_s"].mean() - want) <= 5 * sd / np.sqrt(n) + 1e-4, (w, g, b)
+        r0 = x[x["rank"] == 0]
+        assert abs(r0["drawn_s"].mean() - want) <= 5 * sd / np.sqrt(len(r0)) + 1e-4, (w, v, g, b)
+        # ranks share one sequence of draws (the fitted time already holds the all-reduce wait)
+        by_rank = x.pivot_table(index=["epoch", "step"], columns="rank", values="drawn_s")
+        assert (by_rank.nunique(axis=1) == 1).all(), (w, v, g, b)
     assert (raw[raw["ranks"] == 2]["allreduce_ns"] > 0).all()             # the per-step barrier ran
 
 

@@ -62,9 +62,10 @@ def test_from_run_reads_run_json_and_refuses_unknown_modes():
     s = step_compute.from_run({"seed": 1, "compute": {"mode": "sleep", "mean_s": 0.3, "std_s": 0.0,
                                                       "eval_mean_s": 1.5, "eval_std_s": 0.0}}, seed_offset=1)
     assert s.draw() == 0.3 and s.draw(evaluation=True) == 1.5
-    a = step_compute.from_run({"seed": 1, "compute": {"mode": "sleep", "mean_s": 1, "std_s": 1}}, seed_offset=0)
-    b = step_compute.from_run({"seed": 1, "compute": {"mode": "sleep", "mean_s": 1, "std_s": 1}}, seed_offset=1)
-    assert a.draw() != b.draw()                             # every rank draws its own times
+    run = {"seed": 1, "compute": {"mode": "sleep", "mean_s": 1, "std_s": 1}}
+    a, b = step_compute.from_run(run), step_compute.from_run(run)
+    assert [a.draw() for _ in range(5)] == [b.draw() for _ in range(5)]   # ranks share their draws
+    assert a.draw() != step_compute.from_run(run, seed_offset=1).draw()
     with pytest.raises(ValueError, match="compute.mode = 'gpu'"):
         step_compute.from_run({"seed": 1, "compute": {"mode": "gpu"}})
 
@@ -286,9 +287,12 @@ def test_utilization_eq_31_32_per_run(tmp_path):
                             "rank": r, "phase": ph, "seconds": s}
                            for w in ("unet3d", "dlrm") for r, s in ((0, 4.0), (1, 5.0))
                            for ph in ("train", "eval")])
+    steps = steps.assign(epoch=0, data_ns=np.where(steps["step"] == 0, 10**9, 10**7), allreduce_ns=10**6)
     au = validation.utilization(steps, phases, m).set_index("workload")
     # 10 steps x 0.4 s (mean at B=4) over the slowest rank's 5 s of training; eval left out
     assert au.loc["unet3d", "ideal_s"] == pytest.approx(4.0) and au.loc["unet3d", "au"] == pytest.approx(0.8)
+    assert au.loc["unet3d", "data_wait_s"] == pytest.approx(1.09) and au.loc["unet3d", "epoch_start_wait_s"] == 1.0
+    assert au.loc["unet3d", "barrier_s"] == pytest.approx(0.01)
     assert au.loc["dlrm", "ideal_s"] == pytest.approx(4.0) and not au.loc["dlrm", "pass"]
 
 
@@ -312,8 +316,10 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
                                         "compute_sps": 10.5},
                   "random": {"prep_s_q3": 0.5, "data_s": 1.0}, "prep-none": {}, "prep-sleep": {"data_s": 0.012}})
     au = pd.DataFrame([{"row": "sleep", "workload": "unet3d", "ranks": 1, "batch_size": 4, "au": 0.95,
-                        "steps": 10, "ideal_s": 1, "train_s": 1}])
-    usage = [{"variant": "sleep", "phase_usage": {"train": {"cpu_s": 0.1, "wall_s": 10.0}}}]
+                        "steps": 10, "ideal_s": 1, "train_s": 1, "data_wait_s": 0, "epoch_start_wait_s": 0,
+                        "barrier_s": 0}])
+    usage = [{"compute": {"mode": "sleep"}, "phase_usage": {"train": {"cpu_s": 0.1, "wall_s": 10.0}}},
+             {"compute": {"mode": "real"}, "phase_usage": {"train": {"cpu_s": 9.0, "wall_s": 10.0}}}]
     ds = pd.DataFrame({"same_names": [True], "same_sizes": [True], "digest_random": ["a"], "digest_realistic": ["b"]})
     got = {c["id"]: c for c in report.validation_claims(s, au, pd.DataFrame(), m, usage, ds)}
     assert got["unet3d-sleep-compute-throughput"]["verdict"] == "holds"
@@ -334,6 +340,20 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     assert all(c["kind"] in claims.KINDS for c in got.values())
     none = report.validation_claims(_summary({"real": {}}), au.iloc[:0].assign(row=[]), pd.DataFrame(), m, [], None)
     assert len(none) == len(got) and {c["verdict"] for c in none} == {"not measured"}
+
+
+def test_sleep_follows_model_check_can_fail(tmp_path):
+    m = cm.load(_model_file(tmp_path / "m.json", mean=(0.0, 0.0, 0.1), std=0.0))
+    def steps(slept):
+        return pd.DataFrame([{"workload": "dlrm", "variant": "sleep", "ranks": 1, "batch_size": 64, "rank": 0,
+                              "steady": True, "sleep_ns": int(slept * 1e9)} for _ in range(30)])
+    s = _summary({"real": {}})
+    au = pd.DataFrame(columns=["row", "workload", "ranks", "batch_size", "au"])
+    ok = {c["id"]: c for c in report.validation_claims(s, au, steps(0.1005), m, [], None)}
+    bad = {c["id"]: c for c in report.validation_claims(s, au, steps(0.12), m, [], None)}
+    assert ok["sleep-follows-compute-model"]["verdict"] == "holds"
+    assert bad["sleep-follows-compute-model"]["verdict"] == "fails"
+    assert report.floored_normal_mean(0.0, 1.0) == pytest.approx(0.3989, abs=1e-4)
 
 
 def test_fits_claims_have_kind_and_magnitude():

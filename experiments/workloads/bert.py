@@ -196,7 +196,7 @@ def main(argv=None) -> None:
     def collective():
         return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
 
-    sleep = step_compute.from_run(run, rank, (lambda: float(collective())) if world > 1 else None)
+    sleep = step_compute.from_run(run, barrier=(lambda: float(collective())) if world > 1 else None)
     facts["compute"] = run.get("compute", {"mode": "real"})
     checkpoint("start")
     t = StepTimer()

@@ -119,7 +119,7 @@ def main(argv=None) -> None:
         cap = cfg["model"]["max_cardinality"]
         train = BatchReader(run["data_dir"], "train", cap, seed, loader_log)
         test = BatchReader(run["data_dir"], "eval", cap, seed, LoaderLog())
-        sleep = step_compute.from_run(run, rank, step_compute.torch_barrier(device))
+        sleep = step_compute.from_run(run, barrier=step_compute.torch_barrier(device))
     t = StepTimer(sync)
     tc = cfg["train"]
     ckpt = Path(run["checkpoint_dir"]) / "dlrm.pt"

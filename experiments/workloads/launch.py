@@ -11,7 +11,8 @@ A run's ``run.json`` says what its ranks do after the data wait: ``compute`` is
 ``{"mode": "real"}`` or, for ``compute: sleep``, the resolved compute model at this (G, B)
 (``mean_s``, ``std_s``, ``eval_mean_s``, ``eval_std_s``, ``source``; see
 :mod:`.compute_model` and :mod:`.step_compute`). ``usage.json`` holds the run's wall time and
-the CPU time of its whole process tree (launcher, ranks, DataLoader workers), seconds.
+the CPU time of its whole process tree (launcher, ranks, DataLoader workers), seconds, and the
+host's 1-minute load average before and after.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import paths
@@ -86,7 +88,7 @@ def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: 
     (run_dir / "run.json").write_text(json.dumps(run, indent=1))
     threads = train.get("threads_per_rank") or max(1, (os.cpu_count() or 1) // ranks)
     log = open(run_dir / "output.txt", "w")
-    cpu0 = _children_cpu_s()
+    cpu0, load0 = _children_cpu_s(), os.getloadavg()[0]
     t0 = time.perf_counter()
     try:
         if workload in TORCH_WORKLOADS:
@@ -117,7 +119,10 @@ def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: 
     finally:
         log.close()
     seconds = time.perf_counter() - t0
-    (run_dir / "usage.json").write_text(json.dumps({"wall_s": seconds, "cpu_s": _children_cpu_s() - cpu0}))
+    # The host's 1-minute load average before and after: runs compared across rows were taken
+    # at different times, and on a shared host the load explains much of their differences.
+    (run_dir / "usage.json").write_text(json.dumps({"wall_s": seconds, "cpu_s": _children_cpu_s() - cpu0,
+                                                    "load_1min": [load0, os.getloadavg()[0]]}))
     if any(codes):
         tail = (run_dir / "output.txt").read_text()[-4000:]
         raise RuntimeError(f"{workload} B={batch_size} G={ranks}: a rank failed (exit codes {codes});"
@@ -188,6 +193,7 @@ def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None =
         parts["runs"].append({"workload": workload, "variant": variant, "batch_size": b, "ranks": g,
                               "repeat": r, "wall_seconds": seconds,
                               "cpu_seconds": got["usage"].get("cpu_s", float("nan")),
+                              "load_1min": float(np.mean(got["usage"].get("load_1min", [np.nan]))),
                               "compute": c.get("mode", "real"), "sleep_mean_s": c.get("mean_s", float("nan")),
                               "sleep_std_s": c.get("std_s", float("nan")), "run_dir": str(d)})
     out = {k: pd.concat([x for x in parts[k] if len(x)], ignore_index=True) if any(len(x) for x in parts[k])

@@ -328,6 +328,19 @@ def plot_utilization(au: pd.DataFrame, rows):
     return fig
 
 
+SLEEP_SLACK_S = 0.002
+
+
+def floored_normal_mean(mu: float, sd: float) -> float:
+    """E[max(0, X)] for X ~ Normal(mu, sd): the mean step time a sleep run draws."""
+    from scipy import stats
+
+    if sd <= 0:
+        return max(0.0, mu)
+    z = mu / sd
+    return float(mu * stats.norm.cdf(z) + sd * stats.norm.pdf(z))
+
+
 def _pair(s: pd.DataFrame, w: str, a: str, b: str) -> pd.DataFrame:
     """Row ``a`` and row ``b`` of workload ``w`` side by side per (G, B): columns ``<col>_a``, ``<col>_b``."""
     x = s[(s["workload"] == w) & (s["row"] == a)]
@@ -344,15 +357,25 @@ def _configs(p: pd.DataFrame, col: str) -> str:
     return ", ".join(f"G={int(g)} B={int(b)}: {v:.3g}" for g, b, v in zip(p["ranks"], p["batch_size"], p[col]))
 
 
+def _loads(runs: pd.DataFrame | None, w: str, a: str, b: str) -> str:
+    """The host's mean 1-minute load average during row ``a``'s and row ``b``'s runs of ``w``."""
+    if runs is None or "load_1min" not in runs:
+        return ""
+    m = {r: runs[(runs["workload"] == w) & (runs["row"] == r)]["load_1min"].mean() for r in (a, b)}
+    return f"; host load average (1 min) during the {a} runs {m[a]:.1f}, the {b} runs {m[b]:.1f} (2 cores)"
+
+
 def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFrame, model,
-                      rank_usage: list[dict], datasets: pd.DataFrame | None) -> list[dict]:
+                      rank_usage: list[dict], datasets: pd.DataFrame | None,
+                      runs: pd.DataFrame | None = None) -> list[dict]:
     """Claims of the sleep and generated-data rows (thesis Sec 4.7, 5.1.3, 5.3.2, Fig A.3; Eq 3.1).
 
     ``s``: the rows' summaries (:func:`.validation.load_rows`, Fig A.3 variants as rows
     ``prep-none`` / ``prep-sleep``); ``au``: :func:`.validation.utilization` of every run;
     ``sleep_steps``: the sleep row's steps; ``model``: the compute model the sleep runs used;
     ``rank_usage``: env.json ``ranks`` of the sleep stage; ``datasets``: the random stage's
-    comparison of the two contents. A claim whose rows are missing is emitted as not measured.
+    comparison of the two contents; ``runs``: the rows' run tables (column ``row``), whose load
+    averages go into the reasons. A claim whose rows are missing is emitted as not measured.
     """
     out = []
     none = "no {} runs of {} in this pipeline (workload_sleep / workload_random workloads, or the stage did not run)"
@@ -369,7 +392,8 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
             mu = model.mean_std(w, int(worst["ranks"]), int(worst["batch_size"]))[0]
             why = (f"worst at G={int(worst['ranks'])} B={int(worst['batch_size'])}: real median compute "
                    f"{worst['compute_s_a']:.3g} s, the model's mean there {mu:.3g} s "
-                   f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2', float('nan')):.2f})")
+                   f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2', float('nan')):.2f})"
+                   + _loads(runs, w, "real", "sleep"))
         out.append(claim(
             f"{w}-sleep-compute-throughput", SOURCE, fig_t[w],
             f"{TITLES[w]}: a sleep of the compute model's time gives the real run's compute throughput "
@@ -411,8 +435,8 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
             our_value=v, unit="sleep / real (median over configurations)", rule="between 0.8 and 1.25",
             kind="finding", note=("per configuration: " + _configs(p.assign(x=p[f"{col}_b"] / p[f"{col}_a"]), "x"))
             if len(p) else "",
-            why_not=(f"real {p[f'{col}_a'].median():.3g}, sleep {p[f'{col}_b'].median():.3g} (medians); with "
-                     "sleep the cores are free for the loader" if len(p) else none.format("sleep", w))))
+            why_not=(f"real {p[f'{col}_a'].median():.3g}, sleep {p[f'{col}_b'].median():.3g} (medians)"
+                     + _loads(runs, w, "real", "sleep") if len(p) else none.format("sleep", w))))
     # 4. Random content: VFS latency and throughput within the real runs' spread (Sec 5.1.3, 5.3.2).
     for w in TITLES:
         p = _pair(s, w, "real", "random")
@@ -426,7 +450,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
                       & (p["vfs_sps_b"].between(p["vfs_sps_q1_a"], p["vfs_sps_q3_a"])))
             v = float(inside.mean())
             why = ("random / real median VFS latency per configuration: "
-                   + _configs(p.assign(x=p["vfs_s_b"] / p["vfs_s_a"]), "x"))
+                   + _configs(p.assign(x=p["vfs_s_b"] / p["vfs_s_a"]), "x") + _loads(runs, w, "real", "random"))
         out.append(claim(
             f"{w}-random-vfs-within-real-spread", SOURCE, fig_l[w],
             f"{TITLES[w]}: on random-content data the VFS latency and throughput stay within the real runs' "
@@ -459,12 +483,16 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
         small = real[real["data_share"] < 0.1][["ranks", "batch_size"]]
         a = au[(au["workload"] == w) & (au["row"] == "sleep")].merge(small, on=["ranks", "batch_size"])
         v = float(a["au"].min()) if len(a) else np.nan
-        why = (none.format("sleep", w) if not (au["row"] == "sleep").any() or not len(real) else
-               "no configuration whose real data share is below 10 %" if not len(a) else
-               "lowest at G={} B={}: {} steps, ideal {:.3g} s, train phases {:.3g} s (per-step barrier, data "
-               "wait and the first step's loader start are outside the model)".format(
-                   *(int(a.loc[a['au'].idxmin(), k]) for k in ("ranks", "batch_size", "steps")),
-                   a.loc[a["au"].idxmin(), "ideal_s"], a.loc[a["au"].idxmin(), "train_s"]))
+        if not (au["row"] == "sleep").any() or not len(real):
+            why = none.format("sleep", w)
+        elif not len(a):
+            why = "no configuration whose real data share is below 10 %"
+        else:
+            x = a.loc[a["au"].idxmin()]
+            why = (f"lowest at G={int(x['ranks'])} B={int(x['batch_size'])}: {int(x['steps'])} steps; train phases "
+                   f"{x['train_s']:.3g} s = ideal compute {x['ideal_s']:.3g} s + data waits {x['data_wait_s']:.3g} s "
+                   f"(the epochs' first batches {x['epoch_start_wait_s']:.3g} s) + per-step barrier "
+                   f"{x['barrier_s']:.3g} s + the rest (the rank's own work, the slowest rank)")
         out.append(claim(
             f"{w}-sleep-au-above-90pct", SOURCE, "Eq 3.1",
             f"{TITLES[w]}: sleep runs reach MLPerf Storage's {cm.MLPERF_AU_PASS:.0%} accelerator utilization "
@@ -483,20 +511,24 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
         why_not=(f"loader sleep {p['prep_s_b'].median():.3g} s per sample against a step of "
                  f"{p['compute_s_b'].median():.3g} s" if len(p) else none.format("Fig A.3", "unet3d"))))
     # Checks of our own sleep mode and generators.
-    st = sleep_steps[sleep_steps.get("steady", True) == True] if len(sleep_steps) else sleep_steps  # noqa: E712
-    dev = []
-    for (w, g, b), d in (st.groupby(["workload", "ranks", "batch_size"]) if len(st) else []):
-        mu = max(0.0, model.mean_std(w, int(g), int(b))[0])
-        if mu > 1e-3:
-            dev.append(abs(d["sleep_ns"].mean() / 1e9 / mu - 1))
+    z = []
+    if len(sleep_steps):
+        st = sleep_steps[sleep_steps["steady"]] if "steady" in sleep_steps else sleep_steps
+        st = st[st["rank"] == 0]            # ranks share their draws: one sample per step
+        for (w, v, g, b), d in st.groupby(["workload", "variant", "ranks", "batch_size"]):
+            mu, sd = model.mean_std(w, int(g), int(b))
+            want = floored_normal_mean(mu, sd)
+            z.append(abs(d["sleep_ns"].mean() / 1e9 - want) / (sd / np.sqrt(len(d)) + SLEEP_SLACK_S))
     out.append(claim(
         "sleep-follows-compute-model", SOURCE, "Sec 3, Fig 3.1",
-        "A sleep run's compute time follows the compute model it was given (mean of the slept time)",
-        our_value=max(dev) if dev else np.nan, unit="max |mean slept / model mean - 1| over configurations",
-        rule="< 0.1", kind="check", note=f"model: {model.source}",
-        why_not="" if dev else "no sleep run with a model mean above 1 ms"))
+        "A sleep run's compute time follows the compute model it was given (mean slept time per step)",
+        our_value=max(z) if z else np.nan, unit=f"max |mean slept - model| / (standard error + {SLEEP_SLACK_S * 1e3:g} ms)",
+        rule="< 4", kind="check",
+        note=f"model: {model.source}; the model mean is that of max(0, Normal(mean, std)); {SLEEP_SLACK_S * 1e3:g} ms "
+             "allows for the kernel waking a sleeper late", why_not="" if z else "no sleep run"))
     busy = [u["phase_usage"]["train"]["cpu_s"] / u["phase_usage"]["train"]["wall_s"]
-            for u in rank_usage if u.get("variant") == "sleep" and u.get("phase_usage", {}).get("train")]
+            for u in rank_usage if (u.get("compute") or {}).get("mode") == "sleep"
+            and u.get("phase_usage", {}).get("train")]
     out.append(claim(
         "sleep-ranks-do-not-burn-cpu", SOURCE, "Sec 3",
         "A sleeping rank uses little CPU in its train phase (the sleep blocks in the kernel)",

@@ -139,12 +139,13 @@ def write(stage: str, got: dict, params: dict, **env) -> dict:
                "max_peak_rss_MB_per_rank": peak / 1e6}
     out.metrics(metrics)
     run_usage = runs[[c for c in ("workload", "variant", "ranks", "batch_size", "repeat", "wall_seconds",
-                                  "cpu_seconds") if c in runs]].to_dict("records")
+                                  "cpu_seconds", "load_1min") if c in runs]].to_dict("records")
     out.env(params=params, ranks=ranks, runs=run_usage,
             peak_rss_note="peak_rss_bytes: the rank process (ru_maxrss, includes the framework's "
                           "libraries); peak_rss_children_bytes: its largest child (DataLoader worker)",
             cpu_note="runs[].cpu_seconds: CPU time (user + system) of the run's whole process tree "
-                     "(launcher, ranks, DataLoader workers) beside its wall_seconds; "
+                     "(launcher, ranks, DataLoader workers) beside its wall_seconds; load_1min: the host's "
+                     "1-minute load average (mean of before and after the run); "
                      "ranks[].phase_usage: per phase, the rank process's own CPU and wall seconds",
             **env)
     return metrics

@@ -9,7 +9,11 @@ A sleep step, as the thesis's Fig 3.1 and Sec 5.1.3: after the batch is in hand 
 the device), sleep ``t`` seconds, ``t`` drawn per step from ``Normal(mean, std)`` floored at 0
 (the compute model's value at this run's G and B, resolved by the launcher into ``run.json``),
 then the per-step collective that the real step has (DDP's gradient all-reduce / the
-strategy's reduce), so ranks stay in lock step as in training. Timer marks:
+strategy's reduce), so ranks stay in lock step as in training. Every rank draws the same
+sequence of times (one draw per step, shared): a real rank's measured compute time already
+includes waiting for the slowest rank in the gradient all-reduce, so after synchronization all
+ranks see about the same step time; independent draws followed by the barrier would count that
+wait twice (the barrier would wait for the largest of G draws). Timer marks:
 ``sleep_ns`` (the sleep as measured), ``allreduce_ns`` (the collective); each step's drawn
 ``t`` is returned so the rank can record it (``drawn_s``).
 
@@ -72,8 +76,8 @@ def from_run(run: dict, seed_offset: int = 0, barrier: Callable[[], object] | No
     """The sleep strategy a run folder's ``run.json`` asks for, or None for ``compute: real``.
 
     ``run["compute"]`` (written by :func:`experiments.workloads.launch.run_config`) holds the
-    resolved ``mean_s``, ``std_s``, ``eval_mean_s``, ``eval_std_s``. ``seed_offset`` (the rank)
-    gives every rank its own draws, as real ranks' step times vary independently.
+    resolved ``mean_s``, ``std_s``, ``eval_mean_s``, ``eval_std_s``. Ranks share one sequence
+    of draws (module docstring); a non-zero ``seed_offset`` gives a process its own sequence.
     """
     c = run.get("compute") or {"mode": "real"}
     if c.get("mode", "real") == "real":

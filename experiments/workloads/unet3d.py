@@ -222,7 +222,7 @@ def main(argv=None) -> None:
         net = build_model(mc["base_channels"], mc["depth"]).to(device)
         model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None) if dist.is_initialized() else net
         opt = torch.optim.SGD(model.parameters(), lr=tc["lr"], momentum=0.9)
-        sleep = step_compute.from_run(run, rank, step_compute.torch_barrier(device))
+        sleep = step_compute.from_run(run, barrier=step_compute.torch_barrier(device))
         if sleep is not None:
             # The optimizer state a trained model checkpoints (momentum buffers), unchanged
             # weights: zero gradients, one step.

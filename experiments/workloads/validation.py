@@ -181,13 +181,20 @@ def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFram
     """Accelerator utilization (Eq 3.1, 3.2) of every run in ``steps``/``phases`` (one row's
     tables, column ``row`` optional) under ``model``: one row per run with ``steps``,
     ``sleep_s`` (the model's mean at (G, B), floored at 0), ``ideal_s``, ``train_s`` (train
-    phases of the slowest rank) and ``au`` (fraction)."""
+    phases of the slowest rank) and ``au`` (fraction); and where the rest of the train time
+    went, summed over the first rank's steps: ``data_wait_s`` (of which ``epoch_start_wait_s``,
+    the first batch of each epoch) and ``barrier_s`` (the per-step all-reduce), seconds."""
     keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat") if k in steps]
     rows = []
     for key, g in steps.groupby(keys):
         r = dict(zip(keys, key))
         w, G, B = r["workload"], int(r["ranks"]), int(r["batch_size"])
-        n = int((g["rank"] == g["rank"].min()).sum())            # steps of one rank
+        r0 = g[g["rank"] == g["rank"].min()]
+        n = len(r0)                                               # steps of one rank
+        first = r0["step"] == r0.groupby("epoch")["step"].transform("min") if "epoch" in r0 else r0["step"] == 0
+        waits = {"data_wait_s": r0["data_ns"].sum() / 1e9 if "data_ns" in r0 else np.nan,
+                 "epoch_start_wait_s": r0.loc[first, "data_ns"].sum() / 1e9 if "data_ns" in r0 else np.nan,
+                 "barrier_s": r0["allreduce_ns"].sum() / 1e9 if "allreduce_ns" in r0 else np.nan}
         ph = phases
         for k in keys:
             if k in ph and k != "row":
@@ -199,7 +206,7 @@ def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFram
         else:             # per-accelerator batch: n steps of B samples on each of G accelerators
             ideal = cm.ideal_compute_s(n * B * G, B, G, sleep_s)
         rows.append({**r, "steps": n, "sleep_s": sleep_s, "ideal_s": ideal, "train_s": train_s,
-                     "au": cm.accelerator_utilization(ideal, train_s) if train_s == train_s else np.nan})
+                     "au": cm.accelerator_utilization(ideal, train_s) if train_s == train_s else np.nan, **waits})
     out = pd.DataFrame(rows)
     if len(out):
         out["pass"] = out["au"] >= cm.MLPERF_AU_PASS
