@@ -11,6 +11,8 @@ for the thesis's generated data, and ``compute: sleep`` for its sleep row
 
 from __future__ import annotations
 
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -362,7 +364,8 @@ def _loads(runs: pd.DataFrame | None, w: str, a: str, b: str) -> str:
     if runs is None or "load_1min" not in runs:
         return ""
     m = {r: runs[(runs["workload"] == w) & (runs["row"] == r)]["load_1min"].mean() for r in (a, b)}
-    return f"; host load average (1 min) during the {a} runs {m[a]:.1f}, the {b} runs {m[b]:.1f} (2 cores)"
+    got = [f"the {r} runs {v:.1f}" for r, v in m.items() if v == v]
+    return f"; host load average (1 min) during {', '.join(got)} ({os.cpu_count()} CPUs)" if got else ""
 
 
 def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFrame, model,
