@@ -216,6 +216,8 @@ def main(argv=None) -> int:
     Reads the workload's section from the params file as is (no validation: run it through
     the pipeline first to check it), generates the data set when ``--data`` has none, runs
     each configuration and writes ``steps.csv``, ``loader.csv``, ``ranks.json`` under ``--out``.
+    ``--set train.compute=sleep --compute-model thesis-v100`` (or ``fit``, or a file) sleeps
+    instead of computing.
     """
     import argparse
     from types import SimpleNamespace
@@ -231,6 +233,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--data", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--compute-model", default=None, help="with train.compute=sleep: fit | thesis-v100 | FILE")
     a = ap.parse_args(argv)
     params = yaml.safe_load(open(a.params))
     section, seed = params[a.workload], a.seed if a.seed is not None else params["seed"]
@@ -238,6 +241,11 @@ def main(argv=None) -> int:
         key, val = kv.split("=", 1)
         part, k = key.split(".", 1)
         section.setdefault(part, {})[k] = yaml.safe_load(val)
+    model = None
+    if section.get("train", {}).get("compute", "real") == "sleep":
+        from .compute_model import load
+        model = load(a.compute_model or section["train"].get("compute_model", "fit"))
+        model.require(a.workload)                     # before any run
     data = Path(a.data)
     if not data.exists():
         from . import data_bert, data_dlrm, data_unet3d
@@ -248,7 +256,9 @@ def main(argv=None) -> int:
     for g in a.ranks:
         for b in a.batch_sizes:
             d = out / f"G{g}-B{b}-r0"
-            s = run_config(a.workload, section, b, g, seed, data, d)
+            s = run_config(a.workload, section, b, g, seed, data, d,
+                           compute=model.run_facts(a.workload, g, b) if model else None,
+                           variant="sleep" if model else "real")
             got = collect(d)
             steps.append(got["steps"])
             loader.append(got["loader"])
