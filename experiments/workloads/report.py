@@ -283,7 +283,8 @@ def plot_fig_a3(s: pd.DataFrame, labels: dict):
     s = s[(s["workload"] == "unet3d") & s["variant"].isin(list(labels))]
     if not len(s):
         raise ValueError("Fig A.3: no UNET3D sleep runs with the loader variants")
-    Gs = sorted(s["ranks"].unique())
+    variants = s[s["variant"] != "sleep"]                   # rank counts with a loader variant
+    Gs = sorted((variants if len(variants) else s)["ranks"].unique())
     fig, axes = plt.subplots(len(Gs), 2, figsize=(8, 3 * len(Gs)), squeeze=False, sharex=True, sharey="col")
     for i, g in enumerate(Gs):
         for j, (col, name) in enumerate((("data_s", "data latency"), ("prep_s", "preprocessing latency"))):
