@@ -396,7 +396,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
             mu = model.mean_std(w, int(worst["ranks"]), int(worst["batch_size"]))[0]
             why = (f"worst at G={int(worst['ranks'])} B={int(worst['batch_size'])}: real median compute "
                    f"{worst['compute_s_a']:.3g} s, the model's mean there {mu:.3g} s "
-                   f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2', float('nan')):.2f})"
+                   f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2') or float('nan'):.2f})"
                    + _loads(runs, w, "real", "sleep"))
         out.append(claim(
             f"{w}-sleep-compute-throughput", SOURCE, fig_t[w],
