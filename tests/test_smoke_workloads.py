@@ -130,7 +130,9 @@ def test_random_content_same_sizes_other_digest(stage_results, smoke_root):
         assert (smoke_root / "data" / f"{w}-random").is_dir() and not (smoke_root / "data" / f"{w}-random.partial").exists()
     raw = pd.read_parquet(d / "raw.parquet")
     assert set(raw["variant"]) == {"random"} and set(raw["ranks"]) == {1}
-    assert raw["forward_ns"].gt(0).all()                                   # the real model ran
+    # the real model ran: a loss on every step, no sleep; BERT's compiled step has no forward mark
+    assert raw["loss"].notna().all() and raw["drawn_s"].isna().all() and (raw["sleep_ns"] == 0).all()
+    assert raw[raw["workload"] != "bert"]["forward_ns"].gt(0).all()
 
 
 def test_validation_figures_utilization_and_claims(stage_results):
