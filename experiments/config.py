@@ -41,6 +41,8 @@ SECTIONS: dict[str, str] = {
     "unet3d": "experiments.workloads.settings:Unet3dConfig",
     "bert": "experiments.workloads.settings:BertConfig",
     "dlrm": "experiments.workloads.settings:DlrmConfig",
+    "workload_sleep": "experiments.workloads.settings:WorkloadSleepConfig",
+    "workload_random": "experiments.workloads.settings:WorkloadRandomConfig",
     "tracing_patterns": "experiments.trace.stage:TracingPatternsConfig",
 }
 

@@ -28,6 +28,10 @@ KEYS: dict[str, str] = {
     "fails": "claims whose verdict is fails",
     "similarity": "weighted cosine similarity of a traced run and its repeat (Eq 4.1)",
     "match": "fraction of the traced pattern's components that match what fio was told",
+    "data_share": "median share of a training step spent waiting for data (thesis workloads)",
+    "compute_s": "median compute time of a training step, s (thesis workloads)",
+    "r2": "R² of the stage's fit: the worst over its workloads (thesis Eq 5.1, 5.3, 5.5)",
+    "au": "median accelerator utilization of the stage's emulated runs (thesis Eq 3.1), 0-1",
 }
 
 
@@ -117,3 +121,23 @@ def blog(summary: pd.DataFrame, storage: str) -> dict:
     rec, jpg = _best(s[s["format"] == "tfrecord"], "images_per_s"), _best(s[s["format"] == "jpeg"], "images_per_s")
     return {"images_per_s": None if rec is None else _num(rec["images_per_s"]),
             "speedup": None if rec is None or jpg is None else _num(rec["images_per_s"] / jpg["images_per_s"])}
+
+
+def workload_runs(runs: pd.DataFrame, summary: pd.DataFrame) -> dict:
+    """A thesis workload's sweep (real, sleep or random-content runs): the runs' wall seconds
+    in all, the median data share of a step and the median compute time of a step (s)."""
+    return {"seconds": _num(runs["wall_seconds"].sum()), "data_share": _num(summary["data_share"].median()),
+            "compute_s": _num(summary["compute_s"].median())}
+
+
+def workload_fits(models: dict, claim_list: list[dict]) -> dict:
+    """The compute-time fits: ``r2``, the worst mean-model R² over the workloads, and the claims."""
+    r2 = [m["mean"]["r2"] for m in models.values() if m["mean"].get("r2") is not None]
+    return {"r2": _num(min(r2)) if r2 else None, **claims(claim_list)}
+
+
+def validation(au: pd.DataFrame, claim_list: list[dict]) -> dict:
+    """The sleep validation: ``au``, the median accelerator utilization of the sleep runs
+    (Eq 3.1), and the claims."""
+    sl = au[au["row"] == "sleep"]["au"]
+    return {"au": _num(sl.median()) if len(sl) else None, **claims(claim_list)}

@@ -60,6 +60,15 @@ HOVON_UNET3D_EVAL_S = {"mean": 8.403, "std": 4.442}
 # Section 5.3.2: DLRM's data loading is "about 10%" of the step; UNET3D's and BERT's
 # "negligible in comparison" (Fig 5.2, 5.9, 5.14).
 HOVON_DLRM_DATA_SHARE = 0.10
+# Section 5.1.3 (Fig 5.5, 5.6), UNET3D with sleep() instead of compute: median data latencies
+# "between 1 to 3 times lower than those of the original"; inter-quartile ranges of the data
+# latency "spanning around 0.0001 seconds for sleep, vs around 0.02 seconds for the original".
+HOVON_SLEEP_DATA_LATENCY_RATIO = (1.0, 3.0)        # real / sleep, range
+HOVON_SLEEP_DATA_IQR_S = {"sleep": 0.0001, "real": 0.02}
+# Section 5.1.3: UNET3D preprocessing "mostly below 0.3 seconds" on the real data; on generated
+# data median data latencies rise by "up to 4 orders of magnitude".
+HOVON_UNET3D_PREP_REAL_S = 0.3
+HOVON_GENERATED_DATA_LATENCY_RATIO_MAX = 1e4
 # Table 4.1 and Section 4.1: data set shapes at paper scale.
 HOVON_DATASETS = {
     "unet3d": {"train_cases": 168, "eval_cases": 42, "image_MB_mean": 117, "image_MB_std": 54,

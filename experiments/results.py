@@ -178,8 +178,14 @@ class StageResults:
         """Headline numbers (DVC metrics): a flat mapping of a few keys from the one vocabulary
         (:data:`experiments.headline.KEYS`); tables go in ``.csv`` files. Floats keep 4
         significant digits (more is noise between runs, and widens ``dvc metrics show``)."""
+        from .headline import KEYS  # the one vocabulary (headline imports nothing from here)
+
         flat = {}
         for k, v in metrics.items():
+            if k not in KEYS:
+                raise ValueError(f"metrics key {k!r} is not in the headline vocabulary "
+                                 f"(experiments/headline.py KEYS: {', '.join(KEYS)}); use one of "
+                                 "those, or add a key there when none says it")
             if isinstance(v, (dict, list, tuple)):
                 raise ValueError(f"metrics[{k!r}] is a {type(v).__name__}: headline metrics are flat "
                                  "numbers; put tables in a .csv (StageResults.table)")

@@ -44,6 +44,25 @@ def legend_beside(ax, axes=None, fontsize: int = 8, **kw):
                      fontsize=fontsize, **kw)
 
 
+def log_axis(ax, axis: str = "y", base: int = 10) -> None:
+    """A log scale on ``axis`` whose tick labels never crowd: matplotlib labels minor ticks when
+    the data span less than a decade, and on a small panel those labels overlap. Here minor
+    ticks carry no label; within a decade, a few plain numbers; within two, 1, 2 and 5 of
+    each decade."""
+    from matplotlib import ticker
+
+    getattr(ax, f"set_{axis}scale")("log", base=base)
+    a = getattr(ax, f"{axis}axis")
+    lo, hi = (ax.dataLim.y0, ax.dataLim.y1) if axis == "y" else (ax.dataLim.x0, ax.dataLim.x1)
+    if base == 10 and lo > 0 and hi / lo < 10:   # within a decade: a few plain numbers
+        a.set_major_locator(ticker.MaxNLocator(nbins=4))
+        a.set_major_formatter(ticker.ScalarFormatter())
+    elif base == 10 and lo > 0 and hi / lo < 100:
+        a.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        a.set_major_formatter(ticker.LogFormatterSciNotation(base=10, labelOnlyBase=False))
+    a.set_minor_formatter(ticker.NullFormatter())
+
+
 def tier_colors(tiers: list[str]) -> dict[str, tuple]:
     """A stable color per tier name, the same in every figure."""
     colors = sns.color_palette(PALETTE, n_colors=max(len(tiers), 3))

@@ -68,7 +68,15 @@ def test_headline_metrics_use_the_one_vocabulary():
     fio = pd.DataFrame({"tier": ["mem", "disk", "disk"], "job": ["seqread", "seqread", "randread"],
                         "bw_MBps": [9e3, 500.0, 80.0], "iops": [1, 2, 4000.0]})
     assert headline.fio_baseline(fio, "disk") == {"MBps": 500.0, "iops": 4000.0}
-    for got in (headline.claims(claim_list), headline.fio_baseline(fio, "disk")):
+    runs = pd.DataFrame({"wall_seconds": [2.0, 3.0]})
+    summary = pd.DataFrame({"data_share": [0.1, 0.3, 0.2], "compute_s": [1.0, 2.0, 3.0]})
+    assert headline.workload_runs(runs, summary) == {"seconds": 5.0, "data_share": 0.2, "compute_s": 2.0}
+    models = {"a": {"mean": {"r2": 0.9}}, "b": {"mean": {"r2": 0.7}}, "c": {"mean": {"r2": None}}}
+    au = pd.DataFrame({"row": ["sleep", "sleep", "real"], "au": [0.8, 1.0, 0.1]})
+    assert headline.workload_fits(models, claim_list)["r2"] == 0.7
+    assert headline.validation(au, claim_list)["au"] == 0.9
+    for got in (headline.claims(claim_list), headline.fio_baseline(fio, "disk"),
+                headline.workload_fits(models, []), headline.validation(au, [])):
         assert set(got) <= set(headline.KEYS)
 
 
@@ -76,7 +84,9 @@ def test_metrics_are_flat_and_rounded(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     monkeypatch.setenv(results.PIPELINE_ENV, "s")
     out = results.StageResults("s")
-    out.metrics({"MBps": 1234.56789, "images": 48, "speedup": float("nan")})
-    assert json.loads(out.path("metrics.json").read_text()) == {"MBps": 1235.0, "images": 48, "speedup": None}
+    out.metrics({"MBps": 1234.56789, "claims": 48, "speedup": float("nan")})
+    assert json.loads(out.path("metrics.json").read_text()) == {"MBps": 1235.0, "claims": 48, "speedup": None}
     with pytest.raises(ValueError, match="flat numbers"):
-        out.metrics({"per_tier": {"mem": 1.0}})
+        out.metrics({"MBps": {"mem": 1.0}})
+    with pytest.raises(ValueError, match="'median_data_share' is not in the headline vocabulary"):
+        out.metrics({"median_data_share": 0.1})

@@ -50,3 +50,22 @@ def test_missing_workload_is_named():
 def test_accelerator_utilization_eq31_32():
     ideal = cm.ideal_compute_s(samples=800, batch_size=4, accelerators=2, sleep_s=0.5)
     assert ideal == 50.0 and cm.accelerator_utilization(ideal, 62.5) == 0.8
+
+
+def test_bad_eval_entry_is_named(tmp_path):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps({"schema": cm.SCHEMA, "workloads": {"unet3d": {
+        "mean": {"coef": {"G": 0, "B": 1, "c": 0}}, "std": {"coef": {"G": 0, "B": 0, "c": 0}},
+        "eval": {"mean_s": "slow"}}}}))
+    with pytest.raises(ConfigError, match=r"workloads\.unet3d\.eval\.mean_s = 'slow'") as e:
+        cm.load(f)
+    assert str(f) in str(e.value)
+
+
+def test_model_file_round_trips_through_as_file(tmp_path):
+    m = cm.load("thesis-v100")
+    f = tmp_path / "copy.json"
+    f.write_text(json.dumps(m.as_file()))
+    again = cm.load(f)
+    assert again.mean_std("bert", 2, 3) == m.mean_std("bert", 2, 3)
+    assert again.eval_mean_std("unet3d", 1, 1) == m.eval_mean_std("unet3d", 1, 1) == (8.403, 4.442, "eval")

@@ -1,12 +1,14 @@
 """The three MLPerf workloads end to end on the smoke profile (stages workload_data, unet3d,
-bert, dlrm, workload_fits), asserting on what the notebooks wrote."""
+bert, dlrm, workload_fits, and the validation rows workload_sleep, workload_random,
+workload_validation), asserting on what the notebooks wrote."""
 
 import json
 
+import numpy as np
 import pandas as pd
+import pytest
 
 from experiments import claims
-import pytest
 
 pytestmark = pytest.mark.smoke
 
@@ -73,3 +75,84 @@ def test_fits_model_file_figures_and_claims(stage_results):
             assert (d / f"{w}_{f}.png").stat().st_size > 5000
     cl = json.loads((d / "claims.json").read_text())
     assert len(cl) == 6 and all(c["verdict"] in claims.VERDICTS and c["rule"] for c in cl)
+
+
+# ------------------------------------------------------------------ sleep, random content, validation
+
+def _model(d):
+    from experiments.workloads import compute_model
+    return compute_model.load(d / "compute_model.json")
+
+
+def test_sleep_runs_follow_the_model_they_were_given(stage_results):
+    from scipy import stats
+    d = stage_results("workload_sleep")
+    m = _model(d)
+    raw = pd.read_parquet(d / "raw.parquet")
+    assert set(raw["variant"]) == {"sleep", "prep-none", "prep-sleep"}
+    assert set(raw[raw["variant"] == "sleep"]["workload"]) == {"unet3d", "bert", "dlrm"}
+    assert (raw["forward_ns"] == 0).all() and (raw["backward_ns"] == 0).all()
+    assert (raw["sleep_ns"] / 1e9 >= raw["drawn_s"] - 1e-4).all()          # slept at least the draw
+    assert ((raw["sleep_ns"] / 1e9 - raw["drawn_s"]) < 0.25 + 0.5 * raw["drawn_s"]).all()
+    assert (raw["compute_ns"] >= raw["sleep_ns"]).all()
+    for (w, v, g, b), x in raw.groupby(["workload", "variant", "ranks", "batch_size"]):
+        mu, sd = m.mean_std(w, int(g), int(b))
+        z = mu / sd if sd > 0 else np.inf
+        want = max(0.0, mu) if sd == 0 else mu * stats.norm.cdf(z) + sd * stats.norm.pdf(z)  # E[max(0, N)]
+        r0 = x[x["rank"] == 0]
+        assert abs(r0["drawn_s"].mean() - want) <= 5 * sd / np.sqrt(len(r0)) + 1e-4, (w, v, g, b)
+        # ranks share one sequence of draws (the fitted time already holds the all-reduce wait)
+        by_rank = x.pivot_table(index=["epoch", "step"], columns="rank", values="drawn_s")
+        assert (by_rank.nunique(axis=1) == 1).all(), (w, v, g, b)
+    assert (raw[raw["ranks"] == 2]["allreduce_ns"] > 0).all()             # the per-step barrier ran
+
+
+def test_sleep_ranks_idle_and_runs_record_cpu(stage_results):
+    d = stage_results("workload_sleep")
+    env = json.loads((d / "env.json").read_text())
+    assert env["compute_model"]["source"].endswith("compute_model.json")
+    for r in env["ranks"]:
+        tr = r["phase_usage"]["train"]
+        assert tr["wall_s"] > 0 and tr["cpu_s"] < 0.5 * tr["wall_s"], r
+    assert all(x["cpu_seconds"] > 0 and x["wall_seconds"] > 0 for x in env["runs"])
+    runs = pd.read_csv(d / "runs.csv")
+    assert (runs["compute"] == "sleep").all() and runs["sleep_mean_s"].notna().all()
+
+
+def test_random_content_same_sizes_other_digest(stage_results, smoke_root):
+    d = stage_results("workload_random")
+    ds = pd.read_csv(d / "datasets.csv").set_index("workload")
+    assert set(ds.index) == {"unet3d", "bert", "dlrm"}
+    assert ds["same_names"].all() and ds["same_sizes"].all()
+    assert (ds["digest_random"] != ds["digest_realistic"]).all()
+    assert (ds["bytes_random"] == ds["bytes_realistic"]).all()
+    for w in ds.index:
+        assert (smoke_root / "data" / f"{w}-random").is_dir() and not (smoke_root / "data" / f"{w}-random.partial").exists()
+    raw = pd.read_parquet(d / "raw.parquet")
+    assert set(raw["variant"]) == {"random"} and set(raw["ranks"]) == {1}
+    # the real model ran: a loss on every step, no sleep; BERT's compiled step has no forward mark
+    assert raw["loss"].notna().all() and raw["drawn_s"].isna().all() and (raw["sleep_ns"] == 0).all()
+    assert raw[raw["workload"] != "bert"]["forward_ns"].gt(0).all()
+
+
+def test_validation_figures_utilization_and_claims(stage_results):
+    d = stage_results("workload_validation")
+    for f in ("fig5_5_unet3d_latencies", "fig5_6_unet3d_throughputs", "fig5_11_bert_throughputs",
+              "fig5_16_dlrm_latencies", "fig5_17_dlrm_throughputs", "figa3_unet3d_prep_sleep",
+              "accelerator_utilization"):
+        assert (d / f"{f}.png").stat().st_size > 5000, f
+    au = pd.read_csv(d / "utilization.csv")
+    assert {"real", "random", "sleep"} <= set(au["row"])
+    m = _model(stage_results("workload_sleep"))
+    for r in au.itertuples():
+        mu = max(0.0, m.mean_std(r.workload, r.ranks, r.batch_size)[0])
+        assert r.ideal_s == pytest.approx(r.steps * mu) and r.au == pytest.approx(r.ideal_s / r.train_s)
+    cl = json.loads((d / "claims.json").read_text())
+    ids = {c["id"] for c in cl}
+    assert {"unet3d-sleep-compute-throughput", "bert-sleep-compute-throughput", "dlrm-sleep-compute-throughput",
+            "unet3d-sleep-data-latency-lower", "unet3d-random-vfs-within-real-spread",
+            "dlrm-sleep-au-above-90pct", "random-content-same-sizes-other-bytes"} <= ids
+    assert all(c["verdict"] in claims.VERDICTS and c["kind"] in claims.KINDS for c in cl)
+    byid = {c["id"]: c for c in cl}
+    assert byid["random-content-same-sizes-other-bytes"]["verdict"] == "holds"
+    assert byid["sleep-ranks-do-not-burn-cpu"]["verdict"] == "holds"

@@ -21,6 +21,18 @@ Instrumentation: TensorFlow compiles the step into a graph, so, as in the thesis
 a step splits only into ``data_ns`` (the wait in ``next(iterator)``, the IteratorGetNext of
 Fig 5.10) and ``compute_ns`` (the distributed step until its loss is on the host). There is
 no synchronous VFS read to time inside tf.data: ``vfs_ns`` and ``prep_ns`` are not recorded.
+
+``train.compute: sleep`` (:mod:`.step_compute`), which the thesis could not do (a ``sleep``
+inside the model is dropped when TensorFlow compiles the step, Sec 5.2.2): the same tf.data
+pipeline, distributed dataset and iterator; the step waits on ``next(iterator)`` (the batch's
+tensors exist when it returns), then sleeps ``t`` in Python, outside any graph, then runs one
+compiled collective (a sum of one float over the workers, the strategy's reduce), standing in
+for the gradient all-reduce that keeps the workers in step. What differs from the compiled
+real step: no forward/backward ops compete with tf.data's threads for the cores while the
+step "computes"; the collective is issued after the sleep rather than overlapped with
+backward; and nothing reads the batch's tensors after ``next`` returns. The model is still
+built (once, at init) so the checkpoints write the same variables; evaluation reads its
+batches and sleeps one evaluation step per batch.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ import time
 from pathlib import Path
 
 from . import rank as rk
+from . import step_compute
 from .data_bert import train_files
 from .steptimer import AppLog, StepTimer, peak_rss_bytes
 
@@ -113,6 +126,14 @@ def losses(tf, f, mlm, nsp):
     return mlm_loss + nsp_loss
 
 
+def _leave_together(folder: Path, rank: int, world: int, timeout_s: float = 120.0) -> None:
+    """Mark this worker done in ``folder`` and wait (up to ``timeout_s``) for every other one."""
+    (folder / f"done-r{rank}").touch()
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and not all((folder / f"done-r{r}").exists() for r in range(world)):
+        time.sleep(0.02)
+
+
 def main(argv=None) -> None:
     run = rk.read_run(argv)
     cfg, B, seed = run["config"], run["batch_size"], run["seed"]
@@ -171,6 +192,12 @@ def main(argv=None) -> None:
             facts["checkpoints"].append({"tag": tag, "path": path, "bytes": nbytes,
                                          "seconds": (time.perf_counter_ns() - t0) / 1e9})
 
+    @tf.function
+    def collective():
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
+
+    sleep = step_compute.from_run(run, barrier=(lambda: float(collective())) if world > 1 else None)
+    facts["compute"] = run.get("compute", {"mode": "real"})
     checkpoint("start")
     t = StepTimer()
     batch = first
@@ -180,8 +207,11 @@ def main(argv=None) -> None:
             if step:
                 batch = next(it)
             t.got_batch()
-            loss = float(train_step(batch))
-            t.end_step(epoch=0, step=step, samples=B, loss=loss)
+            if sleep is not None:
+                drawn, loss = sleep(t), float("nan")
+            else:
+                drawn, loss = float("nan"), float(train_step(batch))
+            t.end_step(epoch=0, step=step, samples=B, loss=loss, drawn_s=drawn)
     checkpoint("end")
     if tc["eval_steps"]:
         with app.phase("eval"):
@@ -193,12 +223,16 @@ def main(argv=None) -> None:
                   .batch(B).take(tc["eval_steps"]))
             hits = seen = 0.0
             for f in ev:
+                if sleep is not None:
+                    sleep.evaluate()
+                    continue
                 mlm, _ = model(f, training=False)
                 w = f["masked_lm_weights"].numpy()
                 hits += float(((tf.argmax(mlm, -1, output_type=tf.int32).numpy() == f["masked_lm_ids"].numpy()) * w).sum())
                 seen += float(w.sum())
             facts["evals"].append({"seconds": (time.perf_counter_ns() - t0) / 1e9,
-                                   "mlm_accuracy": hits / max(1.0, seen)})
+                                   "mlm_accuracy": hits / seen if seen else float("nan")})
+    facts["phase_usage"] = app.usage()
     d = Path(run["run_dir"])
     import pandas as pd
 
@@ -208,12 +242,11 @@ def main(argv=None) -> None:
     if world > 1:
         # Leave together: a last collective, then exit without TensorFlow's shutdown handshake
         # (a worker that exits first otherwise makes the coordination leader wait for its
-        # heartbeat timeout before it can exit).
-        @tf.function
-        def barrier():
-            return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
-
-        float(barrier())
+        # heartbeat timeout before it can exit). A worker that has its share of the collective
+        # may still be asked for its buffer by a peer (RecvBuf pulls), so nobody exits before
+        # every worker has finished it: a file per worker in the run folder.
+        float(collective())
+        _leave_together(d, rank, world)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

@@ -18,6 +18,12 @@ as the thesis fitted them (Eq 5.1-5.6)::
 All values are seconds; other keys (``r2``, ``ci95``, ``thesis``, ...) are kept and ignored.
 A drawn step time is ``max(0, Normal(mean(G, B), max(0, std(G, B))))``.
 
+Evaluation steps (optional): a workload entry may hold ``"eval": {"mean_s": ..., "std_s": ...}``,
+one evaluation step's time (UNET3D: one case's sliding window at batch 1, the thesis's
+N(8.403, 4.442), Sec 5.1.3); the fit file's top-level ``unet3d_eval`` is read the same way.
+Without one, an evaluation step draws from the training model, as the thesis approximated
+BERT's and DLRM's evaluation (Sec 5.2.2, 5.3.2).
+
 Sources :func:`load` accepts: a path to such a file; ``"fit"`` (or None), the model this box
 fitted (``results/workload_fits/compute_model.json``); ``"thesis-v100"``, the thesis's V100
 DGX-1 coefficients, built from :mod:`experiments.reference` (never typed twice), so a laptop can
@@ -53,10 +59,13 @@ def fit_file() -> Path:
 
 def thesis_v100() -> dict:
     """The thesis's Eq 5.1-5.6 (V100 DGX-1) as a model file."""
-    return {"schema": SCHEMA, "host": "thesis: NVIDIA DGX-1, 8x V100 (Ho-Von 2023, Eq 5.1-5.6)",
-            "workloads": {w: {s: {"coef": {k: m[s][k] for k in ("G", "B", "c")}, "r2": m[s]["r2"]}
-                              for s in ("mean", "std")}
-                          for w, m in reference.HOVON_COMPUTE_FITS.items()}}
+    out = {"schema": SCHEMA, "host": "thesis: NVIDIA DGX-1, 8x V100 (Ho-Von 2023, Eq 5.1-5.6)",
+           "workloads": {w: {s: {"coef": {k: m[s][k] for k in ("G", "B", "c")}, "r2": m[s]["r2"]}
+                             for s in ("mean", "std")}
+                         for w, m in reference.HOVON_COMPUTE_FITS.items()}}
+    ev = reference.HOVON_UNET3D_EVAL_S
+    out["workloads"]["unet3d"]["eval"] = {"mean_s": ev["mean"], "std_s": ev["std"]}
+    return out
 
 
 @dataclass
@@ -66,6 +75,7 @@ class ComputeModel:
     source: str
     host: str
     workloads: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # other top-level keys of the file (unet3d_eval, ...)
 
     def require(self, workload: str) -> dict:
         if workload not in self.workloads:
@@ -86,9 +96,30 @@ class ComputeModel:
         rng = np.random.default_rng(seed)
         return lambda: max(0.0, float(rng.normal(mu, sd)) if sd > 0 else mu)
 
+    def eval_mean_std(self, workload: str, G: int, B: int) -> tuple[float, float, str]:
+        """(mean, std, where from) of one evaluation step in seconds (module docstring)."""
+        m = self.require(workload)
+        ev = m.get("eval") or self.extra.get(f"{workload}_eval")
+        if isinstance(ev, dict) and "mean_s" in ev:
+            return float(ev["mean_s"]), max(0.0, float(ev.get("std_s", 0.0))), "eval"
+        return (*self.mean_std(workload, G, B), "train")
+
+    def run_facts(self, workload: str, G: int, B: int) -> dict:
+        """What a sleep run is given (written into its ``run.json``): resolved seconds, so the
+        rank programs need neither this module nor the file."""
+        mu, sd = self.mean_std(workload, G, B)
+        emu, esd, efrom = self.eval_mean_std(workload, G, B)
+        return {"mode": "sleep", "source": self.source, "host": self.host, "mean_s": mu, "std_s": sd,
+                "eval_mean_s": emu, "eval_std_s": esd, "eval_from": efrom}
+
     def facts(self) -> dict:
         """What env.json records about the model used."""
         return {"source": self.source, "host": self.host}
+
+    def as_file(self) -> dict:
+        """The model as a file of this schema (to keep a copy beside the runs that used it)."""
+        return {"schema": SCHEMA, "host": self.host, "source": self.source,
+                "workloads": self.workloads, **self.extra}
 
 
 def _check(obj, source: str) -> ComputeModel:
@@ -109,8 +140,16 @@ def _check(obj, source: str) -> ComputeModel:
                 if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v):
                     raise ConfigError(f"{where}: workloads.{w}.{stat}.coef.{k} = {v!r}; "
                                       "allowed: a finite number (seconds)")
+        ev = m.get("eval")
+        if ev is not None:
+            for k in ("mean_s", "std_s"):
+                v = ev.get(k) if isinstance(ev, dict) else None
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v):
+                    raise ConfigError(f"{where}: workloads.{w}.eval.{k} = {v!r}; "
+                                      "allowed: a finite number (seconds)")
+    extra = {k: v for k, v in obj.items() if k not in ("schema", "host", "workloads", "source")}
     return ComputeModel(source=source, host=str(obj.get("host", "unknown")),
-                        workloads=obj["workloads"])
+                        workloads=obj["workloads"], extra=extra)
 
 
 def load(source: str | Path | None = None) -> ComputeModel:

@@ -13,6 +13,12 @@ every rank, so the batch is global) and preprocesses it as one (log(1 + x) of th
 features, ids folded), then takes this rank's slice. ``vfs_ns`` is the ``pread``, ``prep_ns``
 the preprocessing; both sum to ``data_ns``. Every ``eval_every`` steps (and at the end):
 evaluation on the test file, then a checkpoint that overwrites the previous one (rank 0).
+
+``train.compute: sleep`` (:mod:`.step_compute`): the same reads, phases, evaluation reads and
+checkpoints; forward to optimizer become one ``sleep(t)`` followed by an all-reduce of one
+float (standing in for DDP's gradient all-reduce, which keeps the ranks in step). Each
+evaluation batch is read, then one evaluation step slept (the training model, as the thesis
+approximated DLRM's evaluation, Sec 5.3.2).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import rank as rk
+from . import step_compute
 from .data_dlrm import SAMPLE_BYTES, SAMPLE_INTS, open_reader
 from .steptimer import AppLog, LoaderLog, StepTimer
 
@@ -112,10 +119,11 @@ def main(argv=None) -> None:
         cap = cfg["model"]["max_cardinality"]
         train = BatchReader(run["data_dir"], "train", cap, seed, loader_log)
         test = BatchReader(run["data_dir"], "eval", cap, seed, LoaderLog())
+        sleep = step_compute.from_run(run, barrier=step_compute.torch_barrier(device))
     t = StepTimer(sync)
     tc = cfg["train"]
     ckpt = Path(run["checkpoint_dir"]) / "dlrm.pt"
-    facts = {"device": str(device), "evals": [], "checkpoints": []}
+    facts = {"device": str(device), "evals": [], "checkpoints": [], "compute": run.get("compute", {"mode": "real"})}
     app.event("train", "begin", epoch=0)
     for step in range(tc["steps"]):
         t.start_wait()
@@ -123,17 +131,22 @@ def main(argv=None) -> None:
         t.got_batch()
         dense, cat, y = dense.to(device), cat.to(device), y.to(device)
         t.mark("to_device_ns")
-        out = model(dense, cat)
-        t.mark("forward_ns")
-        loss = loss_fn(out, y)
-        t.mark("loss_ns")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        t.mark("backward_ns")
-        opt.step()
-        t.mark("optimizer_ns")
+        if sleep is not None:
+            drawn, loss = sleep(t), float("nan")
+        else:
+            drawn = float("nan")
+            out = model(dense, cat)
+            t.mark("forward_ns")
+            loss = loss_fn(out, y)
+            t.mark("loss_ns")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            t.mark("backward_ns")
+            opt.step()
+            t.mark("optimizer_ns")
+            loss = float(loss.detach())
         t.end_step(epoch=0, step=step, samples=B, local_samples=len(y), vfs_ns=vfs, prep_ns=prep,
-                   loss=float(loss.detach()))
+                   loss=loss, drawn_s=drawn)
         last = step == tc["steps"] - 1
         if (tc["eval_every"] and (step + 1) % tc["eval_every"] == 0) or last:
             app.event("train", "end", epoch=0, step=step)
@@ -145,12 +158,15 @@ def main(argv=None) -> None:
                         for k in range(tc["eval_steps"]):
                             off = (k * B) % max(1, test.n - B + 1)
                             d, c, yy, _, _ = test.read(B, rank, world, offset=off)
+                            if sleep is not None:
+                                sleep.evaluate()
+                                continue
                             p = model(d.to(device), c.to(device))
                             correct += int(((p > 0).float().cpu() == yy).sum())
                             seen += len(yy)
                     model.train()
                     facts["evals"].append({"step": step, "seconds": (time.perf_counter_ns() - t0) / 1e9,
-                                           "accuracy": correct / max(1, seen)})
+                                           "accuracy": correct / seen if seen else float("nan")})
             with app.phase("checkpoint", step=step):
                 t0 = time.perf_counter_ns()
                 if rank == 0:
@@ -164,6 +180,7 @@ def main(argv=None) -> None:
             if not last:
                 app.event("train", "begin", epoch=0, step=step + 1)
     loader_log.flush_to(run["run_dir"], rank)
+    facts["phase_usage"] = app.usage()
     rk.write_rank(run, rank, t.rows, facts)
     app.close()
     rk.finish()

@@ -19,16 +19,21 @@ import numpy as np
 import pandas as pd
 
 KEYS = ["workload", "ranks", "batch_size"]
-PARTS_MS = ["to_device_ns", "forward_ns", "loss_ns", "backward_ns", "optimizer_ns", "allreduce_ns"]
+PARTS_MS = ["to_device_ns", "forward_ns", "loss_ns", "backward_ns", "optimizer_ns", "allreduce_ns", "sleep_ns"]
+
+
+def _keys(df: pd.DataFrame) -> list[str]:
+    """KEYS, plus ``variant`` (real, random, sleep, ...) when the table has several rows' runs."""
+    return KEYS + (["variant"] if "variant" in df.columns else [])
 
 
 def steady(steps: pd.DataFrame) -> pd.DataFrame:
     """The steps used for throughputs and fits (first step of each epoch out; UNET3D's first epoch out)."""
     s = steps.copy()
-    first = s.groupby(["workload", "ranks", "batch_size", "repeat", "rank", "epoch"])["step"].transform("min")
+    run = _keys(s) + ["repeat"]
+    first = s.groupby(run + ["rank", "epoch"])["step"].transform("min")
     keep = s["step"] != first
-    keep &= ~((s["workload"] == "unet3d") & (s["epoch"] == s.groupby(
-        ["workload", "ranks", "batch_size", "repeat"])["epoch"].transform("min")))
+    keep &= ~((s["workload"] == "unet3d") & (s["epoch"] == s.groupby(run)["epoch"].transform("min")))
     return s[keep]
 
 
@@ -40,11 +45,14 @@ def step_summary(steps: pd.DataFrame, loader: pd.DataFrame | None = None) -> pd.
     """Per (workload, G, B): median and quartiles of each step part (seconds), throughputs
     (samples/s) and the share of the step spent waiting for data."""
     s = steady(steps)
+    keys = _keys(s)
     rows = []
-    for key, g in s.groupby(KEYS, sort=True):
-        r = dict(zip(KEYS, key))
+    for key, g in s.groupby(keys, sort=True):
+        r = dict(zip(keys, key))
         r["steps"] = len(g)
         for p in ["data_ns", "compute_ns", "step_ns", *PARTS_MS]:
+            if p not in g:  # a table written before the part existed
+                continue
             v = g[p].to_numpy() / 1e9
             name = p.replace("_ns", "_s")
             r[name], r[name + "_q1"], r[name + "_q3"] = float(np.median(v)), _q(v, .25), _q(v, .75)
@@ -53,10 +61,13 @@ def step_summary(steps: pd.DataFrame, loader: pd.DataFrame | None = None) -> pd.
         r["data_sps"], r["data_sps_q1"], r["data_sps_q3"] = data_sps.median(), _q(data_sps, .25), _q(data_sps, .75)
         r["compute_sps"], r["compute_sps_q1"], r["compute_sps_q3"] = comp_sps.median(), _q(comp_sps, .25), _q(comp_sps, .75)
         r["data_share"] = float((g["data_ns"] / g["step_ns"]).median())
-        r["vfs_s"] = r["prep_s"] = r["vfs_sps"] = r["vfs_sps_q1"] = r["vfs_sps_q3"] = float("nan")
+        for c in ("vfs_s", "prep_s", "vfs_sps"):
+            r[c] = r[f"{c}_q1"] = r[f"{c}_q3"] = float("nan")
         if loader is not None and len(loader) and {"vfs_ns", "prep_ns"} <= set(loader.columns):
-            lo = loader[(loader["workload"] == key[0]) & (loader["ranks"] == key[1])
-                        & (loader["batch_size"] == key[2])]
+            sel = pd.Series(True, index=loader.index)
+            for k, v in zip(keys, key):
+                sel &= (loader[k] if k in loader else pd.Series("real", index=loader.index)) == v
+            lo = loader[sel]
             if "split" in lo.columns:
                 lo = lo[lo["split"].fillna("train") == "train"]
             if "epoch" in lo.columns and key[0] == "unet3d":
@@ -64,7 +75,9 @@ def step_summary(steps: pd.DataFrame, loader: pd.DataFrame | None = None) -> pd.
             if len(lo):
                 per = lo["samples"] if "samples" in lo.columns and lo["samples"].notna().all() else 1
                 vfs_sps = per / (lo["vfs_ns"].clip(lower=1) / 1e9)
-                r["vfs_s"], r["prep_s"] = lo["vfs_ns"].median() / 1e9, lo["prep_ns"].median() / 1e9
+                for c in ("vfs", "prep"):
+                    v = lo[f"{c}_ns"].to_numpy() / 1e9
+                    r[f"{c}_s"], r[f"{c}_s_q1"], r[f"{c}_s_q3"] = float(np.median(v)), _q(v, .25), _q(v, .75)
                 r["vfs_sps"], r["vfs_sps_q1"], r["vfs_sps_q3"] = vfs_sps.median(), _q(vfs_sps, .25), _q(vfs_sps, .75)
         rows.append(r)
     return pd.DataFrame(rows)

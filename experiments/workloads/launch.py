@@ -6,12 +6,20 @@ PyTorch workloads (UNET3D, DLRM) run under ``torchrun --standalone --nproc_per_n
 emulated accelerator, each with a ``TF_CONFIG`` naming all of them, for
 ``MultiWorkerMirroredStrategy``. Each configuration gets a run folder (see :mod:`.rank`); the
 rank programs write their records there and :func:`collect` gathers them.
+
+A run's ``run.json`` says what its ranks do after the data wait: ``compute`` is
+``{"mode": "real"}`` or, for ``compute: sleep``, the resolved compute model at this (G, B)
+(``mean_s``, ``std_s``, ``eval_mean_s``, ``eval_std_s``, ``source``; see
+:mod:`.compute_model` and :mod:`.step_compute`). ``usage.json`` holds the run's wall time and
+the CPU time of its whole process tree (launcher, ranks, DataLoader workers), seconds, and the
+host's 1-minute load average before and after.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -19,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import paths
@@ -53,22 +62,33 @@ def command(workload: str, ranks: int, run_dir: Path) -> list[str]:
             f"--nproc_per_node={ranks}", "-m", f"experiments.workloads.{workload}", str(run_dir)]
 
 
+def _children_cpu_s() -> float:
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
 def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: int,
-               data_dir: Path, run_dir: Path, repeat: int = 0) -> float:
+               data_dir: Path, run_dir: Path, repeat: int = 0, compute: dict | None = None,
+               variant: str = "real") -> float:
     """Run one configuration to completion; returns its wall-clock seconds.
 
+    ``compute``: what :func:`.step_compute.from_run` reads (None: the real model);
+    ``variant`` names the row (``real``, ``random``, ``sleep``, ...) and keeps its checkpoints
+    apart. Writes ``usage.json`` (wall and process-tree CPU seconds) beside ``run.json``.
     Raises ``RuntimeError`` with the tail of the ranks' output if any rank fails.
     """
     run_dir = Path(run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     train = section["train"]
+    ckpt = paths.resolve(train["checkpoint_dir"]) / (workload if variant == "real" else f"{workload}-{variant}")
     run = {"workload": workload, "config": section, "batch_size": batch_size, "ranks": ranks,
            "seed": seed + repeat, "repeat": repeat, "data_dir": str(data_dir), "run_dir": str(run_dir),
-           "checkpoint_dir": str(paths.resolve(train["checkpoint_dir"]) / workload)}
+           "checkpoint_dir": str(ckpt), "variant": variant, "compute": compute or {"mode": "real"}}
     (run_dir / "run.json").write_text(json.dumps(run, indent=1))
     threads = train.get("threads_per_rank") or max(1, (os.cpu_count() or 1) // ranks)
     log = open(run_dir / "output.txt", "w")
+    cpu0, load0 = _children_cpu_s(), os.getloadavg()[0]
     t0 = time.perf_counter()
     try:
         if workload in TORCH_WORKLOADS:
@@ -99,6 +119,10 @@ def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: 
     finally:
         log.close()
     seconds = time.perf_counter() - t0
+    # The host's 1-minute load average before and after: runs compared across rows were taken
+    # at different times, and on a shared host the load explains much of their differences.
+    (run_dir / "usage.json").write_text(json.dumps({"wall_s": seconds, "cpu_s": _children_cpu_s() - cpu0,
+                                                    "load_1min": [load0, os.getloadavg()[0]]}))
     if any(codes):
         tail = (run_dir / "output.txt").read_text()[-4000:]
         raise RuntimeError(f"{workload} B={batch_size} G={ranks}: a rank failed (exit codes {codes});"
@@ -111,7 +135,7 @@ def collect(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
     run = json.loads((run_dir / "run.json").read_text())
     keys = {"workload": run["workload"], "batch_size": run["batch_size"], "ranks": run["ranks"],
-            "repeat": run.get("repeat", 0)}
+            "repeat": run.get("repeat", 0), "variant": run.get("variant", "real")}
     steps = []
     for f in sorted(run_dir.glob("steps-r*.csv")):
         d = pd.read_csv(f)
@@ -127,32 +151,51 @@ def collect(run_dir: Path) -> dict:
     app = [r for f in sorted(run_dir.glob("app-r*.jsonl")) for r in read_app_log(f)]
     phases = pd.DataFrame(phase_intervals(app)).assign(**keys) if app else pd.DataFrame()
     ranks = [json.loads(f.read_text()) | keys for f in sorted(run_dir.glob("rank-r*.json"))]
+    usage = json.loads((run_dir / "usage.json").read_text()) if (run_dir / "usage.json").exists() else {}
     return {"steps": steps, "loader": loader, "app": [r | {"batch_size": run["batch_size"],
-            "ranks": run["ranks"]} for r in app], "phases": phases, "ranks": ranks}
+            "ranks": run["ranks"], "variant": keys["variant"]} for r in app], "phases": phases,
+            "ranks": ranks, "usage": usage, "compute": run.get("compute", {"mode": "real"})}
 
 
-def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None = None) -> dict:
+def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None = None, *,
+          variant: str = "real", grid: tuple[list[int], list[int]] | None = None,
+          compute_model=None) -> dict:
     """Every (batch size, ranks, repeat) of ``cfg.sweep``; records of all runs concatenated.
 
     ``cfg`` is the workload's validated section. Run folders go to ``work_dir`` (default
-    ``data/workload_runs/<workload>``) and are kept for inspection (the tracing toolkit reads
-    their ``app-r*.jsonl``).
+    ``data/workload_runs/<workload>``, or ``<workload>-<variant>`` for another row) and are
+    kept for inspection (the tracing toolkit reads their ``app-r*.jsonl``). ``grid``:
+    (ranks, batch sizes) to run instead of the whole sweep; ``compute_model``: a
+    :class:`.compute_model.ComputeModel` (required when ``cfg.train.compute`` is ``sleep``),
+    resolved at each (G, B) into the run's ``run.json``. The ``runs`` table has each run's
+    wall and process-tree CPU seconds.
     """
     section = cfg.model_dump(mode="json")
-    work_dir = Path(work_dir or paths.data_dir("workload_runs") / workload)
-    grid = [(g, b, r) for g in cfg.sweep.ranks for b in cfg.sweep.batch_sizes
-            for r in range(cfg.sweep.repeats)]
+    sleep = section["train"].get("compute", "real") == "sleep"
+    if sleep and compute_model is None:
+        raise ValueError(f"{workload}.train.compute = sleep needs a compute model (compute_model=...)")
+    name = workload if variant == "real" else f"{workload}-{variant}"
+    work_dir = Path(work_dir or paths.data_dir("workload_runs") / name)
+    ranks, batches = grid or (cfg.sweep.ranks, cfg.sweep.batch_sizes)
+    grid = [(g, b, r) for g in ranks for b in batches for r in range(cfg.sweep.repeats)]
     parts = {"steps": [], "loader": [], "phases": [], "app": [], "ranks": [], "runs": []}
-    for g, b, r in progress(grid, desc=f"{workload} configurations"):
+    for g, b, r in progress(grid, desc=f"{name} configurations"):
         d = work_dir / f"G{g}-B{b}-r{r}"
-        seconds = run_config(workload, section, b, g, seed, data_dir, d, repeat=r)
+        compute = compute_model.run_facts(workload, g, b) if sleep else None
+        seconds = run_config(workload, section, b, g, seed, data_dir, d, repeat=r, compute=compute,
+                             variant=variant)
         got = collect(d)
         for k in ("steps", "loader", "phases"):
             parts[k].append(got[k])
         parts["app"] += got["app"]
         parts["ranks"] += got["ranks"]
-        parts["runs"].append({"workload": workload, "batch_size": b, "ranks": g, "repeat": r,
-                              "wall_seconds": seconds, "run_dir": str(d)})
+        c = got["compute"]
+        parts["runs"].append({"workload": workload, "variant": variant, "batch_size": b, "ranks": g,
+                              "repeat": r, "wall_seconds": seconds,
+                              "cpu_seconds": got["usage"].get("cpu_s", float("nan")),
+                              "load_1min": float(np.mean(got["usage"].get("load_1min", [np.nan]))),
+                              "compute": c.get("mode", "real"), "sleep_mean_s": c.get("mean_s", float("nan")),
+                              "sleep_std_s": c.get("std_s", float("nan")), "run_dir": str(d)})
     out = {k: pd.concat([x for x in parts[k] if len(x)], ignore_index=True) if any(len(x) for x in parts[k])
            else pd.DataFrame() for k in ("steps", "loader", "phases")}
     out["app"], out["ranks"], out["runs"] = parts["app"], parts["ranks"], pd.DataFrame(parts["runs"])
@@ -173,6 +216,8 @@ def main(argv=None) -> int:
     Reads the workload's section from the params file as is (no validation: run it through
     the pipeline first to check it), generates the data set when ``--data`` has none, runs
     each configuration and writes ``steps.csv``, ``loader.csv``, ``ranks.json`` under ``--out``.
+    ``--set train.compute=sleep --compute-model thesis-v100`` (or ``fit``, or a file) sleeps
+    instead of computing.
     """
     import argparse
     from types import SimpleNamespace
@@ -188,6 +233,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--data", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--compute-model", default=None, help="with train.compute=sleep: fit | thesis-v100 | FILE")
     a = ap.parse_args(argv)
     params = yaml.safe_load(open(a.params))
     section, seed = params[a.workload], a.seed if a.seed is not None else params["seed"]
@@ -195,6 +241,11 @@ def main(argv=None) -> int:
         key, val = kv.split("=", 1)
         part, k = key.split(".", 1)
         section.setdefault(part, {})[k] = yaml.safe_load(val)
+    model = None
+    if section.get("train", {}).get("compute", "real") == "sleep":
+        from .compute_model import load
+        model = load(a.compute_model or section["train"].get("compute_model", "fit"))
+        model.require(a.workload)                     # before any run
     data = Path(a.data)
     if not data.exists():
         from . import data_bert, data_dlrm, data_unet3d
@@ -205,7 +256,9 @@ def main(argv=None) -> int:
     for g in a.ranks:
         for b in a.batch_sizes:
             d = out / f"G{g}-B{b}-r0"
-            s = run_config(a.workload, section, b, g, seed, data, d)
+            s = run_config(a.workload, section, b, g, seed, data, d,
+                           compute=model.run_facts(a.workload, g, b) if model else None,
+                           variant="sleep" if model else "real")
             got = collect(d)
             steps.append(got["steps"])
             loader.append(got["loader"])

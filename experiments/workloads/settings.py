@@ -9,6 +9,8 @@ the parameter, the value and what is allowed.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator, model_validator
 
 from ..common_config import check_counts
@@ -42,10 +44,25 @@ class Sweep(Section):
         return _positive_list(v, "rank count", 256)
 
 
+CONTENTS = ("realistic", "random")
+COMPUTE = ("real", "sleep")
+Content = Literal["realistic", "random"]
+
+
 class Common(Section):
-    """What every workload's training takes."""
+    """What every workload's training takes.
+
+    ``compute``: ``real`` trains the model; ``sleep`` keeps everything around the data (data
+    wait, to-device, the per-step all-reduce, phases, evaluation reads, checkpoints) and
+    replaces forward/backward/optimizer with ``time.sleep(t)``, ``t`` drawn per step from the
+    compute model named by ``compute_model`` (see :mod:`.compute_model`: ``fit``,
+    ``thesis-v100`` or a path to a ``compute-model/1`` file).
+    """
 
     threads_per_rank: int = Field(0, ge=0, le=256, description="intra-op threads; 0: CPUs / ranks")
+    compute: Literal["real", "sleep"] = Field("real", description="real model, or sleep(t) from compute_model")
+    compute_model: str = Field("fit", min_length=1,
+                               description="fit | thesis-v100 | path of a compute-model/1 file (sleep only)")
     checkpoint_dir: str = Field("data/checkpoints", min_length=1,
                                 description="where checkpoints go (relative to the project)")
     timeout_s: int = Field(900, ge=10, le=86400, description="per configuration")
@@ -54,6 +71,7 @@ class Common(Section):
 # ----------------------------------------------------------------------------- UNET3D
 
 class Unet3dData(Section):
+    content: Content = Field("realistic", description="realistic (structured) or random (uniform in the valid ranges, no structure)")
     train_cases: int = Field(16, ge=1, le=100_000, description="paper: 168")
     eval_cases: int = Field(4, ge=1, le=100_000, description="paper: 42")
     scale: float = Field(0.3, gt=0, le=1.0, description="KiTS19 dimensions are multiplied by this")
@@ -70,6 +88,12 @@ class Unet3dTrain(Common):
     epochs: int = Field(3, ge=2, le=10_000, description="the first is excluded from throughput")
     eval_every: int = Field(0, ge=0, description="epochs between evaluations; 0: at the end only")
     workers: int = Field(1, ge=0, le=64, description="DataLoader workers per rank")
+    oversampling: float = Field(0.4, ge=0, le=1, description="share of foreground-centred crops "
+                                "(the reference's RandBalancedCrop)")
+    preprocessing: Literal["real", "none", "sleep"] = Field(
+        "real", description="real: the reference's augmentations; none: a plain random crop only "
+        "(as a benchmark that skips preprocessing); sleep: none + sleep(prep_sleep_s) per sample (Fig A.3)")
+    prep_sleep_s: float = Field(0.0, ge=0, le=60, description="seconds per sample with preprocessing: sleep")
     lr: float = Field(0.01, gt=0, le=10)
     eval_overlap: float = Field(0.25, ge=0, lt=1, description="sliding-window overlap")
 
@@ -107,6 +131,7 @@ class Unet3dConfig(Section):
 # ----------------------------------------------------------------------------- BERT
 
 class BertData(Section):
+    content: Content = Field("realistic", description="realistic (structured) or random (uniform in the valid ranges, no structure)")
     files: int = Field(8, ge=1, le=100_000, description="paper: 500")
     samples_per_file: int = Field(256, ge=1, le=10_000_000, description="paper: ~313,000")
     eval_samples: int = Field(128, ge=1, le=10_000_000, description="paper: 10,000")
@@ -167,6 +192,7 @@ class BertConfig(Section):
 # ----------------------------------------------------------------------------- DLRM
 
 class DlrmData(Section):
+    content: Content = Field("realistic", description="realistic (structured) or random (uniform in the valid ranges, no structure)")
     train_samples: int = Field(200_000, ge=1, le=10**11, description="paper: ~4.2 billion")
     eval_samples: int = Field(20_000, ge=1, le=10**10)
     workers: int = Field(0, ge=0, le=256)
@@ -232,3 +258,75 @@ class DlrmConfig(Section):
             raise ValueError(f"data.eval_samples = {self.data.eval_samples}: smaller than the "
                              f"largest batch {b}; allowed: >= {b} or train.eval_steps = 0")
         return self
+
+
+# ----------------------------------------------------------------------------- validation rows
+
+WORKLOADS = ("unet3d", "bert", "dlrm")
+
+
+class Subset(Section):
+    """Which of each workload's sweep configurations a validation stage runs (so the extra rows
+    fit a time budget): ``ranks`` a subset of ``<workload>.sweep.ranks`` (None: all of them),
+    ``batch_sizes`` one of ``all``, ``smallest``, ``largest``, ``ends`` (smallest and largest)."""
+
+    workloads: list[Literal["unet3d", "bert", "dlrm"]] = Field(list(WORKLOADS), min_length=1)
+    ranks: list[int] | None = Field(None, description="None: each workload's sweep.ranks")
+    batch_sizes: Literal["all", "smallest", "largest", "ends"] = "all"
+
+    @field_validator("workloads")
+    @classmethod
+    def _w(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError(f"workloads must not repeat; got {v}")
+        return v
+
+    @field_validator("ranks")
+    @classmethod
+    def _r(cls, v):
+        return None if v is None else _positive_list(v, "rank count", 256)
+
+    def grid(self, sweep: Sweep, section: str) -> tuple[list[int], list[int]]:
+        """(ranks, batch sizes) of ``sweep`` this subset keeps; ValueError naming ``section``
+        when ``ranks`` names a rank count the workload's sweep does not run (no real row)."""
+        ranks = sweep.ranks if self.ranks is None else self.ranks
+        extra = sorted(set(ranks) - set(sweep.ranks))
+        if extra:
+            raise ValueError(f"{section}.ranks = {self.ranks}: {extra} not in the real sweep's ranks "
+                             f"{sweep.ranks}; allowed: a subset of them (the real row is compared)")
+        b = sweep.batch_sizes
+        pick = {"all": b, "smallest": b[:1], "largest": b[-1:], "ends": sorted({b[0], b[-1]})}
+        return list(ranks), list(pick[self.batch_sizes])
+
+
+class FigA3(Section):
+    """Fig A.3: UNET3D sleep runs whose loader skips the preprocessing (``none``) or sleeps
+    ``prep_sleep_s`` seconds per sample in its place (``sleep``; None: the real run's median
+    per-sample preprocessing time), on ``ranks`` (None: the sleep row's) and the sleep row's
+    batch sizes."""
+
+    modes: list[Literal["none", "sleep"]] = Field(["none", "sleep"], description="[] to skip Fig A.3")
+    ranks: list[int] | None = Field(None, description="a subset of the sleep row's ranks; None: all")
+    prep_sleep_s: float | None = Field(None, ge=0, le=60,
+                                       description="None: the real run's median preprocessing latency")
+
+    @field_validator("ranks")
+    @classmethod
+    def _r(cls, v):
+        return None if v is None else _positive_list(v, "rank count", 256)
+
+
+class WorkloadSleepConfig(Subset):
+    """The "sleep" row (thesis Sec 5.1.3, 5.3.2) and Fig A.3: each workload's sweep (or the
+    subset) with ``train.compute = sleep``, on the realistic data set, with the compute model
+    ``compute_model``; and UNET3D with the loader's preprocessing replaced (``fig_a3``)."""
+
+    compute_model: str = Field("fit", min_length=1,
+                               description="fit | thesis-v100 | path of a compute-model/1 file")
+    fig_a3: FigA3 = FigA3()
+
+
+class WorkloadRandomConfig(Subset):
+    """The "generated data" row (thesis Sec 4.7, 5.1.3): each workload's data set generated
+    again with ``content: random`` into ``data/<workload>-random`` and the real sweep (or the
+    subset) run on it."""

@@ -1,23 +1,34 @@
 """What the workload notebooks call: generate the three data sets, run a workload's sweep and
 write its results folder (raw steps, summary, loader and phase tables, the application log,
-metrics, and env.json with the peak RSS of every rank)."""
+metrics, and env.json with the peak RSS and CPU time of every rank and every run).
+
+The same calls run the validation rows (thesis Sec 4.7, 5.1.3, 5.3.2): ``variant`` names the
+row (``real``; ``random`` on ``data/<workload>-random``; ``sleep`` with ``train.compute:
+sleep``; ``prep-none`` / ``prep-sleep`` for Fig A.3), and one stage may write several
+workloads and variants into one folder (:func:`combine`, :func:`write`).
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .. import paths, results
+from .. import headline, paths, results
 from . import fits, launch
 
 WORKLOADS = ("unet3d", "bert", "dlrm")
 
 
-def data_dir(workload: str):
-    return paths.data_dir(workload)
+def data_dir(workload: str, content: str = "realistic"):
+    """``data/<workload>`` (realistic content) or ``data/<workload>-random``."""
+    return paths.data_dir(workload if content == "realistic" else f"{workload}-{content}")
 
 
-def generate(workload: str, data_cfg, seed: int) -> dict:
-    """Generate one workload's data set into ``data/<workload>`` (atomically); returns facts."""
+def generate(workload: str, data_cfg, seed: int, content: str | None = None) -> dict:
+    """Generate one workload's data set (atomically); returns facts.
+
+    Without ``content``: ``data_cfg`` as given (its ``content`` included) into ``data/<workload>``,
+    the data the workload stages read. With ``content``: that content into
+    :func:`data_dir` ``(workload, content)`` (the random row's set lives beside the realistic one)."""
     if workload == "unet3d":
         from .data_unet3d import generate as g
     elif workload == "bert":
@@ -26,14 +37,16 @@ def generate(workload: str, data_cfg, seed: int) -> dict:
         from .data_dlrm import generate as g
     else:
         raise ValueError(f"workload = {workload!r}; allowed: {', '.join(WORKLOADS)}")
-    return g(data_dir(workload), data_cfg, seed)
+    if content is None:
+        return g(data_dir(workload), data_cfg, seed)
+    return g(data_dir(workload, content), data_cfg.model_copy(update={"content": content}), seed)
 
 
-def check_data(workload: str, cfg) -> None:
+def check_data(workload: str, cfg, folder=None) -> None:
     """Stop before launch when the data set on disk is smaller than the sweep needs."""
     from ..config import ConfigError
 
-    d = data_dir(workload)
+    d = folder or data_dir(workload)
     if workload == "unet3d":
         from .data_unet3d import read_manifest
         n = len(read_manifest(d, "train"))
@@ -56,15 +69,48 @@ def check_data(workload: str, cfg) -> None:
                               f"{len(train_files(d))} files in {d}")
 
 
-def measure(workload: str, cfg, seed: int) -> dict:
-    """Run the sweep of ``cfg`` (the validated section) on ``data/<workload>``."""
-    check_data(workload, cfg)
-    return launch.sweep(workload, cfg, seed, data_dir(workload))
+def compute_model_for(workload: str, cfg, source: str | None = None):
+    """The compute model a ``compute: sleep`` run of ``cfg`` uses (``source`` overrides
+    ``cfg.train.compute_model``), validated for ``workload``; None for ``compute: real``.
+    Raises ConfigError naming the file and the key before any run starts."""
+    if cfg.train.compute != "sleep":
+        return None
+    from .compute_model import load
+
+    m = load(source or cfg.train.compute_model)
+    m.require(workload)
+    return m
 
 
-def write(workload: str, got: dict, params: dict) -> dict:
-    """Write the stage's results folder; returns the metrics."""
-    out = results.StageResults(workload)
+def measure(workload: str, cfg, seed: int, *, variant: str = "real", grid=None, folder=None,
+            compute_model=None) -> dict:
+    """Run the sweep of ``cfg`` (the validated section) on ``folder`` (default ``data/<workload>``).
+
+    ``grid``: (ranks, batch sizes) to run instead of ``cfg.sweep``'s; ``compute_model``: for
+    ``train.compute: sleep`` (default: :func:`compute_model_for`)."""
+    folder = folder or data_dir(workload)
+    check_data(workload, cfg, folder)
+    if compute_model is None:
+        compute_model = compute_model_for(workload, cfg)
+    return launch.sweep(workload, cfg, seed, folder, variant=variant, grid=grid,
+                        compute_model=compute_model)
+
+
+def combine(gots: list[dict]) -> dict:
+    """Several :func:`measure` results (workloads, variants) as one."""
+    out = {}
+    for k in ("steps", "loader", "phases", "runs"):
+        parts = [g[k] for g in gots if len(g[k])]
+        out[k] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    for k in ("app", "ranks"):
+        out[k] = [x for g in gots for x in g[k]]
+    return out
+
+
+def write(stage: str, got: dict, params: dict, **env) -> dict:
+    """Write ``results/<stage>/`` (the stage is the workload for the real runs); returns the
+    metrics. Extra keyword arguments go into env.json."""
+    out = results.StageResults(stage)
     steps = got["steps"]
     st = fits.steady(steps)
     steps = steps.assign(steady=steps.index.isin(st.index))
@@ -78,19 +124,22 @@ def write(workload: str, got: dict, params: dict) -> dict:
     results.atomic_write(out.path("app_log.jsonl"),
                          lambda p: p.write_text(launch.app_log_text(got["app"])))
     ranks = [{k: v for k, v in r.items() if k not in ("evals",)} for r in got["ranks"]]
-    evals = [{"batch_size": r["batch_size"], "ranks": r["ranks"], "rank": r["rank"], **e}
+    evals = [{"batch_size": r["batch_size"], "ranks": r["ranks"], "rank": r["rank"],
+              "variant": r.get("variant", "real"), **e}
              for r in got["ranks"] for e in r.get("evals", [])]
     if evals:
         out.table("evals", pd.DataFrame(evals))
-    peak = max(r["peak_rss_bytes"] for r in got["ranks"])
-    metrics = {"configurations": int(len(got["runs"])), "steady_steps": int(len(st)),
-               "wall_seconds": float(got["runs"]["wall_seconds"].sum()),
-               "median_data_share": float(summary["data_share"].median()),
-               "max_peak_rss_MB_per_rank": peak / 1e6}
-    for r in summary.itertuples():
-        metrics[f"compute_s_G{r.ranks}_B{r.batch_size}"] = r.compute_s
+    runs = got["runs"]
+    metrics = headline.workload_runs(runs, summary)
     out.metrics(metrics)
-    out.env(params=params, ranks=ranks,
+    run_usage = runs[[c for c in ("workload", "variant", "ranks", "batch_size", "repeat", "wall_seconds",
+                                  "cpu_seconds", "load_1min") if c in runs]].to_dict("records")
+    out.env(params=params, ranks=ranks, runs=run_usage,
             peak_rss_note="peak_rss_bytes: the rank process (ru_maxrss, includes the framework's "
-                          "libraries); peak_rss_children_bytes: its largest child (DataLoader worker)")
+                          "libraries); peak_rss_children_bytes: its largest child (DataLoader worker)",
+            cpu_note="runs[].cpu_seconds: CPU time (user + system) of the run's whole process tree "
+                     "(launcher, ranks, DataLoader workers) beside its wall_seconds; load_1min: the host's "
+                     "1-minute load average (mean of before and after the run); "
+                     "ranks[].phase_usage: per phase, the rank process's own CPU and wall seconds",
+            **env)
     return metrics

@@ -3,9 +3,10 @@
 **Step records.** :class:`StepTimer` times the parts of one training step with
 ``time.perf_counter_ns`` and keeps one record per step: ``data_ns`` (waiting for the batch),
 ``to_device_ns``, ``forward_ns``, ``loss_ns``, ``backward_ns``, ``optimizer_ns``,
-``allreduce_ns`` (an extra all-reduce outside backward, such as UNET3D's cumulative loss),
-``compute_ns`` (from the batch in hand to the end of the step) and ``step_ns`` (data +
-compute). Parts a workload does not have stay 0. On CUDA the timer synchronizes the device
+``allreduce_ns`` (an extra all-reduce outside backward, such as UNET3D's cumulative loss, or
+the per-step barrier of a sleep run), ``sleep_ns`` (``compute: sleep``: the sleep standing in
+for forward to optimizer), ``compute_ns`` (from the batch in hand to the end of the step) and
+``step_ns`` (data + compute). Parts a workload does not have stay 0. On CUDA the timer synchronizes the device
 before each mark so a part's time is its own.
 
 **Loader records.** :class:`LoaderLog` collects, inside data loaders (also in DataLoader
@@ -33,17 +34,24 @@ from pathlib import Path
 
 PHASES = ("init", "train", "eval", "checkpoint")
 PARTS = ("data_ns", "to_device_ns", "forward_ns", "loss_ns", "backward_ns", "optimizer_ns",
-         "allreduce_ns", "compute_ns", "step_ns")
+         "allreduce_ns", "sleep_ns", "compute_ns", "step_ns")
 
 
 class AppLog:
-    """Writer of one rank's application log (format in the module docstring)."""
+    """Writer of one rank's application log (format in the module docstring).
+
+    It also adds up, per phase, the wall time and this process's CPU time (all its threads,
+    ``time.process_time``) between each ``begin`` and ``end``: :meth:`usage`. A rank that
+    sleeps instead of computing shows CPU far below wall time in its ``train`` phase.
+    """
 
     def __init__(self, path: str | os.PathLike, rank: int, workload: str):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.rank, self.workload = rank, workload
         self._f = open(self.path, "a", buffering=1)
+        self._open: dict[str, tuple[float, float]] = {}
+        self._usage: dict[str, dict] = {}
 
     def event(self, phase: str, event: str, **extra) -> None:
         if phase not in PHASES or event not in ("begin", "end"):
@@ -52,6 +60,18 @@ class AppLog:
                "event": event, **extra}
         self._f.write(json.dumps(rec) + "\n")
         self._f.flush()
+        now = (time.perf_counter(), time.process_time())
+        if event == "begin":
+            self._open[phase] = now
+        elif phase in self._open:
+            w0, c0 = self._open.pop(phase)
+            u = self._usage.setdefault(phase, {"wall_s": 0.0, "cpu_s": 0.0})
+            u["wall_s"] += now[0] - w0
+            u["cpu_s"] += now[1] - c0
+
+    def usage(self) -> dict:
+        """Per phase: ``wall_s`` and ``cpu_s`` (this process, seconds) summed over its intervals."""
+        return {p: dict(u) for p, u in self._usage.items()}
 
     @contextmanager
     def phase(self, phase: str, **extra):
@@ -151,8 +171,10 @@ class LoaderLog:
 
 
 def peak_rss_bytes() -> dict:
-    """Peak resident set size of this process and of its largest waited-for child, in bytes."""
+    """Peak resident set size of this process and of its largest waited-for child, in bytes;
+    and the CPU seconds (user + system) of this process and of its waited-for children."""
     import resource
 
-    return {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "peak_rss_children_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"peak_rss_bytes": me.ru_maxrss * 1024, "peak_rss_children_bytes": kids.ru_maxrss * 1024,
+            "cpu_s": me.ru_utime + me.ru_stime, "cpu_children_s": kids.ru_utime + kids.ru_stime}

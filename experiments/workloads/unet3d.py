@@ -3,15 +3,28 @@
 As the MLPerf reference (Section 4.1.1): a 3D U-Net (conv-norm-LeakyReLU blocks, strided
 convolutions down, transposed convolutions up, skip connections; ``base_channels`` and
 ``depth`` scale it), Dice + cross-entropy loss, SGD with momentum, DDP. The Dataset reads a
-case's .npy pair and preprocesses it on the CPU: random crop, random flip, cast, random
-brightness, random noise. A ``DataLoader`` with ``workers`` worker processes per rank and the
-default prefetch factor (2); a ``DistributedSampler`` seeded identically on every rank (the
-thesis found the original seeded each rank differently, so files were not split). After each
-step the loss is all-reduced across ranks (the "cumulative loss" of Fig 5.2, ``allreduce_ns``).
+case's .npy pair and preprocesses it on the CPU as the reference's transforms: the balanced
+crop (``RandBalancedCrop``: with probability ``oversampling`` a crop around one of the two
+largest connected objects of a random foreground class, found with ``scipy.ndimage.label``
+and ``find_objects``; else a random crop), random flip, cast, random brightness, random noise.
+The balanced crop is why preprocessing depends on the content (thesis Sec 5.1.3): a real
+mask has a few objects, a mask without structure has tens of thousands.
+A ``DataLoader`` with ``workers`` worker processes per rank and the default prefetch factor
+(2); a ``DistributedSampler`` seeded identically on every rank (the thesis found the original
+seeded each rank differently, so files were not split). After each step the loss is
+all-reduced across ranks (the "cumulative loss" of Fig 5.2, ``allreduce_ns``).
 Evaluation: sliding-window inference at batch 1 over the evaluation cases, split over ranks;
 a checkpoint at the end (rank 0).
 
-Loader records: ``vfs_ns`` is ``np.load`` of both files, ``prep_ns`` the augmentation, per sample.
+``train.compute: sleep`` (:mod:`.step_compute`): the same loader, to-device, phases,
+evaluation reads and checkpoint; forward to optimizer become one ``sleep(t)``, then an
+all-reduce of one float per step (the real step's DDP gradient all-reduce and cumulative
+loss are the collectives that keep ranks in step). Evaluation reads each case and sleeps one
+evaluation step instead of the sliding window. ``train.preprocessing``: ``none`` keeps only a
+plain random crop (a benchmark that skips preprocessing), ``sleep`` adds ``prep_sleep_s`` of
+sleep per sample in its place (Fig A.3).
+
+Loader records: ``vfs_ns`` is ``np.load`` of both files, ``prep_ns`` the preprocessing, per sample.
 """
 
 from __future__ import annotations
@@ -22,20 +35,75 @@ from pathlib import Path
 import numpy as np
 
 from . import rank as rk
-from .data_unet3d import read_manifest
+from . import step_compute
+from .data_unet3d import N_LABELS, read_manifest
 from .steptimer import AppLog, LoaderLog, StepTimer
 
-N_CLASSES = 3  # background, kidney, tumour (KiTS19); the synthetic masks use {0, 1}
+N_CLASSES = N_LABELS  # background, kidney, tumour (KiTS19)
+PREPROCESSING = ("real", "none", "sleep")
+
+
+def random_crop(x, y, crop: int, rng):
+    """A crop^3 window at a uniformly random position (views, no copy)."""
+    starts = [int(rng.integers(0, s - crop + 1)) for s in x.shape[1:]]
+    sl = (slice(None), *(slice(s, s + crop) for s in starts))
+    return x[sl], y[sl]
+
+
+def balanced_crop(x, y, crop: int, rng, oversampling: float):
+    """The reference's ``RandBalancedCrop``: with probability ``oversampling``, a crop^3 window
+    placed over one of the two largest connected objects of a random foreground class (its
+    bounding box widened or narrowed at random to the patch), else :func:`random_crop`."""
+    if rng.random() >= oversampling:
+        return random_crop(x, y, crop, rng)
+    from scipy import ndimage
+
+    classes = np.unique(y[y > 0])
+    if not len(classes):
+        return random_crop(x, y, crop, rng)
+    cl = classes[int(rng.integers(len(classes)))]
+    objs = [o for o in ndimage.find_objects(ndimage.label(y == cl)[0]) if o is not None]
+    vols = [np.prod([s.stop - s.start for s in o]) for o in objs]   # per object, as the reference
+    objs = [objs[i] for i in np.argsort(vols)[-2:]]
+    if not objs:
+        return random_crop(x, y, crop, rng)
+    o = objs[int(rng.integers(len(objs)))]
+
+    def adjust(ax):
+        diff = crop - (o[ax].stop - o[ax].start)
+        sign, diff = (-1 if diff < 0 else 1), abs(diff)
+        ladj = int(rng.integers(diff)) if diff else 0
+        low = max(0, o[ax].start - sign * ladj)
+        high = min(y.shape[ax], o[ax].stop + sign * (diff - ladj))
+        short = crop - (high - low)
+        if short > 0 and low == 0:
+            high += short
+        elif short > 0:
+            low -= short
+        return slice(low, high)
+
+    sl = (slice(None), adjust(1), adjust(2), adjust(3))
+    return x[sl], y[sl]
 
 
 class CaseDataset:
-    """A torch ``Dataset`` of (image, mask) crops with the reference's augmentations."""
+    """A torch ``Dataset`` of (image, mask) crops with the reference's preprocessing.
 
-    def __init__(self, folder, split, crop, seed, run_dir, rank, train=True):
+    ``preprocessing``: ``real`` (balanced crop and augmentations), ``none`` (a plain random
+    crop, nothing else) or ``sleep`` (``none`` plus ``prep_sleep_s`` seconds of sleep per
+    sample standing in for the preprocessing, Fig A.3). ``oversampling``: the balanced crop's
+    share of foreground-centred crops (the reference's 0.4).
+    """
+
+    def __init__(self, folder, split, crop, seed, run_dir, rank, train=True, preprocessing="real",
+                 prep_sleep_s=0.0, oversampling=0.4):
+        if preprocessing not in PREPROCESSING:
+            raise ValueError(f"preprocessing = {preprocessing!r}; allowed: {', '.join(PREPROCESSING)}")
         m = read_manifest(folder, split)
         self.x = [str(Path(folder) / p) for p in m["path_x"]]
         self.y = [str(Path(folder) / p) for p in m["path_y"]]
         self.crop, self.seed, self.train = crop, seed, train
+        self.preprocessing, self.prep_sleep_s, self.oversampling = preprocessing, prep_sleep_s, oversampling
         self.run_dir, self.rank, self.epoch = run_dir, rank, 0
         self.log = LoaderLog()
 
@@ -48,12 +116,14 @@ class CaseDataset:
         t0 = time.perf_counter_ns()
         x, y = np.load(self.x[i]), np.load(self.y[i])
         t1 = time.perf_counter_ns()
-        if self.train:
+        if self.train and self.preprocessing != "real":
             rng = np.random.default_rng([self.seed, self.epoch, i])
-            c = self.crop
-            starts = [int(rng.integers(0, s - c + 1)) for s in x.shape[1:]]
-            sl = (slice(None), *(slice(s, s + c) for s in starts))
-            x, y = x[sl], y[sl]
+            x, y = random_crop(x, y, self.crop, rng)
+            if self.preprocessing == "sleep":
+                time.sleep(self.prep_sleep_s)
+        elif self.train:
+            rng = np.random.default_rng([self.seed, self.epoch, i])
+            x, y = balanced_crop(x, y, self.crop, rng, self.oversampling)
             for ax in (1, 2, 3):                                   # random flip
                 if rng.random() < 1 / 3:
                     x, y = np.flip(x, ax), np.flip(y, ax)
@@ -152,7 +222,17 @@ def main(argv=None) -> None:
         net = build_model(mc["base_channels"], mc["depth"]).to(device)
         model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None) if dist.is_initialized() else net
         opt = torch.optim.SGD(model.parameters(), lr=tc["lr"], momentum=0.9)
-        train_ds = CaseDataset(run["data_dir"], "train", mc["crop"], seed, run["run_dir"], rank)
+        sleep = step_compute.from_run(run, barrier=step_compute.torch_barrier(device))
+        if sleep is not None:
+            # The optimizer state a trained model checkpoints (momentum buffers), unchanged
+            # weights: zero gradients, one step.
+            for p in net.parameters():
+                p.grad = torch.zeros_like(p)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        train_ds = CaseDataset(run["data_dir"], "train", mc["crop"], seed, run["run_dir"], rank,
+                               preprocessing=tc.get("preprocessing", "real"),
+                               prep_sleep_s=tc.get("prep_sleep_s", 0.0), oversampling=tc.get("oversampling", 0.4))
         # The same seed on every rank: the sampler splits the files between ranks.
         sampler = DistributedSampler(train_ds, num_replicas=world, rank=rank, shuffle=True, seed=seed,
                                      drop_last=True)
@@ -161,7 +241,8 @@ def main(argv=None) -> None:
         eval_ds = CaseDataset(run["data_dir"], "eval", mc["crop"], seed, run["run_dir"], rank, train=False)
         eval_sampler = DistributedSampler(eval_ds, num_replicas=world, rank=rank, shuffle=False)
     t = StepTimer(sync)
-    facts = {"device": str(device), "evals": [], "checkpoints": [], "steps_per_epoch": len(loader)}
+    facts = {"device": str(device), "evals": [], "checkpoints": [], "steps_per_epoch": len(loader),
+             "compute": run.get("compute", {"mode": "real"})}
     for epoch in range(tc["epochs"]):
         sampler.set_epoch(epoch)
         train_ds.epoch = epoch
@@ -171,21 +252,25 @@ def main(argv=None) -> None:
                 t.got_batch()
                 x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
                 t.mark("to_device_ns")
-                out = model(x)
-                t.mark("forward_ns")
-                loss = dice_ce_loss(out, y)
-                t.mark("loss_ns")
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                t.mark("backward_ns")
-                opt.step()
-                t.mark("optimizer_ns")
-                cum = loss.detach().clone()
-                if dist.is_initialized():
-                    dist.all_reduce(cum)
-                cum = float(cum) / world
-                t.mark("allreduce_ns")
-                t.end_step(epoch=epoch, step=step, samples=B, loss=cum)
+                if sleep is not None:
+                    drawn, cum = sleep(t), float("nan")
+                else:
+                    drawn = float("nan")
+                    out = model(x)
+                    t.mark("forward_ns")
+                    loss = dice_ce_loss(out, y)
+                    t.mark("loss_ns")
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    t.mark("backward_ns")
+                    opt.step()
+                    t.mark("optimizer_ns")
+                    cum = loss.detach().clone()
+                    if dist.is_initialized():
+                        dist.all_reduce(cum)
+                    cum = float(cum) / world
+                    t.mark("allreduce_ns")
+                t.end_step(epoch=epoch, step=step, samples=B, loss=cum, drawn_s=drawn)
                 t.start_wait()
         last = epoch == tc["epochs"] - 1
         if last or (tc["eval_every"] and (epoch + 1) % tc["eval_every"] == 0):
@@ -197,9 +282,13 @@ def main(argv=None) -> None:
                         x, y = eval_ds[i]
                         x = x.unsqueeze(0).to(device)
                         t1 = time.perf_counter_ns()
-                        pred = sliding_window(net, x, mc["crop"], tc["eval_overlap"]).argmax(1).cpu()
-                        inter = float(((pred == 1) & (y == 1)).sum())
-                        dice = 2 * inter / max(1.0, float((pred == 1).sum() + (y == 1).sum()))
+                        if sleep is not None:
+                            sleep.evaluate()
+                            dice = float("nan")
+                        else:
+                            pred = sliding_window(net, x, mc["crop"], tc["eval_overlap"]).argmax(1).cpu()
+                            inter = float(((pred == 1) & (y == 1)).sum())
+                            dice = 2 * inter / max(1.0, float((pred == 1).sum() + (y == 1).sum()))
                         facts["evals"].append({"epoch": epoch, "case": int(i), "bytes": int(x.numel() * 4),
                                                "load_s": (t1 - t0) / 1e9,
                                                "window_s": (time.perf_counter_ns() - t1) / 1e9, "dice": dice})
@@ -214,6 +303,7 @@ def main(argv=None) -> None:
         if dist.is_initialized():
             dist.barrier()
     train_ds.log.flush_to(run["run_dir"], rank)
+    facts["phase_usage"] = app.usage()
     rk.write_rank(run, rank, t.rows, facts)
     app.close()
     rk.finish()

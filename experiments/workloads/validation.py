@@ -1,0 +1,213 @@
+"""The thesis's validation rows (Ch. 3, Sec 4.7, 5.1.3, 5.3.2, Fig A.3): what the
+``workload_sleep``, ``workload_random`` and ``workload_validation`` stages run and compute.
+
+Rows (:data:`ROWS`, data, so another row is one entry): ``real`` (the workload stages
+``unet3d``, ``bert``, ``dlrm``: realistic data, real compute), ``random`` (the real workload on
+``data/<workload>-random``: same files and sizes, no structure; the thesis's "generated
+data"), ``sleep`` (realistic data, ``train.compute: sleep`` with the compute model of
+``workload_sleep.compute_model``). Fig A.3 adds UNET3D sleep runs whose loader skips the
+preprocessing (``prep-none``) or sleeps in its place (``prep-sleep``).
+
+A plan (:func:`sleep_plan`, :func:`random_plan`) is checked whole before any run starts: the
+compute model file (missing, another schema, no entry for a workload), the subset of the
+sweep, the preprocessing sleep. Each row's results folder has the layout of the workload
+stages (:func:`experiments.workloads.stage.write`) with a ``variant`` column.
+
+Accelerator utilization (thesis Eq 3.1, 3.2; :func:`utilization`): per run, ideal compute
+time = steps x the model's mean step time at (G, B) (Eq 3.2: samples / (B x G) x sleep time),
+over the measured run time, here the wall time of the train phases of the slowest rank (init,
+evaluation and checkpoints left out, as MLPerf Storage times the training).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import paths
+from ..config import ConfigError
+from . import compute_model as cm
+from . import datasets, stage
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the multi-row figures: where its runs are and what to call it."""
+
+    key: str      # short name (column ``row`` in the tables)
+    label: str    # the row's title in a figure
+    stage: str    # its results folder; ``{workload}`` is replaced by the workload's name
+    variant: str  # the ``variant`` value of its runs in that folder
+
+
+ROWS = [
+    Row("real", "real workload (realistic data)", "{workload}", "real"),
+    Row("random", "generated (random) data", "workload_random", "random"),
+    Row("sleep", "sleep instead of compute", "workload_sleep", "sleep"),
+    # The emulator (issue 12) adds: Row("emulator", "emulator", "<its stage>", "emulator")
+]
+FIG_A3 = {"sleep": "preprocessing (real)", "prep-none": "no preprocessing",
+          "prep-sleep": "sleep standing in for preprocessing"}
+
+
+@dataclass
+class Job:
+    """One sweep to run: a workload's section (with its overrides), the grid and the row."""
+
+    workload: str
+    variant: str
+    cfg: object          # the validated workload section
+    grid: tuple[list[int], list[int]]
+    folder: Path
+    compute_model: object | None = None
+
+
+def _grid(sub, wcfg, section: str, workload: str):
+    try:
+        return sub.grid(wcfg.sweep, section)
+    except ValueError as e:
+        raise ConfigError(f"{e} (workload {workload})") from None
+
+
+def prep_sleep_auto(loader: pd.DataFrame) -> float:
+    """The real UNET3D run's median per-sample preprocessing time, seconds (training samples,
+    the first epoch left out as in the throughputs)."""
+    lo = loader[loader.get("split", pd.Series("train", index=loader.index)).fillna("train") == "train"]
+    if "epoch" in lo:
+        lo = lo[lo["epoch"] > lo["epoch"].min()]
+    if not len(lo):
+        raise ConfigError("workload_sleep.fig_a3.prep_sleep_s = None needs the real UNET3D run's loader records "
+                          "(results/unet3d/loader.csv has no training samples); run `dvc repro unet3d` "
+                          "or give prep_sleep_s in seconds")
+    return float(lo["prep_ns"].median() / 1e9)
+
+
+def sleep_plan(cfg, real_loader: pd.DataFrame | None = None) -> list[Job]:
+    """The sleep row and Fig A.3 for ``cfg`` (sections ``workload_sleep`` and the workloads'),
+    checked whole: raises ConfigError naming the compute model file and key, or the parameter,
+    before any run."""
+    ws = cfg.workload_sleep
+    model = cm.load(ws.compute_model)
+    for w in ws.workloads:
+        model.require(w)
+    jobs = []
+    for w in ws.workloads:
+        wcfg = getattr(cfg, w)
+        grid = _grid(ws, wcfg, "workload_sleep", w)
+        sleep_cfg = wcfg.model_copy(update={"train": wcfg.train.model_copy(
+            update={"compute": "sleep", "compute_model": ws.compute_model})})
+        jobs.append(Job(w, "sleep", sleep_cfg, grid, stage.data_dir(w), model))
+        a3 = ws.fig_a3
+        if w == "unet3d" and a3.modes:
+            s = a3.prep_sleep_s
+            if s is None and "sleep" in a3.modes:
+                if real_loader is None:
+                    raise ConfigError("workload_sleep.fig_a3.prep_sleep_s = None: the real run's loader "
+                                      "records are needed (results/unet3d/loader.csv)")
+                s = prep_sleep_auto(real_loader)
+            extra = sorted(set(a3.ranks or []) - set(grid[0]))
+            if extra:
+                raise ConfigError(f"workload_sleep.fig_a3.ranks = {a3.ranks}: {extra} not in the sleep row's "
+                                  f"ranks {grid[0]}; allowed: a subset of them")
+            a3_grid = (a3.ranks or grid[0], grid[1])
+            for mode in a3.modes:
+                t = sleep_cfg.train.model_copy(update={"preprocessing": mode, "prep_sleep_s": s or 0.0})
+                jobs.append(Job(w, f"prep-{mode}", sleep_cfg.model_copy(update={"train": t}), a3_grid,
+                                stage.data_dir(w), model))
+    return jobs
+
+
+def random_plan(cfg) -> list[Job]:
+    """The generated-data row for ``cfg`` (sections ``workload_random`` and the workloads')."""
+    wr = cfg.workload_random
+    jobs = []
+    for w in wr.workloads:
+        wcfg = getattr(cfg, w)
+        if wcfg.train.compute != "real":
+            raise ConfigError(f"{w}.train.compute = {wcfg.train.compute!r}: the generated-data row runs "
+                              "the real workload; allowed: real")
+        jobs.append(Job(w, "random", wcfg, _grid(wr, wcfg, "workload_random", w), stage.data_dir(w, "random")))
+    return jobs
+
+
+def generate_random(cfg, seed: int) -> pd.DataFrame:
+    """Generate ``data/<workload>-random`` for the workloads of ``cfg.workload_random`` and
+    compare each with the realistic set beside it: files, bytes, whether every file has the
+    same size, and both digests."""
+    rows = []
+    for w in cfg.workload_random.workloads:
+        facts = stage.generate(w, getattr(cfg, w).data, seed, content="random")
+        real, rand = stage.data_dir(w), stage.data_dir(w, "random")
+        a, b = datasets.file_sizes(real), datasets.file_sizes(rand)
+        a.pop("filelist.csv", None), b.pop("filelist.csv", None)
+        rows.append({"workload": w, "files": len(b), "bytes_realistic": sum(a.values()),
+                     "bytes_random": sum(b.values()), "same_names": set(a) == set(b),
+                     "same_sizes": a == b, "digest_realistic": datasets.digest(real),
+                     "digest_random": datasets.digest(rand), "planned_bytes": facts["planned_bytes"],
+                     "seconds": facts["seconds"]})
+    return pd.DataFrame(rows)
+
+
+def run(jobs: list[Job], seed: int) -> dict:
+    """Run every job's sweep; all records concatenated (column ``variant``)."""
+    return stage.combine([stage.measure(j.workload, j.cfg, seed, variant=j.variant, grid=j.grid,
+                                        folder=j.folder, compute_model=j.compute_model) for j in jobs])
+
+
+# ----------------------------------------------------------------------------- the report's inputs
+
+def load_rows(rows: list[Row] = ROWS, workloads=stage.WORKLOADS, table: str = "summary.csv") -> pd.DataFrame:
+    """``table`` of every row's results folder, with ``row``; rows whose folder or runs are
+    missing are left out (the figure draws what exists, never an empty panel)."""
+    out = []
+    for r in rows:
+        for w in workloads:
+            p = paths.results_dir(r.stage.format(workload=w)) / table
+            if not p.exists():
+                continue
+            d = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+            if "variant" not in d:
+                d = d.assign(variant="real")
+            d = d[(d["workload"] == w) & (d["variant"] == r.variant)]
+            if len(d):
+                out.append(d.assign(row=r.key))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFrame:
+    """Accelerator utilization (Eq 3.1, 3.2) of every run in ``steps``/``phases`` (one row's
+    tables, column ``row`` optional) under ``model``: one row per run with ``steps``,
+    ``sleep_s`` (the model's mean at (G, B), floored at 0), ``ideal_s``, ``train_s`` (train
+    phases of the slowest rank) and ``au`` (fraction); and where the rest of the train time
+    went, summed over the first rank's steps: ``data_wait_s`` (of which ``epoch_start_wait_s``,
+    the first batch of each epoch) and ``barrier_s`` (the per-step all-reduce), seconds."""
+    keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat") if k in steps]
+    rows = []
+    for key, g in steps.groupby(keys):
+        r = dict(zip(keys, key))
+        w, G, B = r["workload"], int(r["ranks"]), int(r["batch_size"])
+        r0 = g[g["rank"] == g["rank"].min()]
+        n = len(r0)                                               # steps of one rank
+        first = r0["step"] == r0.groupby("epoch")["step"].transform("min") if "epoch" in r0 else r0["step"] == 0
+        waits = {"data_wait_s": r0["data_ns"].sum() / 1e9 if "data_ns" in r0 else np.nan,
+                 "epoch_start_wait_s": r0.loc[first, "data_ns"].sum() / 1e9 if "data_ns" in r0 else np.nan,
+                 "barrier_s": r0["allreduce_ns"].sum() / 1e9 if "allreduce_ns" in r0 else np.nan}
+        ph = phases
+        for k in keys:
+            if k in ph and k != "row":
+                ph = ph[ph[k] == r[k]]
+        train_s = float(ph[ph["phase"] == "train"].groupby("rank")["seconds"].sum().max()) if len(ph) else np.nan
+        sleep_s = max(0.0, model.mean_std(w, G, B)[0])
+        if w == "dlrm":   # the global batch: n steps of B samples over all accelerators
+            ideal = cm.ideal_compute_s(n * B, B, 1, sleep_s)
+        else:             # per-accelerator batch: n steps of B samples on each of G accelerators
+            ideal = cm.ideal_compute_s(n * B * G, B, G, sleep_s)
+        rows.append({**r, "steps": n, "sleep_s": sleep_s, "ideal_s": ideal, "train_s": train_s,
+                     "au": cm.accelerator_utilization(ideal, train_s) if train_s == train_s else np.nan, **waits})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["pass"] = out["au"] >= cm.MLPERF_AU_PASS
+    return out

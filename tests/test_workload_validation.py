@@ -1,0 +1,371 @@
+"""Unit tests of the sleep and generated-data rows on tiny inputs: the sleep strategy, the
+random-content generators, the data sets' size checks, the plans' bad-input errors, accelerator
+utilization and the validation claims (no launch)."""
+
+import json
+import os
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments import claims, config
+from experiments.config import ConfigError
+from experiments.workloads import (compute_model as cm, data_bert, data_dlrm, data_unet3d, datasets, report,
+                                   settings, step_compute, steptimer, validation)
+
+
+def _model_file(path, workloads=("unet3d", "bert", "dlrm"), mean=(0.0, 0.01, 0.02), std=0.002, **extra):
+    G, B, c = mean
+    path.write_text(json.dumps({"schema": cm.SCHEMA, "host": "test", **extra, "workloads": {
+        w: {"mean": {"coef": {"G": G, "B": B, "c": c}}, "std": {"coef": {"G": 0, "B": 0, "c": std}}}
+        for w in workloads}}))
+    return path
+
+
+# ------------------------------------------------------------------ the sleep strategy
+
+def test_sleep_step_sleeps_the_drawn_time_and_marks_it():
+    s = step_compute.SleepStep(mean_s=0.02, std_s=0.0, seed=1, barrier=lambda: time.sleep(0.005))
+    t = steptimer.StepTimer()
+    t.start_wait()
+    t.got_batch()
+    drawn = s(t)
+    row = t.end_step(step=0)
+    assert drawn == 0.02
+    assert 0.019e9 <= row["sleep_ns"] < 0.05e9 and 0.004e9 <= row["allreduce_ns"] < 0.05e9
+    assert row["compute_ns"] >= row["sleep_ns"] + row["allreduce_ns"] and row["forward_ns"] == 0
+
+
+def test_sleep_draws_follow_the_model_floored_at_zero():
+    s = step_compute.SleepStep(mean_s=0.001, std_s=0.002, seed=3)
+    x = np.array([s.draw() for _ in range(5000)])
+    assert (x >= 0).all() and (x == 0).mean() > 0.2        # N(1 ms, 2 ms) is often negative
+    s = step_compute.SleepStep(mean_s=0.5, std_s=0.05, seed=3, eval_mean_s=2.0, eval_std_s=0.0)
+    x = np.array([s.draw() for _ in range(4000)])
+    assert x.mean() == pytest.approx(0.5, rel=0.01) and x.std() == pytest.approx(0.05, rel=0.1)
+    assert s.draw(evaluation=True) == 2.0
+
+
+def test_sleep_does_not_burn_cpu():
+    s = step_compute.SleepStep(mean_s=0.2, std_s=0.0, seed=0)
+    c0, w0 = time.process_time(), time.perf_counter()
+    s()
+    assert time.perf_counter() - w0 >= 0.2 and time.process_time() - c0 < 0.05
+
+
+def test_from_run_reads_run_json_and_refuses_unknown_modes():
+    assert step_compute.from_run({"seed": 1}) is None
+    assert step_compute.from_run({"seed": 1, "compute": {"mode": "real"}}) is None
+    s = step_compute.from_run({"seed": 1, "compute": {"mode": "sleep", "mean_s": 0.3, "std_s": 0.0,
+                                                      "eval_mean_s": 1.5, "eval_std_s": 0.0}}, seed_offset=1)
+    assert s.draw() == 0.3 and s.draw(evaluation=True) == 1.5
+    run = {"seed": 1, "compute": {"mode": "sleep", "mean_s": 1, "std_s": 1}}
+    a, b = step_compute.from_run(run), step_compute.from_run(run)
+    assert [a.draw() for _ in range(5)] == [b.draw() for _ in range(5)]   # ranks share their draws
+    assert a.draw() != step_compute.from_run(run, seed_offset=1).draw()
+    with pytest.raises(ValueError, match="compute.mode = 'gpu'"):
+        step_compute.from_run({"seed": 1, "compute": {"mode": "gpu"}})
+
+
+def test_app_log_adds_up_cpu_and_wall_per_phase(tmp_path):
+    log = steptimer.AppLog(tmp_path / "a.jsonl", 0, "dlrm")
+    with log.phase("train"):
+        time.sleep(0.05)
+    u = log.usage()["train"]
+    assert u["wall_s"] >= 0.05 and u["cpu_s"] < 0.03
+
+
+def test_run_facts_resolve_the_model_and_the_eval_step(tmp_path):
+    m = cm.load(_model_file(tmp_path / "m.json", unet3d_eval={"mean_s": 1.7, "std_s": 0.6}))
+    f = m.run_facts("unet3d", 2, 4)
+    assert f["mode"] == "sleep" and f["mean_s"] == pytest.approx(0.06) and f["std_s"] == pytest.approx(0.002)
+    assert (f["eval_mean_s"], f["eval_std_s"], f["eval_from"]) == (1.7, 0.6, "eval")
+    assert m.run_facts("bert", 1, 1)["eval_from"] == "train"
+    v = cm.load("thesis-v100").run_facts("unet3d", 8, 4)
+    assert v["eval_mean_s"] == 8.403 and v["eval_std_s"] == 4.442
+
+
+# ------------------------------------------------------------------ random content and sizes
+
+def test_unet3d_random_content_same_sizes_other_bytes_no_structure(tmp_path):
+    from scipy import ndimage
+    cfg = settings.Unet3dData(train_cases=2, eval_cases=1, scale=0.1, workers=1)
+    a = data_unet3d.generate(tmp_path / "u", cfg, 4)
+    b = data_unet3d.generate(tmp_path / "r", cfg.model_copy(update={"content": "random"}), 4)
+    assert datasets.file_sizes(tmp_path / "u") == datasets.file_sizes(tmp_path / "r")
+    assert datasets.digest(tmp_path / "u") != datasets.digest(tmp_path / "r")
+    assert a["bytes"] == b["bytes"] == a["planned_bytes"]
+    for folder, most in (("u", 3), ("r", None)):
+        m = data_unet3d.read_manifest(tmp_path / folder, "train")
+        x, y = np.load(tmp_path / folder / m["path_x"][0]), np.load(tmp_path / folder / m["path_y"][0])
+        assert x.dtype == np.float32 and y.dtype == np.uint8 and set(np.unique(y)) <= {0, 1, 2}
+        assert data_unet3d.IMAGE_RANGE[0] <= x.min() and x.max() <= data_unet3d.IMAGE_RANGE[1]
+        n = ndimage.label(y == 1)[1]
+        assert (n <= most) if most else n > 100   # kidneys: a few objects; random: many
+
+
+def test_dlrm_random_content_in_range(tmp_path):
+    cfg = settings.DlrmData(train_samples=1000, eval_samples=10, workers=1, content="random")
+    data_dlrm.generate(tmp_path / "r", cfg, 2)
+    data_dlrm.generate(tmp_path / "u", cfg.model_copy(update={"content": "realistic"}), 2)
+    assert datasets.file_sizes(tmp_path / "u") == datasets.file_sizes(tmp_path / "r")
+    x = np.fromfile(tmp_path / "r" / "train_data.bin", dtype=np.int32).reshape(-1, 40)
+    u = np.fromfile(tmp_path / "u" / "train_data.bin", dtype=np.int32).reshape(-1, 40)
+    assert set(np.unique(x[:, 0])) == {0, 1} and (x[:, 1:14] >= 0).all()
+    assert (x[:, 14:] < np.array(data_dlrm.CRITEO_CARDINALITIES)).all()
+    assert 0.4 < x[:, 0].mean() < 0.6 and u[:, 0].mean() < 0.35      # no click skew
+    assert np.median(x[:, 1:14]) > 1000 * np.median(u[:, 1:14])      # no log-normal counts
+
+
+def test_bert_randomize_keeps_every_varint_length():
+    rng, scr = np.random.default_rng(0), np.random.default_rng(1)
+    for _ in range(50):
+        a = data_bert.make_example_arrays(rng, 64, 8, 1024)
+        b = data_bert.randomize(a, scr, 64, 1024)
+        for k in data_bert.FIELD_RANGES:
+            la, _ = data_bert._varint_bounds(a[k])
+            lb, _ = data_bert._varint_bounds(b[k])
+            assert (la == lb).all(), k
+        assert (b["input_ids"] < 1024).all() and (b["masked_lm_positions"] < 64).all()
+        assert set(np.unique(b["input_mask"])) <= {0, 1} and b["masked_lm_weights"].dtype == np.float32
+    assert not np.array_equal(a["input_ids"], b["input_ids"])
+
+
+def test_bert_random_files_have_the_realistic_sizes(tmp_path):
+    pytest.importorskip("tensorflow")
+    cfg = settings.BertData(files=1, samples_per_file=20, eval_samples=2, seq_len=64, max_predictions=8,
+                            vocab_size=1024, workers=1)
+    a = data_bert.generate(tmp_path / "u", cfg, 3)
+    data_bert.generate(tmp_path / "r", cfg.model_copy(update={"content": "random"}), 3)
+    assert datasets.file_sizes(tmp_path / "u") == datasets.file_sizes(tmp_path / "r")
+    assert datasets.digest(tmp_path / "u") != datasets.digest(tmp_path / "r")
+    assert a["bytes"] <= a["planned_bytes"] < 2 * a["bytes"]           # an upper bound, not far off
+
+
+def test_generator_refuses_a_data_set_that_does_not_fit(tmp_path, monkeypatch):
+    import experiments.tiers as tiers
+    real = os.statvfs
+
+    def small(p):
+        s = real(p)
+        return SimpleNamespace(f_bavail=1000, f_frsize=4096, f_blocks=s.f_blocks)
+    monkeypatch.setattr(tiers.os, "statvfs", small)
+    cfg = settings.DlrmData(train_samples=100_000, eval_samples=10, workers=1)
+    with pytest.raises(ConfigError, match=r"dlrm data set.*needs 0.02 GB.*0.00 GB are free.*dlrm.data.train_samples"):
+        data_dlrm.generate(tmp_path / "d", cfg, 1)
+    assert not (tmp_path / "d").exists() and not (tmp_path / "d.partial").exists()
+
+
+def test_a_dead_generation_leaves_only_its_partial_folder(tmp_path):
+    (tmp_path / "d.partial").mkdir()
+    (tmp_path / "d.partial" / "junk").write_bytes(b"x" * 10)
+    data_dlrm.generate(tmp_path / "d", settings.DlrmData(train_samples=10, eval_samples=10, workers=1), 1)
+    assert not (tmp_path / "d.partial").exists() and (tmp_path / "d" / "train_data.bin").stat().st_size == 1600
+
+
+# ------------------------------------------------------------------ UNET3D loader variants
+
+def test_balanced_crop_finds_the_foreground_and_keeps_the_patch():
+    pytest.importorskip("scipy")
+    from experiments.workloads import unet3d
+    x, y = data_unet3d.make_case(1, 0, 0.15)
+    rng = np.random.default_rng(0)
+    fg = 0
+    for _ in range(20):
+        a, b = unet3d.balanced_crop(x, y, 16, rng, oversampling=1.0)
+        assert a.shape == b.shape == (1, 16, 16, 16)
+        fg += bool((b > 0).any())
+    assert fg == 20                                       # every foreground crop holds foreground
+    a, _ = unet3d.random_crop(x, y, 16, rng)
+    assert a.shape == (1, 16, 16, 16)
+
+
+def test_dataset_preprocessing_modes(tmp_path):
+    pytest.importorskip("torch")
+    from experiments.workloads import unet3d
+    data_unet3d.generate(tmp_path / "u", settings.Unet3dData(train_cases=2, eval_cases=1, scale=0.1, workers=1), 1)
+    for mode, lo in (("none", 0.0), ("sleep", 0.05)):
+        run = tmp_path / mode
+        run.mkdir()
+        ds = unet3d.CaseDataset(tmp_path / "u", "train", 8, 1, run, 0, preprocessing=mode, prep_sleep_s=0.05)
+        x, y = ds[0]
+        assert tuple(x.shape) == (1, 8, 8, 8)
+        rec = json.loads(next(run.glob("loader-r0-*.jsonl")).read_text().splitlines()[0])
+        assert lo * 1e9 <= rec["prep_ns"] < lo * 1e9 + 0.05e9
+    with pytest.raises(ValueError, match="preprocessing = 'fast'"):
+        unet3d.CaseDataset(tmp_path / "u", "train", 8, 1, tmp_path, 0, preprocessing="fast")
+
+
+# ------------------------------------------------------------------ plans: bad input before any run
+
+def _cfg(tmp_path, model: str, **sleep):
+    return SimpleNamespace(
+        workload_sleep=settings.WorkloadSleepConfig(compute_model=model, **sleep),
+        workload_random=settings.WorkloadRandomConfig(**{k: v for k, v in sleep.items() if k in ("ranks", "batch_sizes", "workloads")}),
+        unet3d=settings.Unet3dConfig(), bert=settings.BertConfig(), dlrm=settings.DlrmConfig())
+
+
+@pytest.fixture
+def no_launch(monkeypatch):
+    from experiments.workloads import launch
+    monkeypatch.setattr(launch, "run_config", lambda *a, **k: pytest.fail("a run started"))
+
+
+def test_sleep_plan_names_missing_file(tmp_path, no_launch):
+    with pytest.raises(ConfigError, match=r"compute model .*nope\.json: no such file"):
+        validation.sleep_plan(_cfg(tmp_path, str(tmp_path / "nope.json")))
+
+
+def test_sleep_plan_names_wrong_schema(tmp_path, no_launch):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps({"schema": "compute-model/9", "workloads": {}}))
+    with pytest.raises(ConfigError, match=r"m\.json: schema = 'compute-model/9'"):
+        validation.sleep_plan(_cfg(tmp_path, str(f)))
+
+
+def test_sleep_plan_names_the_missing_workload(tmp_path, no_launch):
+    f = _model_file(tmp_path / "m.json", workloads=("unet3d", "dlrm"))
+    with pytest.raises(ConfigError, match=r"m\.json: no entry for workload 'bert' under 'workloads'"):
+        validation.sleep_plan(_cfg(tmp_path, str(f), fig_a3={"modes": []}))
+
+
+def test_sleep_plan_subset_and_fig_a3(tmp_path, no_launch):
+    f = _model_file(tmp_path / "m.json")
+    jobs = validation.sleep_plan(_cfg(tmp_path, str(f), ranks=[2], batch_sizes="ends",
+                                      fig_a3={"prep_sleep_s": 0.01}))
+    assert [(j.workload, j.variant) for j in jobs] == [("unet3d", "sleep"), ("unet3d", "prep-none"),
+                                                      ("unet3d", "prep-sleep"), ("bert", "sleep"), ("dlrm", "sleep")]
+    assert jobs[0].grid == ([2], [1, 4]) and jobs[-1].grid == ([2], [512, 8192])
+    assert all(j.cfg.train.compute == "sleep" and j.cfg.train.compute_model == str(f) for j in jobs)
+    assert jobs[2].cfg.train.preprocessing == "sleep" and jobs[2].cfg.train.prep_sleep_s == 0.01
+    loader = pd.DataFrame({"split": "train", "epoch": [0, 1, 1, 1], "prep_ns": [9e9, 1e6, 2e6, 3e6]})
+    auto = validation.sleep_plan(_cfg(tmp_path, str(f)), loader)
+    assert auto[2].cfg.train.prep_sleep_s == pytest.approx(0.002)     # median, first epoch left out
+    with pytest.raises(ConfigError, match="fig_a3.prep_sleep_s = None"):
+        validation.sleep_plan(_cfg(tmp_path, str(f)))
+    one = validation.sleep_plan(_cfg(tmp_path, str(f), fig_a3={"ranks": [1], "modes": ["none"]}))
+    assert [(j.variant, j.grid[0]) for j in one if j.workload == "unet3d"] == [("sleep", [1, 2]), ("prep-none", [1])]
+    with pytest.raises(ConfigError, match=r"fig_a3.ranks = \[4\]"):
+        validation.sleep_plan(_cfg(tmp_path, str(f), fig_a3={"ranks": [4], "modes": ["none"]}))
+
+
+def test_subset_must_be_inside_the_real_sweep(tmp_path, no_launch):
+    f = _model_file(tmp_path / "m.json")
+    with pytest.raises(ConfigError, match=r"workload_sleep.ranks = \[4\].*\[4\] not in the real sweep"):
+        validation.sleep_plan(_cfg(tmp_path, str(f), ranks=[4], fig_a3={"modes": []}))
+    with pytest.raises(ConfigError, match="workload_random.ranks"):
+        validation.random_plan(_cfg(tmp_path, str(f), ranks=[3]))
+
+
+def test_random_plan_refuses_sleep_compute(tmp_path):
+    c = _cfg(tmp_path, "fit")
+    c.dlrm = settings.DlrmConfig(train=settings.DlrmTrain(compute="sleep"))
+    with pytest.raises(ConfigError, match="dlrm.train.compute = 'sleep'"):
+        validation.random_plan(c)
+
+
+def test_sections_validate_through_config():
+    with pytest.raises(ConfigError, match="workload_sleep.batch_sizes"):
+        config.validate("workload_sleep", {"batch_sizes": "middle"})
+    with pytest.raises(ConfigError, match="unet3d.train.compute"):
+        config.validate("unet3d", {"train": {"compute": "gpu"}})
+    with pytest.raises(ConfigError, match="bert.data.content"):
+        config.validate("bert", {"data": {"content": "zeros"}})
+
+
+# ------------------------------------------------------------------ accelerator utilization
+
+def test_utilization_eq_31_32_per_run(tmp_path):
+    m = cm.load(_model_file(tmp_path / "m.json", mean=(0.0, 0.1, 0.0)))
+    steps = pd.DataFrame([{"row": "sleep", "workload": w, "variant": "sleep", "ranks": 2, "batch_size": 4,
+                           "repeat": 0, "rank": r, "step": i} for w in ("unet3d", "dlrm") for r in (0, 1)
+                          for i in range(10)])
+    phases = pd.DataFrame([{"workload": w, "variant": "sleep", "ranks": 2, "batch_size": 4, "repeat": 0,
+                            "rank": r, "phase": ph, "seconds": s}
+                           for w in ("unet3d", "dlrm") for r, s in ((0, 4.0), (1, 5.0))
+                           for ph in ("train", "eval")])
+    steps = steps.assign(epoch=0, data_ns=np.where(steps["step"] == 0, 10**9, 10**7), allreduce_ns=10**6)
+    au = validation.utilization(steps, phases, m).set_index("workload")
+    # 10 steps x 0.4 s (mean at B=4) over the slowest rank's 5 s of training; eval left out
+    assert au.loc["unet3d", "ideal_s"] == pytest.approx(4.0) and au.loc["unet3d", "au"] == pytest.approx(0.8)
+    assert au.loc["unet3d", "data_wait_s"] == pytest.approx(1.09) and au.loc["unet3d", "epoch_start_wait_s"] == 1.0
+    assert au.loc["unet3d", "barrier_s"] == pytest.approx(0.01)
+    assert au.loc["dlrm", "ideal_s"] == pytest.approx(4.0) and not au.loc["dlrm", "pass"]
+
+
+# ------------------------------------------------------------------ claims
+
+def _summary(rows):
+    base = {"data_s": 0.01, "data_s_q1": 0.005, "data_s_q3": 0.02, "vfs_s": 0.002, "vfs_s_q1": 0.001,
+            "vfs_s_q3": 0.003, "vfs_sps": 500.0, "vfs_sps_q1": 300.0, "vfs_sps_q3": 900.0, "prep_s": 0.01,
+            "prep_s_q3": 0.02, "compute_s": 0.1, "compute_sps": 10.0, "data_share": 0.05}
+    out = []
+    for row, over in rows.items():
+        for w in ("unet3d", "dlrm"):
+            for G in (1, 2):
+                out.append({**base, **over, "row": row, "workload": w, "ranks": G, "batch_size": 4, "variant": row})
+    return pd.DataFrame(out)
+
+
+def test_validation_claims_compute_their_verdicts(tmp_path):
+    m = cm.load(_model_file(tmp_path / "m.json"))
+    m.workloads["unet3d"]["mean"]["r2"] = None     # a fit with too few configurations writes null
+    s = _summary({"real": {}, "sleep": {"data_s": 0.005, "data_s_q1": 0.004, "data_s_q3": 0.0055,
+                                        "compute_sps": 10.5},
+                  "random": {"prep_s_q3": 0.5, "data_s": 1.0}, "prep-none": {}, "prep-sleep": {"data_s": 0.012}})
+    au = pd.DataFrame([{"row": "sleep", "workload": "unet3d", "ranks": 1, "batch_size": 4, "au": 0.95,
+                        "steps": 10, "ideal_s": 1, "train_s": 1, "data_wait_s": 0, "epoch_start_wait_s": 0,
+                        "barrier_s": 0}])
+    usage = [{"compute": {"mode": "sleep"}, "phase_usage": {"train": {"cpu_s": 0.1, "wall_s": 10.0}}},
+             {"compute": {"mode": "real"}, "phase_usage": {"train": {"cpu_s": 9.0, "wall_s": 10.0}}}]
+    ds = pd.DataFrame({"same_names": [True], "same_sizes": [True], "digest_random": ["a"], "digest_realistic": ["b"]})
+    got = {c["id"]: c for c in report.validation_claims(s, au, pd.DataFrame(), m, usage, ds)}
+    assert got["unet3d-sleep-compute-throughput"]["verdict"] == "holds"
+    assert got["unet3d-sleep-compute-throughput"]["our_value"] == pytest.approx(0.05)
+    assert got["unet3d-sleep-data-latency-lower"]["our_value"] == pytest.approx(2.0)
+    assert got["unet3d-sleep-data-latency-lower"]["verdict"] == "holds"
+    assert got["unet3d-sleep-data-iqr-narrower"]["verdict"] == "direction only"   # 10x, not ~200x
+    assert got["unet3d-random-preprocessing-longer"]["verdict"] == "holds"
+    assert got["unet3d-random-vfs-within-real-spread"]["our_value"] == 1.0
+    assert got["unet3d-fig-a3-prep-sleep-no-change"]["verdict"] == "holds"
+    assert got["unet3d-sleep-au-above-90pct"]["verdict"] == "holds"
+    assert got["random-content-same-sizes-other-bytes"]["verdict"] == "holds"
+    assert got["sleep-ranks-do-not-burn-cpu"]["our_value"] == pytest.approx(0.01)
+    # rows that did not run: the claims are there, not measured, with the reason
+    for cid in ("bert-sleep-compute-throughput", "bert-random-vfs-within-real-spread",
+                "bert-sleep-au-above-90pct", "sleep-follows-compute-model"):
+        assert got[cid]["verdict"] == "not measured" and "not measured" in got[cid]["note"]
+    assert all(c["kind"] in claims.KINDS for c in got.values())
+    none = report.validation_claims(_summary({"real": {}}), au.iloc[:0].assign(row=[]), pd.DataFrame(), m, [], None)
+    assert len(none) == len(got) and {c["verdict"] for c in none} == {"not measured"}
+
+
+def test_sleep_follows_model_check_can_fail(tmp_path):
+    m = cm.load(_model_file(tmp_path / "m.json", mean=(0.0, 0.0, 0.1), std=0.0))
+    def steps(slept):
+        return pd.DataFrame([{"workload": "dlrm", "variant": "sleep", "ranks": 1, "batch_size": 64, "rank": 0,
+                              "steady": True, "sleep_ns": int(slept * 1e9)} for _ in range(30)])
+    s = _summary({"real": {}})
+    au = pd.DataFrame(columns=["row", "workload", "ranks", "batch_size", "au"])
+    ok = {c["id"]: c for c in report.validation_claims(s, au, steps(0.1005), m, [], None)}
+    bad = {c["id"]: c for c in report.validation_claims(s, au, steps(0.12), m, [], None)}
+    assert ok["sleep-follows-compute-model"]["verdict"] == "holds"
+    assert bad["sleep-follows-compute-model"]["verdict"] == "fails"
+    assert report.floored_normal_mean(0.0, 1.0) == pytest.approx(0.3989, abs=1e-4)
+
+
+def test_fits_claims_have_kind_and_magnitude():
+    summ = pd.DataFrame([{"workload": "dlrm", "ranks": 1, "batch_size": 512, "data_share": 0.02,
+                          "data_s": 0.001, "compute_s": 0.05}])
+    nf = pd.DataFrame([{"workload": "dlrm", "ranks": 1, "batch_size": b, "mean_s": m}
+                       for b, m in ((512, 0.05), (2048, 0.04))])
+    models = {"dlrm": {"mean": {"r2": 0.5}}}
+    got = {c["id"]: c for c in report.claims(summ, models, nf)}
+    d = got["dlrm-data-share-about-10pct"]
+    assert d["kind"] == "finding" and d["magnitude"] == "within 2x" and d["paper_value"] == 0.1
+    assert d["verdict"] == "fails" and "V100" in d["note"]
+    r = got["dlrm-compute-linear-in-batch"]
+    assert r["verdict"] == "fails" and "B=2048 faster than B=512" in r["note"] and "H100" not in r["note"]
