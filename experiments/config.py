@@ -42,6 +42,7 @@ SECTIONS: dict[str, str] = {
     "bert": "experiments.workloads.settings:BertConfig",
     "dlrm": "experiments.workloads.settings:DlrmConfig",
     "tracing_patterns": "experiments.trace.stage:TracingPatternsConfig",
+    "emulator": "experiments.emulator.config:EmulatorSection",
 }
 
 
