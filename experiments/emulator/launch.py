@@ -28,6 +28,7 @@ import uuid
 from pathlib import Path
 
 from .. import paths
+from ..workloads.launch import _free_ports  # the real launcher's (free ports now)
 from .config import TORCH_WORKLOADS, EmulatorConfig
 
 
@@ -99,18 +100,6 @@ def command(cfg: EmulatorConfig, run_dir="RUN_DIR", node_rank: int = 0,
             out.append("&")
         out += ["env", *[f"{k}={v}" for k, v in e.items()], *c]
     return out
-
-
-def _free_ports(n: int) -> list[int]:
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
 
 
 def start(cfg: EmulatorConfig, run_dir, node_rank: int = 0, rdzv_endpoint: str | None = None,
