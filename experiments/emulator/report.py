@@ -73,8 +73,9 @@ def data_bytes(run: dict, got: dict) -> tuple[dict, str]:
         out = {int(r): int(g["bytes"].sum()) for r, g in lo.groupby("rank")} if len(lo) else {}
         return out, "pread sizes of the training batches (BatchReader's records)"
     return ({int(r["rank"]): int(r.get("io", {}).get("rchar", 0)) for r in got["ranks"]},
-            "growth of /proc/self/io rchar of each TensorFlow worker over init + training "
-            "(tf.data reads inside the graph; includes the first batch and the shuffle buffer's fill)")
+            "growth of /proc/self/io rchar of each TensorFlow worker from its first batch (the "
+            "shuffle buffer's first fill, read during init, is data_bytes_first_batch) to the end "
+            "of training (tf.data reads inside the graph; a few small /proc and /dev reads included)")
 
 
 def summarize(run_dir) -> dict:
@@ -118,6 +119,11 @@ def summarize(run_dir) -> dict:
         check = {"checkpoints": int(ck.groupby(key, dropna=False).ngroups) if key else 1,
                  "files": int(ck["files"].sum()), "writes": int(ck["writes"].sum()),
                  "bytes": int(ck["bytes"].sum()), "max_seconds": float(ck["seconds"].max())}
+    notes = []
+    if mean == mean and mean <= 0 and emu["compute_model"] != "zero":
+        notes.append(f"the compute model's mean at G={G}, B={B} is {mean:.3g} s (<= 0: the fit is used "
+                     "outside the range it was fitted on), so steps sleep 0 s and AU is 0; pick a batch "
+                     "size the model covers")
     out = {
         "workload": w, "accelerators": G, "nodes": emu.get("nodes", 1), "batch_size": B,
         "batch_is": "global" if w == "dlrm" else "per accelerator",
@@ -131,6 +137,7 @@ def summarize(run_dir) -> dict:
         "data_bytes": nbytes, "data_bytes_per_s": nbytes / train_s if train_s > 0 else float("nan"),
         "data_bytes_by_rank": {str(k): v for k, v in sorted(by_rank.items())},
         "data_bytes_measured_as": how,
+        "data_bytes_first_batch": int(sum(r.get("io_first_batch", {}).get("rchar", 0) for r in got["ranks"])),
         "data_wait_median_s": float(med.get("data_s", float("nan"))) if len(st) else float("nan"),
         "data_wait_samples_per_s": float(med.get("data_sps", float("nan"))) if len(st) else float("nan"),
         "sleep_mean_s": sleep_s,
@@ -139,7 +146,7 @@ def summarize(run_dir) -> dict:
         "checkpoint": check,
         "evaluations": int(sum(len(r.get("evals", [])) for r in got["ranks"])),
         "peak_rss_bytes_per_rank": int(max(r.get("peak_rss_bytes", 0) for r in got["ranks"])),
-        "run_dir": str(run_dir),
+        "run_dir": str(run_dir), "notes": notes,
     }
     return out
 
@@ -173,7 +180,7 @@ def markdown(s: dict) -> str:
         "",
         f"Data bytes measured as: {s['data_bytes_measured_as']}.",
         "",
-    ]
+    ] + [f"Note: {n}." for n in s.get("notes", [])]
     return "\n".join(lines)
 
 
