@@ -167,6 +167,8 @@ def markdown(s: dict) -> str:
         f"| throughput | {s['throughput_samples_per_s']:.4g} samples/s |",
         f"| data read | {s['data_bytes'] / 1e6:.4g} MB in {s['train_s']:.3g} s of training = "
         f"{s['data_bytes_per_s'] / 1e6:.4g} MB/s |",
+        *([f"| read before the first step | {s['data_bytes_first_batch'] / 1e6:.4g} MB (tf.data's shuffle "
+            f"buffer filled during init) |"] if s.get("data_bytes_first_batch") else []),
         f"| data wait (median step) | {1e3 * s['data_wait_median_s']:.3g} ms "
         f"({s['data_wait_samples_per_s']:.4g} samples/s per accelerator) |",
         f"| compute model | {cm_['source']} ({cm_['host']}): mean {cm_['mean_s']:.4g} s, std {cm_['std_s']:.3g} s per step |",
