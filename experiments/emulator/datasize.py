@@ -95,7 +95,7 @@ def datasize(workload: str, section=None, accelerators: int = 1, batch_size: int
 
 def describe(d: dict) -> str:
     key, val = next(iter(d["set"].items()))
-    return (f"{d['workload']}: {d['samples']:,} samples ({d['files']:,} files, {d['bytes'] / 1e9:.3g} GB) "
+    return (f"{d['workload']}: {d['samples']:,} samples ({d['files']:,} file(s), {d['bytes'] / 1e9:.3g} GB) "
             f"for {d['accelerators']} accelerator(s) x batch {d['batch_size']} on {d['nodes']} node(s) "
             f"with {d['client_memory_bytes'] / 2**30:.3g} GiB each.\n"
             f"  memory rule: {d['samples_for_memory']:,} samples ({d['multiplier']:g}x client memory / "
