@@ -44,6 +44,7 @@ SECTIONS: dict[str, str] = {
     "workload_sleep": "experiments.workloads.settings:WorkloadSleepConfig",
     "workload_random": "experiments.workloads.settings:WorkloadRandomConfig",
     "tracing_patterns": "experiments.trace.stage:TracingPatternsConfig",
+    "emulator": "experiments.emulator.config:EmulatorSection",
 }
 
 

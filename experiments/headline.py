@@ -27,7 +27,7 @@ KEYS: dict[str, str] = {
     "holding": "claims whose verdict is holds",
     "fails": "claims whose verdict is fails",
     "similarity": "weighted cosine similarity of a traced run and its repeat (Eq 4.1)",
-    "match": "fraction of the traced pattern's components that match what fio was told",
+    "match": "fraction of traced components that match what was asked (fio's job; a replayed checkpoint)",
     "data_share": "median share of a training step spent waiting for data (thesis workloads)",
     "compute_s": "median compute time of a training step, s (thesis workloads)",
     "r2": "R² of the stage's fit: the worst over its workloads (thesis Eq 5.1, 5.3, 5.5)",

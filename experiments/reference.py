@@ -78,6 +78,15 @@ HOVON_DATASETS = {
     "dlrm": {"train_GB": 671, "samples": 4.2e9, "sample_bytes": 160, "embedding_dim": 128,
              "checkpoint_GB": 27},
 }
+# Checkpoints in the traced runs of Tables 5.1-5.3 (Sections 5.1.2, 5.2.1, 5.3.1): UNET3D one at
+# the end of training (rank 0); BERT at the start and at the end, every one of the 8 workers
+# writing its own files; DLRM two (after each evaluation, every 16,384 of 32,768 steps), rank 0,
+# overwriting the previous file.
+HOVON_CHECKPOINT_EVENTS = {
+    "unet3d": {"checkpoints": 1, "writers": 1, "reuse": "overwrite"},
+    "bert": {"checkpoints": 2, "writers": 8, "reuse": "new"},
+    "dlrm": {"checkpoints": 2, "writers": 1, "reuse": "overwrite"},
+}
 # DLIO 2.0 workload configs (DESIGN.md): computation_time per step, seconds.
 DLIO_COMPUTATION_TIME_S = {"unet3d_v100_b4": 1.3604, "bert_v100_b48": 0.968, "dlrm": 0.064296}
 # The thesis's sweep grids (Fig 5.2, 5.9, 5.14): G in {1, 2, 4, 6, 8}.

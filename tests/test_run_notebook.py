@@ -36,7 +36,7 @@ def test_results_files_are_readable_by_others(project, monkeypatch):
     old = os.umask(0o022)
     try:
         out = results.StageResults("s")
-        paths_written = [out.metrics({"x": 1.0}), out.summary(__import__("pandas").DataFrame({"a": [1]}))]
+        paths_written = [out.metrics({"seconds": 1.0}), out.summary(__import__("pandas").DataFrame({"a": [1]}))]
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -52,7 +52,7 @@ def test_results_files_are_readable_by_others(project, monkeypatch):
 def test_exploring_writes_a_folder_named_after_the_overrides(project, capsys):
     config.load(seed=11, figures={"dpi": 72})
     out = results.StageResults("s")
-    out.metrics({"x": 1.0})
+    out.metrics({"seconds": 1.0})
     assert out.exploring
     assert out.dir == project / "explore" / "01-s" / "figures.dpi=72,seed=11"
     assert not (project / "results" / "s").exists()
@@ -96,7 +96,7 @@ def test_run_notebook_passes_declared_parameters_and_keeps_the_log_quiet(project
         "noise += b'I0000 00:00:1795387682.404322   16121 cudart_stub.cc:31] Could not find cuda drivers\\n'\n"
         "os.write(2, noise + b'a real problem\\n')\n"
         "out = results.StageResults('s')\n"
-        "out.metrics({'seed': cfg.seed})\n"
+        "out.metrics({'seconds': cfg.seed})\n"
         "out.env(params=config.as_dict(cfg))\n"))
     env = {**os.environ, "DLIO_ROOT": str(project), "DVC_STAGE": "s",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -107,7 +107,7 @@ def test_run_notebook_passes_declared_parameters_and_keeps_the_log_quiet(project
     assert r.returncode == 0, log
     assert "parameters: seed, figures" in log and "Passed unknown parameter" not in log
     assert "without encryption" not in log and "absl" not in log and "cudart_stub" not in log
-    assert "a real problem" in log and "s: done in" in log and "seed=7" in log
+    assert "a real problem" in log and "s: done in" in log and "seconds=7" in log
     kept = (project / "results" / "s" / run_notebook.STDERR_LOG).read_text()
     assert "absl::InitializeLog" in kept and "a real problem" in kept
     nb = json.loads((project / "results" / "s" / "s.ipynb").read_text())

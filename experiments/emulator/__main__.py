@@ -1,0 +1,239 @@
+"""Command line of the emulator: ``python -m experiments.emulator --help``.
+
+    python -m experiments.emulator run unet3d --data /mnt/nvme/unet3d -G 8 -B 4 \\
+        --compute-model thesis-v100 --out runs/unet3d-nvme         # summary.md, summary.json
+    python -m experiments.emulator run dlrm -G 4 -B 8192 --dry-run  # config + launch command
+    python -m experiments.emulator max-accelerators unet3d --data /mnt/nvme/unet3d -B 4 \\
+        --compute-model thesis-v100 --out runs/unet3d-search
+    python -m experiments.emulator datasize unet3d -G 8 -B 4
+    python -m experiments.emulator pattern trace dlrm -o my_patterns.json
+    python -m experiments.emulator pattern derive run.parquet --workload dlrm \\
+        --checkpoint data/checkpoints/dlrm --app-log RUN_DIR --ranks 2 -o my_patterns.json
+    python -m experiments.emulator pattern show traced
+    python -m experiments.emulator bench                            # zero compute vs fio, per tier
+
+Across machines (UNET3D, DLRM) run the same ``run`` on every node with ``--nnodes N
+--node-rank K --rdzv-endpoint HOST:PORT`` and one ``--out`` folder on a shared file system;
+BERT takes ``--hosts h0,h1`` (its workers listen on consecutive ports from the endpoint's).
+
+Bad input prints one ``error:`` line and exits with status 2 before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..config import ConfigError
+
+EXIT_BAD_INPUT = 2
+
+
+def _section(a) -> dict | None:
+    import yaml
+
+    from ..config import merge
+
+    if a.params is None and not a.set:
+        return None
+    from .. import paths
+    p = paths.resolve(a.params) if a.params else paths.params_file()
+    if not p.is_file():
+        raise ConfigError(f"--params {p}: no such file")
+    params = yaml.safe_load(p.read_text()) or {}
+    if a.workload not in params:
+        raise ConfigError(f"--params {p}: no {a.workload!r} section")
+    sec = params[a.workload]
+    for kv in a.set:
+        if "=" not in kv or "." not in kv.split("=", 1)[0]:
+            raise ConfigError(f"--set {kv!r}: allowed: PART.KEY=VALUE, e.g. train.epochs=2")
+        key, val = kv.split("=", 1)
+        part, k = key.split(".", 1)
+        sec = merge(sec, {part: {k: yaml.safe_load(val)}})
+    return sec
+
+
+def _cfg(a, check=True):
+    from .config import from_params
+
+    return from_params(a.workload, _section(a), a.batch_size, a.accelerators,
+                       compute_model=a.compute_model, checkpoint_pattern=a.checkpoint_pattern,
+                       data_dir=a.data, checkpoint_dir=a.checkpoint_dir, seed=a.seed,
+                       nodes=a.nnodes, sync_steps=not a.no_sync, check=check)
+
+
+def _out(a, cfg, what="run") -> Path:
+    from .. import paths
+
+    if a.out:
+        return Path(a.out).resolve()
+    name = f"{cfg.workload}-G{cfg.accelerators}-B{cfg.batch_size}-{Path(cfg.compute_model).stem}"
+    return paths.data_dir("emulator_runs") / (name if what == "run" else f"{name}-search")
+
+
+def cmd_run(a) -> int:
+    from .runner import describe, run
+
+    multi = a.nnodes > 1 or a.rdzv_endpoint
+    if multi and not a.rdzv_endpoint and a.workload != "bert":
+        raise ConfigError(f"--nnodes {a.nnodes}: give --rdzv-endpoint HOST:PORT (the node-0 host "
+                          "and a free port, the same on every node)")
+    hosts = a.hosts.split(",") if a.hosts else None
+    if hosts and len(hosts) != a.nnodes:
+        raise ConfigError(f"--hosts {a.hosts!r}: {len(hosts)} host(s) for --nnodes {a.nnodes}")
+    cfg = _cfg(a)
+    out = _out(a, cfg)
+    if a.dry_run:
+        print(describe(cfg, out, a.rdzv_endpoint, hosts))
+        return 0
+    base = int(a.rdzv_endpoint.rsplit(":", 1)[1]) + 1 if (a.rdzv_endpoint and cfg.workload == "bert") else None
+    s = run(cfg, out, a.node_rank, a.rdzv_endpoint, a.rdzv_id, hosts, base)
+    if s:
+        print((out / "summary.md").read_text())
+        print(f"results: {out}")
+    else:
+        print(f"node {a.node_rank}: ranks done; node 0 writes the summary in {out}")
+    return 0
+
+
+def cmd_max(a) -> int:
+    from .search import markdown, max_accelerators
+
+    cfg = _cfg(a)
+    res = max_accelerators(cfg, _out(a, cfg, "search"), a.start, a.limit)
+    print(markdown(res))
+    return 0
+
+
+def cmd_datasize(a) -> int:
+    from .datasize import datasize, describe
+
+    d = datasize(a.workload, _section(a), a.accelerators or 1, a.batch_size,
+                 int(a.memory_gib * 2**30) if a.memory_gib else None, a.nnodes, a.steps,
+                 a.multiplier, a.data, a.seed)
+    print(json.dumps(d, indent=1) if a.json else describe(d))
+    return 0
+
+
+def cmd_pattern(a) -> int:
+    from . import checkpoint
+
+    if a.action == "show":
+        pf = checkpoint.load(a.source)
+        print(f"{pf.source} ({pf.host})")
+        for w, p in pf.workloads.items():
+            if p is None:
+                print(f"  {w}: no checkpoint writes")
+                continue
+            s = p.summary
+            print(f"  {w}: writers {p.writers}, {p.reuse}; per checkpoint and writer {s.get('files')} "
+                  f"file(s), {s.get('writes')} writes, {s.get('bytes')} B, size quartiles "
+                  f"{s.get('size_q1')} / {s.get('size_median')} / {s.get('size_q3')} B")
+        return 0
+    if a.action == "derive":
+        if not a.workload or not a.checkpoint:
+            raise ConfigError("pattern derive: give --workload and --checkpoint (the folder the "
+                              "real run wrote its checkpoints to)")
+        from ..trace import schema
+        tr = schema.load(a.source)
+        p, rows = checkpoint.derive(tr, a.checkpoint, a.workload, a.ranks, a.app_log)
+    else:  # trace
+        from .. import config, paths
+        from .stage import trace_real_checkpoints
+        w = a.source
+        if w not in ("unet3d", "bert", "dlrm"):
+            raise ConfigError(f"pattern trace {w!r}: allowed workloads: unet3d, bert, dlrm")
+        cfg = config.load(seed=None, **{w: None})
+        p, rows, _ = trace_real_checkpoints(w, getattr(cfg, w).model_dump(mode="json"), cfg.seed,
+                                            paths.data_dir(w), paths.data_dir("emulator_patterns") / w,
+                                            a.ranks)
+    import pandas as pd
+    print(pd.DataFrame(rows).to_string(index=False))
+    checkpoint.write_file({p.workload: p}, a.output)
+    print(f"pattern of {p.workload} -> {a.output}")
+    return 0
+
+
+def cmd_summarize(a) -> int:
+    from .report import write
+
+    write(a.run_dir)
+    print((Path(a.run_dir) / "summary.md").read_text())
+    return 0
+
+
+def _common(p) -> None:
+    p.add_argument("workload", help="unet3d, bert or dlrm")
+    p.add_argument("-B", "--batch-size", type=int, default=None,
+                   help="per accelerator (unet3d, bert) or global (dlrm); default: the sweep's smallest")
+    p.add_argument("-G", "--accelerators", type=int, default=None,
+                   help="emulated accelerators, all nodes together; default: the sweep's largest")
+    p.add_argument("--data", default=None, help="the data set folder (default data/<workload>)")
+    p.add_argument("--params", default=None, help="params file with the workload's section (default params.yaml)")
+    p.add_argument("--set", nargs="*", default=[], help="PART.KEY=YAML over the section, e.g. train.epochs=2")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--nnodes", type=int, default=1)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # its own options (python -m experiments.emulator bench --help)
+        from .bench import main as bench_main
+        return bench_main(argv[1:])
+    ap = argparse.ArgumentParser(prog="python -m experiments.emulator", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name, fn in (("run", cmd_run), ("max-accelerators", cmd_max)):
+        p = sub.add_parser(name)
+        _common(p)
+        p.add_argument("--compute-model", default="fit", help="fit, thesis-v100, zero or a compute-model file")
+        p.add_argument("--checkpoint-pattern", default="traced", help="traced, thesis, none or a pattern file")
+        p.add_argument("--checkpoint-dir", default=None)
+        p.add_argument("--out", default=None, help="results folder (default data/emulator_runs/<name>)")
+        p.add_argument("--no-sync", action="store_true", help="no barrier per step")
+        p.set_defaults(fn=fn)
+        if name == "run":
+            p.add_argument("--dry-run", action="store_true", help="print the resolved config and the launch command")
+            p.add_argument("--node-rank", type=int, default=0)
+            p.add_argument("--rdzv-endpoint", default=None, help="HOST:PORT of node 0 (several nodes)")
+            p.add_argument("--rdzv-id", default=None)
+            p.add_argument("--hosts", default=None, help="BERT across nodes: host of each node, comma separated")
+        else:
+            p.add_argument("--start", type=int, default=1)
+            p.add_argument("--limit", type=int, default=64)
+    p = sub.add_parser("datasize")
+    _common(p)
+    p.add_argument("--memory-gib", type=float, default=None, help="memory of one client node (default: this host)")
+    p.add_argument("--steps", type=int, default=500)
+    p.add_argument("--multiplier", type=float, default=5.0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_datasize)
+    p = sub.add_parser("pattern", help="checkpoint patterns: show, derive (from a trace), trace (a short real run)")
+    p.add_argument("action", choices=["show", "derive", "trace"])
+    p.add_argument("source", help="show: traced|thesis|FILE; derive: TRACE.parquet; trace: WORKLOAD")
+    p.add_argument("--workload", default=None)
+    p.add_argument("--checkpoint", nargs="*", default=None, help="the real run's checkpoint folder(s)")
+    p.add_argument("--app-log", default=None, help="the real run's folder (app-r*.jsonl) or log file")
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("-o", "--output", default="checkpoint_pattern.json")
+    p.set_defaults(fn=cmd_pattern)
+    p = sub.add_parser("summarize", help="(re)write summary.json and summary.md of a run folder")
+    p.add_argument("run_dir")
+    p.set_defaults(fn=cmd_summarize)
+    sub.add_parser("bench", help="emulator with zero compute vs fio on the same files, per tier "
+                   "(bench --help for its options)")
+    a = ap.parse_args(argv)
+    try:
+        return a.fn(a)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""Benchmark (not a test): the load one client drives with the emulator vs fio on the same files.
+
+Per tier and workload, in the same run: the data set is staged on the tier and evicted from the
+page cache (on a memory tier it stays in memory), the emulator runs with **zero compute time**
+(``compute_model="zero"``, no checkpoint) at one accelerator, long enough to read the data set
+about once (:func:`long_enough`), and fio reads the same files with the same request sizes and
+as many readers as the emulator has (buffered, like the frameworks):
+
+- UNET3D: ``np.load`` reads each .npy file with one large read after a 4 KiB header; fio
+  reads the cases of the first epoch sequentially, the images and then the masks, each with
+  the smallest file's size (rounded down to 4 KiB: fio needs the block within the file) as
+  block size, so most files take one or two requests; one job per DataLoader worker (files
+  dealt in turn); the emulator's bytes/s is taken over its first (cold) epoch, without the
+  first batch (its wait is mostly the DataLoader worker starting);
+- BERT: ``TFRecordDataset`` reads with a 256 KiB buffer; fio reads the shard's files
+  sequentially at 256 KiB (or the smallest file's size, if smaller), one job per interleaved
+  file (``cycle_length``);
+- DLRM: one ``pread`` of ``batch x 160`` B per step at a random offset; fio ``randread`` with
+  that block size, one job, as many requests as steps.
+
+The ratio ``emulator / fio`` (bytes/s) is the goal of issue 12 (>= 0.8): a storage benchmark is
+only as good as the load one client can drive. Numbers on a shared or loaded box are noisy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from .. import paths
+
+TFRECORD_BUFFER = 256 * 1024  # tf.data's TFRecordDataset default buffer (thesis Table 5.2: 262,144 B reads)
+
+
+def _files(workload: str, data_dir: Path) -> list[Path]:
+    d = Path(data_dir)
+    if workload == "unet3d":
+        from ..workloads.data_unet3d import read_manifest
+        m = read_manifest(d)
+        return [d / p for p in list(m["path_x"]) + list(m["path_y"])]
+    if workload == "bert":
+        return sorted((d / "train").glob("*.tfrecord")) + [d / "eval" / "eval.tfrecord"]
+    return [d / "train_data.bin", d / "test_data.bin"]
+
+
+def stage_data(workload: str, tier) -> Path:
+    """The workload's data set copied onto ``tier`` (once; verified by a manifest), via
+    :func:`experiments.tiers.stage_copy`. UNET3D has its own manifest (``filelist.csv``); BERT
+    and DLRM are staged through ``data/emulator_stage/<workload>``, a folder of links to the
+    data files plus a manifest of their names, sizes and SHA-256 (the data folders themselves
+    are DVC outputs and are not touched)."""
+    import hashlib
+
+    from ..tiers import stage_copy
+
+    src = paths.data_dir(workload)
+    if workload == "unet3d":
+        return stage_copy(src, tier)
+    st = paths.data_dir("emulator_stage") / workload
+    lines = ["name,bytes,sha256"]
+    want = []
+    for f in _files(workload, src):
+        rel = f.relative_to(src)
+        h = hashlib.sha256()
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                h.update(chunk)
+        lines.append(f"{rel},{f.stat().st_size},{h.hexdigest()}")
+        want.append(rel)
+    man = "\n".join(lines) + "\n"
+    if not (st / "filelist.csv").exists() or (st / "filelist.csv").read_text() != man:
+        import shutil
+        shutil.rmtree(st, ignore_errors=True)
+        for rel in want:
+            (st / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(src / rel, st / rel)
+        (st / "filelist.csv").write_text(man)
+    return stage_copy(st, tier)
+
+
+def _fio_json(jobfile: str) -> dict:
+    from ..fio_baseline import fio_binary
+
+    p = subprocess.run([fio_binary(), "--output-format=json", jobfile], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"fio failed ({p.returncode}): {p.stderr[-2000:]}")
+    data = json.loads(p.stdout[p.stdout.index("{"):])
+    io = sum(j["read"]["io_bytes"] for j in data["jobs"])
+    # jobs of a group run together (its time: the longest job's); groups run one after another
+    groups: dict = {}
+    for j in data["jobs"]:
+        groups[j.get("groupid", 0)] = max(groups.get(j.get("groupid", 0), 0), j["read"]["runtime"])
+    secs = sum(groups.values()) / 1e3
+    return {"io_bytes": io, "seconds": secs, "bw_bytes": io / secs if secs else float("nan"),
+            "jobs": len(data["jobs"])}
+
+
+def _block(nbytes: int) -> int:
+    """A fio block size no larger than ``nbytes`` (fio needs bs <= the file), 4 KiB multiple."""
+    return max(4096, nbytes // 4096 * 4096)
+
+
+def _esc(f) -> str:
+    """A file name for fio's ``filename=a:b`` list (':' escaped)."""
+    return str(f).replace(":", "\\:")
+
+
+def fio_same_files(workload: str, data_dir: Path, cfg, seed: int = 1) -> dict:
+    """fio reading what the emulator of ``cfg`` (one accelerator) reads; see the module docstring."""
+    d = Path(data_dir)
+    sec = cfg.section
+    head = "[global]\nioengine=psync\ndirect=0\nrandrepeat=1\nfile_service_type=sequential\n"
+    jobs = []
+    if workload == "unet3d":
+        from ..workloads.data_unet3d import read_manifest
+        m = read_manifest(d, "train")
+        steps = len(m) // cfg.batch_size
+        cases = m.iloc[: steps * cfg.batch_size]
+        n = max(1, sec["train"]["workers"])
+        nfiles = 0
+        # images, then masks (a second group): a block size per group close to its file sizes
+        for g, col in enumerate(("path_x", "path_y")):
+            files = [d / p for p in cases[col]]
+            nfiles += len(files)
+            bs = _block(min(f.stat().st_size for f in files))
+            for k in range(min(n, len(files))):
+                mine = ":".join(_esc(f) for f in files[k::n])
+                jobs.append(f"[{col[-1]}{k}]\n{'stonewall' + chr(10) if g and not k else ''}rw=read\n"
+                            f"bs={bs}\nfilename={mine}\n")
+        what = f"{nfiles} files (images, then masks), {n} reader(s)"
+    elif workload == "bert":
+        files = sorted((d / "train").glob("*.tfrecord"))
+        n = max(1, min(sec["train"]["cycle_length"], len(files)))
+        bs = _block(min(TFRECORD_BUFFER, min(f.stat().st_size for f in files)))
+        for k in range(n):
+            mine = ":".join(_esc(f) for f in files[k::n])
+            jobs.append(f"[r{k}]\nrw=read\nbs={bs}\nfilename={mine}\n")
+        what = f"{len(files)} files, bs {bs} B, {n} job(s)"
+    else:
+        from ..workloads.data_dlrm import SAMPLE_BYTES
+        bs = cfg.batch_size * SAMPLE_BYTES
+        f = d / "train_data.bin"
+        jobs.append(f"[r0]\nrw=randread\nbs={bs}\nblockalign={SAMPLE_BYTES}\nnorandommap=1\n"
+                    f"randseed={seed}\nfilename={_esc(f)}\nnumber_ios={sec['train']['steps']}\n")
+        what = f"randread bs {bs} B, {sec['train']['steps']} requests"
+    with tempfile.NamedTemporaryFile("w", suffix=".fio", delete=False) as fh:
+        fh.write(head + "".join(jobs))
+        job = fh.name
+    try:
+        out = _fio_json(job)
+    finally:
+        os.unlink(job)
+    return out | {"fio_job": what}
+
+
+def emulator_bytes_per_s(summary: dict) -> tuple[float, float, float]:
+    """(bytes, seconds, bytes/s) the emulator read: UNET3D over its first (cold) epoch."""
+    rd = Path(summary["run_dir"])
+    if summary["workload"] != "unet3d":
+        return summary["data_bytes"], summary["train_s"], summary["data_bytes_per_s"]
+    from ..workloads.data_unet3d import read_manifest
+    from ..workloads.launch import collect
+
+    got = collect(rd)
+    run = json.loads((rd / "run.json").read_text())
+    m = read_manifest(run["data_dir"], "train")
+    size = (m["bytes_x"] + m["bytes_y"]).to_numpy()
+    lo = got["loader"]
+    lo = lo[(lo["split"] == "train") & (lo["epoch"] == 0)]
+    st = got["steps"]
+    first = st[(st["epoch"] == 0) & (st["step"] == 0)]
+    ph = got["phases"]
+    ph = ph[(ph["phase"] == "train") & (ph["epoch"] == 0)]
+    # the first batch's wait is mostly the DataLoader worker starting (fio's job start-up is
+    # not in its time either): leave out that wait and the first batch's cases
+    skip = int(first["samples"].max()) if len(first) else 0
+    nbytes = float(size[lo["case"].astype(int)].sum() - size[lo["case"].astype(int).iloc[:skip]].sum())
+    secs = float(ph["end"].max() - ph["start"].min()) - float(first["data_ns"].max()) / 1e9
+    return nbytes, secs, nbytes / secs
+
+
+def long_enough(workload: str, section: dict, batch_size: int, layout: dict) -> dict:
+    """Overrides so a benchmark run reads the data set about once: BERT and DLRM run one pass
+    of steps (BERT's default 20 steps read little beyond the shuffle buffer's first fill);
+    UNET3D two epochs (the first is measured). Evaluation off where it can be."""
+    if workload == "bert":
+        n = section["data"]["samples_per_file"] * layout["train_files"]
+        return {"train": {"steps": max(3, min(20000, n // batch_size)), "eval_steps": 0}}
+    if workload == "dlrm":
+        return {"train": {"steps": max(3, min(5000, layout["train_samples"] // batch_size)),
+                          "eval_every": 0, "eval_steps": 0}}
+    return {"train": {"epochs": 2, "eval_every": 0}}
+
+
+def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), repeats: int = 1,
+            out_root=None) -> pd.DataFrame:
+    """The table (see the module docstring); one row per tier, workload and repeat. Batch sizes
+    are the ``emulator.points`` of ``params.yaml`` (the sweep's smallest for a workload without
+    a point), at one accelerator."""
+    from .. import cache, config
+    from .config import data_layout, from_params
+
+    cfg_all = config.load(seed=None, tiers=None, emulator=None)
+    tiers = cfg_all.tiers if tiers is None else tiers
+    out_root = Path(out_root or paths.data_dir("emulator_bench"))
+    from .runner import run
+    rows = []
+    for tier in tiers:
+        for w in workloads:
+            data = stage_data(w, tier)
+            pt = cfg_all.emulator.points.get(w)
+            base = from_params(w, None, pt.batch_size if pt else None, 1, compute_model="zero",
+                               checkpoint_pattern="none", data_dir=data, seed=cfg_all.seed, check=False)
+            cfg = from_params(w, None, base.batch_size, 1, compute_model="zero", checkpoint_pattern="none",
+                              data_dir=data, checkpoint_dir=tier.dir / "emulator-checkpoints" / w,
+                              seed=cfg_all.seed,
+                              overrides=long_enough(w, base.section, base.batch_size, data_layout(w, data)))
+            for r in range(repeats):
+                method = cache.evict([data])
+                s = run(cfg, out_root / f"{tier.name}-{w}-{r}")
+                eb, es, ebps = emulator_bytes_per_s(s)
+                cache.evict([data])
+                f = fio_same_files(w, data, cfg, seed=cfg_all.seed + r)
+                rows.append({"tier": tier.name, "workload": w, "repeat": r, "eviction": method,
+                             "batch_size": cfg.batch_size, "emulator_bytes": eb, "emulator_s": es,
+                             "emulator_MBps": ebps / 1e6, "fio_bytes": f["io_bytes"], "fio_s": f["seconds"],
+                             "fio_MBps": f["bw_bytes"] / 1e6, "fio_job": f["fio_job"],
+                             "fraction_of_fio": ebps / f["bw_bytes"]})
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    """``python -m experiments.emulator bench [--workloads unet3d,bert] [--repeats N]``."""
+    import argparse
+
+    from ..config import ConfigError
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.emulator bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default="unet3d,bert,dlrm")
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args(argv)
+    ws = a.workloads.split(",")
+    bad = [w for w in ws if w not in ("unet3d", "bert", "dlrm")]
+    if bad or a.repeats < 1:
+        print(f"error: --workloads {a.workloads!r} / --repeats {a.repeats}: workloads from unet3d, bert, "
+              "dlrm; repeats >= 1", file=sys.stderr)
+        return 2
+    try:
+        t = measure(workloads=ws, repeats=a.repeats)
+    except (ConfigError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from ..results import atomic_write
+    raw = paths.data_dir("emulator_bench") / "bench.csv"
+    atomic_write(raw, lambda p: t.to_csv(p, index=False))
+    med = t.groupby(["tier", "workload"], as_index=False)[["emulator_MBps", "fio_MBps", "fraction_of_fio"]].median()
+    print("\nemulator (zero compute, 1 accelerator) vs fio on the same files and request sizes, "
+          f"median of {a.repeats} (MB/s = 10^6 B/s; goal: fraction >= 0.8)")
+    print(med.round(3).to_string(index=False))
+    print(f"every run: {raw}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

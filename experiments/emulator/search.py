@@ -1,0 +1,125 @@
+"""``max-accelerators``: the most emulated accelerators this storage (and this client) feeds at
+accelerator utilization >= 90 % (MLPerf Storage's headline figure).
+
+The search runs the emulation at G = start, 2 start, 4 start, ... until a run fails the mark or
+a limit is reached, then bisects between the last G that passed and the first that failed. It
+assumes AU falls with G (more accelerators ask more of the storage and the client); every run
+it made is in the answer, so a non-monotonic case shows. Limits, said in ``stopped_because``:
+the data set (each accelerator needs its own files / batch: :func:`.config.max_accelerators_for`),
+``limit`` (default 64), and the client's memory (the first run's peak RSS per rank times G must
+stay under 80 % of the available memory).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import ConfigError
+from .config import EmulatorConfig, check_config, max_accelerators_for
+
+
+def _available_memory() -> int:
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 64,
+                     run=None, say=print) -> dict:
+    """Search as the module docstring says; run folders go to ``out_dir/G<g>``. ``run``:
+    a function ``(cfg, folder) -> summary`` (default :func:`.runner.run`; tests pass a stub).
+
+    Returns ``{"max_accelerators": G or 0, "trials": [{accelerators, au, au_pass, ...}],
+    "stopped_because": "...", "limit": ...}`` and writes ``search.json`` and ``search.md``."""
+    from ..results import atomic_write, write_json
+    from .runner import run as run_one
+
+    run = run or run_one
+    if start < 1 or limit < 1:
+        raise ConfigError(f"start = {start}, limit = {limit}: both must be >= 1")
+    layout = check_config(cfg)
+    data_limit = max_accelerators_for(cfg.workload, cfg.batch_size, layout)
+    hi = min(limit, data_limit)
+    if start > hi:
+        raise ConfigError(f"start = {start}: above the most accelerators allowed here ({hi}: "
+                          f"data set {data_limit}, limit {limit})")
+    out_dir = Path(out_dir)
+    trials: dict[int, dict] = {}
+    mem_per_rank = None
+
+    def trial(g: int) -> bool:
+        nonlocal mem_per_rank
+        c = cfg.model_copy(update={"accelerators": g, "nodes": 1})
+        s = run(c, out_dir / f"G{g}")
+        row = {"accelerators": g, "au": s["au"], "au_pass": bool(s["au_pass"]),
+               "throughput_samples_per_s": s["throughput_samples_per_s"],
+               "data_bytes_per_s": s["data_bytes_per_s"], "train_s": s["train_s"],
+               "run_dir": str(out_dir / f"G{g}")}
+        trials[g] = row
+        mem_per_rank = max(mem_per_rank or 0, s.get("peak_rss_bytes_per_rank", 0))
+        say(f"max-accelerators: G = {g}: AU {100 * s['au']:.1f} % -> {'pass' if row['au_pass'] else 'fail'}")
+        return row["au_pass"]
+
+    why = ""
+    good, bad = 0, None
+    g = start
+    while True:
+        if trial(g):
+            good = g
+        else:
+            bad = g
+            break
+        if g >= hi:
+            why = (f"reached the data set's limit ({data_limit} accelerators at batch {cfg.batch_size})"
+                   if hi == data_limit else f"reached limit = {limit}")
+            break
+        nxt = min(2 * g, hi)
+        avail = _available_memory()
+        if mem_per_rank and avail and nxt * mem_per_rank > 0.8 * avail:
+            cap = int(0.8 * avail // mem_per_rank)
+            if cap <= g:
+                why = (f"client memory: {nxt} ranks x {mem_per_rank / 1e6:.0f} MB peak RSS per rank "
+                       f"> 80 % of {avail / 1e9:.1f} GB available")
+                break
+            nxt = cap
+        g = nxt
+    if bad is not None:
+        lo = good
+        while bad - lo > 1:
+            mid = (lo + bad) // 2
+            if trial(mid):
+                lo = mid
+            else:
+                bad = mid
+        good = lo
+        why = why or (f"AU < {100 * cfg_threshold():.0f} % at {bad} accelerators" if good
+                      else f"AU < {100 * cfg_threshold():.0f} % already at {start} accelerator(s)")
+    rows = [trials[k] for k in sorted(trials)]
+    res = {"workload": cfg.workload, "batch_size": cfg.batch_size, "compute_model": cfg.compute_model,
+           "data_dir": cfg.data_dir, "max_accelerators": good, "stopped_because": why,
+           "limit": hi, "trials": rows}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / "search.json", res)
+    atomic_write(out_dir / "search.md", lambda p: p.write_text(markdown(res)))
+    return res
+
+
+def cfg_threshold() -> float:
+    from ..workloads.compute_model import MLPERF_AU_PASS
+    return MLPERF_AU_PASS
+
+
+def markdown(res: dict) -> str:
+    lines = [f"# Max accelerators, {res['workload'].upper()} batch {res['batch_size']} "
+             f"({res['compute_model']})", "",
+             f"**{res['max_accelerators']} emulated accelerator(s)** at AU >= {100 * cfg_threshold():.0f} %; "
+             f"search stopped: {res['stopped_because']}.", "",
+             "| accelerators | AU % | pass | samples/s | data MB/s |", "|---|---|---|---|---|"]
+    for t in res["trials"]:
+        lines.append(f"| {t['accelerators']} | {100 * t['au']:.1f} | {'yes' if t['au_pass'] else 'no'} | "
+                     f"{t['throughput_samples_per_s']:.4g} | {t['data_bytes_per_s'] / 1e6:.4g} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,166 @@
+"""What the emulator's notebooks call.
+
+``emulator_patterns`` (notebook 50): trace a short real run of each workload (the real program,
+through :func:`experiments.workloads.launch.run_config`, so the framework's own checkpoint code
+writes) and derive its checkpoint pattern from the VFS write rows to its checkpoint folder
+(:func:`.checkpoint.derive`); write ``checkpoint_pattern.json`` (the file the emulator reads by
+default), ``summary.csv`` (one row per traced checkpoint and writer), the traces and metrics.
+
+``emulator`` (notebook 51, for storage engineers): run the emulation of each workload on each
+tier and report accelerator utilization (:func:`run_grid`).
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from .. import paths
+from . import checkpoint
+from .bench import stage_data  # noqa: F401 - the notebook stages data through here
+
+# A short real run still writes every checkpoint the full run writes (same model, same code),
+# and ranks = 2 shows who writes; these overrides keep it short.
+SHORT = {"unet3d": {"train": {"epochs": 2, "eval_every": 0}},
+         "bert": {"train": {"steps": 3, "eval_steps": 0}},
+         "dlrm": {"train": {"steps": 4, "eval_every": 2, "eval_steps": 1}}}
+
+
+def trace_real_checkpoints(workload: str, section: dict, seed: int, data_dir, work_dir,
+                           ranks: int = 2, batch_size: int | None = None, backend: str = "auto"):
+    """Run a short real run of ``workload`` traced, and derive its checkpoint pattern.
+
+    Returns ``(pattern, rows, trace)``; the run folder (application log) and the checkpoints
+    stay under ``work_dir``."""
+    from ..config import merge
+    from ..trace import Tracer
+    from ..workloads import launch
+
+    work_dir = Path(work_dir)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    ck = work_dir / "checkpoints"
+    (ck / workload).mkdir(parents=True)
+    sec = merge(copy.deepcopy(section), SHORT[workload])
+    sec["train"]["checkpoint_dir"] = str(ck)
+    B = batch_size or min(sec["sweep"]["batch_sizes"])
+    run_dir = work_dir / "run"
+    import torch.distributed  # noqa: F401 - loaded before tracing (libraries are not the pattern)
+    with Tracer(backend=backend, watch=[ck], block=False, sample=False, quiet=True) as t:
+        launch.run_config(workload, sec, B, ranks, seed, Path(data_dir), run_dir)
+    pattern, rows = checkpoint.derive(t.trace, [ck / workload], workload, ranks, app_log=run_dir)
+    pattern.derived_from.update({"run": f"real {workload}, {ranks} ranks, batch {B}, short run "
+                                        f"{SHORT[workload]}", "run_dir": str(run_dir)})
+    return pattern, rows, t.trace
+
+
+def derive_all(cfgs: dict, seed: int, work_root=None, ranks: int = 2) -> dict:
+    """Every workload of ``cfgs`` ({workload: validated section}): patterns, a table, traces."""
+    from ..progress import progress
+
+    work_root = Path(work_root or paths.data_dir("emulator_patterns"))
+    pats, rows, traces = {}, [], {}
+    for w, sec in progress(list(cfgs.items()), desc="trace real checkpoints"):
+        sec = sec.model_dump(mode="json") if hasattr(sec, "model_dump") else sec
+        g = min(ranks, max(sec["sweep"]["ranks"]))
+        p, r, tr = trace_real_checkpoints(w, sec, seed, paths.data_dir(w), work_root / w, g)
+        pats[w], traces[w] = p, tr
+        rows += [{"workload": w, **x} for x in r]
+    return {"patterns": pats, "table": pd.DataFrame(rows), "traces": traces}
+
+
+def pattern_summary(pats: dict) -> pd.DataFrame:
+    """One row per workload: what the emulator will replay per checkpoint and writer."""
+    rows = []
+    for w, p in pats.items():
+        s = p.summary
+        rows.append({"workload": w, "writers": p.writers, "reuse": p.reuse,
+                     **{k: s.get(k) for k in ("files", "writes", "bytes", "size_q1", "size_median",
+                                              "size_q3", "size_min", "size_max")},
+                     "ops": ", ".join(f"{k} {v}" for k, v in s.get("ops", {}).items()),
+                     "files_named": ", ".join(f["name"] for f in p.files)})
+    return pd.DataFrame(rows)
+
+
+def run_grid(points: list[dict], tiers, out_root, compute_model: str, checkpoint_pattern: str,
+             seed: int, evict: str = "auto") -> pd.DataFrame:
+    """Each point ``{"workload", "section", "batch_size", "accelerators"}`` on each tier: the
+    data set is staged on the tier (:func:`experiments.tiers.stage_copy`), evicted from the page
+    cache, and emulated; checkpoints go to the tier too. One row per run (the summary)."""
+    from .. import cache
+    from .config import from_params
+    from .runner import run
+
+    rows = []
+    for tier in tiers:
+        for pt in points:
+            w = pt["workload"]
+            data = stage_data(w, tier)
+            cfg = from_params(w, pt["section"], pt["batch_size"], pt["accelerators"],
+                              compute_model=compute_model, checkpoint_pattern=checkpoint_pattern,
+                              data_dir=data, checkpoint_dir=tier.dir / "emulator-checkpoints" / w,
+                              seed=seed)
+            method = cache.evict([data], evict)
+            s = run(cfg, Path(out_root) / f"{tier.name}-{w}")
+            rows.append({"tier": tier.name, "eviction": method, **_flat(s)})
+    return pd.DataFrame(rows)
+
+
+def _flat(s: dict) -> dict:
+    out = {}
+    for k, v in s.items():
+        if isinstance(v, dict):
+            if k in ("data_bytes_by_rank",):
+                continue
+            out.update({f"{k}_{kk}": vv for kk, vv in v.items() if not isinstance(vv, (dict, list))})
+        else:
+            out[k] = v
+    return out
+
+
+def replay_check(pats: dict, work_root=None, backend: str = "auto") -> pd.DataFrame:
+    """Replay every pattern (one checkpoint, rank 0; every writer's files for ``all``) under a
+    tracer and derive the pattern again from that trace: one row per workload with the traced
+    pattern's and the replay's files, writes, bytes and size quartiles, and ``match`` (the
+    replay issued the same calls with the same sizes to the same number of files)."""
+    from ..trace import Tracer
+
+    work_root = Path(work_root or paths.data_dir("emulator_patterns")) / "replay"
+    shutil.rmtree(work_root, ignore_errors=True)
+    rows = []
+    for w, p in pats.items():
+        d = work_root / w
+        d.mkdir(parents=True)
+        with Tracer(backend=backend, watch=[d], block=False, sample=False, quiet=True) as t:
+            checkpoint.replay(p, d, rank=0, tag="end")
+        again, _ = checkpoint.derive(t.trace, [d], w, ranks=1)
+        a, b = p.summary, again.summary
+        want = [(checkpoint.file_name(n, "end", 0, p.writers), ws) for n, ws in p.plan(0)]
+        # the names the replay wrote ({rank} found again by the derivation is rank 0 here)
+        got = [(checkpoint.file_name(f["name"], "end", 0, "rank0"), checkpoint.unrle(f["writes"]))
+               for f in again.files]
+        same = want == got
+        rows.append({"workload": w, "backend": t.trace.backend,
+                     **{f"traced_{k}": a.get(k) for k in ("files", "writes", "bytes", "size_median")},
+                     **{f"replayed_{k}": b.get(k) for k in ("files", "writes", "bytes", "size_median")},
+                     "match": bool(same)})
+    return pd.DataFrame(rows)
+
+
+def pick_tier(tiers, tier: str):
+    """The tier named ``tier`` in ``tiers``, or, for a directory path, a tier ``custom`` there
+    (checked by :func:`experiments.tiers.prepare`: exists or can be made, writable)."""
+    from ..config import ConfigError
+    from ..tiers import Tier, prepare
+
+    for t in tiers:
+        if t.name == tier:
+            return t
+    if "/" in str(tier) or str(tier).startswith("~"):
+        t = Tier(name="custom", path=str(tier))
+        prepare(t)
+        return t
+    raise ConfigError(f"tier = {tier!r}; allowed: a directory path or one of "
+                      f"{', '.join(t.name for t in tiers)}")
