@@ -2,6 +2,10 @@
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,6 +14,8 @@ import pytest
 from experiments import config
 from experiments.config import ConfigError
 from experiments.workloads import data_bert, data_dlrm, data_unet3d, fits, settings, steptimer
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cfg(name, **over):
@@ -72,6 +78,18 @@ def test_dlrm_data_deterministic_and_in_range(tmp_path):
     card = np.array(settings.CRITEO_CARDINALITIES)
     assert (x[:, 14:] >= 0).all() and (x[:, 14:] < card).all()
     assert not (tmp_path / "a.partial").exists()
+
+
+def test_bert_data_identical_across_processes(tmp_path):
+    """Two generations in separate interpreters (different hash seeds, worker counts) write the
+    same bytes: the TFRecord examples are serialized with a fixed map order."""
+    code = ("import sys; from pathlib import Path; from experiments.workloads import data_bert, settings; "
+            "data_bert.generate(Path(sys.argv[1]), settings.BertData(files=2, samples_per_file=8, eval_samples=4, "
+            "seq_len=32, max_predictions=4, vocab_size=256, workers=int(sys.argv[2])), 3)")
+    for name, hash_seed, workers in (("a", "1", "1"), ("b", "2", "2")):
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / name), workers], check=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONHASHSEED": hash_seed, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
 
 
 def test_unet3d_cases(tmp_path):

@@ -104,7 +104,7 @@ def _serialize(tf, arrays: dict) -> bytes:
             feat[k] = tf.train.Feature(float_list=tf.train.FloatList(value=v.tolist()))
         else:
             feat[k] = tf.train.Feature(int64_list=tf.train.Int64List(value=v.tolist()))
-    return tf.train.Example(features=tf.train.Features(feature=feat)).SerializeToString()
+    return tf.train.Example(features=tf.train.Features(feature=feat)).SerializeToString(deterministic=True)
 
 
 def _work(args) -> tuple[int, int]:
