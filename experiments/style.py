@@ -17,13 +17,24 @@ def apply(context: str = "notebook") -> None:
     plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 150, "axes.titleweight": "bold"})
 
 
+def _drawn_renderer(fig):
+    """Draw ``fig`` and return its renderer. A figure whose pyplot window was closed (Jupyter's
+    inline backend closes each cell's figures) is left with a bare canvas that cannot draw;
+    it gets an Agg canvas, the one savefig uses for PNG."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    return fig.canvas.get_renderer()
+
+
 def stamp_host(fig) -> None:
     """Write which host made the figure under its bottom-right corner (once), below every
     other artist, so it never sits on a label (the figure is saved with a tight box)."""
     if getattr(fig, _STAMP, False):
         return
-    fig.canvas.draw()
-    bb = fig.get_tightbbox(fig.canvas.get_renderer())   # inches
+    bb = fig.get_tightbbox(_drawn_renderer(fig))   # inches
     w, h = fig.get_size_inches()
     fig.text(min(bb.x1 / w, 1.0), bb.y0 / h - 0.02 / h, f"host: {envinfo.host_label()}",
              ha="right", va="top", fontsize=7, color="0.45")
@@ -176,8 +187,7 @@ def layout_problems(fig, min_px: float = 1.0) -> list[str]:
     the figure is clean."""
     import numpy as np
 
-    fig.canvas.draw()
-    r = fig.canvas.get_renderer()
+    r = _drawn_renderer(fig)
     boxes = _text_boxes(fig, r)
     out = []
     for i, (a, pa) in enumerate(boxes):
