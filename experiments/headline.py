@@ -29,7 +29,6 @@ KEYS: dict[str, str] = {
     "similarity": "weighted cosine similarity of a traced run and its repeat (Eq 4.1)",
     "match": "fraction of traced components that match what was asked (fio's job; a replayed checkpoint)",
     "data_share": "median share of a training step spent waiting for data (thesis workloads)",
-    "compute_s": "median compute time of a training step, s (thesis workloads)",
     "r2": "R² of the stage's fit: the worst over its workloads (thesis Eq 5.1, 5.3, 5.5)",
     "au": "median accelerator utilization of the stage's emulated runs (thesis Eq 3.1), 0-1",
 }
@@ -125,9 +124,8 @@ def blog(summary: pd.DataFrame, storage: str) -> dict:
 
 def workload_runs(runs: pd.DataFrame, summary: pd.DataFrame) -> dict:
     """A thesis workload's sweep (real, sleep or random-content runs): the runs' wall seconds
-    in all, the median data share of a step and the median compute time of a step (s)."""
-    return {"seconds": _num(runs["wall_seconds"].sum()), "data_share": _num(summary["data_share"].median()),
-            "compute_s": _num(summary["compute_s"].median())}
+    in all and the median data share of a step (compute times are in summary.csv)."""
+    return {"seconds": _num(runs["wall_seconds"].sum()), "data_share": _num(summary["data_share"].median())}
 
 
 def workload_fits(models: dict, claim_list: list[dict]) -> dict:

@@ -70,7 +70,7 @@ def test_headline_metrics_use_the_one_vocabulary():
     assert headline.fio_baseline(fio, "disk") == {"MBps": 500.0, "iops": 4000.0}
     runs = pd.DataFrame({"wall_seconds": [2.0, 3.0]})
     summary = pd.DataFrame({"data_share": [0.1, 0.3, 0.2], "compute_s": [1.0, 2.0, 3.0]})
-    assert headline.workload_runs(runs, summary) == {"seconds": 5.0, "data_share": 0.2, "compute_s": 2.0}
+    assert headline.workload_runs(runs, summary) == {"seconds": 5.0, "data_share": 0.2}
     models = {"a": {"mean": {"r2": 0.9}}, "b": {"mean": {"r2": 0.7}}, "c": {"mean": {"r2": None}}}
     au = pd.DataFrame({"row": ["sleep", "sleep", "real"], "au": [0.8, 1.0, 0.1]})
     assert headline.workload_fits(models, claim_list)["r2"] == 0.7

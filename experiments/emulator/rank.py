@@ -87,8 +87,9 @@ class Compute:
 
 
 def _record(t: StepTimer, slept: tuple[int, float], **fields) -> None:
-    """End the step; ``sleep_ns`` is the time slept, ``sleep_drawn_ns`` the time asked for."""
-    t.end_step(sleep_ns=slept[0], sleep_drawn_ns=int(round(slept[1] * 1e9)), **fields)
+    """End the step; ``sleep_ns`` (the step timer's part, as in a workload's ``compute: sleep``
+    step) is the time slept, ``sleep_drawn_ns`` the time asked for."""
+    t.end_step(sleep_drawn_ns=int(round(slept[1] * 1e9)), **fields)
 
 
 def _write(run: dict, rank: int, steps: list[dict], facts: dict) -> None:
@@ -173,7 +174,7 @@ def unet3d(run: dict) -> None:
             for step, (x, y) in enumerate(loader):
                 t.got_batch()
                 slept = compute.sleep()
-                t.mark("forward_ns")
+                t.mark("sleep_ns")
                 sync()
                 t.mark("allreduce_ns")
                 _record(t, slept, epoch=epoch, step=step, samples=B)
@@ -226,7 +227,7 @@ def dlrm(run: dict) -> None:
         _, _, y, vfs, prep = train.read(B, rank, world)
         t.got_batch()
         slept = compute.sleep()
-        t.mark("forward_ns")
+        t.mark("sleep_ns")
         sync()
         t.mark("allreduce_ns")
         _record(t, slept, epoch=0, step=step, samples=B, local_samples=len(y), vfs_ns=vfs, prep_ns=prep)
@@ -305,7 +306,7 @@ def bert(run: dict) -> None:
             batch = first if step == 0 else next(it)
             t.got_batch()
             slept = compute.sleep()
-            t.mark("forward_ns")
+            t.mark("sleep_ns")
             sync()
             t.mark("allreduce_ns")
             _record(t, slept, epoch=0, step=step, samples=B)

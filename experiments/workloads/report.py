@@ -61,7 +61,7 @@ def plot_breakdown(s: pd.DataFrame, workload: str, figure: str):
             ax.set_title(PART_LABELS[col])
         for ax in axes[1][len(parts):]:
             ax.axis("off")
-    axes[0][0].legend(title="ranks", fontsize=8)
+    style.legend_beside(axes[0][2], axes=[axes[0][0]], title="ranks")
     fig.suptitle(f"{figure}: {TITLES[workload]} step breakdown (median, IQR) — {ROW_NOTE}", fontsize=9)
     fig.tight_layout()
     return fig
@@ -74,7 +74,7 @@ def _panel_row(s: pd.DataFrame, cols: list[tuple[str, str, str]], title: str):
     for ax, (col, name, ylabel) in zip(axes[0], cols):
         _lines(ax, s, col, ylabel, logy=True)
         ax.set_title(name)
-    axes[0][0].legend(title="ranks", fontsize=8)
+    style.legend_beside(axes[0][-1], axes=[axes[0][0]], title="ranks")
     fig.suptitle(f"{title} — {ROW_NOTE}", fontsize=9)
     fig.tight_layout()
     return fig
@@ -134,7 +134,7 @@ def plot_fit(nfits: pd.DataFrame, models: dict, workload: str):
         ax.set_xlabel("batch size (samples)")
         ax.set_ylabel(f"compute time {stat}, s")
         ax.set_title(f"{stat}: R² = {models[workload][stat]['r2']:.2f}")
-    axes[0].legend(fontsize=7)
+    style.legend_beside(axes[1], axes=[axes[0]], fontsize=7)
     fig.suptitle(f"{TITLES[workload]}: linear model of compute time (cf. Eq 5.1-5.6)", fontsize=9)
     fig.tight_layout()
     return fig
@@ -268,7 +268,7 @@ def plot_rows(s: pd.DataFrame, rows, workload: str, figure: str, panels, unit: s
             ax.set_ylabel(f"{r.label}\n{unit}" if j == 0 else "", fontsize=8)
             if i < len(drawn) - 1:
                 ax.set_xlabel("")
-    axes[0][0].legend(title="ranks", fontsize=7, title_fontsize=7)
+    style.legend_beside(axes[0][-1], axes=[axes[0][0]], fontsize=7, title="ranks", title_fontsize=7)
     missing = [r.label for r in rows if r not in drawn]
     note = f" (no runs: {', '.join(missing)})" if missing else ""
     fig.suptitle(f"{figure}: {TITLES[workload]} {what}, median with IQR{note}", fontsize=9)
@@ -300,7 +300,7 @@ def plot_fig_a3(s: pd.DataFrame, labels: dict):
             ax.set_ylabel(f"{name}, s" if j == 0 else "s", fontsize=8)
             if i == len(Gs) - 1:
                 ax.set_xlabel("batch size (samples)")
-    axes[0][0].legend(fontsize=7)
+    style.legend_beside(axes[0][-1], axes=list(axes.ravel()), fontsize=7)
     fig.suptitle("Fig A.3: UNET3D with compute: sleep, effect of an extra sleep in the loader "
                  "standing in for preprocessing (median, IQR)", fontsize=9)
     fig.tight_layout()
@@ -324,7 +324,7 @@ def plot_utilization(au: pd.DataFrame, rows):
         ax.set_ylabel("accelerator utilization, %")
         if d["batch_size"].max() / max(1, d["batch_size"].min()) >= 16:
             ax.set_xscale("log", base=2)
-        ax.legend(fontsize=6)
+        style.legend_beside(ax, fontsize=6)   # per panel: its lines' colors are its own
     fig.suptitle("Accelerator utilization (Eq 3.1, 3.2): ideal compute time from the compute model over "
                  "the train phases' wall time; line: MLPerf Storage's 90 %", fontsize=9)
     fig.tight_layout()
