@@ -123,7 +123,7 @@ def notebook_modules(nb: Path) -> set[str]:
 
 
 def stage_notebook(cmd: str) -> Path | None:
-    m = re.search(r"papermill\s+(\S+\.ipynb)", " ".join(cmd) if isinstance(cmd, list) else cmd)
+    m = re.search(r"(?:papermill|experiments\.run_notebook)\s+(\S+\.ipynb)", " ".join(cmd) if isinstance(cmd, list) else cmd)
     return _root() / m.group(1) if m else None
 
 

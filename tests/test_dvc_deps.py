@@ -16,6 +16,16 @@ def test_every_stage_depends_on_the_modules_and_results_its_notebook_uses():
         f"  {s}: {', '.join(f)}" for s, f in miss.items())
 
 
+def test_every_stage_command_names_the_notebook_it_runs():
+    """The check above reads each stage's notebook from its cmd; a cmd it cannot parse would
+    make that check pass without checking anything."""
+    import yaml
+
+    stages = yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"]
+    unparsed = [n for n, st in stages.items() if depcheck.stage_notebook(st.get("cmd", "")) is None]
+    assert not unparsed, f"stages whose cmd names no notebook depcheck can find: {unparsed}"
+
+
 def _notebook(tmp_path, *cells):
     nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": []} for c in cells],
           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
