@@ -61,9 +61,9 @@ def _tables(dlio=DLIO, emu_mbps=95.0, emu_sps=50.0):
     vs = {"unet3d": {"real": REAL, "emulator": EMU, "dlio": dlio}}
     sims = compare.similarity_table("unet3d", vs["unet3d"], why={"dlio": "no DLIO here"})
     tp = pd.DataFrame([
-        {"workload": "unet3d", "side": "real", "MBps": 100.0, "samples_per_s": 50.0},
-        {"workload": "unet3d", "side": "emulator", "MBps": emu_mbps, "samples_per_s": emu_sps},
-        {"workload": "unet3d", "side": "dlio", "MBps": 20.0 if dlio else float("nan"), "samples_per_s": 10.0}])
+        {"workload": "unet3d", "side": "real", "data_sps": 100.0, "compute_sps": 50.0},
+        {"workload": "unet3d", "side": "emulator", "data_sps": emu_mbps, "compute_sps": emu_sps},
+        {"workload": "unet3d", "side": "dlio", "data_sps": 20.0 if dlio else float("nan"), "compute_sps": 10.0}])
     return sims, tp, vs
 
 

@@ -7,7 +7,7 @@
    the bytes per sample it read; each fraction is against the fio job that mirrors that
    program's own requests (for DLRM DLIO is judged in requests/s, see its module).
 2. **per workload**: the ``traced_comparison`` stage's emulator, real and DLIO data throughput
-   (MB/s) and similarity to the real run (read from ``results/traced_comparison``), and the
+   (MB/s, and samples/s as the thesis's Sec 4.4) and similarity to the real run (read from ``results/traced_comparison``), and the
    most accelerators at AU >= 90 % (:func:`experiments.emulator.max_accelerators`) on each
    tier with this box's fitted compute model and the thesis's V100 model, searched up to
    ``--search-limit``.
@@ -66,6 +66,7 @@ def stage_table() -> pd.DataFrame:
         r = {"workload": w, "batch_size": int(t["batch_size"].iloc[0]), "ranks": int(t["ranks"].iloc[0])}
         for side in ("real", "emulator", "dlio"):
             r[f"{side}_MBps"] = float(t["MBps"].get(side, float("nan")))
+            r[f"{side}_data_sps"] = float(t["data_sps"].get(side, float("nan")))
             if side != "real":
                 r[f"{side}_similarity"] = float(s["similarity"].get(side, float("nan")))
         rows.append(r)

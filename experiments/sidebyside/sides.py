@@ -25,12 +25,14 @@ Throughputs (one row per side, :func:`throughput_row`):
   seconds (train phases, evaluation and checkpoints between them left out:
   :func:`experiments.emulator.report._train_seconds`); DLIO: its own per-epoch figure (median
   of the epochs after the first, converted to our samples by :mod:`experiments.dlio.outputs`);
-- ``MBps`` (data throughput): bytes the loaders read for training / training seconds, 10^6 B/s
+- ``MBps``: bytes the loaders read for training / training seconds, 10^6 B/s
   (:func:`experiments.emulator.report.data_bytes`: the same measurement for the three sides
-  that run our loaders); DLIO: its samples/s x bytes per sample;
-- ``data_sps`` / ``compute_sps``: the thesis's Sec 4.4 step throughputs (batch / median data
-  wait, batch / median compute time of the steady steps, :func:`experiments.workloads.fits.step_summary`),
-  for the sides with our step records;
+  that run our loaders; NaN where the records hold no byte count: the real and sleep BERT
+  ranks do not log ``/proc/self/io``); DLIO: its samples/s x bytes per sample;
+- ``data_sps`` / ``compute_sps``: **the thesis's data and compute throughputs** (Sec 4.4,
+  Fig 5.6, 5.11, 5.17): samples a rank takes per step / median data wait, and / median compute
+  time, of the steady steps (:func:`experiments.workloads.fits.step_summary`); DLIO: the same
+  from its per-step ``load`` and ``compute`` times (each epoch's first step left out);
 - ``vfs_read_MB``: the trace's bytes read from data files over the whole run (init and
   evaluation included), the same for every side.
 """
@@ -177,10 +179,21 @@ def throughput_row(res: dict, got: dict) -> dict:
            if res.get("vector") else float("nan")}
     if res["status"] != "measured":
         return row
+    local_b = B / G if w == "dlrm" else B     # samples one rank takes per step (ours)
     if res["side"] == "dlio":
         d = res["dlio"]["row"]
         row.update(train_s=d["train_s"], samples_per_s=d["samples_per_s"], MBps=d["MBps"],
                    samples=d["samples_per_s"] * d["train_s"], data_MB=d["MBps"] * d["train_s"])
+        st = res["dlio"]["steps"]
+        st = st[st["phase"] == "train"] if len(st) else st
+        if len(st):
+            # as step_summary: each epoch's first step left out (the loader starting)
+            st = st[st["step"] > st.groupby(["rank", "epoch"])["step"].transform("min")] \
+                if (st.groupby(["rank", "epoch"]).size() > 1).all() else st
+            load, comp = st["load_s"].dropna(), st["compute_s"].dropna()
+            row.update(data_sps=local_b / max(float(load.median()), 1e-9) if len(load) else float("nan"),
+                       compute_sps=local_b / float(comp.median()) if len(comp) and comp.median() > 0
+                       else float("nan"))
         return row
     steps = got["steps"]
     train_s, _ = _train_seconds(got["phases"])
@@ -188,7 +201,8 @@ def throughput_row(res: dict, got: dict) -> dict:
     samples = n * B if w == "dlrm" else int(steps["samples"].sum())
     run = json.loads((Path(res["run_dir"]) / "run.json").read_text())
     by_rank, _ = data_bytes(run, got)
-    nbytes = float(sum(by_rank.values()))
+    # 0: the run's records hold no byte count (the real BERT ranks do not log /proc/self/io)
+    nbytes = float(sum(by_rank.values())) or float("nan")
     st = step_summary(steps, None)
     row.update(train_s=train_s, samples=samples, samples_per_s=samples / train_s if train_s > 0 else float("nan"),
                data_MB=nbytes / 1e6, MBps=nbytes / 1e6 / train_s if train_s > 0 else float("nan"),

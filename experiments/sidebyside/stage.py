@@ -14,7 +14,8 @@
   :data:`experiments.workloads.validation.ROWS`'s ``emulator`` row reads this folder;
 - figures: ``fig5_7_unet3d_timeline_<side>``, ``fig5_12_bert_...``, ``fig5_18_dlrm_...``
   (:func:`experiments.trace.timeline.plot`, phases from each run's application log) and
-  ``throughput_vs_batch`` (each side's data and compute throughput at the measured batch size);
+  ``throughput_vs_batch`` (each side's data and compute throughput, samples/s, at the measured
+  batch size);
 - ``claims.json``, ``metrics.json``, ``env.json``.
 """
 
@@ -113,8 +114,8 @@ def timelines(done: dict):
 
 
 def throughput_figure(tp: pd.DataFrame):
-    """Data throughput (MB/s) and compute throughput (samples/s) of each side against the batch
-    size, one column per workload (the points this stage ran)."""
+    """The thesis's data and compute throughputs (samples/s, Sec 4.4) of each side against the
+    batch size, one column per workload (the points this stage ran)."""
     import matplotlib.pyplot as plt
 
     from .. import style
@@ -124,8 +125,8 @@ def throughput_figure(tp: pd.DataFrame):
     markers = dict(zip(SIDES, "osD^"))
     for j, w in enumerate(ws):
         d = tp[tp["workload"] == w]
-        for i, (col, label) in enumerate((("MBps", "data throughput (MB/s)"),
-                                          ("samples_per_s", "compute throughput (samples/s)"))):
+        for i, (col, label) in enumerate((("data_sps", "data throughput (samples/s)"),
+                                          ("compute_sps", "compute throughput (samples/s)"))):
             ax = axes[i][j]
             for side, g in d.groupby("side", sort=False):
                 g = g[g[col].notna()]
@@ -172,11 +173,10 @@ def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, fig
     out.claims(claim_list)
     metrics = {"similarity": compare.headline_similarity(tabs["similarity"]), **headline.claims(claim_list)}
     out.metrics(metrics)
+    keep = ("status", "why", "command", "config_file", "dlio_version", "wall_s")
     facts = {w: {s: {k: r.get(k) for k in ("status", "why", "backend", "eviction", "wall_s", "run_dir")}
-                 | ({"dlio": {k: v for k, v in (r["dlio"] or {}).items()
-                              if k in ("status", "why", "command", "config_file", "dlio_version", "wall_s")}}
-                    if side == "dlio" else {})
-                 for s, r in got["results"].items() for side in [s]}
+                 | {"dlio": {k: v for k, v in (r.get("dlio") or {}).items() if k in keep}}
+                 for s, r in got["results"].items()}
              for w, got in done.items()}
     backends = sorted({r.get("backend") for got in done.values() for r in got["results"].values() if r.get("backend")})
     out.env(params=params, tracer=", ".join(backends), sides=facts,
