@@ -132,7 +132,7 @@ def markdown(table: pd.DataFrame, sims: pd.DataFrame, title: str) -> str:
         lines.append("| " + " | ".join([r["component"], str(r["weight"]), *(_fmt(r[s]) for s in sides), *diffs]) + " |")
     lines += ["", "| side | weighted similarity to the real run | trace back end | note |", "|---|---|---|---|"]
     for _, r in sims.iterrows():
-        val = "not measured" if r["status"] != "measured" else _fmt(round(float(r["similarity"]), 4)) \
+        val = "not measured" if r["status"] != "measured" else f"{float(r['similarity']):.4f}" \
             if not _nan(r["similarity"]) else "n/a"
         lines.append(f"| {r['side']} | {val} | {r['backend']} | {r['why']} |")
     return "\n".join(lines) + "\n"

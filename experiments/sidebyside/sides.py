@@ -30,8 +30,8 @@ Throughputs (one row per side, :func:`throughput_row`):
   that run our loaders; NaN where the records hold no byte count: the real and sleep BERT
   ranks do not log ``/proc/self/io``); DLIO: its samples/s x bytes per sample;
 - ``data_sps`` / ``compute_sps``: **the thesis's data and compute throughputs** (Sec 4.4,
-  Fig 5.6, 5.11, 5.17): samples a rank takes per step / median data wait, and / median compute
-  time, of the steady steps (:func:`experiments.workloads.fits.step_summary`); DLIO: the same
+  Fig 5.6, 5.11, 5.17): samples per step (per rank; DLRM: the global batch, as our step
+  records count it) / median data wait, and / median compute time, of the steady steps (:func:`experiments.workloads.fits.step_summary`); DLIO: the same
   from its per-step ``load`` and ``compute`` times (each epoch's first step left out);
 - ``vfs_read_MB``: the trace's bytes read from data files over the whole run (init and
   evaluation included), the same for every side.
@@ -179,7 +179,7 @@ def throughput_row(res: dict, got: dict) -> dict:
            if res.get("vector") else float("nan")}
     if res["status"] != "measured":
         return row
-    local_b = B / G if w == "dlrm" else B     # samples one rank takes per step (ours)
+    per_step = B   # samples per step as our step records count them (DLRM: the global batch)
     if res["side"] == "dlio":
         d = res["dlio"]["row"]
         row.update(train_s=d["train_s"], samples_per_s=d["samples_per_s"], MBps=d["MBps"],
@@ -191,8 +191,8 @@ def throughput_row(res: dict, got: dict) -> dict:
             st = st[st["step"] > st.groupby(["rank", "epoch"])["step"].transform("min")] \
                 if (st.groupby(["rank", "epoch"]).size() > 1).all() else st
             load, comp = st["load_s"].dropna(), st["compute_s"].dropna()
-            row.update(data_sps=local_b / max(float(load.median()), 1e-9) if len(load) else float("nan"),
-                       compute_sps=local_b / float(comp.median()) if len(comp) and comp.median() > 0
+            row.update(data_sps=per_step / max(float(load.median()), 1e-9) if len(load) else float("nan"),
+                       compute_sps=per_step / float(comp.median()) if len(comp) and comp.median() > 0
                        else float("nan"))
         return row
     steps = got["steps"]
