@@ -140,3 +140,17 @@ def test_bench_client_table_puts_emulator_dlio_and_fio_side_by_side():
     assert t.loc["bert", "emulator_ahead_of_dlio"] == True  # noqa: E712 - a pandas object cell
     assert t.loc["bert", "emulator_goal_0.8"] and not t.loc["dlrm", "emulator_goal_0.8"]
     assert pd.isna(t.loc["dlrm", "emulator_ahead_of_dlio"]) and t.loc["dlrm", "dlio_why"] == "no mpiexec"
+
+
+def test_a_failing_claim_says_what_was_measured():
+    sims, tp, vs = _tables(emu_mbps=50.0)
+    tp = pd.concat([tp, pd.DataFrame([{"workload": "unet3d", "side": "sleep", "data_sps": 55.0,
+                                       "compute_sps": 50.0}])], ignore_index=True)
+    cl = {c["id"]: c for c in compare.claims_for(sims, tp, vs)}
+    note = cl["traced-data-throughput-emulator-unet3d"]["note"]
+    assert "real 100" in note and "emulator 50" in note and "sleep run 55" in note
+    far = vec(**{k: 0.0 for k in KEYS[:9]})     # reads nothing the real run read
+    vs2 = {"unet3d": {"real": REAL, "emulator": far, "dlio": DLIO}}
+    cl = {c["id"]: c for c in compare.claims_for(compare.similarity_table("unet3d", vs2["unet3d"]), tp, vs2)}
+    c = cl["traced-similarity-emulator-unet3d"]
+    assert c["verdict"] == "fails" and "farthest components" in c["note"] and "vfs_reads 10 vs 0" in c["note"]
