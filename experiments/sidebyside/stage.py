@@ -121,7 +121,7 @@ def throughput_figure(tp: pd.DataFrame):
     from .. import style
 
     ws = list(dict.fromkeys(tp["workload"]))
-    fig, axes = plt.subplots(2, len(ws), figsize=(3.6 * len(ws) + 1.6, 5.4), squeeze=False)
+    fig, axes = plt.subplots(2, len(ws), figsize=(4.6 * len(ws) + 1.6, 5.8), squeeze=False)
     markers = dict(zip(SIDES, "osD^"))
     for j, w in enumerate(ws):
         d = tp[tp["workload"] == w]
@@ -133,8 +133,10 @@ def throughput_figure(tp: pd.DataFrame):
                 if len(g):
                     ax.plot(g["batch_size"], g[col], marker=markers.get(side, "x"), ls="-", label=side)
             ax.set_xscale("log", base=2)
-            ax.set(xlabel="batch size (samples)" + (" (global)" if w == "dlrm" else " per accelerator"),
-                   ylabel=label)
+            if (d[col] > 0).any():
+                style.log_axis(ax, "y")   # the sides can differ by orders of magnitude (DLIO's DLRM)
+            ax.set(xlabel="batch size (samples, " + ("global)" if w == "dlrm" else "per accelerator)"),
+                   ylabel=label if j == 0 else "")
             if i == 0:
                 ax.set_title(f"{w.upper()}, {int(d['ranks'].iloc[0])} ranks")
     handles, labels = axes[0][0].get_legend_handles_labels()
