@@ -142,6 +142,11 @@ def main(argv=None) -> int:
         print(f"\nmost accelerators at AU >= 90 % (searched up to {a.search_limit}), per tier and compute model")
         with pd.option_context(*sum(wide.items(), ())):
             print(m.to_string(index=False))
+    import shutil
+
+    shutil.rmtree(out, ignore_errors=True)          # the runs' folders; the tables are printed
+    for t in tiers:
+        shutil.rmtree(t.dir / "bench-checkpoints", ignore_errors=True)
     return 0
 
 
