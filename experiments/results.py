@@ -209,11 +209,6 @@ class StageResults:
         """
         from . import style
 
-        if not hasattr(fig.canvas, "get_renderer"):
-            # a figure drawn in an earlier cell: the inline backend closed it after that cell,
-            # which leaves it a bare FigureCanvasBase (matplotlib >= 3.10); give it one to draw on
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
-            FigureCanvasAgg(fig)
         style.stamp_host(fig)
         problems = style.layout_problems(fig)
         self._figures = getattr(self, "_figures", {}) | {name: problems}
