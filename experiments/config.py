@@ -45,6 +45,7 @@ SECTIONS: dict[str, str] = {
     "workload_random": "experiments.workloads.settings:WorkloadRandomConfig",
     "tracing_patterns": "experiments.trace.stage:TracingPatternsConfig",
     "emulator": "experiments.emulator.config:EmulatorSection",
+    "traced_comparison": "experiments.sidebyside.settings:TracedComparisonConfig",
 }
 
 

@@ -242,7 +242,7 @@ def test_storage_engineer_notebook(emu):
     nb = emu["root"] / "notebooks" / "51-emulator.ipynb"
     out = emu["tmp"] / "51.ipynb"
     env = {**os.environ, "DLIO_ROOT": str(emu["root"])}
-    subprocess.run(["papermill", str(nb), str(out), "-k", "python3", "-f", "params.yaml", "-p", "tier", "mem",
+    subprocess.run([str(Path(sys.executable).parent / "papermill"), str(nb), str(out), "-k", "python3", "-f", "params.yaml", "-p", "tier", "mem",
                     "-y", "workloads: [dlrm]", "-p", "compute_model", emu["model"], "-p", "search_limit", "2",
                     "--log-level", "WARNING"], cwd=emu["root"], env=env, check=True, capture_output=True)
     s = json.loads((emu["root"] / "data" / "emulator_runs" / "notebook" / "mem-dlrm" / "summary.json").read_text())

@@ -5,8 +5,10 @@ Rows (:data:`ROWS`, data, so another row is one entry): ``real`` (the workload s
 ``unet3d``, ``bert``, ``dlrm``: realistic data, real compute), ``random`` (the real workload on
 ``data/<workload>-random``: same files and sizes, no structure; the thesis's "generated
 data"), ``sleep`` (realistic data, ``train.compute: sleep`` with the compute model of
-``workload_sleep.compute_model``). Fig A.3 adds UNET3D sleep runs whose loader skips the
-preprocessing (``prep-none``) or sleeps in its place (``prep-sleep``).
+``workload_sleep.compute_model``), ``emulator`` (:mod:`experiments.emulator` at the points of
+the ``traced_comparison`` stage, which writes its runs in this layout). Fig A.3 adds UNET3D
+sleep runs whose loader skips the preprocessing (``prep-none``) or sleeps in its place
+(``prep-sleep``).
 
 A plan (:func:`sleep_plan`, :func:`random_plan`) is checked whole before any run starts: the
 compute model file (missing, another schema, no entry for a workload), the subset of the
@@ -47,7 +49,8 @@ ROWS = [
     Row("real", "real workload (realistic data)", "{workload}", "real"),
     Row("random", "generated (random) data", "workload_random", "random"),
     Row("sleep", "sleep instead of compute", "workload_sleep", "sleep"),
-    # The emulator (issue 12) adds: Row("emulator", "emulator", "<its stage>", "emulator")
+    # the emulator (issue 12): the runs the traced_comparison stage made (one (B, G) per workload)
+    Row("emulator", "emulator (no model, sleep)", "traced_comparison", "emulator"),
 ]
 FIG_A3 = {"sleep": "preprocessing (real)", "prep-none": "no preprocessing",
           "prep-sleep": "sleep standing in for preprocessing"}

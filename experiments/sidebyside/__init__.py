@@ -1,0 +1,11 @@
+"""Real, sleep, emulator and DLIO traced side by side (Ho-Von 2023 Tables 5.1-5.3, Fig 5.7,
+5.12, 5.18): the ``traced_comparison`` stage (notebook 52).
+
+- :mod:`.settings` the ``traced_comparison`` section of ``params.yaml``;
+- :mod:`.sides`    runs each side of one workload under :class:`experiments.trace.Tracer`
+                   (the real and sleep runs through :mod:`experiments.workloads.launch`, the
+                   emulator through :mod:`experiments.emulator`, DLIO through
+                   :mod:`experiments.dlio`) and measures its throughputs;
+- :mod:`.compare`  the per-component tables, the similarities and the claims (pure: tables in,
+                   tables out; unit-tested on tiny vectors).
+"""

@@ -1,0 +1,154 @@
+"""Benchmark tables (``make bench``; not tests, numbers from a shared box are noisy):
+
+1. **client load per tier**: our emulator at zero compute (:func:`experiments.emulator.bench.measure`)
+   and DLIO at ``computation_time`` 0 (:func:`experiments.dlio.bench.measure`), each beside fio
+   reading the same files with the same request sizes, in one run. Goal (issue 12): the
+   emulator at >= 0.8 of fio's bytes/s and ahead of DLIO. DLIO's bytes/s is its samples/s x
+   the bytes per sample it read; each fraction is against the fio job that mirrors that
+   program's own requests (for DLRM DLIO is judged in requests/s, see its module).
+2. **per workload**: the ``traced_comparison`` stage's emulator, real and DLIO data throughput
+   (MB/s, and samples/s as the thesis's Sec 4.4) and similarity to the real run (read from ``results/traced_comparison``), and the
+   most accelerators at AU >= 90 % (:func:`experiments.emulator.max_accelerators`) on each
+   tier with this box's fitted compute model and the thesis's V100 model, searched up to
+   ``--search-limit``.
+
+``python -m experiments.sidebyside.bench [--tiers mem,disk] [--workloads unet3d,bert,dlrm]
+[--search-limit 2] [--skip-client]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from .. import paths
+from ..config import ConfigError
+
+MODELS = ("fit", "thesis-v100")
+
+
+def client_table(emu: pd.DataFrame, dl: pd.DataFrame) -> pd.DataFrame:
+    """One row per (tier, workload): emulator and DLIO bytes/s with their fio references
+    (``emu``: emulator bench rows, median over repeats; ``dl``: DLIO bench rows)."""
+    e = emu.groupby(["tier", "workload"], as_index=False)[["emulator_MBps", "fio_MBps", "fraction_of_fio"]] \
+        .median().rename(columns={"fio_MBps": "fio_MBps_emulator_job", "fraction_of_fio": "emulator_fraction_of_fio"})
+    d = dl.copy()
+    if len(d):
+        d["dlio_MBps"] = d.get("dlio_Bps", pd.Series(float("nan"), index=d.index)) / 1e6
+        d["fio_MBps_dlio_job"] = d.get("fio_Bps", pd.Series(float("nan"), index=d.index)) / 1e6
+        keep = [c for c in ("tier", "workload", "status", "dlio_MBps", "fio_MBps_dlio_job", "dlio_fraction_of_fio",
+                            "basis", "why") if c in d]
+        d = d[keep].rename(columns={"status": "dlio_status", "why": "dlio_why", "basis": "dlio_basis"})
+        t = e.merge(d, on=["tier", "workload"], how="outer")
+    else:
+        t = e.assign(dlio_status="not measured", dlio_MBps=float("nan"))
+    t["emulator_goal_0.8"] = t["emulator_fraction_of_fio"] >= 0.8
+    ahead = (t["emulator_MBps"] > t["dlio_MBps"]).astype(object)
+    ahead[t["dlio_MBps"].isna() | t["emulator_MBps"].isna()] = None   # not measured on a side
+    t["emulator_ahead_of_dlio"] = ahead
+    return t
+
+
+def stage_table() -> pd.DataFrame:
+    """Per workload from the traced_comparison stage: data throughput (MB/s) and similarity to
+    the real run of the emulator, the real run and DLIO (NaN where not measured)."""
+    d = paths.results_dir("traced_comparison")
+    if not (d / "throughput.csv").exists():
+        raise FileNotFoundError(f"{d / 'throughput.csv'}: run `dvc repro traced_comparison` first")
+    tp, sims = pd.read_csv(d / "throughput.csv"), pd.read_csv(d / "similarity.csv")
+    rows = []
+    for w, g in tp.groupby("workload", sort=False):
+        t, s = g.set_index("side"), sims[sims["workload"] == w].set_index("side")
+        r = {"workload": w, "batch_size": int(t["batch_size"].iloc[0]), "ranks": int(t["ranks"].iloc[0])}
+        for side in ("real", "emulator", "dlio"):
+            r[f"{side}_MBps"] = float(t["MBps"].get(side, float("nan")))
+            r[f"{side}_data_sps"] = float(t["data_sps"].get(side, float("nan")))
+            if side != "real":
+                r[f"{side}_similarity"] = float(s["similarity"].get(side, float("nan")))
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def max_accelerators_table(tiers, workloads, limit: int, out_root: Path) -> pd.DataFrame:
+    """Per tier, workload and compute model: the most emulated accelerators at AU >= 90 %
+    (searched up to ``limit``), at the traced_comparison point's batch size."""
+    from .. import config
+    from ..emulator import from_params, max_accelerators
+    from ..emulator.bench import stage_data
+
+    cfg = config.load(seed=None, traced_comparison=None)
+    rows = []
+    for tier in tiers:
+        for w in workloads:
+            pt = cfg.traced_comparison.points.get(w)
+            data = stage_data(w, tier)
+            for m in MODELS:
+                row = {"tier": tier.name, "workload": w, "compute_model": m,
+                       "batch_size": pt.batch_size if pt else None, "limit": limit}
+                try:
+                    c = from_params(w, None, pt.batch_size if pt else None, 1, compute_model=m,
+                                    checkpoint_pattern="traced", data_dir=data,
+                                    checkpoint_dir=tier.dir / "bench-checkpoints" / w, seed=cfg.seed)
+                    res = max_accelerators(c, out_root / f"{tier.name}-{w}-{m}", limit=limit, say=lambda *_: None)
+                    row.update(max_accelerators=res["max_accelerators"], stopped_because=res["stopped_because"],
+                               tried=", ".join(f"G={t['accelerators']}: {100 * t['au']:.1f} %" for t in res["trials"]))
+                except (ConfigError, RuntimeError) as e:
+                    row.update(max_accelerators=None, stopped_because=f"not measured: {e}")
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    from .. import config
+    from ..dlio import bench as dlio_bench
+    from ..emulator import bench as emu_bench
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.sidebyside.bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tiers", default=None, help="tier names (comma list); default: every tier")
+    ap.add_argument("--workloads", default="unet3d,bert,dlrm")
+    ap.add_argument("--search-limit", type=int, default=2)
+    ap.add_argument("--skip-client", action="store_true", help="only the per-workload table")
+    a = ap.parse_args(argv)
+    ws = a.workloads.split(",")
+    cfg = config.load(tiers=None)
+    tiers = [t for t in cfg.tiers if a.tiers is None or t.name in a.tiers.split(",")]
+    if not tiers or any(w not in ("unet3d", "bert", "dlrm") for w in ws) or a.search_limit < 0:
+        print(f"error: --tiers {a.tiers!r} (allowed: {', '.join(t.name for t in cfg.tiers)}), --workloads "
+              f"{a.workloads!r} (from unet3d, bert, dlrm), --search-limit {a.search_limit} (>= 0)", file=sys.stderr)
+        return 2
+    out = Path(tempfile.mkdtemp(prefix="sidebyside-bench-"))
+    wide = {"display.width": 220, "display.max_colwidth": 70}
+    if not a.skip_client:
+        t = client_table(emu_bench.measure(tiers, ws, repeats=1, out_root=out / "emulator"),
+                         dlio_bench.measure(",".join(t.name for t in tiers), ws, 1, out / "dlio"))
+        print("\nclient load per tier: emulator (zero compute) and DLIO (computation_time 0), each beside fio "
+              "on the same files and requests (MB/s = 10^6 B/s; goal: emulator >= 0.8 of fio and ahead of DLIO)")
+        with pd.option_context(*sum(wide.items(), ())):
+            print(t.round(3).to_string(index=False))
+    try:
+        s = stage_table()
+        print("\nper workload, from results/traced_comparison: data throughput (MB/s) and similarity to the real run")
+        with pd.option_context(*sum(wide.items(), ())):
+            print(s.round(4).to_string(index=False))
+    except FileNotFoundError as e:
+        print(f"\nper workload: not measured ({e})")
+    if a.search_limit:
+        m = max_accelerators_table(tiers, ws, a.search_limit, out / "search")
+        print(f"\nmost accelerators at AU >= 90 % (searched up to {a.search_limit}), per tier and compute model")
+        with pd.option_context(*sum(wide.items(), ())):
+            print(m.to_string(index=False))
+    import shutil
+
+    shutil.rmtree(out, ignore_errors=True)          # the runs' folders; the tables are printed
+    for t in tiers:
+        shutil.rmtree(t.dir / "bench-checkpoints", ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""The ``traced_comparison`` section of ``params.yaml`` (pydantic only, no framework)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..config import Section
+
+WORKLOADS = ("unet3d", "bert", "dlrm")
+SIDES = ("real", "sleep", "emulator", "dlio")
+
+
+class ComparisonPoint(Section):
+    """One (B, G) point of a workload's default sweep."""
+
+    batch_size: int = Field(ge=1, description="per accelerator (unet3d, bert) or global (dlrm), as the sweep")
+    ranks: int = Field(ge=1, le=64, description="accelerators (processes) G")
+
+
+class TracedComparisonConfig(Section):
+    """What the ``traced_comparison`` stage traces: each workload of ``points`` at its (B, G),
+    with the schedule of its own section (``train`` part), laid over by ``overrides``; the data
+    staged on ``tier`` (checkpoints go there too), evicted before each side."""
+
+    points: dict[Literal["unet3d", "bert", "dlrm"], ComparisonPoint] = Field(
+        min_length=1, description="one (batch_size, ranks) per workload compared")
+    sides: list[Literal["real", "sleep", "emulator", "dlio"]] = Field(
+        list(SIDES), min_length=1, description="which sides run (real is always needed)")
+    tier: str = Field("disk", min_length=1, description="name of a tier of `tiers`: data and checkpoints")
+    backend: Literal["auto", "bpftrace", "strace", "proc"] = "auto"
+    compute_model: str = Field("fit", min_length=1,
+                               description="sleep, emulator and DLIO compute time: fit | thesis-v100 | file")
+    checkpoint_pattern: str = Field("traced", min_length=1, description="the emulator's checkpoint writes")
+    overrides: dict[Literal["unet3d", "bert", "dlrm"], dict] = Field(
+        default_factory=dict, description="laid over each workload's section for all sides, "
+                                          "e.g. {unet3d: {train: {epochs: 2}}}")
+    eviction: Literal["auto", "drop_caches", "fadvise", "none"] = "auto"
+    dlio_timeout_s: int = Field(600, ge=10, le=7200, description="DLIO run limit, s")

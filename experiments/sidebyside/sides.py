@@ -1,0 +1,272 @@
+"""Run each side of one workload at one (B, G) under the tracer, and measure its throughputs.
+
+The four sides read the same data set (staged on the comparison's tier by
+:func:`experiments.emulator.bench.stage_data`, evicted from the page cache before each side by
+:func:`experiments.cache.evict`) and write their checkpoints to their own folder on that tier:
+
+- ``real``: the workload's program (:func:`experiments.workloads.launch.run_config`, compute real);
+- ``sleep``: the same program with ``compute: sleep``, the compute model at (G, B);
+- ``emulator``: :func:`experiments.emulator.run` (no model; the compute model's sleep; the
+  checkpoint pattern traced from the real run, ``results/emulator_patterns``);
+- ``dlio``: :func:`experiments.dlio.prepare` + :func:`experiments.dlio.execute` (DLIO 2.0's
+  config written from the same section; ``computation_time`` from the compute model). When DLIO
+  cannot run here its side is ``not measured`` with DLIO's own reason.
+
+Each side runs inside one :class:`experiments.trace.Tracer` (the same back end and options for
+all four; the tracer follows every child: torchrun, TF workers, ``mpiexec`` and its ranks),
+and ends with ``sync`` inside the trace so that each side's checkpoint writeback lands in its
+own trace. Its vector (:func:`experiments.trace.vector.characteristic_vector`) counts reads of
+the data files, writes to its checkpoint folder, and block requests touching those files'
+extents (``block_files``: the box is shared, other programs' requests are left out).
+
+Throughputs (one row per side, :func:`throughput_row`):
+
+- ``samples_per_s`` (compute throughput): training samples of all accelerators / training
+  seconds (train phases, evaluation and checkpoints between them left out:
+  :func:`experiments.emulator.report._train_seconds`); DLIO: its own per-epoch figure (median
+  of the epochs after the first, converted to our samples by :mod:`experiments.dlio.outputs`);
+- ``MBps``: bytes the loaders read for training / training seconds, 10^6 B/s
+  (:func:`experiments.emulator.report.data_bytes`: the same measurement for the three sides
+  that run our loaders; NaN where the records hold no byte count: the real and sleep BERT
+  ranks do not log ``/proc/self/io``); DLIO: its samples/s x bytes per sample;
+- ``data_sps`` / ``compute_sps``: **the thesis's data and compute throughputs** (Sec 4.4,
+  Fig 5.6, 5.11, 5.17): samples per step (per rank; DLRM: the global batch, as our step
+  records count it) / median data wait, and / median compute time, of the steady steps (:func:`experiments.workloads.fits.step_summary`); DLIO: the same
+  from its per-step ``load`` and ``compute`` times (each epoch's first step left out);
+- ``vfs_read_MB``: the trace's bytes read from data files over the whole run (init and
+  evaluation included), the same for every side.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from .. import cache, paths
+from ..config import ConfigError, merge
+
+
+def _files(folders) -> list[Path]:
+    out = []
+    for f in folders:
+        f = Path(f)
+        if f.is_file():
+            out.append(f.resolve())
+        elif f.is_dir():
+            out += [p.resolve() for p in f.rglob("*") if p.is_file()]
+    return sorted(set(out))
+
+
+def section_for(workload: str, section: dict, overrides: dict | None, checkpoint_dir: Path) -> dict:
+    """The workload's section as every side runs it: ``overrides`` laid over, checkpoints to
+    ``checkpoint_dir``."""
+    sec = merge(copy.deepcopy(section), copy.deepcopy(overrides or {}))
+    sec["train"]["checkpoint_dir"] = str(checkpoint_dir)
+    return sec
+
+
+def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: int, *, seed: int,
+             data_dir: Path, work_dir: Path, checkpoint_root: Path, compute_model: str,
+             checkpoint_pattern: str = "traced", backend: str = "auto", eviction: str = "auto",
+             dlio_timeout_s: int = 600) -> dict:
+    """Run ``side`` of ``workload`` at (``batch_size``, ``ranks``) traced; returns a dict:
+    ``side``, ``workload``, ``status`` (measured / not measured), ``why``, ``trace`` (or None),
+    ``vector`` (or None), ``run_dir``, ``data`` and ``checkpoint`` (the vector's filters),
+    ``block_files``, ``eviction``, ``wall_s``, and ``dlio`` (DLIO's result) for that side."""
+    from ..trace import Tracer
+    from ..trace.vector import characteristic_vector
+
+    work_dir = Path(work_dir)
+    run_dir = work_dir / side
+    ck = Path(checkpoint_root) / side
+    shutil.rmtree(ck, ignore_errors=True)
+    ck.mkdir(parents=True)
+    sec = section_for(workload, section, None, ck)
+    base = {"side": side, "workload": workload, "batch_size": batch_size, "ranks": ranks,
+            "run_dir": str(run_dir), "trace": None, "vector": None, "dlio": None}
+    data = [Path(data_dir)]
+    plan = None
+    if side == "dlio":
+        from .. import dlio
+
+        try:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            plan = dlio.prepare(workload, sec, ranks, run_dir, batch_size=batch_size,
+                                compute_model=compute_model, data_dir=data_dir,
+                                checkpoint_dir=ck / workload, timeout_s=dlio_timeout_s, seed=seed)
+        except (dlio.DlioUnavailable, ConfigError, RuntimeError, OSError) as e:
+            # DLIO's own limits (its environment, what its config can express): recorded, never skipped
+            return {**base, "status": "not measured", "why": f"DLIO could not be prepared: {e}"}
+        data = [Path(p) for p in plan.data_paths]
+    method = cache.evict(data, eviction)
+    t0 = time.perf_counter()
+    with Tracer(backend=backend, watch=[*data, ck], quiet=True) as t:
+        if side in ("real", "sleep"):
+            from ..workloads import compute_model as cm
+            from ..workloads import launch
+
+            compute = None
+            if side == "sleep":
+                model = cm.load(compute_model)
+                model.require(workload)
+                compute = model.run_facts(workload, ranks, batch_size)
+            launch.run_config(workload, sec, batch_size, ranks, seed, Path(data_dir), run_dir,
+                              compute=compute, variant=side)
+            dres = None
+        elif side == "emulator":
+            from .. import emulator
+
+            cfg = emulator.from_params(workload, sec, batch_size, ranks, compute_model=compute_model,
+                                       checkpoint_pattern=checkpoint_pattern, data_dir=data_dir,
+                                       checkpoint_dir=ck / workload, seed=seed)
+            emulator.run(cfg, run_dir)
+            dres = None
+        elif side == "dlio":
+            from .. import dlio
+
+            dres = dlio.execute(plan)
+        else:
+            raise ConfigError(f"traced_comparison.sides: {side!r}; allowed: real, sleep, emulator, dlio")
+        os.sync()   # this side's checkpoint writeback inside its own trace
+    wall = time.perf_counter() - t0
+    trace = t.trace
+    block_files = _files([*data, ck])
+    checkpoint = [ck]
+    out = {**base, "trace": trace, "data": [str(p) for p in data], "checkpoint": [str(ck)],
+           "block_files": [str(p) for p in block_files], "eviction": str(method), "wall_s": wall,
+           "backend": trace.backend, "dlio": dres}
+    if dres is not None and dres.get("status") != "measured":
+        return {**out, "status": "not measured", "why": dres.get("why", "DLIO did not finish")}
+    out["vector"] = characteristic_vector(trace, data=data, checkpoint=checkpoint, block_files=block_files)
+    return {**out, "status": "measured", "why": ""}
+
+
+def records(res: dict) -> dict:
+    """The step, loader and phase records of a side that ran our programs (variant = the side):
+    what :func:`experiments.workloads.launch.collect` reads; empty tables for DLIO."""
+    from ..workloads import launch
+
+    empty = {"steps": pd.DataFrame(), "loader": pd.DataFrame(), "phases": pd.DataFrame(), "app": [],
+             "ranks": [], "usage": {}}
+    if res["side"] == "dlio" or res["status"] != "measured" and res.get("trace") is None:
+        return empty
+    got = launch.collect(Path(res["run_dir"]))
+    for k in ("steps", "loader", "phases"):
+        if len(got[k]):
+            got[k] = got[k].assign(variant=res["side"])
+    got["app"] = [r | {"variant": res["side"]} for r in got["app"]]
+    return got
+
+
+def throughput_row(res: dict, got: dict) -> dict:
+    """One row of ``throughput.csv`` for a side (see the module docstring for the columns)."""
+    from ..emulator.report import _train_seconds, data_bytes
+    from ..workloads.fits import step_summary
+
+    w, B, G = res["workload"], res["batch_size"], res["ranks"]
+    row = {"workload": w, "side": res["side"], "batch_size": B, "ranks": G, "status": res["status"],
+           "why": res["why"], "backend": res.get("backend", ""), "wall_s": res.get("wall_s", float("nan")),
+           "train_s": float("nan"), "samples": float("nan"), "samples_per_s": float("nan"),
+           "data_MB": float("nan"), "MBps": float("nan"), "data_sps": float("nan"),
+           "compute_sps": float("nan"),
+           "vfs_read_MB": (res["vector"] or {}).get("vfs_read_bytes", float("nan")) / 1e6
+           if res.get("vector") else float("nan")}
+    if res["status"] != "measured":
+        return row
+    per_step = B   # samples per step as our step records count them (DLRM: the global batch)
+    if res["side"] == "dlio":
+        d = res["dlio"]["row"]
+        row.update(train_s=d["train_s"], samples_per_s=d["samples_per_s"], MBps=d["MBps"],
+                   samples=d["samples_per_s"] * d["train_s"], data_MB=d["MBps"] * d["train_s"])
+        st = res["dlio"]["steps"]
+        st = st[st["phase"] == "train"] if len(st) else st
+        if len(st):
+            # as step_summary: each epoch's first step left out (the loader starting)
+            st = st[st["step"] > st.groupby(["rank", "epoch"])["step"].transform("min")] \
+                if (st.groupby(["rank", "epoch"]).size() > 1).all() else st
+            load, comp = st["load_s"].dropna(), st["compute_s"].dropna()
+            row.update(data_sps=per_step / max(float(load.median()), 1e-9) if len(load) else float("nan"),
+                       compute_sps=per_step / float(comp.median()) if len(comp) and comp.median() > 0
+                       else float("nan"))
+        return row
+    steps = got["steps"]
+    train_s, _ = _train_seconds(got["phases"])
+    n = int(steps.groupby("rank").size().max()) if len(steps) else 0
+    samples = n * B if w == "dlrm" else int(steps["samples"].sum())
+    run = json.loads((Path(res["run_dir"]) / "run.json").read_text())
+    by_rank, _ = data_bytes(run, got)
+    # 0: the run's records hold no byte count (the real BERT ranks do not log /proc/self/io)
+    nbytes = float(sum(by_rank.values())) or float("nan")
+    st = step_summary(steps, None)
+    row.update(train_s=train_s, samples=samples, samples_per_s=samples / train_s if train_s > 0 else float("nan"),
+               data_MB=nbytes / 1e6, MBps=nbytes / 1e6 / train_s if train_s > 0 else float("nan"),
+               data_sps=float(st["data_sps"].iloc[0]) if len(st) else float("nan"),
+               compute_sps=float(st["compute_sps"].iloc[0]) if len(st) else float("nan"))
+    return row
+
+
+def run_workload(workload: str, section: dict, point, cfg, seed: int, tier, work_root: Path,
+                 progress_desc: str | None = None) -> dict:
+    """Every side of ``cfg.sides`` for ``workload`` at ``point`` (``batch_size``, ``ranks``):
+    ``{"results": {side: run_side(...)}, "records": {side: records(...)}, "throughput": DataFrame,
+    "data_dir": staged data}``. The real run goes first; the others follow in ``cfg.sides`` order."""
+    from ..emulator.bench import stage_data
+    from ..progress import progress
+
+    sec = section_for(workload, section, cfg.overrides.get(workload), Path("."))
+    data = stage_data(workload, tier)
+    work = Path(work_root) / workload
+    ck_root = tier.dir / "traced_comparison-checkpoints" / workload
+    sides = ["real", *[s for s in cfg.sides if s != "real"]]
+    res, recs, rows = {}, {}, []
+    for side in progress(sides, desc=progress_desc or f"{workload} sides"):
+        r = run_side(side, workload, sec, point.batch_size, point.ranks, seed=seed, data_dir=data,
+                     work_dir=work, checkpoint_root=ck_root, compute_model=cfg.compute_model,
+                     checkpoint_pattern=cfg.checkpoint_pattern, backend=cfg.backend,
+                     eviction=cfg.eviction, dlio_timeout_s=cfg.dlio_timeout_s)
+        res[side] = r
+        recs[side] = records(r)
+        rows.append(throughput_row(r, recs[side]))
+    return {"results": res, "records": recs, "throughput": pd.DataFrame(rows), "data_dir": str(data),
+            "checkpoint_root": str(ck_root)}
+
+
+def check_points(cfg, sections: dict) -> None:
+    """Bad input stops before any run: a workload without its section, a list of sides without
+    the real run (every side is compared with it). The emulator's and DLIO's own checks run
+    per side."""
+    for w in cfg.points:
+        if w not in sections:
+            raise ConfigError(f"traced_comparison.points.{w}: no `{w}` section in params.yaml")
+    if "real" not in cfg.sides:
+        raise ConfigError(f"traced_comparison.sides = {cfg.sides}; allowed: a list that includes real "
+                          "(every side is compared with it)")
+
+
+def pick_tier(tiers, name: str):
+    """The tier named ``name``; ConfigError naming the parameter otherwise."""
+    for t in tiers:
+        if t.name == name:
+            return t
+    raise ConfigError(f"traced_comparison.tier = {name!r}; allowed: {', '.join(t.name for t in tiers)}")
+
+
+def clean(done: dict) -> None:
+    """Remove the checkpoints the sides wrote ({workload: run_workload(...)}); the traces and
+    tables keep what was measured."""
+    for got in done.values():
+        shutil.rmtree(got["checkpoint_root"], ignore_errors=True)
+
+
+def root_relative(p) -> str:
+    """``p`` relative to the project root where it is inside it (results stay portable)."""
+    try:
+        return str(Path(p).resolve().relative_to(paths.root()))
+    except ValueError:
+        return str(p)

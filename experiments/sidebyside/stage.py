@@ -1,0 +1,186 @@
+"""The ``traced_comparison`` stage (notebook 52): run, tabulate, draw, write.
+
+``results/traced_comparison/`` holds
+
+- ``components.csv`` (Tables 5.1-5.3, every workload: one value and one difference column per
+  side), ``table_5_1_unet3d.md`` / ``table_5_2_bert.md`` / ``table_5_3_dlrm.md`` (the same as
+  Markdown, with each side's similarity to the real run);
+- ``similarity.csv`` (workload, side, similarity, status, why, back end);
+- ``throughput.csv`` (workload, side: data and compute throughput, see :mod:`.sides`);
+- ``vectors.json``; ``trace_<workload>_<side>.parquet`` (every traced side);
+- the validation layout of the workload stages for the sides that run our programs
+  (``summary.csv`` from :func:`experiments.workloads.fits.step_summary`, ``raw.parquet``
+  steps, ``phases.csv``, ``runs.csv``, column ``variant`` = the side), so
+  :data:`experiments.workloads.validation.ROWS`'s ``emulator`` row reads this folder;
+- figures: ``fig5_7_unet3d_timeline_<side>``, ``fig5_12_bert_...``, ``fig5_18_dlrm_...``
+  (:func:`experiments.trace.timeline.plot`, phases from each run's application log) and
+  ``throughput_vs_batch`` (each side's data and compute throughput, samples/s, at the measured
+  batch size);
+- ``claims.json``, ``metrics.json``, ``env.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import compare, sides
+from .settings import SIDES
+
+TABLE_FILE = {"unet3d": "table_5_1_unet3d", "bert": "table_5_2_bert", "dlrm": "table_5_3_dlrm"}
+TIMELINE_FILE = {"unet3d": "fig5_7_unet3d_timeline", "bert": "fig5_12_bert_timeline",
+                 "dlrm": "fig5_18_dlrm_timeline"}
+
+
+def run_all(cfg, work_root) -> dict:
+    """Every workload of ``cfg.traced_comparison.points``: {workload: :func:`.sides.run_workload`}.
+    ``cfg`` holds the sections ``traced_comparison``, ``tiers``, ``seed`` and the workloads'."""
+    tc = cfg.traced_comparison
+    secs = {w: getattr(cfg, w).model_dump(mode="json") for w in tc.points if hasattr(cfg, w)}
+    sides.check_points(tc, secs)
+    tier = sides.pick_tier(cfg.tiers, tc.tier)
+    return {w: sides.run_workload(w, secs[w], p, tc, cfg.seed, tier, Path(work_root))
+            for w, p in tc.points.items()}
+
+
+def tables(done: dict) -> dict:
+    """The comparison tables of :func:`run_all`'s result: ``components``, ``similarity``,
+    ``throughput`` (DataFrames), ``vectors`` and ``why`` ({workload: {side: ...}}), ``markdown``
+    ({workload: text})."""
+    comps, sims, tps, md = [], [], [], {}
+    vectors, why = {}, {}
+    for w, got in done.items():
+        res = got["results"]
+        vectors[w] = {s: r["vector"] for s, r in res.items()}
+        why[w] = {s: r["why"] for s, r in res.items() if r["status"] != "measured"}
+        backends = {s: r.get("backend", "") for s, r in res.items()}
+        c = compare.component_table(w, vectors[w])
+        s = compare.similarity_table(w, vectors[w], why[w], backends)
+        comps.append(c)
+        sims.append(s)
+        tps.append(got["throughput"])
+        md[w] = compare.markdown(c, s, f"{compare.THESIS_TABLE[w]} ({w.upper()}, batch "
+                                       f"{got['throughput']['batch_size'].iloc[0]}, "
+                                       f"{got['throughput']['ranks'].iloc[0]} ranks): this run")
+    return {"components": pd.concat(comps, ignore_index=True), "similarity": pd.concat(sims, ignore_index=True),
+            "throughput": pd.concat(tps, ignore_index=True), "vectors": vectors, "why": why, "markdown": md}
+
+
+def validation_records(done: dict) -> dict:
+    """The sides that ran our programs in the workload stages' layout (``steps``, ``loader``,
+    ``phases``, ``runs``, ``summary``), ``variant`` = the side."""
+    from ..workloads.fits import step_summary
+
+    parts = {"steps": [], "loader": [], "phases": []}
+    runs = []
+    for w, got in done.items():
+        for side, rec in got["records"].items():
+            for k in parts:
+                if len(rec.get(k, [])):
+                    parts[k].append(rec[k])
+            if len(rec.get("steps", [])):
+                r = got["results"][side]
+                u = rec.get("usage", {})
+                runs.append({"workload": w, "variant": side, "batch_size": r["batch_size"], "ranks": r["ranks"],
+                             "repeat": 0, "wall_seconds": u.get("wall_s", r.get("wall_s")),
+                             "cpu_seconds": u.get("cpu_s", np.nan),
+                             "load_1min": float(np.mean(u.get("load_1min", [np.nan]))),
+                             "compute": "real" if side == "real" else "sleep", "run_dir": r["run_dir"]})
+    out = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in parts.items()}
+    out["runs"] = pd.DataFrame(runs)
+    out["summary"] = step_summary(out["steps"], out["loader"] if len(out["loader"]) else None) \
+        if len(out["steps"]) else pd.DataFrame()
+    return out
+
+
+def timelines(done: dict):
+    """(name, figure) for every traced side: the Fig 5.7/5.12/5.18 timelines, phases marked."""
+    from ..trace import phases, timeline
+
+    for w, got in done.items():
+        for side, r in got["results"].items():
+            tr = r.get("trace")
+            if tr is None:
+                continue
+            logs = sorted(Path(r["run_dir"]).glob("app-r*.jsonl"))
+            ph = phases.read(logs) if logs else None
+            title = (f"{compare.THESIS_TIMELINE[w]} ({w.upper()}): {side}, batch {r['batch_size']}, "
+                     f"{r['ranks']} ranks, traced with {tr.backend}")
+            fig = timeline.plot(tr, ph, bin_s=None, data=r["data"], checkpoint=r["checkpoint"], title=title,
+                                block_files=r.get("block_files") or None)
+            yield f"{TIMELINE_FILE[w]}_{side}", fig
+
+
+def throughput_figure(tp: pd.DataFrame):
+    """The thesis's data and compute throughputs (samples/s, Sec 4.4) of each side against the
+    batch size, one column per workload (the points this stage ran)."""
+    import matplotlib.pyplot as plt
+
+    from .. import style
+
+    ws = list(dict.fromkeys(tp["workload"]))
+    fig, axes = plt.subplots(2, len(ws), figsize=(4.6 * len(ws) + 1.6, 5.8), squeeze=False)
+    markers = dict(zip(SIDES, "osD^"))
+    for j, w in enumerate(ws):
+        d = tp[tp["workload"] == w]
+        for i, (col, label) in enumerate((("data_sps", "data throughput (samples/s)"),
+                                          ("compute_sps", "compute throughput (samples/s)"))):
+            ax = axes[i][j]
+            for side, g in d.groupby("side", sort=False):
+                g = g[g[col].notna()]
+                if len(g):
+                    ax.plot(g["batch_size"], g[col], marker=markers.get(side, "x"), ls="-", label=side)
+            ax.set_xscale("log", base=2)
+            if (d[col] > 0).any():
+                style.log_axis(ax, "y")   # the sides can differ by orders of magnitude (DLIO's DLRM)
+            ax.set(xlabel="batch size (samples, " + ("global)" if w == "dlrm" else "per accelerator)"),
+                   ylabel=label if j == 0 else "")
+            if i == 0:
+                ax.set_title(f"{w.upper()}, {int(d['ranks'].iloc[0])} ranks")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        style.legend_beside(axes[0][-1])
+    fig.tight_layout()
+    return fig
+
+
+def claims(tabs: dict, note: str = "") -> list[dict]:
+    return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note)
+
+
+def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, figures=None) -> dict:
+    """Everything into ``out`` (a :class:`experiments.results.StageResults`); returns the metrics."""
+    from .. import headline
+    from ..results import atomic_write, write_json
+
+    val = validation_records(done)
+    out.raw(val["steps"])
+    out.summary(val["summary"])
+    for k in ("phases", "runs", "loader"):
+        if len(val[k]):
+            out.table(k, val[k])
+    out.table("components", tabs["components"])
+    out.table("similarity", tabs["similarity"])
+    out.table("throughput", tabs["throughput"])
+    for w, text in tabs["markdown"].items():
+        atomic_write(out.path(f"{TABLE_FILE[w]}.md"), lambda p, t=text: p.write_text(t))
+        tabs["components"][tabs["components"]["workload"] == w].to_csv(out.path(f"{TABLE_FILE[w]}.csv"), index=False)
+    write_json(out.path("vectors.json"), tabs["vectors"])
+    for w, got in done.items():
+        for side, r in got["results"].items():
+            if r.get("trace") is not None:
+                r["trace"].save(out.path(f"trace_{w}_{side}.parquet"))
+    out.claims(claim_list)
+    metrics = {"similarity": compare.headline_similarity(tabs["similarity"]), **headline.claims(claim_list)}
+    out.metrics(metrics)
+    keep = ("status", "why", "command", "config_file", "dlio_version", "wall_s")
+    facts = {w: {s: {k: r.get(k) for k in ("status", "why", "backend", "eviction", "wall_s", "run_dir")}
+                 | {"dlio": {k: v for k, v in (r.get("dlio") or {}).items() if k in keep}}
+                 for s, r in got["results"].items()}
+             for w, got in done.items()}
+    backends = sorted({r.get("backend") for got in done.values() for r in got["results"].values() if r.get("backend")})
+    out.env(params=params, tracer=", ".join(backends), sides=facts,
+            data={w: got["data_dir"] for w, got in done.items()})
+    return metrics

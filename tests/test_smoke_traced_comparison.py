@@ -1,0 +1,126 @@
+"""The ``traced_comparison`` stage on the smoke profile: real, sleep, emulator and DLIO traced
+side by side; asserting on what it wrote (four sides per workload or a recorded reason,
+similarities in [0, 1], the real run's self-similarity, tables consistent with the vectors,
+throughputs, timelines, the emulator row of the validation figures, claims with computed
+verdicts).
+
+``SMOKE_STAGES="traced_comparison" python -m pytest -m smoke tests/test_smoke_traced_comparison.py``
+"""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from experiments import claims, headline
+from experiments.sidebyside.settings import SIDES
+
+pytestmark = pytest.mark.smoke
+
+
+@pytest.fixture(scope="module")
+def tc(smoke_root):
+    d = smoke_root / "results" / "traced_comparison"
+    if not d.exists():
+        pytest.skip("stage traced_comparison not in SMOKE_STAGES")
+    import yaml
+
+    params = yaml.safe_load((smoke_root / "params.yaml").read_text())["traced_comparison"]
+    return {"dir": d, "root": smoke_root, "points": params["points"],
+            "sims": pd.read_csv(d / "similarity.csv", dtype={"why": str}).fillna({"why": ""}),
+            "tp": pd.read_csv(d / "throughput.csv"), "comp": pd.read_csv(d / "components.csv"),
+            "vectors": json.loads((d / "vectors.json").read_text()),
+            "claims": json.loads((d / "claims.json").read_text())}
+
+
+def test_four_sides_per_workload_each_measured_or_with_a_reason(tc):
+    s = tc["sims"]
+    for w in tc["points"]:
+        got = s[s["workload"] == w].set_index("side")
+        assert set(got.index) == set(SIDES), w
+        assert got.loc["real", "status"] == "measured"
+        assert got.loc["emulator", "status"] == "measured"
+        for side, r in got.iterrows():
+            if r["status"] == "measured":
+                assert 0.0 <= r["similarity"] <= 1.0, (w, side)
+                assert r["backend"] in ("bpftrace", "strace", "proc")
+            else:
+                assert r["status"] == "not measured" and len(r["why"]) > 10, (w, side)
+
+
+def test_self_consistency_real_vs_itself_and_tables_match_the_vectors(tc):
+    s, comp = tc["sims"], tc["comp"]
+    real = s[s["side"] == "real"]["similarity"].tolist()
+    assert real == pytest.approx([1.0] * len(tc["points"]))
+    for w in tc["points"]:
+        c = comp[comp["workload"] == w].set_index("key")
+        assert len(c) == 19
+        for side in SIDES:
+            v = tc["vectors"][w][side]
+            if v is None:
+                assert c[side].isna().all()
+                continue
+            for k, x in v.items():
+                if x is None or (isinstance(x, float) and math.isnan(x)):
+                    assert math.isnan(c.loc[k, side])
+                else:
+                    assert c.loc[k, side] == pytest.approx(x), (w, side, k)
+        # the real run reads data: its read components were measured and are not zero
+        assert c.loc["vfs_read_bytes", "real"] > 0 or math.isnan(c.loc["vfs_read_bytes", "real"])
+        assert (tc["dir"] / f"{ {'unet3d': 'table_5_1_unet3d', 'bert': 'table_5_2_bert', 'dlrm': 'table_5_3_dlrm'}[w]}.md").exists()
+
+
+def test_throughputs_of_measured_sides(tc):
+    tp = tc["tp"]
+    for _, r in tp.iterrows():
+        if r["status"] == "measured":
+            assert r["samples_per_s"] > 0 and r["train_s"] > 0, (r["workload"], r["side"])
+            assert r["data_sps"] > 0 and r["compute_sps"] > 0, (r["workload"], r["side"])
+            assert not r["MBps"] <= 0, (r["workload"], r["side"])   # NaN where the records hold no bytes
+        assert r["batch_size"] == tc["points"][r["workload"]]["batch_size"]
+        assert r["ranks"] == tc["points"][r["workload"]]["ranks"]
+
+
+def test_timelines_and_throughput_figure_written(tc):
+    d = tc["dir"]
+    assert (d / "throughput_vs_batch.png").exists()
+    for w in tc["points"]:
+        assert list(d.glob(f"fig5_*_{w}_timeline_real.png")), w
+        assert list(d.glob(f"fig5_*_{w}_timeline_emulator.png")), w
+        assert (d / f"trace_{w}_real.parquet").exists()
+
+
+def test_emulator_row_of_the_validation_figures_reads_this_stage(tc, monkeypatch):
+    from experiments.workloads import validation
+
+    monkeypatch.setenv("DLIO_ROOT", str(tc["root"]))
+    row = next(r for r in validation.ROWS if r.key == "emulator")
+    got = validation.load_rows([row])
+    assert set(got["workload"]) == set(tc["points"])
+    assert {"data_sps", "compute_sps"} <= set(got.columns)
+    steps = validation.load_rows([row], table="raw.parquet")
+    assert len(steps) and set(steps["variant"]) == {"emulator"}
+
+
+def test_claims_present_with_computed_verdicts(tc):
+    cl = {c["id"]: c for c in tc["claims"]}
+    for w in tc["points"]:
+        for k in ("traced-similarity-emulator", "traced-similarity-emulator-vs-dlio",
+                  "traced-data-throughput-emulator", "traced-compute-throughput-emulator",
+                  "traced-checkpoint-closer-than-dlio", "traced-self-similarity"):
+            assert f"{k}-{w}" in cl
+    for c in cl.values():
+        assert c["kind"] in claims.KINDS and c["verdict"] in claims.VERDICTS
+        again = claims.claim(c["id"], c["source"], c["figure"], c["statement"], c["our_value"], c["unit"],
+                             c["rule"], c["paper_value"], kind=c["kind"], magnitude=c["magnitude"])
+        assert again["verdict"] == c["verdict"], c["id"]
+        if c["verdict"] == "not measured":
+            assert "not measured on this run" in c["note"]
+    assert all(cl[f"traced-self-similarity-{w}"]["verdict"] == "holds" for w in tc["points"])
+
+
+def test_metrics_in_the_headline_vocabulary(tc):
+    m = json.loads((tc["dir"] / "metrics.json").read_text())
+    assert set(m) <= set(headline.KEYS)
+    assert 0 <= m["similarity"] <= 1 and m["claims"] == len(tc["claims"])

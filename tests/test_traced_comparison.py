@@ -1,0 +1,156 @@
+"""The traced comparison's tables and claims on tiny vectors (experiments.sidebyside.compare)."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from experiments import config, reference
+from experiments.sidebyside import compare
+from experiments.trace.vector import KEYS
+
+
+def vec(**kw):
+    v = {k: 10.0 for k in KEYS}
+    v.update(kw)
+    return v
+
+
+REAL = vec(vfs_writes=100.0, vfs_write_size_median=4096.0)
+EMU = vec(vfs_writes=100.0, vfs_write_size_median=4096.0, vfs_reads=11.0)
+DLIO = vec(vfs_writes=1.0, vfs_write_size_median=1e6, vfs_write_size_q1=1e6, vfs_write_size_q3=1e6)
+
+
+def test_component_table_has_every_side_and_the_difference_from_real():
+    t = compare.component_table("unet3d", {"real": REAL, "sleep": REAL, "emulator": EMU, "dlio": DLIO})
+    assert list(t["key"]) == KEYS
+    r = t.set_index("key")
+    assert r.loc["vfs_reads", "diff_emulator_pct"] == pytest.approx(10.0)
+    assert r.loc["vfs_reads", "diff_sleep_pct"] == 0
+    assert r.loc["vfs_writes", "diff_dlio_pct"] == pytest.approx(-99.0)
+    assert set(r["weight"]) == {reference.HOVON_WEIGHT_READ, reference.HOVON_WEIGHT_WRITE}
+
+
+def test_a_side_not_measured_gets_nan_and_its_reason():
+    vs = {"real": REAL, "emulator": EMU, "dlio": None}
+    t = compare.component_table("bert", vs)
+    assert t["dlio"].isna().all() and not t["used_dlio"].any()
+    s = compare.similarity_table("bert", vs, why={"dlio": "mpiexec missing"}).set_index("side")
+    assert s.loc["dlio", "status"] == "not measured" and s.loc["dlio", "why"] == "mpiexec missing"
+    assert math.isnan(s.loc["dlio", "similarity"])
+    assert s.loc["real", "similarity"] == pytest.approx(1.0)
+    assert 0 < s.loc["emulator", "similarity"] < 1
+
+
+def test_similarity_ranks_the_closer_side_higher():
+    sims = compare.similarities({"real": REAL, "emulator": EMU, "dlio": DLIO})
+    assert sims["real"] == pytest.approx(1.0)
+    assert sims["emulator"] > sims["dlio"]
+
+
+def test_checkpoint_distance():
+    assert compare.checkpoint_distance(REAL, REAL) == 0
+    assert compare.checkpoint_distance(REAL, DLIO) > compare.checkpoint_distance(REAL, EMU)
+    assert math.isnan(compare.checkpoint_distance(REAL, None))
+    zero = vec(**{k: 0.0 for k in compare.CHECKPOINT_KEYS})
+    assert compare.checkpoint_distance(zero, zero) == 0
+    assert compare.checkpoint_distance(REAL, zero) == 1
+
+
+def _tables(dlio=DLIO, emu_mbps=95.0, emu_sps=50.0):
+    vs = {"unet3d": {"real": REAL, "emulator": EMU, "dlio": dlio}}
+    sims = compare.similarity_table("unet3d", vs["unet3d"], why={"dlio": "no DLIO here"})
+    tp = pd.DataFrame([
+        {"workload": "unet3d", "side": "real", "data_sps": 100.0, "compute_sps": 50.0},
+        {"workload": "unet3d", "side": "emulator", "data_sps": emu_mbps, "compute_sps": emu_sps},
+        {"workload": "unet3d", "side": "dlio", "data_sps": 20.0 if dlio else float("nan"), "compute_sps": 10.0}])
+    return sims, tp, vs
+
+
+def test_claims_computed_not_typed():
+    sims, tp, vs = _tables()
+    cl = {c["id"]: c for c in compare.claims_for(sims, tp, vs)}
+    assert all(c["kind"] in ("finding", "check") for c in cl.values())
+    s = cl["traced-similarity-emulator-unet3d"]
+    assert s["paper_value"] == reference.HOVON_SIMILARITY["unet3d"]
+    assert s["our_value"] == pytest.approx(sims.set_index("side").loc["emulator", "similarity"])
+    assert s["verdict"] == ("holds" if s["our_value"] >= 0.95 else "fails")
+    assert cl["traced-similarity-emulator-vs-dlio-unet3d"]["verdict"] == "holds"
+    assert cl["traced-data-throughput-emulator-unet3d"]["our_value"] == pytest.approx(0.95)
+    assert cl["traced-data-throughput-emulator-unet3d"]["verdict"] == "holds"
+    assert cl["traced-checkpoint-closer-than-dlio-unet3d"]["verdict"] == "holds"
+    assert cl["traced-self-similarity-unet3d"]["verdict"] == "holds"
+    # a slow emulator fails its rule
+    cl = {c["id"]: c for c in compare.claims_for(*_tables(emu_mbps=50.0))}
+    assert cl["traced-data-throughput-emulator-unet3d"]["verdict"] == "fails"
+
+
+def test_dlio_not_measured_claims_are_emitted_with_the_reason():
+    sims, tp, vs = _tables(dlio=None)
+    cl = {c["id"]: c for c in compare.claims_for(sims, tp, vs, why={"unet3d": {"dlio": "mpiexec missing"}})}
+    for k in ("traced-similarity-emulator-vs-dlio-unet3d", "traced-checkpoint-closer-than-dlio-unet3d"):
+        assert cl[k]["verdict"] == "not measured"
+        assert "mpiexec missing" in cl[k]["note"]
+    assert cl["traced-similarity-emulator-unet3d"]["verdict"] != "not measured"
+
+
+def test_markdown_names_every_side_and_says_not_measured():
+    vs = {"real": REAL, "emulator": EMU, "dlio": None}
+    md = compare.markdown(compare.component_table("dlrm", vs),
+                          compare.similarity_table("dlrm", vs, why={"dlio": "no DLIO"}), "Table 5.3")
+    assert "| dlio | not measured |" in md and "no DLIO" in md
+    assert "emulator vs real" in md and "Median VFS write size (B)" in md
+
+
+def test_headline_similarity_is_the_lowest_emulator_value():
+    s = pd.DataFrame({"side": ["emulator", "emulator", "dlio"], "similarity": [0.9, 0.97, 0.5]})
+    assert compare.headline_similarity(s) == 0.9
+    assert compare.headline_similarity(s[s["side"] == "dlio"]) is None
+
+
+def test_section_refuses_bad_input():
+    with pytest.raises(config.ConfigError, match="traced_comparison"):
+        config.validate("traced_comparison", {"points": {"resnet": {"batch_size": 1, "ranks": 1}}})
+    with pytest.raises(config.ConfigError, match="ranks"):
+        config.validate("traced_comparison", {"points": {"dlrm": {"batch_size": 1, "ranks": 0}}})
+    ok = config.validate("traced_comparison", {"points": {"dlrm": {"batch_size": 512, "ranks": 1}}})
+    assert ok.sides == ["real", "sleep", "emulator", "dlio"]
+
+
+def test_sides_without_real_stop_before_work():
+    from experiments.sidebyside import sides
+
+    cfg = config.validate("traced_comparison", {"points": {"dlrm": {"batch_size": 512, "ranks": 1}},
+                                                "sides": ["emulator"]})
+    with pytest.raises(config.ConfigError, match="real"):
+        sides.check_points(cfg, {"dlrm": {}})
+
+
+def test_bench_client_table_puts_emulator_dlio_and_fio_side_by_side():
+    from experiments.sidebyside.bench import client_table
+
+    emu = pd.DataFrame([{"tier": "disk", "workload": "bert", "emulator_MBps": 90.0, "fio_MBps": 100.0,
+                         "fraction_of_fio": 0.9},
+                        {"tier": "disk", "workload": "dlrm", "emulator_MBps": 10.0, "fio_MBps": 100.0,
+                         "fraction_of_fio": 0.1}])
+    dl = pd.DataFrame([{"tier": "disk", "workload": "bert", "status": "measured", "dlio_Bps": 30e6,
+                        "fio_Bps": 100e6, "dlio_fraction_of_fio": 0.3, "why": ""},
+                       {"tier": "disk", "workload": "dlrm", "status": "not measured", "why": "no mpiexec"}])
+    t = client_table(emu, dl).set_index("workload")
+    assert t.loc["bert", "emulator_ahead_of_dlio"] == True  # noqa: E712 - a pandas object cell
+    assert t.loc["bert", "emulator_goal_0.8"] and not t.loc["dlrm", "emulator_goal_0.8"]
+    assert pd.isna(t.loc["dlrm", "emulator_ahead_of_dlio"]) and t.loc["dlrm", "dlio_why"] == "no mpiexec"
+
+
+def test_a_failing_claim_says_what_was_measured():
+    sims, tp, vs = _tables(emu_mbps=50.0)
+    tp = pd.concat([tp, pd.DataFrame([{"workload": "unet3d", "side": "sleep", "data_sps": 55.0,
+                                       "compute_sps": 50.0}])], ignore_index=True)
+    cl = {c["id"]: c for c in compare.claims_for(sims, tp, vs)}
+    note = cl["traced-data-throughput-emulator-unet3d"]["note"]
+    assert "real 100" in note and "emulator 50" in note and "sleep run 55" in note
+    far = vec(**{k: 0.0 for k in KEYS[:9]})     # reads nothing the real run read
+    vs2 = {"unet3d": {"real": REAL, "emulator": far, "dlio": DLIO}}
+    cl = {c["id"]: c for c in compare.claims_for(compare.similarity_table("unet3d", vs2["unet3d"]), tp, vs2)}
+    c = cl["traced-similarity-emulator-unet3d"]
+    assert c["verdict"] == "fails" and "farthest components" in c["note"] and "vfs_reads 10 vs 0" in c["note"]
