@@ -55,23 +55,93 @@ def legend_beside(ax, axes=None, fontsize: int = 8, **kw):
                      fontsize=fontsize, **kw)
 
 
+def _short_number(v: float, digits: int = 3) -> str:
+    """A tick label: ``digits`` significant digits, thousands separated, no exponent between
+    1e-4 and 1e9."""
+    import math
+
+    if v == 0 or not 1e-4 <= abs(v) < 1e9:
+        return f"{v:.{max(2, digits - 1)}g}"
+    r = float(f"{v:.{digits}g}")   # rounded to ``digits`` significant digits
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(r))))
+    return f"{r:,.{decimals}f}".rstrip("0").rstrip(".") if decimals else f"{r:,.0f}"
+
+
+def _distinct_labels(values) -> list[str]:
+    """Labels for ``values`` with the fewest significant digits (3 to 8) that tell them apart."""
+    for d in range(3, 9):
+        labels = [_short_number(v, d) for v in values]
+        if len(set(labels)) == len(labels):
+            return labels
+    return labels
+
+
+class _FewLogTicks:
+    """Major ticks of a log axis chosen when the axis is drawn, from its view limits (shared
+    axes included): decades over two decades or more, 1-2-5 of each decade over one to two,
+    and a few plain numbers spread in log space within a decade."""
+
+    def __new__(cls):
+        from matplotlib import ticker
+
+        class Locator(ticker.Locator):
+            def __call__(self):
+                vmin, vmax = self.axis.get_view_interval()
+                return self.tick_values(vmin, vmax)
+
+            def tick_values(self, vmin, vmax):
+                import numpy as np
+
+                vmin, vmax = sorted((vmin, vmax))
+                if vmin <= 0 or vmax / vmin >= 100:
+                    return ticker.LogLocator(base=10).tick_values(max(vmin, 1e-300), vmax)
+                if vmax / vmin >= 10:
+                    return ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)).tick_values(vmin, vmax)
+                cand = [t for t in ticker.MaxNLocator(nbins=4).tick_values(vmin, vmax) if vmin <= t <= vmax and t > 0]
+                keep, gap = [], 0.2 * np.log(vmax / vmin)   # at least a fifth of the axis apart
+                for t in cand:
+                    if not keep or np.log(t / keep[-1]) >= gap:
+                        keep.append(t)
+                return keep
+
+        return Locator()
+
+
+def _ShortLabels():
+    from matplotlib import ticker
+
+    class Formatter(ticker.Formatter):
+        def format_ticks(self, values):
+            return _distinct_labels(values)
+
+        def __call__(self, x, pos=None):
+            return _short_number(x)
+
+    return Formatter()
+
+
 def log_axis(ax, axis: str = "y", base: int = 10) -> None:
     """A log scale on ``axis`` whose tick labels never crowd: matplotlib labels minor ticks when
     the data span less than a decade, and on a small panel those labels overlap. Here minor
-    ticks carry no label; within a decade, a few plain numbers; within two, 1, 2 and 5 of
-    each decade."""
+    ticks carry no label and the major ticks follow the drawn range (:class:`_FewLogTicks`)."""
     from matplotlib import ticker
 
     getattr(ax, f"set_{axis}scale")("log", base=base)
     a = getattr(ax, f"{axis}axis")
-    lo, hi = (ax.dataLim.y0, ax.dataLim.y1) if axis == "y" else (ax.dataLim.x0, ax.dataLim.x1)
-    if base == 10 and lo > 0 and hi / lo < 10:   # within a decade: a few plain numbers
-        a.set_major_locator(ticker.MaxNLocator(nbins=4))
-        a.set_major_formatter(ticker.ScalarFormatter())
-    elif base == 10 and lo > 0 and hi / lo < 100:
-        a.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        a.set_major_formatter(ticker.LogFormatterSciNotation(base=10, labelOnlyBase=False))
+    if base == 10:
+        a.set_major_locator(_FewLogTicks())
+        a.set_major_formatter(_ShortLabels())
     a.set_minor_formatter(ticker.NullFormatter())
+
+
+def few_ticks(ax, axis: str = "x", n: int = 3) -> None:
+    """At most ``n`` + 1 labelled ticks on a linear ``axis``, labels just precise enough to tell
+    them apart: for small panels whose data span a narrow range (long labels such as 0.023855)."""
+    from matplotlib import ticker
+
+    a = getattr(ax, f"{axis}axis")
+    a.set_major_locator(ticker.MaxNLocator(nbins=n))
+    a.set_major_formatter(_ShortLabels())
 
 
 def tier_colors(tiers: list[str]) -> dict[str, tuple]:

@@ -113,6 +113,7 @@ def plot_distributions(steps: pd.DataFrame, nfits: pd.DataFrame, workload: str, 
                 sd = max(float(r["std_s"].iloc[0]), 1e-9)
                 ax.plot(x, stats.norm.pdf(x, float(r["mean_s"].iloc[0]), sd), color="k", lw=1)
             ax.set_title(f"G={g}, B={b}", fontsize=8)
+            style.few_ticks(ax, "x")   # narrow compute-time ranges give long labels
             ax.tick_params(labelsize=7)
             if i == len(Gs) - 1:
                 ax.set_xlabel("compute time, s", fontsize=8)
