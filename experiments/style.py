@@ -93,10 +93,10 @@ class _FewLogTicks:
                 import numpy as np
 
                 vmin, vmax = sorted((vmin, vmax))
-                if vmin <= 0 or vmax / vmin >= 100:
-                    return ticker.LogLocator(base=10).tick_values(max(vmin, 1e-300), vmax)
-                if vmax / vmin >= 10:
-                    return ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)).tick_values(vmin, vmax)
+                if vmin <= 0 or vmax / vmin >= 10:   # decades, or 1-2-5 of each; only those shown
+                    subs = (1.0,) if vmin <= 0 or vmax / vmin >= 100 else (1.0, 2.0, 5.0)
+                    ticks = ticker.LogLocator(base=10, subs=subs).tick_values(max(vmin, 1e-300), vmax)
+                    return [t for t in ticks if vmin <= t <= vmax]
                 cand = [t for t in ticker.MaxNLocator(nbins=4).tick_values(vmin, vmax) if vmin <= t <= vmax and t > 0]
                 keep, gap = [], 0.2 * np.log(vmax / vmin)   # at least a fifth of the axis apart
                 for t in cand:
