@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from . import claims as C
-from . import reference
+from . import reference, style
 from .claims import claim
 
 SOURCE = "Pumma (LMDBIO)"
@@ -44,7 +44,7 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
         row[1].set_title(f"{ds}: (b) factor of improvement")
         row[2].set_title(f"{ds}: context switches")
         row[1].axhline(1, color="0.4", lw=1, ls="--")
-    axes[0][0].legend(fontsize=7)
+    style.legend_beside(axes[0][-1], axes=[axes[0][0]], fontsize=7)   # beside: never over the data
     fig.suptitle(f"LMDBIO read strategies on tier {tier} (cf. Fig 2)")
     fig.tight_layout()
     return fig
