@@ -59,6 +59,19 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
 
 
+def read_json_file(p, what: str, allowed: str) -> Any:
+    """The JSON object in file ``p`` (a compute model, a checkpoint pattern, ...); a missing file
+    or one that is not JSON stops with a ConfigError naming ``what``, the path and ``allowed``."""
+    import json
+
+    if not p.exists():
+        raise ConfigError(f"{what} {p}: no such file; allowed: {allowed}")
+    try:
+        return json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{what} {p}: not JSON ({e.msg} at line {e.lineno})") from None
+
+
 def model_for(name: str) -> type[BaseModel]:
     if name not in SECTIONS:
         raise ConfigError(

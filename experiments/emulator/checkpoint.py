@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths
-from ..config import ConfigError
+from ..config import ConfigError, read_json_file
 
 SCHEMA = "checkpoint-pattern/1"
 BUILTIN = ("traced", "thesis", "none")
@@ -229,13 +229,7 @@ def load(source: str | os.PathLike | None = None) -> PatternFile:
                               f"first, or name a pattern file or one of: {', '.join(BUILTIN)}")
     else:
         p = paths.resolve(source)
-    if not p.exists():
-        raise ConfigError(f"checkpoint pattern {p}: no such file; allowed: a checkpoint-pattern "
-                          f"JSON file or one of: {', '.join(BUILTIN)}")
-    try:
-        obj = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"checkpoint pattern {p}: not JSON ({e.msg} at line {e.lineno})") from None
+    obj = read_json_file(p, "checkpoint pattern", f"a checkpoint-pattern JSON file or one of: {', '.join(BUILTIN)}")
     return parse(obj, str(p))
 
 

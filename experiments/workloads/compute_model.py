@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths, reference
-from ..config import ConfigError
+from ..config import ConfigError, read_json_file
 
 SCHEMA = "compute-model/1"
 WORKLOADS = ("unet3d", "bert", "dlrm")
@@ -167,13 +167,7 @@ def load(source: str | Path | None = None) -> ComputeModel:
     if source == "thesis-v100":
         return _check(thesis_v100(), "thesis-v100")
     p = paths.resolve(source)
-    if not p.exists():
-        raise ConfigError(f"compute model {p}: no such file; allowed: a compute-model JSON file "
-                          f"or one of: {', '.join(BUILTIN)}")
-    try:
-        obj = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"compute model {p}: not JSON ({e.msg} at line {e.lineno})") from None
+    obj = read_json_file(p, "compute model", f"a compute-model JSON file or one of: {', '.join(BUILTIN)}")
     return _check(obj, str(p))
 
 
