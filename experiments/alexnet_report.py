@@ -21,7 +21,7 @@ SOURCE = "Chien 2018"
 
 def plot_sizes(manifest: pd.DataFrame, hist: pd.DataFrame):
     """Histogram of generated file sizes (percent per 2 kB bin), with median and mean."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
     w = float(hist["bin_hi_KB"].iloc[0] - hist["bin_lo_KB"].iloc[0])
     ax.bar(hist["bin_lo_KB"] + w / 2, hist["files_percent"], width=w * 0.9, edgecolor="0.2")
     kb = manifest["bytes"] / 1000
@@ -30,7 +30,7 @@ def plot_sizes(manifest: pd.DataFrame, hist: pd.DataFrame):
     ax.set_xlabel("file size, kB (last bin: everything larger)")
     ax.set_ylabel("files, %")
     ax.set_title("Caltech-101-like images (JPEG and PNG)")
-    ax.legend(fontsize=8)
+    style.legend_beside(ax)   # beside the axes: never over a bar
     fig.tight_layout()
     return fig
 
@@ -77,7 +77,7 @@ def plot_fig6(summary: pd.DataFrame):
 
 def plot_fig7(batches: pd.DataFrame):
     """Fig 7: median run time of one epoch against batch size, with and without prefetch."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = plt.subplots(figsize=(6.8, 3.6))
     for (tier, p), g in batches.groupby(["tier", "prefetch"], sort=False):
         g = g.sort_values("batch_size")
         ax.errorbar(g["batch_size"], g["seconds"],
@@ -89,7 +89,7 @@ def plot_fig7(batches: pd.DataFrame):
     ax.set_xlabel("batch size, images")
     ax.set_ylabel("run time of one epoch, s (median)")
     ax.set_title(f"Fig 7: batch size ({int(batches['threads'].iloc[0])} map threads)")
-    ax.legend(fontsize=8)
+    style.legend_beside(ax)
     fig.tight_layout()
     return fig
 
@@ -121,7 +121,7 @@ def plot_fig8(samples: pd.DataFrame, steps: pd.DataFrame):
     area, outlined), one panel per tier; ticks mark the first and last iteration."""
     r = read_rate(samples)
     tiers = list(dict.fromkeys(r["tier"]))
-    fig, axes = plt.subplots(len(tiers), 1, figsize=(7, 2.6 * len(tiers)), squeeze=False)
+    fig, axes = plt.subplots(len(tiers), 1, figsize=(8.5, 2.6 * len(tiers)), squeeze=False)
     for ax, tier in zip(axes[:, 0], tiers):
         for p in sorted(r.loc[r["tier"] == tier, "prefetch"].unique(), reverse=True):
             g = r[(r["tier"] == tier) & (r["prefetch"] == p)].sort_values("time_s")
@@ -140,7 +140,7 @@ def plot_fig8(samples: pd.DataFrame, steps: pd.DataFrame):
         ax.set_title(f"tier {tier} ({view})", fontsize=10)
         ax.set_xlabel("time since start of sampling, s")
         ax.set_ylabel("read, MB/s")
-        ax.legend(fontsize=8, loc="upper right")
+        style.legend_beside(ax)
     fig.suptitle("Fig 8: data read per interval during an epoch (dotted: first and last iteration)")
     fig.tight_layout()
     return fig
@@ -178,7 +178,7 @@ def plot_fig10(dst: pd.DataFrame, saves: pd.DataFrame, drains: pd.DataFrame, run
     shaded: checkpoint saves (dark) and background drains (light); dotted: end of training."""
     d = dst[~dst["warmup"]]
     rep = int(d["repeat"].max())
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.8 * len(panels)), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.8 * len(panels)), squeeze=False, sharex=True)
     for ax, target in zip(axes[:, 0], panels):
         g = d[(d["target"] == target) & (d["repeat"] == rep)]
         for src, gg in g.groupby("source"):
@@ -197,7 +197,7 @@ def plot_fig10(dst: pd.DataFrame, saves: pd.DataFrame, drains: pd.DataFrame, run
         ax.set_title(("burst buffer " + target.replace(">", " → ")) if ">" in target
                      else f"checkpoint straight to {target}", fontsize=10)
         ax.set_ylabel("write, MB/s")
-        ax.legend(fontsize=7, loc="upper left")
+        style.legend_beside(ax, fontsize=7)
     axes[-1, 0].set_xlabel("time since start of training, s (dark: save, light: drain, dotted: end)")
     fig.suptitle("Fig 10: write activity during checkpointing")
     fig.tight_layout()

@@ -16,7 +16,7 @@ SOURCE = "Nelson (blog)"
 
 def plot_histogram(hist: pd.DataFrame):
     """Share of our JPEGs per power-of-two bin beside the bssplit mix, percent."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
     x = np.arange(len(hist))
     ax.bar(x - 0.2, hist["mix_percent"], 0.4, label="ImageNet mix (blog's bssplit)", edgecolor="0.2")
     ax.bar(x + 0.2, hist["files_percent"], 0.4, label="our JPEG set", edgecolor="0.2")
@@ -24,7 +24,7 @@ def plot_histogram(hist: pd.DataFrame):
     ax.set_xlabel("file size bin [B, 2B)")
     ax.set_ylabel("files, %")
     ax.set_title("Image-size histogram in power-of-two bins")
-    ax.legend(fontsize=8)
+    style.legend_beside(ax)
     fig.tight_layout()
     return fig
 

@@ -22,7 +22,7 @@ def storage_tier(loader: pd.DataFrame, memory_tiers: set[str]) -> str:
 
 def plot_rl(rl: pd.DataFrame):
     """Our RL (exact) of k-sample constant-order blocks beside the poster's, percent."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    fig, ax = plt.subplots(figsize=(6.8, 3.4))
     x = np.arange(len(rl))
     ax.bar(x - 0.2, rl["RL_percent"], 0.4, label=f"ours (N = {int(rl['n'].iloc[0])})",
            edgecolor="0.2")
@@ -31,7 +31,7 @@ def plot_rl(rl: pd.DataFrame):
     ax.set_xlabel("k: samples kept in constant order")
     ax.set_ylabel("randomization level RL, %")
     ax.set_title("Randomization level of partially shuffled orders")
-    ax.legend(fontsize=8)
+    style.legend_beside(ax)
     fig.tight_layout()
     return fig
 
@@ -43,14 +43,14 @@ def _mean_curve(d: pd.DataFrame) -> pd.DataFrame:
 def plot_fig7(curves: pd.DataFrame):
     """Validation accuracy per epoch for each block size k (labelled by its RL)."""
     d = curves[curves["figure"] == "fig7"]
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
     for k, g in d.groupby("k"):
         c = _mean_curve(g)
         ax.plot(c["epoch"], c["val_accuracy"], label=f"k = {int(k)} (RL = {g['RL_percent'].iloc[0]:.0f}%)")
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation accuracy (fraction, mean of seeds)")
     ax.set_title("Fig 7: accuracy with different randomization levels")
-    ax.legend(fontsize=8)
+    style.legend_beside(ax)
     fig.tight_layout()
     return fig
 
@@ -61,18 +61,19 @@ def plot_fig8(curves: pd.DataFrame):
     d = curves[curves["figure"] == "fig8"]
     full = curves[(curves["figure"] == "fig7") & (curves["k"] == 1)]
     ps = sorted(d["P"].unique())
-    fig, axes = plt.subplots(1, len(ps), figsize=(4.2 * len(ps), 3.6), squeeze=False, sharey=True)
-    for ax, p in zip(axes[0], ps):
+    # one row per process count: each panel's legend (its RL values are its own) beside it
+    fig, axes = plt.subplots(len(ps), 1, figsize=(8, 2.7 * len(ps)), squeeze=False, sharex=True, sharey=True)
+    for ax, p in zip(axes[:, 0], ps):
         if len(full):
             c = _mean_curve(full)
             ax.plot(c["epoch"], c["val_accuracy"], color="0.4", ls="--", label="full shuffle")
         for r, g in d[d["P"] == p].groupby("R"):
             c = _mean_curve(g)
             ax.plot(c["epoch"], c["val_accuracy"], label=f"R = {r:g} (RL = {g['RL_percent'].iloc[0]:.0f}%)")
-        ax.set_title(f"{int(p)} process(es)")
-        ax.set_xlabel("epoch")
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("validation accuracy (fraction)")
+        ax.set_title(f"{int(p)} process(es)", fontsize=10)
+        ax.set_ylabel("val. accuracy (fraction)")
+        style.legend_beside(ax, fontsize=7)
+    axes[-1][0].set_xlabel("epoch")
     fig.suptitle("Fig 8: accuracy with opportunistic ordering")
     fig.tight_layout()
     return fig

@@ -55,7 +55,7 @@ def plot_scaling(reads: pd.DataFrame, fio: pd.DataFrame, variant: str, title: st
 
 def plot_device_baseline(fio: pd.DataFrame):
     """Table I as bars: fio median MB/s per tier and job."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    fig, ax = plt.subplots(figsize=(7.8, 3.6))
     tiers = list(dict.fromkeys(fio["tier"]))
     jobs = list(dict.fromkeys(fio["job"]))
     w = 0.8 / len(jobs)
@@ -66,14 +66,14 @@ def plot_device_baseline(fio: pd.DataFrame):
     ax.set_xlabel("tier")
     ax.set_ylabel("bandwidth, MB/s (median)")
     ax.set_title("Device baseline (fio; cf. Table I)")
-    ax.legend(title="fio job", fontsize=8)
+    style.legend_beside(ax, title="fio job")
     fig.tight_layout()
     return fig
 
 
 def plot_size_histogram(hist: pd.DataFrame):
     """Share of generated files per power-of-two bucket beside the bssplit mix, percent."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
     x = np.arange(len(hist))
     ax.bar(x - 0.2, hist["mix_percent"], 0.4, label="ImageNet mix (blog's bssplit)", edgecolor="0.2")
     ax.bar(x + 0.2, hist["files_percent"], 0.4, label="generated files", edgecolor="0.2")
@@ -82,7 +82,7 @@ def plot_size_histogram(hist: pd.DataFrame):
     ax.set_xlabel("file size bucket, KiB")
     ax.set_ylabel("files, %")
     ax.set_title("ImageNet-like JPEG sizes")
-    ax.legend(fontsize=8)
+    style.legend_beside(ax)
     fig.tight_layout()
     return fig
 

@@ -143,14 +143,14 @@ def plot_fit(nfits: pd.DataFrame, models: dict, workload: str):
 
 def plot_eval(evals: pd.DataFrame, model: dict):
     """UNET3D evaluation: sliding-window time per case against its image size (cf. Fig 5.3)."""
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
     mb = evals["bytes"] / 1e6
     ax.scatter(mb, evals["window_s"], s=14, alpha=0.6)
     if "s_per_MB" in model:
         x = np.linspace(mb.min(), mb.max(), 10)
         ax.plot(x, model["intercept_s"] + model["s_per_MB"] * x, color="k", lw=1,
                 label=f"{model['s_per_MB']:.3g} s/MB, R² = {model['r2']:.2f}")
-        ax.legend(fontsize=8)
+        style.legend_beside(ax)
     ax.set_xlabel("case image size, MB")
     ax.set_ylabel("sliding-window inference, s")
     ax.set_title(f"UNET3D evaluation at batch 1: N({model['mean_s']:.3g} s, {model['std_s']:.2g} s)",
