@@ -12,7 +12,7 @@ help:
 	@echo "make lab     set up, then JupyterLab on the project kernel"
 	@echo "make paper   switch params.yaml to the paper profile and dvc repro"
 	@echo "make default switch params.yaml back to the default profile"
-	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio (runs what is stale)"
+	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio, UNET3D CPU convolution path (runs what is stale)"
 	@echo "make ae-table  README's time and disk figures and docs/ae-table.md, from the last run"
 	@echo "make lock    re-pin env/requirements.lock (and env/dlio.lock) from env/*.in"
 	@echo "make clean   remove results, generated data, explore/ and tier copies (not .venv)"
@@ -49,6 +49,7 @@ bench: setup
 	$(RUN) python -m experiments.bench
 	$(RUN) python -m experiments.trace.bench
 	$(RUN) python -m experiments.sidebyside.bench
+	$(RUN) python -m experiments.workloads.onednn_bench
 
 ae-table: setup
 	$(RUN) python -m experiments.ae_table

@@ -369,3 +369,12 @@ def test_fits_claims_have_kind_and_magnitude():
     assert d["verdict"] == "fails" and "V100" in d["note"]
     r = got["dlrm-compute-linear-in-batch"]
     assert r["verdict"] == "fails" and "B=2048 faster than B=512" in r["note"] and "H100" not in r["note"]
+    assert "onednn_bench" not in r["note"]      # the batch-1 convolution hint is UNET3D's alone
+
+
+def test_unet3d_batch1_faster_at_batch2_names_the_cpu_convolution_path():
+    nf = pd.DataFrame([{"workload": "unet3d", "ranks": 1, "batch_size": b, "mean_s": m}
+                       for b, m in ((1, 0.19), (2, 0.11), (4, 0.24))])
+    assert "oneDNN" in report._not_linear_reason(nf, "unet3d")
+    linear = nf.assign(mean_s=[0.1, 0.2, 0.4])
+    assert "oneDNN" not in report._not_linear_reason(linear, "unet3d")

@@ -159,17 +159,24 @@ def plot_eval(evals: pd.DataFrame, model: dict):
     return fig
 
 
-def _not_linear_reason(nf: pd.DataFrame) -> str:
+def _not_linear_reason(nf: pd.DataFrame, workload: str = "") -> str:
     """What this run measured against a linear model: per rank count, the mean compute time at
-    each batch size, and the first place where a larger batch was faster."""
-    parts = []
+    each batch size, and the first place where a larger batch was faster (for UNET3D at batch 1,
+    the CPU convolution path that explains it)."""
+    parts, batch1 = [], False
     for g, d in nf.sort_values("batch_size").groupby("ranks"):
         means = ", ".join(f"B={int(b)}: {m:.3g} s" for b, m in zip(d["batch_size"], d["mean_s"]))
         drop = [(int(a), int(b)) for (a, ma), (b, mb) in zip(zip(d["batch_size"], d["mean_s"]),
                                                               list(zip(d["batch_size"], d["mean_s"]))[1:])
                 if mb < ma]
         parts.append(f"G={g}: {means}" + (f" (B={drop[0][1]} faster than B={drop[0][0]})" if drop else ""))
-    return "measured mean compute per configuration: " + "; ".join(parts)
+        batch1 = batch1 or any(a == 1 for a, _ in drop)
+    out = "measured mean compute per configuration: " + "; ".join(parts)
+    if batch1 and workload == "unet3d":
+        out += ("; at batch 1 PyTorch's CPU convolution leaves oneDNN for its native kernel on inputs "
+                "this small (ATen's use_mkldnn: batch > 1 or N·C·D·H > 20480), "
+                "`python -m experiments.workloads.onednn_bench` times both paths")
+    return out
 
 
 def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame) -> list[dict]:
@@ -184,7 +191,7 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame) -> list[dic
             our_value=m["mean"]["r2"], unit="R²", rule=">= 0.9",
             paper_value=reference.HOVON_COMPUTE_FITS[w]["mean"]["r2"], kind="finding", magnitude="within 10%",
             note=f"{nf['batch_size'].nunique()} batch sizes x {nf['ranks'].nunique()} rank counts",
-            why_not=_not_linear_reason(nf) + "; ranks share this host's cores with any other load"))
+            why_not=_not_linear_reason(nf, w) + "; ranks share this host's cores with any other load"))
     fig = {"unet3d": "Fig 5.2", "bert": "Fig 5.9", "dlrm": "Fig 5.14"}
     for w, g in summary.groupby("workload"):
         share = float(g["data_share"].median())
