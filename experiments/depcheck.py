@@ -147,6 +147,34 @@ def notebook_results(nb: Path) -> set[str]:
     return out
 
 
+def _calls(nb: Path, attr: str) -> list[ast.Call]:
+    """Calls ``X.attr(...)`` in a notebook's code cells."""
+    found = []
+    for c in json.loads(Path(nb).read_text())["cells"]:
+        if c["cell_type"] == "code":
+            src = "\n".join(line for line in "".join(c["source"]).splitlines()
+                            if not line.lstrip().startswith(("%", "!")))
+            found += [n for n in ast.walk(ast.parse(src, str(nb))) if isinstance(n, ast.Call)
+                      and isinstance(n.func, ast.Attribute) and n.func.attr == attr]
+    return found
+
+
+def writes_claims(nb: Path) -> bool:
+    """Whether a notebook writes its stage's ``claims.json`` (``StageResults.claims``; not
+    ``headline.claims``, which only counts them)."""
+    return any(not (isinstance(c.func.value, ast.Name) and c.func.value.id == "headline")
+               for c in _calls(nb, "claims"))
+
+
+def gathered_claims(stages: dict) -> dict[str, set[str]]:
+    """For the stage that gathers every claims file (its notebook calls ``claims.gather()``, which
+    globs ``results/*/claims.json``): the claims file of every stage whose notebook writes one."""
+    nbs = {n: stage_notebook(st.get("cmd", "")) for n, st in stages.items()}
+    writers = {f"results/{n}/claims.json" for n, nb in nbs.items() if nb and writes_claims(nb)}
+    return {n: writers - {f"results/{n}/claims.json"} for n, nb in nbs.items()
+            if nb and _calls(nb, "gather")}
+
+
 def required_files(nb: Path) -> set[str]:
     """Package files (relative to the project) a stage running ``nb`` executes, and the
     upstream result files it reads."""
@@ -165,12 +193,14 @@ def missing_deps(dvc_yaml: Path | None = None) -> dict[str, list[str]]:
     dvc_yaml = dvc_yaml or _root() / "dvc.yaml"
     stages = yaml.safe_load(Path(dvc_yaml).read_text())["stages"]
     out = {}
+    gathered = gathered_claims(stages)
     for name, st in stages.items():
         nb = stage_notebook(st.get("cmd", ""))
         if nb is None:
             continue
         deps = [d if isinstance(d, str) else next(iter(d)) for d in st.get("deps", [])]
-        lack = sorted(f for f in required_files(nb) if not any(_dep_covers(d, f) for d in deps))
+        need = required_files(nb) | gathered.get(name, set())
+        lack = sorted(f for f in need if not any(_dep_covers(d, f) for d in deps))
         if lack:
             out[name] = lack
     return out

@@ -74,3 +74,23 @@ def test_a_missing_dep_is_found(tmp_path, monkeypatch):
     ("experiments/claims.py", "experiments/claims.py", True), ("results/blog", "results/blog_report/x", False)])
 def test_a_folder_dep_covers_its_files(dep, path, covered):
     assert depcheck._dep_covers(dep, path) is covered
+
+
+def test_the_gathering_stage_must_depend_on_every_claims_file(tmp_path, monkeypatch):
+    """claims.gather() globs results/*/claims.json, so no import names them: a stage that writes
+    claims but is not a dep of the gathering stage would leave claims.md stale."""
+    root = tmp_path / "proj"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "experiments").symlink_to(paths.root() / "experiments")
+    for name, src in (("a", "out.claims([])\nout.metrics(headline.claims([]))\n"),
+                      ("b", "out.metrics(headline.claims([]))\n"),
+                      ("all", "table = claims.gather()\n")):
+        (root / "notebooks" / f"{name}.ipynb").write_text(_notebook(tmp_path, src).read_text())
+    deps = "    deps:\n" + "".join(f"      - experiments/{m}.py\n" for m in ("__init__", "claims", "results"))
+    (root / "dvc.yaml").write_text("stages:\n" + "".join(
+        f"  {n}:\n    cmd: python -m experiments.run_notebook notebooks/{n}.ipynb out.ipynb\n{deps}"
+        f"      - notebooks/{n}.ipynb\n" for n in ("a", "b", "all")))
+    monkeypatch.setenv("DLIO_ROOT", str(root))
+    miss = depcheck.missing_deps(root / "dvc.yaml")
+    assert "results/a/claims.json" in miss.get("all", [])
+    assert not any("results/b/" in f or "results/all/" in f for f in miss.get("all", []))
