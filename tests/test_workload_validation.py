@@ -378,3 +378,22 @@ def test_unet3d_batch1_faster_at_batch2_names_the_cpu_convolution_path():
     assert "oneDNN" in report._not_linear_reason(nf, "unet3d")
     linear = nf.assign(mean_s=[0.1, 0.2, 0.4])
     assert "oneDNN" not in report._not_linear_reason(linear, "unet3d")
+
+
+def test_a_rank_count_has_one_color_in_every_row():
+    """Row D ran only G=2: its line must be G=2's color in row A, and the legend must name it."""
+    from experiments.workloads import validation
+
+    s = _summary({"real": {}, "emulator": {}})
+    s = s[~((s["row"] == "emulator") & (s["ranks"] == 1))]
+    s = pd.concat([s, s.assign(batch_size=8)])
+    fig = report.plot_rows(s, validation.ROWS, "unet3d", "Fig X", [("compute_sps", "compute")],
+                           "samples/s", "throughputs")
+    try:
+        axes = fig.axes
+        color = {ln.get_label(): ln.get_color() for ln in axes[0].lines}
+        (d_line,) = [ln for ln in axes[1].lines if ln.get_label().startswith("G=")]
+        assert d_line.get_label() == "G=2" and d_line.get_color() == color["G=2"] != color["G=1"]
+    finally:
+        import matplotlib.pyplot as plt
+        plt.close(fig)

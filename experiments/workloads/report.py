@@ -30,12 +30,20 @@ PART_LABELS = {"to_device_s": "to device", "forward_s": "forward", "loss_s": "lo
                "allreduce_s": "cumulative-loss all-reduce", "sleep_s": "sleep (compute: sleep)"}
 
 
-def _lines(ax, s: pd.DataFrame, col: str, ylabel: str, logy=False):
+def rank_colors(s: pd.DataFrame) -> dict:
+    """One color per rank count in ``s`` (smallest first), so that G=2 has the same color in
+    every panel and row of a figure, also where a row ran only some rank counts."""
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {g: cycle[i % len(cycle)] for i, g in enumerate(sorted(s["ranks"].unique()))}
+
+
+def _lines(ax, s: pd.DataFrame, col: str, ylabel: str, logy=False, colors: dict | None = None):
+    colors = colors or rank_colors(s)
     for g, d in s.groupby("ranks"):
         d = d.sort_values("batch_size")
-        ax.plot(d["batch_size"], d[col], marker="o", label=f"G={g}")
+        ax.plot(d["batch_size"], d[col], marker="o", label=f"G={g}", color=colors[g])
         if f"{col}_q1" in d:
-            ax.fill_between(d["batch_size"], d[f"{col}_q1"], d[f"{col}_q3"], alpha=0.2)
+            ax.fill_between(d["batch_size"], d[f"{col}_q1"], d[f"{col}_q3"], alpha=0.2, color=colors[g])
     ax.set_xlabel("batch size (samples)")
     ax.set_ylabel(ylabel)
     if logy:
@@ -263,12 +271,13 @@ def plot_rows(s: pd.DataFrame, rows, workload: str, figure: str, panels, unit: s
         raise ValueError(f"{figure}: no runs of {workload} with {', '.join(c for c, _ in panels)}")
     fig, axes = plt.subplots(len(drawn), len(cols), figsize=(3.6 * len(cols), 2.9 * len(drawn)),
                              squeeze=False, sharex=True, sharey="col")
+    colors = rank_colors(s)
     for i, r in enumerate(drawn):
         d = s[s["row"] == r.key]
         for j, (c, name) in enumerate(cols):
             ax = axes[i][j]
             if d[c].notna().any():
-                _lines(ax, d, c, "", logy=True)
+                _lines(ax, d, c, "", logy=True, colors=colors)
             else:
                 ax.text(0.5, 0.5, "not measured in this row", ha="center", va="center",
                         transform=ax.transAxes, fontsize=8, color="0.4")
@@ -276,7 +285,8 @@ def plot_rows(s: pd.DataFrame, rows, workload: str, figure: str, panels, unit: s
             ax.set_ylabel(f"{r.label}\n{unit}" if j == 0 else "", fontsize=8)
             if i < len(drawn) - 1:
                 ax.set_xlabel("")
-    style.legend_beside(axes[0][-1], axes=[axes[0][0]], fontsize=7, title="ranks", title_fontsize=7)
+    # entries from every panel: a rank count that only a later row ran is named too
+    style.legend_beside(axes[0][-1], axes=list(axes.ravel()), fontsize=7, title="ranks", title_fontsize=7)
     missing = [r.label for r in rows if r not in drawn]
     note = f" (no runs: {', '.join(missing)})" if missing else ""
     fig.suptitle(f"{figure}: {TITLES[workload]} {what}, median with IQR{note}", fontsize=9)
