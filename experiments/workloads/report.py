@@ -314,6 +314,7 @@ def plot_fig_a3(s: pd.DataFrame, labels: dict):
                 ax.plot(d["batch_size"], d[col], marker="o", label=label)
                 ax.fill_between(d["batch_size"], d[f"{col}_q1"], d[f"{col}_q3"], alpha=0.2)
             style.log_axis(ax, "y")
+            ax.set_xticks(sorted(s["batch_size"].unique()))    # every batch size run (1 was unlabelled)
             ax.set_title(f"G={g}: {name}", fontsize=9)
             ax.set_ylabel(f"{name}, s" if j == 0 else "s", fontsize=8)
             if i == len(Gs) - 1:
