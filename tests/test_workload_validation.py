@@ -333,7 +333,7 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     assert got["unet3d-fig-a3-prep-sleep-no-change"]["verdict"] == "holds"
     assert got["unet3d-sleep-au-above-90pct"]["verdict"] == "holds"
     assert got["random-content-same-sizes-other-bytes"]["verdict"] == "holds"
-    assert got["sleep-ranks-do-not-burn-cpu"]["our_value"] == pytest.approx(0.01)
+    assert got["sleep-ranks-do-not-burn-cpu"]["verdict"] == "not measured"   # usage without its steps
     # rows that did not run: the claims are there, not measured, with the reason
     for cid in ("bert-sleep-compute-throughput", "bert-random-vfs-within-real-spread",
                 "bert-sleep-au-above-90pct", "sleep-follows-compute-model"):
@@ -397,3 +397,22 @@ def test_a_rank_count_has_one_color_in_every_row():
     finally:
         import matplotlib.pyplot as plt
         plt.close(fig)
+
+
+def _sleep_steps(asleep_s: float, n: int = 10) -> pd.DataFrame:
+    return pd.DataFrame([{"workload": "bert", "variant": "sleep", "ranks": 1, "batch_size": 2, "repeat": 0,
+                          "rank": 0, "sleep_ns": int(asleep_s / n * 1e9)} for _ in range(n)])
+
+
+@pytest.mark.parametrize("wall,cpu,asleep,want", [
+    (10.0, 0.3, 9.5, 0.0),      # blocks in its sleeps: CPU only while awake
+    (10.0, 10.0, 9.5, 1.0),     # spins through its sleeps
+    (0.2, 0.1, 0.05, 0.0),      # a short smoke run, mostly start-up: CPU / wall would be 0.5
+])
+def test_sleep_cpu_excess_tells_blocking_from_spinning(wall, cpu, asleep, want):
+    usage = [{"workload": "bert", "variant": "sleep", "ranks": 1, "batch_size": 2, "repeat": 0, "rank": 0,
+              "compute": {"mode": "sleep"}, "phase_usage": {"train": {"cpu_s": cpu, "wall_s": wall}}},
+             {"workload": "bert", "variant": "real", "ranks": 1, "batch_size": 2, "repeat": 0, "rank": 0,
+              "compute": {"mode": "real"}, "phase_usage": {"train": {"cpu_s": 9.0, "wall_s": 10.0}}}]
+    assert report.sleep_cpu_excess(usage, _sleep_steps(asleep)) == [pytest.approx(want, abs=1e-6)]
+    assert report.sleep_cpu_excess(usage, _sleep_steps(asleep).iloc[:0]) == []

@@ -60,13 +60,13 @@ def plot_breakdown(s: pd.DataFrame, workload: str, figure: str):
     for ax, (col, name) in zip(axes[0], [("step_s", "whole step"), ("data_s", "data wait"),
                                          ("compute_s", "compute")]):
         _lines(ax, s, col, f"{name}, s")
-        ax.set_title(name)
+        ax.set_title(name, fontsize=9)
     for ax in axes[0][3:]:
         ax.axis("off")
     if parts:
         for ax, col in zip(axes[1], parts):
             _lines(ax, s, col, f"{PART_LABELS[col]}, s")
-            ax.set_title(PART_LABELS[col])
+            ax.set_title(PART_LABELS[col], fontsize=9)   # "backward (+DDP all-reduce)" was wider than its panel
         for ax in axes[1][len(parts):]:
             ax.axis("off")
     style.legend_beside(axes[0][2], axes=[axes[0][0]], title="ranks")
@@ -388,6 +388,23 @@ def _loads(runs: pd.DataFrame | None, w: str, a: str, b: str) -> str:
     return f"; host load average (1 min) during {', '.join(got)} ({os.cpu_count()} CPUs)" if got else ""
 
 
+def sleep_cpu_excess(rank_usage: list[dict], steps: pd.DataFrame) -> list[float]:
+    """Per sleeping rank: the CPU seconds of its train phase beyond the phase's time spent not
+    asleep, per second asleep (``sleep_ns`` of its steps); 0 when it blocks, about 1 when it spins.
+    Unlike CPU / wall, this does not grow when a short run is mostly start-up overhead."""
+    key = ["workload", "variant", "ranks", "batch_size", "repeat", "rank"]
+    if not len(steps) or not set(key + ["sleep_ns"]) <= set(steps.columns):
+        return []
+    slept = (steps.groupby(key)["sleep_ns"].sum() / 1e9).to_dict()
+    out = []
+    for u in rank_usage:
+        tr = (u.get("phase_usage") or {}).get("train")
+        asleep = slept.get(tuple(u.get(c) for c in key), 0.0)
+        if (u.get("compute") or {}).get("mode") == "sleep" and tr and asleep > 0:
+            out.append(max(0.0, tr["cpu_s"] - (tr["wall_s"] - asleep)) / asleep)
+    return out
+
+
 def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFrame, model,
                       rank_usage: list[dict], datasets: pd.DataFrame | None,
                       runs: pd.DataFrame | None = None) -> list[dict]:
@@ -549,16 +566,16 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
         rule="< 4", kind="check",
         note=f"model: {model.source}; the model mean is that of max(0, Normal(mean, std)); {SLEEP_SLACK_S * 1e3:g} ms "
              "allows for the kernel waking a sleeper late", why_not="" if z else "no sleep run"))
-    busy = [u["phase_usage"]["train"]["cpu_s"] / u["phase_usage"]["train"]["wall_s"]
-            for u in rank_usage if (u.get("compute") or {}).get("mode") == "sleep"
-            and u.get("phase_usage", {}).get("train")]
+    busy = sleep_cpu_excess(rank_usage, sleep_steps)
     out.append(claim(
         "sleep-ranks-do-not-burn-cpu", SOURCE, "Sec 3",
-        "A sleeping rank uses little CPU in its train phase (the sleep blocks in the kernel)",
-        our_value=max(busy) if busy else np.nan, unit="max rank CPU s / wall s in the train phase",
+        "A sleeping rank uses little CPU while it sleeps (the sleep blocks in the kernel)",
+        our_value=max(busy) if busy else np.nan,
+        unit="max over ranks of (train-phase CPU s - the phase's s not asleep) / s asleep",
         rule="< 0.5", kind="check",
-        note="the rank process only (BERT's includes its in-process tf.data pipeline; UNET3D's loader "
-             "workers are separate processes)", why_not="" if busy else "no sleep run"))
+        note="1 for a rank that spins through its sleeps; the rank process only (BERT's includes its "
+             "in-process tf.data pipeline; UNET3D's loader workers are separate processes)",
+        why_not="" if busy else "no sleep run with both its rank usage and its steps"))
     if datasets is not None and len(datasets):
         ok = datasets["same_names"] & datasets["same_sizes"] & (datasets["digest_random"] != datasets["digest_realistic"])
         v, why = float(ok.mean()), ""
