@@ -109,17 +109,22 @@ def closure(modules: set[str]) -> set[str]:
     return seen
 
 
+def _code_cells(nb: Path) -> list[ast.Module]:
+    """A notebook's code cells, parsed (IPython magics and shell lines left out)."""
+    return [ast.parse("\n".join(line for line in "".join(c["source"]).splitlines()
+                                if not line.lstrip().startswith(("%", "!"))), str(nb))
+            for c in json.loads(Path(nb).read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def _calls(nb: Path, attr: str) -> list[ast.Call]:
+    """Calls ``X.attr(...)`` in a notebook's code cells."""
+    return [n for tree in _code_cells(nb) for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute) and n.func.attr == attr]
+
+
 def notebook_modules(nb: Path) -> set[str]:
-    """Package modules a notebook's code cells import (IPython magics and shell lines left out)."""
-    cells = json.loads(Path(nb).read_text())["cells"]
-    out: set[str] = set()
-    for c in cells:
-        if c["cell_type"] != "code":
-            continue
-        src = "".join(c["source"])
-        src = "\n".join(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!")))
-        out |= imports_of(ast.parse(src, str(nb)))
-    return out
+    """Package modules a notebook's code cells import."""
+    return set().union(*(imports_of(tree) for tree in _code_cells(nb)))
 
 
 def stage_notebook(cmd: str) -> Path | None:
@@ -131,32 +136,13 @@ def notebook_results(nb: Path) -> set[str]:
     """Upstream result files a notebook reads with ``results.load("stage", "file")``
     (``summary.csv`` when no file is named), as paths relative to the project."""
     out: set[str] = set()
-    for c in json.loads(Path(nb).read_text())["cells"]:
-        if c["cell_type"] != "code":
-            continue
-        src = "\n".join(line for line in "".join(c["source"]).splitlines()
-                        if not line.lstrip().startswith(("%", "!")))
-        for node in ast.walk(ast.parse(src, str(nb))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr == "load" and isinstance(node.func.value, ast.Name) \
-                    and node.func.value.id == "results" and node.args \
-                    and isinstance(node.args[0], ast.Constant):
-                name = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
-                    else "summary.csv"
-                out.add(f"results/{node.args[0].value}/{name}")
+    for node in _calls(nb, "load"):
+        if isinstance(node.func.value, ast.Name) and node.func.value.id == "results" and node.args \
+                and isinstance(node.args[0], ast.Constant):
+            name = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
+                else "summary.csv"
+            out.add(f"results/{node.args[0].value}/{name}")
     return out
-
-
-def _calls(nb: Path, attr: str) -> list[ast.Call]:
-    """Calls ``X.attr(...)`` in a notebook's code cells."""
-    found = []
-    for c in json.loads(Path(nb).read_text())["cells"]:
-        if c["cell_type"] == "code":
-            src = "\n".join(line for line in "".join(c["source"]).splitlines()
-                            if not line.lstrip().startswith(("%", "!")))
-            found += [n for n in ast.walk(ast.parse(src, str(nb))) if isinstance(n, ast.Call)
-                      and isinstance(n.func, ast.Attribute) and n.func.attr == attr]
-    return found
 
 
 def writes_claims(nb: Path) -> bool:
