@@ -1,14 +1,26 @@
-"""Shared fixtures. The smoke pipeline runs once per test session in a temporary copy of the
-project (``DLIO_ROOT`` points the package there) on the smoke profile, through DVC and papermill
-exactly as ``dvc repro`` does; the smoke tests then assert on the files each notebook wrote.
-A smoke test of a stage that ``SMOKE_STAGES`` left out is skipped (see ``stage_results``)."""
+"""Shared fixtures and the test-time table.
+
+The smoke pipeline runs once per test session in a temporary copy of the project (``DLIO_ROOT``
+points the package there) on the smoke profile, through DVC and papermill exactly as ``dvc
+repro`` does; the smoke tests then assert on the files each notebook wrote. A smoke test of a
+stage that ``SMOKE_STAGES`` left out is skipped (see ``stage_results``).
+
+The smoke ``dvc repro`` starts in the background as soon as collection shows that a smoke test
+will run, and the smoke tests are ordered last: the unit tests run beside the pipeline, whose
+stages mostly keep one of the box's two cores busy. At the end of the session a table lists the
+slowest tests and every smoke stage's wall time (from its ``env.json``), so that where the
+minutes go is visible in every CI log."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,35 +35,161 @@ def project_files() -> list[str]:
     return [f for f in out.split("\0") if f and (ROOT / f).is_file()]
 
 
-@pytest.fixture(scope="session")
-def smoke_root(tmp_path_factory) -> Path:
-    """A copy of the project with params.yaml on the smoke profile and ``dvc repro`` run in it."""
-    root = tmp_path_factory.mktemp("smoke") / "project"
-    for f in project_files():
-        (root / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, root / f)
-    env = {**os.environ, "DLIO_ROOT": str(root),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    run = lambda *cmd: subprocess.run(cmd, cwd=root, env=env, check=True)  # noqa: E731
-    run(sys.executable, "-m", "experiments.profile", "smoke")
-    run("dvc", "config", "--local", "core.no_scm", "true")
-    # SMOKE_STAGES="a b" limits the run to those stages and what they depend on (for work on
-    # one stage); CI and `make test` leave it unset and run the whole pipeline.
-    try:
-        # the log `make repro` shows (tests/test_smoke_first_hour.py counts error-like lines in it)
-        log = root.parent / "repro.log"
-        with open(log, "w") as f:
-            p = subprocess.run(["dvc", "repro", *os.environ.get("SMOKE_STAGES", "").split()],
-                               cwd=root, env=env, stdout=f, stderr=subprocess.STDOUT)
-        if p.returncode:
-            pytest.fail(f"dvc repro failed ({p.returncode}); the end of {log}:\n{log.read_text()[-6000:]}")
-        yield root
-    finally:
-        # the copy's own tiers outside it (/dev/shm/...-{checkout}); nothing stays behind
-        own = subprocess.run([sys.executable, "-m", "experiments.tiers", "dirs", "--own"], cwd=root,
-                             env=env, capture_output=True, text=True).stdout.split()
+class SmokeRun:
+    """``dvc repro`` of the smoke profile in a copy of the project, run in the background."""
+
+    def __init__(self, base: Path):
+        self.root = base / "project"
+        self.log = base / "repro.log"
+        for f in project_files():
+            (self.root / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, self.root / f)
+        self.env = {**os.environ, "DLIO_ROOT": str(self.root),
+                    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        for cmd in ([sys.executable, "-m", "experiments.profile", "smoke"],
+                    ["dvc", "config", "--local", "core.no_scm", "true"]):
+            subprocess.run(cmd, cwd=self.root, env=self.env, check=True, stdout=subprocess.DEVNULL)
+        # SMOKE_STAGES="a b" limits the run to those stages and what they depend on (for work on
+        # one stage); CI and `make test` leave it unset and run the whole pipeline.
+        self.t0 = time.monotonic()
+        self.wall_s: float | None = None
+        with open(self.log, "w") as f:   # the log `make repro` shows (test_smoke_first_hour reads it)
+            self.proc = subprocess.Popen(["dvc", "repro", *os.environ.get("SMOKE_STAGES", "").split()],
+                                         cwd=self.root, env=self.env, stdout=f,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _failed(self) -> None:
+        pytest.fail(f"dvc repro failed ({self.proc.returncode}); the end of {self.log}:\n"
+                    f"{self.log.read_text(errors='replace')[-6000:]}")
+
+    def wait(self) -> Path:
+        """The whole pipeline, done."""
+        rc = self.proc.wait()
+        if self.wall_s is None:
+            self.wall_s = time.monotonic() - self.t0
+        if rc:
+            self._failed()
+        return self.root
+
+    def wait_for(self, stage: str) -> Path:
+        """That stage, done: run_notebook printed ``STAGE: done in`` and DVC then recorded the
+        stage in dvc.lock, so its results folder is complete and no longer moves. Returns when
+        the pipeline ends without it too (a stage left out by ``SMOKE_STAGES``)."""
+        done = re.compile(rf"(?:^|[\r\n]){re.escape(stage)}: done in .*?Updating lock file", re.S)
+        while not done.search(self.log.read_text(errors="replace")):
+            if self.proc.poll() is not None:
+                if self.proc.returncode:
+                    self._failed()
+                break
+            time.sleep(1)
+        return self.root / "results" / stage
+
+    def stop(self) -> None:
+        """End a run the session no longer waits for (a failed or interrupted session), and
+        remove the copy's own tiers outside it (/dev/shm/...-{checkout}): nothing stays behind."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        own = subprocess.run([sys.executable, "-m", "experiments.tiers", "dirs", "--own"], cwd=self.root,
+                             env=self.env, capture_output=True, text=True).stdout.split()
         for d in own:
             shutil.rmtree(d, ignore_errors=True)
+
+
+_SMOKE: SmokeRun | None = None
+
+
+def _needs_smoke(item) -> bool:
+    return bool({"smoke_root", "smoke_run"} & set(getattr(item, "fixturenames", ())))
+
+
+# Smoke test files in the order the pipeline finishes the stages they read (DVC runs the Chien,
+# DeepIO, LMDBIO and blog stages, then the workloads, emulator_patterns, traced_comparison,
+# workload_validation, the tracing stages and claims), so that each waits only for its own
+# stages (``stage_results``) while the pipeline goes on: the emulator's own runs overlap
+# traced_comparison, whose traced runs mostly wait for bpftrace to attach and detach. Tests that
+# read the whole run (every stage, the log, the claims table) come last.
+SMOKE_ORDER = ["test_smoke_alexnet.py", "test_smoke_deepio_lmdbio_blog.py", "test_smoke_emulator.py",
+               "test_smoke_workloads.py", "test_smoke_traced_comparison.py", "test_smoke_tracing.py",
+               "test_smoke_pipeline.py", "test_smoke_first_hour.py"]
+
+
+def _smoke_rank(item) -> tuple[bool, int]:
+    name = item.path.name
+    rank = SMOKE_ORDER.index(name) if name in SMOKE_ORDER else len(SMOKE_ORDER)
+    whole = "smoke_root" in item.fixturenames   # waits for the whole pipeline: after the rest
+    return (whole, rank)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Unit tests first, then the smoke tests by the stages they read (stable otherwise): the
+    unit tests run while the pipeline runs, and each smoke test waits only for its stages."""
+    unit = [i for i in items if not _needs_smoke(i)]
+    items[:] = unit + sorted((i for i in items if _needs_smoke(i)), key=_smoke_rank)
+
+
+def pytest_collection_finish(session):
+    global _SMOKE
+    if session.config.option.collectonly or not any(_needs_smoke(i) for i in session.items):
+        return
+    _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _SMOKE is not None:
+        _SMOKE.stop()
+
+
+@pytest.fixture(scope="session")
+def smoke_run() -> SmokeRun:
+    """The smoke pipeline, running or done (wait with ``wait`` or ``wait_for(stage)``)."""
+    assert _SMOKE is not None, "the smoke run was not started at collection"
+    return _SMOKE
+
+
+@pytest.fixture(scope="session")
+def smoke_root(smoke_run) -> Path:
+    """A copy of the project with params.yaml on the smoke profile and ``dvc repro`` run in it."""
+    return smoke_run.wait()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The fifteen slowest tests (set-up, call and tear-down together) and, when the smoke
+    pipeline ran, each stage's wall time as its env.json recorded it."""
+    per_test: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for r in reports:
+            if hasattr(r, "duration") and hasattr(r, "nodeid") and getattr(r, "when", None):
+                per_test[r.nodeid] = per_test.get(r.nodeid, 0.0) + r.duration
+    if not per_test:
+        return
+    tw = terminalreporter
+    tw.section("test times")
+    tw.write_line(f"{'seconds':>8}  slowest of {len(per_test)} tests (a smoke test's set-up includes "
+                  "waiting for the pipeline)")
+    for nodeid, d in sorted(per_test.items(), key=lambda kv: -kv[1])[:15]:
+        tw.write_line(f"{d:8.1f}  {nodeid}")
+    if _SMOKE is not None:
+        stages = stage_times(_SMOKE.root)
+        tw.write_line("")
+        tw.write_line(f"{'seconds':>8}  smoke stage (wall time from results/<stage>/env.json)")
+        for name, s in sorted(stages.items(), key=lambda kv: -kv[1]):
+            tw.write_line(f"{s:8.1f}  {name}")
+        wall = f"{_SMOKE.wall_s:.1f}" if _SMOKE.wall_s is not None else "(not waited for)"
+        tw.write_line(f"{sum(stages.values()):8.1f}  all {len(stages)} stages; `dvc repro` wall time {wall} s")
+
+
+def stage_times(root: Path) -> dict[str, float]:
+    """Stage name -> wall seconds, from each results folder's env.json (stages that ran)."""
+    out = {}
+    for p in sorted((root / "results").glob("*/env.json")):
+        run = json.loads(p.read_text()).get("run") or {}
+        if "wall_s" in run:
+            out[p.parent.name] = float(run["wall_s"])
+    return out
 
 
 @pytest.fixture
@@ -60,10 +198,11 @@ def smoke_results(smoke_root):
 
 
 @pytest.fixture
-def stage_results(smoke_results):
-    """``stage_results("name")``: that stage's smoke results folder, or a skip if it did not run."""
+def stage_results(smoke_run):
+    """``stage_results("name")``: that stage's smoke results folder once the stage is done, or a
+    skip if it did not run."""
     def get(stage: str) -> Path:
-        d = smoke_results / stage
+        d = smoke_run.wait_for(stage)
         if not d.exists() and os.environ.get("SMOKE_STAGES"):
             pytest.skip(f"stage {stage} not in SMOKE_STAGES")
         assert d.exists(), f"stage {stage} wrote no results folder"

@@ -13,9 +13,9 @@ from test_smoke_pipeline import assert_cold_runs
 pytestmark = pytest.mark.smoke
 
 
-def test_caltech_like_data_and_claims(stage_results, smoke_root):
+def test_caltech_like_data_and_claims(stage_results, smoke_run):
     d = stage_results("caltech_like")
-    m = pd.read_csv(smoke_root / "data" / "caltech_like" / "filelist.csv")
+    m = pd.read_csv(smoke_run.root / "data" / "caltech_like" / "filelist.csv")
     assert len(m) == 48 and set(m["format"]) == {"jpg", "png"} and m["label"].nunique() == 4
     raw = pd.read_parquet(d / "raw.parquet")
     assert list(raw["bytes"]) == list(m["bytes"])

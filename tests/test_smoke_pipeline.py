@@ -49,9 +49,9 @@ def test_fio_baseline_has_every_job_per_tier(stage_results):
     assert (s["bw_MBps"] > 0).all() and (s["iops"] > 0).all()
 
 
-def test_imagenet_like_data_and_histogram(smoke_root, stage_results):
+def test_imagenet_like_data_and_histogram(smoke_run, stage_results):
     d = stage_results("imagenet_like")
-    m = pd.read_csv(smoke_root / "data" / "imagenet_like" / "filelist.csv")
+    m = pd.read_csv(smoke_run.root / "data" / "imagenet_like" / "filelist.csv")
     assert len(m) == 48 and m["bytes"].between(1000, 600_000).all()
     raw = pd.read_parquet(d / "raw.parquet")
     assert list(raw["bytes"]) == list(m["bytes"])

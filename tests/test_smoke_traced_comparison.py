@@ -20,8 +20,9 @@ pytestmark = pytest.mark.smoke
 
 
 @pytest.fixture(scope="module")
-def tc(smoke_root):
-    d = smoke_root / "results" / "traced_comparison"
+def tc(smoke_run):
+    smoke_root = smoke_run.root
+    d = smoke_run.wait_for("traced_comparison")
     if not d.exists():
         pytest.skip("stage traced_comparison not in SMOKE_STAGES")
     import yaml

@@ -1,0 +1,81 @@
+"""The smoke profile's budget, as its header states it: the smoke run proves that every code path
+runs once and measures nothing, so a sweep in it holds one value where a second would run the
+same code, and at most two where the code differs (one rank and two: the barrier and sharding;
+a memory tier and a disk tier: eviction). This test reads the smoke profile as the tests run it
+(laid over default.yaml, so a sweep added to the default and not trimmed here is caught too)
+and fails when a sweep grows past that, one parameter at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import profile
+
+# Lists that are not sweeps of one quantity: each entry is its own code path (a read strategy,
+# a side of the comparison, a workload) or a shape (layer widths), so their length is the
+# number of code paths and not a budget. A new entry here needs the reason beside it.
+CODE_PATH_LISTS = {
+    "lmdbio.strategies": "each strategy is its own reader",
+    "tfdata_read.variants": "full pipeline vs read-only: two pipelines",
+    "alexnet.prefetch": "prefetch 0 vs 1: the overlap is the finding's code path",
+    "workload_sleep.workloads": "three workloads, three data paths",
+    "workload_random.workloads": "three workloads, three data paths",
+    "workload_sleep.fig_a3.modes": "preprocessing none vs sleep: two step functions",
+    "traced_comparison.sides": "real, sleep, emulator, DLIO: four programs",
+    "dlrm.model.bottom_mlp": "layer widths, not a sweep",
+    "dlrm.model.top_mlp": "layer widths, not a sweep",
+    "lmdbio.datasets": "record sizes of two kinds: small records share pages, large ones overflow",
+}
+MAX_PER_SWEEP = 2          # one rank and two; a memory tier and a disk tier
+MAX_WORKLOAD_CONFIGS = 4   # ranks 1, 2 x two batch sizes, for the one workload whose fit gets a B term
+
+
+def _lists(x, path=""):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _lists(v, f"{path}.{k}" if path else k)
+    elif isinstance(x, list):
+        yield path, x
+
+
+def _leaves(x, path=""):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _leaves(v, f"{path}.{k}" if path else k)
+    else:
+        yield path, x
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return profile.render("smoke")
+
+
+def test_no_sweep_in_the_smoke_profile_has_more_than_two_values(smoke):
+    over = {p: v for p, v in _lists(smoke) if p not in CODE_PATH_LISTS and len(v) > MAX_PER_SWEEP}
+    assert not over, (f"smoke sweeps over the budget of {MAX_PER_SWEEP} values (profiles/smoke.yaml "
+                      f"header; trim them there): {over}")
+
+
+def test_the_smoke_profile_repeats_nothing(smoke):
+    """One run per configuration: no warm-up, no repeat (the default and paper profiles measure)."""
+    bad = {p: v for p, v in _leaves(smoke)
+           if (p.endswith(".repeats") and v != 1) or (p.endswith(".warmup") and v != 0)
+           or (p.endswith(".train_seeds") and v != 1)}
+    assert not bad, f"smoke profile repeats: {bad}"
+
+
+def test_each_workload_runs_few_configurations(smoke):
+    for w in ("unet3d", "bert", "dlrm"):
+        sweep = smoke[w]["sweep"]
+        n = len(sweep["ranks"]) * len(sweep["batch_sizes"])
+        assert n <= MAX_WORKLOAD_CONFIGS, f"{w}.sweep runs {n} (ranks x batch) configurations in smoke"
+        assert sorted(sweep["ranks"]) == [1, 2], f"{w}.sweep.ranks: one rank and two (barrier, sharding)"
+    batch_sweeps = [w for w in ("unet3d", "bert", "dlrm") if len(smoke[w]["sweep"]["batch_sizes"]) > 1]
+    assert len(batch_sweeps) == 1, f"one workload sweeps its batch size in smoke (the fit's B term): {batch_sweeps}"
+
+
+def test_the_budget_test_sees_a_sweep_that_grew():
+    """The rule itself can fail: a third thread count is caught."""
+    grown = {"tfdata_read": {"threads": [1, 2, 4]}}
+    assert [p for p, v in _lists(grown) if len(v) > MAX_PER_SWEEP] == ["tfdata_read.threads"]
