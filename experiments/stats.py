@@ -172,3 +172,19 @@ def slope_ci(x: Sequence[float], y: Sequence[float], level: float = LEVEL) -> tu
     fit = sm.OLS(y, sm.add_constant(x)).fit()
     lo, hi = fit.conf_int(alpha=1 - level)[1]
     return float(fit.params[1]), Interval(float(lo), float(hi), n, method, level)
+
+
+def samples(df, col: str, **eq) -> np.ndarray:
+    """The values of ``col`` in the rows of ``df`` (a stage's raw.parquet: one row per repeat,
+    step or read) whose columns equal ``eq``, as floats; warm-up rows (a true ``warmup``
+    column) are left out, as every stage's summary leaves them out. Unknown columns are an error
+    naming them."""
+    bad = [k for k in (col, *eq) if k not in df.columns]
+    if bad:
+        raise ValueError(f"samples: column(s) {bad} not in the table; it has {list(df.columns)}")
+    keep = np.ones(len(df), dtype=bool)
+    if "warmup" in df.columns:
+        keep &= ~df["warmup"].fillna(False).astype(bool).to_numpy()
+    for k, v in eq.items():
+        keep &= (df[k] == v).to_numpy()
+    return df.loc[keep, col].to_numpy(dtype=float)

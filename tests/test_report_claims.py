@@ -24,6 +24,19 @@ def _reads(threads=(1, 2, 4, 8), tiers=("mem", "disk")):
                          for t in tiers for v in ("full", "read_only") for n in threads])
 
 
+def _raw(reads, repeats=5, noise=0.01, seed=0):
+    """Per-repeat rows around each summary row (relative spread ``noise``), plus a warm-up row."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in reads.to_dict("records"):
+        for i in range(repeats + 1):
+            f = float(np.exp(rng.normal(0, noise)))
+            rows.append({**r, "repeat": i, "warmup": i == 0,
+                         "images_per_s": r["images_per_s"] * (0.5 if i == 0 else f),
+                         "MBps": r["MBps"] * f})
+    return pd.DataFrame(rows)
+
+
 def _check_common(cl):
     assert all(c["kind"] in claims.KINDS and c["verdict"] in claims.VERDICTS for c in cl)
     for c in cl:
@@ -33,24 +46,35 @@ def _check_common(cl):
 
 def test_tfdata_claims_direction_magnitude_and_measured_reason():
     fio_env = {"tiers": {"mem": {"fstype": "tmpfs"}, "disk": {"fstype": "ext4"}}}
-    cl = {c["id"]: c for c in tfdata_read_report.claims(_reads(), ENV, FIO, fio_env)}
+    reads = _reads()
+    cl = {c["id"]: c for c in tfdata_read_report.claims(reads, ENV, FIO, fio_env, raw=_raw(reads))}
     _check_common(cl.values())
     c = cl["tfdata-speedup-2t-disk"]
     assert c["paper_value"] == reference.CHIEN_HDD_SPEEDUP[2] and c["magnitude"] == "within 25%"
-    # one sample per point: no interval, so inconclusive (the interval comes with the repeats)
-    assert c["verdict"] == "inconclusive" and "n = 1: no interval" in c["note"]
+    assert c["n"] == 5 and c["ci_low"] > 1 and c["basis"] == "stated"   # warm-up left out
+    assert c["holds"] is True and c["verdict"] == "direction only"  # 2^0.1 = 1.07 against 1.65
     assert "2 cores" in c["note"] and "300 MB/s" in c["note"] and c["cold"] is True
+    assert c["figure"] == "Fig 4; Abstract, Sec. VII"
+    # the same ratios with noise far larger than the 7 % effect: inconclusive, never holds
+    noisy = {c["id"]: c for c in tfdata_read_report.claims(reads, ENV, FIO, fio_env,
+                                                           raw=_raw(reads, repeats=3, noise=0.3))}
+    assert noisy["tfdata-speedup-2t-disk"]["verdict"] == "inconclusive"
+    # without raw there is no interval: every finding is inconclusive
+    point = tfdata_read_report.claims(reads, ENV, FIO, fio_env)
+    assert {c["verdict"] for c in point if c["kind"] == "finding" and c["our_value"] is not None} == {"inconclusive"}
     assert cl["tfdata-speedup-2t-mem"]["memory_backed"] and cl["tfdata-speedup-2t-mem"]["cold"] is None
     p = cl["tfdata-speedup-8t-parallel-fs"]
     assert p["verdict"] == "not measured" and "mem tmpfs, disk ext4" in p["note"]
-    assert cl["tfdata-read-only-faster-disk"]["verdict"] == "inconclusive"
+    assert cl["tfdata-read-only-faster-disk"]["verdict"] == "holds"
+    assert cl["tfdata-read-only-faster-disk"]["basis"] == "implied"
+    assert cl["tfdata-one-to-two-threads-doubles-disk"]["paper_value"] == 2.0
 
 
 def test_tfdata_claims_not_run_are_rows_with_the_reason():
     cl = {c["id"]: c for c in tfdata_read_report.claims(_reads(threads=(1, 2)), ENV, FIO, {})}
     assert cl["tfdata-speedup-8t-disk"]["verdict"] == "not measured"
     assert "tfdata_read.threads = [1, 2]" in cl["tfdata-speedup-8t-disk"]["note"]
-    assert len(cl) == 2 * 3 + 1 + 2
+    assert len(cl) == 2 * 3 + 1 + 2 + 2
 
 
 def _alexnet_tables():
