@@ -109,6 +109,35 @@ def test_alexnet_claims_burst_buffer_magnitude_from_fio():
     assert cl["alexnet-batch-size-prefetch1"]["verdict"] == "inconclusive"
 
 
+def test_alexnet_claims_take_their_intervals_from_repeats_saves_and_steps():
+    summary, batches, ck = _alexnet_tables()
+    batches = batches.assign(tier="disk", threads=2)
+    rng = np.random.default_rng(0)
+    raw = pd.DataFrame(
+        [{"experiment": "prefetch", "tier": t, "threads": n, "batch_size": 64, "prefetch": p,
+          "repeat": i, "warmup": i == 0, "seconds": (10.0 + (0 if p else 2)) * rng.normal(1, 0.005),
+          "data_s": (1.0 if p else 3.0) * rng.normal(1, 0.005)}
+         for t in ("mem", "disk") for n in (1, 2) for p in (0, 1) for i in range(6)]
+        + [{"experiment": "batch", "tier": "disk", "threads": 2, "batch_size": b, "prefetch": 1,
+            "repeat": i, "warmup": False, "seconds": 20.0 * rng.normal(1, 0.005), "data_s": 1.0}
+           for b in (16,) for i in range(5)])   # batch 64 is the prefetch experiment's run
+    saves = pd.DataFrame([{"target": t, "warmup": False, "stall_s": s * rng.normal(1, 0.01)}
+                          for t, s in (("mem", 0.5), ("disk", 0.6), ("mem>disk", 0.5)) for _ in range(8)])
+    steps = pd.DataFrame({"experiment": "prefetch", "repeat": 1, "batch_size": 64,
+                          "compute_s": rng.normal(1.5, 0.05, 30)})
+    env = {**ENV, "params": {"alexnet": {"warmup": 1, "batch_size": 64, "width": 0.25, "dense_width": 0.5}}}
+    cl = {c["id"]: c for c in alexnet_report.claims(summary, batches, ck, "mem", "disk", env, FIO, ENV,
+                                                    raw=raw, saves=saves, steps=steps)}
+    f = cl["alexnet-prefetch-faster-disk"]
+    assert f["verdict"] == "holds" and f["n"] == 5 and f["ci_low"] > 1   # the warm-up is not a sample
+    assert cl["alexnet-batch-size-prefetch1"]["verdict"] == "holds"
+    b = cl["burst-buffer-speedup-vs-slow"]
+    assert b["n"] == 8 and b["ci_low"] > 1 and b["verdict"] == "direction only"  # 1.2 against 2.6
+    assert cl["burst-buffer-close-to-fast"]["verdict"] == "holds"
+    c = cl["alexnet-compute-per-batch"]
+    assert c["verdict"] == "holds" and c["paper_value"] == "1-2" and c["n"] == 30
+
+
 def test_alexnet_claims_without_checkpoint_runs_stay_as_not_measured():
     summary, batches, _ = _alexnet_tables()
     cl = {c["id"]: c for c in alexnet_report.claims(summary, batches.iloc[:0], pd.DataFrame(), "mem",
