@@ -36,7 +36,8 @@ def plot_sizes(manifest: pd.DataFrame, hist: pd.DataFrame):
 
 
 def plot_fig6(summary: pd.DataFrame):
-    """Fig 6: per tier, bars of the median run time with one batch prefetched, and on top (white,
+    """Fig 6: per tier, bars of the median run time with one batch prefetched (whiskers: its 95 %
+    interval, ``summary`` from :func:`experiments.stats.with_median_ci`), and on top (white,
     hatched) the excess when nothing is prefetched: the cost of I/O."""
     d = summary[summary["experiment"] == "prefetch"]
     tiers = list(dict.fromkeys(d["tier"]))
@@ -48,7 +49,8 @@ def plot_fig6(summary: pd.DataFrame):
         t = d[d["tier"] == tier]
         with_p = t[t["prefetch"] > 0].sort_values("threads")
         x = np.arange(len(with_p))
-        ax.bar(x, with_p["seconds"], color=colors[tier], edgecolor="0.2", label="prefetch 1 batch")
+        ax.bar(x, with_p["seconds"], color=colors[tier], edgecolor="0.2", label="prefetch 1 batch",
+               yerr=style.ci_yerr(with_p, "seconds"), capsize=3)
         excess = with_p["io_excess_s"].to_numpy()
         ax.bar(x, np.clip(excess, 0, None), bottom=with_p["seconds"], color="white", edgecolor="0.2",
                hatch="//", label="excess without prefetch")
@@ -76,18 +78,17 @@ def plot_fig6(summary: pd.DataFrame):
 
 
 def plot_fig7(batches: pd.DataFrame):
-    """Fig 7: median run time of one epoch against batch size, with and without prefetch."""
+    """Fig 7: median run time of one epoch against batch size, with and without prefetch;
+    ``batches`` with the medians' intervals (:func:`experiments.stats.with_median_ci`)."""
     fig, ax = plt.subplots(figsize=(6.8, 3.6))
     for (tier, p), g in batches.groupby(["tier", "prefetch"], sort=False):
         g = g.sort_values("batch_size")
-        ax.errorbar(g["batch_size"], g["seconds"],
-                    yerr=[g["seconds"] - g["seconds_min"], g["seconds_max"] - g["seconds"]],
-                    marker="o", capsize=3, ls="-" if p else "--",
+        ax.errorbar(g["batch_size"], g["seconds"], yerr=style.ci_yerr(g, "seconds"), marker="o", capsize=3, ls="-" if p else "--",
                     label=f"{tier}, prefetch {p}")
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(batches["batch_size"].unique()), [str(b) for b in sorted(batches["batch_size"].unique())])
     ax.set_xlabel("batch size, images")
-    ax.set_ylabel("run time of one epoch, s (median)")
+    ax.set_ylabel(f"run time of one epoch, s\n({style.CI_LABEL})")
     ax.set_title(f"Fig 7: batch size ({int(batches['threads'].iloc[0])} map threads)")
     style.legend_beside(ax)
     fig.tight_layout()
@@ -148,23 +149,26 @@ def plot_fig8(samples: pd.DataFrame, steps: pd.DataFrame):
 
 def plot_fig9(ck: pd.DataFrame):
     """Fig 9: median run time per checkpoint target (top) with the run time without checkpoints
-    shaded; median stall per checkpoint (bottom)."""
+    shaded; median stall per checkpoint (bottom). ``ck``: the summary with the intervals of
+    ``seconds`` and ``stall_median_s`` (:func:`experiments.stats.with_median_ci` over the runs
+    and over the checkpoints)."""
     d = ck[ck["mode"] != "none"]
     none = float(ck.loc[ck["mode"] == "none", "seconds"].iloc[0]) if (ck["mode"] == "none").any() else np.nan
     labels = [("burst buffer " + t.replace(">", "→")) if m == "burst" else t for m, t in zip(d["mode"], d["target"])]
     x = np.arange(len(d))
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(7.5, 6), sharex=True)
     a1.bar(x, d["seconds"], color="white", edgecolor="0.2",
-           yerr=[d["seconds"] - d["seconds_min"], d["seconds_max"] - d["seconds"]], capsize=3)
+           yerr=style.ci_yerr(d, "seconds"), capsize=3)
     if np.isfinite(none):
         a1.bar(x, [min(none, s) for s in d["seconds"]], color="0.7", edgecolor="0.2",
                label=f"no checkpoint ({none:.1f} s)")
         style.legend_beside(a1)
-    a1.set_ylabel("run time, s (median)")
+    a1.set_ylabel(f"run time, s\n({style.CI_LABEL})")
     a1.set_title(f"Fig 9: {int(d['checkpoints'].iloc[0])} checkpoints of "
                  f"{d['checkpoint_MB'].iloc[0]:.0f} MB during the run")
-    a2.bar(x, d["stall_median_s"], color="0.4", edgecolor="0.2")
-    a2.set_ylabel("stall per checkpoint, s (median)")
+    a2.bar(x, d["stall_median_s"], color="0.4", edgecolor="0.2", yerr=style.ci_yerr(d, "stall_median_s"),
+           capsize=3)
+    a2.set_ylabel(f"stall per checkpoint, s\n({style.CI_LABEL})")
     a2.set_xticks(x, labels, rotation=15)
     a2.set_xlabel("checkpoint target")
     fig.tight_layout()

@@ -32,18 +32,18 @@ def plot_histogram(hist: pd.DataFrame):
 def _lines(ax, d: pd.DataFrame, key: str, label_of):
     for lab, g in d.groupby(label_of, sort=False):
         g = g.sort_values(key)
-        ax.errorbar(g[key], g["images_per_s"], yerr=[g["images_per_s"] - g["images_per_s_min"],
-                    g["images_per_s_max"] - g["images_per_s"]], marker="o", capsize=2,
+        ax.errorbar(g[key], g["images_per_s"], yerr=style.ci_yerr(g, "images_per_s"), marker="o", capsize=2,
                     label=" ".join(map(str, lab)) if isinstance(lab, tuple) else str(lab))
 
 
 def plot_tf_threads(summary: pd.DataFrame):
-    """tf.data images/s against private threads, TFRecords vs JPEG files, per tier (cold)."""
+    """tf.data images/s against private threads, TFRecords vs JPEG files, per tier (cold);
+    ``summary`` with the medians' intervals (:func:`experiments.stats.with_median_ci`)."""
     d = summary[(summary["framework"] == "tensorflow") & (summary["cache"] == "cold")]
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     _lines(ax, d, "threads", ["tier", "format"])
     ax.set_xlabel("tf.data private threads")
-    ax.set_ylabel("images/s (median, cold cache)")
+    ax.set_ylabel(f"images/s, cold cache\n({style.CI_LABEL})")
     ax.set_title("tf.data: TFRecords vs JPEG files (decode + resize)")
     style.legend_beside(ax, title="tier, format")
     fig.tight_layout()
@@ -56,7 +56,7 @@ def plot_torch_workers(summary: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(7.2, 3.8))
     _lines(ax, d, "workers", ["tier"])
     ax.set_xlabel("DataLoader num_workers")
-    ax.set_ylabel("images/s (median, cold cache)")
+    ax.set_ylabel(f"images/s, cold cache\n({style.CI_LABEL})")
     ax.set_title("PyTorch DataLoader over JPEG files (torchvision decode)")
     style.legend_beside(ax, title="tier")
     fig.tight_layout()

@@ -81,14 +81,15 @@ def plot_fig8(curves: pd.DataFrame):
 
 def plot_bandwidth(loader: pd.DataFrame, fio: pd.DataFrame):
     """Fig 10/11 style: aggregate read MB/s against processes, ordered vs opportunistic, one
-    panel per tier and a line per R; fio's sequential and random read on the tier, dashed."""
+    panel per tier and a line per R; fio's sequential and random read on the tier, dashed.
+    ``loader``: deepio's summary with the medians' intervals (:func:`experiments.stats.with_median_ci`)."""
     tiers = list(dict.fromkeys(loader["tier"]))
     fig, axes = plt.subplots(1, len(tiers), figsize=(4.2 * len(tiers) + 2.2, 3.8), squeeze=False)
     for k, (ax, tier) in enumerate(zip(axes[0], tiers)):
         t = loader[loader["tier"] == tier]
         for (mode, r), g in t.groupby(["mode", "R"]):
             g = g.sort_values("P")
-            ax.errorbar(g["P"], g["MBps"], yerr=[g["MBps"] - g["MBps_min"], g["MBps_max"] - g["MBps"]],
+            ax.errorbar(g["P"], g["MBps"], yerr=style.ci_yerr(g, "MBps"),
                         marker="o" if mode == "opportunistic" else "s", capsize=2,
                         ls="-" if mode == "opportunistic" else ":", label=f"{mode}, R = {r:g}")
         for job, ls in (("seqread", "--"), ("randread", "-.")):
@@ -99,7 +100,7 @@ def plot_bandwidth(loader: pd.DataFrame, fio: pd.DataFrame):
         ax.set_xticks(sorted(t["P"].unique()), [str(p) for p in sorted(t["P"].unique())])
         ax.set_xlabel("loader processes P")
         if k == 0:   # one unit for every panel; each keeps its own scale
-            ax.set_ylabel("aggregate read bandwidth, MB/s")
+            ax.set_ylabel(f"aggregate read bandwidth, MB/s\n({style.CI_LABEL})")
         ax.set_title(f"tier {tier}")
     style.legend_beside(axes[0][-1], axes[0])
     fig.suptitle("Ordered vs opportunistic batches (cf. Fig 10, 11)")

@@ -19,7 +19,8 @@ STEPS = [("lmm", "lmdb"), ("dio_prov", "lmm"), ("coal", "dio_prov"), ("stag", "c
 
 def plot_fig2(summary: pd.DataFrame, tier: str):
     """Fig 2 style on one tier: per data set, (a) total read time, (b) speed-up over LMDB,
-    (c) context switches per process, each against P, one line per strategy."""
+    (c) context switches per process, each against P, one line per strategy. Bars: 95 %
+    intervals (``summary`` from :func:`with_intervals`)."""
     t = summary[summary["tier"] == tier]
     sets = list(dict.fromkeys(t["dataset"]))
     fig, axes = plt.subplots(len(sets), 3, figsize=(13, 3.4 * len(sets)), squeeze=False)
@@ -28,12 +29,12 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
         for s, g in d.groupby("strategy", sort=False):
             g = g.sort_values("P")
             kw = dict(marker="o", label=LABELS.get(s, s))
-            row[0].errorbar(g["P"], g["seconds"], yerr=[g["seconds"] - g["seconds_min"],
-                            g["seconds_max"] - g["seconds"]], capsize=2, **kw)
-            row[1].plot(g["P"], g["speedup_vs_lmdb"], **kw)
+            row[0].errorbar(g["P"], g["seconds"], yerr=style.ci_yerr(g, "seconds"), capsize=2, **kw)
+            row[1].errorbar(g["P"], g["speedup_vs_lmdb"], yerr=style.ci_yerr(g, "speedup_vs_lmdb"),
+                            capsize=2, **kw)
             col = "cs_vol_per_proc" if "cs_vol_per_proc" in g else "cs_per_proc"
             row[2].plot(g["P"], g[col], **kw)
-        for ax, yl in zip(row, ("total read time, s", "speed-up over (a) LMDB, x",
+        for ax, yl in zip(row, ("total read time, s (median)", "speed-up over (a) LMDB, x",
                                 "voluntary context switches\nper process")):
             ax.set_xscale("log", base=2)
             ps = sorted(d["P"].unique())
@@ -48,6 +49,22 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
     fig.suptitle(f"LMDBIO read strategies on tier {tier} (cf. Fig 2)")
     fig.tight_layout()
     return fig
+
+
+def with_intervals(summary: pd.DataFrame, raw: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with the 95 % intervals Fig 2 draws: of the median seconds (median_ci over
+    the repeats) and of the speed-up over LMDB (ratio of medians, bootstrap over the repeats:
+    the computation the claims use)."""
+    by = ["tier", "dataset", "strategy", "P"]
+    s = stats.with_median_ci(summary, raw, "seconds", by)
+    lo, hi = [], []
+    for r in s.itertuples():
+        _, ci = stats.ratio_of_medians(
+            stats.samples(raw, "seconds", tier=r.tier, dataset=r.dataset, strategy="lmdb", P=r.P),
+            stats.samples(raw, "seconds", tier=r.tier, dataset=r.dataset, strategy=r.strategy, P=r.P))
+        lo.append(ci.low)
+        hi.append(ci.high)
+    return s.assign(speedup_vs_lmdb_ci_low=lo, speedup_vs_lmdb_ci_high=hi)
 
 
 def claim_p(summary: pd.DataFrame, cores: int) -> int:

@@ -188,3 +188,25 @@ def samples(df, col: str, **eq) -> np.ndarray:
     for k, v in eq.items():
         keep &= (df[k] == v).to_numpy()
     return df.loc[keep, col].to_numpy(dtype=float)
+
+
+def with_median_ci(summary, raw, col: str, by: list[str], level: float = LEVEL, as_: str | None = None):
+    """``summary`` with ``{as_}_ci_low``, ``{as_}_ci_high`` and ``{as_}_n`` (``as_`` defaults to
+    ``col``: the summary's column of the medians): the :func:`median_ci` of ``col`` (its unit)
+    over the rows of ``raw`` (warm-ups left out) that share ``by`` with each summary row, the
+    error bars of a figure that plots the summary's medians. A row without samples gets NaN."""
+    import pandas as pd
+
+    bad = [k for k in (col, *by) if k not in raw.columns]
+    if bad:
+        raise ValueError(f"with_median_ci: column(s) {bad} not in raw; it has {list(raw.columns)}")
+    d = raw[~raw["warmup"].fillna(False).astype(bool)] if "warmup" in raw.columns else raw
+    name = as_ or col
+    rows = []
+    for key, g in d.groupby(by, dropna=False, sort=False):
+        _, ci = median_ci(g[col], level)
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
+                     f"{name}_ci_low": ci.low, f"{name}_ci_high": ci.high, f"{name}_n": ci.n})
+    cis = pd.DataFrame(rows, columns=[*by, f"{name}_ci_low", f"{name}_ci_high", f"{name}_n"])
+    keep = [c for c in summary.columns if c not in cis.columns or c in by]
+    return summary[keep].merge(cis, on=by, how="left")

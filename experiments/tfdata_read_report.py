@@ -19,8 +19,9 @@ def _fio(fio: pd.DataFrame, tier: str, job: str) -> float:
 
 
 def plot_scaling(reads: pd.DataFrame, fio: pd.DataFrame, variant: str, title: str):
-    """One panel per tier: median images/s per thread count (bars, min-max whiskers), MB/s on
-    the right axis, and fio's random-read bandwidth with the same size mix as the ceiling."""
+    """One panel per tier: median images/s per thread count (bars, whiskers: its 95 % interval,
+    :func:`experiments.stats.with_median_ci`), MB/s on the right axis, and fio's random-read
+    bandwidth with the same size mix as the ceiling."""
     d = reads[reads["variant"] == variant]
     tiers = list(dict.fromkeys(d["tier"]))
     colors = style.tier_colors(tiers)
@@ -28,11 +29,10 @@ def plot_scaling(reads: pd.DataFrame, fio: pd.DataFrame, variant: str, title: st
     for ax, tier in zip(axes[0], tiers):
         t = d[d["tier"] == tier].sort_values("threads")
         x = np.arange(len(t))
-        err = [t["images_per_s"] - t["images_per_s_min"], t["images_per_s_max"] - t["images_per_s"]]
-        ax.bar(x, t["images_per_s"], yerr=err, capsize=3, color=colors[tier], edgecolor="0.2")
+        ax.bar(x, t["images_per_s"], yerr=style.ci_yerr(t, "images_per_s"), capsize=3, color=colors[tier], edgecolor="0.2")
         ax.set_xticks(x, [str(n) for n in t["threads"]])
         ax.set_xlabel("tf.data map threads (num_parallel_calls)")
-        ax.set_ylabel("images/s (median)")
+        ax.set_ylabel(f"images/s ({style.CI_LABEL})")
         ax.set_title(f"tier {tier}")
         per_image = float(t["mean_image_bytes"].iloc[0])
         sec = ax.secondary_yaxis("right", functions=(lambda v, b=per_image: v * b / 1e6,

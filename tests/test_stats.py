@@ -98,3 +98,17 @@ def test_bad_parameters_name_themselves():
         stats.median_ci([1.0, 2.0], level=1.5)
     with pytest.raises(ValueError, match="n_boot = 10"):
         stats.ratio_of_medians([1.0, 2.0], [1.0, 2.0], n_boot=10)
+
+
+def test_with_median_ci_gives_each_summary_row_its_interval():
+    import pandas as pd
+
+    raw = pd.DataFrame({"tier": ["a"] * 7 + ["b"], "warmup": [True] + [False] * 7,
+                        "x": [100.0, 1, 2, 3, 4, 5, 6, 9]})
+    summary = pd.DataFrame({"tier": ["a", "b", "c"], "x": [3.5, 9.0, 1.0]})
+    s = stats.with_median_ci(summary, raw, "x", ["tier"]).set_index("tier")
+    assert (s.loc["a", "x_ci_low"], s.loc["a", "x_ci_high"], s.loc["a", "x_n"]) == (1, 6, 6)  # warm-up left out
+    assert s.loc["b", "x_n"] == 1 and math.isnan(s.loc["b", "x_ci_low"]) and math.isnan(s.loc["c", "x_n"])
+    assert "y_ci_low" in stats.with_median_ci(summary, raw, "x", ["tier"], as_="y")
+    with pytest.raises(ValueError, match=r"\['nope'\] not in raw"):
+        stats.with_median_ci(summary, raw, "x", ["nope"])
