@@ -332,10 +332,39 @@ def _resident(r) -> str:
     return txt if rf <= COLD_LIMIT else f"**{txt} (warm)**"
 
 
-def to_markdown(df: pd.DataFrame) -> str:
+def previous_table() -> pd.DataFrame | None:
+    """The claims table of the run before (``results/claims/claims.csv``, kept by ``persist`` in
+    dvc.yaml until this run overwrites it), or None when there is none. Read it before
+    ``results.StageResults("claims")`` cleans the folder."""
+    f = paths.results_dir("claims") / "claims.csv"
+    return pd.read_csv(f) if f.exists() else None
+
+
+def changes(previous: pd.DataFrame | None, current: pd.DataFrame) -> pd.DataFrame:
+    """Claims whose verdict differs from the run before (``previous``, a claims.csv; None: no
+    run before), with this run's value and interval: one row per changed, new or dropped claim
+    (``before``/``after`` ``–`` when absent)."""
+    cols = ["stage", "id", "before", "after", "our_value", "ci_low", "ci_high", "n"]
+    if previous is None or not len(previous):
+        return pd.DataFrame(columns=cols)
+    prev = previous.set_index("id")["verdict"].to_dict()
+    rows = []
+    for r in current.itertuples(index=False):
+        before = prev.pop(r.id, "–")
+        if before != r.verdict:
+            rows.append({"stage": r.stage, "id": r.id, "before": before, "after": r.verdict,
+                         "our_value": r.our_value, "ci_low": getattr(r, "ci_low", None),
+                         "ci_high": getattr(r, "ci_high", None), "n": getattr(r, "n", None)})
+    stage_of = previous.set_index("id")["stage"].to_dict() if "stage" in previous else {}
+    rows += [{"stage": stage_of.get(i), "id": i, "before": v, "after": "–"} for i, v in prev.items()]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
     """The reviewer's table: findings first (with the paper's number, ours, the ratio and both
     verdicts, and the page-cache residency measured after the cold-run eviction), then
-    checks; the header counts each kind by verdict."""
+    checks; the header counts each kind by verdict. ``changed`` (:func:`changes`): a closing
+    section lists the verdicts that changed against the run before, with their intervals."""
     df = df.copy()
     for c in COLUMNS:
         if c not in df:
@@ -377,4 +406,13 @@ def to_markdown(df: pd.DataFrame) -> str:
         v = r.verdict if r.verdict == "holds" else f"**{r.verdict}**"
         lines.append("| " + " | ".join([v] + [_fmt(x) for x in (r.figure, r.statement)] + [_ours(r)] + [
             _fmt(x) for x in (r.unit, r.rule, r.note, r.stage)]) + " |")
+    if changed is not None:
+        lines += ["", f"## Changed since the run before ({len(changed)})", ""]
+        if len(changed):
+            lines += ["| claim | stage | before | now | ours [95 % CI] n |", "|---|---|---|---|---|"]
+            c = changed.astype(object).where(changed.notna(), None)
+            lines += [f"| {r.id} | {_fmt(r.stage)} | {r.before} | {r.after} | {_ours(r)} |"
+                      for r in c.itertuples(index=False)]
+        else:
+            lines.append("No verdict changed.")
     return "\n".join(lines) + "\n"

@@ -213,3 +213,25 @@ def test_json_writer_handles_numpy_and_nan(tmp_path):
     import numpy as np
     p = results.write_json(tmp_path / "m.json", {"a": np.float64(1.5), "b": float("nan"), "c": np.int64(2)})
     assert json.loads(p.read_text()) == {"a": 1.5, "b": None, "c": 2}
+
+
+def test_closing_note_lists_the_verdicts_changed_against_the_run_before(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    assert claims.previous_table() is None
+    monkeypatch.setenv(results.PIPELINE_ENV, "a")
+    results.StageResults("a").claims([
+        claims.claim("x", "S", "F", "s", 1.2, "u", "> 1", kind="finding", interval=ci(0.9, 1.5)),
+        claims.claim("y", "S", "F", "s", 2.0, "u", "> 1", kind="finding", interval=ci(1.5, 2.5))])
+    cur = claims.gather()
+    prev = pd.DataFrame({"stage": ["a", "a", "a"], "id": ["x", "y", "gone"],
+                         "verdict": ["holds", "holds", "fails"]})
+    ch = claims.changes(prev, cur)
+    assert list(zip(ch["id"], ch["before"], ch["after"])) == [("x", "holds", "inconclusive"),
+                                                             ("gone", "fails", "–")]
+    md = claims.to_markdown(cur, ch)
+    assert "## Changed since the run before (2)" in md and "| x | a | holds | inconclusive | 1.2 [0.9, 1.5] n=5 |" in md
+    assert "No verdict changed." in claims.to_markdown(cur, claims.changes(None, cur))
+    # the run before's table is read from results/claims/claims.csv (kept by persist in dvc.yaml)
+    (tmp_path / "results" / "claims").mkdir(parents=True)
+    prev.to_csv(tmp_path / "results" / "claims" / "claims.csv", index=False)
+    assert list(claims.previous_table()["id"]) == ["x", "y", "gone"]
