@@ -79,8 +79,13 @@ def test_lmdbio_report_figures_and_claims(stage_results):
     for ds in ("cifar", "imagenet"):
         sw = c[f"lmdbio_lmm_fewer_switches_{ds}"]
         assert sw["kind"] == "finding" and sw["our_value"] is not None and sw["cold"] is True
-        st = c[f"lmdbio_stag_beats_lmdb_every_p_{ds}"]
-        assert st["paper_value"] == 77 and st["magnitude"] == "within 2x" and st["ratio"] > 0
+    st = c["lmdbio_stag_beats_lmdb_every_p_cifar"]
+    assert st["paper_value"] == 77 and st["magnitude"] == "within 2x" and st["ratio"] > 0
+    # the paper ran only CIFAR10-Large: the ImageNet rows are our extension, with no paper value
+    im = c["lmdbio_stag_beats_lmdb_every_p_imagenet"]
+    assert im["basis"] == "extension" and im["paper_value"] is None
+    # one repeat on smoke: no interval, so no finding holds or fails on its point value
+    assert {x["verdict"] for x in c.values() if x["kind"] == "finding"} <= {"inconclusive", "not measured"}
 
 
 def test_blog_runs_and_collectl(stage_results):
