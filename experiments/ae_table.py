@@ -5,8 +5,9 @@ Every stage that ``dvc repro`` ran records in its ``env.json`` (key ``"run"``, w
 outputs take and the bytes it added to each tier. From those, and from what is on disk now,
 this command writes
 
-- ``docs/ae-table.md``: per stage its time, its outputs and tier copies, and the time of
-  ``dvc repro STAGE`` from scratch (the stage and everything upstream of it);
+- ``docs/ae-table.md``: per stage its time (that of ``dvc repro -f -s STAGE``, which re-runs the
+  stage alone: how a reviewer re-measures one stage), its outputs and tier copies, and the time
+  of ``dvc repro STAGE`` from scratch (the stage and everything upstream of it);
 - the README's marked blocks: the summary of the run (``<!-- ae:summary -->``) and the time and
   disk column of the claims table (``<!-- ae:table -->``: the last cell of each row whose
   command is ``dvc repro STAGE``).
@@ -126,7 +127,8 @@ def cell_for(stage: str, st: dict, r: dict[str, dict]) -> str:
 
 
 def stage_table(r: dict[str, dict], st: dict) -> str:
-    lines = ["| stage | wall time | outputs | tier copies added | `dvc repro STAGE` from scratch |",
+    lines = ["| stage | wall time: `dvc repro -f -s STAGE` (this stage alone) | outputs | tier copies added | "
+             "`dvc repro STAGE` from scratch |",
              "|---|---|---|---|---|"]
     for name in st:
         if name not in r:

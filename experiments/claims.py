@@ -16,8 +16,16 @@ error in the stage that writes it, with or without data. A failing finding's rea
 :func:`memory_gib`), and a claim measured after an eviction that left more than 5 % of the
 data set in the page cache is marked as warm (:func:`cold_run`).
 
+A finding's direction is judged on the 95 % confidence interval of our value
+(:mod:`experiments.stats`, from the stage's repeats or per-step/per-read samples): it holds when
+the whole interval satisfies the rule, fails when the whole interval violates it, and is
+``inconclusive`` when the interval straddles the rule's threshold. A finding with a value but no
+interval (one sample) is ``inconclusive``: a point value alone never holds or fails. A check
+keeps its verdict on the point value. Each finding says whether its paper states it, only
+implies it, or is our extension (``basis``).
+
 ``holds`` (direction), ``magnitude_holds`` and ``verdict`` (``holds``, ``direction only``,
-``fails``, ``not measured``) are never typed in; :func:`claim` computes them. The final
+``inconclusive``, ``fails``, ``not measured``) are never typed in; :func:`claim` computes them. The final
 ``claims`` stage gathers every stage's ``claims.json`` into ``results/claims/claims.md`` and
 ``claims.csv``.
 """
@@ -31,13 +39,18 @@ import re
 import pandas as pd
 
 from . import paths, results
+from .stats import Interval
 from .cache import COLD_LIMIT  # a run with more of its data set resident in the page cache is not cold
 
 KINDS = ("finding", "check")
-VERDICTS = ("holds", "direction only", "fails", "not measured")
-COLUMNS = ["id", "kind", "source", "figure", "statement", "paper_value", "our_value", "unit",
-           "ratio", "rule", "holds", "magnitude", "magnitude_holds", "verdict", "cold",
-           "resident_fraction", "memory_backed", "note"]
+VERDICTS = ("holds", "direction only", "inconclusive", "fails", "not measured")
+# stated: the paper says it in words or numbers; implied: we read it from the paper's figures or
+# argument; extension: a configuration the paper did not run (no paper value).
+BASES = ("stated", "implied", "extension")
+COLUMNS = ["id", "kind", "basis", "source", "figure", "statement", "paper_value", "our_value",
+           "ci_low", "ci_high", "n", "ci_method", "unit", "ratio", "rule", "holds", "magnitude",
+           "magnitude_holds", "verdict", "cold", "resident_fraction", "memory_backed", "note"]
+NO_INTERVAL = "no interval; a point value alone does not decide"
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 _NUM = r"(-?[\d.]+(?:[eE][+-]?\d+)?)"
@@ -48,17 +61,40 @@ _MAG_X = re.compile(r"^\s*within\s+([\d.]+)\s*x\s*$")
 _MAG_PCT = re.compile(r"^\s*within\s+([\d.]+)\s*%\s*$")
 
 
-def _parse(rule: str):
+class _Rule:
+    """A parsed direction rule: ``test(v)`` on a point, ``on_interval(lo, hi)`` on an interval
+    (True: every value satisfies it; False: none does; None: it straddles). Every rule accepts a
+    convex set [lower, upper] (open or closed ends), so the ends of an interval decide."""
+
+    def __init__(self, test, lower: float, upper: float):
+        self.test, self.lower, self.upper = test, lower, upper
+
+    def __call__(self, v: float) -> bool:
+        return bool(self.test(v))
+
+    def on_interval(self, lo: float, hi: float) -> bool | None:
+        if self.test(lo) and self.test(hi):
+            return True
+        if hi < self.lower or lo > self.upper or (not self.test(lo) and not self.test(hi)
+                                                   and (hi <= self.lower or lo >= self.upper)):
+            return False
+        return None
+
+
+def _parse(rule: str) -> _Rule:
     """The test a rule stands for, as a function of the value; ValueError if not understood."""
     if m := _CMP.match(rule):
-        op, x = _OPS[m.group(1)], float(m.group(2))
-        return lambda v: bool(op(v, x))
+        sym, x = m.group(1), float(m.group(2))
+        op = _OPS[sym]
+        lower, upper = (x, math.inf) if sym.startswith(">") else (-math.inf, x)
+        return _Rule(lambda v: bool(op(v, x)), lower, upper)
     if m := _WITHIN.match(rule):
         pct, ref = float(m.group(1)), float(m.group(2))
-        return lambda v: abs(v - ref) <= abs(ref) * pct / 100
+        d = abs(ref) * pct / 100
+        return _Rule(lambda v: abs(v - ref) <= d, ref - d, ref + d)
     if m := _BETWEEN.match(rule):
         lo, hi = float(m.group(1)), float(m.group(2))
-        return lambda v: lo <= v <= hi
+        return _Rule(lambda v: lo <= v <= hi, lo, hi)
     raise ValueError(
         f"claim rule {rule!r} not understood; allowed forms: '> X', '>= X', '< X', '<= X', "
         "'within P% of X', 'between A and B'"
@@ -93,22 +129,39 @@ def evaluate(rule: str, value: float) -> bool | None:
 def claim(id: str, source: str, figure: str, statement: str, our_value, unit: str, rule: str,
           paper_value=None, note: str = "", why_not: str = "", *, kind: str,
           magnitude: str | None = None, resident_fraction: float | None = None,
-          memory_backed: bool = False) -> dict:
-    """One claim with its verdicts computed from ``our_value``.
+          memory_backed: bool = False, interval: Interval | None = None,
+          basis: str | None = None) -> dict:
+    """One claim with its verdicts computed from ``our_value`` and its ``interval``.
 
     ``kind``: ``finding`` (a paper's result, reproduced here or not) or ``check`` (a property of
     our own generators, metric or tools, which the code was built to satisfy). ``rule`` decides
-    the direction (the effect exists here); ``magnitude`` (for a finding whose paper states a
-    number) decides whether ours / paper is within a stated tolerance. No value (None/NaN) gives
-    the verdict ``not measured``, and ``why_not`` (or ``note``) must say why. ``why_not`` is added
-    to the note when a verdict fails; it should say what on this host bounds the value, from a
-    measurement. ``resident_fraction``: the page-cache residency measured after the cold-run
-    eviction (:func:`cold_run`); over 5 % marks the claim as measured warm. ``memory_backed``:
-    the data lay on a memory-backed tier (tmpfs), which cannot be evicted, so the claim is
-    not a cold-cache measurement (``cold`` is left empty and the note says so).
+    the direction (the effect exists here); for a finding it is judged on ``interval`` (a
+    :class:`experiments.stats.Interval` of our value, same unit): ``holds`` when the whole
+    interval satisfies the rule, ``fails`` when none of it does, ``inconclusive`` when it
+    straddles; with no interval (or one sample, or NaN bounds) a measured finding is
+    ``inconclusive``. A check is judged on the point (an interval given is shown).
+    ``magnitude`` (for a finding whose paper states a number) decides, on the point ratio and
+    only when the direction holds, whether ours / paper is within a stated tolerance
+    (``direction only`` when not). No value (None/NaN) gives the verdict ``not measured``, and
+    ``why_not`` (or ``note``) must say why. ``why_not`` is added to the note when a verdict
+    fails; it should say what on this host bounds the value, from a measurement.
+    ``resident_fraction``: the page-cache residency measured after the cold-run eviction
+    (:func:`cold_run`); over 5 % marks the claim as measured warm. ``memory_backed``: the data
+    lay on a memory-backed tier (tmpfs), which cannot be evicted, so the claim is not a
+    cold-cache measurement (``cold`` is left empty and the note says so). ``basis`` (findings):
+    ``stated`` (the paper says it), ``implied`` (we infer it from the paper's figures or
+    argument) or ``extension`` (a configuration the paper did not run; no paper value).
     """
     if kind not in KINDS:
         raise ValueError(f"claim {id!r}: kind = {kind!r}; allowed: {', '.join(KINDS)}")
+    if basis is not None and basis not in BASES:
+        raise ValueError(f"claim {id!r}: basis = {basis!r}; allowed: {', '.join(BASES)} (or None)")
+    if basis == "extension" and paper_value is not None:
+        raise ValueError(f"claim {id!r}: basis = 'extension' with paper_value = {paper_value!r}; "
+                         "allowed: no paper value for a configuration the paper did not run")
+    if interval is not None and not isinstance(interval, Interval):
+        raise ValueError(f"claim {id!r}: interval = {interval!r}; allowed: an "
+                         "experiments.stats.Interval or None")
     test = _parse(rule)
     mag_test = _parse_magnitude(magnitude) if magnitude else None
     numeric_paper = isinstance(paper_value, (int, float)) and not isinstance(paper_value, bool) \
@@ -117,10 +170,19 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
         raise ValueError(f"claim {id!r}: magnitude {magnitude!r} needs a numeric paper_value")
     value = None if _missing(our_value) else float(our_value)
     ratio = value / paper_value if value is not None and numeric_paper and paper_value else None
-    holds = None if value is None else test(value)
+    has_ci = interval is not None and interval.ok
+    n = interval.n if interval is not None else (1 if value is not None and kind == "finding" else None)
+    if value is None:
+        holds = None
+    elif kind == "check":
+        holds = test(value)
+    else:
+        holds = test.on_interval(interval.low, interval.high) if has_ci else None
     mag = None if value is None or mag_test is None or ratio is None else mag_test(ratio)
     if value is None:
         verdict = "not measured"
+    elif holds is None:
+        verdict = "inconclusive"
     elif not holds:
         verdict = "fails"
     elif mag is False:
@@ -133,11 +195,18 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     if value is None:
         parts.append("not measured on this run: " + (why_not or "(the stage gave no reason)"))
     else:
-        if not holds:
-            parts.append(f"our value {value:.4g} fails the rule '{rule}'")
-        if mag is False:
+        if verdict == "inconclusive" and not has_ci:
+            parts.append(f"n = {n or 1}: {NO_INTERVAL}")
+        elif verdict == "inconclusive":
+            parts.append(f"the interval [{interval.low:.4g}, {interval.high:.4g}] straddles the "
+                         f"rule '{rule}'")
+        if holds is False:
+            where = (f"the whole interval [{interval.low:.4g}, {interval.high:.4g}]"
+                     if has_ci and kind == "finding" else f"our value {value:.4g}")
+            parts.append(f"{where} fails the rule '{rule}'")
+        if holds and mag is False:
             parts.append(f"ours / paper = {ratio:.3g}, outside '{magnitude}'")
-        if (not holds or mag is False) and why_not:
+        if verdict in ("fails", "direction only", "inconclusive") and why_not:
             parts.append(why_not)
     if cold is False:
         parts.append(f"not a cold run: {rf:.0%} of the data set was in the page cache "
@@ -145,8 +214,11 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     if memory_backed:
         parts.append("memory-backed tier (tmpfs): its data cannot be evicted, so this is not a "
                      "cold-cache measurement")
-    return {"id": id, "kind": kind, "source": source, "figure": figure, "statement": statement,
-            "paper_value": paper_value, "our_value": value, "unit": unit, "ratio": ratio,
+    ci = interval if interval is not None else None
+    return {"id": id, "kind": kind, "basis": basis, "source": source, "figure": figure,
+            "statement": statement, "paper_value": paper_value, "our_value": value,
+            "ci_low": ci.low if ci and ci.ok else None, "ci_high": ci.high if ci and ci.ok else None,
+            "n": n, "ci_method": ci.method if ci else None, "unit": unit, "ratio": ratio,
             "rule": rule, "holds": holds, "magnitude": magnitude, "magnitude_holds": mag,
             "verdict": verdict, "cold": cold, "resident_fraction": rf,
             "memory_backed": bool(memory_backed), "note": "; ".join(parts)}
@@ -154,8 +226,8 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
 
 def show(claim_list: list[dict]) -> pd.DataFrame:
     """The claims of a stage as a table for its notebook: verdict first."""
-    cols = ["verdict", "kind", "id", "statement", "paper_value", "our_value", "ratio", "rule",
-            "magnitude", "resident_fraction", "note"]
+    cols = ["verdict", "kind", "basis", "id", "statement", "paper_value", "our_value", "ci_low",
+            "ci_high", "n", "ratio", "rule", "magnitude", "resident_fraction", "note"]
     return pd.DataFrame(claim_list, columns=COLUMNS)[cols]
 
 
@@ -221,8 +293,9 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
 
 
 def _counts(df: pd.DataFrame) -> str:
+    """Each verdict counted separately, in the order of :data:`VERDICTS`."""
     n = df["verdict"].value_counts()
-    return ", ".join(f"{int(n.get(v, 0))} {v}" for v in VERDICTS if n.get(v, 0) or v != "direction only")
+    return ", ".join(f"{int(n.get(v, 0))} {v}" for v in VERDICTS)
 
 
 def _fmt(v) -> str:
@@ -233,6 +306,19 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3g}"
     return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _ours(r) -> str:
+    """Our value with its interval and sample count: "1.2 [1.1, 1.3] n=5"."""
+    txt = _fmt(r.our_value)
+    if r.our_value is None or (isinstance(r.our_value, float) and math.isnan(r.our_value)):
+        return txt
+    n = r.n
+    n = None if n is None or (isinstance(n, float) and math.isnan(n)) else int(n)
+    if r.ci_low is not None and r.ci_high is not None and not (
+            isinstance(r.ci_low, float) and math.isnan(r.ci_low)):
+        return f"{txt} [{float(r.ci_low):.3g}, {float(r.ci_high):.3g}] n={n}"
+    return txt if n is None else f"{txt} n={n}"
 
 
 def _resident(r) -> str:
@@ -246,10 +332,39 @@ def _resident(r) -> str:
     return txt if rf <= COLD_LIMIT else f"**{txt} (warm)**"
 
 
-def to_markdown(df: pd.DataFrame) -> str:
+def previous_table() -> pd.DataFrame | None:
+    """The claims table of the run before (``results/claims/claims.csv``, kept by ``persist`` in
+    dvc.yaml until this run overwrites it), or None when there is none. Read it before
+    ``results.StageResults("claims")`` cleans the folder."""
+    f = paths.results_dir("claims") / "claims.csv"
+    return pd.read_csv(f) if f.exists() else None
+
+
+def changes(previous: pd.DataFrame | None, current: pd.DataFrame) -> pd.DataFrame:
+    """Claims whose verdict differs from the run before (``previous``, a claims.csv; None: no
+    run before), with this run's value and interval: one row per changed, new or dropped claim
+    (``before``/``after`` ``–`` when absent)."""
+    cols = ["stage", "id", "before", "after", "our_value", "ci_low", "ci_high", "n"]
+    if previous is None or not len(previous):
+        return pd.DataFrame(columns=cols)
+    prev = previous.set_index("id")["verdict"].to_dict()
+    rows = []
+    for r in current.itertuples(index=False):
+        before = prev.pop(r.id, "–")
+        if before != r.verdict:
+            rows.append({"stage": r.stage, "id": r.id, "before": before, "after": r.verdict,
+                         "our_value": r.our_value, "ci_low": getattr(r, "ci_low", None),
+                         "ci_high": getattr(r, "ci_high", None), "n": getattr(r, "n", None)})
+    stage_of = previous.set_index("id")["stage"].to_dict() if "stage" in previous else {}
+    rows += [{"stage": stage_of.get(i), "id": i, "before": v, "after": "–"} for i, v in prev.items()]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
     """The reviewer's table: findings first (with the paper's number, ours, the ratio and both
     verdicts, and the page-cache residency measured after the cold-run eviction), then
-    checks; the header counts each kind by verdict."""
+    checks; the header counts each kind by verdict. ``changed`` (:func:`changes`): a closing
+    section lists the verdicts that changed against the run before, with their intervals."""
     df = df.copy()
     for c in COLUMNS:
         if c not in df:
@@ -259,29 +374,45 @@ def to_markdown(df: pd.DataFrame) -> str:
     find, chk = df[df["kind"] != "check"], df[df["kind"] == "check"]
     lines = [f"# Claims: {len(find)} findings ({_counts(find)}); {len(chk)} checks ({_counts(chk)})", "",
              "A *finding* is a paper's result measured again here; a *check* is a property of our own "
-             "generators, metric or tools (it could only fail through a bug). *direction*: the effect "
-             "exists here (the rule); *magnitude*: ours / paper within the stated tolerance; "
-             "*resident*: the share of the data set still in the page cache after the eviction before "
+             "generators, metric or tools (it could only fail through a bug). *basis*: whether the paper "
+             "*states* the finding, only *implies* it (we read it from its figures or argument), or it is "
+             "our *extension* (a configuration the paper did not run, no paper value). *ours*: our value "
+             "with its 95 % confidence interval and the number of samples it came from (repeats, steps "
+             "or reads; docs/statistics.md). *direction*: the effect exists here (the rule), judged on "
+             "the interval: *holds* when the whole interval satisfies the rule, *fails* when none of it "
+             "does, *inconclusive* when it straddles the threshold or there is no interval (n = 1: a "
+             "point value alone never decides); *magnitude*: ours / paper within the stated tolerance "
+             "(on the point, when the direction holds); *resident*: the share of the data set still in "
+             "the page cache after the eviction before "
              f"the run (measured with mincore; over {COLD_LIMIT:.0%} the run was not cold). Verdicts are "
              "computed from this run's measurements; a claim whose data is missing stays as "
-             "*not measured*, with the reason.", "",
+             "*not measured*, with the reason. A check is judged on its point value.", "",
              f"## Findings ({len(find)}: {_counts(find)})", "",
-             "| verdict | source | figure | statement | paper | ours | unit | ours/paper | direction rule | "
-             "direction | magnitude rule | magnitude | resident | note | stage |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    order = {v: i for i, v in enumerate(["fails", "direction only", "not measured", "holds"])}
+             "| verdict | basis | source | figure | statement | paper | ours [95 % CI] n | unit | ours/paper | "
+             "direction rule | direction | magnitude rule | magnitude | resident | note | stage |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    order = {v: i for i, v in enumerate(["fails", "direction only", "inconclusive", "not measured", "holds"])}
     find = find.assign(_o=find["verdict"].map(order)).sort_values(["_o", "stage"], kind="stable")
     for r in find.itertuples(index=False):
         v = r.verdict if r.verdict == "holds" else f"**{r.verdict}**"
         lines.append("| " + " | ".join([v] + [_fmt(x) for x in (
-            r.source, r.figure, r.statement, r.paper_value, r.our_value, r.unit, r.ratio, r.rule,
-            r.holds, r.magnitude, r.magnitude_holds)] + [_resident(r)] + [_fmt(x) for x in (
-            r.note, r.stage)]) + " |")
+            r.basis, r.source, r.figure, r.statement, r.paper_value)] + [_ours(r)] + [_fmt(x) for x in (
+            r.unit, r.ratio, r.rule, r.holds, r.magnitude, r.magnitude_holds)] + [_resident(r)] + [
+            _fmt(x) for x in (r.note, r.stage)]) + " |")
     lines += ["", f"## Checks ({len(chk)}: {_counts(chk)})", "",
               "| verdict | figure | statement | ours | unit | rule | note | stage |",
               "|---|---|---|---|---|---|---|---|"]
     for r in chk.itertuples(index=False):
         v = r.verdict if r.verdict == "holds" else f"**{r.verdict}**"
-        lines.append("| " + " | ".join([v] + [_fmt(x) for x in (
-            r.figure, r.statement, r.our_value, r.unit, r.rule, r.note, r.stage)]) + " |")
+        lines.append("| " + " | ".join([v] + [_fmt(x) for x in (r.figure, r.statement)] + [_ours(r)] + [
+            _fmt(x) for x in (r.unit, r.rule, r.note, r.stage)]) + " |")
+    if changed is not None:
+        lines += ["", f"## Changed since the run before ({len(changed)})", ""]
+        if len(changed):
+            lines += ["| claim | stage | before | now | ours [95 % CI] n |", "|---|---|---|---|---|"]
+            c = changed.astype(object).where(changed.notna(), None)
+            lines += [f"| {r.id} | {_fmt(r.stage)} | {r.before} | {r.after} | {_ours(r)} |"
+                      for r in c.itertuples(index=False)]
+        else:
+            lines.append("No verdict changed.")
     return "\n".join(lines) + "\n"

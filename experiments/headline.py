@@ -26,6 +26,7 @@ KEYS: dict[str, str] = {
     "claims": "claims the stage checks (findings and checks)",
     "holding": "claims whose verdict is holds",
     "fails": "claims whose verdict is fails",
+    "inconclusive": "claims whose verdict is inconclusive (the interval straddles the rule, or n = 1)",
     "similarity": "weighted cosine similarity of a traced run and its repeat (Eq 4.1)",
     "match": "fraction of traced components that match what was asked (fio's job; a replayed checkpoint)",
     "data_share": "median share of a training step spent waiting for data (thesis workloads)",
@@ -45,9 +46,10 @@ def _best(df: pd.DataFrame, col: str) -> pd.Series | None:
 
 
 def claims(claim_list: list[dict]) -> dict:
-    """Report stages and the claims table: how many claims, how many hold, how many fail."""
+    """Report stages and the claims table: how many claims, how many hold, fail, are inconclusive."""
     verdicts = [c.get("verdict") for c in claim_list]
-    return {"claims": len(verdicts), "holding": verdicts.count("holds"), "fails": verdicts.count("fails")}
+    return {"claims": len(verdicts), "holding": verdicts.count("holds"), "fails": verdicts.count("fails"),
+            "inconclusive": verdicts.count("inconclusive")}
 
 
 def data_set(facts: dict, sizes: pd.Series) -> dict:

@@ -144,6 +144,23 @@ def few_ticks(ax, axis: str = "x", n: int = 3) -> None:
     a.set_major_formatter(_ShortLabels())
 
 
+def ci_yerr(df, col: str):
+    """Error bars of the medians in ``df[col]``: the 95 % interval in ``{col}_ci_low`` and
+    ``{col}_ci_high`` (from :func:`experiments.stats.with_median_ci`, or a ratio's bootstrap),
+    as matplotlib's ``yerr``; a point without an interval (one sample) gets no bar. Every
+    figure of a compared quantity draws its spread this way, so a bar means the same
+    everywhere: the interval the claims are judged on."""
+    import numpy as np
+
+    mid = np.asarray(df[col], dtype=float)
+    lo = np.asarray(df[f"{col}_ci_low"], dtype=float)
+    hi = np.asarray(df[f"{col}_ci_high"], dtype=float)
+    return [np.nan_to_num(np.clip(mid - lo, 0, None)), np.nan_to_num(np.clip(hi - mid, 0, None))]
+
+
+CI_LABEL = "median, bars: 95 % CI"
+
+
 def tier_colors(tiers: list[str]) -> dict[str, tuple]:
     """A stable color per tier name, the same in every figure."""
     colors = sns.color_palette(PALETTE, n_colors=max(len(tiers), 3))

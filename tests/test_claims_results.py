@@ -5,6 +5,13 @@ import pandas as pd
 import pytest
 
 from experiments import claims, results
+from experiments.stats import Interval
+
+CI = Interval(1.0, 3.0, 5, "test")     # an interval around a value of 2, from 5 samples
+
+
+def ci(lo, hi, n=5):
+    return Interval(lo, hi, n, "test")
 
 
 @pytest.mark.parametrize("rule,value,expected", [
@@ -23,9 +30,10 @@ def test_bad_rule_is_an_error():
 
 def test_claim_verdict_is_computed_and_explained():
     c = claims.claim("x", "S", "Fig 1", "s", our_value=1.1, unit="x", rule="> 1.5",
-                     paper_value=2.3, why_not="2 cores", kind="finding")
+                     paper_value=2.3, why_not="2 cores", kind="finding", interval=ci(1.0, 1.2))
     assert c["holds"] is False and c["verdict"] == "fails"
-    assert "fails the rule '> 1.5'" in c["note"] and "2 cores" in c["note"]
+    assert "[1, 1.2] fails the rule '> 1.5'" in c["note"] and "2 cores" in c["note"]
+    assert (c["ci_low"], c["ci_high"], c["n"]) == (1.0, 1.2, 5)
     nan = claims.claim("y", "S", "Fig 1", "s", our_value=math.nan, unit="x", rule="> 1",
                        why_not="no tracer here", kind="finding")
     assert nan["holds"] is None and nan["verdict"] == "not measured" and "no tracer here" in nan["note"]
@@ -33,7 +41,7 @@ def test_claim_verdict_is_computed_and_explained():
 
 def test_magnitude_is_a_second_verdict():
     kw = dict(id="x", source="S", figure="F", statement="s", unit="x", rule="> 1", paper_value=2.6,
-              kind="finding")
+              kind="finding", interval=ci(1.05, 3.0))
     assert claims.claim(our_value=2.0, magnitude="within 2x", **kw)["verdict"] == "holds"
     c = claims.claim(our_value=1.1, magnitude="within 2x", why_not="fio: 1.9 GB/s", **kw)
     assert (c["holds"], c["magnitude_holds"], c["verdict"]) == (True, False, "direction only")
@@ -53,15 +61,62 @@ def test_bad_rules_fail_without_data_too():
         claims.claim("x", "S", "F", "s", 1.0, "u", "> 0")
     with pytest.raises(ValueError, match="kind"):
         claims.claim("x", "S", "F", "s", 1.0, "u", "> 0", kind="guess")
+    with pytest.raises(ValueError, match="basis = 'guess'.*stated, implied, extension"):
+        claims.claim("x", "S", "F", "s", 1.0, "u", "> 0", kind="finding", basis="guess")
+    with pytest.raises(ValueError, match="basis = 'extension' with paper_value = 2"):
+        claims.claim("x", "S", "F", "s", 1.0, "u", "> 0", kind="finding", basis="extension", paper_value=2)
+    with pytest.raises(ValueError, match="interval = .*Interval"):
+        claims.claim("x", "S", "F", "s", 1.0, "u", "> 0", kind="finding", interval=(0, 1))
+
+
+@pytest.mark.parametrize("rule,lo,hi,holds,verdict", [
+    ("> 1", 1.05, 1.2, True, "holds"), ("> 1", 0.9, 1.2, None, "inconclusive"),
+    ("> 1", 0.8, 0.95, False, "fails"), ("> 1", 0.8, 1.0, False, "fails"),
+    ("< 1", 0.5, 0.99, True, "holds"), (">= 1", 1.0, 1.3, True, "holds"),
+    ("between 0.8 and 1.2", 0.9, 1.1, True, "holds"), ("between 0.8 and 1.2", 0.5, 1.5, None, "inconclusive"),
+    ("between 0.8 and 1.2", 1.3, 1.5, False, "fails"), ("within 10% of 2", 1.7, 1.75, False, "fails"),
+    ("within 10% of 2", 1.7, 1.9, None, "inconclusive"),
+])
+def test_direction_is_judged_on_the_interval(rule, lo, hi, holds, verdict):
+    c = claims.claim("x", "S", "F", "s", (lo + hi) / 2, "u", rule, kind="finding", interval=ci(lo, hi))
+    assert (c["holds"], c["verdict"]) == (holds, verdict)
+    if verdict == "inconclusive":
+        assert "straddles the rule" in c["note"]
+
+
+@pytest.mark.parametrize("interval", [None, ci(1.5, 2.5, n=1), ci(math.nan, math.nan, n=1),
+                                      ci(math.nan, math.nan, n=4)])
+def test_a_finding_on_one_sample_never_holds_nor_fails(interval):
+    for value in (5.0, 0.1):     # far on each side of the rule
+        c = claims.claim("x", "S", "F", "s", value, "u", "> 1", kind="finding", interval=interval,
+                         paper_value=5.0, magnitude="within 2x")
+        assert c["verdict"] == "inconclusive" and c["holds"] is None
+        assert "no interval; a point value alone does not decide" in c["note"]
+    assert claims.claim("x", "S", "F", "s", 5.0, "u", "> 1", kind="finding")["n"] == 1
+    assert "n = 1: no interval" in claims.claim("x", "S", "F", "s", 5.0, "u", "> 1", kind="finding")["note"]
+
+
+def test_magnitude_only_counts_when_the_direction_holds():
+    kw = dict(id="x", source="S", figure="F", statement="s", unit="x", rule="> 1", paper_value=2.6,
+              kind="finding", magnitude="within 20%")
+    assert claims.claim(our_value=1.2, interval=ci(0.9, 1.5), **kw)["verdict"] == "inconclusive"
+    assert claims.claim(our_value=0.5, interval=ci(0.4, 0.6), **kw)["verdict"] == "fails"
+
+
+def test_a_check_keeps_its_point_verdict_and_shows_its_interval():
+    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", kind="check", interval=ci(0.5, 3.0))
+    assert c["verdict"] == "holds" and (c["ci_low"], c["ci_high"], c["n"]) == (0.5, 3.0, 5)
+    assert claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", kind="check")["verdict"] == "holds"
 
 
 def test_warm_runs_are_marked():
-    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=0.4, kind="finding")
+    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=0.4, kind="finding", interval=CI)
     assert c["cold"] is False and "not a cold run: 40%" in c["note"] and c["resident_fraction"] == 0.4
-    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=0.01, kind="finding")
+    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=0.01, kind="finding",
+                     interval=ci(1.5, 2.5))
     assert c["cold"] is True and "cold" not in c["note"]
     m = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", resident_fraction=1.0, memory_backed=True,
-                     kind="finding")
+                     kind="finding", interval=CI)
     assert m["cold"] is None and m["memory_backed"] and "memory-backed tier" in m["note"]
 
 
@@ -83,19 +138,21 @@ def test_missing_value_without_reason_says_so():
 
 
 def test_show_lists_verdicts_by_claim():
-    cl = [claims.claim("a", "S", "F", "s", 2.0, "u", "> 1", kind="finding"),
+    cl = [claims.claim("a", "S", "F", "s", 2.0, "u", "> 1", kind="finding", interval=ci(1.5, 2.5)),
           claims.claim("b", "S", "F", "s", 2.0, "u", "> 1", paper_value=20, magnitude="within 2x",
-                       kind="finding"),
+                       kind="finding", interval=ci(1.5, 2.5)),
           claims.claim("c", "S", "F", "s", None, "u", "> 1", why_not="-", kind="finding"),
-          claims.claim("d", "S", "F", "s", 2.0, "u", "> 1", kind="check")]
-    assert list(claims.show(cl)["verdict"]) == ["holds", "direction only", "not measured", "holds"]
+          claims.claim("d", "S", "F", "s", 2.0, "u", "> 1", kind="check"),
+          claims.claim("e", "S", "F", "s", 2.0, "u", "> 1", kind="finding")]
+    assert list(claims.show(cl)["verdict"]) == ["holds", "direction only", "not measured", "holds",
+                                                "inconclusive"]
 
 
 def test_results_writer_is_atomic_and_cleans(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     out = results.StageResults("s")
     out.summary(pd.DataFrame({"a": [1]}))
-    out.claims([claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", kind="finding")])
+    out.claims([claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", kind="finding", interval=CI)])
     (out.dir / "keep.ipynb").write_text("{}")
     with pytest.raises(RuntimeError):
         results.atomic_write(out.path("metrics.json"), lambda p: (_ for _ in ()).throw(RuntimeError()))
@@ -108,28 +165,40 @@ def test_results_writer_is_atomic_and_cleans(tmp_path, monkeypatch):
 def test_gather_and_markdown(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     for stage, cl in (("a", [claims.claim("x", "S", "F", "st|x", 2.0, "u", "> 1", kind="finding",
-                                          resident_fraction=0.5),
+                                          resident_fraction=0.5, interval=ci(1.5, 2.5), basis="stated"),
                              claims.claim("z", "S", "F", "gen", 1.0, "u", "> 0", kind="check")]),
-                      ("b", [claims.claim("y", "S", "F", "st", 0.5, "u", "> 1", kind="finding"),
+                      ("b", [claims.claim("y", "S", "F", "st", 0.5, "u", "> 1", kind="finding",
+                                          interval=ci(0.4, 0.6, n=7), basis="implied"),
                              claims.claim("w", "S", "F", "st", None, "u", "> 1", why_not="no disk tier",
-                                          kind="finding", memory_backed=True)])):
+                                          kind="finding", memory_backed=True),
+                             claims.claim("v", "S", "F", "st", 1.1, "u", "> 1", kind="finding",
+                                          interval=ci(0.9, 1.3), basis="extension")])):
         monkeypatch.setenv(results.PIPELINE_ENV, stage)   # as dvc repro runs each stage
         results.StageResults(stage).claims(cl)
     t = claims.gather()
-    assert list(t["stage"]) == ["a", "a", "b", "b"] and list(t["holds"]) == [True, True, False, None]
+    assert list(t["stage"]) == ["a", "a", "b", "b", "b"]
+    assert list(t["holds"]) == [True, True, False, None, None]
+    assert list(t["basis"].fillna("-")) == ["stated", "-", "implied", "-", "extension"]
+    assert list(t["n"].fillna(0)) == [5, 0, 7, 0, 5] and t["ci_low"].iloc[0] == 1.5
     md = claims.to_markdown(t)
-    assert md.startswith("# Claims: 3 findings (1 holds, 1 fails, 1 not measured); "
-                         "1 checks (1 holds, 0 fails, 0 not measured)")
+    assert md.startswith("# Claims: 4 findings (1 holds, 0 direction only, 1 inconclusive, 1 fails, "
+                         "1 not measured); 1 checks (1 holds, 0 direction only, 0 inconclusive, "
+                         "0 fails, 0 not measured)")
     assert "st\\|x" in md and "**fails**" in md and "**50% (warm)**" in md
     assert "tmpfs (not evictable)" in md and "not measured on this run: no disk tier" in md
-    # findings come first (failing ones on top), then the checks
-    assert md.index("| **fails** |") < md.index("| holds | S | F | st\\|x") < md.index("## Checks")
+    assert "| 2 [1.5, 2.5] n=5 |" in md and "| 0.5 [0.4, 0.6] n=7 |" in md
+    # findings come first (failing ones on top, then inconclusive), then the checks
+    assert md.index("| **fails** |") < md.index("| **inconclusive** | extension |") \
+        < md.index("| holds | stated | S | F | st\\|x") < md.index("## Checks")
+    # the csv keeps the new columns
+    t.to_csv(tmp_path / "c.csv", index=False)
+    assert {"basis", "ci_low", "ci_high", "n"} <= set(pd.read_csv(tmp_path / "c.csv").columns)
 
 
 def test_gather_refuses_a_claims_file_with_a_bad_rule(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     monkeypatch.setenv(results.PIPELINE_ENV, "a")   # as dvc repro runs the stage
-    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", kind="finding")
+    c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", kind="finding", interval=CI)
     results.StageResults("a").claims([{**c, "rule": "about 2"}])
     with pytest.raises(ValueError, match=r"claim 'x'.*not understood.*re-run the stage 'a'"):
         claims.gather()
@@ -144,3 +213,25 @@ def test_json_writer_handles_numpy_and_nan(tmp_path):
     import numpy as np
     p = results.write_json(tmp_path / "m.json", {"a": np.float64(1.5), "b": float("nan"), "c": np.int64(2)})
     assert json.loads(p.read_text()) == {"a": 1.5, "b": None, "c": 2}
+
+
+def test_closing_note_lists_the_verdicts_changed_against_the_run_before(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    assert claims.previous_table() is None
+    monkeypatch.setenv(results.PIPELINE_ENV, "a")
+    results.StageResults("a").claims([
+        claims.claim("x", "S", "F", "s", 1.2, "u", "> 1", kind="finding", interval=ci(0.9, 1.5)),
+        claims.claim("y", "S", "F", "s", 2.0, "u", "> 1", kind="finding", interval=ci(1.5, 2.5))])
+    cur = claims.gather()
+    prev = pd.DataFrame({"stage": ["a", "a", "a"], "id": ["x", "y", "gone"],
+                         "verdict": ["holds", "holds", "fails"]})
+    ch = claims.changes(prev, cur)
+    assert list(zip(ch["id"], ch["before"], ch["after"])) == [("x", "holds", "inconclusive"),
+                                                             ("gone", "fails", "–")]
+    md = claims.to_markdown(cur, ch)
+    assert "## Changed since the run before (2)" in md and "| x | a | holds | inconclusive | 1.2 [0.9, 1.5] n=5 |" in md
+    assert "No verdict changed." in claims.to_markdown(cur, claims.changes(None, cur))
+    # the run before's table is read from results/claims/claims.csv (kept by persist in dvc.yaml)
+    (tmp_path / "results" / "claims").mkdir(parents=True)
+    prev.to_csv(tmp_path / "results" / "claims" / "claims.csv", index=False)
+    assert list(claims.previous_table()["id"]) == ["x", "y", "gone"]

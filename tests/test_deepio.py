@@ -116,22 +116,27 @@ def test_loader_reads_every_byte_in_both_modes(tmp_path):
 def test_report_claims_compute_verdicts():
     rl = deepio.rl_table(1347, [1, 4], 0, {4: 73})
     curves = pd.DataFrame([
-        {"figure": "fig7", "k": 1, "R": None, "P": None, "epoch": 1, "val_accuracy": 0.9, "RL_percent": 100},
-        {"figure": "fig7", "k": 4, "R": None, "P": None, "epoch": 1, "val_accuracy": 0.7, "RL_percent": 78},
-        {"figure": "fig8", "k": None, "R": 0.5, "P": 1, "epoch": 1, "val_accuracy": 0.89, "RL_percent": 95},
-    ])
+        {"figure": f, "k": k, "R": r, "P": p, "train_seed": seed, "epoch": 1,
+         "val_accuracy": acc + 0.002 * seed, "RL_percent": rlp}
+        for f, k, r, p, acc, rlp in (("fig7", 1, None, None, 0.9, 100), ("fig7", 4, None, None, 0.7, 78),
+                                     ("fig8", None, 0.5, 1, 0.89, 95))
+        for seed in range(4)])
     loader = pd.DataFrame([
         {"tier": "disk", "mode": m, "R": 0.5, "P": 1, "MBps": v, "RL_percent": rlp}
         for m, v, rlp in (("ordered", 100.0, 100.0), ("opportunistic", 300.0, 90.0))])
     loader = pd.concat([loader, pd.DataFrame([
         {"tier": "mem", "mode": m, "R": 0.5, "P": p, "MBps": v, "RL_percent": 90.0}
         for p in (1, 2) for m, v in (("ordered", 200.0), ("opportunistic", 100.0 * p))])])
+    raw = pd.DataFrame([{**r, "repeat": i, "MBps": r["MBps"] * (1 + 0.01 * (i - 1))}
+                        for r in loader.to_dict("records") for i in range(3)])
     fio = pd.DataFrame({"tier": ["mem", "mem"], "job": ["seqread", "randread"], "bw_MBps": [4000.0, 3000.0]})
     env = {"cold_runs": {"mem": {"resident_fraction_max": 1.0, "memory_backed": True},
                          "disk": {"resident_fraction_max": 0.0, "memory_backed": False}}}
-    c = {x["id"]: x for x in deepio_report.claims(rl, curves, loader, "disk", env, fio)}
+    c = {x["id"]: x for x in deepio_report.claims(rl, curves, loader, "disk", env, fio, raw=raw)}
     assert c["deepio_fig7_low_rl_hurts"]["holds"] and c["deepio_fig8_opportunistic_keeps_accuracy"]["holds"]
+    assert c["deepio_fig7_low_rl_hurts"]["n"] == 4 and c["deepio_fig7_low_rl_hurts"]["basis"] == "implied"
     assert c["deepio_fig10_opp_faster_R0.5"]["our_value"] == pytest.approx(3.0)
+    assert c["deepio_fig10_opp_faster_R0.5"]["n"] == 3
     assert c["deepio_rl_k4"]["paper_value"] == 73 and c["deepio_rl_k4"]["kind"] == "check"
     # the poster's k = 16 and 256 were not in block_sizes: rows, not measured, with the reason
     assert c["deepio_rl_k16"]["verdict"] == "not measured" and "no k = 16" in c["deepio_rl_k16"]["note"]
@@ -141,3 +146,9 @@ def test_report_claims_compute_verdicts():
     assert "random read 3,000 MB/s, sequential 4,000 MB/s" in m["note"] and m["memory_backed"]
     assert c["deepio_opp_faster_every_p_disk"]["verdict"] == "holds"
     assert c["deepio_opp_faster_every_p_disk"]["cold"] is True
+    # the poster's BeeGFS bandwidths are rows with their numbers, not measured here
+    assert c["deepio_beegfs_small_dataset_MBps"]["paper_value"] == 7411.98
+    assert c["deepio_beegfs_large_dataset_MBps"]["verdict"] == "not measured"
+    # without the loader's repeats: no interval, so no bandwidth finding holds or fails on its point
+    point = deepio_report.claims(rl, curves, loader, "disk", env, fio)
+    assert {x["verdict"] for x in point if "opp_faster" in x["id"]} == {"inconclusive"}

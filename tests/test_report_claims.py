@@ -24,6 +24,19 @@ def _reads(threads=(1, 2, 4, 8), tiers=("mem", "disk")):
                          for t in tiers for v in ("full", "read_only") for n in threads])
 
 
+def _raw(reads, repeats=5, noise=0.01, seed=0):
+    """Per-repeat rows around each summary row (relative spread ``noise``), plus a warm-up row."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in reads.to_dict("records"):
+        for i in range(repeats + 1):
+            f = float(np.exp(rng.normal(0, noise)))
+            rows.append({**r, "repeat": i, "warmup": i == 0,
+                         "images_per_s": r["images_per_s"] * (0.5 if i == 0 else f),
+                         "MBps": r["MBps"] * f})
+    return pd.DataFrame(rows)
+
+
 def _check_common(cl):
     assert all(c["kind"] in claims.KINDS and c["verdict"] in claims.VERDICTS for c in cl)
     for c in cl:
@@ -33,23 +46,35 @@ def _check_common(cl):
 
 def test_tfdata_claims_direction_magnitude_and_measured_reason():
     fio_env = {"tiers": {"mem": {"fstype": "tmpfs"}, "disk": {"fstype": "ext4"}}}
-    cl = {c["id"]: c for c in tfdata_read_report.claims(_reads(), ENV, FIO, fio_env)}
+    reads = _reads()
+    cl = {c["id"]: c for c in tfdata_read_report.claims(reads, ENV, FIO, fio_env, raw=_raw(reads))}
     _check_common(cl.values())
     c = cl["tfdata-speedup-2t-disk"]
     assert c["paper_value"] == reference.CHIEN_HDD_SPEEDUP[2] and c["magnitude"] == "within 25%"
+    assert c["n"] == 5 and c["ci_low"] > 1 and c["basis"] == "stated"   # warm-up left out
     assert c["holds"] is True and c["verdict"] == "direction only"  # 2^0.1 = 1.07 against 1.65
     assert "2 cores" in c["note"] and "300 MB/s" in c["note"] and c["cold"] is True
+    assert c["figure"] == "Fig 4; Abstract, Sec. VII"
+    # the same ratios with noise far larger than the 7 % effect: inconclusive, never holds
+    noisy = {c["id"]: c for c in tfdata_read_report.claims(reads, ENV, FIO, fio_env,
+                                                           raw=_raw(reads, repeats=3, noise=0.3))}
+    assert noisy["tfdata-speedup-2t-disk"]["verdict"] == "inconclusive"
+    # without raw there is no interval: every finding is inconclusive
+    point = tfdata_read_report.claims(reads, ENV, FIO, fio_env)
+    assert {c["verdict"] for c in point if c["kind"] == "finding" and c["our_value"] is not None} == {"inconclusive"}
     assert cl["tfdata-speedup-2t-mem"]["memory_backed"] and cl["tfdata-speedup-2t-mem"]["cold"] is None
     p = cl["tfdata-speedup-8t-parallel-fs"]
     assert p["verdict"] == "not measured" and "mem tmpfs, disk ext4" in p["note"]
     assert cl["tfdata-read-only-faster-disk"]["verdict"] == "holds"
+    assert cl["tfdata-read-only-faster-disk"]["basis"] == "implied"
+    assert cl["tfdata-one-to-two-threads-doubles-disk"]["paper_value"] == 2.0
 
 
 def test_tfdata_claims_not_run_are_rows_with_the_reason():
     cl = {c["id"]: c for c in tfdata_read_report.claims(_reads(threads=(1, 2)), ENV, FIO, {})}
     assert cl["tfdata-speedup-8t-disk"]["verdict"] == "not measured"
     assert "tfdata_read.threads = [1, 2]" in cl["tfdata-speedup-8t-disk"]["note"]
-    assert len(cl) == 2 * 3 + 1 + 2
+    assert len(cl) == 2 * 3 + 1 + 2 + 2
 
 
 def _alexnet_tables():
@@ -77,11 +102,40 @@ def test_alexnet_claims_burst_buffer_magnitude_from_fio():
     _check_common(cl.values())
     b = cl["burst-buffer-speedup-vs-slow"]
     assert b["our_value"] == pytest.approx(1.2) and b["magnitude"] == "within 2x"
-    assert b["verdict"] == "direction only"  # 1.2 against 2.6
+    assert b["verdict"] == "inconclusive"  # 1.2 against 2.6, but no interval yet
     assert "mem 2,000 MB/s, disk 600 MB/s (3.3x)" in b["note"] and "Optane over HDD: 3.8x" in b["note"]
     assert "130 MB checkpoint stalls 0.50 s" in b["note"]
     assert cl["alexnet-prefetch-faster-disk"]["cold"] is True
+    assert cl["alexnet-batch-size-prefetch1"]["verdict"] == "inconclusive"
+
+
+def test_alexnet_claims_take_their_intervals_from_repeats_saves_and_steps():
+    summary, batches, ck = _alexnet_tables()
+    batches = batches.assign(tier="disk", threads=2)
+    rng = np.random.default_rng(0)
+    raw = pd.DataFrame(
+        [{"experiment": "prefetch", "tier": t, "threads": n, "batch_size": 64, "prefetch": p,
+          "repeat": i, "warmup": i == 0, "seconds": (10.0 + (0 if p else 2)) * rng.normal(1, 0.005),
+          "data_s": (1.0 if p else 3.0) * rng.normal(1, 0.005)}
+         for t in ("mem", "disk") for n in (1, 2) for p in (0, 1) for i in range(6)]
+        + [{"experiment": "batch", "tier": "disk", "threads": 2, "batch_size": b, "prefetch": 1,
+            "repeat": i, "warmup": False, "seconds": 20.0 * rng.normal(1, 0.005), "data_s": 1.0}
+           for b in (16,) for i in range(5)])   # batch 64 is the prefetch experiment's run
+    saves = pd.DataFrame([{"target": t, "warmup": False, "stall_s": s * rng.normal(1, 0.01)}
+                          for t, s in (("mem", 0.5), ("disk", 0.6), ("mem>disk", 0.5)) for _ in range(8)])
+    steps = pd.DataFrame({"experiment": "prefetch", "repeat": 1, "batch_size": 64,
+                          "compute_s": rng.normal(1.5, 0.05, 30)})
+    env = {**ENV, "params": {"alexnet": {"warmup": 1, "batch_size": 64, "width": 0.25, "dense_width": 0.5}}}
+    cl = {c["id"]: c for c in alexnet_report.claims(summary, batches, ck, "mem", "disk", env, FIO, ENV,
+                                                    raw=raw, saves=saves, steps=steps)}
+    f = cl["alexnet-prefetch-faster-disk"]
+    assert f["verdict"] == "holds" and f["n"] == 5 and f["ci_low"] > 1   # the warm-up is not a sample
     assert cl["alexnet-batch-size-prefetch1"]["verdict"] == "holds"
+    b = cl["burst-buffer-speedup-vs-slow"]
+    assert b["n"] == 8 and b["ci_low"] > 1 and b["verdict"] == "direction only"  # 1.2 against 2.6
+    assert cl["burst-buffer-close-to-fast"]["verdict"] == "holds"
+    c = cl["alexnet-compute-per-batch"]
+    assert c["verdict"] == "holds" and c["paper_value"] == "1-2" and c["n"] == 30
 
 
 def test_alexnet_claims_without_checkpoint_runs_stay_as_not_measured():

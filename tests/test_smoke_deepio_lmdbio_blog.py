@@ -79,8 +79,13 @@ def test_lmdbio_report_figures_and_claims(stage_results):
     for ds in ("cifar", "imagenet"):
         sw = c[f"lmdbio_lmm_fewer_switches_{ds}"]
         assert sw["kind"] == "finding" and sw["our_value"] is not None and sw["cold"] is True
-        st = c[f"lmdbio_stag_beats_lmdb_every_p_{ds}"]
-        assert st["paper_value"] == 77 and st["magnitude"] == "within 2x" and st["ratio"] > 0
+    st = c["lmdbio_stag_beats_lmdb_every_p_cifar"]
+    assert st["paper_value"] == 77 and st["magnitude"] == "within 2x" and st["ratio"] > 0
+    # the paper ran only CIFAR10-Large: the ImageNet rows are our extension, with no paper value
+    im = c["lmdbio_stag_beats_lmdb_every_p_imagenet"]
+    assert im["basis"] == "extension" and im["paper_value"] is None
+    # one repeat on smoke: no interval, so no finding holds or fails on its point value
+    assert {x["verdict"] for x in c.values() if x["kind"] == "finding"} <= {"inconclusive", "not measured"}
 
 
 def test_blog_runs_and_collectl(stage_results):
@@ -106,5 +111,5 @@ def test_blog_report_figures_and_claims(stage_results):
     assert c["blog_warm_faster"]["our_value"] > 0 and c["blog_warm_faster"]["cold"] is True
     assert c["blog_private_threads_help"]["our_value"] > 0 and c["blog_workers_help"]["our_value"] > 0
     # every blog finding is a row, measured or not
-    assert {"blog_collectl_tf_larger_requests", "blog_collectl_tf_shorter_queue",
+    assert {"blog_collectl_request_sizes_similar", "blog_collectl_tf_shorter_queue",
             "blog_tfrecord_not_slower", "blog_warm_reads_nothing"} <= set(c)

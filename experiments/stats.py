@@ -1,0 +1,212 @@
+"""Confidence intervals for the compared quantities of the claims table.
+
+Timings on a shared box are rarely normal, so every interval here is nonparametric or says what
+it assumes (Hoefler and Belli, *Scientific Benchmarking of Parallel Computing Systems*, SC15):
+
+* :func:`median_ci`: the distribution-free interval of a median from binomial order statistics;
+* :func:`ratio_of_medians` / :func:`speedup`: median(a) / median(b) with a percentile bootstrap
+  that resamples each side independently (seeded, so a re-run gives the same bounds);
+* :func:`paired_ratio`: the median of per-repeat ratios a_i / b_i with :func:`median_ci`, for
+  two configurations measured in the same repeat;
+* :func:`bootstrap`: any statistic of several independent samples (the helpers above use it);
+* :func:`slope_ci`: an ordinary-least-squares slope with its t interval (statsmodels).
+
+Every function returns ``(point, Interval)``; the interval is in the unit of the point (a ratio
+is unitless; a slope is y-unit per x-unit). ``Interval.n`` is the number of samples it came from
+(for two samples the smaller side). A side with fewer than 2 finite samples gives NaN bounds and
+``n`` = that count: it never raises, so a stage with one repeat still writes its claims (which
+then say ``inconclusive``, see :func:`experiments.claims.claim`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy import stats as _sps
+
+LEVEL = 0.95
+N_BOOT = 2000
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval [low, high] at ``level`` (0.95 unless stated), from ``n`` samples,
+    computed by ``method`` (a short phrase for the claims table). NaN bounds: no interval."""
+
+    low: float
+    high: float
+    n: int
+    method: str
+    level: float = LEVEL
+
+    @property
+    def ok(self) -> bool:
+        """Whether it is an interval at all: finite bounds from at least 2 samples."""
+        return self.n >= 2 and math.isfinite(self.low) and math.isfinite(self.high)
+
+    def __str__(self) -> str:
+        return f"[{self.low:.3g}, {self.high:.3g}] n={self.n}" if self.ok else f"no interval (n={self.n})"
+
+
+def _clean(x) -> np.ndarray:
+    """``x`` as a 1-D float array without NaN/inf (a failed repeat is NaN and is not a sample)."""
+    a = np.asarray(x, dtype=float).ravel()
+    return a[np.isfinite(a)]
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"level = {level!r}; allowed: a confidence level strictly between 0 and 1")
+
+
+def _none(n: int, method: str, level: float) -> Interval:
+    return Interval(math.nan, math.nan, int(n), method, level)
+
+
+def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
+    """The median of ``x`` (its unit) and its distribution-free confidence interval.
+
+    The bounds are order statistics x_(l) and x_(n-l+1), with l the largest rank such that
+    P(Binomial(n, 1/2) < l) <= (1 - level)/2: the interval covers the true median with at least
+    ``level`` probability whatever the distribution. With fewer than 6 samples no pair of order
+    statistics reaches 95 %; the interval is then [min, max] and its method states the coverage
+    it actually has (1 - 2^(1-n))."""
+    _check_level(level)
+    a = np.sort(_clean(x))
+    n = len(a)
+    if n == 0:
+        return math.nan, _none(0, "median, binomial order statistics", level)
+    med = float(np.median(a))
+    if n < 2:
+        return med, _none(n, "median, binomial order statistics", level)
+    alpha = 1 - level
+    l = int(_sps.binom.ppf(alpha / 2, n, 0.5))  # smallest k with cdf(k) >= alpha/2; cdf(l-1) < alpha/2
+    l = max(l, 1)
+    u = n - l + 1
+    coverage = 1 - 2 * float(_sps.binom.cdf(l - 1, n, 0.5))
+    method = "median, binomial order statistics"
+    if coverage < level - 1e-12:
+        method += f" (coverage {coverage:.0%}: too few samples for {level:.0%})"
+    return med, Interval(float(a[l - 1]), float(a[u - 1]), n, method, level)
+
+
+def bootstrap(stat: Callable[..., float], *samples, level: float = LEVEL, n_boot: int = N_BOOT,
+              seed: int = 0, method: str = "bootstrap") -> tuple[float, Interval]:
+    """``stat(*samples)`` and its percentile-bootstrap interval: each sample is resampled with
+    replacement, independently of the others, ``n_boot`` times (seeded). ``n`` is the smallest
+    sample's size; any sample with fewer than 2 finite values gives NaN bounds."""
+    _check_level(level)
+    if n_boot < 100:
+        raise ValueError(f"n_boot = {n_boot!r}; allowed: at least 100 resamples")
+    arrs = [_clean(s) for s in samples]
+    n = min(len(a) for a in arrs) if arrs else 0
+    if n == 0:
+        return math.nan, _none(0, method, level)
+    point = float(stat(*arrs))
+    if n < 2:
+        return point, _none(n, method, level)
+    rng = np.random.default_rng(seed)
+    draws = [a[rng.integers(0, len(a), size=(n_boot, len(a)))] for a in arrs]
+    boot = np.array([stat(*(d[i] for d in draws)) for i in range(n_boot)], dtype=float)
+    boot = boot[np.isfinite(boot)]
+    if len(boot) < n_boot // 2:
+        return point, _none(n, method + " (statistic undefined on most resamples)", level)
+    alpha = 1 - level
+    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    return point, Interval(float(lo), float(hi), n, method, level)
+
+
+def _ratio_med(a: np.ndarray, b: np.ndarray) -> float:
+    mb = np.median(b)
+    return float(np.median(a) / mb) if mb else math.nan
+
+
+def ratio_of_medians(a: Sequence[float], b: Sequence[float], level: float = LEVEL,
+                     n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, Interval]:
+    """median(a) / median(b) (unitless) with a percentile-bootstrap interval over the samples of
+    each side (independent resampling: a and b need not be paired). n = min(len(a), len(b))."""
+    return bootstrap(_ratio_med, a, b, level=level, n_boot=n_boot, seed=seed,
+                     method="ratio of medians, bootstrap")
+
+
+def speedup(base_s: Sequence[float], other_s: Sequence[float], level: float = LEVEL,
+            n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, Interval]:
+    """Speed-up of ``other`` over ``base`` from times (s): median(base) / median(other); > 1 means
+    ``other`` is faster. For rates (MB/s, images/s) use ``ratio_of_medians(other, base)``."""
+    return ratio_of_medians(base_s, other_s, level=level, n_boot=n_boot, seed=seed)
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
+    """The median of per-repeat ratios a_i / b_i (unitless) and its :func:`median_ci`: for two
+    configurations measured side by side in each repeat, so that a slow repeat slows both."""
+    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if len(a) != len(b):
+        raise ValueError(f"paired_ratio: len(a) = {len(a)}, len(b) = {len(b)}; allowed: the same "
+                         "number of repeats on both sides")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = a / b
+    point, ci = median_ci(r, level)
+    return point, Interval(ci.low, ci.high, ci.n, "median of per-repeat ratios, " + ci.method, level)
+
+
+def slope_ci(x: Sequence[float], y: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
+    """The OLS slope of y on x (y-unit per x-unit) and its t interval (statsmodels). n = number of
+    finite (x, y) pairs; fewer than 3 pairs leave no residual degree of freedom: NaN bounds."""
+    import statsmodels.api as sm
+
+    _check_level(level)
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if len(x) != len(y):
+        raise ValueError(f"slope_ci: len(x) = {len(x)}, len(y) = {len(y)}; allowed: equal lengths")
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    n = len(x)
+    method = "OLS slope, t interval"
+    if n < 2 or np.ptp(x) == 0:
+        return math.nan, _none(n, method, level)
+    if n < 3:
+        return float((y[1] - y[0]) / (x[1] - x[0])), _none(n, method, level)
+    fit = sm.OLS(y, sm.add_constant(x)).fit()
+    lo, hi = fit.conf_int(alpha=1 - level)[1]
+    return float(fit.params[1]), Interval(float(lo), float(hi), n, method, level)
+
+
+def samples(df, col: str, **eq) -> np.ndarray:
+    """The values of ``col`` in the rows of ``df`` (a stage's raw.parquet: one row per repeat,
+    step or read) whose columns equal ``eq``, as floats; warm-up rows (a true ``warmup``
+    column) are left out, as every stage's summary leaves them out. Unknown columns are an error
+    naming them."""
+    bad = [k for k in (col, *eq) if k not in df.columns]
+    if bad:
+        raise ValueError(f"samples: column(s) {bad} not in the table; it has {list(df.columns)}")
+    keep = np.ones(len(df), dtype=bool)
+    if "warmup" in df.columns:
+        keep &= ~df["warmup"].fillna(False).astype(bool).to_numpy()
+    for k, v in eq.items():
+        keep &= (df[k] == v).to_numpy()
+    return df.loc[keep, col].to_numpy(dtype=float)
+
+
+def with_median_ci(summary, raw, col: str, by: list[str], level: float = LEVEL, as_: str | None = None):
+    """``summary`` with ``{as_}_ci_low``, ``{as_}_ci_high`` and ``{as_}_n`` (``as_`` defaults to
+    ``col``: the summary's column of the medians): the :func:`median_ci` of ``col`` (its unit)
+    over the rows of ``raw`` (warm-ups left out) that share ``by`` with each summary row, the
+    error bars of a figure that plots the summary's medians. A row without samples gets NaN."""
+    import pandas as pd
+
+    bad = [k for k in (col, *by) if k not in raw.columns]
+    if bad:
+        raise ValueError(f"with_median_ci: column(s) {bad} not in raw; it has {list(raw.columns)}")
+    d = raw[~raw["warmup"].fillna(False).astype(bool)] if "warmup" in raw.columns else raw
+    name = as_ or col
+    rows = []
+    for key, g in d.groupby(by, dropna=False, sort=False):
+        _, ci = median_ci(g[col], level)
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
+                     f"{name}_ci_low": ci.low, f"{name}_ci_high": ci.high, f"{name}_n": ci.n})
+    cis = pd.DataFrame(rows, columns=[*by, f"{name}_ci_low", f"{name}_ci_high", f"{name}_n"])
+    keep = [c for c in summary.columns if c not in cis.columns or c in by]
+    return summary[keep].merge(cis, on=by, how="left")

@@ -1,0 +1,114 @@
+"""Intervals on synthetic samples with a known answer, and the verdicts they give (issue 19)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from experiments import claims, stats
+
+
+def _times(median_s, noise, n, seed):
+    """n epoch times (s) around ``median_s`` with a relative log-normal spread ``noise``."""
+    return median_s * np.exp(np.random.default_rng(seed).normal(0, noise, n))
+
+
+def _verdict(base, other):
+    point, ci = stats.speedup(base, other)
+    return claims.claim("x", "S", "F", "other is faster", point, "x", "> 1", kind="finding",
+                        interval=ci)["verdict"], point, ci
+
+
+def test_a_true_ten_percent_speedup_with_little_noise_holds():
+    v, point, ci = _verdict(_times(1.1, 0.03, 10, 1), _times(1.0, 0.03, 10, 2))
+    assert v == "holds" and ci.low > 1 and ci.n == 10 and 1.05 < point < 1.15
+
+
+def test_the_same_speedup_with_twice_the_noise_is_inconclusive():
+    # noise twice as large as the difference it should resolve (20 % against 10 %)
+    v, _, ci = _verdict(_times(1.1, 0.20, 5, 1), _times(1.0, 0.20, 5, 2))
+    assert v == "inconclusive" and ci.low < 1 < ci.high
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_no_difference_never_holds(seed):
+    v, _, _ = _verdict(_times(1.0, 0.05, 8, seed), _times(1.0, 0.05, 8, 100 + seed))
+    assert v != "holds"
+
+
+def test_no_difference_with_noise_is_inconclusive():
+    v, _, ci = _verdict(_times(1.0, 0.05, 10, 3), _times(1.0, 0.05, 10, 4))
+    assert v == "inconclusive" and ci.low < 1 < ci.high
+
+
+@pytest.mark.parametrize("fn", [lambda x: stats.median_ci(x), lambda x: stats.ratio_of_medians(x, x),
+                                lambda x: stats.speedup(x, [1.0, 2.0]), lambda x: stats.paired_ratio(x, x),
+                                lambda x: stats.slope_ci(x, x)])
+def test_one_sample_gives_no_interval_and_never_holds(fn):
+    point, ci = fn([2.0])
+    assert ci.n == 1 and math.isnan(ci.low) and math.isnan(ci.high) and not ci.ok
+    c = claims.claim("x", "S", "F", "s", point, "x", "> 0", kind="finding", interval=ci)
+    if math.isnan(point):        # a slope needs two points even for its value
+        assert c["verdict"] == "not measured"
+    else:
+        assert c["verdict"] == "inconclusive" and "n = 1: no interval" in c["note"]
+
+
+def test_failed_repeats_are_not_samples():
+    _, ci = stats.median_ci([1.0, math.nan, 2.0, math.inf])
+    assert ci.n == 2
+
+
+def test_median_ci_covers_the_true_median_at_its_level():
+    rng = np.random.default_rng(0)
+    true_median = math.log(2)     # exponential(1): skewed, far from normal
+    hits = [(lambda ci: ci.low <= true_median <= ci.high)(stats.median_ci(rng.exponential(1, 25))[1])
+            for _ in range(1000)]
+    assert 0.93 <= np.mean(hits) <= 0.995
+    m, ci = stats.median_ci(np.arange(1.0, 26.0))
+    assert m == 13 and ci.low < 13 < ci.high and ci.n == 25 and "coverage" not in ci.method
+
+
+def test_median_ci_on_few_samples_says_its_coverage():
+    _, ci = stats.median_ci([1.0, 2.0, 3.0])
+    assert (ci.low, ci.high) == (1.0, 3.0) and "coverage 75%" in ci.method
+
+
+def test_ratio_of_medians_is_seeded_and_bracketed():
+    a, b = _times(2.0, 0.05, 12, 5), _times(1.0, 0.05, 12, 6)
+    p1, c1 = stats.ratio_of_medians(a, b, seed=3)
+    p2, c2 = stats.ratio_of_medians(a, b, seed=3)
+    assert c1 == c2 and p1 == p2 and c1.low < p1 < c1.high and 1.8 < p1 < 2.2
+
+
+def test_paired_ratio_and_slope():
+    p, ci = stats.paired_ratio([2.0, 4.0, 6.0, 8.0, 10.0, 12.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert p == 2 and (ci.low, ci.high) == (2, 2) and ci.n == 6
+    with pytest.raises(ValueError, match="len\\(a\\) = 2, len\\(b\\) = 1"):
+        stats.paired_ratio([1.0, 2.0], [1.0])
+    x = np.arange(10.0)
+    s, ci = stats.slope_ci(x, 3 * x + np.random.default_rng(0).normal(0, 0.1, 10))
+    assert ci.low < 3 < ci.high and abs(s - 3) < 0.1 and ci.n == 10
+    s, ci = stats.slope_ci([1.0, 2.0], [1.0, 3.0])
+    assert s == 2 and not ci.ok and ci.n == 2
+
+
+def test_bad_parameters_name_themselves():
+    with pytest.raises(ValueError, match="level = 1.5"):
+        stats.median_ci([1.0, 2.0], level=1.5)
+    with pytest.raises(ValueError, match="n_boot = 10"):
+        stats.ratio_of_medians([1.0, 2.0], [1.0, 2.0], n_boot=10)
+
+
+def test_with_median_ci_gives_each_summary_row_its_interval():
+    import pandas as pd
+
+    raw = pd.DataFrame({"tier": ["a"] * 7 + ["b"], "warmup": [True] + [False] * 7,
+                        "x": [100.0, 1, 2, 3, 4, 5, 6, 9]})
+    summary = pd.DataFrame({"tier": ["a", "b", "c"], "x": [3.5, 9.0, 1.0]})
+    s = stats.with_median_ci(summary, raw, "x", ["tier"]).set_index("tier")
+    assert (s.loc["a", "x_ci_low"], s.loc["a", "x_ci_high"], s.loc["a", "x_n"]) == (1, 6, 6)  # warm-up left out
+    assert s.loc["b", "x_n"] == 1 and math.isnan(s.loc["b", "x_ci_low"]) and math.isnan(s.loc["c", "x_n"])
+    assert "y_ci_low" in stats.with_median_ci(summary, raw, "x", ["tier"], as_="y")
+    with pytest.raises(ValueError, match=r"\['nope'\] not in raw"):
+        stats.with_median_ci(summary, raw, "x", ["nope"])
