@@ -18,7 +18,10 @@ Measured from the ranks' own records (no model of the result):
   accelerator x G) x sleep time, with the mean of the times actually slept (so it is exactly
   the time one accelerator slept), over ``train_s``; pass at >= 90 % (MLPerf Storage).
   ``au_model`` uses the model's mean instead of the draws;
-- **checkpoints**: per checkpoint the files, writes, bytes and seconds every writer reported.
+- **checkpoints**: per checkpoint the files, writes, bytes and seconds every writer reported;
+- **bound** (``client`` or ``storage``) and the CPU figures behind it, per rank and for the host
+  (``client_cpu``): :mod:`.bound` (the ranks' CPU near the cores they had while the data wait
+  dominates: client-bound).
 """
 
 from __future__ import annotations
@@ -119,6 +122,10 @@ def summarize(run_dir) -> dict:
         check = {"checkpoints": int(ck.groupby(key, dropna=False).ngroups) if key else 1,
                  "files": int(ck["files"].sum()), "writes": int(ck["writes"].sum()),
                  "bytes": int(ck["bytes"].sum()), "max_seconds": float(ck["seconds"].max())}
+    from .bound import classify, host_cores
+    nodes = int(emu.get("nodes", 1) or 1)
+    cores = int(emu.get("host_cores") or host_cores())  # a run may record its own; else this host's
+    bnd = classify(steps, got["ranks"], got["phases"], cores, max(1, G // nodes))
     notes = []
     if mean == mean and mean <= 0 and emu["compute_model"] != "zero":
         notes.append(f"the compute model's mean at G={G}, B={B} is {mean:.3g} s (<= 0: the fit is used "
@@ -144,6 +151,9 @@ def summarize(run_dir) -> dict:
         "ideal_compute_s": ideal, "au": au, "au_model": cm.accelerator_utilization(ideal_model, train_s),
         "au_threshold": cm.MLPERF_AU_PASS, "au_pass": bool(au >= cm.MLPERF_AU_PASS),
         "checkpoint": check,
+        "bound": bnd["bound"], "bound_why": bnd["why"],
+        "client_cpu": {k: bnd[k] for k in ("data_wait_share", "cpu_share", "cpu_near_cores",
+                                           "wait_dominates", "host", "cpu_by_rank") if k in bnd},
         "evaluations": int(sum(len(r.get("evals", [])) for r in got["ranks"])),
         "peak_rss_bytes_per_rank": int(max(r.get("peak_rss_bytes", 0) for r in got["ranks"])),
         "run_dir": str(run_dir), "notes": notes,
@@ -177,11 +187,14 @@ def markdown(s: dict) -> str:
         "| checkpoints | " + (f"{ck['checkpoints']} checkpoint(s): {ck['files']} file(s), {ck['writes']} writes, "
                              f"{ck['bytes'] / 1e6:.4g} MB ({s['checkpoint_pattern']})" if ck else
                              f"none written ({s['checkpoint_pattern']})") + " |",
+        f"| bound | {s.get('bound', 'unknown')} |",
         f"| whole run | {s['run_s']:.3g} s (initialization, evaluation, checkpoints included) |",
         f"| data | {s['data_dir']} |",
         "",
         f"Data bytes measured as: {s['data_bytes_measured_as']}.",
         "",
+        *([f"**Bound: {s['bound']}.** {s['bound_why'][0].upper()}{s['bound_why'][1:]}.", ""]
+          if s.get("bound_why") else []),
     ] + [f"Note: {n}." for n in s.get("notes", [])]
     return "\n".join(lines)
 

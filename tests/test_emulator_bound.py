@@ -1,0 +1,68 @@
+"""Client- or storage-bound, from synthetic step and rank records (nothing is launched)."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from experiments.emulator import bound, report, search
+from test_emulator import _cfg, _fake_run, dlrm_data  # noqa: F401 - the fixture
+
+
+def _records(G, data_ms, step_ms, cpu_s, wall_s=10.0, steps=10):
+    st = pd.DataFrame([{"rank": r, "data_ns": int(data_ms * 1e6), "step_ns": int(step_ms * 1e6)}
+                       for r in range(G) for _ in range(steps)])
+    ranks = [{"rank": r, "cpu_s": cpu_s * 0.75, "cpu_children_s": cpu_s * 0.25} for r in range(G)]
+    ph = pd.DataFrame([{"rank": r, "phase": "train", "start": 100.0, "end": 100.0 + wall_s} for r in range(G)])
+    return st, ranks, ph
+
+
+def test_waiting_for_data_with_no_cpu_left_is_client_bound():
+    # 2 ranks on 4 cores: 2 cores each; 19 CPU s in 10 s = 95 % of them; data wait 80 % of the step
+    b = bound.classify(*_records(2, 80, 100, 19.0), cores=4, ranks_per_host=2)
+    assert b["bound"] == "client" and b["cpu_share"] == pytest.approx(0.95)
+    assert b["data_wait_share"] == pytest.approx(0.8) and b["host"]["cpu_share"] == pytest.approx(0.95)
+    assert b["cpu_by_rank"]["1"]["cpu_s"] == pytest.approx(19.0) and "client-bound" in b["why"]
+
+
+def test_waiting_for_data_with_cpu_to_spare_is_storage_bound():
+    b = bound.classify(*_records(2, 80, 100, 3.0), cores=4, ranks_per_host=2)
+    assert b["bound"] == "storage" and b["cpu_share"] == pytest.approx(0.15)
+    assert "with CPU to spare" in b["why"]
+
+
+def test_busy_cpu_without_data_wait_is_not_client_bound():
+    b = bound.classify(*_records(2, 5, 100, 19.0), cores=4, ranks_per_host=2)
+    assert b["bound"] == "storage" and "kept the accelerators busy" in b["why"]
+
+
+def test_bad_core_count_is_refused():
+    with pytest.raises(ValueError, match="cores = 0"):
+        bound.classify(*_records(1, 1, 2, 1.0), cores=0, ranks_per_host=1)
+
+
+def test_every_summary_says_bound_with_its_cpu(tmp_path, dlrm_data):  # noqa: F811
+    rd = _fake_run(tmp_path, dlrm_data)
+    for r in range(2):  # 3.9 CPU s each over the 5 s run
+        (rd / f"rank-r{r}.json").write_text(json.dumps({"rank": r, "pid": 1, "checkpoints": [], "evals": [],
+                                                        "peak_rss_bytes": 1, "cpu_s": 3.9, "cpu_children_s": 0}))
+    s = report.summarize(rd)
+    assert s["bound"] in ("client", "storage") and set(s["client_cpu"]["cpu_by_rank"]) == {"0", "1"}
+    assert s["client_cpu"]["cpu_by_rank"]["0"]["cpu_s"] == pytest.approx(3.9)
+    # the fake run's data wait is 1 ms of a 501 ms step: not client-bound whatever the CPU
+    assert s["bound"] == "storage" and "**Bound: storage.**" in report.markdown(s)
+
+
+def test_search_stops_when_the_client_is_the_limit(tmp_path, dlrm_data):  # noqa: F811
+    tried = []
+
+    def stub(c, folder):
+        tried.append(c.accelerators)
+        client = c.accelerators >= 4
+        return {"au": 0.5 if client else 0.99, "au_pass": not client, "throughput_samples_per_s": 1.0,
+                "data_bytes_per_s": 1.0, "train_s": 1.0, "peak_rss_bytes_per_rank": 1,
+                "bound": "client" if client else "storage", "bound_why": "client-bound: CPU 97 %"}
+    res = search.max_accelerators(_cfg(dlrm_data), tmp_path / "s", run=stub, say=lambda m: None)
+    assert tried == [1, 2, 4] and res["max_accelerators"] == 2 and res["client_bound"] is True
+    assert res["stopped_because"].startswith("client-bound at 4 accelerators")
+    assert "| client |" in search.markdown(res)
