@@ -32,8 +32,10 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+from pydantic import BaseModel, Field
 
 from .. import paths
+from ..config import matching
 
 TFRECORD_BUFFER = 256 * 1024  # tf.data's TFRecordDataset default buffer (thesis Table 5.2: 262,144 B reads)
 
@@ -235,24 +237,28 @@ def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), repeats: int = 1,
     return pd.DataFrame(rows)
 
 
+class BenchArgs(BaseModel):
+    """The bench's command line, validated as params.yaml's sections are."""
+
+    workloads: matching(r"(unet3d|bert|dlrm)(,(unet3d|bert|dlrm))*",
+                        "workloads separated by commas, from unet3d, bert, dlrm") = "unet3d,bert,dlrm"
+    repeats: int = Field(3, ge=1, le=100)
+
+
 def main(argv=None) -> int:
     """``python -m experiments.emulator bench [--workloads unet3d,bert] [--repeats N]``."""
     import argparse
 
-    from ..config import ConfigError
+    from ..config import ArgumentParser, ConfigError, check_args
 
-    ap = argparse.ArgumentParser(prog="python -m experiments.emulator bench", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog="python -m experiments.emulator bench", description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default="unet3d,bert,dlrm")
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args(argv)
-    ws = a.workloads.split(",")
-    bad = [w for w in ws if w not in ("unet3d", "bert", "dlrm")]
-    if bad or a.repeats < 1:
-        print(f"error: --workloads {a.workloads!r} / --repeats {a.repeats}: workloads from unet3d, bert, "
-              "dlrm; repeats >= 1", file=sys.stderr)
-        return 2
     try:
+        check_args(BenchArgs, a, ap)
+        ws = a.workloads.split(",")
         t = measure(workloads=ws, repeats=a.repeats)
     except (ConfigError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
