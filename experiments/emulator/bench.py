@@ -18,7 +18,13 @@ as many readers as the emulator has (buffered, like the frameworks):
 - DLRM: one ``pread`` of ``batch x 160`` B per step at a random offset; fio ``randread`` with
   that block size, one job, as many requests as steps.
 
-The ratio ``emulator / fio`` (bytes/s) is the goal of issue 12 (>= 0.8): a storage benchmark is
+Cold against cold: the emulator's bytes/s (UNET3D's first epoch, BERT's and DLRM's one pass)
+against fio after the same eviction (``emulator_MBps``, ``fio_MBps``, ``fraction_of_fio``);
+warm against warm: UNET3D's second epoch against fio run again right after, from the page cache
+(``emulator_warm_MBps``, ``fio_warm_MBps``, ``warm_fraction_of_fio``; NaN for BERT and DLRM,
+which read once). Each row also has the run's ``bound`` (client or storage, :mod:`.bound`).
+
+The ratio ``emulator / fio`` (bytes/s, cold) is the goal of issue 12 (>= 0.8): a storage benchmark is
 only as good as the load one client can drive. Numbers on a shared or loaded box are noisy.
 """
 
@@ -161,10 +167,14 @@ def fio_same_files(workload: str, data_dir: Path, cfg, seed: int = 1) -> dict:
     return out | {"fio_job": what}
 
 
-def emulator_bytes_per_s(summary: dict) -> tuple[float, float, float]:
-    """(bytes, seconds, bytes/s) the emulator read: UNET3D over its first (cold) epoch."""
+def emulator_bytes_per_s(summary: dict, epoch: int = 0) -> tuple[float, float, float]:
+    """(bytes, seconds, bytes/s) the emulator read. UNET3D: over epoch ``epoch`` (0: the first,
+    cold one; 1: the second, warm where the data set fits in the page cache); BERT and DLRM read
+    the data set once, cold: their whole training (NaN for ``epoch`` > 0)."""
     rd = Path(summary["run_dir"])
     if summary["workload"] != "unet3d":
+        if epoch:
+            return float("nan"), float("nan"), float("nan")
         return summary["data_bytes"], summary["train_s"], summary["data_bytes_per_s"]
     from ..workloads.data_unet3d import read_manifest
     from ..workloads.launch import collect
@@ -174,11 +184,13 @@ def emulator_bytes_per_s(summary: dict) -> tuple[float, float, float]:
     m = read_manifest(run["data_dir"], "train")
     size = (m["bytes_x"] + m["bytes_y"]).to_numpy()
     lo = got["loader"]
-    lo = lo[(lo["split"] == "train") & (lo["epoch"] == 0)]
+    lo = lo[(lo["split"] == "train") & (lo["epoch"] == epoch)]
     st = got["steps"]
-    first = st[(st["epoch"] == 0) & (st["step"] == 0)]
+    first = st[(st["epoch"] == epoch) & (st["step"] == 0)]
     ph = got["phases"]
-    ph = ph[(ph["phase"] == "train") & (ph["epoch"] == 0)]
+    ph = ph[(ph["phase"] == "train") & (ph["epoch"] == epoch)]
+    if not len(lo) or not len(ph):
+        return float("nan"), float("nan"), float("nan")
     # the first batch's wait is mostly the DataLoader worker starting (fio's job start-up is
     # not in its time either): leave out that wait and the first batch's cases
     skip = int(first["samples"].max()) if len(first) else 0
@@ -227,13 +239,18 @@ def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), repeats: int = 1,
                 method = cache.evict([data])
                 s = run(cfg, out_root / f"{tier.name}-{w}-{r}")
                 eb, es, ebps = emulator_bytes_per_s(s)
+                warm_bps = emulator_bytes_per_s(s, epoch=1)[2]
                 cache.evict([data])
                 f = fio_same_files(w, data, cfg, seed=cfg_all.seed + r)
+                fw = fio_same_files(w, data, cfg, seed=cfg_all.seed + r)  # again: from the page cache
                 rows.append({"tier": tier.name, "workload": w, "repeat": r, "eviction": method,
                              "batch_size": cfg.batch_size, "emulator_bytes": eb, "emulator_s": es,
                              "emulator_MBps": ebps / 1e6, "fio_bytes": f["io_bytes"], "fio_s": f["seconds"],
                              "fio_MBps": f["bw_bytes"] / 1e6, "fio_job": f["fio_job"],
-                             "fraction_of_fio": ebps / f["bw_bytes"]})
+                             "fraction_of_fio": ebps / f["bw_bytes"],
+                             "emulator_warm_MBps": warm_bps / 1e6, "fio_warm_MBps": fw["bw_bytes"] / 1e6,
+                             "warm_fraction_of_fio": warm_bps / fw["bw_bytes"],
+                             "bound": s.get("bound"), "client_cpu_share": s.get("client_cpu", {}).get("cpu_share")})
     return pd.DataFrame(rows)
 
 
