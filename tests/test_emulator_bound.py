@@ -66,3 +66,12 @@ def test_search_stops_when_the_client_is_the_limit(tmp_path, dlrm_data):  # noqa
     assert tried == [1, 2, 4] and res["max_accelerators"] == 2 and res["client_bound"] is True
     assert res["stopped_because"].startswith("client-bound at 4 accelerators")
     assert "| client |" in search.markdown(res)
+
+
+def test_summary_has_au_per_rank_and_bytes_per_node(tmp_path, dlrm_data):  # noqa: F811
+    rd = _fake_run(tmp_path, dlrm_data)
+    s = report.summarize(rd)
+    # each rank slept 4 x 0.5 s in its 2.5 s of training
+    assert s["au_by_rank"] == {"0": pytest.approx(0.8), "1": pytest.approx(0.8)}
+    assert s["data_bytes_by_node"] == {"0": 2 * 40960}
+    assert report._by_node({0: 1, 1: 2, 2: 3, 3: 4}, 4, 2) == {"0": 3, "1": 7}

@@ -16,6 +16,10 @@ Across machines (UNET3D, DLRM) run the same ``run`` on every node with ``--nnode
 --node-rank K --rdzv-endpoint HOST:PORT`` and one ``--out`` folder on a shared file system;
 BERT takes ``--hosts h0,h1`` (its workers listen on consecutive ports from the endpoint's).
 
+Through Slurm, one task per node: ``run ... --launcher slurm --nodes N [--submit]`` writes
+``<out>/emulator.sbatch`` (srun, rendezvous on the allocation's first host, the task folders
+gathered and summarized as one run: :mod:`.slurm`); ``--submit`` runs ``sbatch --wait`` on it.
+
 Bad input prints one ``error:`` line and exits with status 2 before anything runs.
 """
 
@@ -107,10 +111,17 @@ class RunOnlyArgs(RunArgs):
     launcher: Literal["local", "slurm"] = "local"
     partition: _matching(r"[\w.\-]+", "a Slurm partition name") | None = None
     time_limit: _matching(r"(\d+-)?\d+(:\d{2}){0,2}", "Slurm's time, e.g. 30, 1:00:00, 1-00:00:00") = "1:00:00"
+    tasks_per_node: int = Field(1, ge=1, le=1024)
+    submit: bool = False
 
     @model_validator(mode="after")
     def _across(self):
-        if self.node_rank >= self.nnodes:
+        if self.launcher == "slurm" and (self.rdzv_endpoint or self.node_rank or self.hosts):
+            raise ValueError("--launcher slurm: the batch script sets --node-rank, --rdzv-endpoint and "
+                             "--hosts itself; allowed: none of them with --launcher slurm")
+        if self.launcher != "slurm" and (self.submit or self.tasks_per_node != 1 or self.partition):
+            raise ValueError("--submit, --tasks-per-node and --partition: allowed with --launcher slurm only")
+        if self.launcher != "slurm" and self.node_rank >= self.nnodes:
             raise ValueError(f"--node-rank = {self.node_rank}: allowed: 0 .. --nnodes - 1 = {self.nnodes - 1}")
         return self
 
@@ -163,6 +174,17 @@ class PatternArgs(_Args):
         return self
 
 
+class GatherArgs(_Args):
+    run_dir: _Name
+
+    @field_validator("run_dir")
+    @classmethod
+    def _rd(cls, v):
+        if not (Path(v) / "tasks").is_dir():
+            raise ValueError("no tasks/ folder; allowed: the --out folder of a --launcher slurm run")
+        return v
+
+
 class SummarizeArgs(_Args):
     run_dir: _Name
 
@@ -175,7 +197,7 @@ class SummarizeArgs(_Args):
 
 
 MODELS = {"run": RunOnlyArgs, "max-accelerators": SearchArgs, "datasize": DatasizeArgs,
-          "pattern": PatternArgs, "summarize": SummarizeArgs}
+          "pattern": PatternArgs, "summarize": SummarizeArgs, "gather": GatherArgs}
 
 
 def _section(a) -> dict | None:
@@ -220,9 +242,41 @@ def _out(a, cfg, what="run") -> Path:
     return paths.data_dir("emulator_runs") / (name if what == "run" else f"{name}-search")
 
 
+def cmd_slurm(a) -> int:
+    from . import slurm
+    from .config import from_params
+
+    tasks = a.nnodes * a.tasks_per_node
+    cfg = from_params(a.workload, _section(a), a.batch_size, a.accelerators,
+                      compute_model=a.compute_model, checkpoint_pattern=a.checkpoint_pattern,
+                      data_dir=a.data, checkpoint_dir=a.checkpoint_dir, seed=a.seed, nodes=tasks,
+                      sync_steps=not a.no_sync, check=True)
+    out = _out(a, cfg)
+    p = slurm.write_script(cfg, out, a.nnodes, a.tasks_per_node, partition=a.partition,
+                           time_limit=a.time_limit, params=a.params, sets=a.set)
+    print(f"batch script: {p}")
+    if a.dry_run or not a.submit:
+        print(f"submit it with: sbatch {p}   (then the summary is in {out})")
+        return 0
+    job = slurm.submit(p)
+    print((out / "summary.md").read_text())
+    print(f"job {job}; results: {out}")
+    return 0
+
+
+def cmd_gather(a) -> int:
+    from .slurm import gather
+
+    gather(a.run_dir)
+    print((Path(a.run_dir) / "summary.md").read_text())
+    return 0
+
+
 def cmd_run(a) -> int:
     from .runner import describe, run
 
+    if a.launcher == "slurm":
+        return cmd_slurm(a)
     multi = a.nnodes > 1 or a.rdzv_endpoint
     if multi and not a.rdzv_endpoint and a.workload != "bert":
         raise ConfigError(f"--nnodes {a.nnodes}: give --rdzv-endpoint HOST:PORT (the node-0 host "
@@ -352,6 +406,8 @@ def main(argv=None) -> int:
                            help="slurm: write (with --submit, sbatch) a batch script, one task per node")
             p.add_argument("--submit", action="store_true", help="--launcher slurm: sbatch the script and "
                            "wait for it, then summarize")
+            p.add_argument("--tasks-per-node", type=int, default=1,
+                           help="--launcher slurm: emulator nodes per Slurm node (default 1)")
             p.add_argument("--partition", default=None, help="--launcher slurm: the partition (sbatch -p)")
             p.add_argument("--time-limit", default="1:00:00", help="--launcher slurm: sbatch --time")
         else:
@@ -376,6 +432,10 @@ def main(argv=None) -> int:
     p = sub.add_parser("summarize", help="(re)write summary.json and summary.md of a run folder")
     p.add_argument("run_dir")
     p.set_defaults(fn=cmd_summarize)
+    p = sub.add_parser("gather", help="gather the task folders of a --launcher slurm run into one "
+                       "run and summarize it (the batch script's last step)")
+    p.add_argument("run_dir")
+    p.set_defaults(fn=cmd_gather)
     sub.add_parser("bench", help="emulator with zero compute vs fio on the same files, per tier "
                    "(bench --help for its options)")
     a = ap.parse_args(argv)
