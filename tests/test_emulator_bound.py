@@ -75,3 +75,32 @@ def test_summary_has_au_per_rank_and_bytes_per_node(tmp_path, dlrm_data):  # noq
     assert s["au_by_rank"] == {"0": pytest.approx(0.8), "1": pytest.approx(0.8)}
     assert s["data_bytes_by_node"] == {"0": 2 * 40960}
     assert report._by_node({0: 1, 1: 2, 2: 3, 3: 4}, 4, 2) == {"0": 3, "1": 7}
+
+
+def test_storage_engineer_table_per_tier_and_workload():
+    from experiments.emulator.bench import engineer_markdown, engineer_table
+
+    res = {"compute_model": "thesis-v100", "max_accelerators": 2, "client_bound": True,
+           "stopped_because": "client-bound at 4 accelerators",
+           "trials": [{"accelerators": 1, "au": 0.99, "au_pass": True, "bound": "storage"},
+                      {"accelerators": 2, "au": 0.95, "au_pass": True, "bound": "storage"},
+                      {"accelerators": 4, "au": 0.5, "au_pass": False, "bound": "client"}]}
+    found = pd.DataFrame([{"tier": "xfs", "workload": "unet3d", **search.row(res)},
+                          {"tier": "xfs", "workload": "dlrm", **search.row(res | {
+                              "client_bound": False, "trials": res["trials"][:2] + [
+                                  res["trials"][2] | {"bound": "storage"}]})},
+                          {"tier": "xfs", "workload": "bert", "compute_model": "fit", "max_accelerators": None,
+                           "stopped_because": "not measured: no data"}])
+    assert found.loc[0, "tried"] == "G=1: 99.0 %, G=2: 95.0 %, G=4: 50.0 %"
+    load = pd.DataFrame([{"tier": "xfs", "workload": "unet3d", "emulator_MBps": 434.0, "fio_MBps": 467.0,
+                          "bound": "storage"},
+                         {"tier": "xfs", "workload": "dlrm", "emulator_MBps": 10.0, "fio_MBps": 20.0,
+                          "bound": "client"}])
+    t = engineer_table(found, load).set_index("workload")
+    assert t.loc["unet3d", "bound"] == "client" and t.loc["unet3d", "max_accelerators"] == 2
+    assert t.loc["unet3d", "client_fraction_of_fio_cold"] == pytest.approx(434 / 467)
+    assert t.loc["dlrm", "bound"] == "client"           # the load run was client-bound
+    assert t.loc["bert", "bound"] == "not measured" and pd.isna(t.loc["bert", "client_cold_MBps"])
+    md = engineer_markdown(t.reset_index())
+    assert "| xfs | unet3d | thesis-v100 | 2 | 434 | 467 | 0.93 | client |" in md
+    assert "| xfs | bert | fit | n/a | n/a | n/a | n/a | not measured |" in md

@@ -254,6 +254,43 @@ def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), repeats: int = 1,
     return pd.DataFrame(rows)
 
 
+def engineer_table(found: pd.DataFrame, load: pd.DataFrame) -> pd.DataFrame:
+    """The storage engineer's table: per tier, workload and compute model, the most emulated
+    accelerators at AU >= 90 % (``found``: rows with ``tier``, ``workload`` and
+    :func:`.search.row`'s columns), the bytes/s one client drove at zero compute against fio on
+    the same files, both cold (``load``: :func:`measure`'s rows, median over repeats), and
+    whether the row was client- or storage-bound (client when the search or the load run was).
+    MB/s = 10^6 B/s."""
+    keep = ["tier", "workload", "compute_model", "max_accelerators", "bound", "stopped_because"]
+    f = found.reindex(columns=keep)
+    if len(load):
+        lo = load.groupby(["tier", "workload"], as_index=False).agg(
+            client_cold_MBps=("emulator_MBps", "median"), fio_cold_MBps=("fio_MBps", "median"),
+            load_bound=("bound", lambda x: "client" if (x == "client").any() else "storage"))
+        t = f.merge(lo, on=["tier", "workload"], how="left")
+    else:
+        t = f.assign(client_cold_MBps=float("nan"), fio_cold_MBps=float("nan"), load_bound=None)
+    t["client_fraction_of_fio_cold"] = t["client_cold_MBps"] / t["fio_cold_MBps"]
+    t["bound"] = ["client" if "client" in (b, lb) else b if isinstance(b, str) else "not measured"
+                  for b, lb in zip(t["bound"], t["load_bound"])]
+    return t.drop(columns=["load_bound"])[["tier", "workload", "compute_model", "max_accelerators",
+                                           "client_cold_MBps", "fio_cold_MBps", "client_fraction_of_fio_cold",
+                                           "bound", "stopped_because"]]
+
+
+def engineer_markdown(t: pd.DataFrame) -> str:
+    """:func:`engineer_table` as the markdown table a storage engineer reads first."""
+    lines = ["**Per tier: the most accelerators at AU >= 90 % and what one client drove (cold)**", "",
+             "| tier | workload | compute model | max accelerators | client MB/s | fio MB/s | client / fio "
+             "| bound |", "|---|---|---|---|---|---|---|---|"]
+    num = lambda v, f: "n/a" if v is None or v != v else format(v, f)  # noqa: E731 - NaN: not measured
+    for r in t.itertuples():
+        lines.append(f"| {r.tier} | {r.workload} | {r.compute_model} | {num(r.max_accelerators, '.0f')} | "
+                     f"{num(r.client_cold_MBps, '.4g')} | {num(r.fio_cold_MBps, '.4g')} | "
+                     f"{num(r.client_fraction_of_fio_cold, '.2f')} | {r.bound} |")
+    return "\n".join(lines) + "\n"
+
+
 class BenchArgs(BaseModel):
     """The bench's command line, validated as params.yaml's sections are."""
 

@@ -142,3 +142,17 @@ def markdown(res: dict) -> str:
         lines.append(f"| {t['accelerators']} | {100 * t['au']:.1f} | {'yes' if t['au_pass'] else 'no'} | "
                      f"{t['throughput_samples_per_s']:.4g} | {t['data_bytes_per_s'] / 1e6:.4g} | {t.get('bound', '')} |")
     return "\n".join(lines) + "\n"
+
+
+def row(res: dict) -> dict:
+    """One line of a table from a search's answer: the most accelerators at AU >= 90 %, the
+    compute model, ``bound`` (client when the search stopped at a client-bound run, else the
+    bound of the run that decided: the first failing one, or the largest passing one), why it
+    stopped and every G tried with its AU."""
+    t = res["trials"]
+    fail = [x for x in t if not x["au_pass"]]
+    decided = fail[0] if fail else (t[-1] if t else {})
+    return {"compute_model": res["compute_model"], "max_accelerators": res["max_accelerators"],
+            "bound": "client" if res.get("client_bound") else decided.get("bound", "storage"),
+            "stopped_because": res["stopped_because"],
+            "tried": ", ".join(f"G={x['accelerators']}: {100 * x['au']:.1f} %" for x in t)}

@@ -106,6 +106,7 @@ def max_accelerators_table(tiers, workloads, limit: int, out_root: Path) -> pd.D
     from .. import config
     from ..emulator import from_params, max_accelerators
     from ..emulator.bench import stage_data
+    from ..emulator.search import row as search_row
 
     cfg = config.load(seed=None, traced_comparison=None)
     rows = []
@@ -121,8 +122,7 @@ def max_accelerators_table(tiers, workloads, limit: int, out_root: Path) -> pd.D
                                     checkpoint_pattern="traced", data_dir=data,
                                     checkpoint_dir=tier.dir / "bench-checkpoints" / w, seed=cfg.seed)
                     res = max_accelerators(c, out_root / f"{tier.name}-{w}-{m}", limit=limit, say=lambda *_: None)
-                    row.update(max_accelerators=res["max_accelerators"], stopped_because=res["stopped_because"],
-                               tried=", ".join(f"G={t['accelerators']}: {100 * t['au']:.1f} %" for t in res["trials"]))
+                    row.update(search_row(res))
                 except (ConfigError, RuntimeError) as e:
                     row.update(max_accelerators=None, stopped_because=f"not measured: {e}")
                 rows.append(row)
@@ -151,8 +151,8 @@ def main(argv=None) -> int:
     out = Path(tempfile.mkdtemp(prefix="sidebyside-bench-"))
     wide = {"display.width": 220, "display.max_colwidth": 70}
     if not a.skip_client:
-        t = client_table(emu_bench.measure(tiers, ws, repeats=1, out_root=out / "emulator"),
-                         dlio_bench.measure(",".join(t.name for t in tiers), ws, 1, out / "dlio"))
+        load = emu_bench.measure(tiers, ws, repeats=1, out_root=out / "emulator")
+        t = client_table(load, dlio_bench.measure(",".join(t.name for t in tiers), ws, 1, out / "dlio"))
         print("\nclient load per tier: emulator (zero compute) and DLIO (computation_time 0), each beside fio "
               "on the same files and requests, cold against cold (first epoch / one pass, fio after eviction) "
               "and warm against warm (later epochs, fio from the page cache) (MB/s = 10^6 B/s; goal: "
@@ -171,6 +171,8 @@ def main(argv=None) -> int:
         print(f"\nmost accelerators at AU >= 90 % (searched up to {a.search_limit}), per tier and compute model")
         with pd.option_context(*sum(wide.items(), ())):
             print(m.to_string(index=False))
+        if not a.skip_client:
+            print("\n" + emu_bench.engineer_markdown(emu_bench.engineer_table(m, load)))
     import shutil
 
     shutil.rmtree(out, ignore_errors=True)          # the runs' folders; the tables are printed
