@@ -51,13 +51,17 @@ _PATTERNS = ("traced", "thesis", "none")
 
 
 def _named_or_file(v, names, what):
-    if v is None or v in names or Path(v).is_file():
+    from .. import paths  # relative paths are the project root's, as the commands read them
+
+    if v is None or v in names or paths.resolve(v).is_file():
         return v
     raise ValueError(f"no such {what}; allowed: {', '.join(names)} or an existing file")
 
 
 def _existing_dir(v):
-    if v is not None and not Path(v).is_dir():
+    from .. import paths
+
+    if v is not None and not paths.resolve(v).is_dir():
         raise ValueError("no such folder")
     return v
 
@@ -81,7 +85,9 @@ class CommonArgs(_Args):
     @field_validator("params")
     @classmethod
     def _params(cls, v):
-        if v is not None and not Path(v).is_file():
+        from .. import paths
+
+        if v is not None and not paths.resolve(v).is_file():
             raise ValueError("no such file; allowed: a params file with the workload's section")
         return v
 
