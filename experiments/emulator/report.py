@@ -197,10 +197,10 @@ def markdown(s: dict) -> str:
         f"{s['data_bytes_per_s'] / 1e6:.4g} MB/s |",
         *([f"| read before the first step | {s['data_bytes_first_batch'] / 1e6:.4g} MB (tf.data's shuffle "
             f"buffer filled during init) |"] if s.get("data_bytes_first_batch") else []),
-        *([f"| data read per node | " + ", ".join(f"node {k}: {v / 1e6:.4g} MB" for k, v in
+        *(["| data read per node | " + ", ".join(f"node {k}: {v / 1e6:.4g} MB" for k, v in
                                                    s["data_bytes_by_node"].items()) + " |"]
           if len(s.get("data_bytes_by_node", {})) > 1 else []),
-        *([f"| AU per rank | " + ", ".join(f"{k}: {100 * v:.1f} %" for k, v in s["au_by_rank"].items()) + " |"]
+        *(["| AU per rank | " + ", ".join(f"{k}: {100 * v:.1f} %" for k, v in s["au_by_rank"].items()) + " |"]
           if len(s.get("au_by_rank", {})) > 1 else []),
         f"| data wait (median step) | {1e3 * s['data_wait_median_s']:.3g} ms "
         f"({s['data_wait_samples_per_s']:.4g} samples/s per accelerator) |",
