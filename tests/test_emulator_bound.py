@@ -104,3 +104,16 @@ def test_storage_engineer_table_per_tier_and_workload():
     md = engineer_markdown(t.reset_index())
     assert "| xfs | unet3d | thesis-v100 | 2 | 434 | 467 | 0.93 | client |" in md
     assert "| xfs | bert | fit | n/a | n/a | n/a | n/a | not measured |" in md
+
+
+def test_cpu_from_the_training_phase_first_then_the_whole_process():
+    st, ranks, ph = _records(1, 80, 100, 19.0)
+    # the training phase: 9 CPU s of the process + 0 of children in 10 s on 1 core
+    r = [ranks[0] | {"cpu_children_s": 0.0, "phase_usage": {"train": {"wall_s": 10.0, "cpu_s": 9.0}}}]
+    b = bound.classify(st, r, ph, cores=1, ranks_per_host=1)
+    assert b["cpu_share"] == pytest.approx(0.9) and b["cpu_measured_as"] == "training phase"
+    # no phase usage: the whole process (start-up included) over its life
+    r = [ranks[0] | {"life_s": 40.0}]
+    b = bound.classify(st, r, ph, cores=1, ranks_per_host=1)
+    assert b["cpu_share"] == pytest.approx(19.0 / 40) and b["bound"] == "storage"
+    assert b["cpu_measured_as"] == "whole process"

@@ -5,11 +5,14 @@ MLPerf Storage's users report client-bound results as storage results without kn
 
 - **data wait share**: per rank, the data wait over the step time summed over its steps
   (``data_ns`` / ``step_ns`` of ``steps-r*.csv``); the run's is the median over ranks;
-- **CPU share** of a rank: its CPU seconds (user + system, its own and its waited-for
-  children's, i.e. DataLoader workers: ``cpu_s + cpu_children_s`` of ``rank-r*.json``, from
-  ``getrusage`` at exit) over its wall seconds (first phase begin to last phase end of its
-  application log) times the cores it had (the host's usable cores / ranks on the host);
-  the host's is the ranks' CPU seconds summed over the run's seconds times the host's cores.
+- **CPU share** of a rank: its CPU seconds over its wall seconds times the cores it had (the
+  host's usable cores / ranks on the host); the host's is the ranks' CPU seconds summed over
+  the longest rank's seconds times the host's cores. Which seconds, best first
+  (``cpu_measured_as``): the training phase's (``phase_usage.train`` of ``rank-r*.json``: the
+  process's own CPU and wall while training, plus its waited-for children's CPU, i.e. the
+  DataLoader workers, ``cpu_children_s``); else the whole process (``cpu_s + cpu_children_s``
+  from ``getrusage`` at exit, over ``life_s``, from the launch to the rank's exit: start-up
+  included, which a short run feels); else the phases' span of its application log.
 
 The run is **client-bound** when the data wait dominates (share >= :data:`WAIT_DOMINATES`)
 while the ranks' CPU is near the cores they had (median rank CPU share >=
@@ -55,10 +58,17 @@ def classify(steps: pd.DataFrame, ranks: list[dict], phases: pd.DataFrame | None
         st = steps[steps["rank"] == k] if len(steps) else steps
         step_s = float(st["step_ns"].sum()) / 1e9 if len(st) else 0.0
         wait = float(st["data_ns"].sum()) / 1e9 / step_s if step_s > 0 else float("nan")
-        ph = phases[phases["rank"] == k] if phases is not None and len(phases) else None
-        wall = float(ph["end"].max() - ph["start"].min()) if ph is not None and len(ph) else step_s
-        cpu = float(r.get("cpu_s", 0.0)) + float(r.get("cpu_children_s", 0.0))
-        rows.append({"rank": k, "cpu_s": cpu, "wall_s": wall, "cores": per_core,
+        kids = float(r.get("cpu_children_s", 0.0))
+        train = (r.get("phase_usage") or {}).get("train") or {}
+        if train.get("wall_s"):
+            cpu, wall, how = float(train["cpu_s"]) + kids, float(train["wall_s"]), "training phase"
+        elif r.get("life_s"):
+            cpu, wall, how = float(r.get("cpu_s", 0.0)) + kids, float(r["life_s"]), "whole process"
+        else:
+            ph = phases[phases["rank"] == k] if phases is not None and len(phases) else None
+            wall = float(ph["end"].max() - ph["start"].min()) if ph is not None and len(ph) else step_s
+            cpu, how = float(r.get("cpu_s", 0.0)) + kids, "whole process over its phases"
+        rows.append({"rank": k, "cpu_s": cpu, "wall_s": wall, "cores": per_core, "how": how,
                      "cpu_share": cpu / (wall * per_core) if wall > 0 else float("nan"),
                      "data_wait_share": wait})
     t = pd.DataFrame(rows)
@@ -85,6 +95,7 @@ def classify(steps: pd.DataFrame, ranks: list[dict], phases: pd.DataFrame | None
         why = (f"storage-bound (not limiting): {fig}; the storage kept the accelerators busy, and the "
                "client's CPU was not the limit")
     return {"bound": bound, "why": why, "data_wait_share": wait, "cpu_share": cpu_share,
+            "cpu_measured_as": ", ".join(sorted(set(t["how"]))),
             "cpu_near_cores": CPU_NEAR_CORES, "wait_dominates": WAIT_DOMINATES,
             "host": {"cores": cores, "ranks": ranks_per_host, "cpu_s": float(t["cpu_s"].sum()),
                      "wall_s": run_wall, "cpu_share": host_share},

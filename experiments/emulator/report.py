@@ -142,7 +142,11 @@ def summarize(run_dir) -> dict:
     from .bound import classify, host_cores
     nodes = int(emu.get("nodes", 1) or 1)
     cores = int(emu.get("host_cores") or host_cores())  # a run may record its own; else this host's
-    bnd = classify(steps, got["ranks"], got["phases"], cores, max(1, G // nodes))
+    ranks = got["ranks"]
+    if run.get("launched_at"):  # each rank's life: launch to its rank-r*.json (written at exit)
+        ranks = [r | {"life_s": (run_dir / f"rank-r{r['rank']}.json").stat().st_mtime - run["launched_at"]}
+                 if (run_dir / f"rank-r{r['rank']}.json").exists() else r for r in ranks]
+    bnd = classify(steps, ranks, got["phases"], cores, max(1, G // nodes))
     notes = []
     if mean == mean and mean <= 0 and emu["compute_model"] != "zero":
         notes.append(f"the compute model's mean at G={G}, B={B} is {mean:.3g} s (<= 0: the fit is used "
@@ -170,7 +174,7 @@ def summarize(run_dir) -> dict:
         "au_threshold": cm.MLPERF_AU_PASS, "au_pass": bool(au >= cm.MLPERF_AU_PASS),
         "checkpoint": check,
         "bound": bnd["bound"], "bound_why": bnd["why"],
-        "client_cpu": {k: bnd[k] for k in ("data_wait_share", "cpu_share", "cpu_near_cores",
+        "client_cpu": {k: bnd[k] for k in ("data_wait_share", "cpu_share", "cpu_measured_as", "cpu_near_cores",
                                            "wait_dominates", "host", "cpu_by_rank") if k in bnd},
         "evaluations": int(sum(len(r.get("evals", [])) for r in got["ranks"])),
         "peak_rss_bytes_per_rank": int(max(r.get("peak_rss_bytes", 0) for r in got["ranks"])),
