@@ -92,8 +92,8 @@ def classify(steps: pd.DataFrame, ranks: list[dict], phases: pd.DataFrame | None
     elif waits:
         why = f"storage-bound: {fig}; the ranks waited for data with CPU to spare"
     else:
-        why = (f"storage-bound (not limiting): {fig}; the storage kept the accelerators busy, and the "
-               "client's CPU was not the limit")
+        why = (f"storage-bound (the data wait did not dominate): {fig}; the client's CPU was not "
+               "the limit")
     return {"bound": bound, "why": why, "data_wait_share": wait, "cpu_share": cpu_share,
             "cpu_measured_as": ", ".join(sorted(set(t["how"]))),
             "cpu_near_cores": CPU_NEAR_CORES, "wait_dominates": WAIT_DOMINATES,
