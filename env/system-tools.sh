@@ -13,13 +13,16 @@ if [ ! -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/debug/tracing/event
     echo "setup: note: tracefs is not mounted and cannot be mounted here; tracing falls back to strace or /proc"
   fi
 fi
-declare -A PKG=([fio]=fio [bpftrace]=bpftrace [strace]=strace [iostat]=sysstat)
+# slurmctld/slurmd/sbatch (slurm-wlm, which brings munge): the emulator's --launcher slurm and
+# its test, which starts a one-node cluster on this host (tests/test_emulator_slurm.py).
+declare -A PKG=([fio]=fio [bpftrace]=bpftrace [strace]=strace [iostat]=sysstat [slurmctld]=slurm-wlm)
+TOOLS="fio bpftrace strace iostat slurmctld"
 missing=()
-for tool in fio bpftrace strace iostat; do
+for tool in $TOOLS; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${PKG[$tool]}")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: system tools present: fio bpftrace strace iostat"
+  echo "setup: system tools present: $TOOLS"
   exit 0
 fi
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -30,7 +33,7 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     || { apt-get update -q >>"$LOG" 2>&1 && apt-get install -y -q "${missing[@]}" >>"$LOG" 2>&1; } \
     || echo "setup: warning: apt-get could not install ${missing[*]} (log: $LOG)"
 fi
-for tool in fio bpftrace strace iostat; do
+for tool in $TOOLS; do
   command -v "$tool" >/dev/null 2>&1 || echo "setup: warning: $tool is not installed (package ${PKG[$tool]}); \
 stages that need it will stop or fall back. Install it as root: apt-get install ${PKG[$tool]}"
 done

@@ -13,9 +13,12 @@ In a notebook::
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import sys
+from pathlib import PurePath
 from types import SimpleNamespace
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -186,3 +189,61 @@ def as_dict(ns: SimpleNamespace) -> dict[str, Any]:
         else:
             out[k] = v
     return out
+
+
+# ----------------------------------------------------------------------------- command lines
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse`` whose errors are one line, ``error: MESSAGE`` on stderr, exit status 2 (no
+    usage block): the same shape as every other bad input of the command lines."""
+
+    def error(self, message):  # noqa: D102 - argparse's hook
+        sys.stderr.write(f"error: {message} (--help lists the arguments)\n")
+        raise SystemExit(2)
+
+
+def _flag(parser: argparse.ArgumentParser | None, dest: str, values: dict) -> str:
+    """The command-line spelling of ``dest`` (its long option, or the positional's name) in
+    the subcommand ``values`` chose."""
+    actions = list(getattr(parser, "_actions", []))
+    for sp in [a for a in actions if isinstance(a, argparse._SubParsersAction)]:
+        chosen = sp.choices.get(values.get(sp.dest))
+        actions = (chosen._actions if chosen is not None else []) + actions
+    for a in actions:
+        if a.dest == dest:
+            longs = [s for s in a.option_strings if s.startswith("--")]
+            return (longs or a.option_strings or [dest])[0]
+    return dest
+
+
+def check_args(model: type[BaseModel], args: argparse.Namespace | dict,
+               parser: argparse.ArgumentParser | None = None) -> BaseModel:
+    """A command's arguments validated by ``model`` (a pydantic model whose fields are the
+    arguments' ``dest`` names), the way :func:`validate` checks a ``params.yaml`` section; the
+    first error becomes a :class:`ConfigError` naming the argument as typed (``--batch-size``),
+    the value and what is allowed. Arguments the model does not name are not checked here."""
+    values = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
+    try:
+        return model.model_validate({k: v for k, v in values.items() if k in model.model_fields})
+    except ValidationError as err:
+        e = err.errors()[0]
+        msg = e["msg"].removeprefix("Value error, ")
+        if not e["loc"]:  # a check across arguments names them in its message
+            raise ConfigError(msg) from None
+        dest, value = str(e["loc"][0]), e.get("input")
+        value = str(value) if isinstance(value, PurePath) else value
+        raise ConfigError(f"{_flag(parser, dest, values)} = {value!r}: {msg}") from None
+
+
+def matching(regex: str, allowed: str):
+    """A string type for an argument model that must match ``regex`` whole; the error says
+    ``allowed`` (a readable form, not the expression)."""
+    import re
+
+    from pydantic import AfterValidator
+
+    def check(v: str) -> str:
+        if not re.fullmatch(regex, v):
+            raise ValueError(f"allowed: {allowed}")
+        return v
+    return Annotated[str, AfterValidator(check)]

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from pydantic import BaseModel, field_validator
 
 from . import config, paths
 from .results import atomic_write
@@ -45,13 +46,28 @@ def write(name: str, out: Path | None = None) -> Path:
     return atomic_write(out, lambda p: p.write_text(text))
 
 
+class ProfileArgs(BaseModel):
+    """The command line, validated as params.yaml's sections are (``config.check_args``)."""
+
+    name: str
+    out: Path | None = None
+
+    @field_validator("out")
+    @classmethod
+    def _out(cls, v):
+        if v is not None and (v.is_dir() or not v.parent.is_dir()):
+            raise ValueError("allowed: a file path in an existing folder (not a folder)")
+        return v
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.profile", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = config.ArgumentParser(prog="python -m experiments.profile", description=__doc__,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("name", choices=PROFILES)
     ap.add_argument("--out", type=Path, help="where to write (default: params.yaml)")
     args = ap.parse_args(argv)
     try:
+        config.check_args(ProfileArgs, args, ap)
         p = write(args.name, args.out)
     except config.ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

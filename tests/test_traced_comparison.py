@@ -129,17 +129,29 @@ def test_sides_without_real_stop_before_work():
 def test_bench_client_table_puts_emulator_dlio_and_fio_side_by_side():
     from experiments.sidebyside.bench import client_table
 
-    emu = pd.DataFrame([{"tier": "disk", "workload": "bert", "emulator_MBps": 90.0, "fio_MBps": 100.0,
-                         "fraction_of_fio": 0.9},
+    emu = pd.DataFrame([{"tier": "disk", "workload": "unet3d", "emulator_MBps": 434.0, "fio_MBps": 467.0,
+                         "fraction_of_fio": 0.93, "emulator_warm_MBps": 2000.0, "fio_warm_MBps": 2500.0,
+                         "warm_fraction_of_fio": 0.8, "bound": "storage"},
                         {"tier": "disk", "workload": "dlrm", "emulator_MBps": 10.0, "fio_MBps": 100.0,
-                         "fraction_of_fio": 0.1}])
-    dl = pd.DataFrame([{"tier": "disk", "workload": "bert", "status": "measured", "dlio_Bps": 30e6,
-                        "fio_Bps": 100e6, "dlio_fraction_of_fio": 0.3, "why": ""},
+                         "fraction_of_fio": 0.1, "bound": "client"}])
+    # issue 21's row: DLIO's all-epoch average (1,237 MB/s) looked ahead; its first epoch is 0.53 of fio
+    dl = pd.DataFrame([{"tier": "disk", "workload": "unet3d", "status": "measured", "dlio_Bps": 1237e6,
+                        "basis": "bytes", "dlio_cold": 250e6, "fio_cold": 470e6, "dlio_warm": 2100e6,
+                        "fio_warm": 2500e6, "dlio_fraction_of_fio": 0.53, "dlio_warm_fraction_of_fio": 0.84,
+                        "bytes_per_sample": 1e6, "why": ""},
                        {"tier": "disk", "workload": "dlrm", "status": "not measured", "why": "no mpiexec"}])
     t = client_table(emu, dl).set_index("workload")
-    assert t.loc["bert", "emulator_ahead_of_dlio"] == True  # noqa: E712 - a pandas object cell
-    assert t.loc["bert", "emulator_goal_0.8"] and not t.loc["dlrm", "emulator_goal_0.8"]
-    assert pd.isna(t.loc["dlrm", "emulator_ahead_of_dlio"]) and t.loc["dlrm", "dlio_why"] == "no mpiexec"
+    assert t.loc["unet3d", "emulator_ahead_of_dlio_cold"] == True  # noqa: E712 - a pandas object cell
+    assert t.loc["unet3d", "emulator_ahead_of_dlio_warm"] == False  # noqa: E712
+    assert t.loc["unet3d", "dlio_cold_MBps"] == pytest.approx(250) and "dlio_MBps" not in t
+    assert t.loc["unet3d", "emulator_goal_0.8_cold"] and not t.loc["dlrm", "emulator_goal_0.8_cold"]
+    assert pd.isna(t.loc["dlrm", "emulator_ahead_of_dlio_cold"]) and t.loc["dlrm", "dlio_why"] == "no mpiexec"
+    assert t.loc["dlrm", "emulator_bound"] == "client" and pd.isna(t.loc["dlrm", "emulator_warm_MBps"])
+    # DLRM's DLIO is judged in requests/s: its bytes/s is requests/s x bytes per sample
+    dl2 = pd.DataFrame([{"tier": "disk", "workload": "dlrm", "status": "measured", "basis": "requests",
+                         "dlio_cold": 1000.0, "fio_cold": 2000.0, "bytes_per_sample": 4096.0}])
+    t2 = client_table(emu, dl2).set_index("workload")
+    assert t2.loc["dlrm", "dlio_cold_MBps"] == pytest.approx(4.096)
 
 
 def test_a_failing_claim_says_what_was_measured():

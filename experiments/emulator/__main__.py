@@ -16,6 +16,10 @@ Across machines (UNET3D, DLRM) run the same ``run`` on every node with ``--nnode
 --node-rank K --rdzv-endpoint HOST:PORT`` and one ``--out`` folder on a shared file system;
 BERT takes ``--hosts h0,h1`` (its workers listen on consecutive ports from the endpoint's).
 
+Through Slurm, one task per node: ``run ... --launcher slurm --nodes N [--submit]`` writes
+``<out>/emulator.sbatch`` (srun, rendezvous on the allocation's first host, the task folders
+gathered and summarized as one run: :mod:`.slurm`); ``--submit`` runs ``sbatch --wait`` on it.
+
 Bad input prints one ``error:`` line and exits with status 2 before anything runs.
 """
 
@@ -26,9 +30,180 @@ import json
 import sys
 from pathlib import Path
 
-from ..config import ConfigError
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..config import ArgumentParser, ConfigError, check_args, matching
 
 EXIT_BAD_INPUT = 2
+
+# ----------------------------------------------------------------------------- argument models
+# Every argument of every subcommand is validated here, as params.yaml's sections are, before
+# any work (experiments.config.check_args names the argument, the value and what is allowed).
+
+_Name = Annotated[str, Field(min_length=1)]
+
+
+_matching = matching
+_COMPUTE_MODELS = ("fit", "thesis-v100", "zero")
+_PATTERNS = ("traced", "thesis", "none")
+
+
+def _named_or_file(v, names, what):
+    from .. import paths  # relative paths are the project root's, as the commands read them
+
+    if v is None or v in names or paths.resolve(v).is_file():
+        return v
+    raise ValueError(f"no such {what}; allowed: {', '.join(names)} or an existing file")
+
+
+def _existing_dir(v):
+    from .. import paths
+
+    if v is not None and not paths.resolve(v).is_dir():
+        raise ValueError("no such folder")
+    return v
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class CommonArgs(_Args):
+    workload: Literal["unet3d", "bert", "dlrm"]
+    batch_size: int | None = Field(None, ge=1)
+    accelerators: int | None = Field(None, ge=1)
+    data: _Name | None = None
+    params: _Name | None = None
+    set: list[_matching(r"[A-Za-z_]\w*\.[\w.]+=.*", "PART.KEY=VALUE, e.g. train.epochs=2")] = []
+    seed: int | None = Field(None, ge=0)
+    nnodes: int = Field(1, ge=1, le=4096)
+
+    _data = field_validator("data")(_existing_dir)
+
+    @field_validator("params")
+    @classmethod
+    def _params(cls, v):
+        from .. import paths
+
+        if v is not None and not paths.resolve(v).is_file():
+            raise ValueError("no such file; allowed: a params file with the workload's section")
+        return v
+
+
+class RunArgs(CommonArgs):
+    compute_model: _Name = "fit"
+    checkpoint_pattern: _Name = "traced"
+    checkpoint_dir: _Name | None = None
+    out: _Name | None = None
+
+    @field_validator("compute_model")
+    @classmethod
+    def _cm(cls, v):
+        return _named_or_file(v, _COMPUTE_MODELS, "compute model")
+
+    @field_validator("checkpoint_pattern")
+    @classmethod
+    def _cp(cls, v):
+        return _named_or_file(v, _PATTERNS, "checkpoint pattern")
+
+
+class RunOnlyArgs(RunArgs):
+    node_rank: int = Field(0, ge=0)
+    rdzv_endpoint: _matching(r"[\w.\-\[\]:]+:\d{1,5}", "HOST:PORT, e.g. node0:29500") | None = None
+    rdzv_id: _matching(r"[\w.\-]+", "letters, digits, '.', '-', '_'") | None = None
+    hosts: _matching(r"[\w.\-]+(,[\w.\-]+)*", "host names separated by commas, e.g. h0,h1") | None = None
+    launcher: Literal["local", "slurm"] = "local"
+    partition: _matching(r"[\w.\-]+", "a Slurm partition name") | None = None
+    time_limit: _matching(r"(\d+-)?\d+(:\d{2}){0,2}", "Slurm's time, e.g. 30, 1:00:00, 1-00:00:00") = "1:00:00"
+    tasks_per_node: int = Field(1, ge=1, le=1024)
+    submit: bool = False
+
+    @model_validator(mode="after")
+    def _across(self):
+        if self.launcher == "slurm" and (self.rdzv_endpoint or self.node_rank or self.hosts):
+            raise ValueError("--launcher slurm: the batch script sets --node-rank, --rdzv-endpoint and "
+                             "--hosts itself; allowed: none of them with --launcher slurm")
+        if self.launcher != "slurm" and (self.submit or self.tasks_per_node != 1 or self.partition):
+            raise ValueError("--submit, --tasks-per-node and --partition: allowed with --launcher slurm only")
+        if self.launcher != "slurm" and self.node_rank >= self.nnodes:
+            raise ValueError(f"--node-rank = {self.node_rank}: allowed: 0 .. --nnodes - 1 = {self.nnodes - 1}")
+        return self
+
+
+class SearchArgs(RunArgs):
+    start: int = Field(1, ge=1)
+    limit: int = Field(64, ge=1, le=65536)
+
+
+class DatasizeArgs(CommonArgs):
+    memory_gib: float | None = Field(None, gt=0)
+    steps: int = Field(500, ge=1)
+    multiplier: float = Field(5.0, gt=0)
+
+
+class PatternArgs(_Args):
+    action: Literal["show", "derive", "trace"]
+    source: _Name
+    workload: Literal["unet3d", "bert", "dlrm"] | None = None
+    checkpoint: list[_Name] | None = None
+    app_log: _Name | None = None
+    ranks: int = Field(2, ge=1, le=1024)
+    output: _Name = "checkpoint_pattern.json"
+
+    @field_validator("checkpoint")
+    @classmethod
+    def _ck(cls, v):
+        for d in v or []:
+            if not Path(d).exists():
+                raise ValueError(f"{d}: no such file or folder")
+        return v
+
+    @field_validator("app_log")
+    @classmethod
+    def _log(cls, v):
+        if v is not None and not Path(v).exists():
+            raise ValueError("no such file or folder; allowed: the real run's folder or app log")
+        return v
+
+    @model_validator(mode="after")
+    def _source(self):
+        s = self.source
+        if self.action == "show":
+            if s not in ("traced", "thesis") and not Path(s).is_file():
+                raise ValueError(f"source = {s!r}: allowed for show: traced, thesis or a pattern file")
+        elif self.action == "derive" and not Path(s).is_file():
+            raise ValueError(f"source = {s!r}: no such trace file; allowed for derive: TRACE.parquet")
+        elif self.action == "trace" and s not in ("unet3d", "bert", "dlrm"):
+            raise ValueError(f"source = {s!r}: allowed for trace: unet3d, bert, dlrm")
+        return self
+
+
+class GatherArgs(_Args):
+    run_dir: _Name
+
+    @field_validator("run_dir")
+    @classmethod
+    def _rd(cls, v):
+        if not (Path(v) / "tasks").is_dir():
+            raise ValueError("no tasks/ folder; allowed: the --out folder of a --launcher slurm run")
+        return v
+
+
+class SummarizeArgs(_Args):
+    run_dir: _Name
+
+    @field_validator("run_dir")
+    @classmethod
+    def _rd(cls, v):
+        if not (Path(v) / "run.json").is_file():
+            raise ValueError("not a run folder (no run.json); allowed: a folder an emulator run wrote")
+        return v
+
+
+MODELS = {"run": RunOnlyArgs, "max-accelerators": SearchArgs, "datasize": DatasizeArgs,
+          "pattern": PatternArgs, "summarize": SummarizeArgs, "gather": GatherArgs}
 
 
 def _section(a) -> dict | None:
@@ -73,9 +248,41 @@ def _out(a, cfg, what="run") -> Path:
     return paths.data_dir("emulator_runs") / (name if what == "run" else f"{name}-search")
 
 
+def cmd_slurm(a) -> int:
+    from . import slurm
+    from .config import from_params
+
+    tasks = a.nnodes * a.tasks_per_node
+    cfg = from_params(a.workload, _section(a), a.batch_size, a.accelerators,
+                      compute_model=a.compute_model, checkpoint_pattern=a.checkpoint_pattern,
+                      data_dir=a.data, checkpoint_dir=a.checkpoint_dir, seed=a.seed, nodes=tasks,
+                      sync_steps=not a.no_sync, check=True)
+    out = _out(a, cfg)
+    p = slurm.write_script(cfg, out, a.nnodes, a.tasks_per_node, partition=a.partition,
+                           time_limit=a.time_limit, params=a.params, sets=a.set)
+    print(f"batch script: {p}")
+    if a.dry_run or not a.submit:
+        print(f"submit it with: sbatch {p}   (then the summary is in {out})")
+        return 0
+    job = slurm.submit(p)
+    print((out / "summary.md").read_text())
+    print(f"job {job}; results: {out}")
+    return 0
+
+
+def cmd_gather(a) -> int:
+    from .slurm import gather
+
+    gather(a.run_dir)
+    print((Path(a.run_dir) / "summary.md").read_text())
+    return 0
+
+
 def cmd_run(a) -> int:
     from .runner import describe, run
 
+    if a.launcher == "slurm":
+        return cmd_slurm(a)
     multi = a.nnodes > 1 or a.rdzv_endpoint
     if multi and not a.rdzv_endpoint and a.workload != "bert":
         raise ConfigError(f"--nnodes {a.nnodes}: give --rdzv-endpoint HOST:PORT (the node-0 host "
@@ -174,7 +381,8 @@ def _common(p) -> None:
     p.add_argument("--params", default=None, help="params file with the workload's section (default params.yaml)")
     p.add_argument("--set", nargs="*", default=[], help="PART.KEY=YAML over the section, e.g. train.epochs=2")
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--nnodes", type=int, default=1)
+    p.add_argument("--nnodes", "--nodes", dest="nnodes", type=int, default=1,
+                   help="client machines (--launcher slurm: nodes to allocate)")
 
 
 def main(argv=None) -> int:
@@ -182,7 +390,7 @@ def main(argv=None) -> int:
     if argv[:1] == ["bench"]:  # its own options (python -m experiments.emulator bench --help)
         from .bench import main as bench_main
         return bench_main(argv[1:])
-    ap = argparse.ArgumentParser(prog="python -m experiments.emulator", description=__doc__,
+    ap = ArgumentParser(prog="python -m experiments.emulator", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name, fn in (("run", cmd_run), ("max-accelerators", cmd_max)):
@@ -200,6 +408,14 @@ def main(argv=None) -> int:
             p.add_argument("--rdzv-endpoint", default=None, help="HOST:PORT of node 0 (several nodes)")
             p.add_argument("--rdzv-id", default=None)
             p.add_argument("--hosts", default=None, help="BERT across nodes: host of each node, comma separated")
+            p.add_argument("--launcher", default="local", choices=["local", "slurm"],
+                           help="slurm: write (with --submit, sbatch) a batch script, one task per node")
+            p.add_argument("--submit", action="store_true", help="--launcher slurm: sbatch the script and "
+                           "wait for it, then summarize")
+            p.add_argument("--tasks-per-node", type=int, default=1,
+                           help="--launcher slurm: emulator nodes per Slurm node (default 1)")
+            p.add_argument("--partition", default=None, help="--launcher slurm: the partition (sbatch -p)")
+            p.add_argument("--time-limit", default="1:00:00", help="--launcher slurm: sbatch --time")
         else:
             p.add_argument("--start", type=int, default=1)
             p.add_argument("--limit", type=int, default=64)
@@ -222,10 +438,15 @@ def main(argv=None) -> int:
     p = sub.add_parser("summarize", help="(re)write summary.json and summary.md of a run folder")
     p.add_argument("run_dir")
     p.set_defaults(fn=cmd_summarize)
+    p = sub.add_parser("gather", help="gather the task folders of a --launcher slurm run into one "
+                       "run and summarize it (the batch script's last step)")
+    p.add_argument("run_dir")
+    p.set_defaults(fn=cmd_gather)
     sub.add_parser("bench", help="emulator with zero compute vs fio on the same files, per tier "
                    "(bench --help for its options)")
     a = ap.parse_args(argv)
     try:
+        check_args(MODELS[a.cmd], a, ap)
         return a.fn(a)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -18,7 +18,13 @@ as many readers as the emulator has (buffered, like the frameworks):
 - DLRM: one ``pread`` of ``batch x 160`` B per step at a random offset; fio ``randread`` with
   that block size, one job, as many requests as steps.
 
-The ratio ``emulator / fio`` (bytes/s) is the goal of issue 12 (>= 0.8): a storage benchmark is
+Cold against cold: the emulator's bytes/s (UNET3D's first epoch, BERT's and DLRM's one pass)
+against fio after the same eviction (``emulator_MBps``, ``fio_MBps``, ``fraction_of_fio``);
+warm against warm: UNET3D's second epoch against fio run again right after, from the page cache
+(``emulator_warm_MBps``, ``fio_warm_MBps``, ``warm_fraction_of_fio``; NaN for BERT and DLRM,
+which read once). Each row also has the run's ``bound`` (client or storage, :mod:`.bound`).
+
+The ratio ``emulator / fio`` (bytes/s, cold) is the goal of issue 12 (>= 0.8): a storage benchmark is
 only as good as the load one client can drive. Numbers on a shared or loaded box are noisy.
 """
 
@@ -32,8 +38,10 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+from pydantic import BaseModel, Field
 
 from .. import paths
+from ..config import matching
 
 TFRECORD_BUFFER = 256 * 1024  # tf.data's TFRecordDataset default buffer (thesis Table 5.2: 262,144 B reads)
 
@@ -159,10 +167,14 @@ def fio_same_files(workload: str, data_dir: Path, cfg, seed: int = 1) -> dict:
     return out | {"fio_job": what}
 
 
-def emulator_bytes_per_s(summary: dict) -> tuple[float, float, float]:
-    """(bytes, seconds, bytes/s) the emulator read: UNET3D over its first (cold) epoch."""
+def emulator_bytes_per_s(summary: dict, epoch: int = 0) -> tuple[float, float, float]:
+    """(bytes, seconds, bytes/s) the emulator read. UNET3D: over epoch ``epoch`` (0: the first,
+    cold one; 1: the second, warm where the data set fits in the page cache); BERT and DLRM read
+    the data set once, cold: their whole training (NaN for ``epoch`` > 0)."""
     rd = Path(summary["run_dir"])
     if summary["workload"] != "unet3d":
+        if epoch:
+            return float("nan"), float("nan"), float("nan")
         return summary["data_bytes"], summary["train_s"], summary["data_bytes_per_s"]
     from ..workloads.data_unet3d import read_manifest
     from ..workloads.launch import collect
@@ -172,11 +184,13 @@ def emulator_bytes_per_s(summary: dict) -> tuple[float, float, float]:
     m = read_manifest(run["data_dir"], "train")
     size = (m["bytes_x"] + m["bytes_y"]).to_numpy()
     lo = got["loader"]
-    lo = lo[(lo["split"] == "train") & (lo["epoch"] == 0)]
+    lo = lo[(lo["split"] == "train") & (lo["epoch"] == epoch)]
     st = got["steps"]
-    first = st[(st["epoch"] == 0) & (st["step"] == 0)]
+    first = st[(st["epoch"] == epoch) & (st["step"] == 0)]
     ph = got["phases"]
-    ph = ph[(ph["phase"] == "train") & (ph["epoch"] == 0)]
+    ph = ph[(ph["phase"] == "train") & (ph["epoch"] == epoch)]
+    if not len(lo) or not len(ph):
+        return float("nan"), float("nan"), float("nan")
     # the first batch's wait is mostly the DataLoader worker starting (fio's job start-up is
     # not in its time either): leave out that wait and the first batch's cases
     skip = int(first["samples"].max()) if len(first) else 0
@@ -225,34 +239,80 @@ def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), repeats: int = 1,
                 method = cache.evict([data])
                 s = run(cfg, out_root / f"{tier.name}-{w}-{r}")
                 eb, es, ebps = emulator_bytes_per_s(s)
+                warm_bps = emulator_bytes_per_s(s, epoch=1)[2]
                 cache.evict([data])
                 f = fio_same_files(w, data, cfg, seed=cfg_all.seed + r)
+                fw = fio_same_files(w, data, cfg, seed=cfg_all.seed + r)  # again: from the page cache
                 rows.append({"tier": tier.name, "workload": w, "repeat": r, "eviction": method,
                              "batch_size": cfg.batch_size, "emulator_bytes": eb, "emulator_s": es,
                              "emulator_MBps": ebps / 1e6, "fio_bytes": f["io_bytes"], "fio_s": f["seconds"],
                              "fio_MBps": f["bw_bytes"] / 1e6, "fio_job": f["fio_job"],
-                             "fraction_of_fio": ebps / f["bw_bytes"]})
+                             "fraction_of_fio": ebps / f["bw_bytes"],
+                             "emulator_warm_MBps": warm_bps / 1e6, "fio_warm_MBps": fw["bw_bytes"] / 1e6,
+                             "warm_fraction_of_fio": warm_bps / fw["bw_bytes"],
+                             "bound": s.get("bound"), "client_cpu_share": s.get("client_cpu", {}).get("cpu_share")})
     return pd.DataFrame(rows)
+
+
+def engineer_table(found: pd.DataFrame, load: pd.DataFrame) -> pd.DataFrame:
+    """The storage engineer's table: per tier, workload and compute model, the most emulated
+    accelerators at AU >= 90 % (``found``: rows with ``tier``, ``workload`` and
+    :func:`.search.row`'s columns), the bytes/s one client drove at zero compute against fio on
+    the same files, both cold (``load``: :func:`measure`'s rows, median over repeats), and
+    whether the row was client- or storage-bound (client when the search or the load run was).
+    MB/s = 10^6 B/s."""
+    keep = ["tier", "workload", "compute_model", "max_accelerators", "bound", "stopped_because"]
+    f = found.reindex(columns=keep)
+    if len(load):
+        lo = load.groupby(["tier", "workload"], as_index=False).agg(
+            client_cold_MBps=("emulator_MBps", "median"), fio_cold_MBps=("fio_MBps", "median"),
+            load_bound=("bound", lambda x: "client" if (x == "client").any() else "storage"))
+        t = f.merge(lo, on=["tier", "workload"], how="left")
+    else:
+        t = f.assign(client_cold_MBps=float("nan"), fio_cold_MBps=float("nan"), load_bound=None)
+    t["client_fraction_of_fio_cold"] = t["client_cold_MBps"] / t["fio_cold_MBps"]
+    t["bound"] = ["client" if "client" in (b, lb) else b if isinstance(b, str) else "not measured"
+                  for b, lb in zip(t["bound"], t["load_bound"])]
+    return t.drop(columns=["load_bound"])[["tier", "workload", "compute_model", "max_accelerators",
+                                           "client_cold_MBps", "fio_cold_MBps", "client_fraction_of_fio_cold",
+                                           "bound", "stopped_because"]]
+
+
+def engineer_markdown(t: pd.DataFrame) -> str:
+    """:func:`engineer_table` as the markdown table a storage engineer reads first."""
+    lines = ["**Per tier: the most accelerators at AU >= 90 % and what one client drove (cold)**", "",
+             "| tier | workload | compute model | max accelerators | client MB/s | fio MB/s | client / fio "
+             "| bound |", "|---|---|---|---|---|---|---|---|"]
+    num = lambda v, f: "n/a" if v is None or v != v else format(v, f)  # noqa: E731 - NaN: not measured
+    for r in t.itertuples():
+        lines.append(f"| {r.tier} | {r.workload} | {r.compute_model} | {num(r.max_accelerators, '.0f')} | "
+                     f"{num(r.client_cold_MBps, '.4g')} | {num(r.fio_cold_MBps, '.4g')} | "
+                     f"{num(r.client_fraction_of_fio_cold, '.2f')} | {r.bound} |")
+    return "\n".join(lines) + "\n"
+
+
+class BenchArgs(BaseModel):
+    """The bench's command line, validated as params.yaml's sections are."""
+
+    workloads: matching(r"(unet3d|bert|dlrm)(,(unet3d|bert|dlrm))*",
+                        "workloads separated by commas, from unet3d, bert, dlrm") = "unet3d,bert,dlrm"
+    repeats: int = Field(3, ge=1, le=100)
 
 
 def main(argv=None) -> int:
     """``python -m experiments.emulator bench [--workloads unet3d,bert] [--repeats N]``."""
     import argparse
 
-    from ..config import ConfigError
+    from ..config import ArgumentParser, ConfigError, check_args
 
-    ap = argparse.ArgumentParser(prog="python -m experiments.emulator bench", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog="python -m experiments.emulator bench", description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default="unet3d,bert,dlrm")
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args(argv)
-    ws = a.workloads.split(",")
-    bad = [w for w in ws if w not in ("unet3d", "bert", "dlrm")]
-    if bad or a.repeats < 1:
-        print(f"error: --workloads {a.workloads!r} / --repeats {a.repeats}: workloads from unet3d, bert, "
-              "dlrm; repeats >= 1", file=sys.stderr)
-        return 2
     try:
+        check_args(BenchArgs, a, ap)
+        ws = a.workloads.split(",")
         t = measure(workloads=ws, repeats=a.repeats)
     except (ConfigError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

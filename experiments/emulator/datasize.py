@@ -63,11 +63,13 @@ def datasize(workload: str, section=None, accelerators: int = 1, batch_size: int
     from .config import max_accelerators_for, validate_section  # noqa: F401
 
     sec = validate_section(workload, section)
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"batch_size = {batch_size}; allowed: an integer >= 1 (None: the sweep's smallest)")
     if accelerators < 1 or nodes < 1 or steps < 1 or multiplier <= 0:
         raise ConfigError(f"accelerators = {accelerators}, nodes = {nodes}, steps = {steps}, "
                           f"multiplier = {multiplier}: accelerators, nodes and steps must be >= 1, "
                           "multiplier > 0")
-    B = batch_size or min(sec["sweep"]["batch_sizes"])
+    B = batch_size if batch_size is not None else min(sec["sweep"]["batch_sizes"])
     mem = int(memory_bytes or client_memory_bytes())
     if seed is None:
         from ..config import read_params

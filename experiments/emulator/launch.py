@@ -167,7 +167,10 @@ def execute(cfg: EmulatorConfig, run_dir, node_rank: int = 0, rdzv_endpoint: str
 
     Raises ``RuntimeError`` with the tail of the output when a rank fails or times out."""
     run_dir = prepare_dir(run_dir, fresh)
-    (run_dir / "run.json").write_text(json.dumps(run_record(cfg, run_dir), indent=1))
+    # launched_at: when the ranks start (epoch seconds), so the summary can take each rank's CPU
+    # over its whole life (to its rank-r*.json, written at exit): experiments/emulator/bound.py
+    (run_dir / "run.json").write_text(json.dumps(run_record(cfg, run_dir) | {"launched_at": time.time()},
+                                                 indent=1))
     out = run_dir / (f"output-node{node_rank}.txt" if cfg.nodes > 1 else "output.txt")
     with open(out, "w") as log:
         t0 = time.perf_counter()

@@ -18,7 +18,12 @@ Measured from the ranks' own records (no model of the result):
   accelerator x G) x sleep time, with the mean of the times actually slept (so it is exactly
   the time one accelerator slept), over ``train_s``; pass at >= 90 % (MLPerf Storage).
   ``au_model`` uses the model's mean instead of the draws;
-- **checkpoints**: per checkpoint the files, writes, bytes and seconds every writer reported.
+- per rank: ``au_by_rank`` (its steps x its mean sleep over its own training seconds) and
+  ``data_bytes_by_rank``; per node ``data_bytes_by_node`` (ranks in blocks of G / nodes);
+- **checkpoints**: per checkpoint the files, writes, bytes and seconds every writer reported;
+- **bound** (``client`` or ``storage``) and the CPU figures behind it, per rank and for the host
+  (``client_cpu``): :mod:`.bound` (the ranks' CPU near the cores they had while the data wait
+  dominates: client-bound).
 """
 
 from __future__ import annotations
@@ -54,6 +59,15 @@ def _train_seconds(phases: pd.DataFrame) -> tuple[float, float]:
     if cur_e is not None:
         busy += cur_e - cur_s
     return float(end - start - busy), float(phases["end"].max() - phases["start"].min())
+
+
+def _by_node(by_rank: dict, ranks: int, nodes: int) -> dict:
+    """Bytes per node: ranks are dealt to nodes in blocks of ranks / nodes (torchrun's order)."""
+    per = max(1, ranks // max(1, nodes))
+    out: dict[str, int] = {}
+    for r, b in sorted(by_rank.items()):
+        out[str(int(r) // per)] = out.get(str(int(r) // per), 0) + int(b)
+    return out
 
 
 def data_bytes(run: dict, got: dict) -> tuple[dict, str]:
@@ -107,6 +121,12 @@ def summarize(run_dir) -> dict:
     ideal = cm.ideal_compute_s(samples, local_b, G, sleep_s)
     ideal_model = cm.ideal_compute_s(samples, local_b, G, mean) if mean == mean else float("nan")
     au = cm.accelerator_utilization(ideal, train_s)
+    au_by_rank = {}
+    for r, g in per_rank:  # each rank's own steps x mean sleep over its own training seconds
+        ph = got["phases"]
+        tr_r = _train_seconds(ph[ph["rank"] == r])[0] if len(ph) else float("nan")
+        au_by_rank[str(int(r))] = cm.accelerator_utilization(
+            len(g) * float(g["sleep_drawn_ns"].mean()) / 1e9, tr_r)
     by_rank, how = data_bytes(run, got)
     nbytes = int(sum(by_rank.values()))
     st = step_summary(steps.assign(workload=w), None)
@@ -119,6 +139,14 @@ def summarize(run_dir) -> dict:
         check = {"checkpoints": int(ck.groupby(key, dropna=False).ngroups) if key else 1,
                  "files": int(ck["files"].sum()), "writes": int(ck["writes"].sum()),
                  "bytes": int(ck["bytes"].sum()), "max_seconds": float(ck["seconds"].max())}
+    from .bound import classify, host_cores
+    nodes = int(emu.get("nodes", 1) or 1)
+    cores = int(emu.get("host_cores") or host_cores())  # a run may record its own; else this host's
+    ranks = got["ranks"]
+    if run.get("launched_at"):  # each rank's life: launch to its rank-r*.json (written at exit)
+        ranks = [r | {"life_s": (run_dir / f"rank-r{r['rank']}.json").stat().st_mtime - run["launched_at"]}
+                 if (run_dir / f"rank-r{r['rank']}.json").exists() else r for r in ranks]
+    bnd = classify(steps, ranks, got["phases"], cores, max(1, G // nodes))
     notes = []
     if mean == mean and mean <= 0 and emu["compute_model"] != "zero":
         notes.append(f"the compute model's mean at G={G}, B={B} is {mean:.3g} s (<= 0: the fit is used "
@@ -136,14 +164,18 @@ def summarize(run_dir) -> dict:
         "throughput_samples_per_s": samples / train_s if train_s > 0 else float("nan"),
         "data_bytes": nbytes, "data_bytes_per_s": nbytes / train_s if train_s > 0 else float("nan"),
         "data_bytes_by_rank": {str(k): v for k, v in sorted(by_rank.items())},
+        "data_bytes_by_node": _by_node(by_rank, G, int(emu.get("nodes", 1) or 1)),
         "data_bytes_measured_as": how,
         "data_bytes_first_batch": int(sum(r.get("io_first_batch", {}).get("rchar", 0) for r in got["ranks"])),
         "data_wait_median_s": float(med.get("data_s", float("nan"))) if len(st) else float("nan"),
         "data_wait_samples_per_s": float(med.get("data_sps", float("nan"))) if len(st) else float("nan"),
         "sleep_mean_s": sleep_s,
-        "ideal_compute_s": ideal, "au": au, "au_model": cm.accelerator_utilization(ideal_model, train_s),
+        "ideal_compute_s": ideal, "au": au, "au_by_rank": au_by_rank, "au_model": cm.accelerator_utilization(ideal_model, train_s),
         "au_threshold": cm.MLPERF_AU_PASS, "au_pass": bool(au >= cm.MLPERF_AU_PASS),
         "checkpoint": check,
+        "bound": bnd["bound"], "bound_why": bnd["why"],
+        "client_cpu": {k: bnd[k] for k in ("data_wait_share", "cpu_share", "cpu_measured_as", "cpu_near_cores",
+                                           "wait_dominates", "host", "cpu_by_rank") if k in bnd},
         "evaluations": int(sum(len(r.get("evals", [])) for r in got["ranks"])),
         "peak_rss_bytes_per_rank": int(max(r.get("peak_rss_bytes", 0) for r in got["ranks"])),
         "run_dir": str(run_dir), "notes": notes,
@@ -169,6 +201,11 @@ def markdown(s: dict) -> str:
         f"{s['data_bytes_per_s'] / 1e6:.4g} MB/s |",
         *([f"| read before the first step | {s['data_bytes_first_batch'] / 1e6:.4g} MB (tf.data's shuffle "
             f"buffer filled during init) |"] if s.get("data_bytes_first_batch") else []),
+        *(["| data read per node | " + ", ".join(f"node {k}: {v / 1e6:.4g} MB" for k, v in
+                                                   s["data_bytes_by_node"].items()) + " |"]
+          if len(s.get("data_bytes_by_node", {})) > 1 else []),
+        *(["| AU per rank | " + ", ".join(f"{k}: {100 * v:.1f} %" for k, v in s["au_by_rank"].items()) + " |"]
+          if len(s.get("au_by_rank", {})) > 1 else []),
         f"| data wait (median step) | {1e3 * s['data_wait_median_s']:.3g} ms "
         f"({s['data_wait_samples_per_s']:.4g} samples/s per accelerator) |",
         f"| compute model | {cm_['source']} ({cm_['host']}): mean {cm_['mean_s']:.4g} s, std {cm_['std_s']:.3g} s per step |",
@@ -177,11 +214,14 @@ def markdown(s: dict) -> str:
         "| checkpoints | " + (f"{ck['checkpoints']} checkpoint(s): {ck['files']} file(s), {ck['writes']} writes, "
                              f"{ck['bytes'] / 1e6:.4g} MB ({s['checkpoint_pattern']})" if ck else
                              f"none written ({s['checkpoint_pattern']})") + " |",
+        f"| bound | {s.get('bound', 'unknown')} |",
         f"| whole run | {s['run_s']:.3g} s (initialization, evaluation, checkpoints included) |",
         f"| data | {s['data_dir']} |",
         "",
         f"Data bytes measured as: {s['data_bytes_measured_as']}.",
         "",
+        *([f"**Bound: {s['bound']}.** {s['bound_why'][0].upper()}{s['bound_why'][1:]}.", ""]
+          if s.get("bound_why") else []),
     ] + [f"Note: {n}." for n in s.get("notes", [])]
     return "\n".join(lines)
 

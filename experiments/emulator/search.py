@@ -7,7 +7,9 @@ assumes AU falls with G (more accelerators ask more of the storage and the clien
 it made is in the answer, so a non-monotonic case shows. Limits, said in ``stopped_because``:
 the data set (each accelerator needs its own files / batch: :func:`.config.max_accelerators_for`),
 ``limit`` (default 64), and the client's memory (the first run's peak RSS per rank times G must
-stay under 80 % of the available memory).
+stay under 80 % of the available memory), and the client's CPU: a run that was client-bound
+(its summary's ``bound``, :mod:`.bound`) stops the search there, since more accelerators on this
+client measure the client, not the storage (``client_bound`` in the answer).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
         row = {"accelerators": g, "au": s["au"], "au_pass": bool(s["au_pass"]),
                "throughput_samples_per_s": s["throughput_samples_per_s"],
                "data_bytes_per_s": s["data_bytes_per_s"], "train_s": s["train_s"],
+               "bound": s.get("bound", "storage"), "bound_why": s.get("bound_why", ""),
                "run_dir": str(out_dir / f"G{g}")}
         trials[g] = row
         mem_per_rank = max(mem_per_rank or 0, s.get("peak_rss_bytes_per_rank", 0))
@@ -66,9 +69,15 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
 
     why = ""
     good, bad = 0, None
+    client = None  # the first G whose run was client-bound
     g = start
     while True:
-        if trial(g):
+        ok = trial(g)
+        if trials[g]["bound"] == "client":
+            client = g
+            good = g if ok else good
+            break
+        if ok:
             good = g
         else:
             bad = g
@@ -87,7 +96,10 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
                 break
             nxt = cap
         g = nxt
-    if bad is not None:
+    if client is not None:
+        why = (f"client-bound at {client} accelerators: {trials[client]['bound_why']}; the answer is "
+               "this client's limit, not the storage's")
+    elif bad is not None:
         lo = good
         while bad - lo > 1:
             mid = (lo + bad) // 2
@@ -95,12 +107,19 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
                 lo = mid
             else:
                 bad = mid
+            if trials[mid]["bound"] == "client":
+                client = mid
+                break
         good = lo
+        if client is not None:
+            why = (f"client-bound at {client} accelerators: {trials[client]['bound_why']}; the answer "
+                   "is this client's limit, not the storage's")
         why = why or (f"AU < {100 * cfg_threshold():.0f} % at {bad} accelerators" if good
                       else f"AU < {100 * cfg_threshold():.0f} % already at {start} accelerator(s)")
     rows = [trials[k] for k in sorted(trials)]
     res = {"workload": cfg.workload, "batch_size": cfg.batch_size, "compute_model": cfg.compute_model,
            "data_dir": cfg.data_dir, "max_accelerators": good, "stopped_because": why,
+           "client_bound": client is not None,
            "limit": hi, "trials": rows}
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "search.json", res)
@@ -118,8 +137,22 @@ def markdown(res: dict) -> str:
              f"({res['compute_model']})", "",
              f"**{res['max_accelerators']} emulated accelerator(s)** at AU >= {100 * cfg_threshold():.0f} %; "
              f"search stopped: {res['stopped_because']}.", "",
-             "| accelerators | AU % | pass | samples/s | data MB/s |", "|---|---|---|---|---|"]
+             "| accelerators | AU % | pass | samples/s | data MB/s | bound |", "|---|---|---|---|---|---|"]
     for t in res["trials"]:
         lines.append(f"| {t['accelerators']} | {100 * t['au']:.1f} | {'yes' if t['au_pass'] else 'no'} | "
-                     f"{t['throughput_samples_per_s']:.4g} | {t['data_bytes_per_s'] / 1e6:.4g} |")
+                     f"{t['throughput_samples_per_s']:.4g} | {t['data_bytes_per_s'] / 1e6:.4g} | {t.get('bound', '')} |")
     return "\n".join(lines) + "\n"
+
+
+def row(res: dict) -> dict:
+    """One line of a table from a search's answer: the most accelerators at AU >= 90 %, the
+    compute model, ``bound`` (client when the search stopped at a client-bound run, else the
+    bound of the run that decided: the first failing one, or the largest passing one), why it
+    stopped and every G tried with its AU."""
+    t = res["trials"]
+    fail = [x for x in t if not x["au_pass"]]
+    decided = fail[0] if fail else (t[-1] if t else {})
+    return {"compute_model": res["compute_model"], "max_accelerators": res["max_accelerators"],
+            "bound": "client" if res.get("client_bound") else decided.get("bound", "storage"),
+            "stopped_because": res["stopped_because"],
+            "tried": ", ".join(f"G={x['accelerators']}: {100 * x['au']:.1f} %" for x in t)}

@@ -9,9 +9,128 @@ import os
 import sys
 from pathlib import Path
 
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..config import ArgumentParser, ConfigError, check_args, matching
 from .schema import TraceError
 
 EXIT_BAD_INPUT = 2
+
+# ----------------------------------------------------------------------------- argument models
+# Every argument of every subcommand, validated as params.yaml's sections are, before any work
+# (experiments.config.check_args: one line naming the argument, the value, what is allowed).
+
+_Text = Annotated[str, Field(min_length=1)]
+_Device = matching(r"[\w\-]+", "a block device name, e.g. vda or nvme0n1")
+
+
+def _existing(v):
+    if v is not None and not Path(v).exists():
+        raise ValueError("no such file or folder")
+    return v
+
+
+class _Filters(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    data: list[_Text] | None = None
+    checkpoint: list[_Text] | None = None
+    device: list[_Device] | None = None
+    block_file: list[_Text] | None = None
+
+    @field_validator("block_file")
+    @classmethod
+    def _bf(cls, v):
+        for f in v or []:
+            if not Path(f).is_file():
+                raise ValueError(f"{f}: no such file")
+        return v
+
+
+def _trace_file(v):
+    if not Path(v).is_file():
+        raise ValueError("no such trace file; allowed: a trace (parquet) `trace run` wrote")
+    return v
+
+
+class _OneTrace(_Filters):
+    trace: _Text
+
+    _t = field_validator("trace")(_trace_file)
+
+
+class RunArgs(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    output: _Text
+    backend: Literal["auto", "bpftrace", "strace", "proc"] = "auto"
+    watch: list[_Text] = []
+    block_scope: Literal["device", "tree"] = "device"
+    mode: Literal["timeline", "vector"] = "timeline"
+    files: Literal["auto", "kernel", "descriptors"] = "auto"
+    interval: float = Field(1.0, gt=0, le=3600)
+    phase_log: _Text | None = None
+    cmd: list[str] = Field(min_length=1)
+
+    @field_validator("watch")
+    @classmethod
+    def _w(cls, v):
+        for f in v:
+            if not Path(f).exists():
+                raise ValueError(f"{f}: no such file or folder")
+        return v
+
+    @field_validator("cmd", mode="before")
+    @classmethod
+    def _cmd(cls, v):
+        v = [c for c in (v or []) if c != "--"]
+        if not v:
+            raise ValueError("allowed: -- CMD [ARGS...] (the command to trace)")
+        return v
+
+
+class VectorArgs(_OneTrace):
+    pass
+
+
+class CompareArgs(_Filters):
+    a: _Text
+    b: _Text
+    names: list[_Text] | None = None
+    csv: _Text | None = None
+
+    @field_validator("a", "b")
+    @classmethod
+    def _ab(cls, v):
+        if v.lstrip().startswith("{") or Path(v).is_file():
+            return v
+        raise ValueError("no such file; allowed: a trace (parquet), a vector (.json) or an inline JSON object")
+
+
+class TimelineArgs(_OneTrace):
+    output: _Text
+    phases: _Text | None = None
+    bin: float = Field(1.0, gt=0, le=86400)
+
+    _p = field_validator("phases")(_existing)
+
+
+class ChromeArgs(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    trace: _Text
+    output: _Text
+    phases: _Text | None = None
+
+    _t = field_validator("trace")(_trace_file)
+    _p = field_validator("phases")(_existing)
+
+
+class StatusArgs(BaseModel):
+    pass
+
+
+MODELS = {"status": StatusArgs, "run": RunArgs, "vector": VectorArgs, "compare": CompareArgs,
+          "timeline": TimelineArgs, "chrome": ChromeArgs}
 
 
 def _keys_help() -> str:
@@ -146,7 +265,7 @@ def cmd_chrome(a) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = ArgumentParser(
         prog="python -m experiments.trace",
         description="Trace VFS and block I/O of a command and its children, build Table 4.2 "
                     "vectors, compare them (Eq 4.1/4.2), draw Fig 5.1-style timelines.",
@@ -226,10 +345,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    a = parser().parse_args(argv)
+    ap = parser()
+    a = ap.parse_args(argv)
     try:
+        check_args(MODELS[a.command], a, ap)
         return a.func(a)
-    except TraceError as e:
+    except (TraceError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
