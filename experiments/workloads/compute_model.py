@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths, reference
-from ..config import ConfigError, read_json_file
+from ..config import ConfigError, check_schema_file, read_json_file
 
 SCHEMA = "compute-model/1"
 WORKLOADS = ("unet3d", "bert", "dlrm")
@@ -154,12 +154,8 @@ class ComputeModel:
 
 def _check(obj, source: str) -> ComputeModel:
     where = f"compute model {source}"
-    if not isinstance(obj, dict) or not isinstance(obj.get("workloads"), dict):
-        raise ConfigError(f"{where}: not a compute-model file (schema {SCHEMA!r}): needs a "
-                          "'workloads' mapping of workload -> {mean: {coef: {G, B, c}}, std: ...}")
-    if obj.get("schema", SCHEMA) != SCHEMA:
-        raise ConfigError(f"{where}: schema = {obj.get('schema')!r}; allowed: {SCHEMA!r}")
-    for w, m in obj["workloads"].items():
+    for w, m in check_schema_file(obj, where, SCHEMA, "compute-model",
+                                  "{mean: {coef: {G, B, c}}, std: ...}").items():
         for stat in ("mean", "std"):
             coef = (m or {}).get(stat, {}).get("coef") if isinstance(m, dict) else None
             if not isinstance(coef, dict):

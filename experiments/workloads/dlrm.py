@@ -134,16 +134,8 @@ def main(argv=None) -> None:
         cap = cfg["model"]["max_cardinality"]
         train = BatchReader(run["data_dir"], "train", cap, seed, loader_log)
         test = BatchReader(run["data_dir"], "eval", cap, seed, LoaderLog())
-        ckpt = Path(run["checkpoint_dir"]) / "dlrm.pt"
-
-        def save(**key) -> dict | None:
-            if rank != 0:
-                return None
-            t0 = time.perf_counter_ns()
-            ckpt.parent.mkdir(parents=True, exist_ok=True)
-            state = (model.module if hasattr(model, "module") else model).state_dict()
-            torch.save(state, ckpt)  # overwrites the previous one, as the reference
-            return {"bytes": ckpt.stat().st_size, "seconds": (time.perf_counter_ns() - t0) / 1e9}
+        save = loop.torch_saver(rank, Path(run["checkpoint_dir"]) / "dlrm.pt",
+                                lambda: (model.module if hasattr(model, "module") else model).state_dict())
         write_checkpoint = loop.checkpointer(run, rank, save)
     lp.facts["device"] = str(device)
 
@@ -155,16 +147,7 @@ def main(argv=None) -> None:
 
     def real_step(batch, t) -> dict:
         dense, cat, y = batch
-        out = model(dense, cat)
-        t.mark("forward_ns")
-        loss = loss_fn(out, y)
-        t.mark("loss_ns")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        t.mark("backward_ns")
-        opt.step()
-        t.mark("optimizer_ns")
-        return {"loss": float(loss.detach())}
+        return {"loss": float(loop.model_step(t, model, opt, loss_fn, (dense, cat), y).detach())}
 
     step = loop.slept(sleep) if sleep is not None else real_step
     lp.io_start()

@@ -88,6 +88,38 @@ def slept(sleep: step_compute.SleepStep) -> Callable:
     return step
 
 
+def model_step(t, model, opt, loss_fn, inputs: tuple, target):
+    """A PyTorch model's training step, each part timed on ``t`` (``forward_ns``, ``loss_ns``,
+    ``backward_ns``, ``optimizer_ns``); returns the loss tensor."""
+    out = model(*inputs)
+    t.mark("forward_ns")
+    loss = loss_fn(out, target)
+    t.mark("loss_ns")
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    t.mark("backward_ns")
+    opt.step()
+    t.mark("optimizer_ns")
+    return loss
+
+
+def torch_saver(rank: int, path: Path, state: Callable[[], dict]) -> Callable[..., dict | None]:
+    """A PyTorch program's checkpoint: rank 0 writes ``state()`` to ``path`` with ``torch.save``
+    (overwriting the previous one, as the references); its facts are ``bytes`` and ``seconds``."""
+    def save(**key) -> dict | None:
+        import time
+
+        import torch
+
+        if rank != 0:
+            return None
+        t0 = time.perf_counter_ns()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(state(), path)
+        return {"bytes": path.stat().st_size, "seconds": (time.perf_counter_ns() - t0) / 1e9}
+    return save
+
+
 def checkpointer(run: dict, rank: int, save: Callable[..., dict | None]) -> Callable[..., dict | None]:
     """What writes a checkpoint in this run: the framework's ``save(**key)``, or in an emulation
     a replay of the run's checkpoint pattern (one writer's files and writes per checkpoint).

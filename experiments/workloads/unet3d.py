@@ -248,30 +248,15 @@ def main(argv=None) -> None:
                             drop_last=True, pin_memory=device.type == "cuda")
         eval_ds = CaseDataset(run["data_dir"], "eval", mc["crop"], seed, run["run_dir"], rank, train=False)
         eval_sampler = DistributedSampler(eval_ds, num_replicas=world, rank=rank, shuffle=False)
-        ckpt = Path(run["checkpoint_dir"]) / "unet3d.pt"
-
-        def save(**key) -> dict | None:
-            if rank != 0:
-                return None
-            t0 = time.perf_counter_ns()
-            ckpt.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"model": net.state_dict(), "optimizer": opt.state_dict()}, ckpt)
-            return {"bytes": ckpt.stat().st_size, "seconds": (time.perf_counter_ns() - t0) / 1e9}
+        save = loop.torch_saver(rank, Path(run["checkpoint_dir"]) / "unet3d.pt",
+                                lambda: {"model": net.state_dict(), "optimizer": opt.state_dict()})
         write_checkpoint = loop.checkpointer(run, rank, save)
     lp.facts |= {"device": str(device), "steps_per_epoch": len(loader)}
 
     def real_step(batch, t) -> dict:
         x, y = batch
-        out = model(x)
-        t.mark("forward_ns")
-        loss = dice_ce_loss(out, y)
-        t.mark("loss_ns")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        t.mark("backward_ns")
-        opt.step()
-        t.mark("optimizer_ns")
-        cum = loss.detach().clone()
+        loss = loop.model_step(t, model, opt, dice_ce_loss, (x,), y)
+        cum = loss.detach().clone()     # the cumulative loss of Fig 5.2, all-reduced every step
         if dist.is_initialized():
             dist.all_reduce(cum)
         t.mark("allreduce_ns")
