@@ -165,10 +165,10 @@ def main(argv=None) -> None:
         return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
 
     barrier = (lambda: float(collective())) if world > 1 else None
-    if barrier is not None:
-        barrier()          # traced and compiled here, so its own file reads are not counted below
     model = None
     if emulated:
+        if barrier is not None:
+            barrier()      # traced and compiled here, so its own file reads are not counted below
         lp.io_start()
         it = iter(ds)
         first = next(it)   # the real program takes the first batch during its init, too
