@@ -75,6 +75,18 @@ def read_json_file(p, what: str, allowed: str) -> Any:
         raise ConfigError(f"{what} {p}: not JSON ({e.msg} at line {e.lineno})") from None
 
 
+def check_schema_file(obj: Any, where: str, schema: str, kind: str, workloads_hint: str) -> dict:
+    """The ``workloads`` mapping of a schema file read by :func:`read_json_file` (a compute model,
+    a checkpoint pattern); a ConfigError naming ``where`` when ``obj`` is not a ``kind`` file of
+    ``schema`` (no ``workloads`` mapping: ``workloads_hint`` says what one maps to)."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("workloads"), dict):
+        raise ConfigError(f"{where}: not a {kind} file (schema {schema!r}): needs a "
+                          f"'workloads' mapping of workload -> {workloads_hint}")
+    if obj.get("schema", schema) != schema:
+        raise ConfigError(f"{where}: schema = {obj.get('schema')!r}; allowed: {schema!r}")
+    return obj["workloads"]
+
+
 def model_for(name: str) -> type[BaseModel]:
     if name not in SECTIONS:
         raise ConfigError(

@@ -95,10 +95,22 @@ def test_model_or_pattern_without_the_workload(tmp_path, dlrm_data):
 
 
 def test_zero_model_and_eval_models():
-    m = ecfg.load_compute_model("zero")
+    from experiments.workloads import compute_model as cm
+
+    m = cm.load("zero")
     assert m.mean_std("unet3d", 8, 4) == (0.0, 0.0)
-    assert ecfg.eval_model("thesis-v100")["mean_s"] == 8.403
-    assert ecfg.eval_model("zero")["mean_s"] == 0
+    assert cm.resolve("thesis-v100", "unet3d", 8, 4)["eval_mean_s"] == 8.403
+    assert cm.resolve("zero", "unet3d", 8, 4)["eval_mean_s"] == 0
+
+
+def test_run_json_holds_the_resolved_compute_model_and_the_threads(tmp_path, dlrm_data):
+    from experiments.workloads import compute_model as cm
+
+    c = _cfg(dlrm_data, accelerators=2)
+    r = launch.run_record(c, tmp_path)
+    assert r["compute"] == cm.resolve(c.compute_model, "dlrm", 2, c.batch_size)
+    assert r["compute"]["mode"] == "sleep" and r["compute"]["mean_s"] == cm.load(c.compute_model).mean_std("dlrm", 2, c.batch_size)[0]
+    assert r["config"]["train"]["threads_per_rank"] == c.threads_per_rank
 
 
 # ------------------------------------------------------------------ datasize (MLPerf Storage rule)

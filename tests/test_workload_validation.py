@@ -5,6 +5,7 @@ utilization and the validation claims (no launch)."""
 import json
 import os
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -86,6 +87,34 @@ def test_run_facts_resolve_the_model_and_the_eval_step(tmp_path):
     assert m.run_facts("bert", 1, 1)["eval_from"] == "train"
     v = cm.load("thesis-v100").run_facts("unet3d", 8, 4)
     assert v["eval_mean_s"] == 8.403 and v["eval_std_s"] == 4.442
+    assert "eval_s_per_MB" not in v and "eval_s_per_MB" not in f
+
+
+def test_per_mb_and_zero_evaluation_reach_the_sleep_step(tmp_path):
+    m = cm.load(_model_file(tmp_path / "m.json", unet3d_eval={"mean_s": 1.7, "std_s": 0.0,
+                                                             "s_per_MB": 0.5, "intercept_s": 0.1}))
+    f = m.run_facts("unet3d", 2, 4)
+    assert (f["eval_s_per_MB"], f["eval_intercept_s"]) == (0.5, 0.1)
+    s = step_compute.from_run({"seed": 1, "compute": f})
+    assert s.draw(evaluation=True, mb=4.0) == pytest.approx(2.1)   # 0.1 + 0.5 x 4 MB
+    assert s.draw(evaluation=True) == 1.7                          # no size: the mean
+    z = step_compute.from_run({"seed": 1, "compute": cm.resolve("zero", "unet3d", 8, 4)})
+    assert z.draw() == 0 and z.draw(evaluation=True, mb=100.0) == 0
+
+
+def test_the_compute_model_file_is_read_by_one_function():
+    """Every consumer gets the resolved numbers from run.json or through ``compute_model.load``."""
+    import re
+    root = Path(cm.__file__).parents[1]
+    readers = []
+    for f in root.rglob("*.py"):
+        src = f.read_text()
+        for m in re.finditer(r"(fit_file\(\)|compute_model\.json|unet3d_eval)", src):
+            line = src[:m.start()].count("\n") + 1
+            readers.append(f"{f.relative_to(root)}:{line}")
+    # fit_file() is defined and used by load(); unet3d_eval is written by fits.py and read by the model
+    allowed = {"workloads/compute_model.py", "workloads/fits.py"}
+    assert {r.split(":")[0] for r in readers} <= allowed, readers
 
 
 # ------------------------------------------------------------------ random content and sizes

@@ -161,6 +161,71 @@ def test_step_timer_parts_add_up():
     assert r["compute_ns"] >= r["forward_ns"] + r["backward_ns"] and r["loss_ns"] == 0
 
 
+# ------------------------------------------------------------------ the one rank loop
+
+def _run(tmp_path, **extra):
+    return {"workload": "dlrm", "batch_size": 4, "seed": 7, "run_dir": str(tmp_path),
+            "checkpoint_dir": str(tmp_path / "ck"), "config": {"train": {"threads_per_rank": 3}}, **extra}
+
+
+def test_rank_loop_records_one_set_of_columns_for_real_and_sleep_steps(tmp_path):
+    from experiments.workloads import loop, step_compute
+
+    sleep = step_compute.SleepStep(mean_s=0.001, std_s=0.0, seed=1)
+    cols = []
+    for name, step in (("real", lambda b, t: {"loss": float(b)}), ("sleep", loop.slept(sleep))):
+        d = tmp_path / name
+        d.mkdir()
+        lp = loop.RankLoop(_run(d), 0, 1)
+        with lp.phase("train", epoch=0):
+            lp.steps(((k, {"vfs_ns": 5}) for k in range(3)), step, first_step=2, epoch=0)
+        lp.checkpoint(lambda **key: {"bytes": 1, "seconds": 0.0}, step=4)
+        lp.checkpoint(lambda **key: None, step=5)          # this rank wrote nothing: no fact
+        lp.finish()
+        st = pd.read_csv(d / "steps-r0.csv")
+        cols.append(list(st.columns))
+        assert list(st["step"]) == [2, 3, 4] and (st["samples"] == 4).all() and (st["vfs_ns"] == 5).all()
+        facts = json.loads((d / "rank-r0.json").read_text())
+        assert facts["checkpoints"] == [{"step": 4, "bytes": 1, "seconds": 0.0}] and facts["pid"] == os.getpid()
+        assert facts["compute"] == {"mode": "real"} and "train" in facts["phase_usage"]
+        phases = [r["phase"] for r in steptimer.read_app_log(d / "app-r0.jsonl")]
+        assert phases == ["train", "train", "checkpoint", "checkpoint", "checkpoint", "checkpoint"]
+        if name == "real":
+            assert st["sleep_drawn_ns"].isna().all() and list(st["loss"]) == [0.0, 1.0, 2.0]
+        else:
+            assert (st["sleep_drawn_ns"] == 1_000_000).all() and st["loss"].isna().all()
+            assert (st["sleep_ns"] >= st["sleep_drawn_ns"]).all()
+    assert cols[0] == cols[1]
+
+
+def test_rank_loop_emulation_and_threads(tmp_path):
+    from experiments.workloads import loop
+
+    assert not loop.emulated(_run(tmp_path)) and loop.emulated(_run(tmp_path, emulator={"sync_steps": True}))
+    assert loop.threads_per_rank(_run(tmp_path), 2) == 3
+    c = {"mode": "sleep", "mean_s": 0.1, "std_s": 0.0}
+    assert loop.sleep_step(_run(tmp_path, compute=c), barrier=print).barrier is print
+    nosync = _run(tmp_path, compute=c, emulator={"sync_steps": False})
+    assert loop.sleep_step(nosync, barrier=print).barrier is None
+    assert loop.sleep_step(_run(tmp_path), barrier=print) is None          # compute: real
+    save = lambda **key: {"saved": True}  # noqa: E731
+    assert loop.checkpointer(_run(tmp_path), 0, save) is save
+    (tmp_path / "p.json").write_text(json.dumps({"schema": "checkpoint-pattern/1", "workloads": {"dlrm": {
+        "writers": "rank0", "reuse": "overwrite", "files": [{"name": "a.pt", "writes": [["write", 10, 2]]}]}}}))
+    em = _run(tmp_path, emulator={"checkpoint_pattern": str(tmp_path / "p.json")})
+    got = loop.checkpointer(em, 0, save)(step=3)
+    assert got["writes"] == 2 and got["bytes"] == 20 and (tmp_path / "ck" / "a.pt").stat().st_size == 20
+    assert loop.checkpointer(em, 1, save)(step=3) is None                  # rank 1 does not write
+
+
+def test_the_emulator_runs_the_workloads_programs():
+    from importlib import import_module
+
+    from experiments.emulator import rank
+    for w, mod in rank.PROGRAMS.items():
+        assert callable(import_module(f"experiments.workloads.{mod}").main), w
+
+
 # ------------------------------------------------------------------ fits
 
 def _steps(workload, G, B, times, epochs=1):

@@ -56,7 +56,7 @@ class Compute:
 def compute_time(workload: str, ranks: int, batch_size: int, compute_time_s: float | None = None,
                  compute_model=None) -> Compute:
     """The compute time per step: ``compute_time_s`` if given (std 0), else the compute model
-    (``experiments.workloads.compute_model.load(compute_model)``) at (G = ranks, B)."""
+    resolved at (G = ranks, B) as every run is (``experiments.workloads.compute_model.resolve``)."""
     if compute_time_s is not None:
         if not (isinstance(compute_time_s, (int, float)) and math.isfinite(compute_time_s)
                 and compute_time_s >= 0):
@@ -66,9 +66,8 @@ def compute_time(workload: str, ranks: int, batch_size: int, compute_time_s: flo
     else:
         from ..workloads import compute_model as cm
 
-        model = cm.load(compute_model)
-        mu, sd = model.mean_std(workload, ranks, batch_size)
-        c = Compute(mu, sd, model.source)
+        r = cm.resolve(compute_model, workload, ranks, batch_size)
+        c = Compute(r["mean_s"], r["std_s"], r["source"])
     if c.mean_s < 0:
         c.notes.append(f"the compute model gives a negative mean ({c.mean_s:.4g} s) at G={ranks}, "
                        f"B={batch_size}; DLIO sleeps 0")

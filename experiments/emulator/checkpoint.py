@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths
-from ..config import ConfigError, read_json_file
+from ..config import ConfigError, check_schema_file, read_json_file
 
 SCHEMA = "checkpoint-pattern/1"
 BUILTIN = ("traced", "thesis", "none")
@@ -185,13 +185,9 @@ def _check_entry(w: str, e, where: str) -> Pattern:
 
 def parse(obj, source: str) -> PatternFile:
     where = f"checkpoint pattern {source}"
-    if not isinstance(obj, dict) or not isinstance(obj.get("workloads"), dict):
-        raise ConfigError(f"{where}: not a checkpoint-pattern file (schema {SCHEMA!r}): needs a "
-                          "'workloads' mapping of workload -> {writers, reuse, files}")
-    if obj.get("schema", SCHEMA) != SCHEMA:
-        raise ConfigError(f"{where}: schema = {obj.get('schema')!r}; allowed: {SCHEMA!r}")
+    entries = check_schema_file(obj, where, SCHEMA, "checkpoint-pattern", "{writers, reuse, files}")
     return PatternFile(source, str(obj.get("host", "unknown")),
-                       {w: _check_entry(w, e, where) for w, e in obj["workloads"].items()})
+                       {w: _check_entry(w, e, where) for w, e in entries.items()})
 
 
 def thesis() -> dict:

@@ -22,7 +22,6 @@ thesis's compute-time fits).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Literal
@@ -46,7 +45,6 @@ SCHEDULE = {
     "dlrm": "train.steps steps; every train.eval_every steps (and at the end) evaluation of "
             "train.eval_steps batches, then a checkpoint",
 }
-ZERO_MODEL = "zero"  # a compute model that sleeps 0 s: the storage-only load (benchmarks)
 
 
 class EmulatorConfig(BaseModel):
@@ -198,44 +196,6 @@ def check_fits(workload: str, batch_size: int, accelerators: int, layout: dict, 
                           f"samples in {data_dir}; DLRM's batch is global")
 
 
-# ----------------------------------------------------------------------------- compute model
-
-def load_compute_model(source: str):
-    """:func:`experiments.workloads.compute_model.load`, plus ``"zero"`` (sleep 0 s)."""
-    from ..workloads import compute_model as cm
-
-    if source == ZERO_MODEL:
-        zero = {"mean": {"coef": {"G": 0.0, "B": 0.0, "c": 0.0}}, "std": {"coef": {"G": 0.0, "B": 0.0, "c": 0.0}}}
-        return cm.ComputeModel(source=ZERO_MODEL, host="none: no compute (storage-only load)",
-                               workloads={w: zero for w in WORKLOADS})
-    return cm.load(source)
-
-
-def eval_model(source: str) -> dict:
-    """UNET3D's evaluation time per case (seconds): ``{"mean_s", "std_s"[, "s_per_MB",
-    "intercept_s"], "source"}`` from the compute-model file's ``unet3d_eval`` entry (the fitted
-    model of ``workload_fits``), the thesis's N(8.403, 4.442) for ``thesis-v100``, 0 for
-    ``zero`` and for a file without the entry (said in ``source``)."""
-    from .. import reference
-    from ..workloads import compute_model as cm
-
-    if source == ZERO_MODEL:
-        return {"mean_s": 0.0, "std_s": 0.0, "source": "zero"}
-    if source == "thesis-v100":
-        return {"mean_s": reference.HOVON_UNET3D_EVAL_S["mean"],
-                "std_s": reference.HOVON_UNET3D_EVAL_S["std"], "source": "thesis Sec 5.1.3"}
-    p = cm.fit_file() if source in (None, "fit") else paths.resolve(source)
-    try:
-        e = json.loads(p.read_text()).get("unet3d_eval")
-    except (OSError, ValueError):
-        e = None
-    if not e or "mean_s" not in e:
-        return {"mean_s": 0.0, "std_s": 0.0,
-                "source": f"{p}: no unet3d_eval entry, evaluation computes 0 s"}
-    return {k: float(e[k]) for k in ("mean_s", "std_s", "s_per_MB", "intercept_s") if k in e} \
-        | {"source": f"{p}: unet3d_eval"}
-
-
 # ----------------------------------------------------------------------------- building
 
 def from_params(workload: str, section=None, batch_size: int | None = None,
@@ -302,7 +262,9 @@ def check_config(cfg: EmulatorConfig) -> dict:
     check_fits(cfg.workload, cfg.batch_size, cfg.accelerators, layout, cfg.data_dir)
     if cfg.workload == "unet3d":
         from ..workloads.data_unet3d import min_dims  # noqa: F401 - crop checked by the settings model
-    load_compute_model(cfg.compute_model).require(cfg.workload)
+    from ..workloads import compute_model as cm
+
+    cm.load(cfg.compute_model).require(cfg.workload)
     checkpoint.load(cfg.checkpoint_pattern).require(cfg.workload)
     ck = Path(cfg.checkpoint_dir)
     probe = ck

@@ -41,10 +41,16 @@ def env(cfg: EmulatorConfig) -> dict:
 
 def run_record(cfg: EmulatorConfig, run_dir) -> dict:
     """``run.json``: the real run's keys (so :func:`experiments.workloads.launch.collect` reads
-    it) and the emulator's configuration."""
-    return {"workload": cfg.workload, "config": cfg.section, "batch_size": cfg.batch_size,
+    it), the compute model resolved at this run's G and B (``compute``, as a sleep run's:
+    :func:`experiments.workloads.compute_model.resolve`) and the emulator's configuration.
+    ``config.train.threads_per_rank`` is the emulator's, the one key the rank programs read."""
+    from ..workloads import compute_model as cm
+
+    section = cfg.section | {"train": cfg.section["train"] | {"threads_per_rank": cfg.threads_per_rank}}
+    return {"workload": cfg.workload, "config": section, "batch_size": cfg.batch_size,
             "ranks": cfg.accelerators, "seed": cfg.seed, "repeat": 0, "data_dir": cfg.data_dir,
             "run_dir": str(run_dir), "checkpoint_dir": cfg.checkpoint_dir,
+            "compute": cm.resolve(cfg.compute_model, cfg.workload, cfg.accelerators, cfg.batch_size),
             "emulator": cfg.to_json() | {"section": None}}
 
 

@@ -104,13 +104,9 @@ def summarize(run_dir) -> dict:
     if not len(steps):
         raise RuntimeError(f"{run_dir}: no steps-r*.csv; the run did not finish")
     w, G, B = run["workload"], run["ranks"], run["batch_size"]
-    model = None
-    try:
-        from .config import load_compute_model
-        model = load_compute_model(emu["compute_model"])
-        mean, std = model.mean_std(w, G, B)
-    except Exception:  # noqa: BLE001 - the summary of an old folder still reads
-        mean, std = float("nan"), float("nan")
+    # the compute model as resolved into run.json at launch (an old folder without it: NaN)
+    c = run.get("compute") or {}
+    mean, std = float(c.get("mean_s", float("nan"))), float(c.get("std_s", float("nan")))
     per_rank = steps.groupby("rank")
     n_steps = int(per_rank.size().max())
     local_b = B / G if w == "dlrm" else B
@@ -156,7 +152,7 @@ def summarize(run_dir) -> dict:
         "workload": w, "accelerators": G, "nodes": emu.get("nodes", 1), "batch_size": B,
         "batch_is": "global" if w == "dlrm" else "per accelerator",
         "data_dir": run["data_dir"], "checkpoint_dir": run["checkpoint_dir"],
-        "compute_model": {"source": emu["compute_model"], "host": getattr(model, "host", None),
+        "compute_model": {"source": emu["compute_model"], "host": c.get("host"),
                           "mean_s": mean, "std_s": std},
         "checkpoint_pattern": emu["checkpoint_pattern"],
         "steps_per_accelerator": n_steps, "samples": samples,

@@ -61,13 +61,13 @@ def describe(cfg: EmulatorConfig, out_dir="RUN_DIR", rdzv_endpoint: str | None =
     import shlex
 
     from .checkpoint import load as load_pattern
-    from .config import SCHEDULE, data_layout, load_compute_model
+    from ..workloads import compute_model as cm
+    from .config import SCHEDULE, data_layout
 
     lines = ["resolved configuration:", json.dumps(cfg.to_json(), indent=1), ""]
     try:
-        mean, std = load_compute_model(cfg.compute_model).mean_std(cfg.workload, cfg.accelerators,
-                                                                   cfg.batch_size)
-        lines.append(f"compute per step: Normal({mean:.4g} s, {std:.3g} s) from {cfg.compute_model}")
+        c = cm.resolve(cfg.compute_model, cfg.workload, cfg.accelerators, cfg.batch_size)
+        lines.append(f"compute per step: Normal({c['mean_s']:.4g} s, {c['std_s']:.3g} s) from {cfg.compute_model}")
     except Exception as e:  # noqa: BLE001 - a dry run reports, it does not stop
         lines.append(f"compute model: {e}")
     try:

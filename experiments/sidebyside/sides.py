@@ -111,11 +111,7 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
             from ..workloads import compute_model as cm
             from ..workloads import launch
 
-            compute = None
-            if side == "sleep":
-                model = cm.load(compute_model)
-                model.require(workload)
-                compute = model.run_facts(workload, ranks, batch_size)
+            compute = cm.resolve(compute_model, workload, ranks, batch_size) if side == "sleep" else None
             launch.run_config(workload, sec, batch_size, ranks, seed, Path(data_dir), run_dir,
                               compute=compute, variant=side)
             dres = None

@@ -22,7 +22,9 @@ a step splits only into ``data_ns`` (the wait in ``next(iterator)``, the Iterato
 Fig 5.10) and ``compute_ns`` (the distributed step until its loss is on the host). There is
 no synchronous VFS read to time inside tf.data: ``vfs_ns`` and ``prep_ns`` are not recorded.
 
-``train.compute: sleep`` (:mod:`.step_compute`), which the thesis could not do (a ``sleep``
+The loop (data wait, step, record, phases, checkpoint points, the exit) is :mod:`.loop`'s,
+shared with the sleep run and the emulator (no model built, checkpoints replayed from a traced
+pattern). ``train.compute: sleep`` (:mod:`.step_compute`), which the thesis could not do (a ``sleep``
 inside the model is dropped when TensorFlow compiles the step, Sec 5.2.2): the same tf.data
 pipeline, distributed dataset and iterator; the step waits on ``next(iterator)`` (the batch's
 tensors exist when it returns), then sleeps ``t`` in Python, outside any graph, then runs one
@@ -37,16 +39,13 @@ batches and sleeps one evaluation step per batch.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from . import rank as rk
-from . import step_compute
+from . import loop
 from .data_bert import train_files
-from .steptimer import AppLog, StepTimer, peak_rss_bytes
 
 
 def feature_spec(tf, seq_len: int, max_pred: int) -> dict:
@@ -135,86 +134,105 @@ def _leave_together(folder: Path, rank: int, world: int, timeout_s: float = 120.
 
 
 def main(argv=None) -> None:
-    run = rk.read_run(argv)
+    """One worker of BERT: the real model, a sleep run or the emulator (:mod:`.loop`)."""
+    run = loop.read_run(argv)
     cfg, B, seed = run["config"], run["batch_size"], run["seed"]
     dc, mc, tc = cfg["data"], cfg["model"], cfg["train"]
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    app = AppLog(Path(run["run_dir"]) / f"app-r{rank}.jsonl", rank, "bert")
-    app.event("init", "begin")
+    lp = loop.RankLoop(run, rank, world)   # no checkpoint barrier: each worker writes its own files
+    lp.app.event("init", "begin")
     import tensorflow as tf
-    import keras
 
-    threads = tc.get("threads_per_rank") or max(1, (os.cpu_count() or 1) // world)
+    threads = loop.threads_per_rank(run, world)
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(max(2, threads))
     comm = tf.distribute.experimental.CommunicationOptions(
         implementation=tf.distribute.experimental.CommunicationImplementation.RING)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
-    keras.utils.set_random_seed(seed)
+    emulated = loop.emulated(run)
+    if not emulated:
+        import keras
+
+        keras.utils.set_random_seed(seed)
     files = train_files(run["data_dir"])
     ds = strategy.distribute_datasets_from_function(
         lambda ctx: input_fn(tf, files, ctx.input_pipeline_id, ctx.num_input_pipelines, B,
                              dc["seq_len"], dc["max_predictions"], tc["cycle_length"],
                              tc["shuffle_buffer"], tc["map_threads"], seed))
-    with strategy.scope():
-        model = build_model(keras, tf, dc["vocab_size"], dc["seq_len"], mc["hidden"], mc["layers"],
-                            mc["heads"], mc["intermediate"])
-        opt = keras.optimizers.Adam(tc["lr"])
-        global_batch = B * world
-
-        @tf.function
-        def train_step(batch):
-            def step_fn(f):
-                with tf.GradientTape() as tape:
-                    mlm, nsp = model(f, training=True)
-                    loss = tf.reduce_sum(losses(tf, f, mlm, nsp)) / global_batch
-                grads = tape.gradient(loss, model.trainable_variables)
-                opt.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
-            per = strategy.run(step_fn, args=(batch,))
-            return strategy.reduce(tf.distribute.ReduceOp.SUM, per, axis=None)
-
-        it = iter(ds)
-        first = next(it)
-        strategy.run(lambda f: model(f), args=(first,))  # build the variables
-        opt.build(model.trainable_variables)
-    ckpt = tf.train.Checkpoint(model=model, optimizer=opt)
-    ckpt_dir = Path(run["checkpoint_dir"]) / f"worker-{rank}"
-    app.event("init", "end")
-    facts = {"device": "gpu" if tf.config.list_physical_devices("GPU") else "cpu", "checkpoints": [],
-             "evals": [], "parameters": int(sum(int(tf.size(v)) for v in model.trainable_variables))}
-
-    def checkpoint(tag):
-        with app.phase("checkpoint", tag=tag):
-            t0 = time.perf_counter_ns()
-            path = ckpt.write(str(ckpt_dir / f"ckpt-{tag}"))
-            nbytes = sum(p.stat().st_size for p in ckpt_dir.glob(f"ckpt-{tag}*"))
-            facts["checkpoints"].append({"tag": tag, "path": path, "bytes": nbytes,
-                                         "seconds": (time.perf_counter_ns() - t0) / 1e9})
 
     @tf.function
     def collective():
         return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
 
-    sleep = step_compute.from_run(run, barrier=(lambda: float(collective())) if world > 1 else None)
-    facts["compute"] = run.get("compute", {"mode": "real"})
-    checkpoint("start")
-    t = StepTimer()
-    batch = first
-    with app.phase("train", epoch=0):
-        for step in range(tc["steps"]):
-            t.start_wait()
-            if step:
-                batch = next(it)
-            t.got_batch()
-            if sleep is not None:
-                drawn, loss = sleep(t), float("nan")
-            else:
-                drawn, loss = float("nan"), float(train_step(batch))
-            t.end_step(epoch=0, step=step, samples=B, loss=loss, drawn_s=drawn)
-    checkpoint("end")
+    barrier = (lambda: float(collective())) if world > 1 else None
+    model = None
+    if emulated:
+        if barrier is not None:
+            barrier()      # traced and compiled here, so its own file reads are not counted below
+        lp.io_start()
+        it = iter(ds)
+        first = next(it)   # the real program takes the first batch during its init, too
+        lp.io_stop("io_first_batch")   # the shuffle buffer's first fill is read by now
+    else:
+        with strategy.scope():
+            model = build_model(keras, tf, dc["vocab_size"], dc["seq_len"], mc["hidden"], mc["layers"],
+                                mc["heads"], mc["intermediate"])
+            opt = keras.optimizers.Adam(tc["lr"])
+            global_batch = B * world
+
+            @tf.function
+            def train_step(batch):
+                def step_fn(f):
+                    with tf.GradientTape() as tape:
+                        mlm, nsp = model(f, training=True)
+                        loss = tf.reduce_sum(losses(tf, f, mlm, nsp)) / global_batch
+                    grads = tape.gradient(loss, model.trainable_variables)
+                    opt.apply_gradients(zip(grads, model.trainable_variables))
+                    return loss
+                per = strategy.run(step_fn, args=(batch,))
+                return strategy.reduce(tf.distribute.ReduceOp.SUM, per, axis=None)
+
+            lp.io_start()
+            it = iter(ds)
+            first = next(it)
+            lp.io_stop("io_first_batch")
+            strategy.run(lambda f: model(f), args=(first,))  # build the variables
+            opt.build(model.trainable_variables)
+        lp.facts["parameters"] = int(sum(int(tf.size(v)) for v in model.trainable_variables))
+        ckpt = tf.train.Checkpoint(model=model, optimizer=opt)
+        ckpt_dir = Path(run["checkpoint_dir"]) / f"worker-{rank}"
+
+    def save(tag: str) -> dict:
+        t0 = time.perf_counter_ns()
+        path = ckpt.write(str(ckpt_dir / f"ckpt-{tag}"))
+        nbytes = sum(p.stat().st_size for p in ckpt_dir.glob(f"ckpt-{tag}*"))
+        return {"path": path, "bytes": nbytes, "seconds": (time.perf_counter_ns() - t0) / 1e9}
+    write_checkpoint = loop.checkpointer(run, rank, save)
+    sleep = loop.sleep_step(run, barrier)
+    if barrier is not None and emulated:
+        barrier()          # the workers leave init together, as the real one's variable creation makes them
+    lp.app.event("init", "end")
+    lp.facts["device"] = "gpu" if tf.config.list_physical_devices("GPU") and not emulated else "cpu"
+    lp.checkpoint(write_checkpoint, barrier=False, tag="start")
+
+    def batches():
+        """The first batch (taken during init), then ``next(iterator)`` of the distributed data set."""
+        if tc["steps"] < 1:
+            return
+        yield first, {}
+        for _ in range(tc["steps"] - 1):
+            yield next(it), {}
+
+    def real_step(batch, t) -> dict:
+        return {"loss": float(train_step(batch))}
+
+    lp.io_start()
+    with lp.phase("train", epoch=0):
+        lp.steps(batches(), loop.slept(sleep) if sleep is not None else real_step, epoch=0)
+    lp.io_stop()
+    lp.checkpoint(write_checkpoint, barrier=False, tag="end")
     if tc["eval_steps"]:
-        with app.phase("eval"):
+        with lp.phase("eval"):
             t0 = time.perf_counter_ns()
             spec = feature_spec(tf, dc["seq_len"], dc["max_predictions"])
             ev = (tf.data.TFRecordDataset(str(Path(run["data_dir"]) / "eval" / "eval.tfrecord"))
@@ -222,7 +240,9 @@ def main(argv=None) -> None:
                                   for k, v in tf.io.parse_single_example(r, spec).items()})
                   .batch(B).take(tc["eval_steps"]))
             hits = seen = 0.0
+            n = 0
             for f in ev:
+                n += 1
                 if sleep is not None:
                     sleep.evaluate()
                     continue
@@ -230,23 +250,17 @@ def main(argv=None) -> None:
                 w = f["masked_lm_weights"].numpy()
                 hits += float(((tf.argmax(mlm, -1, output_type=tf.int32).numpy() == f["masked_lm_ids"].numpy()) * w).sum())
                 seen += float(w.sum())
-            facts["evals"].append({"seconds": (time.perf_counter_ns() - t0) / 1e9,
-                                   "mlm_accuracy": hits / seen if seen else float("nan")})
-    facts["phase_usage"] = app.usage()
-    d = Path(run["run_dir"])
-    import pandas as pd
-
-    pd.DataFrame(t.rows).to_csv(d / f"steps-r{rank}.csv", index=False)
-    (d / f"rank-r{rank}.json").write_text(json.dumps({"rank": rank, **facts, **peak_rss_bytes()}))
-    app.close()
+            lp.facts["evals"].append({"seconds": (time.perf_counter_ns() - t0) / 1e9, "batches": n,
+                                      "mlm_accuracy": hits / seen if seen else float("nan")})
+    lp.finish()
     if world > 1:
         # Leave together: a last collective, then exit without TensorFlow's shutdown handshake
         # (a worker that exits first otherwise makes the coordination leader wait for its
         # heartbeat timeout before it can exit). A worker that has its share of the collective
         # may still be asked for its buffer by a peer (RecvBuf pulls), so nobody exits before
         # every worker has finished it: a file per worker in the run folder.
-        float(collective())
-        _leave_together(d, rank, world)
+        barrier()
+        _leave_together(Path(run["run_dir"]), rank, world)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

@@ -24,10 +24,19 @@ N(8.403, 4.442), Sec 5.1.3); the fit file's top-level ``unet3d_eval`` is read th
 Without one, an evaluation step draws from the training model, as the thesis approximated
 BERT's and DLRM's evaluation (Sec 5.2.2, 5.3.2).
 
+UNET3D's evaluation time may also grow with the case: ``"s_per_MB"`` and ``"intercept_s"``
+beside ``mean_s`` (the fit's OLS of the window time on the image size, as the thesis found it
+linear in the size); an evaluation step of a case of ``mb`` MB (float32 image) then has mean
+``intercept_s + s_per_MB * mb`` and the entry's ``std_s``.
+
 Sources :func:`load` accepts: a path to such a file; ``"fit"`` (or None), the model this box
 fitted (``results/workload_fits/compute_model.json``); ``"thesis-v100"``, the thesis's V100
 DGX-1 coefficients, built from :mod:`experiments.reference` (never typed twice), so a laptop can
-emulate a V100. ``python -m experiments.workloads.compute_model export thesis-v100 > my.json``
+emulate a V100; ``"zero"``, 0 s for every step and evaluation (a storage-only load).
+:func:`load` is the only reader of a model file. What a run is given is resolved once, at
+launch, by :meth:`ComputeModel.run_facts` (:func:`resolve`: load and resolve) into the run's
+``run.json`` (``compute``); the rank programs, the emulator's summary and the reports read
+those numbers and never the file. ``python -m experiments.workloads.compute_model export thesis-v100 > my.json``
 writes one to edit for another accelerator.
 
 Accelerator utilization, MLPerf Storage's pass mark (thesis Eq 3.1, 3.2): ideal compute time =
@@ -44,11 +53,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths, reference
-from ..config import ConfigError, read_json_file
+from ..config import ConfigError, check_schema_file, read_json_file
 
 SCHEMA = "compute-model/1"
 WORKLOADS = ("unet3d", "bert", "dlrm")
-BUILTIN = ("fit", "thesis-v100")
+ZERO = "zero"  # 0 s per step and per evaluation: the storage-only load (benchmarks)
+BUILTIN = ("fit", "thesis-v100", ZERO)
 MLPERF_AU_PASS = 0.90  # MLPerf Storage: accelerator utilization >= 90 % (UNET3D; thesis Sec 3)
 
 
@@ -66,6 +76,13 @@ def thesis_v100() -> dict:
     ev = reference.HOVON_UNET3D_EVAL_S
     out["workloads"]["unet3d"]["eval"] = {"mean_s": ev["mean"], "std_s": ev["std"]}
     return out
+
+
+def zero_model() -> dict:
+    """The ``zero`` model as a model file: every step and evaluation computes 0 s."""
+    z = {"coef": {"G": 0.0, "B": 0.0, "c": 0.0}}
+    return {"schema": SCHEMA, "host": "none: no compute (storage-only load)",
+            "workloads": {w: {"mean": z, "std": z, "eval": {"mean_s": 0.0, "std_s": 0.0}} for w in WORKLOADS}}
 
 
 @dataclass
@@ -96,21 +113,34 @@ class ComputeModel:
         rng = np.random.default_rng(seed)
         return lambda: max(0.0, float(rng.normal(mu, sd)) if sd > 0 else mu)
 
-    def eval_mean_std(self, workload: str, G: int, B: int) -> tuple[float, float, str]:
-        """(mean, std, where from) of one evaluation step in seconds (module docstring)."""
+    def _eval_entry(self, workload: str) -> dict | None:
         m = self.require(workload)
         ev = m.get("eval") or self.extra.get(f"{workload}_eval")
-        if isinstance(ev, dict) and "mean_s" in ev:
+        return ev if isinstance(ev, dict) and "mean_s" in ev else None
+
+    def eval_mean_std(self, workload: str, G: int, B: int) -> tuple[float, float, str]:
+        """(mean, std, where from) of one evaluation step in seconds (module docstring)."""
+        ev = self._eval_entry(workload)
+        if ev is not None:
             return float(ev["mean_s"]), max(0.0, float(ev.get("std_s", 0.0))), "eval"
         return (*self.mean_std(workload, G, B), "train")
 
     def run_facts(self, workload: str, G: int, B: int) -> dict:
-        """What a sleep run is given (written into its ``run.json``): resolved seconds, so the
-        rank programs need neither this module nor the file."""
+        """The compute a run of ``workload`` at G accelerators and batch B is given, resolved to
+        seconds (written into its ``run.json`` as ``compute``, so the rank programs and every
+        reader need neither this module nor the file): ``mean_s``, ``std_s`` of a training
+        step; ``eval_mean_s``, ``eval_std_s`` of an evaluation step and ``eval_from`` (``eval``:
+        the model's evaluation entry, ``train``: the training model); with a per-MB evaluation
+        entry also ``eval_s_per_MB`` and ``eval_intercept_s`` (module docstring); ``source`` and
+        ``host`` of the model."""
         mu, sd = self.mean_std(workload, G, B)
         emu, esd, efrom = self.eval_mean_std(workload, G, B)
-        return {"mode": "sleep", "source": self.source, "host": self.host, "mean_s": mu, "std_s": sd,
-                "eval_mean_s": emu, "eval_std_s": esd, "eval_from": efrom}
+        out = {"mode": "sleep", "source": self.source, "host": self.host, "mean_s": mu, "std_s": sd,
+               "eval_mean_s": emu, "eval_std_s": esd, "eval_from": efrom}
+        ev = self._eval_entry(workload) or {}
+        if "s_per_MB" in ev and "intercept_s" in ev:
+            out |= {"eval_s_per_MB": float(ev["s_per_MB"]), "eval_intercept_s": float(ev["intercept_s"])}
+        return out
 
     def facts(self) -> dict:
         """What env.json records about the model used."""
@@ -124,12 +154,8 @@ class ComputeModel:
 
 def _check(obj, source: str) -> ComputeModel:
     where = f"compute model {source}"
-    if not isinstance(obj, dict) or not isinstance(obj.get("workloads"), dict):
-        raise ConfigError(f"{where}: not a compute-model file (schema {SCHEMA!r}): needs a "
-                          "'workloads' mapping of workload -> {mean: {coef: {G, B, c}}, std: ...}")
-    if obj.get("schema", SCHEMA) != SCHEMA:
-        raise ConfigError(f"{where}: schema = {obj.get('schema')!r}; allowed: {SCHEMA!r}")
-    for w, m in obj["workloads"].items():
+    for w, m in check_schema_file(obj, where, SCHEMA, "compute-model",
+                                  "{mean: {coef: {G, B, c}}, std: ...}").items():
         for stat in ("mean", "std"):
             coef = (m or {}).get(stat, {}).get("coef") if isinstance(m, dict) else None
             if not isinstance(coef, dict):
@@ -166,9 +192,17 @@ def load(source: str | Path | None = None) -> ComputeModel:
         source = str(p)
     if source == "thesis-v100":
         return _check(thesis_v100(), "thesis-v100")
+    if source == ZERO:
+        return _check(zero_model(), ZERO)
     p = paths.resolve(source)
     obj = read_json_file(p, "compute model", f"a compute-model JSON file or one of: {', '.join(BUILTIN)}")
     return _check(obj, str(p))
+
+
+def resolve(source, workload: str, G: int, B: int) -> dict:
+    """:meth:`ComputeModel.run_facts` of the model ``source`` names (:func:`load`) for
+    ``workload`` at G accelerators and batch B: what goes into a run's ``run.json``."""
+    return load(source).run_facts(workload, G, B)
 
 
 def ideal_compute_s(samples: int, batch_size: int, accelerators: int, sleep_s: float) -> float:

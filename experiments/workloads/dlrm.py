@@ -14,7 +14,9 @@ features, ids folded), then takes this rank's slice. ``vfs_ns`` is the ``pread``
 the preprocessing; both sum to ``data_ns``. Every ``eval_every`` steps (and at the end):
 evaluation on the test file, then a checkpoint that overwrites the previous one (rank 0).
 
-``train.compute: sleep`` (:mod:`.step_compute`): the same reads, phases, evaluation reads and
+The loop (data wait, to-device, step, record, phases, evaluation and checkpoint points) is
+:mod:`.loop`'s, shared with the sleep run and the emulator (no model built, checkpoints
+replayed from a traced pattern). ``train.compute: sleep`` (:mod:`.step_compute`): the same reads, phases, evaluation reads and
 checkpoints; forward to optimizer become one ``sleep(t)`` followed by an all-reduce of one
 float (standing in for DDP's gradient all-reduce, which keeps the ranks in step). Each
 evaluation batch is read, then one evaluation step slept (the training model, as the thesis
@@ -30,10 +32,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from . import loop, step_compute
 from . import rank as rk
-from . import step_compute
 from .data_dlrm import SAMPLE_BYTES, SAMPLE_INTS, open_reader
-from .steptimer import AppLog, LoaderLog, StepTimer
+from .steptimer import LoaderLog
 
 
 class BatchReader:
@@ -100,89 +102,83 @@ def build_model(model_cfg: dict):
     return DLRM()
 
 
+def eval_segments(steps: int, eval_every: int) -> list[tuple[int, int]]:
+    """(first, last) step of each stretch of training between evaluation points: an evaluation
+    (and a checkpoint) after every ``eval_every`` steps and after the last step."""
+    ends = [s for s in range(steps) if (eval_every and (s + 1) % eval_every == 0) or s == steps - 1]
+    return [(a, b) for a, b in zip([0] + [e + 1 for e in ends[:-1]], ends)]
+
+
 def main(argv=None) -> None:
+    """One rank of DLRM: the real model, a sleep run or the emulator (:mod:`.loop`)."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    run = rk.read_run(argv)
+    run = loop.read_run(argv)
     cfg, B, seed = run["config"], run["batch_size"], run["seed"]
+    tc = cfg["train"]
     rank, world, _, device, sync = rk.setup_torch(run)
-    app = AppLog(Path(run["run_dir"]) / f"app-r{rank}.jsonl", rank, "dlrm")
+    barrier = step_compute.torch_barrier(device)
+    lp = loop.RankLoop(run, rank, world, sync=sync, barrier=barrier)
     loader_log = LoaderLog()
-    with app.phase("init"):
-        model = build_model(cfg["model"]).to(device)
-        if dist.is_initialized():
-            model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
-        opt = torch.optim.SGD(model.parameters(), lr=cfg["train"]["lr"])
-        loss_fn = torch.nn.BCEWithLogitsLoss()
+    model = opt = None
+    with lp.phase("init"):
+        sleep = loop.sleep_step(run, barrier)
+        if not loop.emulated(run):
+            model = build_model(cfg["model"]).to(device)
+            if dist.is_initialized():
+                model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+            opt = torch.optim.SGD(model.parameters(), lr=tc["lr"])
+            loss_fn = torch.nn.BCEWithLogitsLoss()
         cap = cfg["model"]["max_cardinality"]
         train = BatchReader(run["data_dir"], "train", cap, seed, loader_log)
         test = BatchReader(run["data_dir"], "eval", cap, seed, LoaderLog())
-        sleep = step_compute.from_run(run, barrier=step_compute.torch_barrier(device))
-    t = StepTimer(sync)
-    tc = cfg["train"]
-    ckpt = Path(run["checkpoint_dir"]) / "dlrm.pt"
-    facts = {"device": str(device), "evals": [], "checkpoints": [], "compute": run.get("compute", {"mode": "real"})}
-    app.event("train", "begin", epoch=0)
-    for step in range(tc["steps"]):
-        t.start_wait()
-        dense, cat, y, vfs, prep = train.read(B, rank, world)
-        t.got_batch()
-        dense, cat, y = dense.to(device), cat.to(device), y.to(device)
-        t.mark("to_device_ns")
-        if sleep is not None:
-            drawn, loss = sleep(t), float("nan")
-        else:
-            drawn = float("nan")
-            out = model(dense, cat)
-            t.mark("forward_ns")
-            loss = loss_fn(out, y)
-            t.mark("loss_ns")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            t.mark("backward_ns")
-            opt.step()
-            t.mark("optimizer_ns")
-            loss = float(loss.detach())
-        t.end_step(epoch=0, step=step, samples=B, local_samples=len(y), vfs_ns=vfs, prep_ns=prep,
-                   loss=loss, drawn_s=drawn)
-        last = step == tc["steps"] - 1
-        if (tc["eval_every"] and (step + 1) % tc["eval_every"] == 0) or last:
-            app.event("train", "end", epoch=0, step=step)
-            if tc["eval_steps"]:
-                with app.phase("eval", step=step):
-                    t0, correct, seen = time.perf_counter_ns(), 0, 0
+        save = loop.torch_saver(rank, Path(run["checkpoint_dir"]) / "dlrm.pt",
+                                lambda: (model.module if hasattr(model, "module") else model).state_dict())
+        write_checkpoint = loop.checkpointer(run, rank, save)
+    lp.facts["device"] = str(device)
+
+    def batches(n: int):
+        """``n`` global batches, one ``pread`` each; this rank's slice and its read times."""
+        for _ in range(n):
+            dense, cat, y, vfs, prep = train.read(B, rank, world)
+            yield (dense, cat, y), {"local_samples": len(y), "vfs_ns": vfs, "prep_ns": prep}
+
+    def real_step(batch, t) -> dict:
+        dense, cat, y = batch
+        return {"loss": float(loop.model_step(t, model, opt, loss_fn, (dense, cat), y).detach())}
+
+    step = loop.slept(sleep) if sleep is not None else real_step
+    lp.io_start()
+    for a, b in eval_segments(tc["steps"], tc["eval_every"]):
+        lp.app.event("train", "begin", epoch=0, **({"step": a} if a else {}))
+        lp.steps(batches(b - a + 1), step, first_step=a, epoch=0,
+                 to_device=lambda x: tuple(v.to(device) for v in x))
+        lp.app.event("train", "end", epoch=0, step=b)
+        if tc["eval_steps"]:
+            with lp.phase("eval", step=b):
+                t0, correct, seen = time.perf_counter_ns(), 0, 0
+                if model is not None:
                     model.eval()
-                    with torch.no_grad():
-                        for k in range(tc["eval_steps"]):
-                            off = (k * B) % max(1, test.n - B + 1)
-                            d, c, yy, _, _ = test.read(B, rank, world, offset=off)
-                            if sleep is not None:
-                                sleep.evaluate()
-                                continue
-                            p = model(d.to(device), c.to(device))
-                            correct += int(((p > 0).float().cpu() == yy).sum())
-                            seen += len(yy)
+                with torch.no_grad():
+                    for k in range(tc["eval_steps"]):
+                        off = (k * B) % max(1, test.n - B + 1)
+                        d, c, yy, _, _ = test.read(B, rank, world, offset=off)
+                        if sleep is not None:
+                            sleep.evaluate()
+                            continue
+                        p = model(d.to(device), c.to(device))
+                        correct += int(((p > 0).float().cpu() == yy).sum())
+                        seen += len(yy)
+                if model is not None:
                     model.train()
-                    facts["evals"].append({"step": step, "seconds": (time.perf_counter_ns() - t0) / 1e9,
-                                           "accuracy": correct / seen if seen else float("nan")})
-            with app.phase("checkpoint", step=step):
-                t0 = time.perf_counter_ns()
-                if rank == 0:
-                    ckpt.parent.mkdir(parents=True, exist_ok=True)
-                    state = (model.module if hasattr(model, "module") else model).state_dict()
-                    torch.save(state, ckpt)  # overwrites the previous one, as the reference
-                    facts["checkpoints"].append({"step": step, "bytes": ckpt.stat().st_size,
-                                                 "seconds": (time.perf_counter_ns() - t0) / 1e9})
-                if dist.is_initialized():
-                    dist.barrier()
-            if not last:
-                app.event("train", "begin", epoch=0, step=step + 1)
-    loader_log.flush_to(run["run_dir"], rank)
-    facts["phase_usage"] = app.usage()
-    rk.write_rank(run, rank, t.rows, facts)
-    app.close()
+                lp.facts["evals"].append({"step": b, "seconds": (time.perf_counter_ns() - t0) / 1e9,
+                                          "batches": tc["eval_steps"], "bytes": tc["eval_steps"] * B * SAMPLE_BYTES,
+                                          "accuracy": correct / seen if seen else float("nan")})
+        lp.checkpoint(write_checkpoint, step=b)
+    lp.io_stop()
+    lp.finish(loader_log)
     rk.finish()
 
 

@@ -208,7 +208,7 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame) -> list[dic
                     f"on this host")
         if w == "dlrm":
             b, G = int(g["batch_size"].max()), int(g["ranks"].min())
-            v100 = cm.load("thesis-v100").mean_std("dlrm", G, b)[0]
+            v100 = cm.resolve("thesis-v100", "dlrm", G, b)["mean_s"]
             big = g[(g["batch_size"] == b) & (g["ranks"] == G)]
             out.append(claim(
                 "dlrm-data-share-about-10pct", SOURCE, fig[w],
@@ -429,7 +429,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
             p = p.assign(r=p["compute_sps_b"] / p["compute_sps_a"] - 1)
             worst = p.loc[p["r"].abs().idxmax()]
             v = float(p["r"].abs().max())
-            mu = model.mean_std(w, int(worst["ranks"]), int(worst["batch_size"]))[0]
+            mu = model.run_facts(w, int(worst["ranks"]), int(worst["batch_size"]))["mean_s"]
             why = (f"worst at G={int(worst['ranks'])} B={int(worst['batch_size'])}: real median compute "
                    f"{worst['compute_s_a']:.3g} s, the model's mean there {mu:.3g} s "
                    f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2') or float('nan'):.2f})"
@@ -556,7 +556,8 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
         st = sleep_steps[sleep_steps["steady"]] if "steady" in sleep_steps else sleep_steps
         st = st[st["rank"] == 0]            # ranks share their draws: one sample per step
         for (w, v, g, b), d in st.groupby(["workload", "variant", "ranks", "batch_size"]):
-            mu, sd = model.mean_std(w, int(g), int(b))
+            c = model.run_facts(w, int(g), int(b))      # what the runs were given
+            mu, sd = c["mean_s"], c["std_s"]
             want = floored_normal_mean(mu, sd)
             z.append(abs(d["sleep_ns"].mean() / 1e9 - want) / (sd / np.sqrt(len(d)) + SLEEP_SLACK_S))
     out.append(claim(

@@ -62,7 +62,7 @@ class Common(Section):
     threads_per_rank: int = Field(0, ge=0, le=256, description="intra-op threads; 0: CPUs / ranks")
     compute: Literal["real", "sleep"] = Field("real", description="real model, or sleep(t) from compute_model")
     compute_model: str = Field("fit", min_length=1,
-                               description="fit | thesis-v100 | path of a compute-model/1 file (sleep only)")
+                               description="fit | thesis-v100 | zero | path of a compute-model/1 file (sleep only)")
     checkpoint_dir: str = Field("data/checkpoints", min_length=1,
                                 description="where checkpoints go (relative to the project)")
     timeout_s: int = Field(900, ge=10, le=86400, description="per configuration")
@@ -322,7 +322,7 @@ class WorkloadSleepConfig(Subset):
     ``compute_model``; and UNET3D with the loader's preprocessing replaced (``fig_a3``)."""
 
     compute_model: str = Field("fit", min_length=1,
-                               description="fit | thesis-v100 | path of a compute-model/1 file")
+                               description="fit | thesis-v100 | zero | path of a compute-model/1 file")
     fig_a3: FigA3 = FigA3()
 
 

@@ -16,11 +16,15 @@ all-reduced across ranks (the "cumulative loss" of Fig 5.2, ``allreduce_ns``).
 Evaluation: sliding-window inference at batch 1 over the evaluation cases, split over ranks;
 a checkpoint at the end (rank 0).
 
-``train.compute: sleep`` (:mod:`.step_compute`): the same loader, to-device, phases,
+The loop (data wait, to-device, step, record, phases, evaluation and checkpoint points) is
+:mod:`.loop`'s, shared with the sleep run and the emulator. ``train.compute: sleep``
+(:mod:`.step_compute`): the same loader, to-device, phases,
 evaluation reads and checkpoint; forward to optimizer become one ``sleep(t)``, then an
 all-reduce of one float per step (the real step's DDP gradient all-reduce and cumulative
 loss are the collectives that keep ranks in step). Evaluation reads each case and sleeps one
-evaluation step instead of the sliding window. ``train.preprocessing``: ``none`` keeps only a
+evaluation step instead of the sliding window (per MB of the case when the compute model has
+it). As the emulator (``run.json`` with an ``emulator`` block) no model is built and the
+checkpoint replays a traced pattern. ``train.preprocessing``: ``none`` keeps only a
 plain random crop (a benchmark that skips preprocessing), ``sleep`` adds ``prep_sleep_s`` of
 sleep per sample in its place (Fig A.3).
 
@@ -34,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
+from . import loop, step_compute
 from . import rank as rk
-from . import step_compute
 from .data_unet3d import N_LABELS, read_manifest
-from .steptimer import AppLog, LoaderLog, StepTimer
+from .steptimer import LoaderLog
 
 N_CLASSES = N_LABELS  # background, kidney, tumour (KiTS19)
 PREPROCESSING = ("real", "none", "sleep")
@@ -208,28 +212,32 @@ def sliding_window(model, x, crop: int, overlap: float):
 
 
 def main(argv=None) -> None:
+    """One rank of UNET3D: the real model, a sleep run or the emulator (:mod:`.loop`)."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.utils.data import DataLoader, DistributedSampler
 
-    run = rk.read_run(argv)
+    run = loop.read_run(argv)
     cfg, B, seed = run["config"], run["batch_size"], run["seed"]
     tc, mc = cfg["train"], cfg["model"]
     rank, world, _, device, sync = rk.setup_torch(run)
-    app = AppLog(Path(run["run_dir"]) / f"app-r{rank}.jsonl", rank, "unet3d")
-    with app.phase("init"):
-        net = build_model(mc["base_channels"], mc["depth"]).to(device)
-        model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None) if dist.is_initialized() else net
-        opt = torch.optim.SGD(model.parameters(), lr=tc["lr"], momentum=0.9)
-        sleep = step_compute.from_run(run, barrier=step_compute.torch_barrier(device))
-        if sleep is not None:
-            # The optimizer state a trained model checkpoints (momentum buffers), unchanged
-            # weights: zero gradients, one step.
-            for p in net.parameters():
-                p.grad = torch.zeros_like(p)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+    barrier = step_compute.torch_barrier(device)
+    lp = loop.RankLoop(run, rank, world, sync=sync, barrier=barrier)
+    net = model = opt = None
+    with lp.phase("init"):
+        sleep = loop.sleep_step(run, barrier)
+        if not loop.emulated(run):
+            net = build_model(mc["base_channels"], mc["depth"]).to(device)
+            model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None) if dist.is_initialized() else net
+            opt = torch.optim.SGD(model.parameters(), lr=tc["lr"], momentum=0.9)
+            if sleep is not None:
+                # The optimizer state a trained model checkpoints (momentum buffers), unchanged
+                # weights: zero gradients, one step.
+                for p in net.parameters():
+                    p.grad = torch.zeros_like(p)
+                opt.step()
+                opt.zero_grad(set_to_none=True)
         train_ds = CaseDataset(run["data_dir"], "train", mc["crop"], seed, run["run_dir"], rank,
                                preprocessing=tc.get("preprocessing", "real"),
                                prep_sleep_s=tc.get("prep_sleep_s", 0.0), oversampling=tc.get("oversampling", 0.4))
@@ -240,42 +248,33 @@ def main(argv=None) -> None:
                             drop_last=True, pin_memory=device.type == "cuda")
         eval_ds = CaseDataset(run["data_dir"], "eval", mc["crop"], seed, run["run_dir"], rank, train=False)
         eval_sampler = DistributedSampler(eval_ds, num_replicas=world, rank=rank, shuffle=False)
-    t = StepTimer(sync)
-    facts = {"device": str(device), "evals": [], "checkpoints": [], "steps_per_epoch": len(loader),
-             "compute": run.get("compute", {"mode": "real"})}
+        save = loop.torch_saver(rank, Path(run["checkpoint_dir"]) / "unet3d.pt",
+                                lambda: {"model": net.state_dict(), "optimizer": opt.state_dict()})
+        write_checkpoint = loop.checkpointer(run, rank, save)
+    lp.facts |= {"device": str(device), "steps_per_epoch": len(loader)}
+
+    def real_step(batch, t) -> dict:
+        x, y = batch
+        loss = loop.model_step(t, model, opt, dice_ce_loss, (x,), y)
+        cum = loss.detach().clone()     # the cumulative loss of Fig 5.2, all-reduced every step
+        if dist.is_initialized():
+            dist.all_reduce(cum)
+        t.mark("allreduce_ns")
+        return {"loss": float(cum) / world}
+
+    step = loop.slept(sleep) if sleep is not None else real_step
+    lp.io_start()
     for epoch in range(tc["epochs"]):
         sampler.set_epoch(epoch)
         train_ds.epoch = epoch
-        with app.phase("train", epoch=epoch):
-            t.start_wait()
-            for step, (x, y) in enumerate(loader):
-                t.got_batch()
-                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                t.mark("to_device_ns")
-                if sleep is not None:
-                    drawn, cum = sleep(t), float("nan")
-                else:
-                    drawn = float("nan")
-                    out = model(x)
-                    t.mark("forward_ns")
-                    loss = dice_ce_loss(out, y)
-                    t.mark("loss_ns")
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    t.mark("backward_ns")
-                    opt.step()
-                    t.mark("optimizer_ns")
-                    cum = loss.detach().clone()
-                    if dist.is_initialized():
-                        dist.all_reduce(cum)
-                    cum = float(cum) / world
-                    t.mark("allreduce_ns")
-                t.end_step(epoch=epoch, step=step, samples=B, loss=cum, drawn_s=drawn)
-                t.start_wait()
+        with lp.phase("train", epoch=epoch):
+            lp.steps(((b, {}) for b in loader), step, epoch=epoch,
+                     to_device=lambda b: tuple(v.to(device, non_blocking=True) for v in b))
         last = epoch == tc["epochs"] - 1
         if last or (tc["eval_every"] and (epoch + 1) % tc["eval_every"] == 0):
-            with app.phase("eval", epoch=epoch):
-                model.eval()
+            with lp.phase("eval", epoch=epoch):
+                if model is not None:
+                    model.eval()
                 with torch.no_grad():
                     for i in eval_sampler:
                         t0 = time.perf_counter_ns()
@@ -283,29 +282,20 @@ def main(argv=None) -> None:
                         x = x.unsqueeze(0).to(device)
                         t1 = time.perf_counter_ns()
                         if sleep is not None:
-                            sleep.evaluate()
+                            sleep.evaluate(mb=x.numel() * 4 / 1e6)
                             dice = float("nan")
                         else:
                             pred = sliding_window(net, x, mc["crop"], tc["eval_overlap"]).argmax(1).cpu()
                             inter = float(((pred == 1) & (y == 1)).sum())
                             dice = 2 * inter / max(1.0, float((pred == 1).sum() + (y == 1).sum()))
-                        facts["evals"].append({"epoch": epoch, "case": int(i), "bytes": int(x.numel() * 4),
-                                               "load_s": (t1 - t0) / 1e9,
-                                               "window_s": (time.perf_counter_ns() - t1) / 1e9, "dice": dice})
-                model.train()
-    with app.phase("checkpoint", epoch=tc["epochs"] - 1):
-        t0 = time.perf_counter_ns()
-        if rank == 0:
-            ckpt = Path(run["checkpoint_dir"]) / "unet3d.pt"
-            ckpt.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"model": net.state_dict(), "optimizer": opt.state_dict()}, ckpt)
-            facts["checkpoints"].append({"bytes": ckpt.stat().st_size, "seconds": (time.perf_counter_ns() - t0) / 1e9})
-        if dist.is_initialized():
-            dist.barrier()
-    train_ds.log.flush_to(run["run_dir"], rank)
-    facts["phase_usage"] = app.usage()
-    rk.write_rank(run, rank, t.rows, facts)
-    app.close()
+                        lp.facts["evals"].append({"epoch": epoch, "case": int(i), "bytes": int(x.numel() * 4),
+                                                  "load_s": (t1 - t0) / 1e9,
+                                                  "window_s": (time.perf_counter_ns() - t1) / 1e9, "dice": dice})
+                if model is not None:
+                    model.train()
+    lp.io_stop()
+    lp.checkpoint(write_checkpoint, epoch=tc["epochs"] - 1)
+    lp.finish(train_ds.log)
     rk.finish()
 
 

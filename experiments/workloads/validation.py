@@ -203,7 +203,7 @@ def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFram
             if k in ph and k != "row":
                 ph = ph[ph[k] == r[k]]
         train_s = float(ph[ph["phase"] == "train"].groupby("rank")["seconds"].sum().max()) if len(ph) else np.nan
-        sleep_s = max(0.0, model.mean_std(w, G, B)[0])
+        sleep_s = max(0.0, model.run_facts(w, G, B)["mean_s"])   # as resolved into the runs' run.json
         if w == "dlrm":   # the global batch: n steps of B samples over all accelerators
             ideal = cm.ideal_compute_s(n * B, B, 1, sleep_s)
         else:             # per-accelerator batch: n steps of B samples on each of G accelerators
