@@ -1,0 +1,40 @@
+"""The course: eight graded labs under ``course/`` (see ``course/README.md``).
+
+The labs are otter-grader master notebooks (``course/labNN-name/labNN-name.ipynb``). This
+package holds what the labs and the instructor's commands share:
+
+- :mod:`.labkit`: small helpers a lab calls (where it writes, a timed read, sizes per profile);
+- :mod:`.build`: ``make course`` (student release + autograder of every lab, with otter assign);
+- :mod:`.grade`: ``make grade LAB=... SUB=...`` (otter run, no Docker; score and feedback);
+- :mod:`.bench`: the measured time table of the course guide (runs each solution).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Lab:
+    """One lab: its folder under ``course/``, its title, and the answer variable the
+    consistency test targets (``answer``, with the paper's number a copied answer would show)."""
+    name: str
+    title: str
+    answer: str
+    paper_value: str
+
+
+LABS: tuple[Lab, ...] = (
+    Lab("lab01-page-cache", "devices and the page cache", "ratio_disk", "32.0"),
+    Lab("lab05-shuffling", "shuffling (DeepIO)", "rl_drop_k", "16"),
+    Lab("lab07-tracing", "tracing", "similarity", "0.95"),
+    Lab("lab08-accelerators", "emulated accelerators", "max_accelerators", "8"),
+)
+
+
+def lab(name: str) -> Lab:
+    """The lab called ``name`` (its folder name, or its number: ``lab01`` or ``1``)."""
+    for x in LABS:
+        if name in (x.name, x.name.split("-")[0], x.name[3:5].lstrip("0")):
+            return x
+    raise ValueError(f"LAB = {name!r}; allowed: {', '.join(x.name for x in LABS)}")
