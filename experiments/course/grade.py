@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -50,11 +49,13 @@ def grade(lab_name: str, submission: str | Path, out: Path | None = None) -> dic
     zip_ = autograder_zip(lab)
     out = out or lab_dir("grades", f"{lab.name}/{sub.stem}")
     out.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run([sys.executable, "-m", "otter", "run", "--no-logo", "-a", str(zip_), "-o", str(out), str(sub)],
-                       env=otter_env(), capture_output=True, text=True)
+    otter_env()
+    from otter.run import main as otter_run
     res = out / "results.json"
+    res.unlink(missing_ok=True)
+    otter_run(str(sub.resolve()), autograder=str(zip_), output_dir=str(out), no_logo=True)
     if not res.is_file():
-        raise RuntimeError(f"otter run wrote no results for {sub} (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+        raise RuntimeError(f"otter run wrote no results for {sub}")
     tests = json.loads(res.read_text())["tests"]
     qs = {t["name"]: {"score": float(t.get("score") or 0), "max_score": float(t["max_score"]), "output": t.get("output", "")}
           for t in tests if t.get("max_score") is not None}
