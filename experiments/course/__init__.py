@@ -26,6 +26,9 @@ class Lab:
 
 LABS: tuple[Lab, ...] = (
     Lab("lab01-page-cache", "devices and the page cache", "ratio_disk", "32.0"),
+    Lab("lab05-shuffling", "shuffling (DeepIO)", "rl_drop", "16.0"),
+    Lab("lab07-tracing", "tracing", "similarity", "0.95"),
+    Lab("lab08-accelerators", "emulated accelerators", "max_accelerators", "8"),
 )
 
 

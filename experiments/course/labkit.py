@@ -85,3 +85,41 @@ def timed_read(path: Path, block: int, random: bool, seed: int = 0) -> dict:
     finally:
         os.close(fd)
     return {"bytes": n, "seconds": s, "MBps": n / s / 1e6, "iops": len(offsets) / s}
+
+
+def emulate(path: Path, accelerators: int, batch_bytes: int, compute_s: float, steps: int,
+            seed: int = 0) -> dict:
+    """A minimal emulated training run (lab 8): ``accelerators`` threads, each doing ``steps``
+    steps of one random ``batch_bytes`` ``pread`` of ``path`` (its data wait) then
+    ``sleep(compute_s)`` (the compute model's step). No prefetch, as the thesis's emulator.
+    Returns ``run_s`` (wall seconds of the whole run), ``read_s`` (mean data wait per step,
+    seconds) and ``steps`` per accelerator; the ideal compute time is ``steps * compute_s``."""
+    import threading
+
+    if accelerators < 1 or steps < 1 or batch_bytes < 1 or compute_s < 0:
+        raise ValueError(f"accelerators = {accelerators}, steps = {steps}, batch_bytes = {batch_bytes}, "
+                         f"compute_s = {compute_s}: counts must be >= 1 and compute_s >= 0")
+    size = os.path.getsize(path)
+    slots = max(1, size // batch_bytes)
+    waits: list[float] = []
+    fd = os.open(path, os.O_RDONLY)
+
+    def rank(r: int) -> None:
+        rng = np.random.default_rng([seed, r])
+        for _ in range(steps):
+            t = time.perf_counter()
+            os.pread(fd, batch_bytes, int(rng.integers(slots)) * batch_bytes)
+            waits.append(time.perf_counter() - t)
+            time.sleep(compute_s)
+
+    try:
+        threads = [threading.Thread(target=rank, args=(r,)) for r in range(accelerators)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        run_s = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+    return {"run_s": run_s, "read_s": float(np.mean(waits)), "steps": steps}
