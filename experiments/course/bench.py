@@ -44,8 +44,10 @@ def run_solution(lab) -> tuple[float, str]:
     from nbclient import NotebookClient
 
     nb = nbformat.read(solution_notebook(lab), 4)
-    nb.cells.append(nbformat.v4.new_code_cell(f"print('COURSE_ANSWER', repr({lab.answer}))"))
+    nb.cells.append(nbformat.v4.new_code_cell(
+        f"_v = {lab.answer}\nprint('COURSE_ANSWER', f'{{float(_v):.4g}}' if hasattr(_v, '__float__') else repr(_v))"))
     work = lab_dir("bench", lab.name)
+    nbformat.write(nbformat.read(solution_notebook(lab), 4), work / solution_notebook(lab).name)  # otter.Notebook reads it
     t0 = time.perf_counter()
     NotebookClient(nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
     s = time.perf_counter() - t0
