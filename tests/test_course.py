@@ -64,7 +64,7 @@ def _solution_lines(nb_path: Path) -> list[str]:
 
 def _hidden_tests(nb_path: Path) -> list[str]:
     return ["".join(c.source) for c in nbformat.read(nb_path, 4).cells
-            if c.cell_type == "code" and re.search(r"^hidden:\s*true", "".join(c.source), re.M)]
+            if c.cell_type == "code" and re.search(r"^hidden:\s*true", "".join(c.source), re.MULTILINE)]
 
 
 @pytest.mark.parametrize("x", LABS, ids=[x.name for x in LABS])
@@ -104,7 +104,7 @@ def test_untouched_student_notebook_fails(built):
 @pytest.mark.parametrize("x", LABS, ids=[x.name for x in LABS])
 def test_typed_paper_number_fails_the_consistency_test(built, x, tmp_path):
     nb = nbformat.read(cb.solution_notebook(x), 4)
-    pat = re.compile(rf"^{re.escape(x.answer)} = .*$", re.M)
+    pat = re.compile(rf"^{re.escape(x.answer)} = .*$", re.MULTILINE)
     hits = [c for c in nb.cells if c.cell_type == "code" and pat.search("".join(c.source))]
     assert len(hits) == 1, f"{x.name}: one cell computes {x.answer}"
     hits[0].source = pat.sub(f"{x.answer} = {x.paper_value}", "".join(hits[0].source))

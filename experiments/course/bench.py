@@ -24,14 +24,15 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import nbformat
 import pandas as pd
 
 from .. import envinfo
 from ..ae_table import _replace_block
-from . import LABS, lab as find_lab
+from . import LABS
+from . import lab as find_lab
 from .build import autograder_zip, build, course_dir, otter_env, solution_notebook
 from .grade import grade
 from .labkit import PROFILE_ENV, lab_dir
@@ -82,7 +83,7 @@ def _s(x: float) -> str:
 
 
 def markdown(df: pd.DataFrame) -> str:
-    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    when = datetime.now(UTC).isoformat(timespec="seconds")
     lines = [f"Measured by `make course-bench` ({df['profile'].iloc[0]} profile) on {envinfo.host_label()}, "
              f"{when}; 1-minute load average up to {df['load_1min'].max():.1f}.", "",
              "| lab | compute (solution run) | grading (otter re-run + tests) | autograded | the reference box's answer |",

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 from .. import paths
-from . import LABS, Lab, lab as find_lab
+from . import LABS, Lab
+from . import lab as find_lab
 from .labkit import PROFILE_ENV
 
 

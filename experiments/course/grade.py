@@ -32,8 +32,8 @@ def manual_questions(master: Path) -> list[str]:
     names = []
     for c in nbformat.read(master, 4).cells:
         src = "".join(c.source)
-        if c.cell_type == "raw" and src.lstrip().startswith("# BEGIN QUESTION") and re.search(r"^manual:\s*true", src, re.M):
-            m = re.search(r"^name:\s*(\S+)", src, re.M)
+        if c.cell_type == "raw" and src.lstrip().startswith("# BEGIN QUESTION") and re.search(r"^manual:\s*true", src, re.MULTILINE):
+            m = re.search(r"^name:\s*(\S+)", src, re.MULTILINE)
             names.append(m.group(1) if m else "?")
     return names
 

@@ -55,8 +55,7 @@ def write_file(path: Path, mib: int, seed: int = 0) -> Path:
     """Write ``mib`` MiB of random bytes to ``path`` (incompressible), fsync it, return it."""
     rng = np.random.default_rng(seed)
     with open(path, "wb") as f:
-        for _ in range(mib):
-            f.write(rng.integers(0, 256, 1 << 20, dtype=np.uint8).tobytes())
+        f.writelines(rng.integers(0, 256, 1 << 20, dtype=np.uint8).tobytes() for _ in range(mib))
         f.flush()
         os.fsync(f.fileno())
     return path
