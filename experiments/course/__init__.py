@@ -19,7 +19,7 @@ class Lab:
     """One lab: its folder under ``course/``, its title, and the answer variable its hidden
     consistency test recomputes (``answer``), with a number copied from the paper in its place
     (``paper_value``: Table I's Optane/HDD read ratio, Fig 4's 2.3x, Fig 10's 2.6x, the poster's 16 % RL, the thesis's 0.95
-    similarity, the DGX-1's 8 V100s; for lab 3, whose paper gives no share, a round guess), which tests/test_course.py types in to see it fail."""
+    similarity, the DGX-1's 8 V100s; for labs 3 and 6, whose sources give no number, a round guess), which tests/test_course.py types in to see it fail."""
     name: str
     title: str
     answer: str
@@ -32,6 +32,7 @@ LABS: tuple[Lab, ...] = (
     Lab("lab03-prefetch", "prefetch and overlap", "io_share", "0.5"),
     Lab("lab04-burst-buffer", "checkpoints and the burst buffer", "burst_speedup", "2.6"),
     Lab("lab05-shuffling", "shuffling (DeepIO)", "rl_drop", "16.0"),
+    Lab("lab06-formats-lmdb", "formats and LMDB", "ratio_cold", "1.0"),
     Lab("lab07-tracing", "tracing", "similarity", "0.95"),
     Lab("lab08-accelerators", "emulated accelerators", "max_accelerators", "8"),
 )
