@@ -127,3 +127,20 @@ def test_bad_lab_name_stops_with_the_allowed_names():
 def test_grade_refuses_a_missing_submission(tmp_path):
     with pytest.raises(ValueError, match="SUB = "):
         cg.grade("lab01", tmp_path / "nope.ipynb")
+
+
+def test_labkit_profile_and_read_check_their_input(tmp_path, monkeypatch):
+    from experiments.course import labkit
+    monkeypatch.setenv("DLIO_COURSE_PROFILE", "huge")
+    with pytest.raises(ValueError, match="DLIO_COURSE_PROFILE = 'huge'; allowed: smoke, default"):
+        labkit.profile()
+    monkeypatch.setenv("DLIO_COURSE_PROFILE", "smoke")
+    assert labkit.sizes({"smoke": {"n": 1}, "default": {"n": 9}}) == {"n": 1}
+    f = labkit.write_file(tmp_path / "f.bin", 1)
+    with pytest.raises(ValueError, match="block = 0"):
+        labkit.timed_read(f, 0, random=False)
+    seq, rnd = labkit.timed_read(f, 1 << 16, random=False), labkit.timed_read(f, 4096, random=True)
+    assert seq["bytes"] == rnd["bytes"] == 1 << 20          # both patterns read the whole file once
+    assert rnd["iops"] > 0 and seq["MBps"] > 0
+    r = labkit.emulate(f, 2, 4096, 0.001, 5)
+    assert r["run_s"] >= 5 * 0.001 and r["steps"] == 5     # a run is never shorter than its compute
