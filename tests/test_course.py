@@ -39,6 +39,8 @@ def built(tmp_path_factory):
             cb.build(x, run_tests=False)
         yield tmp
     finally:
+        from experiments import paths
+        shutil.rmtree(Path("/dev/shm") / f"dlio-artifact-{paths.checkout_id(tmp)}", ignore_errors=True)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

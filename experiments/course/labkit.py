@@ -10,6 +10,7 @@ with).
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -122,3 +123,14 @@ def emulate(path: Path, accelerators: int, batch_bytes: int, compute_s: float, s
     finally:
         os.close(fd)
     return {"run_s": run_s, "read_s": float(np.mean(waits)), "steps": steps}
+
+
+def release_memory(lab: str) -> int:
+    """Remove ``lab``'s folder on the memory-backed tier (its files hold RAM until deleted: a
+    tmpfs file cannot be evicted). Returns the bytes freed."""
+    d = mem_dir(lab)
+    if d is None:
+        return 0
+    freed = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+    shutil.rmtree(d, ignore_errors=True)
+    return freed
