@@ -4,7 +4,7 @@ VENV  := .venv
 BIN   := $(VENV)/bin
 RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help
+.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench
 
 help:
 	@echo "make repro   set up, then dvc repro on params.yaml (the default profile)"
@@ -14,6 +14,9 @@ help:
 	@echo "make default switch params.yaml back to the default profile"
 	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio, UNET3D CPU convolution path (runs what is stale)"
 	@echo "make ae-table  README's time and disk figures and docs/ae-table.md, from the last run"
+	@echo "make course  the course: student release and autograder of every lab (course/dist/)"
+	@echo "make grade LAB=lab01 SUB=path/to/submission.ipynb  grade one submission (otter, no Docker)"
+	@echo "make course-bench  time each lab's solution (default profile) into course/README.md"
 	@echo "make lock    re-pin env/requirements.lock (and env/dlio.lock) from env/*.in"
 	@echo "make clean   remove results, generated data, explore/ and tier copies (not .venv)"
 
@@ -54,6 +57,16 @@ bench: setup
 ae-table: setup
 	$(RUN) python -m experiments.ae_table
 
+course: setup
+	$(RUN) python -m experiments.course.build
+
+grade: setup
+	@test -n "$(LAB)" -a -n "$(SUB)" || { echo "usage: make grade LAB=lab01 SUB=path/to/submission.ipynb" >&2; exit 2; }
+	$(RUN) python -m experiments.course.grade "$(LAB)" "$(SUB)"
+
+course-bench: setup
+	$(RUN) python -m experiments.course.bench
+
 lock:
 	uv pip compile env/requirements.in --override env/overrides.txt --python-version 3.11 \
 	  --python-platform x86_64-manylinux_2_28 -o env/requirements.lock
@@ -61,4 +74,4 @@ lock:
 	bash env/setup-dlio.sh lock
 
 clean: setup
-	rm -rf results/*/ data/*/ explore/ $$($(RUN) python -m experiments.tiers dirs --own)
+	rm -rf results/*/ data/*/ explore/ course/dist/ $$($(RUN) python -m experiments.tiers dirs --own)

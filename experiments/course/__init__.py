@@ -1,0 +1,46 @@
+"""The course: eight graded labs under ``course/`` (see ``course/README.md``).
+
+The labs are otter-grader master notebooks (``course/labNN-name/labNN-name.ipynb``). This
+package holds what the labs and the instructor's commands share:
+
+- :mod:`.labkit`: small helpers a lab calls (where it writes, a timed read, sizes per profile);
+- :mod:`.build`: ``make course`` (student release + autograder of every lab, with otter assign);
+- :mod:`.grade`: ``make grade LAB=... SUB=...`` (otter run, no Docker; score and feedback);
+- :mod:`.bench`: the measured time table of the course guide (runs each solution).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Lab:
+    """One lab: its folder under ``course/``, its title, and the answer variable its hidden
+    consistency test recomputes (``answer``), with a number copied from the paper in its place
+    (``paper_value``: Table I's Optane/HDD read ratio, Fig 4's 2.3x, Fig 10's 2.6x, the poster's 16 % RL, the thesis's 0.95
+    similarity, the DGX-1's 8 V100s; for labs 3 and 6, whose sources give no number, a round guess), which tests/test_course.py types in to see it fail."""
+    name: str
+    title: str
+    answer: str
+    paper_value: str
+
+
+LABS: tuple[Lab, ...] = (
+    Lab("lab01-page-cache", "devices and the page cache", "ratio_disk", "9.83"),
+    Lab("lab02-tfdata-threads", "tf.data thread scaling", "warm_speedup", "2.3"),
+    Lab("lab03-prefetch", "prefetch and overlap", "io_share", "0.5"),
+    Lab("lab04-burst-buffer", "checkpoints and the burst buffer", "burst_speedup", "2.6"),
+    Lab("lab05-shuffling", "shuffling (DeepIO)", "rl_drop", "16.0"),
+    Lab("lab06-formats-lmdb", "formats and LMDB", "ratio_cold", "1.0"),
+    Lab("lab07-tracing", "tracing", "similarity", "0.95"),
+    Lab("lab08-accelerators", "emulated accelerators", "max_accelerators", "8"),
+)
+
+
+def lab(name: str) -> Lab:
+    """The lab called ``name`` (its folder name, or its number: ``lab01`` or ``1``)."""
+    for x in LABS:
+        if name in (x.name, x.name.split("-")[0], x.name[3:5].lstrip("0")):
+            return x
+    raise ValueError(f"LAB = {name!r}; allowed: {', '.join(x.name for x in LABS)}")

@@ -1,0 +1,104 @@
+"""``make course``: the student release and the autograder of every lab, with otter assign.
+
+For each lab ``course/<lab>/<lab>.ipynb`` (an otter-assign master notebook) this writes
+``course/dist/<lab>/student/<lab>.ipynb`` (solutions, hidden tests and outputs stripped: the
+file to hand out) and ``course/dist/<lab>/autograder/`` (the solution notebook, every test and
+``<lab>-autograder_*.zip``, which ``make grade`` runs). otter assign runs each solution against
+its own tests while building (on the smoke profile, seconds a lab), so a lab whose solution
+fails its tests stops the build. The rubric (``course/<lab>/rubric.md``) is copied beside the
+autograder, never into the student folder.
+
+    python -m experiments.course.build [LAB ...]      # all labs when none named
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .. import paths
+from . import LABS, Lab
+from . import lab as find_lab
+from .labkit import PROFILE_ENV
+
+
+def course_dir() -> Path:
+    """``course/`` at the project root: the master notebooks and rubrics."""
+    return paths.root() / "course"
+
+
+def dist_dir(lab: Lab | None = None) -> Path:
+    """``course/dist/`` (generated, not in git), or one lab's folder in it."""
+    d = course_dir() / "dist"
+    return d / lab.name if lab else d
+
+
+def master(lab: Lab) -> Path:
+    return course_dir() / lab.name / f"{lab.name}.ipynb"
+
+
+def student_notebook(lab: Lab) -> Path:
+    return dist_dir(lab) / "student" / f"{lab.name}.ipynb"
+
+
+def solution_notebook(lab: Lab) -> Path:
+    return dist_dir(lab) / "autograder" / f"{lab.name}.ipynb"
+
+
+def autograder_zip(lab: Lab) -> Path:
+    """The newest autograder zip of ``lab``; FileNotFoundError (naming ``make course``) if none."""
+    zips = sorted((dist_dir(lab) / "autograder").glob(f"{lab.name}-autograder_*.zip"))
+    if not zips:
+        raise FileNotFoundError(f"no autograder for {lab.name} under {dist_dir(lab)}: run `make course` first")
+    return zips[-1]
+
+
+def otter_env() -> None:
+    """Set up this process's environment for the kernels otter starts (they inherit it): this
+    checkout's package and root, and the smoke profile unless the caller chose one (the build
+    and the grader run each solution: seconds, not minutes). otter runs in this process: importing
+    it costs ~5-10 s, paid once for every lab."""
+    os.environ.setdefault(PROFILE_ENV, "smoke")
+    os.environ["DLIO_ROOT"] = str(paths.root())
+    pkg = str(Path(__file__).resolve().parents[2])
+    if pkg not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (pkg, os.environ.get("PYTHONPATH", "")) if p)
+
+
+def build(lab: Lab, run_tests: bool = True) -> Path:
+    """Build ``lab``'s release and autograder into :func:`dist_dir`; return that folder.
+    With ``run_tests`` otter runs the solution against every test first and raises
+    RuntimeError (naming the failed tests) when one fails."""
+    src = master(lab)
+    if not src.is_file():
+        raise FileNotFoundError(f"LAB = {lab.name!r}: no master notebook at {src}")
+    out = dist_dir(lab)
+    shutil.rmtree(out, ignore_errors=True)
+    otter_env()
+    from otter.assign import main as assign
+    assign(str(src), str(out), no_pdfs=True, no_run_tests=not run_tests)
+    rubric = src.parent / "rubric.md"
+    if rubric.is_file():
+        shutil.copy(rubric, out / "autograder" / "rubric.md")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.course.build", description=__doc__.split("\n\n")[0])
+    ap.add_argument("labs", nargs="*", help="lab names or numbers (default: all)")
+    ap.add_argument("--no-run-tests", action="store_true",
+                    help="skip running each solution against its tests (make grade on the solution does the same)")
+    a = ap.parse_args(argv)
+    labs = [find_lab(x) for x in a.labs] if a.labs else list(LABS)  # bad names stop before any work
+    for lab in labs:
+        build(lab, run_tests=not a.no_run_tests)
+        print(f"{lab.name}: student release {student_notebook(lab).relative_to(paths.root())}, "
+              f"autograder {autograder_zip(lab).relative_to(paths.root())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
