@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import burst_buffer as bb
+from experiments.chien import burst_buffer as bb
 from experiments.config import ConfigError
 
 

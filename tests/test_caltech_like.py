@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from experiments import caltech_like as cl
+from experiments.datasets import caltech_like as cl
 from experiments import config
 from experiments.config import ConfigError
 

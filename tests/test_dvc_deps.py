@@ -36,20 +36,20 @@ def _notebook(tmp_path, *cells):
 
 def test_imports_are_followed_through_the_package(tmp_path):
     nb = _notebook(tmp_path,
-                   "%matplotlib inline\nfrom experiments import lmdbio_report as rep\n",
+                   "%matplotlib inline\nfrom experiments.lmdbio import report as rep\n",
                    "from experiments.trace import report\n",
                    "cfg = config.load(figures=None, lmdbio=None)\nx = results.load('lmdbio', 'env.json')\n")
     req = depcheck.required_files(nb)
     # direct, transitive (report -> claims -> results -> envinfo), relative (trace/report: from ..)
-    for f in ("experiments/lmdbio_report.py", "experiments/claims.py", "experiments/reference.py",
+    for f in ("experiments/lmdbio/report.py", "experiments/claims.py", "experiments/reference.py",
               "experiments/results.py", "experiments/envinfo.py", "experiments/cache.py",
               "experiments/trace/__init__.py", "experiments/trace/similarity.py",
               "experiments/__init__.py"):
         assert f in req, f
     # config.load imports the module of each section it validates
-    assert {"experiments/lmdbio.py", "experiments/common_config.py", "experiments/procs.py"} <= req
+    assert {"experiments/lmdbio/read.py", "experiments/common_config.py", "experiments/procs.py"} <= req
     assert "results/lmdbio/env.json" in req
-    assert "experiments/alexnet.py" not in req
+    assert "experiments/chien/alexnet.py" not in req
 
 
 def test_a_missing_dep_is_found(tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from experiments import imagenet_like as il
+from experiments.datasets import imagenet_like as il
 from experiments.common_config import parse_bssplit
 from experiments.config import ConfigError
 from experiments.reference import NELSON_IMAGENET_BSSPLIT as MIX
