@@ -31,7 +31,7 @@ from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import ConfigError, Section
 from ..progress import progress
-from ..tiers import Tier
+from ..tiers import Tier, tier_named
 
 
 class AlexNetConfig(Section):
@@ -103,14 +103,6 @@ class CheckpointConfig(Section):
 
 
 # --- checks that need more than one section -------------------------------------------------
-
-def tier_named(name: str, tiers: list[Tier], param: str) -> Tier:
-    """The tier called ``name``; a ConfigError naming ``param`` and the known tiers otherwise."""
-    for t in tiers:
-        if t.name == name:
-            return t
-    raise ConfigError(f"{param} = {name!r}: no such tier; allowed: {', '.join(t.name for t in tiers)}")
-
 
 def prepare_checkpoint_tiers(named: list[tuple[str, Tier]]) -> dict[str, str]:
     """Check the tiers checkpoints go to, before any work (see :func:`experiments.tiers.prepare`:

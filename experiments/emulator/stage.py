@@ -151,16 +151,7 @@ def replay_check(pats: dict, work_root=None, backend: str = "auto") -> pd.DataFr
 
 def pick_tier(tiers, tier: str):
     """The tier named ``tier`` in ``tiers``, or, for a directory path, a tier ``custom`` there
-    (checked by :func:`experiments.tiers.prepare`: exists or can be made, writable)."""
-    from ..config import ConfigError
-    from ..tiers import Tier, prepare
-
-    for t in tiers:
-        if t.name == tier:
-            return t
-    if "/" in str(tier) or str(tier).startswith("~"):
-        t = Tier(name="custom", path=str(tier))
-        prepare(t)
-        return t
-    raise ConfigError(f"tier = {tier!r}; allowed: a directory path or one of "
-                      f"{', '.join(t.name for t in tiers)}")
+    (checked by :func:`experiments.tiers.prepare`: exists or can be made, writable); the
+    lookup is :func:`experiments.tiers.tier_named`."""
+    from ..tiers import tier_named
+    return tier_named(tier, tiers, "tier", or_path=True)
