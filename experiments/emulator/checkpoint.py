@@ -57,6 +57,9 @@ SCHEMA = "checkpoint-pattern/1"
 BUILTIN = ("traced", "thesis", "none")
 OPS = ("write", "pwrite64", "writev")
 WRITERS = ("rank0", "all")
+# Which ranks write a checkpoint in the real programs (experiments/workloads/): rank 0 for the
+# PyTorch workloads, every worker for BERT (each writes its own files, as the thesis saw).
+DEFAULT_WRITERS = {"unet3d": "rank0", "bert": "all", "dlrm": "rank0"}
 REUSE = ("overwrite", "new")
 
 
@@ -407,7 +410,7 @@ def derive(trace, checkpoint, workload: str, ranks: int = 1, app_log=None,
     ``app_log``: the run's application-log records (a list, a file, or a run folder with
     ``app-r*.jsonl``): writes are split into checkpoints by its ``checkpoint`` phases (without
     it the whole trace is one checkpoint). ``ranks``: how many ranks the traced run had (with
-    one, who writes is the workload's default: :data:`~.config.DEFAULT_WRITERS`). ``root``: the
+    one, who writes is the workload's default: :data:`DEFAULT_WRITERS`). ``root``: the
     folder names are made relative to (default: the first ``checkpoint`` folder).
 
     The pattern is the **last** checkpoint's writes of its first writer (by first write); every
@@ -417,7 +420,6 @@ def derive(trace, checkpoint, workload: str, ranks: int = 1, app_log=None,
     import pandas as pd
 
     from ..trace import schema, vector
-    from .config import DEFAULT_WRITERS
 
     if isinstance(trace, (str, os.PathLike)):
         trace = schema.load(trace)
