@@ -1,7 +1,8 @@
 """Checkpoint patterns: how a framework writes one checkpoint, measured from a trace, replayed.
 
-The thesis's emulation wrote each checkpoint as one file of the right size; its VFS write
-counts and size distributions were far off (Tables 5.1-5.3, Sec 6.4). Here a checkpoint is
+The thesis's emulation first wrote each checkpoint as one file of the right size, then broke it
+up into multiple smaller writes that followed no distribution of the real run's (Sec 6.4); its
+VFS write counts and size distributions stayed far off (Tables 5.1-5.3). Here a checkpoint is
 replayed write by write from a **checkpoint pattern**, derived from the VFS write rows of a
 trace of the real run (:mod:`experiments.trace`), and stored as a plain JSON file beside the
 compute model, so a user can bring their own framework's.
