@@ -15,7 +15,9 @@ import sys
 
 import pandas as pd
 
-from . import config, fio_baseline, imagenet_like, paths, results, tfdata_read
+from . import config, paths, results
+from .chien import fio_baseline, tfdata_read
+from .datasets import imagenet_like
 from .tiers import stage_copy
 
 

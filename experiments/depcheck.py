@@ -8,8 +8,13 @@ changed (a paper value in ``reference.py``, a rule in ``claims.py``). This walks
 statically (``ast``: every ``import`` anywhere in a module, including inside functions, and
 string constants naming a module, as ``python -m experiments.x`` does) and compares.
 
-``python -m experiments.depcheck`` prints what each stage lacks (and exits 1 when something
-is missing); ``tests/test_dvc_deps.py`` runs the same check.
+It also finds import circles inside the package (:func:`import_cycles`): module A importing B
+while B imports A, at the top or inside a function (a lazy import only hides a circle; it
+breaks when either side moves its import up). Imports under ``if TYPE_CHECKING:`` are left
+out: they never run.
+
+``python -m experiments.depcheck`` prints what each stage lacks and each circle (and exits 1
+when there is any); ``tests/test_dvc_deps.py`` runs the same checks.
 """
 
 from __future__ import annotations
@@ -192,13 +197,102 @@ def missing_deps(dvc_yaml: Path | None = None) -> dict[str, list[str]]:
     return out
 
 
+def _is_type_checking(node: ast.AST) -> bool:
+    t = node.test if isinstance(node, ast.If) else None
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
+        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` (their ``else`` runs)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if _is_type_checking(node):
+            todo.extend(node.orelse)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def import_graph(root: Path | None = None) -> dict[str, set[str]]:
+    """Module -> the package modules it imports at run time (anywhere in it, functions
+    included; ``from pkg import mod`` counts as importing ``pkg.mod``, not ``pkg``). Parent
+    packages are not added: Python runs a package's ``__init__`` before its modules, which is
+    no circle. ``root`` is the project folder (default: this checkout)."""
+    root = Path(root or _root())
+    files = {}
+    for f in sorted((root / PACKAGE).rglob("*.py")):
+        parts = list(f.relative_to(root).with_suffix("").parts)
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    graph = {}
+    for name, f in files.items():
+        out: set[str] = set()
+        for node in _runtime_nodes(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, ast.Import):
+                out.update(a.name for a in node.names if a.name in files)
+            elif isinstance(node, ast.ImportFrom):
+                mod = _resolve(node, name, f.name == "__init__.py")
+                subs = {f"{mod}.{a.name}" for a in node.names} & files.keys()
+                out |= subs
+                if len(subs) < len(node.names) and mod in files:
+                    out.add(mod)
+        graph[name] = out - {name}
+    return graph
+
+
+def import_cycles(root: Path | None = None) -> list[list[str]]:
+    """Groups of package modules that import each other in a circle (strongly connected
+    components of :func:`import_graph` with more than one module), each sorted; [] if none."""
+    graph = import_graph(root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+    for start in graph:  # Tarjan's algorithm, iterative (no recursion limit on deep chains)
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    cycles.append(sorted(comp))
+    return sorted(cycles)
+
+
 def main(argv=None) -> int:
     miss = missing_deps()
     for stage, files in miss.items():
         print(f"{stage}: add to deps: " + ", ".join(files))
     if not miss:
         print("every stage lists every package module its notebook runs")
-    return 1 if miss else 0
+    cycles = import_cycles()
+    for c in cycles:
+        print("import circle: " + " <-> ".join(c))
+    if not cycles:
+        print("no import circle in the package")
+    return 1 if miss or cycles else 0
 
 
 if __name__ == "__main__":

@@ -152,6 +152,25 @@ def _human(n: float) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
 
 
+def tier_named(name: str, tiers: list[Tier], param: str, *, or_path: bool = False) -> Tier:
+    """The tier called ``name`` in ``tiers`` (every stage's one lookup of a tier by name).
+
+    With ``or_path``, a directory path (containing ``/`` or starting with ``~``) is accepted
+    too and gives a tier ``custom`` there, checked by :func:`prepare` (exists or can be made,
+    writable). Anything else stops with a ConfigError naming ``param``, the value and the tiers
+    allowed."""
+    for t in tiers:
+        if t.name == name:
+            return t
+    if or_path and ("/" in str(name) or str(name).startswith("~")):
+        t = Tier(name="custom", path=str(name))
+        prepare(t)
+        return t
+    known = ", ".join(t.name for t in tiers)
+    allowed = f"a directory path or one of {known}" if or_path else known
+    raise ConfigError(f"{param} = {name!r}: no such tier; allowed: {allowed}")
+
+
 def storage_tier(tiers: list[Tier]) -> str:
     """The name of the first tier that is not memory-backed (its reads reach a device): the
     tier a stage's headline numbers are taken on; the first tier if all are in memory."""

@@ -35,6 +35,24 @@ def project_files() -> list[str]:
     return [f for f in out.split("\0") if f and (ROOT / f).is_file()]
 
 
+def tree_digest(folder: Path) -> str:
+    """SHA-256 (hex) of every file under ``folder``: its path relative to ``folder`` and its
+    bytes, in sorted order. Equal digests: the same files with the same contents."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(Path(folder).rglob("*")):
+        if f.is_file():
+            h.update(str(f.relative_to(folder)).encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture
+def digest():
+    """:func:`tree_digest`, for tests that compare generated folders."""
+    return tree_digest
+
+
 class SmokeRun:
     """``dvc repro`` of the smoke profile in a copy of the project, run in the background."""
 

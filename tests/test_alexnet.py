@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import alexnet as ax
-from experiments import caltech_like as cl
+from experiments.chien import alexnet as ax
+from experiments.datasets import caltech_like as cl
 from experiments import config
 from experiments.config import ConfigError
 from experiments.tiers import Tier
@@ -74,7 +74,7 @@ def test_summaries_compute_io_excess_and_ratios_to_fast():
     cs = ax.summarize_checkpoint(ck, "mem").set_index("target")
     assert cs.loc["disk", "stall_median_s_vs_fast"] == pytest.approx(5)
     assert cs.loc["mem>disk", "overhead_s_vs_fast"] == pytest.approx(1.5)
-    from experiments import alexnet_report as rep
+    from experiments.chien import alexnet_report as rep
     r = rep.stall_ratios(cs.reset_index(), "mem", "disk")
     assert r["burst_speedup_stall_vs_slow"] == pytest.approx(1.0 / 0.3)
     assert r["stall_ratio_to_fast_mem"] == 1.0

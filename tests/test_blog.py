@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from experiments import blog_report, blog_tfrecord as bt, config
+from experiments import config
+from experiments.blog import report as blog_report
+from experiments.blog import tfrecord as bt
 from experiments.config import ConfigError
 
 
@@ -41,7 +43,7 @@ def test_tfrecord_conversion_round_trips_and_reads(tmp_path, jpegs):
 
 
 def test_torch_dataset_decodes_and_resizes(jpegs):
-    from experiments import torch_jpeg_loader as tj
+    from experiments.blog import torch_jpeg_loader as tj
 
     loader = tj.make_loader(list(jpegs["abspath"]), list(jpegs["label"]), 0, 4, 16, seed=0)
     batches = list(loader)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import burst_buffer as bb
+from experiments.chien import burst_buffer as bb
 from experiments.config import ConfigError
 
 
@@ -148,21 +148,31 @@ def test_syncfs_mode_works(tiers):
 
 # --- a real kill in the middle of a drain, then restart and restore ---------------------------
 
-def _tiny_trainer():
+def _model(seed: int):
+    """A small model and its optimizer, weights from ``seed``, and their tf.train.Checkpoint."""
     import keras
     import tensorflow as tf
 
-    keras.utils.set_random_seed(7)
+    keras.utils.set_random_seed(seed)
     model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(1024, activation="relu"),
                               keras.layers.Dense(512), keras.layers.Dense(4)])
     opt = keras.optimizers.Adam(1e-3)
     opt.build(model.trainable_variables)
+    return model, opt, tf.train.Checkpoint(model=model, optimizer=opt)
+
+
+def _tiny_trainer():
+    """The model after one training step (optimizer state written too)."""
+    import keras
+    import tensorflow as tf
+
+    model, opt, ck = _model(7)
     x = tf.random.stateless_normal((8, 64), seed=[1, 2])
     y = tf.one_hot([0, 1, 2, 3, 0, 1, 2, 3], 4)
     with tf.GradientTape() as tape:
         loss = keras.losses.CategoricalCrossentropy(from_logits=True)(y, model(x))
     opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-    return model, opt, tf.train.Checkpoint(model=model, optimizer=opt)
+    return model, opt, ck
 
 
 def _state(model, opt):
@@ -212,15 +222,7 @@ def test_kill_mid_drain_then_restart_restores_bit_identical(tiers):
 
 def _fresh():
     """A model and optimizer with different weights, to restore into."""
-    import keras
-    import tensorflow as tf
-
-    keras.utils.set_random_seed(99)
-    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(1024, activation="relu"),
-                              keras.layers.Dense(512), keras.layers.Dense(4)])
-    opt = keras.optimizers.Adam(1e-3)
-    opt.build(model.trainable_variables)
-    return model, opt, tf.train.Checkpoint(model=model, optimizer=opt)
+    return _model(99)
 
 
 def test_kill_of_the_newest_drain_recovers_the_newest_checkpoint(tiers):

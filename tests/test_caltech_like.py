@@ -1,4 +1,3 @@
-import hashlib
 import io
 
 import numpy as np
@@ -6,7 +5,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from experiments import caltech_like as cl
+from experiments.datasets import caltech_like as cl
 from experiments import config
 from experiments.config import ConfigError
 
@@ -33,20 +32,12 @@ def test_png_is_decodable_and_near_target(target):
     assert abs(len(data) / target - 1) < 0.1
 
 
-def _digest(folder):
-    h = hashlib.sha256()
-    for f in sorted(folder.rglob("*")):
-        if f.is_file():
-            h.update(str(f.relative_to(folder)).encode() + f.read_bytes())
-    return h.hexdigest()
-
-
-def test_generation_is_deterministic_and_atomic(tmp_path):
+def test_generation_is_deterministic_and_atomic(tmp_path, digest):
     c1 = cl.CaltechLikeConfig(n_images=20, n_classes=5, png_fraction=0.25, workers=1)
     c2 = c1.model_copy(update={"workers": 2})
     facts = cl.generate(tmp_path / "a" / "ds", c1, 9)
     cl.generate(tmp_path / "b" / "ds", c2, 9)
-    assert _digest(tmp_path / "a" / "ds") == _digest(tmp_path / "b" / "ds")
+    assert digest(tmp_path / "a" / "ds") == digest(tmp_path / "b" / "ds")
     m = cl.read_manifest(tmp_path / "a" / "ds")
     assert len(m) == 20 and set(m["label"]) == set(range(5)) and facts["png_images"] == 5
     assert set(m.loc[m["format"] == "png", "path"].str[-4:]) == {".png"}

@@ -6,7 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import config, deepio, deepio_report, randomization as rz
+from experiments import config
+from experiments.deepio import experiment as deepio
+from experiments.deepio import report as deepio_report
+from experiments.deepio import randomization as rz
 from experiments.config import ConfigError
 
 

@@ -36,20 +36,20 @@ def _notebook(tmp_path, *cells):
 
 def test_imports_are_followed_through_the_package(tmp_path):
     nb = _notebook(tmp_path,
-                   "%matplotlib inline\nfrom experiments import lmdbio_report as rep\n",
+                   "%matplotlib inline\nfrom experiments.lmdbio import report as rep\n",
                    "from experiments.trace import report\n",
                    "cfg = config.load(figures=None, lmdbio=None)\nx = results.load('lmdbio', 'env.json')\n")
     req = depcheck.required_files(nb)
     # direct, transitive (report -> claims -> results -> envinfo), relative (trace/report: from ..)
-    for f in ("experiments/lmdbio_report.py", "experiments/claims.py", "experiments/reference.py",
+    for f in ("experiments/lmdbio/report.py", "experiments/claims.py", "experiments/reference.py",
               "experiments/results.py", "experiments/envinfo.py", "experiments/cache.py",
               "experiments/trace/__init__.py", "experiments/trace/similarity.py",
               "experiments/__init__.py"):
         assert f in req, f
     # config.load imports the module of each section it validates
-    assert {"experiments/lmdbio.py", "experiments/common_config.py", "experiments/procs.py"} <= req
+    assert {"experiments/lmdbio/read.py", "experiments/common_config.py", "experiments/procs.py"} <= req
     assert "results/lmdbio/env.json" in req
-    assert "experiments/alexnet.py" not in req
+    assert "experiments/chien/alexnet.py" not in req
 
 
 def test_a_missing_dep_is_found(tmp_path, monkeypatch):
@@ -94,3 +94,37 @@ def test_the_gathering_stage_must_depend_on_every_claims_file(tmp_path, monkeypa
     miss = depcheck.missing_deps(root / "dvc.yaml")
     assert "results/a/claims.json" in miss.get("all", [])
     assert not any("results/b/" in f or "results/all/" in f for f in miss.get("all", []))
+
+
+def test_the_package_has_no_import_circle():
+    cycles = depcheck.import_cycles()
+    assert not cycles, "modules that import each other (move the shared name to one side):\n" + \
+        "\n".join("  " + " <-> ".join(c) for c in cycles)
+
+
+def test_import_circles_are_found_through_lazy_imports_but_not_type_checking(tmp_path):
+    pkg = tmp_path / "experiments"
+    (pkg / "sub").mkdir(parents=True)
+    for f, text in {
+        "__init__.py": "",
+        "sub/__init__.py": "from .a import x\n",  # a package importing its module: no circle
+        "sub/a.py": "from .. import top\nx = 1\n",
+        "sub/b.py": "def f():\n    from . import c\n",  # lazy: still a circle with c
+        "sub/c.py": "from .b import f\n",
+        "top.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .sub import a\n",
+    }.items():
+        (pkg / f).write_text(text)
+    assert depcheck.import_graph(tmp_path)["experiments.sub.b"] == {"experiments.sub.c"}
+    assert depcheck.import_cycles(tmp_path) == [["experiments.sub.b", "experiments.sub.c"]]
+
+
+def test_the_emulator_circle_this_check_was_written_for_is_found(tmp_path):
+    """emulator/checkpoint.py once imported DEFAULT_WRITERS from emulator/config.py, which
+    imports checkpoint: put that import back in a copy and the check must see the circle."""
+    import shutil
+
+    shutil.copytree(paths.root() / "experiments", tmp_path / "experiments",
+                    ignore=shutil.ignore_patterns("__pycache__", "bin", "plugins"))
+    ck = tmp_path / "experiments" / "emulator" / "checkpoint.py"
+    ck.write_text(ck.read_text() + "\n\ndef _writers():\n    from .config import WORKLOADS\n")
+    assert ["experiments.emulator.checkpoint", "experiments.emulator.config"] in depcheck.import_cycles(tmp_path)

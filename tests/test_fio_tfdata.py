@@ -2,9 +2,9 @@ import shutil
 
 import pytest
 
-from experiments import fio_baseline as fb
-from experiments import imagenet_like as il
-from experiments import tfdata_read as tr
+from experiments.chien import fio_baseline as fb
+from experiments.datasets import imagenet_like as il
+from experiments.chien import tfdata_read as tr
 from experiments.reference import NELSON_IMAGENET_BSSPLIT as MIX
 from experiments.tiers import Tier
 

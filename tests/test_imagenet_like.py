@@ -1,11 +1,10 @@
-import hashlib
 import io
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from experiments import imagenet_like as il
+from experiments.datasets import imagenet_like as il
 from experiments.common_config import parse_bssplit
 from experiments.config import ConfigError
 from experiments.reference import NELSON_IMAGENET_BSSPLIT as MIX
@@ -29,18 +28,10 @@ def test_jpeg_is_decodable_and_near_target():
     assert abs(len(data) / 50_000 - 1) < 0.1
 
 
-def _digest(folder):
-    h = hashlib.sha256()
-    for f in sorted(folder.rglob("*")):
-        if f.is_file():
-            h.update(str(f.relative_to(folder)).encode() + f.read_bytes())
-    return h.hexdigest()
-
-
-def test_generation_is_deterministic_whatever_the_workers(tmp_path):
+def test_generation_is_deterministic_whatever_the_workers(tmp_path, digest):
     a = il.generate(tmp_path / "a" / "ds", il.ImageNetLikeConfig(n_images=12, n_classes=3, workers=1), MIX, 5)
     il.generate(tmp_path / "b" / "ds", il.ImageNetLikeConfig(n_images=12, n_classes=3, workers=2), MIX, 5)
-    assert _digest(tmp_path / "a" / "ds") == _digest(tmp_path / "b" / "ds")
+    assert digest(tmp_path / "a" / "ds") == digest(tmp_path / "b" / "ds")
     m = il.read_manifest(tmp_path / "a" / "ds")
     assert len(m) == 12 and set(m["label"]) == {0, 1, 2} and a["bytes"] == m["bytes"].sum()
     assert not (tmp_path / "a" / "ds.partial").exists()

@@ -4,7 +4,9 @@ import os
 
 import pytest
 
-from experiments import config, lmdbio, lmdbio_report
+from experiments import config
+from experiments.lmdbio import read as lmdbio
+from experiments.lmdbio import report as lmdbio_report
 from experiments.config import ConfigError
 
 

@@ -6,7 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import alexnet_report, claims, dataset_report, reference, tfdata_read_report
+from experiments import claims, reference
+from experiments.chien import alexnet_report
+from experiments.datasets import report as dataset_report
+from experiments.chien import tfdata_read_report
 from experiments.trace import report as trace_report
 from experiments.trace.vector import KEYS
 

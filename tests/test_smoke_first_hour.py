@@ -4,7 +4,6 @@ overlapping text, readable result files, and exploring that leaves the pipeline 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -81,17 +80,9 @@ def test_result_files_are_readable_by_everyone(smoke_root):
     assert not private, f"result files not readable as the umask allows: {private[:10]}"
 
 
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
-            h.update(p.name.encode() + p.read_bytes())
-    return h.hexdigest()
-
-
-def test_exploring_a_notebook_leaves_the_pipeline_untouched(smoke_root, stage_results):
+def test_exploring_a_notebook_leaves_the_pipeline_untouched(smoke_root, stage_results, digest):
     tracked = stage_results("tfdata_read")
-    before = _digest(tracked)
+    before = digest(tracked)
     env = {k: v for k, v in os.environ.items() if k not in ("DVC_STAGE", "DLIO_PIPELINE_STAGE")}
     env |= {"DLIO_ROOT": str(smoke_root), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
     out_nb = smoke_root.parent / "explore-03.ipynb"
@@ -103,7 +94,7 @@ def test_exploring_a_notebook_leaves_the_pipeline_untouched(smoke_root, stage_re
     said = "".join("".join(o.get("text", "")) for c in json.loads(out_nb.read_text())["cells"]
                    for o in c.get("outputs", []))
     assert "explore/03-tfdata-read/tfdata_read.threads=1/" in said
-    assert _digest(tracked) == before
+    assert digest(tracked) == before
     status = subprocess.run([str(Path(sys.executable).parent / "dvc"), "status", "tfdata_read"], cwd=smoke_root,
                             env=env, capture_output=True, text=True, check=True).stdout
     assert "up to date" in status, status

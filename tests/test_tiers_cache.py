@@ -185,3 +185,19 @@ def test_require_free_names_data_set_size_and_parameter(tmp_path):
     assert tiers.require_free(tmp_path / "new" / "set", 1, "bert data", "bert.data.files") > 0
     with pytest.raises(ConfigError, match=r"bert data: needs .* GB in .* only .* GB are free.*lower bert\.data\.files"):
         tiers.require_free(tmp_path / "set", 1 << 62, "bert data", "bert.data.files")
+
+
+def test_tier_named_is_the_one_lookup_and_names_parameter_value_and_allowed(tmp_path):
+    from experiments.config import ConfigError
+    from experiments.tiers import Tier, tier_named
+    tiers = [Tier(name="mem", path=str(tmp_path / "m")), Tier(name="disk", path=str(tmp_path / "d"))]
+    assert tier_named("disk", tiers, "x.tier") is tiers[1]
+    with pytest.raises(ConfigError, match=r"^x\.tier = 'ssd': no such tier; allowed: mem, disk$"):
+        tier_named("ssd", tiers, "x.tier")
+    # a path is a tier only where the caller allows it
+    with pytest.raises(ConfigError, match="no such tier; allowed: mem, disk"):
+        tier_named(str(tmp_path / "c"), tiers, "x.tier")
+    custom = tier_named(str(tmp_path / "c"), tiers, "tier", or_path=True)
+    assert custom.name == "custom" and (tmp_path / "c").is_dir()
+    with pytest.raises(ConfigError, match="tier = 'ssd': no such tier; allowed: a directory path or one of mem, disk"):
+        tier_named("ssd", tiers, "tier", or_path=True)

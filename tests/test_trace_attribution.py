@@ -243,7 +243,7 @@ def test_unparsed_bpftrace_lines_are_counted(tmp_path):
                     reason=f"bpftrace with kernel file naming: {STATUS['bpftrace']['why'] or WHY_NO_KERNEL_FILES}")
 @pytest.mark.parametrize("mode", ["timeline", "vector"])
 def test_lmdbio_dio_prov_shows_its_preadv_bytes(tmp_path, mode):
-    from experiments import lmdbio
+    from experiments.lmdbio import read as lmdbio
     from experiments.trace import lmdb_runs
     cfg = lmdb_runs.config(records=256, record_bytes=3072, procs=2, batch=16)
     db, prov = lmdb_runs.build(tmp_path, cfg, seed=1)

@@ -184,7 +184,7 @@ def test_stage_config_rejects_bad_input_before_work():
         with pytest.raises(config.ConfigError, match=word):
             config.validate("tracing_patterns", bad)
     tiers = config.validate("tiers", [{"name": "disk", "path": "/tmp"}])
-    with pytest.raises(config.ConfigError, match="tracing_patterns.tier = 'ssd'; allowed: disk"):
+    with pytest.raises(config.ConfigError, match="tracing_patterns.tier = 'ssd': no such tier; allowed: disk"):
         pick_tier(tiers, "ssd")
 
 

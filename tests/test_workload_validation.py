@@ -445,3 +445,13 @@ def test_sleep_cpu_excess_tells_blocking_from_spinning(wall, cpu, asleep, want):
               "compute": {"mode": "real"}, "phase_usage": {"train": {"cpu_s": 9.0, "wall_s": 10.0}}}]
     assert report.sleep_cpu_excess(usage, _sleep_steps(asleep)) == [pytest.approx(want, abs=1e-6)]
     assert report.sleep_cpu_excess(usage, _sleep_steps(asleep).iloc[:0]) == []
+
+
+def test_sleep_cpu_table_shows_per_rank_what_the_claim_judges():
+    usage = [{"workload": "bert", "variant": "sleep", "ranks": 1, "batch_size": 2, "repeat": 0, "rank": 0,
+              "compute": {"mode": "sleep"}, "phase_usage": {"train": {"cpu_s": 1.5, "wall_s": 10.0}}}]
+    t = report.sleep_cpu_table(usage, _sleep_steps(9.0))
+    assert len(t) == 1 and t.iloc[0]["asleep_s"] == pytest.approx(9.0)
+    assert t.iloc[0]["cpu_excess"] == pytest.approx(0.5 / 9.0)     # 1.5 CPU s - 1 s awake, per 9 s asleep
+    assert list(t["cpu_excess"]) == report.sleep_cpu_excess(usage, _sleep_steps(9.0))
+    assert report.sleep_cpu_table(usage, _sleep_steps(9.0).iloc[:0]).empty

@@ -1,6 +1,5 @@
 """Unit tests of the MLPerf workloads package on tiny inputs (no launch)."""
 
-import hashlib
 import json
 import os
 import subprocess
@@ -61,18 +60,10 @@ def test_profiles_validate():
 
 # ------------------------------------------------------------------ data generators
 
-def _digest(folder):
-    h = hashlib.sha256()
-    for f in sorted(folder.rglob("*")):
-        if f.is_file():
-            h.update(str(f.relative_to(folder)).encode() + f.read_bytes())
-    return h.hexdigest()
-
-
-def test_dlrm_data_deterministic_and_in_range(tmp_path):
+def test_dlrm_data_deterministic_and_in_range(tmp_path, digest):
     a = data_dlrm.generate(tmp_path / "a", settings.DlrmData(train_samples=70_000, eval_samples=10, workers=1), 5)
     data_dlrm.generate(tmp_path / "b", settings.DlrmData(train_samples=70_000, eval_samples=10, workers=2), 5)
-    assert _digest(tmp_path / "a") == _digest(tmp_path / "b") and a["bytes"] == 70_010 * 160
+    assert digest(tmp_path / "a") == digest(tmp_path / "b") and a["bytes"] == 70_010 * 160
     x = np.fromfile(tmp_path / "a" / "train_data.bin", dtype=np.int32).reshape(-1, 40)
     assert set(np.unique(x[:, 0])) <= {0, 1} and (x[:, 1:14] >= 0).all()
     card = np.array(settings.CRITEO_CARDINALITIES)
@@ -80,7 +71,7 @@ def test_dlrm_data_deterministic_and_in_range(tmp_path):
     assert not (tmp_path / "a.partial").exists()
 
 
-def test_bert_data_identical_across_processes(tmp_path):
+def test_bert_data_identical_across_processes(tmp_path, digest):
     """Two generations in separate interpreters (different hash seeds, worker counts) write the
     same bytes: the TFRecord examples are serialized with a fixed map order."""
     code = ("import sys; from pathlib import Path; from experiments.workloads import data_bert, settings; "
@@ -89,7 +80,7 @@ def test_bert_data_identical_across_processes(tmp_path):
     for name, hash_seed, workers in (("a", "1", "1"), ("b", "2", "2")):
         subprocess.run([sys.executable, "-c", code, str(tmp_path / name), workers], check=True, cwd=ROOT,
                        env={**os.environ, "PYTHONHASHSEED": hash_seed, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
+    assert digest(tmp_path / "a") == digest(tmp_path / "b")
 
 
 def test_unet3d_cases(tmp_path):

@@ -73,7 +73,7 @@ def fio_job(workload: str, plan: runner.Plan, result: dict) -> dict:
 def run_fio(job: dict, ranks: int, warm: bool = False) -> dict:
     """One buffered psync fio run of ``job``; bytes/s, requests/s and bytes moved. ``warm``:
     keep the page cache (fio drops the files' cached pages before a job unless told not to)."""
-    from ..fio_baseline import fio_binary
+    from ..chien.fio_baseline import fio_binary
 
     cmd = [fio_binary(), "--name=dlio-match", "--ioengine=psync", "--iodepth=1", "--direct=0",
            f"--invalidate={0 if warm else 1}",

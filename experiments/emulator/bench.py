@@ -93,7 +93,7 @@ def stage_data(workload: str, tier) -> Path:
 
 
 def _fio_json(jobfile: str) -> dict:
-    from ..fio_baseline import fio_binary
+    from ..chien.fio_baseline import fio_binary
 
     p = subprocess.run([fio_binary(), "--output-format=json", jobfile], capture_output=True, text=True)
     if p.returncode != 0:

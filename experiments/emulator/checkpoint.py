@@ -1,7 +1,8 @@
 """Checkpoint patterns: how a framework writes one checkpoint, measured from a trace, replayed.
 
-The thesis's emulation wrote each checkpoint as one file of the right size; its VFS write
-counts and size distributions were far off (Tables 5.1-5.3, Sec 6.4). Here a checkpoint is
+The thesis's emulation first wrote each checkpoint as one file of the right size, then broke it
+up into multiple smaller writes that followed no distribution of the real run's (Sec 6.4); its
+VFS write counts and size distributions stayed far off (Tables 5.1-5.3). Here a checkpoint is
 replayed write by write from a **checkpoint pattern**, derived from the VFS write rows of a
 trace of the real run (:mod:`experiments.trace`), and stored as a plain JSON file beside the
 compute model, so a user can bring their own framework's.
@@ -57,6 +58,9 @@ SCHEMA = "checkpoint-pattern/1"
 BUILTIN = ("traced", "thesis", "none")
 OPS = ("write", "pwrite64", "writev")
 WRITERS = ("rank0", "all")
+# Which ranks write a checkpoint in the real programs (experiments/workloads/): rank 0 for the
+# PyTorch workloads, every worker for BERT (each writes its own files, as the thesis saw).
+DEFAULT_WRITERS = {"unet3d": "rank0", "bert": "all", "dlrm": "rank0"}
 REUSE = ("overwrite", "new")
 
 
@@ -403,7 +407,7 @@ def derive(trace, checkpoint, workload: str, ranks: int = 1, app_log=None,
     ``app_log``: the run's application-log records (a list, a file, or a run folder with
     ``app-r*.jsonl``): writes are split into checkpoints by its ``checkpoint`` phases (without
     it the whole trace is one checkpoint). ``ranks``: how many ranks the traced run had (with
-    one, who writes is the workload's default: :data:`~.config.DEFAULT_WRITERS`). ``root``: the
+    one, who writes is the workload's default: :data:`DEFAULT_WRITERS`). ``root``: the
     folder names are made relative to (default: the first ``checkpoint`` folder).
 
     The pattern is the **last** checkpoint's writes of its first writer (by first write); every
@@ -413,7 +417,6 @@ def derive(trace, checkpoint, workload: str, ranks: int = 1, app_log=None,
     import pandas as pd
 
     from ..trace import schema, vector
-    from .config import DEFAULT_WRITERS
 
     if isinstance(trace, (str, os.PathLike)):
         trace = schema.load(trace)

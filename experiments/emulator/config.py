@@ -33,9 +33,6 @@ from ..config import ConfigError
 
 WORKLOADS = ("unet3d", "bert", "dlrm")
 TORCH_WORKLOADS = ("unet3d", "dlrm")
-# Which ranks write a checkpoint in the real programs (experiments/workloads/): rank 0 for the
-# PyTorch workloads, every worker for BERT (each writes its own files, as the thesis saw).
-DEFAULT_WRITERS = {"unet3d": "rank0", "bert": "all", "dlrm": "rank0"}
 # The real run's checkpoint points, for the dry run's description.
 SCHEDULE = {
     "unet3d": "train.epochs epochs; evaluation every train.eval_every epochs (0: after the last); "

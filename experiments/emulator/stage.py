@@ -6,8 +6,10 @@ writes) and derive its checkpoint pattern from the VFS write rows to its checkpo
 (:func:`.checkpoint.derive`); write ``checkpoint_pattern.json`` (the file the emulator reads by
 default), ``summary.csv`` (one row per traced checkpoint and writer), the traces and metrics.
 
-``emulator`` (notebook 51, for storage engineers): run the emulation of each workload on each
-tier and report accelerator utilization (:func:`run_grid`).
+``emulator`` (notebook 51, for storage engineers): the points to run (:func:`points`), their
+emulator configurations on a tier (:func:`point_configs`), the emulation of each on each tier
+with its accelerator utilization (:func:`run_grid`, drawn by :func:`au_figure`), and the search
+for the most accelerators each workload's storage feeds (:func:`search_all`).
 """
 
 from __future__ import annotations
@@ -84,28 +86,79 @@ def pattern_summary(pats: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def points(cfg, workloads=None) -> list[dict]:
+    """The points notebook 51 runs: for each of ``workloads`` (default: every workload of the
+    ``emulator`` section's ``points``), ``{"workload", "section" (its validated params section),
+    "batch_size", "accelerators"}`` from ``cfg`` (:func:`experiments.config.load`'s result)."""
+    from ..config import ConfigError
+
+    emu = cfg.emulator
+    names = list(workloads) if workloads else list(emu.points)
+    bad = [w for w in names if w not in emu.points]
+    if bad:
+        raise ConfigError(f"workloads = {bad}; allowed: {', '.join(emu.points)} (emulator.points)")
+    return [{"workload": w, "section": getattr(cfg, w), **emu.points[w].model_dump()} for w in names]
+
+
+def point_config(pt: dict, tier, compute_model: str, checkpoint_pattern: str, seed: int):
+    """The emulator configuration of point ``pt`` (see :func:`points`) on ``tier``: its data set
+    staged there (:func:`experiments.tiers.stage_copy`), checkpoints written there."""
+    from .config import from_params
+
+    w = pt["workload"]
+    return from_params(w, pt["section"], pt["batch_size"], pt["accelerators"],
+                       compute_model=compute_model, checkpoint_pattern=checkpoint_pattern,
+                       data_dir=stage_data(w, tier), checkpoint_dir=tier.dir / "emulator-checkpoints" / w,
+                       seed=seed)
+
+
+def point_configs(pts: list[dict], tier, compute_model: str, checkpoint_pattern: str, seed: int) -> dict:
+    """{workload: :func:`point_config`} for every point of ``pts``."""
+    return {pt["workload"]: point_config(pt, tier, compute_model, checkpoint_pattern, seed) for pt in pts}
+
+
 def run_grid(points: list[dict], tiers, out_root, compute_model: str, checkpoint_pattern: str,
              seed: int, evict: str = "auto") -> pd.DataFrame:
     """Each point ``{"workload", "section", "batch_size", "accelerators"}`` on each tier: the
     data set is staged on the tier (:func:`experiments.tiers.stage_copy`), evicted from the page
     cache, and emulated; checkpoints go to the tier too. One row per run (the summary)."""
     from .. import cache
-    from .config import from_params
     from .runner import run
 
     rows = []
     for tier in tiers:
         for pt in points:
-            w = pt["workload"]
-            data = stage_data(w, tier)
-            cfg = from_params(w, pt["section"], pt["batch_size"], pt["accelerators"],
-                              compute_model=compute_model, checkpoint_pattern=checkpoint_pattern,
-                              data_dir=data, checkpoint_dir=tier.dir / "emulator-checkpoints" / w,
-                              seed=seed)
-            method = cache.evict([data], evict)
-            s = run(cfg, Path(out_root) / f"{tier.name}-{w}")
+            cfg = point_config(pt, tier, compute_model, checkpoint_pattern, seed)
+            method = cache.evict([Path(cfg.data_dir)], evict)
+            s = run(cfg, Path(out_root) / f"{tier.name}-{pt['workload']}")
             rows.append({"tier": tier.name, "eviction": method, **_flat(s)})
     return pd.DataFrame(rows)
+
+
+def search_all(cfgs: dict, out_root, limit: int) -> dict:
+    """{workload: :func:`.search.max_accelerators` result} for each configuration of ``cfgs``
+    ({workload: EmulatorConfig}): the most emulated accelerators its storage feeds at AU >= 90 %,
+    up to ``limit``; each search writes under ``out_root / workload``. {} when ``limit`` is 0."""
+    from .search import max_accelerators
+
+    return {w: max_accelerators(c, Path(out_root) / w, limit=limit) for w, c in cfgs.items()} if limit else {}
+
+
+def au_figure(table: pd.DataFrame, title: str):
+    """Accelerator utilization (%) of each run of :func:`run_grid`'s ``table``, one bar per
+    workload, green where it passes MLPerf Storage's 90 % mark and red where it does not."""
+    import matplotlib.pyplot as plt
+
+    from .. import style
+    from ..workloads.compute_model import MLPERF_AU_PASS
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.bar(table["workload"], 100 * table["au"], color=["tab:green" if p else "tab:red" for p in table["au_pass"]])
+    ax.axhline(100 * MLPERF_AU_PASS, color="k", ls="--", lw=1, label=f"MLPerf Storage pass ({100 * MLPERF_AU_PASS:g} %)")
+    ax.set(ylabel="accelerator utilization (%)", ylim=(0, 105), title=title)
+    ax.legend(loc="lower right")
+    style.stamp_host(fig)
+    return fig
 
 
 def _flat(s: dict) -> dict:
@@ -151,16 +204,7 @@ def replay_check(pats: dict, work_root=None, backend: str = "auto") -> pd.DataFr
 
 def pick_tier(tiers, tier: str):
     """The tier named ``tier`` in ``tiers``, or, for a directory path, a tier ``custom`` there
-    (checked by :func:`experiments.tiers.prepare`: exists or can be made, writable)."""
-    from ..config import ConfigError
-    from ..tiers import Tier, prepare
-
-    for t in tiers:
-        if t.name == tier:
-            return t
-    if "/" in str(tier) or str(tier).startswith("~"):
-        t = Tier(name="custom", path=str(tier))
-        prepare(t)
-        return t
-    raise ConfigError(f"tier = {tier!r}; allowed: a directory path or one of "
-                      f"{', '.join(t.name for t in tiers)}")
+    (checked by :func:`experiments.tiers.prepare`: exists or can be made, writable); the
+    lookup is :func:`experiments.tiers.tier_named`."""
+    from ..tiers import tier_named
+    return tier_named(tier, tiers, "tier", or_path=True)

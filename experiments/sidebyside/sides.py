@@ -246,11 +246,9 @@ def check_points(cfg, sections: dict) -> None:
 
 
 def pick_tier(tiers, name: str):
-    """The tier named ``name``; ConfigError naming the parameter otherwise."""
-    for t in tiers:
-        if t.name == name:
-            return t
-    raise ConfigError(f"traced_comparison.tier = {name!r}; allowed: {', '.join(t.name for t in tiers)}")
+    """The tier ``traced_comparison.tier`` names (:func:`experiments.tiers.tier_named`)."""
+    from ..tiers import tier_named
+    return tier_named(name, tiers, "traced_comparison.tier")
 
 
 def clean(done: dict) -> None:

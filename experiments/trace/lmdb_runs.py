@@ -1,4 +1,4 @@
-"""Traced LMDBIO runs (Pumma et al.'s readers), through :mod:`experiments.lmdbio`'s public API.
+"""Traced LMDBIO runs (Pumma et al.'s readers), through :mod:`experiments.lmdbio.read`'s public API.
 
 Two readers whose I/O the tracer must get right, and which the thesis's tracer could not:
 
@@ -8,8 +8,8 @@ Two readers whose I/O the tracer must get right, and which the thesis's tracer c
 - ``dio_prov``: one reader per node ``preadv``s each record at its recorded offset straight into
   shared memory: ``records`` calls of ``record_bytes`` each on ``data.mdb``.
 
-:func:`build` writes a small database (:func:`experiments.lmdbio.build`), :func:`traced_run`
-evicts it and traces one :func:`experiments.lmdbio.run` in this process (its readers are forked
+:func:`build` writes a small database (:func:`experiments.lmdbio.read.build`), :func:`traced_run`
+evicts it and traces one :func:`experiments.lmdbio.read.run` in this process (its readers are forked
 children, traced with it), :func:`expected` says what the VFS read components must be.
 """
 
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import cache, lmdbio
+from .. import cache
+from ..lmdbio import read as lmdbio
 from .schema import Trace
 from .tracer import Tracer
 

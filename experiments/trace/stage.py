@@ -80,12 +80,9 @@ def need_bytes(cfg: TracingPatternsConfig) -> int:
 
 
 def pick_tier(tiers, name: str):
-    """The tier called ``name``; ConfigError naming the allowed ones otherwise."""
-    from ..config import ConfigError
-    for t in tiers:
-        if t.name == name:
-            return t
-    raise ConfigError(f"tracing_patterns.tier = {name!r}; allowed: {', '.join(t.name for t in tiers)}")
+    """The tier ``tracing_patterns.tier`` names (:func:`experiments.tiers.tier_named`)."""
+    from ..tiers import tier_named
+    return tier_named(name, tiers, "tracing_patterns.tier")
 
 
 def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:

@@ -388,21 +388,35 @@ def _loads(runs: pd.DataFrame | None, w: str, a: str, b: str) -> str:
     return f"; host load average (1 min) during {', '.join(got)} ({os.cpu_count()} CPUs)" if got else ""
 
 
-def sleep_cpu_excess(rank_usage: list[dict], steps: pd.DataFrame) -> list[float]:
-    """Per sleeping rank: the CPU seconds of its train phase beyond the phase's time spent not
-    asleep, per second asleep (``sleep_ns`` of its steps); 0 when it blocks, about 1 when it spins.
-    Unlike CPU / wall, this does not grow when a short run is mostly start-up overhead."""
-    key = ["workload", "variant", "ranks", "batch_size", "repeat", "rank"]
-    if not len(steps) or not set(key + ["sleep_ns"]) <= set(steps.columns):
-        return []
-    slept = (steps.groupby(key)["sleep_ns"].sum() / 1e9).to_dict()
-    out = []
+_RANK_KEY = ["workload", "variant", "ranks", "batch_size", "repeat", "rank"]
+
+
+def sleep_cpu_table(rank_usage: list[dict], steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per sleeping rank (``rank_usage``: env.json ``ranks``; ``steps``: the stage's
+    steps with ``sleep_ns``): its train phase's CPU seconds (``train_cpu_s``) and wall seconds
+    (``train_wall_s``), the seconds its steps slept (``asleep_s``), and ``cpu_excess``: the CPU
+    seconds beyond the phase's time spent not asleep, per second asleep; 0 when the sleep blocks
+    in the kernel, about 1 when it spins. Unlike CPU / wall, ``cpu_excess`` does not grow when a
+    short run is mostly start-up overhead. Empty when there is no sleeping rank with steps."""
+    cols = _RANK_KEY + ["train_cpu_s", "train_wall_s", "asleep_s", "cpu_excess"]
+    if not len(steps) or not set(_RANK_KEY + ["sleep_ns"]) <= set(steps.columns):
+        return pd.DataFrame(columns=cols)
+    slept = (steps.groupby(_RANK_KEY)["sleep_ns"].sum() / 1e9).to_dict()
+    rows = []
     for u in rank_usage:
         tr = (u.get("phase_usage") or {}).get("train")
-        asleep = slept.get(tuple(u.get(c) for c in key), 0.0)
+        asleep = slept.get(tuple(u.get(c) for c in _RANK_KEY), 0.0)
         if (u.get("compute") or {}).get("mode") == "sleep" and tr and asleep > 0:
-            out.append(max(0.0, tr["cpu_s"] - (tr["wall_s"] - asleep)) / asleep)
-    return out
+            rows.append({**{c: u.get(c) for c in _RANK_KEY}, "train_cpu_s": tr["cpu_s"],
+                         "train_wall_s": tr["wall_s"], "asleep_s": asleep,
+                         "cpu_excess": max(0.0, tr["cpu_s"] - (tr["wall_s"] - asleep)) / asleep})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def sleep_cpu_excess(rank_usage: list[dict], steps: pd.DataFrame) -> list[float]:
+    """Per sleeping rank, ``cpu_excess`` of :func:`sleep_cpu_table` (CPU s beyond the time not
+    asleep, per s asleep): what the claim ``sleep-ranks-do-not-burn-cpu`` judges."""
+    return [float(x) for x in sleep_cpu_table(rank_usage, steps)["cpu_excess"]]
 
 
 def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFrame, model,

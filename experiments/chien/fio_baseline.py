@@ -16,10 +16,10 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field
 
-from . import cache
-from .config import ConfigError, Section
-from .progress import progress
-from .tiers import Tier, prepare, require_free
+from .. import cache
+from ..config import ConfigError, Section
+from ..progress import progress
+from ..tiers import Tier, prepare, require_free
 
 JOBS = ("seqwrite", "seqread", "randread")
 

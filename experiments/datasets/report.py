@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import reference
-from .claims import claim
+from .. import reference
+from ..claims import claim
 
 SOURCE = "Chien 2018"
 TOLERANCE_PERCENT = 15
@@ -27,7 +27,7 @@ def imagenet_claims(manifest: pd.DataFrame) -> list[dict]:
 
 def caltech_claims(sizes: pd.DataFrame) -> list[dict]:
     """The image set's median and mean file size (kB) against Caltech 101's; ``sizes`` is
-    :func:`experiments.caltech_like.size_summary` (a row ``format == "all"``)."""
+    :func:`experiments.datasets.caltech_like.size_summary` (a row ``format == "all"``)."""
     s = sizes.set_index("format")
     overall = s.loc["all"] if "all" in s.index else pd.Series(dtype=float)
     out = []

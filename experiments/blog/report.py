@@ -7,9 +7,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import claims as C
-from . import reference, stats, style
-from .claims import claim
+from .. import claims as C
+from .. import reference, stats, style
+from ..claims import claim
 
 SOURCE = "Nelson (blog)"
 
@@ -165,7 +165,7 @@ def _highest_median(*groups) -> float:
 def _interval_samples(dstat_rows: pd.DataFrame | None, tier: str, framework: str, fmt: str,
                       col: str) -> np.ndarray | None:
     """Per sampled interval of the cold runs on a block device of ``tier``, ``col`` (KB_per_read
-    or queue_len): the samples behind :func:`experiments.blog_tfrecord.collectl_table`'s medians."""
+    or queue_len): the samples behind :func:`experiments.blog.tfrecord.collectl_table`'s medians."""
     if dstat_rows is None or not len(dstat_rows):
         return None
     d = dstat_rows[dstat_rows["source"].astype(str).str.startswith("dev:") & (dstat_rows["cache"] == "cold")

@@ -8,7 +8,7 @@ right-skewed law fixed by exactly those two numbers: ``sigma = sqrt(2 ln(mean / 
 
 A fraction ``png_fraction`` of the images is PNG, the rest JPEG; the pipeline reads both with
 ``tf.io.decode_png``, which decodes JPEG too (as in the paper). JPEGs come from
-:func:`experiments.imagenet_like.make_jpeg`; PNGs from :func:`make_png`, which uses the same
+:func:`experiments.datasets.imagenet_like.make_jpeg`; PNGs from :func:`make_png`, which uses the same
 colour-field-plus-grain content. Image ``i`` depends only on ``(seed, i)``, so the bytes are the
 same whatever the number of workers.
 
@@ -30,10 +30,10 @@ import pandas as pd
 from PIL import Image
 from pydantic import Field, model_validator
 
-from .config import Section
+from ..config import Section
 from .imagenet_like import MANIFEST, make_jpeg, read_manifest, sized_image  # noqa: F401 (re-export)
-from .progress import progress
-from .tiers import require_free
+from ..progress import progress
+from ..tiers import require_free
 
 
 class CaltechLikeConfig(Section):

@@ -2,7 +2,7 @@
 
 Three measurements:
 
-1. :func:`rl_table` - RL (see :mod:`experiments.randomization`) of orders kept in constant order
+1. :func:`rl_table` - RL (see :mod:`experiments.deepio.randomization`) of orders kept in constant order
    in blocks of k samples, exact and from generated orders, beside the poster's 73/49/16 %.
 2. :func:`train_curves` - validation accuracy per epoch of a small real classifier (a one-hidden-
    layer MLP in numpy, plain mini-batch SGD) on scikit-learn's digits (1,797 8x8 images, stored
@@ -26,14 +26,14 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
-from . import cache
+from .. import cache
 from . import randomization as rz
-from .cache import EvictionMethod
-from .common_config import check_counts
-from .procs import run_together
-from .config import Section
-from .progress import progress
-from .tiers import prepare, require_free
+from ..cache import EvictionMethod
+from ..common_config import check_counts
+from ..procs import run_together
+from ..config import Section
+from ..progress import progress
+from ..tiers import prepare, require_free
 
 
 class DeepIOConfig(Section):

@@ -56,7 +56,7 @@ from pathlib import Path
 def ConfigError(msg: str) -> Exception:  # noqa: N802 (stands in for the class)
     """:class:`experiments.config.ConfigError`, imported only when raised, so the drain
     process does not pay for importing pydantic at every start."""
-    from .config import ConfigError as _E
+    from ..config import ConfigError as _E
 
     return _E(msg)
 
@@ -497,11 +497,11 @@ class CheckpointManager:
 
 def spawn_drain(fast_run: Path, slow_run: Path, keep: int, throttle_MBps: float = 0,
                 log: Path | None = None) -> subprocess.Popen:
-    """Start ``python -m experiments.burst_buffer drain ...`` in the background (the paper's
+    """Start ``python -m experiments.chien.burst_buffer drain ...`` in the background (the paper's
     "process spawned in background to copy the just created files")."""
-    from . import paths
+    from .. import paths
 
-    cmd = [sys.executable, "-m", "experiments.burst_buffer", "drain", "--fast", str(fast_run),
+    cmd = [sys.executable, "-m", "experiments.chien.burst_buffer", "drain", "--fast", str(fast_run),
            "--slow", str(slow_run), "--keep", str(keep), "--throttle-MBps", str(throttle_MBps)]
     if log:
         cmd += ["--log", str(log)]
@@ -512,7 +512,7 @@ def spawn_drain(fast_run: Path, slow_run: Path, keep: int, throttle_MBps: float 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.burst_buffer",
+    ap = argparse.ArgumentParser(prog="python -m experiments.chien.burst_buffer",
                                  description="Drain burst-buffer checkpoints to the slow tier.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("drain", help="copy, verify and publish fast checkpoints on the slow tier")

@@ -3,14 +3,14 @@
 - :func:`convert` writes the ImageNet-like JPEG set as TFRecord shards (``tf.train.Example``
   with the encoded JPEG and its label, as ``imagenet_to_gcs.py`` does) onto a tier.
 - :func:`build_tfrecord_dataset` reads the shards (``TFRecordDataset`` with parallel reads),
-  parses, decodes and resizes; the JPEG-file pipeline is :func:`experiments.tfdata_read.build_dataset`
+  parses, decodes and resizes; the JPEG-file pipeline is :func:`experiments.chien.tfdata_read.build_dataset`
   (``full`` variant). Both get a private thread pool of exactly ``threads`` threads, the blog's
   ``datasets_num_private_threads``.
 - :func:`measure` times one epoch per run (images/s, MB/s of stored bytes), the cache evicted
   before each cold run, and samples the device (``experiments.dstat.Sampler``) during each run:
   reads/s, KB per read, queue length, as in the blog's collectl table.
 
-The PyTorch side is :mod:`experiments.torch_jpeg_loader`; keep the two in separate functions.
+The PyTorch side is :mod:`experiments.blog.torch_jpeg_loader`; keep the two in separate functions.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field, field_validator
 
-from . import cache, dstat
-from .cache import EvictionMethod
-from .common_config import check_counts
-from .config import Section
-from .progress import progress
-from .tiers import require_free
+from .. import cache, dstat
+from ..cache import EvictionMethod
+from ..common_config import check_counts
+from ..config import Section
+from ..progress import progress
+from ..tiers import require_free
 
 
 class BlogConfig(Section):
@@ -55,8 +55,8 @@ class BlogConfig(Section):
 def stage_all(source: Path, tiers, cfg: "BlogConfig") -> dict[str, pd.DataFrame]:
     """The JPEG set on every tier (copied once, verified by the file list's checksum), cut to
     its first ``cfg.images`` files: tier name -> manifest of the copy."""
-    from .imagenet_like import read_manifest
-    from .tiers import stage_copy
+    from ..datasets.imagenet_like import read_manifest
+    from ..tiers import stage_copy
 
     return {t.name: read_manifest(stage_copy(source, t)).iloc[:cfg.images] for t in tiers}
 
@@ -163,7 +163,7 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
     Returns (one row per run, dstat rows tagged with the run, facts)."""
     import tensorflow as tf
 
-    from .tfdata_read import build_dataset
+    from ..chien.tfdata_read import build_dataset
 
     tf.get_logger().setLevel("ERROR")
     plan = []

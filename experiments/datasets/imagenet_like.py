@@ -25,10 +25,10 @@ import pandas as pd
 from PIL import Image
 from pydantic import Field
 
-from .common_config import parse_bssplit
-from .config import Section
-from .progress import progress
-from .tiers import require_free
+from ..common_config import parse_bssplit
+from ..config import Section
+from ..progress import progress
+from ..tiers import require_free
 
 MANIFEST = "filelist.csv"
 

@@ -18,12 +18,12 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field, field_validator
 
-from . import cache
-from .cache import EvictionMethod
-from .common_config import check_counts
-from .config import Section
-from .progress import progress
-from .tiers import Tier
+from .. import cache
+from ..cache import EvictionMethod
+from ..common_config import check_counts
+from ..config import Section
+from ..progress import progress
+from ..tiers import Tier
 
 VARIANTS = ("full", "read_only")
 

@@ -49,13 +49,13 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from . import cache
-from .cache import EvictionMethod
-from .common_config import check_counts
-from .procs import SpinBarrier, run_together
-from .config import ConfigError, Section
-from .progress import progress
-from .tiers import prepare, require_free
+from .. import cache
+from ..cache import EvictionMethod
+from ..common_config import check_counts
+from ..procs import SpinBarrier, run_together
+from ..config import ConfigError, Section
+from ..progress import progress
+from ..tiers import prepare, require_free
 
 STRATEGIES = ("lmdb", "lmm", "dio_prov", "coal", "stag")
 

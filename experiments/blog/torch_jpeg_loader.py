@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import cache, dstat
-from .blog_tfrecord import BlogConfig, timed_run
-from .progress import progress
+from .. import cache, dstat
+from .tfrecord import BlogConfig, timed_run
+from ..progress import progress
 
 
 class JpegFiles:

@@ -6,9 +6,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import claims as C
-from . import reference, stats, style
-from .claims import claim
+from .. import claims as C
+from .. import reference, stats, style
+from ..claims import claim
 
 SOURCE = "Zhu 2018 (DeepIO)"
 

@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from . import cache, dstat
-from .cache import EvictionMethod
-from .common_config import check_counts
-from .config import ConfigError, Section
-from .progress import progress
-from .tiers import Tier
+from .. import cache, dstat
+from ..cache import EvictionMethod
+from ..common_config import check_counts
+from ..config import ConfigError, Section
+from ..progress import progress
+from ..tiers import Tier, tier_named
 
 
 class AlexNetConfig(Section):
@@ -104,19 +104,11 @@ class CheckpointConfig(Section):
 
 # --- checks that need more than one section -------------------------------------------------
 
-def tier_named(name: str, tiers: list[Tier], param: str) -> Tier:
-    """The tier called ``name``; a ConfigError naming ``param`` and the known tiers otherwise."""
-    for t in tiers:
-        if t.name == name:
-            return t
-    raise ConfigError(f"{param} = {name!r}: no such tier; allowed: {', '.join(t.name for t in tiers)}")
-
-
 def prepare_checkpoint_tiers(named: list[tuple[str, Tier]]) -> dict[str, str]:
     """Check the tiers checkpoints go to, before any work (see :func:`experiments.tiers.prepare`:
     an unmounted or mistyped tier outside the project is an error, not a new folder).
     ``named`` pairs each tier with the parameter that names it. Returns name -> directory."""
-    from .tiers import prepare
+    from ..tiers import prepare
 
     out = {}
     for param, t in named:
@@ -141,7 +133,7 @@ def check_batches(n_images: int, sizes: dict[str, int]) -> None:
 def check_prefetch_params(cfg, source) -> tuple[list[str], int]:
     """Notebook 11's checks before any work: every tier ``alexnet`` names exists, and every
     batch size fits the data set at ``source``. Returns (the Fig 6 tiers, images in the set)."""
-    from .caltech_like import read_manifest
+    from ..datasets.caltech_like import read_manifest
 
     a = cfg.alexnet
     names = a.tiers or [t.name for t in cfg.tiers]
@@ -157,8 +149,8 @@ def check_prefetch_params(cfg, source) -> tuple[list[str], int]:
 def stage_prefetch_data(source, cfg, tier_names: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
     """The same bytes on every tier notebook 11 uses (copied once, verified by the file list's
     checksum). Returns (tier -> manifest of its copy, tier -> directory)."""
-    from .caltech_like import read_manifest
-    from .tiers import stage_copy
+    from ..datasets.caltech_like import read_manifest
+    from ..tiers import stage_copy
 
     a = cfg.alexnet
     used = set(tier_names) | set(a.batch_tiers) | set(a.dstat_tiers)
@@ -176,7 +168,7 @@ def check_checkpoint_params(cfg, source) -> tuple[Tier, dict[str, str], int]:
     """Notebook 12's checks before any work: the data tier and every checkpoint target exist
     and are usable, the batch fits the data set. Returns (data tier, target name ->
     directory, images in the set)."""
-    from .caltech_like import read_manifest
+    from ..datasets.caltech_like import read_manifest
 
     c = cfg.alexnet_checkpoint
     data_tier = tier_named(c.data_tier, cfg.tiers, "alexnet_checkpoint.data_tier")
