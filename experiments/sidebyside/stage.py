@@ -65,7 +65,43 @@ def tables(done: dict) -> dict:
                                        f"{got['throughput']['batch_size'].iloc[0]}, "
                                        f"{got['throughput']['ranks'].iloc[0]} ranks): this run")
     return {"components": pd.concat(comps, ignore_index=True), "similarity": pd.concat(sims, ignore_index=True),
-            "throughput": pd.concat(tps, ignore_index=True), "vectors": vectors, "why": why, "markdown": md}
+            "throughput": pd.concat(tps, ignore_index=True), "vectors": vectors, "why": why, "markdown": md,
+            "steps": side_steps(done)}
+
+
+STEP_COLS = ["workload", "side", "rank", "samples", "data_ns", "compute_ns"]
+
+
+def side_steps(done: dict) -> pd.DataFrame:
+    """The steady steps of every measured side (columns :data:`STEP_COLS`; ns), the samples of
+    the throughputs' intervals (:func:`.compare.step_rates`): our programs' steps as
+    :func:`experiments.workloads.fits.steady` keeps them, DLIO's train steps without each
+    epoch's first (as :func:`.sides.throughput_row` counts them), ``samples`` = the batch size."""
+    from ..workloads.fits import steady
+
+    parts = []
+    for w, got in done.items():
+        for side, r in got["results"].items():
+            if r.get("status") != "measured":
+                continue
+            if side == "dlio":
+                st = (r.get("dlio") or {}).get("steps")
+                if st is None or not len(st):
+                    continue
+                st = st[st["phase"] == "train"]
+                if len(st) and (st.groupby(["rank", "epoch"]).size() > 1).all():
+                    st = st[st["step"] > st.groupby(["rank", "epoch"])["step"].transform("min")]
+                parts.append(pd.DataFrame({"workload": w, "side": side, "rank": st["rank"].to_numpy(),
+                                           "samples": float(r["batch_size"]),
+                                           "data_ns": st["load_s"].to_numpy(dtype=float) * 1e9,
+                                           "compute_ns": st["compute_s"].to_numpy(dtype=float) * 1e9}))
+                continue
+            st = got["records"].get(side, {}).get("steps")
+            if st is None or not len(st):
+                continue
+            st = steady(st)
+            parts.append(st.assign(workload=w, side=side)[STEP_COLS])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=STEP_COLS)
 
 
 def validation_records(done: dict) -> dict:
@@ -147,7 +183,8 @@ def throughput_figure(tp: pd.DataFrame):
 
 
 def claims(tabs: dict, note: str = "") -> list[dict]:
-    return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note)
+    return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
+                              steps=tabs.get("steps"))
 
 
 def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, figures=None) -> dict:
