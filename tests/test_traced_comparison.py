@@ -201,3 +201,17 @@ def test_a_failing_claim_says_what_was_measured():
     c = cl["traced-similarity-emulator-unet3d"]
     # one run: no interval, so not a failure, but the note still names the farthest components
     assert c["verdict"] == "inconclusive" and "farthest components" in c["note"] and "vfs_reads 10 vs 0" in c["note"]
+
+
+def test_throughput_figure_draws_each_median_with_its_interval():
+    import matplotlib
+    matplotlib.use("Agg")
+    from experiments.sidebyside import stage
+
+    tp = pd.DataFrame([{"workload": "unet3d", "side": s, "batch_size": 4, "ranks": 1, "data_sps": d,
+                        "compute_sps": c} for s, d, c in (("real", 100, 50), ("emulator", 95, 50))])
+    fig = stage.throughput_figure(tp, _steps({"real": (100, 50), "emulator": (95, 50)}, noise=0.2))
+    bars = [c for ax in fig.axes for c in ax.containers]
+    assert len(bars) == 4                       # 2 sides x (data, compute)
+    lo, hi = bars[0].lines[2][0].get_segments()[0][:, 1]
+    assert lo < 100 < hi                        # the real side's data throughput, 95 % CI over its steps

@@ -149,12 +149,21 @@ def timelines(done: dict):
             yield f"{TIMELINE_FILE[w]}_{side}", fig
 
 
-def throughput_figure(tp: pd.DataFrame):
+def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
     """The thesis's data and compute throughputs (samples/s, Sec 4.4) of each side against the
-    batch size, one column per workload (the points this stage ran)."""
+    batch size, one column per workload (the points this stage ran); with ``steps``
+    (:func:`side_steps`) each point has the 95 % interval of its median over the steps
+    (:func:`experiments.stats.median_ci` of :func:`.compare.step_rates`), the samples the
+    claims' ratios are bootstrapped from."""
     import matplotlib.pyplot as plt
 
-    from .. import style
+    from .. import stats, style
+
+    tp = tp.copy()
+    for col in ("data_sps", "compute_sps"):
+        cis = [stats.median_ci(compare.step_rates(steps, w, s, col))[1] for w, s in zip(tp["workload"], tp["side"])]
+        tp[f"{col}_ci_low"] = [c.low for c in cis]
+        tp[f"{col}_ci_high"] = [c.high for c in cis]
 
     ws = list(dict.fromkeys(tp["workload"]))
     fig, axes = plt.subplots(2, len(ws), figsize=(4.6 * len(ws) + 1.6, 5.8), squeeze=False)
@@ -167,7 +176,8 @@ def throughput_figure(tp: pd.DataFrame):
             for side, g in d.groupby("side", sort=False):
                 g = g[g[col].notna()]
                 if len(g):
-                    ax.plot(g["batch_size"], g[col], marker=markers.get(side, "x"), ls="-", label=side)
+                    ax.errorbar(g["batch_size"], g[col], yerr=style.ci_yerr(g, col), capsize=3,
+                                marker=markers.get(side, "x"), ls="-", label=side)
             ax.set_xscale("log", base=2)
             if (d[col] > 0).any():
                 style.log_axis(ax, "y")   # the sides can differ by orders of magnitude (DLIO's DLRM)
