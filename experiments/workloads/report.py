@@ -719,7 +719,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
     v = _ratio(p, "prep_s_q3_b", "prep_s_q3_a")
     q3 = lambda x: float(np.quantile(x, 0.75))  # noqa: E731
     out.append(claim(
-        "unet3d-random-preprocessing-longer", SOURCE, "Sec 5.1.3, Sec 6, Fig 5.5",
+        "unet3d-random-preprocessing-longer", SOURCE, "Sec 5.1.3, Sec 6.3, Fig 5.5",
         "UNET3D: preprocessing takes much longer on data without structure (the balanced crop's "
         "connected objects)", our_value=v, unit="random / real 3rd quartile of preprocessing latency "
         "(median over configurations)", rule="> 2", kind="finding", basis="stated",
