@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from experiments import claims, headline
+from experiments.stats import Interval
 from experiments.sidebyside.settings import SIDES
 
 pytestmark = pytest.mark.smoke
@@ -109,12 +110,16 @@ def test_claims_present_with_computed_verdicts(tc):
     for w in tc["points"]:
         for k in ("traced-similarity-emulator", "traced-similarity-emulator-vs-dlio",
                   "traced-data-throughput-emulator", "traced-compute-throughput-emulator",
-                  "traced-checkpoint-closer-than-dlio", "traced-self-similarity"):
+                  "traced-checkpoint-closer-than-dlio", "traced-self-similarity",
+                  "traced-data-throughput-dlio"):
             assert f"{k}-{w}" in cl
     for c in cl.values():
         assert c["kind"] in claims.KINDS and c["verdict"] in claims.VERDICTS
+        ci = (Interval(c["ci_low"], c["ci_high"], c["n"], c["ci_method"] or "")
+              if c.get("ci_low") is not None else None)
         again = claims.claim(c["id"], c["source"], c["figure"], c["statement"], c["our_value"], c["unit"],
-                             c["rule"], c["paper_value"], kind=c["kind"], magnitude=c["magnitude"])
+                             c["rule"], c["paper_value"], kind=c["kind"], magnitude=c["magnitude"],
+                             interval=ci)
         assert again["verdict"] == c["verdict"], c["id"]
         if c["verdict"] == "not measured":
             assert "not measured on this run" in c["note"]

@@ -76,7 +76,14 @@ def test_fits_model_file_figures_and_claims(stage_results):
         for f in ("step_breakdown", "throughputs", "compute_distributions"):
             assert (d / f"{w}_{f}.png").stat().st_size > 5000
     cl = json.loads((d / "claims.json").read_text())
-    assert len(cl) == 6 and all(c["verdict"] in claims.VERDICTS and c["rule"] for c in cl)
+    assert all(c["verdict"] in claims.VERDICTS and c["rule"] for c in cl)
+    # 3 linear fits, 3 data shares, the thesis's 4 headline numbers (issue 24)
+    assert {c["id"] for c in cl} >= {"unet3d-eval-longer-than-epoch", "bert-data-throughput-range",
+                                     "bert-compute-throughput-range", "dlrm-compute-asymptote"} and len(cl) == 10
+    found = [c for c in cl if c["kind"] == "finding"]
+    assert all(c["basis"] in claims.BASES for c in found)
+    # a measured share has an interval from the steps (issue 19)
+    assert all(c["n"] and c["n"] > 1 for c in found if "data-share" in c["id"] and c["our_value"] is not None)
 
 
 # ------------------------------------------------------------------ sleep, random content, validation

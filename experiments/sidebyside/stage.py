@@ -65,7 +65,43 @@ def tables(done: dict) -> dict:
                                        f"{got['throughput']['batch_size'].iloc[0]}, "
                                        f"{got['throughput']['ranks'].iloc[0]} ranks): this run")
     return {"components": pd.concat(comps, ignore_index=True), "similarity": pd.concat(sims, ignore_index=True),
-            "throughput": pd.concat(tps, ignore_index=True), "vectors": vectors, "why": why, "markdown": md}
+            "throughput": pd.concat(tps, ignore_index=True), "vectors": vectors, "why": why, "markdown": md,
+            "steps": side_steps(done)}
+
+
+STEP_COLS = ["workload", "side", "rank", "samples", "data_ns", "compute_ns"]
+
+
+def side_steps(done: dict) -> pd.DataFrame:
+    """The steady steps of every measured side (columns :data:`STEP_COLS`; ns), the samples of
+    the throughputs' intervals (:func:`.compare.step_rates`): our programs' steps as
+    :func:`experiments.workloads.fits.steady` keeps them, DLIO's train steps without each
+    epoch's first (as :func:`.sides.throughput_row` counts them), ``samples`` = the batch size."""
+    from ..workloads.fits import steady
+
+    parts = []
+    for w, got in done.items():
+        for side, r in got["results"].items():
+            if r.get("status") != "measured":
+                continue
+            if side == "dlio":
+                st = (r.get("dlio") or {}).get("steps")
+                if st is None or not len(st):
+                    continue
+                st = st[st["phase"] == "train"]
+                if len(st) and (st.groupby(["rank", "epoch"]).size() > 1).all():
+                    st = st[st["step"] > st.groupby(["rank", "epoch"])["step"].transform("min")]
+                parts.append(pd.DataFrame({"workload": w, "side": side, "rank": st["rank"].to_numpy(),
+                                           "samples": float(r["batch_size"]),
+                                           "data_ns": st["load_s"].to_numpy(dtype=float) * 1e9,
+                                           "compute_ns": st["compute_s"].to_numpy(dtype=float) * 1e9}))
+                continue
+            st = got["records"].get(side, {}).get("steps")
+            if st is None or not len(st):
+                continue
+            st = steady(st)
+            parts.append(st.assign(workload=w, side=side)[STEP_COLS])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=STEP_COLS)
 
 
 def validation_records(done: dict) -> dict:
@@ -113,12 +149,21 @@ def timelines(done: dict):
             yield f"{TIMELINE_FILE[w]}_{side}", fig
 
 
-def throughput_figure(tp: pd.DataFrame):
+def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
     """The thesis's data and compute throughputs (samples/s, Sec 4.4) of each side against the
-    batch size, one column per workload (the points this stage ran)."""
+    batch size, one column per workload (the points this stage ran); with ``steps``
+    (:func:`side_steps`) each point has the 95 % interval of its median over the steps
+    (:func:`experiments.stats.median_ci` of :func:`.compare.step_rates`), the samples the
+    claims' ratios are bootstrapped from."""
     import matplotlib.pyplot as plt
 
-    from .. import style
+    from .. import stats, style
+
+    tp = tp.copy()
+    for col in ("data_sps", "compute_sps"):
+        cis = [stats.median_ci(compare.step_rates(steps, w, s, col))[1] for w, s in zip(tp["workload"], tp["side"])]
+        tp[f"{col}_ci_low"] = [c.low for c in cis]
+        tp[f"{col}_ci_high"] = [c.high for c in cis]
 
     ws = list(dict.fromkeys(tp["workload"]))
     fig, axes = plt.subplots(2, len(ws), figsize=(4.6 * len(ws) + 1.6, 5.8), squeeze=False)
@@ -131,7 +176,8 @@ def throughput_figure(tp: pd.DataFrame):
             for side, g in d.groupby("side", sort=False):
                 g = g[g[col].notna()]
                 if len(g):
-                    ax.plot(g["batch_size"], g[col], marker=markers.get(side, "x"), ls="-", label=side)
+                    ax.errorbar(g["batch_size"], g[col], yerr=style.ci_yerr(g, col), capsize=3,
+                                marker=markers.get(side, "x"), ls="-", label=side)
             ax.set_xscale("log", base=2)
             if (d[col] > 0).any():
                 style.log_axis(ax, "y")   # the sides can differ by orders of magnitude (DLIO's DLRM)
@@ -147,7 +193,8 @@ def throughput_figure(tp: pd.DataFrame):
 
 
 def claims(tabs: dict, note: str = "") -> list[dict]:
-    return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note)
+    return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
+                              steps=tabs.get("steps"))
 
 
 def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, figures=None) -> dict:

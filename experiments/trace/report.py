@@ -99,7 +99,7 @@ def make_claims(summary: pd.DataFrame, check: pd.DataFrame, backend: str) -> lis
     have = {"fio_seq_rand", "fio_seq_rand_repeat"} <= set(vecs)
     rep = float(m.loc["fio_seq_rand", "fio_seq_rand_repeat"]) if have else np.nan
     out.append(C.claim(
-        "trace_repeat_similarity", SOURCE, "Section 5 (similarities 0.95-0.98)",
+        "trace_repeat_similarity", SOURCE, "Sec 5.1.4, 5.2.3, 5.3.3 (similarities 0.95-0.98)",
         "Two runs of the same fio job are at least as similar as the thesis's workloads and "
         f"their emulations (its lowest: {low})", rep, "", f">= {low}",
         why_not=why or ("a repeat differs in what the page cache held" if have else

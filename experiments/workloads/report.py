@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import reference, style
+from .. import reference, stats, style
 from ..claims import claim
 from . import compute_model as cm
 from . import fits
@@ -187,9 +187,123 @@ def _not_linear_reason(nf: pd.DataFrame, workload: str = "") -> str:
     return out
 
 
-def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame) -> list[dict]:
-    """Linear compute time (R^2 of the mean model) and the data-loading share of the step."""
+# ----------------------------------------------------------------------------- intervals
+# A claim over several configurations (G, B) is a statistic of per-configuration statistics (the
+# median over configurations of a ratio of medians, say). Its interval resamples the steps (or
+# the loader's reads) of every configuration and row independently and recomputes the whole
+# statistic (experiments.stats.bootstrap), so the interval carries the noise of every sample.
+
+def steady_rows(tab: pd.DataFrame) -> pd.DataFrame:
+    """The samples a summary is computed from: for steps, the steady ones (the ``steady``
+    column where the stage wrote it, else :func:`.fits.steady`); for the loader's reads
+    (``vfs_ns``), the training reads, UNET3D's first epoch left out, as
+    :func:`.fits.step_summary` keeps them."""
+    if tab is None or not len(tab):
+        return pd.DataFrame()
+    if "vfs_ns" in tab.columns:
+        d = tab[tab["split"].fillna("train") == "train"] if "split" in tab.columns else tab
+        if "epoch" in d.columns:
+            keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat") if k in d.columns]
+            first = d.groupby(keys)["epoch"].transform("min")
+            d = d[~((d["workload"] == "unet3d") & (d["epoch"] == first))]
+        return d
+    if "steady" in tab.columns:
+        return tab[tab["steady"].fillna(False).astype(bool)]
+    return fits.steady(tab)
+
+
+def config_samples(tab: pd.DataFrame, w: str, rows: tuple[str, ...], value) -> dict:
+    """{(G, B): [``value(d)`` of row r's samples for r in ``rows``]} for every configuration of
+    workload ``w`` that every row ran (``tab``: steps or loader reads with column ``row``, see
+    :func:`steady_rows`; ``value``: DataFrame -> array, in the claim's unit)."""
+    d = steady_rows(tab)
+    if not len(d) or "row" not in d.columns:
+        return {}
+    d = d[d["workload"] == w]
+    out = {}
+    for (g, b), x in d.groupby(["ranks", "batch_size"]):
+        got = [np.asarray(value(x[x["row"] == r]), dtype=float) for r in rows]
+        if all(len(v) for v in got):
+            out[(int(g), int(b))] = got
+    return out
+
+
+def configs_ci(groups: dict, per_config, reduce=np.median, what: str = "") -> stats.Interval | None:
+    """The bootstrap interval of ``reduce([per_config(*samples of (G, B)) for each (G, B)])``
+    (``groups``: :func:`config_samples`), every sample resampled independently; None when
+    there is no configuration. ``n``: the smallest sample."""
+    if not groups:
+        return None
+    k = len(next(iter(groups.values())))
+    flat = [a for v in groups.values() for a in v]
+
+    def stat(*arrs):
+        return float(reduce([per_config(*arrs[i:i + k]) for i in range(0, len(arrs), k)]))
+
+    return stats.bootstrap(stat, *flat, method=f"bootstrap over steps of {len(groups)} configurations"
+                           + (f" ({what})" if what else ""))[1]
+
+
+def _med_ratio(a, b) -> float:
+    mb = np.median(b)
+    return float(np.median(a) / mb) if mb else np.nan
+
+
+def _iqr(x) -> float:
+    q1, q3 = np.quantile(x, [0.25, 0.75])
+    return float(q3 - q1)
+
+
+def _secs(col: str):
+    return lambda d: d[col].to_numpy(dtype=float) / 1e9
+
+
+def _rate(col: str):
+    """Per-step throughput, samples/s, as :func:`.fits.step_summary` computes it."""
+    return lambda d: (d["samples"] / (d[col].clip(lower=1) / 1e9)).to_numpy(dtype=float)
+
+
+def _vfs_rate(d):
+    per = d["samples"] if "samples" in d.columns and d["samples"].notna().all() else 1
+    return (per / (d["vfs_ns"].clip(lower=1) / 1e9)).to_numpy(dtype=float)
+
+
+def r2_interval(steps: pd.DataFrame | None, w: str) -> stats.Interval | None:
+    """The bootstrap interval of the R² of workload ``w``'s mean compute-time model (OLS of the
+    per-configuration mean compute time, s, on G and B, as :func:`.fits.ols`), resampling each
+    configuration's steady steps (:func:`steady_rows`); None without steps or with fewer than 3
+    configurations."""
+    if steps is None or not len(steps):
+        return None
+    st = steady_rows(steps[steps["workload"] == w])
+    if "variant" in st.columns:
+        st = st[st["variant"] == "real"]
+    g = [(int(k[0]), int(k[1]), x["compute_ns"].to_numpy(dtype=float) / 1e9)
+         for k, x in st.groupby(["ranks", "batch_size"])]
+    if len(g) < 3:
+        return None
+    X = np.array([[G, B] for G, B, _ in g], dtype=float)
+    X = np.column_stack([np.ones(len(X))] + [X[:, j] for j in range(2) if np.ptp(X[:, j]) > 0])
+
+    def r2(*arrs):
+        y = np.array([a.mean() for a in arrs])
+        beta = np.linalg.lstsq(X, y, rcond=None)[0]
+        tot = ((y - y.mean()) ** 2).sum()
+        return float(1 - ((y - X @ beta) ** 2).sum() / tot) if tot > 0 else np.nan
+
+    return stats.bootstrap(r2, *(a for *_, a in g),
+                           method=f"R² of the mean model, bootstrap over steps of {len(g)} configurations")[1]
+
+
+def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None = None,
+           phases: pd.DataFrame | None = None) -> list[dict]:
+    """Linear compute time (R^2 of the mean model), the data-loading share of the step, and the
+    thesis's headline numbers of each workload (Sec 5.1.2, 5.2.2, 5.3.2). ``steps`` (the
+    workloads' raw.parquet) give each finding its interval (bootstrap over steps, see
+    :func:`configs_ci`); ``phases`` (UNET3D's phases.csv) its evaluation and epoch durations.
+    Without them the findings have no interval (``inconclusive``, n = 1)."""
     out = []
+    st = steps.assign(row="real") if steps is not None and len(steps) else None
     eq = {"unet3d": "Eq 5.1", "bert": "Eq 5.3", "dlrm": "Eq 5.5"}
     for w, m in models.items():
         nf = nfits[nfits["workload"] == w]
@@ -198,11 +312,14 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame) -> list[dic
             f"{TITLES[w]} compute time is linear in batch size and rank count (R² of the mean model)",
             our_value=m["mean"]["r2"], unit="R²", rule=">= 0.9",
             paper_value=reference.HOVON_COMPUTE_FITS[w]["mean"]["r2"], kind="finding", magnitude="within 10%",
+            interval=r2_interval(steps, w), basis="stated",
             note=f"{nf['batch_size'].nunique()} batch sizes x {nf['ranks'].nunique()} rank counts",
             why_not=_not_linear_reason(nf, w) + "; ranks share this host's cores with any other load"))
     fig = {"unet3d": "Fig 5.2", "bert": "Fig 5.9", "dlrm": "Fig 5.14"}
+    share = lambda d: (d["data_ns"] / d["step_ns"]).to_numpy(dtype=float)  # noqa: E731
     for w, g in summary.groupby("workload"):
-        share = float(g["data_share"].median())
+        sh = float(g["data_share"].median())
+        ci = configs_ci(config_samples(st, w, ("real",), share), np.median, what="median data share")
         data_s, comp_s = float(g["data_s"].median()), float(g["compute_s"].median())
         measured = (f"median data wait {data_s:.3g} s against median compute {comp_s:.3g} s per step "
                     f"on this host")
@@ -213,9 +330,9 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame) -> list[dic
             out.append(claim(
                 "dlrm-data-share-about-10pct", SOURCE, fig[w],
                 "DLRM's synchronous data loading is a visible share of the step, about 10 %",
-                our_value=share, unit="fraction of step (median over configurations)",
+                our_value=sh, unit="fraction of step (median over configurations)",
                 rule=">= 0.05", paper_value=reference.HOVON_DLRM_DATA_SHARE, kind="finding",
-                magnitude="within 2x",
+                magnitude="within 2x", interval=ci, basis="stated",
                 note="direction: at least half the thesis's share (the other workloads' loading is "
                      "negligible, < 1 %)",
                 why_not=f"{measured}; at G={G}, B={b} this CPU computes a step in "
@@ -225,9 +342,79 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame) -> list[dic
             out.append(claim(
                 f"{w}-data-share-small", SOURCE, fig[w],
                 f"{TITLES[w]} data loading is a small share of the step (overlapped by compute)",
-                our_value=share, unit="fraction of step (median over configurations)", rule="< 0.1",
-                kind="finding", why_not=f"{measured}; the loader's CPU work shares the host's cores "
-                                        "with compute"))
+                our_value=sh, unit="fraction of step (median over configurations)", rule="< 0.1",
+                kind="finding", interval=ci, basis="stated",
+                why_not=f"{measured}; the loader's CPU work shares the host's cores with compute"))
+    out += headline_claims(summary, st, phases)
+    return out
+
+
+def eval_over_epoch(phases: pd.DataFrame | None) -> tuple[float, stats.Interval | None, str]:
+    """UNET3D: median evaluation phase over median training epoch (rank 0's phases, seconds
+    each; unitless ratio), its bootstrap interval over the phases, and what was measured."""
+    if phases is None or not len(phases) or "phase" not in phases.columns:
+        return np.nan, None, "no UNET3D phases (results/unet3d/phases.csv)"
+    p = phases[(phases["workload"] == "unet3d") & (phases["rank"] == phases["rank"].min())] \
+        if "workload" in phases.columns else phases
+    ev, tr = p[p["phase"] == "eval"]["seconds"], p[p["phase"] == "train"]["seconds"]
+    if not len(ev) or not len(tr):
+        return np.nan, None, (f"{len(ev)} evaluation and {len(tr)} training phases: the unet3d section "
+                              "ran no evaluation (evaluate_every)")
+    v, ci = stats.ratio_of_medians(ev, tr)
+    return v, ci, (f"median evaluation {ev.median():.3g} s over {len(ev)} evaluations, median epoch "
+                   f"{tr.median():.3g} s over {len(tr)} epochs (all configurations)")
+
+
+def headline_claims(summary: pd.DataFrame, steps: pd.DataFrame | None, phases: pd.DataFrame | None) -> list[dict]:
+    """The thesis's headline numbers of the workload stages (issue 24): UNET3D's evaluations ~8x
+    longer than epochs (Sec 5.1.2), BERT's data and compute throughputs (Sec 5.2.2), DLRM's
+    compute asymptote (Sec 5.3.2). Those that are accelerator throughputs are not measured on
+    a host without the thesis's V100s, and say so."""
+    out = []
+    v, ci, measured = eval_over_epoch(phases)
+    ref = reference.HOVON_UNET3D_EVAL_OVER_EPOCH
+    out.append(claim(
+        "unet3d-eval-longer-than-epoch", SOURCE, "Sec 5.1.2, Fig 5.1",
+        f"UNET3D: an evaluation lasts longer than a training epoch (thesis: about {ref} times, "
+        "the sliding-window inference being heavier than a training step)",
+        our_value=v, unit="median evaluation / median training epoch (s / s)", rule="> 1",
+        paper_value=ref, magnitude="within 2x", interval=ci, kind="finding", basis="stated",
+        note=measured if v == v else "",
+        why_not=measured + "; the ratio also depends on the evaluation cases over the training cases "
+                "of the generated data set (the thesis: 42 over 168)"))
+    lo, hi = reference.HOVON_BERT_DATA_SPS
+    b = summary[summary["workload"] == "bert"]
+    dv = float(b["data_sps"].median()) if len(b) and "data_sps" in b else np.nan
+    ci = configs_ci(config_samples(steps, "bert", ("real",), _rate("data_ns")), np.median,
+                    what="median per-step data throughput")
+    out.append(claim(
+        "bert-data-throughput-range", SOURCE, "Sec 5.2.2, Fig 5.11",
+        f"BERT: the data pipeline delivers {lo:,} to {hi:,} samples/s depending on the batch size",
+        our_value=dv, unit="samples/s (median over configurations)", rule=f"between {lo} and {hi}",
+        paper_value=f"{lo:,}-{hi:,}", interval=ci, kind="finding", basis="stated",
+        note=("per configuration: " + _configs(b, "data_sps")) if len(b) else "",
+        why_not=("tf.data's throughput is this host's CPUs' (the thesis's DGX-1: 40 cores)" if len(b)
+                 else "no BERT runs (workload bert)")))
+    lo, hi = reference.HOVON_BERT_COMPUTE_SPS
+    out.append(claim(
+        "bert-compute-throughput-range", SOURCE, "Sec 5.2.2, Fig 5.11",
+        f"BERT: compute throughput rises from about {lo:g} samples/s at batch 1 to about {hi:g} at "
+        "batch 6 per V100", our_value=None, unit="samples/s", rule=f"between {lo} and {hi}",
+        paper_value=f"{lo:g}-{hi:g}", kind="finding", basis="stated",
+        why_not="a V100's compute throughput: this host has no GPU and runs a scaled-down BERT on its "
+                "CPUs (the bert section's model), so its compute throughput is not the thesis's quantity"))
+    asym = reference.HOVON_DLRM_COMPUTE_ASYMPTOTE_SPS
+    eq55 = 1 / reference.HOVON_COMPUTE_FITS["dlrm"]["mean"]["B"]
+    out.append(claim(
+        "dlrm-compute-asymptote", SOURCE, "Sec 5.3.2, Fig 5.17",
+        f"DLRM: the compute throughput of the sleep and benchmark runs levels off around {asym:,} "
+        "samples/s", our_value=None, unit="samples/s", rule=f"within 25% of {asym}", paper_value=asym,
+        kind="finding", basis="stated",
+        note=f"Eq 5.5's batch coefficient alone gives 1 / {reference.HOVON_COMPUTE_FITS['dlrm']['mean']['B']:g} s "
+             f"= {eq55:,.0f} samples/s at large batches",
+        why_not="an asymptote of the V100 compute model (Eq 5.5) at batches up to 128k: this profile's "
+                "DLRM batches and CPU-fitted model do not reach it; a sleep run under the thesis's model "
+                "(compute_model: thesis-v100) at those batches would"))
     return out
 
 
@@ -421,7 +608,8 @@ def sleep_cpu_excess(rank_usage: list[dict], steps: pd.DataFrame) -> list[float]
 
 def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFrame, model,
                       rank_usage: list[dict], datasets: pd.DataFrame | None,
-                      runs: pd.DataFrame | None = None) -> list[dict]:
+                      runs: pd.DataFrame | None = None, steps: pd.DataFrame | None = None,
+                      loader: pd.DataFrame | None = None) -> list[dict]:
     """Claims of the sleep and generated-data rows (thesis Sec 4.7, 5.1.3, 5.3.2, Fig A.3; Eq 3.1).
 
     ``s``: the rows' summaries (:func:`.validation.load_rows`, Fig A.3 variants as rows
@@ -429,13 +617,20 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
     ``sleep_steps``: the sleep row's steps; ``model``: the compute model the sleep runs used;
     ``rank_usage``: env.json ``ranks`` of the sleep stage; ``datasets``: the random stage's
     comparison of the two contents; ``runs``: the rows' run tables (column ``row``), whose load
-    averages go into the reasons. A claim whose rows are missing is emitted as not measured.
+    averages go into the reasons; ``steps`` and ``loader``: every row's steps (raw.parquet) and
+    loader reads (loader.csv), column ``row``, from which each finding's 95 % interval is
+    bootstrapped (:func:`configs_ci`); without them a finding has no interval (inconclusive).
+    A claim whose rows are missing is emitted as not measured.
     """
     out = []
     none = "no {} runs of {} in this pipeline (workload_sleep / workload_random workloads, or the stage did not run)"
     fig_t = {"unet3d": "Fig 5.6", "bert": "Fig 5.11", "dlrm": "Fig 5.17"}
     fig_l = {"unet3d": "Fig 5.5", "bert": "Fig 5.11", "dlrm": "Fig 5.16"}
-    # 1. sleep reproduces the real compute throughput (Sec 5.1.3, 5.3.2).
+
+    def ci_of(tab, w, a, b, value, per_config, reduce=np.median, what=""):
+        return configs_ci(config_samples(tab, w, (a, b), value), per_config, reduce, what)
+
+    # 1. sleep reproduces the real compute throughput (Sec 5.1.3, 5.3.2); BERT is our extension.
     for w in TITLES:
         p = _pair(s, w, "real", "sleep")
         v, why = np.nan, none.format("sleep", w)
@@ -448,46 +643,59 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
                    f"{worst['compute_s_a']:.3g} s, the model's mean there {mu:.3g} s "
                    f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2') or float('nan'):.2f})"
                    + _loads(runs, w, "real", "sleep"))
+        bert = w == "bert"
         out.append(claim(
-            f"{w}-sleep-compute-throughput", SOURCE, fig_t[w],
+            f"{w}-sleep-compute-throughput", SOURCE, "Sec 5.2.2" if bert else fig_t[w],
             f"{TITLES[w]}: a sleep of the compute model's time gives the real run's compute throughput "
-            "(median per G, B within 10 %)", our_value=v, unit="max |sleep / real - 1| over configurations",
-            rule="<= 0.1", kind="finding",
+            "(median per G, B within 10 %)" + (" (our extension: the thesis could not sleep in BERT, "
+                                               "TensorFlow drops a sleep() when it compiles the graph)"
+                                               if bert else ""),
+            our_value=v, unit="max |sleep / real - 1| over configurations",
+            rule="<= 0.1", kind="finding", basis="extension" if bert else "stated",
+            interval=ci_of(steps, w, "real", "sleep", _rate("compute_ns"),
+                           lambda a, b: abs(_med_ratio(b, a) - 1), np.max, "max over configurations"),
             note=("sleep / real - 1 per configuration: " + _configs(p, "r")) if len(p) else "", why_not=why))
     # 2. UNET3D: sleep lowers the median data latency 1-3x and narrows its IQR (Sec 5.1.3).
     p = _pair(s, "unet3d", "real", "sleep")
     lo, hi = reference.HOVON_SLEEP_DATA_LATENCY_RATIO
     ratio = _ratio(p, "data_s_a", "data_s_b")
     out.append(claim(
-        "unet3d-sleep-data-latency-lower", SOURCE, "Fig 5.5",
+        "unet3d-sleep-data-latency-lower", SOURCE, "Sec 5.1.3, Fig 5.5",
         f"UNET3D: with sleep the median data latency is {lo:g} to {hi:g} times lower than with real compute",
-        our_value=ratio, unit="real / sleep median data latency (median over configurations)", rule="> 1",
-        paper_value=(lo + hi) / 2, magnitude="within 50%", kind="finding",
-        note=f"paper: {lo:g}-{hi:g}x (shown as its midpoint; 'within 50%' accepts {lo:g} to {hi:g})"
+        our_value=ratio, unit="real / sleep median data latency (median over configurations)",
+        rule=f"between {lo:g} and {hi:g}", paper_value=f"{lo:g}-{hi:g}", kind="finding", basis="stated",
+        interval=ci_of(steps, "unet3d", "real", "sleep", _secs("data_ns"), _med_ratio),
+        note=f"judged against the thesis's range, {lo:g} to {hi:g} times lower"
              + ("; per configuration: " + _configs(p.assign(x=p["data_s_a"] / p["data_s_b"]), "x") if len(p) else ""),
         why_not=(f"median data latency real {p['data_s_a'].median():.3g} s, sleep {p['data_s_b'].median():.3g} s"
                  if len(p) else none.format("sleep", "unet3d"))))
     iqr = (p["data_s_q3_a"] - p["data_s_q1_a"]) / (p["data_s_q3_b"] - p["data_s_q1_b"]).clip(lower=1e-9) if len(p) else []
     ref_iqr = reference.HOVON_SLEEP_DATA_IQR_S
     out.append(claim(
-        "unet3d-sleep-data-iqr-narrower", SOURCE, "Fig 5.5",
+        "unet3d-sleep-data-iqr-narrower", SOURCE, "Sec 5.1.3, Fig 5.5",
         "UNET3D: with sleep the data latency's inter-quartile range is much narrower "
         f"(thesis: ~{ref_iqr['sleep']:g} s against ~{ref_iqr['real']:g} s)",
         our_value=float(np.median(iqr)) if len(p) else np.nan, unit="real IQR / sleep IQR (median over configurations)",
         rule="> 1", paper_value=ref_iqr["real"] / ref_iqr["sleep"], magnitude="within 10x", kind="finding",
+        basis="stated",
+        interval=ci_of(steps, "unet3d", "real", "sleep", _secs("data_ns"),
+                       lambda a, b: _iqr(a) / max(_iqr(b), 1e-9)),
         why_not=(f"median IQR real {(p['data_s_q3_a'] - p['data_s_q1_a']).median():.3g} s, sleep "
                  f"{(p['data_s_q3_b'] - p['data_s_q1_b']).median():.3g} s" if len(p) else none.format("sleep", "unet3d"))))
     # 3. VFS unchanged by sleep (UNET3D), DLRM's latencies and throughputs very similar (Sec 5.3.2).
-    for w, col, what, fig in (("unet3d", "vfs_sps", "VFS throughput", "Fig 5.6"),
-                              ("dlrm", "vfs_sps", "VFS throughput", "Fig 5.17"),
-                              ("dlrm", "data_s", "median data latency", "Fig 5.16")):
+    for w, col, what, fig in (("unet3d", "vfs_sps", "VFS throughput", "Sec 5.1.3, Fig 5.6"),
+                              ("dlrm", "vfs_sps", "VFS throughput", "Sec 5.3.2, Fig 5.17"),
+                              ("dlrm", "data_s", "median data latency", "Sec 5.3.2, Fig 5.16")):
         p = _pair(s, w, "real", "sleep")
         v = _ratio(p, f"{col}_b", f"{col}_a")
+        ci = (ci_of(loader, w, "real", "sleep", _vfs_rate, lambda a, b: _med_ratio(b, a)) if col == "vfs_sps"
+              else ci_of(steps, w, "real", "sleep", _secs("data_ns"), lambda a, b: _med_ratio(b, a)))
         out.append(claim(
             f"{w}-sleep-{col.replace('_', '-')}-unchanged", SOURCE, fig,
             f"{TITLES[w]}: replacing compute with sleep leaves the {what} unchanged",
             our_value=v, unit="sleep / real (median over configurations)", rule="between 0.8 and 1.25",
-            kind="finding", note=("per configuration: " + _configs(p.assign(x=p[f"{col}_b"] / p[f"{col}_a"]), "x"))
+            kind="finding", basis="stated", interval=ci,
+            note=("per configuration: " + _configs(p.assign(x=p[f"{col}_b"] / p[f"{col}_a"]), "x"))
             if len(p) else "",
             why_not=(f"real {p[f'{col}_a'].median():.3g}, sleep {p[f'{col}_b'].median():.3g} (medians)"
                      + _loads(runs, w, "real", "sleep") if len(p) else none.format("sleep", w))))
@@ -505,33 +713,48 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
             v = float(inside.mean())
             why = ("random / real median VFS latency per configuration: "
                    + _configs(p.assign(x=p["vfs_s_b"] / p["vfs_s_a"]), "x") + _loads(runs, w, "real", "random"))
+        bert = w == "bert"
         out.append(claim(
-            f"{w}-random-vfs-within-real-spread", SOURCE, fig_l[w],
+            f"{w}-random-vfs-within-real-spread", SOURCE, "Sec 5.2.2" if bert else fig_l[w],
             f"{TITLES[w]}: on random-content data the VFS latency and throughput stay within the real runs' "
-            "inter-quartile range", our_value=v, unit="share of configurations inside", rule=">= 0.75",
-            kind="finding", why_not=why))
+            "inter-quartile range" + (" (our extension: the thesis was unable to get the VFS throughput "
+                                      "for BERT)" if bert else ""),
+            our_value=v, unit="share of configurations inside", rule=">= 0.75",
+            kind="finding", basis="extension" if bert else "implied",
+            interval=None if bert else ci_of(
+                loader, w, "real", "random", lambda d: d["vfs_ns"].to_numpy(dtype=float),
+                lambda a, b: float(np.quantile(a, .25) <= np.median(b) <= np.quantile(a, .75)), np.mean,
+                "share of configurations whose median VFS latency is inside the real IQR"),
+            note="" if bert else "the thesis shows the generated-data row beside the real one and reports "
+                                 "no VFS difference (implied)",
+            why_not=why))
     # 5. UNET3D preprocessing and data latency grow with random content (Sec 5.1.3).
     p = _pair(s, "unet3d", "real", "random")
     v = _ratio(p, "prep_s_q3_b", "prep_s_q3_a")
+    q3 = lambda x: float(np.quantile(x, 0.75))  # noqa: E731
     out.append(claim(
-        "unet3d-random-preprocessing-longer", SOURCE, "Fig 5.5",
+        "unet3d-random-preprocessing-longer", SOURCE, "Sec 5.1.3, Sec 6.3, Fig 5.5",
         "UNET3D: preprocessing takes much longer on data without structure (the balanced crop's "
         "connected objects)", our_value=v, unit="random / real 3rd quartile of preprocessing latency "
-        "(median over configurations)", rule="> 2", kind="finding",
+        "(median over configurations)", rule="> 2", kind="finding", basis="stated",
+        interval=ci_of(loader, "unet3d", "real", "random", _secs("prep_ns"),
+                       lambda a, b: q3(b) / q3(a) if q3(a) else np.nan),
         note=f"thesis: real preprocessing mostly below {reference.HOVON_UNET3D_PREP_REAL_S} s, generated "
              "data multiple seconds" + (f"; ours, 3rd quartiles real {p['prep_s_q3_a'].median():.3g} s, random "
                                         f"{p['prep_s_q3_b'].median():.3g} s" if len(p) else ""),
         why_not="" if len(p) else none.format("random-content", "unet3d")))
     v = _ratio(p, "data_s_b", "data_s_a")
     out.append(claim(
-        "unet3d-random-data-latency-higher", SOURCE, "Fig 5.5",
+        "unet3d-random-data-latency-higher", SOURCE, "Sec 5.1.3, Fig 5.5",
         "UNET3D: median data latency rises on random-content data (thesis: up to 4 orders of magnitude), "
         "so compute waits for data", our_value=v, unit="random / real median data latency (median over "
-        "configurations)", rule="> 1", kind="finding",
+        "configurations)", rule="> 1", kind="finding", basis="stated",
+        interval=ci_of(steps, "unet3d", "real", "random", _secs("data_ns"), lambda a, b: _med_ratio(b, a)),
         note=f"thesis: up to {reference.HOVON_GENERATED_DATA_LATENCY_RATIO_MAX:g}x (a maximum, not compared)",
         why_not=(f"median data latency real {p['data_s_a'].median():.3g} s, random {p['data_s_b'].median():.3g} s"
                  if len(p) else none.format("random-content", "unet3d"))))
-    # 6. AU of the sleep runs >= 90 % where the real run's data share is small (Eq 3.1).
+    # 6. AU of the sleep runs >= 90 % where the real run's data share is small: MLPerf Storage's pass
+    # condition (Eq 3.1), a check of our sleep emulation, not a result the thesis reports.
     for w in TITLES:
         real = s[(s["workload"] == w) & (s["row"] == "real")]
         small = real[real["data_share"] < 0.1][["ranks", "batch_size"]]
@@ -549,10 +772,11 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
                    f"{x['barrier_s']:.3g} s + the rest (the rank's own work, the slowest rank)")
         out.append(claim(
             f"{w}-sleep-au-above-90pct", SOURCE, "Eq 3.1",
-            f"{TITLES[w]}: sleep runs reach MLPerf Storage's {cm.MLPERF_AU_PASS:.0%} accelerator utilization "
-            "where the real run's data share is small", our_value=v, unit="lowest AU (fraction)",
-            rule=f">= {cm.MLPERF_AU_PASS}", kind="finding",
-            note=f"{len(a)} configurations with a real data share < 10 %", why_not=why))
+            f"{TITLES[w]}: our sleep runs pass MLPerf Storage's {cm.MLPERF_AU_PASS:.0%} accelerator utilization "
+            "(its pass condition, Eq 3.1) where the real run's data share is small", our_value=v,
+            unit="lowest AU (fraction)", rule=f">= {cm.MLPERF_AU_PASS}", kind="check",
+            note=f"a check of our emulation: 90 % is the benchmark's pass condition, not a result the thesis "
+                 f"reports; {len(a)} configurations with a real data share < 10 %", why_not=why))
     # 7. Fig A.3: a sleep standing in for preprocessing leaves data latency unchanged.
     p = _pair(s, "unet3d", "prep-none", "prep-sleep")
     v = _ratio(p, "data_s_b", "data_s_a")
@@ -560,7 +784,8 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
         "unet3d-fig-a3-prep-sleep-no-change", SOURCE, "Fig A.3",
         "UNET3D (sleep compute): an extra sleep in the loader standing in for preprocessing does not change "
         "the data latency significantly", our_value=v, unit="with / without the extra sleep, median data "
-        "latency (median over configurations)", rule="between 0.5 and 2", kind="finding",
+        "latency (median over configurations)", rule="between 0.5 and 2", kind="finding", basis="stated",
+        interval=ci_of(steps, "unet3d", "prep-none", "prep-sleep", _secs("data_ns"), lambda a, b: _med_ratio(b, a)),
         note=("per configuration: " + _configs(p.assign(x=p["data_s_b"] / p["data_s_a"]), "x")) if len(p) else "",
         why_not=(f"loader sleep {p['prep_s_b'].median():.3g} s per sample against a step of "
                  f"{p['compute_s_b'].median():.3g} s" if len(p) else none.format("Fig A.3", "unet3d"))))
