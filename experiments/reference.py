@@ -193,3 +193,27 @@ HOVON_DLRM_BENCHMARK_DATA_SPS = {"benchmark": 2.5e6, "real": 5e6}
 # except at 4 GPUs. Words, not numbers: shown as the paper's value.
 HOVON_BENCHMARK_COMPUTE = {"unet3d": "very similar (Sec 5.1.3)", "bert": "matched (Sec 5.2.2)",
                            "dlrm": "similar except at G=4 (Sec 5.3.2)"}
+
+# ---- headline numbers of the four smaller works (issue 24) ------------------------------------
+
+# Pumma et al., Sec 1 (Fig 1): Caffe/LMDB at 9,216 processes is "nearly 660-fold worse compared
+# to ideal strong scaling", and the read time "takes approximately 90% of the training time".
+PUMMA_CAFFE_FROM_IDEAL_9216 = 660
+PUMMA_READ_SHARE_9216_PERCENT = 90
+
+# The blog's headline numbers (Nelson, "Conclusion" and the fio/threads sections), checked
+# against the blog's text. (Kept here, not in reference.py,
+# which another line of work edits at the same time.)
+NELSON_GBPS_FOR_8_V100 = "1-1.3"           # conclusion 2: raw disk GB/s to keep 8 V100 busy (fp16)
+NELSON_LOCAL_TOP_IMAGES_PER_S = 8600       # "local storage ... topping out at around 8600 images/second"
+NELSON_PERSISTENT_TOP_IMAGES_PER_S = "7000-8000"
+NELSON_CPU_LINEAR_TO_CORES = 30            # "CPU usage increases almost linearly ... up to around 30 cores"
+NELSON_JPEG_DECODE_PERCENT = 51.18         # perf: tensorflow::jpeg::Uncompress
+NELSON_FIO_PERSISTENT_READS_PER_S = 10_000  # fio bssplit: "approximately 10K reads/second"
+NELSON_FIO_PERSISTENT_MBPS = 750           # "... at a throughput rate of around 750MB/s"
+NELSON_FIO_LOCAL_OVER_PERSISTENT = "3-4"   # "The local storage is about 3-4 times faster"
+
+# Zhu et al., poster text beside Fig 10/11: BeeGFS read bandwidth of the "small dataset" (every
+# node reads 512 MB, 8 GB in total) and the "large dataset" (10 GB per node, 160 GB in total), MB/s.
+ZHU_BEEGFS_SMALL_MBPS = 7411.98
+ZHU_BEEGFS_LARGE_MBPS = 4662.49

@@ -137,17 +137,6 @@ def collectl_with_paper(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# The blog's headline numbers (Nelson, "Conclusion" and the fio/threads sections), checked
-# against the text in ../shared/papers/nelson-dl-io-blog.txt. (Kept here, not in reference.py,
-# which another line of work edits at the same time.)
-NELSON_GBPS_FOR_8_V100 = "1-1.3"           # conclusion 2: raw disk GB/s to keep 8 V100 busy (fp16)
-NELSON_LOCAL_TOP_IMAGES_PER_S = 8600       # "local storage ... topping out at around 8600 images/second"
-NELSON_PERSISTENT_TOP_IMAGES_PER_S = "7000-8000"
-NELSON_CPU_LINEAR_TO_CORES = 30            # "CPU usage increases almost linearly ... up to around 30 cores"
-NELSON_JPEG_DECODE_PERCENT = 51.18         # perf: tensorflow::jpeg::Uncompress
-NELSON_FIO_PERSISTENT_READS_PER_S = 10_000  # fio bssplit: "approximately 10K reads/second"
-NELSON_FIO_PERSISTENT_MBPS = 750           # "... at a throughput rate of around 750MB/s"
-NELSON_FIO_LOCAL_OVER_PERSISTENT = "3-4"   # "The local storage is about 3-4 times faster"
 
 
 _SAMPLED = ("interval over the sampled intervals of the cold runs: consecutive, not independent, "
@@ -365,30 +354,30 @@ def _headline_rows(cold_runs: pd.DataFrame, tier: str, n: int, fio: pd.DataFrame
     rows = [
         ("blog_gbps_for_8_v100", "conclusion 2",
          "about 1-1.3 GB/s of raw disk throughput keeps 8 V100 GPUs busy (ImageNet, fp16)",
-         "GB/s", "between 1 and 1.3", NELSON_GBPS_FOR_8_V100, None, gpus),
+         "GB/s", "between 1 and 1.3", reference.NELSON_GBPS_FOR_8_V100, None, gpus),
         ("blog_local_tops_8600_images_per_s", "tf.data private threads",
          "with many private threads, local NVMe tops out at about 8,600 images/s",
-         "images/s", "> 0", NELSON_LOCAL_TOP_IMAGES_PER_S, "within 25%", f"{gpus}; {here}"),
+         "images/s", "> 0", reference.NELSON_LOCAL_TOP_IMAGES_PER_S, "within 25%", f"{gpus}; {here}"),
         ("blog_persistent_tops_7000_8000_images_per_s", "tf.data private threads",
          "persistent (network) storage tops out at 7,000-8,000 images/s, with more variability",
-         "images/s", "between 7000 and 8000", NELSON_PERSISTENT_TOP_IMAGES_PER_S, None,
+         "images/s", "between 7000 and 8000", reference.NELSON_PERSISTENT_TOP_IMAGES_PER_S, None,
          f"{gpus}, and network persistent storage; {here}"),
         ("blog_cpu_linear_in_threads_to_30_cores", "tf.data private threads",
          "TensorFlow's CPU use grows almost linearly with private threads up to about 30 cores",
-         "cores", "> 0", NELSON_CPU_LINEAR_TO_CORES, "within 25%",
+         "cores", "> 0", reference.NELSON_CPU_LINEAR_TO_CORES, "within 25%",
          f"this box has {n} cores: CPU use cannot grow past {n}"),
         ("blog_jpeg_decode_51pct_of_cpu", "perf profile",
          "51.18 % of the private threads' cycles are in JPEG decoding (tensorflow::jpeg::Uncompress)",
-         "% of CPU cycles", "> 25", NELSON_JPEG_DECODE_PERCENT, "within 25%",
+         "% of CPU cycles", "> 25", reference.NELSON_JPEG_DECODE_PERCENT, "within 25%",
          "the blog stage does not profile the pipeline (the blog used perf on its tf.data private threads); not built here"),
         ("blog_fio_persistent_10k_reads_per_s", "fio bssplit",
          "fio with the ImageNet size mix reads about 10K reads/s at about 750 MB/s from persistent storage",
-         "reads/s", "> 0", NELSON_FIO_PERSISTENT_READS_PER_S, "within 25%",
+         "reads/s", "> 0", reference.NELSON_FIO_PERSISTENT_READS_PER_S, "within 25%",
          f"no network persistent storage here; fio's bssplit random read on {tier}: {iops:,.0f} reads/s, "
          f"{rnd:,.0f} MB/s (fio_baseline)"),
         ("blog_fio_local_3_4x_persistent", "fio bssplit",
          "local NVMe is about 3-4 times faster than persistent storage under the same fio job",
-         "x", "between 3 and 4", NELSON_FIO_LOCAL_OVER_PERSISTENT, None,
+         "x", "between 3 and 4", reference.NELSON_FIO_LOCAL_OVER_PERSISTENT, None,
          "needs both a local NVMe and a network persistent tier; the tiers here are memory and one local disk"),
     ]
     return [claim(i, SOURCE, fig, st, np.nan, unit, rule, paper_value=pv, magnitude=mag, why_not=why,

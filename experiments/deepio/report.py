@@ -116,11 +116,6 @@ def final_accuracy(curves: pd.DataFrame) -> pd.DataFrame:
             .reset_index())
 
 
-# Zhu et al., poster text beside Fig 10/11: BeeGFS read bandwidth of the "small dataset" (every
-# node reads 512 MB, 8 GB in total) and the "large dataset" (10 GB per node, 160 GB in total), MB/s.
-# (Kept here, not in reference.py, which another line of work edits at the same time.)
-ZHU_BEEGFS_SMALL_MBPS = 7411.98
-ZHU_BEEGFS_LARGE_MBPS = 4662.49
 
 
 def _min_ratio(*groups) -> float:
@@ -259,8 +254,8 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     # server caches hold the small set. Not reproducible on one box without such a file system.
     why = ("needs BeeGFS on 16 nodes (the poster's cluster); no tier here is a parallel file "
            "system. The cache effect behind the gap is what blog_warm_faster measures on this box")
-    for size, v, per_node in (("small", ZHU_BEEGFS_SMALL_MBPS, "512 MB per node, 8 GB in total"),
-                              ("large", ZHU_BEEGFS_LARGE_MBPS, "10 GB per node, 160 GB in total")):
+    for size, v, per_node in (("small", reference.ZHU_BEEGFS_SMALL_MBPS, "512 MB per node, 8 GB in total"),
+                              ("large", reference.ZHU_BEEGFS_LARGE_MBPS, "10 GB per node, 160 GB in total")):
         out.append(claim(
             f"deepio_beegfs_{size}_dataset_MBps", SOURCE, "text beside Fig 10",
             f"reading the {size} data set from BeeGFS ({per_node}) gives {v:,.2f} MB/s"

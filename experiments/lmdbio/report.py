@@ -77,11 +77,6 @@ def claim_p(summary: pd.DataFrame, cores: int) -> int:
     return int(fit[-1] if fit else ps[0])
 
 
-# Pumma et al., Sec 1 (Fig 1): Caffe/LMDB at 9,216 processes is "nearly 660-fold worse compared
-# to ideal strong scaling", and the read time "takes approximately 90% of the training time".
-# (Kept here, not in reference.py, which another line of work edits at the same time.)
-PUMMA_CAFFE_FROM_IDEAL_9216 = 660
-PUMMA_READ_SHARE_9216_PERCENT = 90
 
 # The data set the paper measured (Fig 2: "CIFAR10-Large"); claims on any other are our extension.
 PAPER_DATASET = "cifar"
@@ -203,13 +198,13 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
         "lmdbio_caffe_660x_from_ideal_scaling", SOURCE, "Sec 1, Fig 1(a)",
         "Caffe/LMDB with 9,216 processes is nearly 660-fold worse than ideal strong scaling",
         np.nan, "x (time / ideal strong-scaling time)", "> 1",
-        paper_value=PUMMA_CAFFE_FROM_IDEAL_9216, magnitude="within 2x", why_not=why,
+        paper_value=reference.PUMMA_CAFFE_FROM_IDEAL_9216, magnitude="within 2x", why_not=why,
         kind="finding", basis="stated"))
     out.append(claim(
         "lmdbio_read_90pct_of_training", SOURCE, "Sec 1, Fig 1(b)",
         "the data I/O time (\"Read time\") takes about 90 % of Caffe's training time at 9,216 processes",
         np.nan, "% of training time", "> 50",
-        paper_value=PUMMA_READ_SHARE_9216_PERCENT, magnitude="within 25%", why_not=why,
+        paper_value=reference.PUMMA_READ_SHARE_9216_PERCENT, magnitude="within 25%", why_not=why,
         kind="finding", basis="stated"))
     return out
 
