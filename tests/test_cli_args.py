@@ -12,6 +12,7 @@ from experiments import profile
 from experiments.emulator import __main__ as emu
 from experiments.emulator import bench as emu_bench
 from experiments.trace import __main__ as trace
+from experiments.workloads import compute_model
 
 # FILE and DIR are filled in by the test: an existing file, an existing folder
 BAD = {  # (command, dest): (argv, text the error line must hold)
@@ -86,10 +87,13 @@ BAD = {  # (command, dest): (argv, text the error line must hold)
     ("trace chrome", "trace"): (["chrome", "/no/t", "-o", "t.json"], "trace = '/no/t'"),
     ("trace chrome", "output"): (["chrome", "FILE", "-o", ""], "--output = ''"),
     ("trace chrome", "phases"): (["chrome", "FILE", "-o", "t.json", "--phases", "/no/p"], "--phases = '/no/p'"),
+    ("compute-model export", "source"): (["export", "v200"], "v200"),
+    ("compute-model show", "source"): (["show", "/no/model.json"], "/no/model.json"),
+    ("compute-model show", "point"): (["show", "thesis-v100", "dlrm", "x", "2"], "G = 'x'"),
     ("profile", "name"): (["fast"], "argument name"),
     ("profile", "out"): (["smoke", "--out", "/no/such/dir/params.yaml"], "--out = '/no/such/dir/params.yaml'"),
 }
-MAINS = {"emulator": emu.main, "trace": trace.main, "profile": profile.main}
+MAINS = {"emulator": emu.main, "trace": trace.main, "profile": profile.main, "compute-model": compute_model.main}
 # arguments that cannot hold a bad value: flags (store_true) and --help
 NO_BAD_VALUE = (argparse._HelpAction, argparse._StoreTrueAction, argparse._SubParsersAction)
 
@@ -115,7 +119,7 @@ def _parsers():
         c.ArgumentParser.parse_args = orig
     emu_top, bench_p, prof = seen
     return (_subs("emulator", emu_top) + [("emulator bench", bench_p), ("profile", prof)]
-            + _subs("trace", trace.parser()))
+            + _subs("trace", trace.parser()) + _subs("compute-model", compute_model.parser()))
 
 
 def _subs(name, top):

@@ -49,8 +49,10 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, Field
 
 from .. import paths, reference
 from ..config import ConfigError, check_schema_file, read_json_file
@@ -220,19 +222,40 @@ def accelerator_utilization(ideal_s: float, run_s: float) -> float:
     return float("nan") if run_s <= 0 else ideal_s / run_s
 
 
-def main(argv=None) -> int:
-    """``python -m experiments.workloads.compute_model export thesis-v100`` (print a model file)
-    or ``show SOURCE [WORKLOAD G B]`` (validate, and print mean/std)."""
-    import argparse
+def parser():
+    """The command line (``export SOURCE`` or ``show SOURCE [WORKLOAD G B]``)."""
+    from .. import config
 
-    ap = argparse.ArgumentParser(prog="python -m experiments.workloads.compute_model")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("export").add_argument("source")
-    s = sub.add_parser("show")
+    ap = config.ArgumentParser(prog="python -m experiments.workloads.compute_model")
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=config.ArgumentParser)
+    sub.add_parser("export", help="print a model file").add_argument("source")
+    s = sub.add_parser("show", help="validate a model, and print mean/std at one point")
     s.add_argument("source")
     s.add_argument("point", nargs="*", help="WORKLOAD G B")
+    return ap
+
+
+class _Point(BaseModel):
+    """``show``'s point, validated as params.yaml's sections are."""
+    workload: Literal["unet3d", "bert", "dlrm"]
+    G: int = Field(ge=1, description="accelerators (ranks)")
+    B: int = Field(ge=1, description="batch size")
+
+
+def main(argv=None) -> int:
+    """``python -m experiments.workloads.compute_model export thesis-v100`` (print a model file)
+    or ``show SOURCE [WORKLOAD G B]`` (validate, and print mean/std in seconds)."""
+    from .. import config
+
+    ap = parser()
     a = ap.parse_args(argv)
     try:
+        point = None
+        if a.cmd == "show" and a.point:
+            if len(a.point) != 3:
+                raise ConfigError(f"point = {' '.join(a.point)!r}; allowed: WORKLOAD G B "
+                                  "(e.g. dlrm 2 8192)")
+            point = config.check_args(_Point, dict(zip(("workload", "G", "B"), a.point)))
         m = load(a.source)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -241,10 +264,9 @@ def main(argv=None) -> int:
         print(json.dumps({"schema": SCHEMA, "host": m.host, "workloads": m.workloads}, indent=1))
         return 0
     print(f"{m.source} ({m.host}): workloads {', '.join(sorted(m.workloads))}")
-    if a.point:
-        w, G, B = a.point[0], int(a.point[1]), int(a.point[2])
-        mu, sd = m.mean_std(w, G, B)
-        print(f"{w} G={G} B={B}: mean {mu:.6g} s, std {sd:.6g} s")
+    if point is not None:
+        mu, sd = m.mean_std(point.workload, point.G, point.B)
+        print(f"{point.workload} G={point.G} B={point.B}: mean {mu:.6g} s, std {sd:.6g} s")
     return 0
 
 
