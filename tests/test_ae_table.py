@@ -64,7 +64,7 @@ def test_main_writes_the_per_stage_doc(project):
 
 def test_headline_metrics_use_the_one_vocabulary():
     claim_list = [{"verdict": v} for v in ("holds", "holds", "fails", "not measured", "inconclusive")]
-    assert headline.claims(claim_list) == {"claims": 5, "holding": 2, "fails": 1, "inconclusive": 1}
+    assert headline.claims(claim_list) == {"claims": 5, "holds": 2, "fails": 1, "undecided": 1}
     fio = pd.DataFrame({"tier": ["mem", "disk", "disk"], "job": ["seqread", "seqread", "randread"],
                         "bw_MBps": [9e3, 500.0, 80.0], "iops": [1, 2, 4000.0]})
     assert headline.fio_baseline(fio, "disk") == {"MBps": 500.0, "iops": 4000.0}

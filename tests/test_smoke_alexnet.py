@@ -78,4 +78,4 @@ def test_alexnet_report_figures_and_claims(stage_results):
     r = pd.read_csv(d / "stall_ratios.csv").iloc[0]
     assert r["stall_ratio_to_fast_mem"] == 1.0 and r["stall_ratio_to_fast_burst"] > 0
     m = json.loads((d / "metrics.json").read_text())
-    assert m["claims"] == len(cl) and m["holding"] == sum(c["verdict"] == "holds" for c in cl)
+    assert m["claims"] == len(cl) and m["holds"] == sum(c["verdict"] == "holds" for c in cl)

@@ -126,8 +126,10 @@ def test_each_workload_quotes_its_own_benchmark_gap():
     tp = pd.DataFrame([{"workload": w, "side": s, "data_sps": 1.0, "compute_sps": 1.0}
                        for w in vs for s in ("real", "emulator", "dlio")])
     cl = {c["id"]: c for c in compare.claims_for(sims, tp, vs)}
-    assert cl["traced-data-throughput-emulator-bert"]["paper_value"] == 0.2
-    assert cl["traced-data-throughput-emulator-dlrm"]["paper_value"] == 0.5
+    # each row quotes its own workload's gap, as words (a context, not a target for ours)
+    assert cl["traced-data-throughput-emulator-bert"]["paper_value"].startswith("0.2 ")
+    assert cl["traced-data-throughput-emulator-dlrm"]["paper_value"].startswith("0.5 ")
+    assert cl["traced-data-throughput-dlio-bert"]["paper_value"] == 0.2
     assert "2.5x to 5x" not in " ".join(c["statement"] for c in cl.values())
 
 

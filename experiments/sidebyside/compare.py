@@ -246,7 +246,9 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
             if col == "data_sps":
                 said = (f"the thesis's MLPerf Storage emulation reached {gap_words} data throughput "
                         f"({gap_where}); ours is within 10 % of the real run's")
-                paper_v = gap
+                # the thesis's benchmark gap is the context ours is judged against, not a target
+                # for ours (no magnitude rule): shown as words
+                paper_v = f"{gap:g} (its benchmark / real)" if isinstance(gap, float) else gap
             else:
                 said = (f"the thesis's MLPerf Storage emulation matched the real compute throughput "
                         f"({reference.HOVON_BENCHMARK_COMPUTE[w]}); ours is within 10 % of the real run's")
@@ -293,7 +295,8 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
             "UNET3D: only a small share of the VFS read bytes go to storage (the data set stays in "
             f"the page cache across epochs; thesis: about {reference.HOVON_UNET3D_VFS_TO_STORAGE_PCT:g} % "
             "over 50 epochs)", v, "BIO read bytes / VFS read bytes, %", "< 10",
-            paper_value=reference.HOVON_UNET3D_VFS_TO_STORAGE_PCT, kind="finding", basis="stated",
+            paper_value=reference.HOVON_UNET3D_VFS_TO_STORAGE_PCT, magnitude="within 2x",
+            kind="finding", basis="stated",
             note=(note + "; " if note else "") + one_run + "; the share is about 1 / epochs when the "
                  "data set fits in the page cache, and 0 on a memory-backed tier (no block device)",
             why_not=reason("unet3d", "real")))
