@@ -232,7 +232,9 @@ def human(n: float) -> str:
 
 
 def fmt_seconds(s: float) -> str:
-    return f"{s:.0f} s" if s < 60 else f"{int(s // 60)} min {s % 60:.0f} s"
+    """``42 s`` or ``3 min 7 s``, rounded to the second first (59.6 s is ``1 min 0 s``, never ``60 s``)."""
+    s = round(s)
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60} s"
 
 
 def record_run(stage: str, facts: dict) -> None:

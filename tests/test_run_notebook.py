@@ -135,3 +135,9 @@ def test_every_stage_uses_the_one_cmd_form_and_tracks_what_its_notebook_declares
         tracked = {p.split(".")[0] for p in st.get("params", [])}
         missing = set(run_notebook.declared_parameters(ROOT / nb)) - tracked
         assert not missing, f"stage {name}: notebook declares {sorted(missing)} but dvc.yaml params omit them"
+
+
+def test_stage_times_round_to_the_second_before_splitting_minutes():
+    from experiments.run_notebook import fmt_seconds
+    assert fmt_seconds(42.4) == "42 s" and fmt_seconds(59.6) == "1 min 0 s"
+    assert fmt_seconds(119.6) == "2 min 0 s" and fmt_seconds(187.2) == "3 min 7 s"
