@@ -63,6 +63,9 @@ def otter_env() -> None:
     it costs ~5-10 s, paid once for every lab."""
     os.environ.setdefault(PROFILE_ENV, "smoke")
     os.environ["DLIO_ROOT"] = str(paths.root())
+    # TensorFlow's C++ start-up lines (oneDNN, CUDA probing on a box without a GPU) read like
+    # errors in an instructor's log; the pipeline filters them the same way (run_notebook)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     pkg = str(Path(__file__).resolve().parents[2])
     if pkg not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (pkg, os.environ.get("PYTHONPATH", "")) if p)
