@@ -226,3 +226,14 @@ def stage_results(smoke_run):
         assert d.exists(), f"stage {stage} wrote no results folder"
         return d
     return get
+
+
+@pytest.fixture
+def dlrm_zero_data(tmp_path) -> Path:
+    """A DLRM data set of zero samples in the workload's layout (4,096 training and 512 test
+    samples of 160 B): enough for the emulator and its launchers to read, in no time."""
+    d = tmp_path / "dlrm"
+    d.mkdir()
+    (d / "train_data.bin").write_bytes(b"\0" * 160 * 4096)
+    (d / "test_data.bin").write_bytes(b"\0" * 160 * 512)
+    return d

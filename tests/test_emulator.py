@@ -20,12 +20,8 @@ DLRM_SECTION = {"data": {"train_samples": 4096, "eval_samples": 512}, "model": {
 
 
 @pytest.fixture
-def dlrm_data(tmp_path):
-    d = tmp_path / "dlrm"
-    d.mkdir()
-    (d / "train_data.bin").write_bytes(b"\0" * 160 * 4096)
-    (d / "test_data.bin").write_bytes(b"\0" * 160 * 512)
-    return d
+def dlrm_data(dlrm_zero_data):
+    return dlrm_zero_data
 
 
 def _cfg(dlrm_data, **kw):

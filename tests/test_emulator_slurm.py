@@ -105,11 +105,8 @@ def slurm_cluster(tmp_path):
 
 
 @pytest.fixture
-def dlrm_small(tmp_path):
-    d = tmp_path / "dlrm"
-    d.mkdir()
-    (d / "train_data.bin").write_bytes(b"\0" * 160 * 4096)
-    (d / "test_data.bin").write_bytes(b"\0" * 160 * 512)
+def dlrm_small(tmp_path, dlrm_zero_data):
+    d = dlrm_zero_data
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"seed": 1, "dlrm": DLRM}))
     return d, params

@@ -30,20 +30,17 @@ MAX_PER_SWEEP = 2          # one rank and two; a memory tier and a disk tier
 MAX_WORKLOAD_CONFIGS = 4   # ranks 1, 2 x two batch sizes, for the one workload whose fit gets a B term
 
 
-def _lists(x, path=""):
-    if isinstance(x, dict):
-        for k, v in x.items():
-            yield from _lists(v, f"{path}.{k}" if path else k)
-    elif isinstance(x, list):
-        yield path, x
-
-
 def _leaves(x, path=""):
+    """(dotted path, value) of every non-mapping value, lists included as one value."""
     if isinstance(x, dict):
         for k, v in x.items():
             yield from _leaves(v, f"{path}.{k}" if path else k)
     else:
         yield path, x
+
+
+def _lists(x):
+    return ((p, v) for p, v in _leaves(x) if isinstance(v, list))
 
 
 @pytest.fixture(scope="module")
