@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -187,13 +188,17 @@ class RankLoop:
 
     def io_start(self) -> None:
         """Start a window of /proc/self/io counting (bytes this process read and wrote)."""
-        self._io = proc_io()
+        self._io, self._io_ns = proc_io(), time.time_ns()
 
     def io_stop(self, name: str = "io") -> None:
-        """Keep the counters' growth since :meth:`io_start` (or the last stop) as ``facts[name]``."""
-        now = proc_io()
+        """Keep the counters' growth since :meth:`io_start` (or the last stop) as ``facts[name]``,
+        and the window's wall-clock start and end (ns) as ``facts["io_windows"][name]``: reads
+        that background threads issue outside every window (tf.data prefetching while the
+        barrier runs) are not counted, and a trace compared with these counters is cut to them."""
+        now, t = proc_io(), time.time_ns()
         self.facts[name] = {k: v - self._io.get(k, 0) for k, v in now.items()}
-        self._io = now
+        self.facts.setdefault("io_windows", {})[name] = [self._io_ns, t]
+        self._io, self._io_ns = now, t
 
     def finish(self, *loader_logs) -> None:
         """Flush the loader records, write ``steps-r<rank>.csv`` and ``rank-r<rank>.json``,
