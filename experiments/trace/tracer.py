@@ -135,7 +135,7 @@ class Tracer:
     def __init__(self, backend: str = "auto", watch=(), block: bool = True, block_scope: str = "device",
                  interval_s: float = 1.0, sample: bool = True, keep_raw: bool = False, quiet: bool = False,
                  mode: str = "timeline", files: str = "auto", max_keys: int | None = None,
-                 vfs_sequential: bool | None = None):
+                 vfs_sequential: bool | None = None, keep_parsed: bool = False):
         if block_scope not in ("device", "tree"):
             raise TraceError(f"trace block_scope = {block_scope!r}; allowed: device, tree")
         if interval_s <= 0:
@@ -159,6 +159,8 @@ class Tracer:
         self.interval_s = interval_s
         self.sample = sample
         self.keep_raw = keep_raw
+        self.keep_parsed = keep_parsed   # a Session cuts its windows' mapped files from these rows
+        self.parsed_raw: pd.DataFrame | None = None
         self.quiet = quiet
         self.trace: Trace | None = None
         self._dir = Path(tempfile.mkdtemp(prefix="dlio-trace-"))
@@ -319,6 +321,7 @@ class Tracer:
         else:
             raw = pd.DataFrame()
         self.meta["mapped_files"] = resolve.mapped_files(raw, vfs)
+        self.parsed_raw = raw if self.keep_parsed else None
         if self.backend == "proc":
             vfs = conform(pd.DataFrame())
         if len(block):  # block probes see the device before the start and after the end
