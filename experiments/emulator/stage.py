@@ -37,39 +37,56 @@ def trace_real_checkpoints(workload: str, section: dict, seed: int, data_dir, wo
 
     Returns ``(pattern, rows, trace)``; the run folder (application log) and the checkpoints
     stay under ``work_dir``."""
+    return trace_runs([(workload, section, data_dir, work_dir, ranks, batch_size)], seed, backend)[workload]
+
+
+def trace_runs(runs, seed: int, backend: str = "auto") -> dict:
+    """Short real runs, each ``(workload, section, data_dir, work_dir, ranks, batch_size or None)``,
+    traced in one tracer session (its probes attach once), one window per run; then each run's
+    checkpoint pattern from its window: ``{workload: (pattern, rows, trace)}``."""
     from ..config import merge
-    from ..trace import Tracer
+    from ..progress import progress
+    from ..trace import Session
     from ..workloads import launch
 
-    work_dir = Path(work_dir)
-    shutil.rmtree(work_dir, ignore_errors=True)
-    ck = work_dir / "checkpoints"
-    (ck / workload).mkdir(parents=True)
-    sec = merge(copy.deepcopy(section), SHORT[workload])
-    sec["train"]["checkpoint_dir"] = str(ck)
-    B = batch_size or min(sec["sweep"]["batch_sizes"])
-    run_dir = work_dir / "run"
     import torch.distributed  # noqa: F401 - loaded before tracing (libraries are not the pattern)
-    with Tracer(backend=backend, watch=[ck], block=False, sample=False, quiet=True) as t:
-        launch.run_config(workload, sec, B, ranks, seed, Path(data_dir), run_dir)
-    pattern, rows = checkpoint.derive(t.trace, [ck / workload], workload, ranks, app_log=run_dir)
-    pattern.derived_from.update({"run": f"real {workload}, {ranks} ranks, batch {B}, short run "
-                                        f"{SHORT[workload]}", "run_dir": str(run_dir)})
-    return pattern, rows, t.trace
+    done = {}
+    roots = [Path(r[3]) for r in runs]
+    for d in roots:
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    with Session(backend=backend, watch=roots, block=False, sample=False, quiet=True) as session:
+        for workload, section, data_dir, work_dir, ranks, batch_size in progress(runs, desc="trace real checkpoints"):
+            ck = Path(work_dir) / "checkpoints"
+            (ck / workload).mkdir(parents=True)
+            sec = merge(copy.deepcopy(section), SHORT[workload])
+            sec["train"]["checkpoint_dir"] = str(ck)
+            B = batch_size or min(sec["sweep"]["batch_sizes"])
+            run_dir = Path(work_dir) / "run"
+            with session.window(workload):
+                launch.run_config(workload, sec, B, ranks, seed, Path(data_dir), run_dir)
+            done[workload] = (ck, B, ranks, run_dir)
+    out = {}
+    for workload, (ck, B, ranks, run_dir) in done.items():
+        trace = session.windows[workload].trace
+        pattern, rows = checkpoint.derive(trace, [ck / workload], workload, ranks, app_log=run_dir)
+        pattern.derived_from.update({"run": f"real {workload}, {ranks} ranks, batch {B}, short run "
+                                            f"{SHORT[workload]}", "run_dir": str(run_dir)})
+        out[workload] = (pattern, rows, trace)
+    return out
 
 
 def derive_all(cfgs: dict, seed: int, work_root=None, ranks: int = 2) -> dict:
     """Every workload of ``cfgs`` ({workload: validated section}): patterns, a table, traces."""
-    from ..progress import progress
-
     work_root = Path(work_root or paths.data_dir("emulator_patterns"))
-    pats, rows, traces = {}, [], {}
-    for w, sec in progress(list(cfgs.items()), desc="trace real checkpoints"):
+    runs = []
+    for w, sec in cfgs.items():
         sec = sec.model_dump(mode="json") if hasattr(sec, "model_dump") else sec
-        g = min(ranks, max(sec["sweep"]["ranks"]))
-        p, r, tr = trace_real_checkpoints(w, sec, seed, paths.data_dir(w), work_root / w, g)
-        pats[w], traces[w] = p, tr
-        rows += [{"workload": w, **x} for x in r]
+        runs.append((w, sec, paths.data_dir(w), work_root / w, min(ranks, max(sec["sweep"]["ranks"])), None))
+    got = trace_runs(runs, seed)
+    pats = {w: p for w, (p, _, _) in got.items()}
+    traces = {w: tr for w, (_, _, tr) in got.items()}
+    rows = [{"workload": w, **x} for w, (_, r, _) in got.items() for x in r]
     return {"patterns": pats, "table": pd.DataFrame(rows), "traces": traces}
 
 
@@ -174,28 +191,31 @@ def _flat(s: dict) -> dict:
 
 
 def replay_check(pats: dict, work_root=None, backend: str = "auto") -> pd.DataFrame:
-    """Replay every pattern (one checkpoint, rank 0; every writer's files for ``all``) under a
-    tracer and derive the pattern again from that trace: one row per workload with the traced
+    """Replay every pattern (one checkpoint, rank 0; every writer's files for ``all``) under one
+    tracer session (a window each) and derive the pattern again from that trace: one row per workload with the traced
     pattern's and the replay's files, writes, bytes and size quartiles, and ``match`` (the
     replay issued the same calls with the same sizes to the same number of files)."""
-    from ..trace import Tracer
+    from ..trace import Session
 
     work_root = Path(work_root or paths.data_dir("emulator_patterns")) / "replay"
     shutil.rmtree(work_root, ignore_errors=True)
+    work_root.mkdir(parents=True)
+    with Session(backend=backend, watch=[work_root], block=False, sample=False, quiet=True) as session:
+        for w, p in pats.items():   # one window each; the probes attach once
+            (work_root / w).mkdir()
+            with session.window(w):
+                checkpoint.replay(p, work_root / w, rank=0, tag="end")
     rows = []
     for w, p in pats.items():
-        d = work_root / w
-        d.mkdir(parents=True)
-        with Tracer(backend=backend, watch=[d], block=False, sample=False, quiet=True) as t:
-            checkpoint.replay(p, d, rank=0, tag="end")
-        again, _ = checkpoint.derive(t.trace, [d], w, ranks=1)
+        trace = session.windows[w].trace
+        again, _ = checkpoint.derive(trace, [work_root / w], w, ranks=1)
         a, b = p.summary, again.summary
         want = [(checkpoint.file_name(n, "end", 0, p.writers), ws) for n, ws in p.plan(0)]
         # the names the replay wrote ({rank} found again by the derivation is rank 0 here)
         got = [(checkpoint.file_name(f["name"], "end", 0, "rank0"), checkpoint.unrle(f["writes"]))
                for f in again.files]
         same = want == got
-        rows.append({"workload": w, "backend": t.trace.backend,
+        rows.append({"workload": w, "backend": trace.backend,
                      **{f"traced_{k}": a.get(k) for k in ("files", "writes", "bytes", "size_median")},
                      **{f"replayed_{k}": b.get(k) for k in ("files", "writes", "bytes", "size_median")},
                      "match": bool(same)})

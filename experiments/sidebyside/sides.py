@@ -12,10 +12,11 @@ The four sides read the same data set (staged on the comparison's tier by
   config written from the same section; ``computation_time`` from the compute model). When DLIO
   cannot run here its side is ``not measured`` with DLIO's own reason.
 
-Each side runs inside one :class:`experiments.trace.Tracer` (the same back end and options for
-all four; the tracer follows every child: torchrun, TF workers, ``mpiexec`` and its ranks),
-and ends with ``sync`` inside the trace so that each side's checkpoint writeback lands in its
-own trace. Its vector (:func:`experiments.trace.vector.characteristic_vector`) counts reads of
+Each side runs inside one window of the stage's :class:`experiments.trace.Session` (one tracer,
+the same back end and options for every side, attached once: it follows every child: torchrun,
+TF workers, ``mpiexec`` and its ranks; each side's trace is its window, cut out by time), and
+ends with ``sync`` inside its window so that each side's checkpoint writeback lands in its own
+trace. Its vector (:func:`experiments.trace.vector.characteristic_vector`) counts reads of
 the data files, writes to its checkpoint folder, and block requests touching those files'
 extents (``block_files``: the box is shared, other programs' requests are left out).
 
@@ -71,42 +72,54 @@ def section_for(workload: str, section: dict, overrides: dict | None, checkpoint
     return sec
 
 
-def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: int, *, seed: int,
-             data_dir: Path, work_dir: Path, checkpoint_root: Path, compute_model: str,
-             checkpoint_pattern: str = "traced", backend: str = "auto", eviction: str = "auto",
-             dlio_timeout_s: int = 600) -> dict:
-    """Run ``side`` of ``workload`` at (``batch_size``, ``ranks``) traced; returns a dict:
-    ``side``, ``workload``, ``status`` (measured / not measured), ``why``, ``trace`` (or None),
-    ``vector`` (or None), ``run_dir``, ``data`` and ``checkpoint`` (the vector's filters),
-    ``block_files``, ``eviction``, ``wall_s``, and ``dlio`` (DLIO's result) for that side."""
-    from ..trace import Tracer
-    from ..trace.vector import characteristic_vector
+def prepare_dlio(workload: str, section: dict, batch_size: int, ranks: int, *, seed: int, data_dir: Path,
+                 work_dir: Path, checkpoint_root: Path, compute_model: str, dlio_timeout_s: int = 600):
+    """DLIO's plan for the ``dlio`` side (:func:`experiments.dlio.prepare`: its config, and its
+    own data set generated where it needs one), or why it could not be made (a string). Made
+    before the tracer session: the generation renames its folder, and a session names a file
+    by the folder names it saw first."""
+    from .. import dlio
 
+    run_dir = Path(work_dir) / "dlio"
+    ck = Path(checkpoint_root) / "dlio"
+    shutil.rmtree(ck, ignore_errors=True)
+    ck.mkdir(parents=True)
+    try:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return dlio.prepare(workload, section_for(workload, section, None, ck), ranks, run_dir,
+                            batch_size=batch_size, compute_model=compute_model, data_dir=data_dir,
+                            checkpoint_dir=ck / workload, timeout_s=dlio_timeout_s, seed=seed)
+    except (dlio.DlioUnavailable, ConfigError, RuntimeError, OSError) as e:
+        # DLIO's own limits (its environment, what its config can express): recorded, never skipped
+        return f"DLIO could not be prepared: {e}"
+
+
+def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: int, *, seed: int,
+             data_dir: Path, work_dir: Path, checkpoint_root: Path, compute_model: str, session,
+             plan=None, checkpoint_pattern: str = "traced", eviction: str = "auto") -> dict:
+    """Run ``side`` of ``workload`` at (``batch_size``, ``ranks``) in a window of ``session``
+    (an :class:`experiments.trace.Session`); ``plan``: the ``dlio`` side's
+    :func:`prepare_dlio`. Returns a dict: ``side``, ``workload``, ``status`` (``pending`` until
+    :func:`finish_side`, or not measured), ``why``, ``window``, ``run_dir``, ``data`` and
+    ``checkpoint`` (the vector's filters), ``block_files``, ``eviction``, ``wall_s`` (the side
+    alone, s), and ``dlio`` (DLIO's result) for that side."""
     work_dir = Path(work_dir)
     run_dir = work_dir / side
     ck = Path(checkpoint_root) / side
-    shutil.rmtree(ck, ignore_errors=True)
-    ck.mkdir(parents=True)
+    if side != "dlio":   # DLIO's folder was made with its plan
+        shutil.rmtree(ck, ignore_errors=True)
+        ck.mkdir(parents=True)
     sec = section_for(workload, section, None, ck)
     base = {"side": side, "workload": workload, "batch_size": batch_size, "ranks": ranks,
             "run_dir": str(run_dir), "trace": None, "vector": None, "dlio": None}
     data = [Path(data_dir)]
-    plan = None
     if side == "dlio":
-        from .. import dlio
-
-        try:
-            shutil.rmtree(run_dir, ignore_errors=True)
-            plan = dlio.prepare(workload, sec, ranks, run_dir, batch_size=batch_size,
-                                compute_model=compute_model, data_dir=data_dir,
-                                checkpoint_dir=ck / workload, timeout_s=dlio_timeout_s, seed=seed)
-        except (dlio.DlioUnavailable, ConfigError, RuntimeError, OSError) as e:
-            # DLIO's own limits (its environment, what its config can express): recorded, never skipped
-            return {**base, "status": "not measured", "why": f"DLIO could not be prepared: {e}"}
+        if plan is None or isinstance(plan, str):
+            return {**base, "status": "not measured", "why": plan or "DLIO was not prepared"}
         data = [Path(p) for p in plan.data_paths]
     method = cache.evict(data, eviction)
     t0 = time.perf_counter()
-    with Tracer(backend=backend, watch=[*data, ck], quiet=True) as t:
+    with session.window(f"{workload}/{side}") as win:
         if side in ("real", "sleep"):
             from ..workloads import compute_model as cm
             from ..workloads import launch
@@ -131,16 +144,31 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
             raise ConfigError(f"traced_comparison.sides: {side!r}; allowed: real, sleep, emulator, dlio")
         os.sync()   # this side's checkpoint writeback inside its own trace
     wall = time.perf_counter() - t0
-    trace = t.trace
-    block_files = _files([*data, ck])
-    checkpoint = [ck]
-    out = {**base, "trace": trace, "data": [str(p) for p in data], "checkpoint": [str(ck)],
+    block_files = _files([*data, ck])   # listed now: a later side's clean-up may remove them
+    out = {**base, "window": win, "data": [str(p) for p in data], "checkpoint": [str(ck)],
            "block_files": [str(p) for p in block_files], "eviction": str(method), "wall_s": wall,
-           "backend": trace.backend, "dlio": dres}
+           "dlio": dres}
     if dres is not None and dres.get("status") != "measured":
         return {**out, "status": "not measured", "why": dres.get("why", "DLIO did not finish")}
-    out["vector"] = characteristic_vector(trace, data=data, checkpoint=checkpoint, block_files=block_files)
-    return {**out, "status": "measured", "why": ""}
+    return {**out, "status": "pending", "why": ""}
+
+
+def finish_side(res: dict) -> dict:
+    """A side of :func:`run_side` once its session has ended: its ``trace`` (the window),
+    ``backend`` and, when it ran, its ``vector`` and status ``measured``."""
+    from ..trace.vector import characteristic_vector
+
+    if "window" not in res:   # it stopped before its window (DLIO could not be prepared)
+        return res
+    out = {k: v for k, v in res.items() if k != "window"}
+    trace = res["window"].trace
+    out.update(trace=trace, backend=trace.backend)
+    if res["status"] != "pending":
+        return out
+    out["vector"] = characteristic_vector(trace, data=[Path(p) for p in res["data"]],
+                                          checkpoint=[Path(p) for p in res["checkpoint"]],
+                                          block_files=[Path(p) for p in res["block_files"]])
+    return {**out, "status": "measured"}
 
 
 def records(res: dict) -> dict:
@@ -207,30 +235,50 @@ def throughput_row(res: dict, got: dict) -> dict:
     return row
 
 
-def run_workload(workload: str, section: dict, point, cfg, seed: int, tier, work_root: Path,
-                 progress_desc: str | None = None) -> dict:
-    """Every side of ``cfg.sides`` for ``workload`` at ``point`` (``batch_size``, ``ranks``):
-    ``{"results": {side: run_side(...)}, "records": {side: records(...)}, "throughput": DataFrame,
-    "data_dir": staged data}``. The real run goes first; the others follow in ``cfg.sides`` order."""
+def prepare_workload(workload: str, section: dict, point, cfg, seed: int, tier, work_root: Path) -> dict:
+    """What the sides of ``workload`` need before the tracer session starts: the data staged on
+    ``tier`` (the staging renames its folder), the section with ``cfg.overrides`` laid over and,
+    when ``dlio`` is a side, DLIO's plan (:func:`prepare_dlio`)."""
     from ..emulator.bench import stage_data
-    from ..progress import progress
 
     sec = section_for(workload, section, cfg.overrides.get(workload), Path("."))
     data = stage_data(workload, tier)
     work = Path(work_root) / workload
     ck_root = tier.dir / "traced_comparison-checkpoints" / workload
     sides = ["real", *[s for s in cfg.sides if s != "real"]]
-    res, recs, rows = {}, {}, []
-    for side in progress(sides, desc=progress_desc or f"{workload} sides"):
-        r = run_side(side, workload, sec, point.batch_size, point.ranks, seed=seed, data_dir=data,
-                     work_dir=work, checkpoint_root=ck_root, compute_model=cfg.compute_model,
-                     checkpoint_pattern=cfg.checkpoint_pattern, backend=cfg.backend,
-                     eviction=cfg.eviction, dlio_timeout_s=cfg.dlio_timeout_s)
-        res[side] = r
-        recs[side] = records(r)
-        rows.append(throughput_row(r, recs[side]))
-    return {"results": res, "records": recs, "throughput": pd.DataFrame(rows), "data_dir": str(data),
-            "checkpoint_root": str(ck_root)}
+    plan = (prepare_dlio(workload, sec, point.batch_size, point.ranks, seed=seed, data_dir=data, work_dir=work,
+                         checkpoint_root=ck_root, compute_model=cfg.compute_model,
+                         dlio_timeout_s=cfg.dlio_timeout_s) if "dlio" in sides else None)
+    return {"workload": workload, "section": sec, "point": point, "data_dir": data, "work_dir": work,
+            "checkpoint_root": ck_root, "sides": sides, "dlio_plan": plan}
+
+
+def run_workload(prep: dict, cfg, seed: int, session, progress_desc: str | None = None) -> dict:
+    """Every side of a :func:`prepare_workload` at its point (``batch_size``, ``ranks``), each
+    in a window of ``session``: ``{"results": {side: run_side(...)}, "data_dir": staged data,
+    "checkpoint_root": ...}``; :func:`finish_workload` completes it once the session has
+    ended. The real run goes first; the others follow in ``cfg.sides`` order."""
+    from ..progress import progress
+
+    w, point = prep["workload"], prep["point"]
+    res = {}
+    for side in progress(prep["sides"], desc=progress_desc or f"{w} sides"):
+        res[side] = run_side(side, w, prep["section"], point.batch_size, point.ranks, seed=seed,
+                             data_dir=prep["data_dir"], work_dir=prep["work_dir"],
+                             checkpoint_root=prep["checkpoint_root"], compute_model=cfg.compute_model,
+                             session=session, plan=prep["dlio_plan"],
+                             checkpoint_pattern=cfg.checkpoint_pattern, eviction=cfg.eviction)
+    return {"results": res, "data_dir": str(prep["data_dir"]), "checkpoint_root": str(prep["checkpoint_root"])}
+
+
+def finish_workload(got: dict) -> dict:
+    """:func:`run_workload`'s result once its session has ended, with each side's trace and
+    vector (:func:`finish_side`), ``records`` ({side: :func:`records`}) and ``throughput``
+    (a DataFrame of :func:`throughput_row`)."""
+    res = {side: finish_side(r) for side, r in got["results"].items()}
+    recs = {side: records(r) for side, r in res.items()}
+    rows = [throughput_row(r, recs[side]) for side, r in res.items()]
+    return {**got, "results": res, "records": recs, "throughput": pd.DataFrame(rows)}
 
 
 def check_points(cfg, sections: dict) -> None:

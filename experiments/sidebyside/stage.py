@@ -35,14 +35,23 @@ TIMELINE_FILE = {"unet3d": "fig5_7_unet3d_timeline", "bert": "fig5_12_bert_timel
 
 
 def run_all(cfg, work_root) -> dict:
-    """Every workload of ``cfg.traced_comparison.points``: {workload: :func:`.sides.run_workload`}.
-    ``cfg`` holds the sections ``traced_comparison``, ``tiers``, ``seed`` and the workloads'."""
+    """Every workload of ``cfg.traced_comparison.points``: {workload: :func:`.sides.finish_workload`}.
+    ``cfg`` holds the sections ``traced_comparison``, ``tiers``, ``seed`` and the workloads'.
+    Every side of every workload runs in one tracer session (the probes attach once)."""
+    from ..trace import Session
+
     tc = cfg.traced_comparison
     secs = {w: getattr(cfg, w).model_dump(mode="json") for w in tc.points if hasattr(cfg, w)}
     sides.check_points(tc, secs)
     tier = sides.pick_tier(cfg.tiers, tc.tier)
-    return {w: sides.run_workload(w, secs[w], p, tc, cfg.seed, tier, Path(work_root))
-            for w, p in tc.points.items()}
+    work_root = Path(work_root)
+    work_root.mkdir(parents=True, exist_ok=True)
+    # data staged and DLIO's plans made first: a folder renamed inside a session keeps the name
+    # the tracer saw first (staging writes <name>.partial, then renames it)
+    prep = {w: sides.prepare_workload(w, secs[w], p, tc, cfg.seed, tier, work_root) for w, p in tc.points.items()}
+    with Session(backend=tc.backend, watch=[tier.dir, work_root], quiet=True) as session:
+        got = {w: sides.run_workload(prep[w], tc, cfg.seed, session) for w in tc.points}
+    return {w: sides.finish_workload(g) for w, g in got.items()}
 
 
 def tables(done: dict) -> dict:

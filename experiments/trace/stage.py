@@ -1,6 +1,8 @@
 """The ``tracing_patterns`` stage: trace known patterns and check the tracer against them.
 
-Three runs, each traced with the same back end (chosen automatically, recorded):
+Three runs, each traced with the same back end (chosen automatically, recorded); the fio runs
+and the loader are windows of one tracer session (:class:`.session.Session`), LMDBIO's readers
+a tracer each (their vector mode counts in the kernel, which a session cannot split by time):
 
 - ``fio_seq_rand``: fio, sequential ``seq_bs_kib`` KiB reads over ``seq_mib`` MiB of one file, then
   ``rand_ios`` random ``rand_bs_kib`` KiB reads (the issue's known pattern), run twice
@@ -23,6 +25,7 @@ notebook only calls :func:`need_bytes`, :func:`measure`, :func:`vectors`, :func:
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Literal
 
@@ -33,7 +36,7 @@ from ..config import Section
 from . import lmdb_runs, patterns, vector
 from .phases import PhaseLog
 from .schema import Trace
-from .tracer import Tracer
+from .session import Session
 
 LMDB_RUNS = {"lmdb_mmap": "lmdb", "lmdb_dio_prov": "dio_prov"}  # run -> LMDBIO strategy
 
@@ -96,26 +99,29 @@ def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:
     kw = dict(backend=cfg.backend, watch=[base], interval_s=cfg.interval_s, block_scope="device")
     p = patterns.fio_pattern(base / "fio", cfg.file_mib, cfg.seq_mib, cfg.seq_bs_kib, cfg.rand_bs_kib,
                              cfg.rand_ios, seed)
-    traces: dict[str, Trace] = {}
-    for run in ("fio_seq_rand", "fio_seq_rand_repeat"):
-        traces[run], rc = Tracer(**kw).run(p.command())
-        if rc != 0:
-            raise RuntimeError(f"fio exited with {rc} on {p.job_file}")
     q = patterns.fio_pattern(base / "fio_rand", cfg.file_mib, 0, cfg.seq_bs_kib, cfg.rand_bs_kib,
                              cfg.rand_ios + p.seq_reads, seed + 1, direct=p.direct)
-    traces["fio_rand"], rc = Tracer(**kw).run(q.command())
     files = patterns.loader_files(base / "loader" / "data", cfg.loader_files, cfg.loader_file_kib, seed)
     log_path = base / "loader" / "phases.jsonl"
     log_path.unlink(missing_ok=True)
     ck_dir = base / "loader" / "checkpoints"
     from .. import cache
     import torch.utils.data  # noqa: F401 - imported before tracing: library loading is not the pattern
-    cache.evict([base / "loader" / "data"])
-    with Tracer(**kw) as t:
-        info = patterns.run_loader(files, cfg.loader_workers, cfg.loader_batch, cfg.loader_epochs, ck_dir,
-                                   PhaseLog(log_path), seed, cfg.checkpoint_kib)
-    t.trace.meta["phase_log"] = str(log_path)
-    traces["loader"] = t.trace
+    # the three fio runs and the loader in one tracer session, a window each (the probes attach once)
+    with Session(**kw) as session:
+        for run, job in (("fio_seq_rand", p), ("fio_seq_rand_repeat", p), ("fio_rand", q)):
+            with session.window(run):
+                rc = subprocess.run(job.command()).returncode
+            if rc != 0:
+                raise RuntimeError(f"fio exited with {rc} on {job.job_file}")
+        cache.evict([base / "loader" / "data"])
+        with session.window("loader"):
+            info = patterns.run_loader(files, cfg.loader_workers, cfg.loader_batch, cfg.loader_epochs, ck_dir,
+                                       PhaseLog(log_path), seed, cfg.checkpoint_kib)
+    traces: dict[str, Trace] = {run: w.trace for run, w in session.windows.items()}
+    for run, job in (("fio_seq_rand", p), ("fio_seq_rand_repeat", p), ("fio_rand", q)):
+        traces[run].meta["command"] = job.command()
+    traces["loader"].meta["phase_log"] = str(log_path)
     filters = {"fio_seq_rand": ([str(p.data_file)], None, [p.data_file]),
                "fio_seq_rand_repeat": ([str(p.data_file)], None, [p.data_file]),
                "fio_rand": ([str(q.data_file)], None, [q.data_file]),
