@@ -254,6 +254,10 @@ def main(argv=None) -> int:
     ap.add_argument("notebook", type=Path, help="notebooks/NN-name.ipynb")
     ap.add_argument("output", type=Path, help="results/<stage>/<stage>.ipynb")
     a = ap.parse_args(argv)
+    # jsonschema (under nbformat, under papermill) imports rfc3987_syntax where it is installed
+    # (jupyter-events needs it), and that module builds a grammar at import: about 1 s of every
+    # stage's start-up. Validating a notebook uses no IRI format, so this process goes without.
+    sys.modules.setdefault("rfc3987_syntax", None)
 
     from . import envinfo, paths
 
