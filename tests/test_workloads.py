@@ -296,3 +296,15 @@ def test_unet3d_dataset_augments_and_logs(tmp_path):
     assert tuple(x.shape) == (1, 8, 8, 8) and tuple(y.shape) == (1, 8, 8, 8)
     lines = [json.loads(l) for f in tmp_path.glob("loader-r0-*.jsonl") for l in f.read_text().splitlines()]
     assert len(lines) == 1 and lines[0]["vfs_ns"] > 0 and lines[0]["prep_ns"] > 0
+
+
+def test_one_torch_rank_runs_without_the_torchrun_agent(tmp_path):
+    """G = 1 starts the rank program itself (torchrun's agent imports torch first: ~3 s a
+    start); G > 1 goes through torchrun. The program's process group comes from the same
+    environment variables either way (experiments.workloads.rank.setup_torch)."""
+    from experiments.workloads import launch
+
+    one, two = launch.command("dlrm", 1, tmp_path), launch.command("dlrm", 2, tmp_path)
+    assert one == [sys.executable, "-m", "experiments.workloads.dlrm", str(tmp_path)]
+    assert two[1:3] == ["-m", "torch.distributed.run"] and "--nproc_per_node=2" in two
+    assert two[-3:] == one[-3:]

@@ -1,7 +1,10 @@
 """Launch one configuration (batch size B, ranks G) of a workload, and sweep the grid.
 
 PyTorch workloads (UNET3D, DLRM) run under ``torchrun --standalone --nproc_per_node G``
-(``python -m torch.distributed.run``); on several machines the same program runs under
+(``python -m torch.distributed.run``); one rank (G = 1) runs the rank program itself with the
+environment torchrun would give it (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` ...: the same
+process group, the same code), without the agent that imports torch first (about 3 s of each
+start here); on several machines the same program runs under
 ``torchrun --nnodes N --rdzv-endpoint HOST:PORT``. BERT runs one TensorFlow process per
 emulated accelerator, each with a ``TF_CONFIG`` naming all of them, for
 ``MultiWorkerMirroredStrategy``. Each configuration gets a run folder (see :mod:`.rank`); the
@@ -57,7 +60,10 @@ def _free_ports(n: int) -> list[int]:
 
 
 def command(workload: str, ranks: int, run_dir: Path) -> list[str]:
-    """The torchrun command line of a PyTorch workload (one machine)."""
+    """The command line of a PyTorch workload on one machine: torchrun for several ranks, the
+    rank program itself for one (:func:`run_config` gives it torchrun's environment)."""
+    if ranks == 1:
+        return [sys.executable, "-m", f"experiments.workloads.{workload}", str(run_dir)]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc_per_node={ranks}", "-m", f"experiments.workloads.{workload}", str(run_dir)]
 
@@ -92,8 +98,12 @@ def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: 
     t0 = time.perf_counter()
     try:
         if workload in TORCH_WORKLOADS:
+            env = _env(threads)
+            if ranks == 1:   # torchrun's environment for its one worker, without its agent
+                env |= {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_ports(1)[0])}
             procs = [subprocess.Popen(command(workload, ranks, run_dir), cwd=paths.root(),
-                                      env=_env(threads), stdout=log, stderr=subprocess.STDOUT)]
+                                      env=env, stdout=log, stderr=subprocess.STDOUT)]
         else:
             ports = _free_ports(ranks)
             workers = [f"localhost:{p}" for p in ports]
