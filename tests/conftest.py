@@ -5,8 +5,9 @@ points the package there) on the smoke profile, through DVC and papermill exactl
 repro`` does; the smoke tests then assert on the files each notebook wrote. A smoke test of a
 stage that ``SMOKE_STAGES`` left out is skipped (see ``stage_results``).
 
-The smoke ``dvc repro`` starts in the background as soon as collection shows that a smoke test
-will run, and the smoke tests are ordered last: the unit tests run beside the pipeline, whose
+The smoke ``dvc repro`` starts in the background when the session starts (the whole suite, as
+``make test`` runs it) or as soon as collection shows that a smoke test will run, and the smoke
+tests are ordered last: the unit tests run beside the pipeline, whose
 stages mostly keep one of the box's two cores busy. At the end of the session a table lists the
 slowest tests and every smoke stage's wall time (from its ``env.json``), so that where the
 minutes go is visible in every CI log."""
@@ -149,9 +150,24 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = unit + sorted((i for i in items if _needs_smoke(i)), key=_smoke_rank)
 
 
+def _whole_suite(config) -> bool:
+    """``make test``'s invocation: no paths, no ``-k``, no marker expression leaving out the smoke
+    tests, not ``--collect-only``: the smoke tests will run."""
+    return (config.args_source != pytest.Config.ArgsSource.ARGS and not config.option.keyword
+            and "not smoke" not in (config.option.markexpr or "") and not config.option.collectonly)
+
+
+def pytest_sessionstart(session):
+    """The whole suite starts the smoke pipeline before collecting (about 10 s earlier)."""
+    global _SMOKE
+    if _whole_suite(session.config):
+        _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
+
+
 def pytest_collection_finish(session):
     global _SMOKE
-    if session.config.option.collectonly or not any(_needs_smoke(i) for i in session.items):
+    if _SMOKE is not None or session.config.option.collectonly \
+            or not any(_needs_smoke(i) for i in session.items):
         return
     _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
 
