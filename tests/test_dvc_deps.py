@@ -128,3 +128,15 @@ def test_the_emulator_circle_this_check_was_written_for_is_found(tmp_path):
     ck = tmp_path / "experiments" / "emulator" / "checkpoint.py"
     ck.write_text(ck.read_text() + "\n\ndef _writers():\n    from .config import WORKLOADS\n")
     assert ["experiments.emulator.checkpoint", "experiments.emulator.config"] in depcheck.import_cycles(tmp_path)
+
+
+def test_stages_that_compare_with_the_realistic_data_sets_depend_on_them():
+    """workload_random checks its random-content sets against the realistic ones (names, sizes,
+    bytes): without the dep, `dvc repro workload_random` could run before workload_data and
+    compare with nothing (a fresh-clone run that listed its targets in another order did)."""
+    import yaml
+
+    stages = yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"]
+    for name in ("workload_random", "workload_sleep", "emulator_patterns", "traced_comparison"):
+        deps = {str(d) for d in stages[name]["deps"]}
+        assert {"data/unet3d", "data/bert", "data/dlrm"} <= deps, name

@@ -298,6 +298,17 @@ def test_random_plan_refuses_sleep_compute(tmp_path):
         validation.random_plan(c)
 
 
+def test_random_generation_refuses_a_missing_realistic_set(tmp_path, monkeypatch):
+    """Nothing is generated when a realistic set to compare with is missing (it compared with
+    nothing and failed its check when workload_random ran before workload_data)."""
+    from experiments.workloads import stage
+
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    monkeypatch.setattr(stage, "generate", lambda *a, **k: pytest.fail("a data set was generated"))
+    with pytest.raises(ConfigError, match=r"unet3d's realistic data set .*data/unet3d is missing.*workload_data"):
+        validation.generate_random(_cfg(tmp_path, "fit", workloads=["unet3d"]), 1)
+
+
 def test_sections_validate_through_config():
     with pytest.raises(ConfigError, match="workload_sleep.batch_sizes"):
         config.validate("workload_sleep", {"batch_sizes": "middle"})

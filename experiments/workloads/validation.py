@@ -139,7 +139,12 @@ def random_plan(cfg) -> list[Job]:
 def generate_random(cfg, seed: int) -> pd.DataFrame:
     """Generate ``data/<workload>-random`` for the workloads of ``cfg.workload_random`` and
     compare each with the realistic set beside it: files, bytes, whether every file has the
-    same size, and both digests."""
+    same size, and both digests. A realistic set that is missing stops it before any generation."""
+    for w in cfg.workload_random.workloads:
+        real = stage.data_dir(w)
+        if not real.is_dir() or not any(real.iterdir()):
+            raise ConfigError(f"workload_random.workloads: {w}'s realistic data set {real} is missing or "
+                              f"empty; the random set is compared with it: run `dvc repro workload_data` first")
     rows = []
     for w in cfg.workload_random.workloads:
         facts = stage.generate(w, getattr(cfg, w).data, seed, content="random")
