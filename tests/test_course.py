@@ -147,3 +147,20 @@ def test_labkit_profile_and_read_check_their_input(tmp_path, monkeypatch):
     assert rnd["iops"] > 0 and seq["MBps"] > 0
     r = labkit.emulate(f, 2, 4096, 0.001, 5)
     assert r["run_s"] >= 5 * 0.001 and r["steps"] == 5     # a run is never shorter than its compute
+
+
+def test_course_bench_times_the_default_profile_unless_told(monkeypatch, tmp_path):
+    """`make course-bench` fills the students' time table: the default profile, not the smoke
+    profile the build and the grader default to (it measured smoke when otter_env ran first)."""
+    from experiments.course import bench
+    from experiments.course.labkit import PROFILE_ENV
+
+    monkeypatch.delenv(PROFILE_ENV, raising=False)
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    seen = []
+    monkeypatch.setattr(bench, "autograder_zip", lambda lab: tmp_path)
+    monkeypatch.setattr(bench, "run_solution", lambda lab: (seen.append(os.environ[PROFILE_ENV]), (1.0, "1"))[1])
+    monkeypatch.setattr(bench, "grade", lambda *a, **k: {"score": 1, "max_score": 1})
+    monkeypatch.setattr(bench, "solution_notebook", lambda lab: tmp_path / "x.ipynb")
+    got = bench.measure(LABS[:1])
+    assert seen == ["default"] and list(got["profile"]) == ["default"]

@@ -57,8 +57,8 @@ def run_solution(lab) -> tuple[float, str]:
 
 
 def measure(labs) -> pd.DataFrame:
+    os.environ.setdefault(PROFILE_ENV, "default")   # before otter_env, which picks smoke for builds
     otter_env()
-    os.environ.setdefault(PROFILE_ENV, "default")
     rows = []
     for lab in labs:
         try:
