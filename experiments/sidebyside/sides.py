@@ -64,6 +64,13 @@ def _files(folders) -> list[Path]:
     return sorted(set(out))
 
 
+def _empty(folder: Path) -> Path:
+    """``folder``, emptied (made where missing): a side's checkpoints start from nothing."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
 def section_for(workload: str, section: dict, overrides: dict | None, checkpoint_dir: Path) -> dict:
     """The workload's section as every side runs it: ``overrides`` laid over, checkpoints to
     ``checkpoint_dir``."""
@@ -81,9 +88,7 @@ def prepare_dlio(workload: str, section: dict, batch_size: int, ranks: int, *, s
     from .. import dlio
 
     run_dir = Path(work_dir) / "dlio"
-    ck = Path(checkpoint_root) / "dlio"
-    shutil.rmtree(ck, ignore_errors=True)
-    ck.mkdir(parents=True)
+    ck = _empty(Path(checkpoint_root) / "dlio")
     try:
         shutil.rmtree(run_dir, ignore_errors=True)
         return dlio.prepare(workload, section_for(workload, section, None, ck), ranks, run_dir,
@@ -107,8 +112,7 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
     run_dir = work_dir / side
     ck = Path(checkpoint_root) / side
     if side != "dlio":   # DLIO's folder was made with its plan
-        shutil.rmtree(ck, ignore_errors=True)
-        ck.mkdir(parents=True)
+        _empty(ck)
     sec = section_for(workload, section, None, ck)
     base = {"side": side, "workload": workload, "batch_size": batch_size, "ranks": ranks,
             "run_dir": str(run_dir), "trace": None, "vector": None, "dlio": None}

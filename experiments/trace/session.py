@@ -31,9 +31,7 @@ import pandas as pd
 
 from . import resolve
 from .schema import Trace, TraceError, conform
-from .tracer import Tracer
-
-_MARGIN_S = 0.01   # block requests are kept this far either side of a window, as a Tracer does
+from .tracer import BLOCK_MARGIN_S, Tracer
 
 
 class Window:
@@ -84,13 +82,13 @@ class Session:
 def cut(whole: Trace, started: float, ended: float, raw: pd.DataFrame | None = None,
         windows: int = 1) -> Trace:
     """The part of ``whole`` between ``started`` and ``ended`` (wall clock, s): VFS calls that
-    began inside, block requests issued inside (10 ms either side, as a Tracer keeps), sampler
-    intervals that ended inside; ``t_s`` from ``started``. ``raw`` (the back end's parsed rows)
-    names the window's memory-mapped files."""
+    began inside, block requests issued inside (``BLOCK_MARGIN_S`` either side, as a Tracer
+    keeps), sampler intervals that ended inside; ``t_s`` from ``started``. ``raw`` (the back
+    end's parsed rows) names the window's memory-mapped files."""
     lo_ns, hi_ns = int(started * 1e9), int(ended * 1e9)
     ev = whole.events
     ts = ev["timestamp"].astype("int64") if len(ev) else pd.Series(dtype="int64")
-    margin = int(_MARGIN_S * 1e9)
+    margin = int(BLOCK_MARGIN_S * 1e9)
     is_block = ev["layer"] == "block" if len(ev) else pd.Series(dtype=bool)
     keep = (~is_block & (ts >= lo_ns) & (ts <= hi_ns)) | (is_block & (ts >= lo_ns - margin) & (ts <= hi_ns + margin))
     events = ev[keep].copy() if len(ev) else ev.copy()

@@ -108,8 +108,9 @@ def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:
     from .. import cache
     import torch.utils.data  # noqa: F401 - imported before tracing: library loading is not the pattern
     # the three fio runs and the loader in one tracer session, a window each (the probes attach once)
+    fio = {"fio_seq_rand": p, "fio_seq_rand_repeat": p, "fio_rand": q}
     with Session(**kw) as session:
-        for run, job in (("fio_seq_rand", p), ("fio_seq_rand_repeat", p), ("fio_rand", q)):
+        for run, job in fio.items():
             with session.window(run):
                 rc = subprocess.run(job.command()).returncode
             if rc != 0:
@@ -119,7 +120,7 @@ def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:
             info = patterns.run_loader(files, cfg.loader_workers, cfg.loader_batch, cfg.loader_epochs, ck_dir,
                                        PhaseLog(log_path), seed, cfg.checkpoint_kib)
     traces: dict[str, Trace] = {run: w.trace for run, w in session.windows.items()}
-    for run, job in (("fio_seq_rand", p), ("fio_seq_rand_repeat", p), ("fio_rand", q)):
+    for run, job in fio.items():
         traces[run].meta["command"] = job.command()
     traces["loader"].meta["phase_log"] = str(log_path)
     filters = {"fio_seq_rand": ([str(p.data_file)], None, [p.data_file]),

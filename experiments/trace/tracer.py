@@ -50,6 +50,8 @@ from . import proc_backend, resolve, strace_backend
 from .schema import Trace, TraceError, conform
 
 BACKENDS = ("auto", "bpftrace", "strace", "proc")
+# block probes see the device before a trace starts and after it ends: requests this close (s) are kept
+BLOCK_MARGIN_S = 0.01
 MODES = bt.MODES
 FILE_NAMING = bt.FILE_NAMING
 _said: set[str] = set()
@@ -325,8 +327,8 @@ class Tracer:
         if self.backend == "proc":
             vfs = conform(pd.DataFrame())
         if len(block):  # block probes see the device before the start and after the end
-            lo = pd.Timestamp(self.meta["started"] - 0.01, unit="s", tz="UTC")
-            hi = pd.Timestamp(self.meta["ended"] + 0.01, unit="s", tz="UTC")
+            lo = pd.Timestamp(self.meta["started"] - BLOCK_MARGIN_S, unit="s", tz="UTC")
+            hi = pd.Timestamp(self.meta["ended"] + BLOCK_MARGIN_S, unit="s", tz="UTC")
             block = block[(block["timestamp"] >= lo) & (block["timestamp"] <= hi)]
         events = pd.concat([d for d in (vfs, block) if len(d)] or [vfs], ignore_index=True)
         events = conform(events.sort_values("timestamp", kind="stable"))
