@@ -22,7 +22,9 @@ Cold against cold: the emulator's bytes/s (UNET3D's first epoch, BERT's and DLRM
 against fio after the same eviction (``emulator_MBps``, ``fio_MBps``, ``fraction_of_fio``);
 warm against warm: UNET3D's second epoch against fio run again right after, from the page cache
 (``emulator_warm_MBps``, ``fio_warm_MBps``, ``warm_fraction_of_fio``; NaN for BERT and DLRM,
-which read once). Each row also has the run's ``bound`` (client or storage, :mod:`.bound`).
+which read once). Each row also has the run's ``bound`` (storage, client or undetermined:
+:func:`.bound.verdict` of the cold bytes/s against this fio job, the per-thread CPU and the data
+wait; ``bound_why``) and ``where_time_went``.
 
 The ratio ``emulator / fio`` (bytes/s, cold) is the goal of issue 12 (>= 0.8): a storage benchmark is
 only as good as the load one client can drive. Numbers on a shared or loaded box are noisy.
@@ -250,44 +252,81 @@ def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), repeats: int = 1,
                              "fraction_of_fio": ebps / f["bw_bytes"],
                              "emulator_warm_MBps": warm_bps / 1e6, "fio_warm_MBps": fw["bw_bytes"] / 1e6,
                              "warm_fraction_of_fio": warm_bps / fw["bw_bytes"],
-                             "bound": s.get("bound"), "client_cpu_share": s.get("client_cpu", {}).get("cpu_share")})
+                             **_judged(s, ebps, f)})
     return pd.DataFrame(rows)
+
+
+def _judged(s: dict, client_bps: float, fio: dict) -> dict:
+    """A bench row's verdict: the run's figures judged against the fio job on the same files."""
+    from .bound import rejudge
+
+    j = rejudge(s, client_bps, {"bytes_per_s": fio["bw_bytes"], "how": f"fio on the same files: {fio['fio_job']}"})
+    c = s.get("client_cpu") or {}
+    return {"bound": j["bound"], "bound_why": j["why"], "where_time_went": s.get("where_time_went", ""),
+            "client_cpu_share": c.get("cpu_share"), "busiest_thread_demand": (c.get("threads") or {}).get("busiest_demand")}
+
+
+def combined_bound(search_bound, load_bound) -> str:
+    """One row's verdict from the search's (:func:`.search.row`) and the zero-compute load run's
+    (:func:`measure`, against fio on the same files), both by :func:`.bound.verdict`: client when
+    either was client-bound; storage only when the load run reached the storage (its client /
+    fio fraction at least :data:`.bound.STORAGE_CLOSE`) and the search did not say otherwise;
+    not measured when neither ran; else undetermined."""
+    b = search_bound if isinstance(search_bound, str) else None
+    lb = load_bound if isinstance(load_bound, str) else None
+    if "client" in (b, lb):
+        return "client"
+    if lb == "storage" and b in (None, "storage", "undetermined"):
+        return "storage"
+    return "not measured" if b is None and lb is None else "undetermined"
 
 
 def engineer_table(found: pd.DataFrame, load: pd.DataFrame) -> pd.DataFrame:
     """The storage engineer's table: per tier, workload and compute model, the most emulated
     accelerators at AU >= 90 % (``found``: rows with ``tier``, ``workload`` and
     :func:`.search.row`'s columns), the bytes/s one client drove at zero compute against fio on
-    the same files, both cold (``load``: :func:`measure`'s rows, median over repeats), and
-    whether the row was client- or storage-bound (client when the search or the load run was).
-    MB/s = 10^6 B/s."""
-    keep = ["tier", "workload", "compute_model", "max_accelerators", "bound", "stopped_because"]
+    the same files, both cold (``load``: :func:`measure`'s rows, median over repeats), the
+    row's ``bound`` (:func:`combined_bound`) and ``where_time_went`` (the load run's, else the
+    search's). A client-bound row's ``max_accelerators`` is the client's limit
+    (``limit_of``: client), not the storage's. MB/s = 10^6 B/s."""
+    keep = ["tier", "workload", "compute_model", "max_accelerators", "bound", "where_time_went", "stopped_because"]
     f = found.reindex(columns=keep)
     if len(load):
-        lo = load.groupby(["tier", "workload"], as_index=False).agg(
+        lo = load.reindex(columns=["tier", "workload", "emulator_MBps", "fio_MBps", "bound", "where_time_went"])
+        lo = lo.groupby(["tier", "workload"], as_index=False).agg(
             client_cold_MBps=("emulator_MBps", "median"), fio_cold_MBps=("fio_MBps", "median"),
-            load_bound=("bound", lambda x: "client" if (x == "client").any() else "storage"))
+            load_bound=("bound", lambda x: "client" if (x == "client").any() else
+                        "undetermined" if (x != "storage").any() else "storage"),
+            load_where=("where_time_went", "first"))
         t = f.merge(lo, on=["tier", "workload"], how="left")
     else:
-        t = f.assign(client_cold_MBps=float("nan"), fio_cold_MBps=float("nan"), load_bound=None)
+        t = f.assign(client_cold_MBps=float("nan"), fio_cold_MBps=float("nan"), load_bound=None, load_where=None)
     t["client_fraction_of_fio_cold"] = t["client_cold_MBps"] / t["fio_cold_MBps"]
-    t["bound"] = ["client" if "client" in (b, lb) else b if isinstance(b, str) else "not measured"
-                  for b, lb in zip(t["bound"], t["load_bound"])]
-    return t.drop(columns=["load_bound"])[["tier", "workload", "compute_model", "max_accelerators",
-                                           "client_cold_MBps", "fio_cold_MBps", "client_fraction_of_fio_cold",
-                                           "bound", "stopped_because"]]
+    t["bound"] = [combined_bound(b, lb) for b, lb in zip(t["bound"], t["load_bound"])]
+    t["limit_of"] = t["bound"].map({"client": "client", "storage": "storage"}).fillna("neither for certain")
+    t["where_time_went"] = [lw if isinstance(lw, str) and lw else w if isinstance(w, str) and w else "not measured"
+                            for lw, w in zip(t["load_where"], t["where_time_went"])]
+    return t[["tier", "workload", "compute_model", "max_accelerators", "limit_of", "client_cold_MBps",
+              "fio_cold_MBps", "client_fraction_of_fio_cold", "bound", "where_time_went", "stopped_because"]]
 
 
 def engineer_markdown(t: pd.DataFrame) -> str:
     """:func:`engineer_table` as the markdown table a storage engineer reads first."""
+    from .bound import STORAGE_CLOSE
+
     lines = ["**Per tier: the most accelerators at AU >= 90 % and what one client drove (cold)**", "",
+             f"storage: the client drove >= {STORAGE_CLOSE} of fio on the same files; client: below it with a "
+             "thread of the data path near a full core (or the ranks near their cores), so the max "
+             "accelerators is the client's limit; undetermined: neither, see where the time went.", "",
              "| tier | workload | compute model | max accelerators | client MB/s | fio MB/s | client / fio "
-             "| bound |", "|---|---|---|---|---|---|---|---|"]
+             "| bound | where the client's time went |", "|---|---|---|---|---|---|---|---|---|"]
     num = lambda v, f: "n/a" if v is None or v != v else format(v, f)  # noqa: E731 - NaN: not measured
     for r in t.itertuples():
-        lines.append(f"| {r.tier} | {r.workload} | {r.compute_model} | {num(r.max_accelerators, '.0f')} | "
+        g = num(r.max_accelerators, '.0f')
+        g = g + " (client's limit)" if r.bound == "client" and g != "n/a" else g
+        lines.append(f"| {r.tier} | {r.workload} | {r.compute_model} | {g} | "
                      f"{num(r.client_cold_MBps, '.4g')} | {num(r.fio_cold_MBps, '.4g')} | "
-                     f"{num(r.client_fraction_of_fio_cold, '.2f')} | {r.bound} |")
+                     f"{num(r.client_fraction_of_fio_cold, '.2f')} | {r.bound} | {r.where_time_went} |")
     return "\n".join(lines) + "\n"
 
 

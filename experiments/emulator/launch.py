@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .. import paths
 from ..workloads.launch import _free_ports  # the real launcher's (free ports now)
+from . import threads as thread_cpu
 from .config import TORCH_WORKLOADS, EmulatorConfig
 
 
@@ -182,8 +183,15 @@ def execute(cfg: EmulatorConfig, run_dir, node_rank: int = 0, rdzv_endpoint: str
         t0 = time.perf_counter()
         procs = start(cfg, run_dir, node_rank, rdzv_endpoint, rdzv_id or f"emu-{uuid.uuid4().hex[:8]}",
                       hosts, base_port, log)
-        codes = wait(procs, cfg.timeout_s)
+        # each thread's CPU over the run (the bound is judged per thread: experiments/emulator/bound.py)
+        sampler = thread_cpu.Sampler([p.pid for p in procs]).start()
+        try:
+            codes = wait(procs, cfg.timeout_s)
+        finally:
+            sampler.stop()
         seconds = time.perf_counter() - t0
+    sampler.frame().to_csv(run_dir / (f"threads-node{node_rank}.csv" if cfg.nodes > 1 else "threads.csv"),
+                           index=False)
     if any(codes):
         tail = out.read_text()[-4000:]
         raise RuntimeError(f"emulator {cfg.workload} G={cfg.accelerators} B={cfg.batch_size}: a rank "

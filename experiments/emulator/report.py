@@ -21,9 +21,10 @@ Measured from the ranks' own records (no model of the result):
 - per rank: ``au_by_rank`` (its steps x its mean sleep over its own training seconds) and
   ``data_bytes_by_rank``; per node ``data_bytes_by_node`` (ranks in blocks of G / nodes);
 - **checkpoints**: per checkpoint the files, writes, bytes and seconds every writer reported;
-- **bound** (``client`` or ``storage``) and the CPU figures behind it, per rank and for the host
-  (``client_cpu``): :mod:`.bound` (the ranks' CPU near the cores they had while the data wait
-  dominates: client-bound).
+- **bound** (``storage``, ``client`` or ``undetermined``) and the figures behind it
+  (``client_cpu``): :mod:`.bound` (the data bytes/s against the tier's ``fio_baseline``, the
+  busiest thread of the data path from the launcher's ``threads.csv``, the ranks' CPU), and
+  ``where_time_went`` (read syscalls, preprocessing, the CPU per thread group).
 """
 
 from __future__ import annotations
@@ -135,14 +136,18 @@ def summarize(run_dir) -> dict:
         check = {"checkpoints": int(ck.groupby(key, dropna=False).ngroups) if key else 1,
                  "files": int(ck["files"].sum()), "writes": int(ck["writes"].sum()),
                  "bytes": int(ck["bytes"].sum()), "max_seconds": float(ck["seconds"].max())}
-    from .bound import classify, host_cores
+    from .bound import classify, host_cores, reference
     nodes = int(emu.get("nodes", 1) or 1)
     cores = int(emu.get("host_cores") or host_cores())  # a run may record its own; else this host's
     ranks = got["ranks"]
     if run.get("launched_at"):  # each rank's life: launch to its rank-r*.json (written at exit)
         ranks = [r | {"life_s": (run_dir / f"rank-r{r['rank']}.json").stat().st_mtime - run["launched_at"]}
                  if (run_dir / f"rank-r{r['rank']}.json").exists() else r for r in ranks]
-    bnd = classify(steps, ranks, got["phases"], cores, max(1, G // nodes))
+    th = sorted(run_dir.glob("threads*.csv"))
+    thread_rows = pd.concat([pd.read_csv(f) for f in th], ignore_index=True) if th else None
+    bnd = classify(steps, ranks, got["phases"], cores, max(1, G // nodes), threads=thread_rows, loader=got["loader"],
+                   client_bps=nbytes / train_s if train_s > 0 else float("nan"),
+                   ref=reference(w, run["data_dir"]))
     notes = []
     if mean == mean and mean <= 0 and emu["compute_model"] != "zero":
         notes.append(f"the compute model's mean at G={G}, B={B} is {mean:.3g} s (<= 0: the fit is used "
@@ -169,9 +174,11 @@ def summarize(run_dir) -> dict:
         "ideal_compute_s": ideal, "au": au, "au_by_rank": au_by_rank, "au_model": cm.accelerator_utilization(ideal_model, train_s),
         "au_threshold": cm.MLPERF_AU_PASS, "au_pass": bool(au >= cm.MLPERF_AU_PASS),
         "checkpoint": check,
-        "bound": bnd["bound"], "bound_why": bnd["why"],
+        "bound": bnd["bound"], "bound_why": bnd["why"], "where_time_went": bnd["where_time_went"],
         "client_cpu": {k: bnd[k] for k in ("data_wait_share", "cpu_share", "cpu_measured_as", "cpu_near_cores",
-                                           "wait_dominates", "host", "cpu_by_rank") if k in bnd},
+                                           "thread_full", "storage_close", "wait_matters", "host", "cpu_by_rank",
+                                           "threads", "time_split", "client_bytes_per_s", "reference_bytes_per_s",
+                                           "reference_how", "client_fraction_of_reference") if k in bnd},
         "evaluations": int(sum(len(r.get("evals", [])) for r in got["ranks"])),
         "peak_rss_bytes_per_rank": int(max(r.get("peak_rss_bytes", 0) for r in got["ranks"])),
         "run_dir": str(run_dir), "notes": notes,
@@ -218,6 +225,7 @@ def markdown(s: dict) -> str:
         "",
         *([f"**Bound: {s['bound']}.** {s['bound_why'][0].upper()}{s['bound_why'][1:]}.", ""]
           if s.get("bound_why") else []),
+        *([f"Where the client's time went: {s['where_time_went']}.", ""] if s.get("where_time_went") else []),
     ] + [f"Note: {n}." for n in s.get("notes", [])]
     return "\n".join(lines)
 

@@ -8,8 +8,9 @@ it made is in the answer, so a non-monotonic case shows. Limits, said in ``stopp
 the data set (each accelerator needs its own files / batch: :func:`.config.max_accelerators_for`),
 ``limit`` (default 64), and the client's memory (the first run's peak RSS per rank times G must
 stay under 80 % of the available memory), and the client's CPU: a run that was client-bound
-(its summary's ``bound``, :mod:`.bound`) stops the search there, since more accelerators on this
-client measure the client, not the storage (``client_bound`` in the answer).
+(its summary's ``bound``, the verdict of :mod:`.bound` that the storage engineer's table uses
+too) stops the search there, since more accelerators on this client measure the client, not
+the storage (``client_bound`` in the answer; the answer is the client's limit).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
         row = {"accelerators": g, "au": s["au"], "au_pass": bool(s["au_pass"]),
                "throughput_samples_per_s": s["throughput_samples_per_s"],
                "data_bytes_per_s": s["data_bytes_per_s"], "train_s": s["train_s"],
-               "bound": s.get("bound", "storage"), "bound_why": s.get("bound_why", ""),
+               "bound": s.get("bound", "undetermined"), "bound_why": s.get("bound_why", ""),
+               "where_time_went": s.get("where_time_went", ""),
                "run_dir": str(out_dir / f"G{g}")}
         trials[g] = row
         mem_per_rank = max(mem_per_rank or 0, s.get("peak_rss_bytes_per_rank", 0))
@@ -147,12 +149,14 @@ def markdown(res: dict) -> str:
 def row(res: dict) -> dict:
     """One line of a table from a search's answer: the most accelerators at AU >= 90 %, the
     compute model, ``bound`` (client when the search stopped at a client-bound run, else the
-    bound of the run that decided: the first failing one, or the largest passing one), why it
-    stopped and every G tried with its AU."""
+    bound of the run that decided: the first failing one, or the largest passing one) with
+    where that run's time went, why it stopped and every G tried with its AU."""
     t = res["trials"]
     fail = [x for x in t if not x["au_pass"]]
-    decided = fail[0] if fail else (t[-1] if t else {})
+    client = [x for x in t if x.get("bound") == "client"]
+    decided = client[0] if res.get("client_bound") and client else fail[0] if fail else (t[-1] if t else {})
     return {"compute_model": res["compute_model"], "max_accelerators": res["max_accelerators"],
-            "bound": "client" if res.get("client_bound") else decided.get("bound", "storage"),
+            "bound": "client" if res.get("client_bound") else decided.get("bound", "undetermined"),
+            "where_time_went": decided.get("where_time_went", ""),
             "stopped_because": res["stopped_because"],
             "tried": ", ".join(f"G={x['accelerators']}: {100 * x['au']:.1f} %" for x in t)}
