@@ -257,8 +257,6 @@ def check_config(cfg: EmulatorConfig) -> dict:
 
     layout = data_layout(cfg.workload, cfg.data_dir)
     check_fits(cfg.workload, cfg.batch_size, cfg.accelerators, layout, cfg.data_dir)
-    if cfg.workload == "unet3d":
-        from ..workloads.data_unet3d import min_dims  # noqa: F401 - crop checked by the settings model
     from ..workloads import compute_model as cm
 
     cm.load(cfg.compute_model).require(cfg.workload)

@@ -3,7 +3,7 @@
 A sample is ``[label, 13 dense, 26 categorical]``, 160 B, as the reference's "binary loader"
 format: the label is 0/1 (about 25 % clicks), dense features are non-negative counts
 (log-normal), categorical feature ``j`` is drawn within its Criteo cardinality
-(:data:`~experiments.workloads.settings.CRITEO_CARDINALITIES`) from a Zipf-like law, so a few
+(:data:`~experiments.workloads.shapes.CRITEO_CARDINALITIES`) from a Zipf-like law, so a few
 ids are hot. ``train_data.bin`` and ``test_data.bin``; chunk ``k`` of a file depends only on
 ``(seed, file, k)``, so the bytes are the same whatever the number of workers.
 
@@ -23,16 +23,10 @@ import numpy as np
 
 from typing import TYPE_CHECKING
 
+from .shapes import CRITEO_CARDINALITIES
+
 if TYPE_CHECKING:  # rank programs import this module; keep pydantic off their path
     from .settings import DlrmData
-
-# Criteo 1TB (MLPerf DLRM) cardinalities of the 26 categorical features. The generator draws
-# each feature within its cardinality; the model folds ids with ``% max_cardinality`` as the
-# reference's ``--max-ind-range`` does.
-CRITEO_CARDINALITIES = [
-    39884406, 39043, 17289, 7420, 20263, 3, 7120, 1543, 63, 38532951, 2953546, 403346, 10,
-    2208, 11938, 155, 4, 976, 14, 39979771, 25641295, 39664984, 585935, 12972, 108, 36,
-]
 
 SAMPLE_INTS = 40
 SAMPLE_BYTES = SAMPLE_INTS * 4

@@ -33,23 +33,16 @@ import pandas as pd
 
 from typing import TYPE_CHECKING
 
+from .shapes import D1, D2
+
 if TYPE_CHECKING:  # keep pydantic off the rank programs' import path
     from .settings import Unet3dData
 
 IMAGE_RANGE = (-2.340702, 2.639792)
 N_LABELS = 3  # background, kidney, tumour
 NPY_HEADER = 128  # bytes before the array in a .npy file of these shapes (format 1.0)
-# KiTS19 after resampling: d1 (slices) ~ N(240, 60) in [128, 512]; d2 ~ N(350, 50) in [256, 512]
-# (the mean volume 240 * 350^2 float32 voxels = 117.6 MB, the thesis's mean image size).
-D1 = (240.0, 60.0, 128, 512)
-D2 = (350.0, 50.0, 256, 512)
 EVAL_OFFSET = 10_000
 MANIFEST = "filelist.csv"
-
-
-def min_dims(scale: float) -> tuple[int, int]:
-    """The smallest (d1, d2) a case can have at ``scale``."""
-    return max(1, int(D1[2] * scale)), max(1, int(D2[2] * scale))
 
 
 def case_shape(seed: int, index: int, scale: float) -> tuple[int, int, int, int]:

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from ..common_config import check_counts
 from ..config import Section
 
-from .data_dlrm import CRITEO_CARDINALITIES  # noqa: E402  (numpy only)
+from .shapes import CRITEO_CARDINALITIES, min_dims
 
 
 def _positive_list(v: list[int], what: str, hi: int) -> list[int]:
@@ -118,7 +118,6 @@ class Unet3dConfig(Section):
                     f"sweep.batch_sizes = {self.sweep.batch_sizes}: batch {bmax} x {g} ranks is "
                     f"larger than the data set (data.train_cases = {d.train_cases}); allowed: "
                     f"batch size x ranks <= {d.train_cases}")
-        from .data_unet3d import min_dims
         if m.crop > min(min_dims(d.scale)):
             raise ValueError(f"model.crop = {m.crop}: larger than the smallest case at data.scale = "
                              f"{d.scale} ({min(min_dims(d.scale))} voxels); lower crop or raise scale")
