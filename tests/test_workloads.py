@@ -204,9 +204,12 @@ def test_rank_loop_emulation_and_threads(tmp_path):
     (tmp_path / "p.json").write_text(json.dumps({"schema": "checkpoint-pattern/1", "workloads": {"dlrm": {
         "writers": "rank0", "reuse": "overwrite", "files": [{"name": "a.pt", "writes": [["write", 10, 2]]}]}}}))
     em = _run(tmp_path, emulator={"checkpoint_pattern": str(tmp_path / "p.json")})
-    got = loop.checkpointer(em, 0, save)(step=3)
+    from experiments.emulator.checkpoint import replayer   # the emulator passes its replay in
+    got = loop.checkpointer(em, 0, save, replayer)(step=3)
     assert got["writes"] == 2 and got["bytes"] == 20 and (tmp_path / "ck" / "a.pt").stat().st_size == 20
-    assert loop.checkpointer(em, 1, save)(step=3) is None                  # rank 1 does not write
+    assert loop.checkpointer(em, 1, save, replayer)(step=3) is None        # rank 1 does not write
+    with pytest.raises(RuntimeError, match="no checkpoint replay was passed in"):
+        loop.checkpointer(em, 0, save)
 
 
 def test_the_emulator_runs_the_workloads_programs():

@@ -361,6 +361,21 @@ def replay(pattern: Pattern | None, folder, rank: int, tag="end", seed: int = 0,
 
 # ----------------------------------------------------------------------------- derivation
 
+def replayer(run: dict, rank: int):
+    """The checkpoint writer of an emulated rank (passed to the workload's program by
+    :mod:`.rank`): each call ``write(**key)`` replays one checkpoint of the run's pattern
+    (``run.json``'s ``emulator.checkpoint_pattern``) for this rank and returns the facts of what
+    it wrote (files, writes, bytes, seconds, names), or None when it wrote nothing."""
+    em = run["emulator"]
+    pattern = load(em["checkpoint_pattern"]).require(run["workload"])
+
+    def write(**key) -> dict | None:
+        got = replay(pattern, run["checkpoint_dir"], rank, tag=key.get("tag", "end"), seed=run["seed"],
+                     scale=em.get("checkpoint_scale", 1.0))
+        return {k: got[k] for k in ("files", "writes", "bytes", "seconds", "names")} if got["writes"] else None
+    return write
+
+
 def checkpoint_events(app_records: list[dict]) -> list[dict]:
     """Checkpoint phases of an application log, merged across ranks: one ``{start, end, tag,
     key}`` per checkpoint (same ``tag``/``step``/``epoch`` on every rank), in time order."""

@@ -6,7 +6,8 @@ A thin dispatcher: it runs the real workload's own rank program
 (:mod:`experiments.workloads.loop`) sees the ``emulator`` block of ``run.json`` and then builds
 no model, sleeps the compute time the run's resolved compute model (``run.json`` ``compute``)
 draws, waits at the per-step barrier (``sync_steps``) and replays the checkpoint pattern
-(:func:`.checkpoint.replay`) where the real program saves. So the data path, the step
+where the real program saves (:func:`.checkpoint.replayer`, passed in here: the workloads do
+not import the emulator). So the data path, the step
 records, the phases and the exit are the real run's, by construction.
 """
 
@@ -20,8 +21,10 @@ PROGRAMS = {"unet3d": "unet3d", "bert": "bert", "dlrm": "dlrm"}
 
 
 def main(argv=None) -> None:
+    from .checkpoint import replayer
+
     run = read_run(argv)
-    import_module(f"experiments.workloads.{PROGRAMS[run['workload']]}").main(argv)
+    import_module(f"experiments.workloads.{PROGRAMS[run['workload']]}").main(argv, replay=replayer)
 
 
 if __name__ == "__main__":

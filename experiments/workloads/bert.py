@@ -133,7 +133,7 @@ def _leave_together(folder: Path, rank: int, world: int, timeout_s: float = 120.
         time.sleep(0.02)
 
 
-def main(argv=None) -> None:
+def main(argv=None, replay=None) -> None:
     """One worker of BERT: the real model, a sleep run or the emulator (:mod:`.loop`)."""
     run = loop.read_run(argv)
     cfg, B, seed = run["config"], run["batch_size"], run["seed"]
@@ -207,7 +207,7 @@ def main(argv=None) -> None:
         path = ckpt.write(str(ckpt_dir / f"ckpt-{tag}"))
         nbytes = sum(p.stat().st_size for p in ckpt_dir.glob(f"ckpt-{tag}*"))
         return {"path": path, "bytes": nbytes, "seconds": (time.perf_counter_ns() - t0) / 1e9}
-    write_checkpoint = loop.checkpointer(run, rank, save)
+    write_checkpoint = loop.checkpointer(run, rank, save, replay)
     sleep = loop.sleep_step(run, barrier)
     if barrier is not None and emulated:
         barrier()          # the workers leave init together, as the real one's variable creation makes them

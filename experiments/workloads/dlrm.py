@@ -109,7 +109,7 @@ def eval_segments(steps: int, eval_every: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip([0] + [e + 1 for e in ends[:-1]], ends)]
 
 
-def main(argv=None) -> None:
+def main(argv=None, replay=None) -> None:
     """One rank of DLRM: the real model, a sleep run or the emulator (:mod:`.loop`)."""
     import torch
     import torch.distributed as dist
@@ -136,7 +136,7 @@ def main(argv=None) -> None:
         test = BatchReader(run["data_dir"], "eval", cap, seed, LoaderLog())
         save = loop.torch_saver(rank, Path(run["checkpoint_dir"]) / "dlrm.pt",
                                 lambda: (model.module if hasattr(model, "module") else model).state_dict())
-        write_checkpoint = loop.checkpointer(run, rank, save)
+        write_checkpoint = loop.checkpointer(run, rank, save, replay)
     lp.facts["device"] = str(device)
 
     def batches(n: int):

@@ -14,8 +14,9 @@ The step is one of three, chosen from the run's ``run.json``:
   write the same variables) but each step sleeps a time drawn from the compute model;
 - a :class:`~.step_compute.SleepStep` with no model built (the emulator: ``run.json`` has an
   ``emulator`` block, written by :mod:`experiments.emulator.launch`); checkpoints replay a
-  traced pattern (:func:`experiments.emulator.checkpoint.replay`) instead of the framework's
-  save, and ``emulator.sync_steps: false`` drops the per-step barrier.
+  traced pattern instead of the framework's save (the replay is passed in by the emulator's
+  rank program, :func:`experiments.emulator.checkpoint.replayer`), and
+  ``emulator.sync_steps: false`` drops the per-step barrier.
 
 Step records have one set of columns for all three: the parts of :data:`.steptimer.PARTS`
 (ns), ``epoch``, ``step``, ``samples`` (the batch as configured), the workload's own fields
@@ -121,22 +122,19 @@ def torch_saver(rank: int, path: Path, state: Callable[[], dict]) -> Callable[..
     return save
 
 
-def checkpointer(run: dict, rank: int, save: Callable[..., dict | None]) -> Callable[..., dict | None]:
+def checkpointer(run: dict, rank: int, save: Callable[..., dict | None],
+                 replay: Callable[[dict, int], Callable[..., dict | None]] | None = None
+                 ) -> Callable[..., dict | None]:
     """What writes a checkpoint in this run: the framework's ``save(**key)``, or in an emulation
-    a replay of the run's checkpoint pattern (one writer's files and writes per checkpoint).
-    Either returns the facts of what this rank wrote (None: it wrote nothing)."""
+    the emulator's ``replay(run, rank)`` (passed in by :mod:`experiments.emulator.rank`, as the
+    step is: the workloads do not import the emulator that uses them). Either returns the facts
+    of what this rank wrote (None: it wrote nothing)."""
     if not emulated(run):
         return save
-    from ..emulator import checkpoint as ckpt
-
-    em = run["emulator"]
-    pattern = ckpt.load(em["checkpoint_pattern"]).require(run["workload"])
-
-    def replay(**key) -> dict | None:
-        got = ckpt.replay(pattern, run["checkpoint_dir"], rank, tag=key.get("tag", "end"), seed=run["seed"],
-                          scale=em.get("checkpoint_scale", 1.0))
-        return {k: got[k] for k in ("files", "writes", "bytes", "seconds", "names")} if got["writes"] else None
-    return replay
+    if replay is None:
+        raise RuntimeError("run.json has an emulator block but no checkpoint replay was passed in: "
+                           "start an emulated rank with python -m experiments.emulator.rank RUN_DIR")
+    return replay(run, rank)
 
 
 class RankLoop:

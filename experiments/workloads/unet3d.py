@@ -211,7 +211,7 @@ def sliding_window(model, x, crop: int, overlap: float):
     return out[:, :, :shape[0], :shape[1], :shape[2]]
 
 
-def main(argv=None) -> None:
+def main(argv=None, replay=None) -> None:
     """One rank of UNET3D: the real model, a sleep run or the emulator (:mod:`.loop`)."""
     import torch
     import torch.distributed as dist
@@ -250,7 +250,7 @@ def main(argv=None) -> None:
         eval_sampler = DistributedSampler(eval_ds, num_replicas=world, rank=rank, shuffle=False)
         save = loop.torch_saver(rank, Path(run["checkpoint_dir"]) / "unet3d.pt",
                                 lambda: {"model": net.state_dict(), "optimizer": opt.state_dict()})
-        write_checkpoint = loop.checkpointer(run, rank, save)
+        write_checkpoint = loop.checkpointer(run, rank, save, replay)
     lp.facts |= {"device": str(device), "steps_per_epoch": len(loader)}
 
     def real_step(batch, t) -> dict:
