@@ -47,12 +47,14 @@ paper: setup
 default: setup
 	$(RUN) python -m experiments.profile default
 
+# each bench's stderr routed as the pipeline's kernels: TensorFlow's start-up lines kept off the
+# console, every line in data/bench/<module>.stderr.log (experiments/quietrun.py)
 bench: setup
 	$(RUN) dvc repro tfdata_read_report
-	$(RUN) python -m experiments.bench
-	$(RUN) python -m experiments.trace.bench
-	$(RUN) python -m experiments.sidebyside.bench
-	$(RUN) python -m experiments.workloads.onednn_bench
+	$(RUN) python -m experiments.quietrun python -m experiments.bench
+	$(RUN) python -m experiments.quietrun python -m experiments.trace.bench
+	$(RUN) python -m experiments.quietrun python -m experiments.sidebyside.bench
+	$(RUN) python -m experiments.quietrun python -m experiments.workloads.onednn_bench
 
 ae-table: setup
 	$(RUN) python -m experiments.ae_table
