@@ -129,7 +129,7 @@ def test_two_tasks_through_slurm(slurm_cluster, dlrm_small, tmp_path):
     assert set(s["data_bytes_by_rank"]) == {"0", "1"} and all(v > 0 for v in s["data_bytes_by_rank"].values())
     # each task is one emulator node with one rank: bytes per node are the ranks' bytes
     assert s["data_bytes_by_node"] == {"0": s["data_bytes_by_rank"]["0"], "1": s["data_bytes_by_rank"]["1"]}
-    assert set(s["au_by_rank"]) == {"0", "1"} and s["bound"] in ("client", "storage")
+    assert set(s["au_by_rank"]) == {"0", "1"} and s["bound"] in ("client", "storage", "undetermined")
     from experiments.emulator.report import steps_table
     st = steps_table(out)
     assert sorted(st["rank"].unique()) == [0, 1] and (st.groupby("rank").size() == 4).all()

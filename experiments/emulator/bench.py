@@ -266,6 +266,14 @@ def _judged(s: dict, client_bps: float, fio: dict) -> dict:
             "client_cpu_share": c.get("cpu_share"), "busiest_thread_demand": (c.get("threads") or {}).get("busiest_demand")}
 
 
+def repeats_bound(verdicts: pd.Series) -> str:
+    """One verdict for repeats of a run: client when any was client-bound, storage when all
+    were storage-bound, else undetermined."""
+    if (verdicts == "client").any():
+        return "client"
+    return "storage" if len(verdicts) and (verdicts == "storage").all() else "undetermined"
+
+
 def combined_bound(search_bound, load_bound) -> str:
     """One row's verdict from the search's (:func:`.search.row`) and the zero-compute load run's
     (:func:`measure`, against fio on the same files), both by :func:`.bound.verdict`: client when
@@ -295,8 +303,7 @@ def engineer_table(found: pd.DataFrame, load: pd.DataFrame) -> pd.DataFrame:
         lo = load.reindex(columns=["tier", "workload", "emulator_MBps", "fio_MBps", "bound", "where_time_went"])
         lo = lo.groupby(["tier", "workload"], as_index=False).agg(
             client_cold_MBps=("emulator_MBps", "median"), fio_cold_MBps=("fio_MBps", "median"),
-            load_bound=("bound", lambda x: "client" if (x == "client").any() else
-                        "undetermined" if (x != "storage").any() else "storage"),
+            load_bound=("bound", repeats_bound),
             load_where=("where_time_went", "first"))
         t = f.merge(lo, on=["tier", "workload"], how="left")
     else:
@@ -359,10 +366,14 @@ def main(argv=None) -> int:
     from ..results import atomic_write
     raw = paths.data_dir("emulator_bench") / "bench.csv"
     atomic_write(raw, lambda p: t.to_csv(p, index=False))
-    med = t.groupby(["tier", "workload"], as_index=False)[["emulator_MBps", "fio_MBps", "fraction_of_fio"]].median()
+    g = t.groupby(["tier", "workload"], as_index=False)
+    med = g[["emulator_MBps", "fio_MBps", "fraction_of_fio"]].median().merge(
+        g.agg(bound=("bound", repeats_bound),
+              where_time_went=("where_time_went", "first")), on=["tier", "workload"])
     print("\nemulator (zero compute, 1 accelerator) vs fio on the same files and request sizes, "
-          f"median of {a.repeats} (MB/s = 10^6 B/s; goal: fraction >= 0.8)")
-    print(med.round(3).to_string(index=False))
+          f"median of {a.repeats} (MB/s = 10^6 B/s; goal: fraction >= 0.8); bound: experiments/emulator/bound.py")
+    with pd.option_context("display.width", 250, "display.max_colwidth", 200):
+        print(med.round(3).to_string(index=False))
     print(f"every run: {raw}")
     return 0
 

@@ -49,8 +49,9 @@ def client_table(emu: pd.DataFrame, dl: pd.DataFrame) -> pd.DataFrame:
     e = emu.reindex(columns=["tier", "workload", *cols]).groupby(["tier", "workload"], as_index=False) \
         .median(numeric_only=True).rename(columns=cols)
     if "bound" in emu:
-        b = emu.groupby(["tier", "workload"], as_index=False)["bound"].agg(
-            lambda x: "client" if (x == "client").any() else x.dropna().iloc[0] if x.notna().any() else None)
+        from ..emulator.bench import repeats_bound
+
+        b = emu.groupby(["tier", "workload"], as_index=False)["bound"].agg(repeats_bound)
         e = e.merge(b.rename(columns={"bound": "emulator_bound"}), on=["tier", "workload"], how="left")
     d = dl.copy()
     nan = pd.Series(float("nan"), index=d.index)
