@@ -51,6 +51,15 @@ def test_one_thread_at_a_full_core_on_a_two_core_host_is_client_bound():
     assert "the rank's main thread" in b["where_time_went"]
 
 
+def test_a_busy_collective_thread_is_not_the_data_path():
+    st, ranks, ph = _records(1, 80, 100, 10.0)
+    th = _threads(0.3)
+    th.loc[th["name"] == "gloo_tcp_loop", "cpu_ns"] = ((th["wall"] - 99.0) * 1e9).astype(int)
+    b = bound.classify(st, ranks, ph, cores=2, ranks_per_host=1, threads=th,
+                       client_bps=30e6, ref={"bytes_per_s": 100e6, "how": "fio"})
+    assert b["bound"] == "undetermined" and b["threads"]["busiest_group"] == "main thread"
+
+
 def test_a_thread_waiting_for_a_core_counts_as_wanting_it():
     # on a shared box the thread ran 55 % of the time and waited on the run queue the rest
     st, ranks, ph = _records(1, 80, 100, 5.5)
@@ -129,6 +138,7 @@ def test_thread_groups_from_samples():
     assert main["cpu_s"] == pytest.approx(10.0) and main["share"] == pytest.approx(1.0)
     g = threads.groups(sh, {100: 0}).set_index("group")
     assert set(g.index) == {"main thread", "gloo_tcp_loop", "DataLoader workers"}   # not the launcher
+    assert not g.loc["gloo_tcp_loop", "data_path"] and g.loc["main thread", "data_path"]
     assert g.loc["DataLoader workers", "cpu_s"] == pytest.approx(1.0)
 
 

@@ -141,7 +141,7 @@ def process_figures(steps: pd.DataFrame, ranks: list[dict], phases: pd.DataFrame
 
 def thread_figures(samples: pd.DataFrame | None, ranks: list[dict], phases: pd.DataFrame | None) -> dict:
     """Per rank and thread group over the training phase (:func:`.threads.groups`), and the
-    busiest thread of the run: ``{"groups": [rows], "busiest_share", "busiest_group",
+    busiest thread of the run's data path (not :data:`.threads.NOT_DATA_PATH`): ``{"groups": [rows], "busiest_share", "busiest_group",
     "busiest_thread", "rank"}``; NaN shares without samples (a run folder without
     ``threads.csv``)."""
     from .threads import groups, shares
@@ -155,9 +155,10 @@ def thread_figures(samples: pd.DataFrame | None, ranks: list[dict], phases: pd.D
     start, end = ((float(tr["start"].min()), float(tr["end"].max())) if tr is not None and len(tr)
                   else (float(samples["wall"].min()), float(samples["wall"].max())))
     g = groups(shares(samples, start, end), pids)
-    if not len(g):
-        return none
-    top = g.loc[g["busiest_demand"].fillna(-1).idxmax()]
+    dp = g[g["data_path"].astype(bool)] if len(g) else g
+    if not len(dp):
+        return none | {"groups": g.to_dict("records")}
+    top = dp.loc[dp["busiest_demand"].fillna(-1).idxmax()]
     return {"groups": g.to_dict("records"), "busiest_share": float(top["busiest_share"]),
             "busiest_demand": float(top["busiest_demand"]),
             "busiest_group": str(top["group"]), "busiest_thread": str(top["busiest"]), "rank": int(top["rank"]),

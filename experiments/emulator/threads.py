@@ -129,6 +129,9 @@ def shares(samples: pd.DataFrame, start: float, end: float) -> pd.DataFrame:
 
 
 _TRAILING = re.compile(r"[\d_/:-]+$")
+# threads of a rank that are not its data path: the collectives' (gloo, NCCL, TensorFlow's
+# gRPC), torchrun's store and the allocator's; they count in the CPU split, not as the busiest
+NOT_DATA_PATH = ("gloo", "pt_gloo", "pt_nccl", "pt_tcpstore", "pt_elastic", "grpc", "jemalloc")
 
 
 def group_of(row, rank_pids: set[int]) -> str | None:
@@ -148,10 +151,11 @@ def group_of(row, rank_pids: set[int]) -> str | None:
 def groups(per_thread: pd.DataFrame, rank_pids: dict[int, int]) -> pd.DataFrame:
     """Per rank and thread group: the CPU seconds of its threads, the busiest thread (by demand)
     with its share and demand of one core and its name, and ``wall_s`` (DataLoader workers: the summed wall of the worker
-    processes; else the longest-lived thread's) (``per_thread``: :func:`shares`' rows;
+    processes; else the longest-lived thread's), ``data_path`` (False for
+    :data:`NOT_DATA_PATH`) (``per_thread``: :func:`shares`' rows;
     ``rank_pids``: {pid: rank})."""
     if not len(per_thread):
-        return pd.DataFrame(columns=["rank", "group", "threads", "cpu_s", "wall_s", "busiest_share",
+        return pd.DataFrame(columns=["rank", "group", "data_path", "threads", "cpu_s", "wall_s", "busiest_share",
                                      "busiest_demand", "busiest"])
     t = per_thread.copy()
     t["group"] = [group_of(r, set(rank_pids)) for r in t.itertuples()]
@@ -166,7 +170,8 @@ def groups(per_thread: pd.DataFrame, rank_pids: dict[int, int]) -> pd.DataFrame:
         top = g.loc[g["demand"].fillna(-1).idxmax()]
         mains = g[g["tid"] == g["pid"]]   # a group of processes (workers): the wall of each
         wall = float(mains["wall_s"].sum()) if len(mains) and grp == "DataLoader workers" else float(g["wall_s"].max())
-        rows.append({"rank": int(rank), "group": grp, "threads": len(g), "cpu_s": float(g["cpu_s"].sum()),
+        rows.append({"rank": int(rank), "group": grp, "data_path": not grp.startswith(NOT_DATA_PATH),
+                     "threads": len(g), "cpu_s": float(g["cpu_s"].sum()),
                      "wall_s": wall, "busiest_share": float(top["share"]), "busiest_demand": float(top["demand"]),
                      "busiest": f"{top['proc']}/{top['name']}"})
     return pd.DataFrame(rows)
