@@ -1,0 +1,155 @@
+"""Start the N ranks of a multi-process experiment, on one host or over a Slurm allocation.
+
+MPI programs (LMDBIO's strategies, DeepIO's loaders): ``mpiexec -n N`` on one host (MPICH's
+Hydra from the ``mpich`` wheel, in the venv's ``bin``, beside this Python); inside a Slurm
+allocation (``SLURM_JOB_ID`` set) ``srun --nodes K --ntasks N --mpi=pmi2`` over K of the
+allocation's nodes (ranks dealt to nodes in blocks, as ``--distribution=block``). A site's own
+MPI works where mpi4py is built against it (its ``mpiexec`` first on PATH).
+
+PyTorch programs (the emulator, the thesis's workloads): ``torchrun`` with
+``--standalone`` on one machine, or a c10d rendezvous on the first node across machines
+(:func:`torchrun`; the emulator's Slurm script starts one per node).
+
+:func:`record` is what a stage's ``env.json`` says about it: the launcher, the nodes, the ranks
+per node, the MPI library and its version. :func:`check_nodes` stops a sweep asking for more
+nodes than the allocation holds, before any work.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .config import ConfigError
+
+ALL = "all"  # a ``nodes`` entry: every node of the allocation (1 off Slurm)
+
+
+def in_slurm() -> bool:
+    """Inside a Slurm allocation (``salloc``, ``sbatch``): ``SLURM_JOB_ID`` is set."""
+    return bool(os.environ.get("SLURM_JOB_ID"))
+
+
+def allocation_nodes() -> int:
+    """Nodes this process may use: ``SLURM_JOB_NUM_NODES`` (or ``SLURM_NNODES``) inside an
+    allocation, 1 outside."""
+    if not in_slurm():
+        return 1
+    for k in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
+        v = os.environ.get(k, "")
+        if v.isdigit() and int(v) >= 1:
+            return int(v)
+    return 1
+
+
+def _where() -> str:
+    return (f"the Slurm allocation {os.environ['SLURM_JOB_ID']} holds {allocation_nodes()} node(s)"
+            if in_slurm() else "outside a Slurm allocation only this host (1 node) is available")
+
+
+def check_nodes(values, param: str) -> list:
+    """``values`` (node counts, or ``"all"``) if every count fits the allocation; a ConfigError
+    naming ``param``, the value and the allocation otherwise."""
+    have = allocation_nodes()
+    for v in values:
+        if v == ALL:
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ConfigError(f"{param} = {v!r}: allowed: a node count >= 1 or {ALL!r}")
+        if v > have:
+            raise ConfigError(f"{param} = {v} nodes, but {_where()}; allowed: 1..{have} or "
+                              f"{ALL!r} (run inside a larger allocation, e.g. salloc -N {v} make paper)")
+    return list(values)
+
+
+def resolve_nodes(values) -> list[int]:
+    """The node counts of a sweep, ``"all"`` replaced by the allocation's count; sorted, unique."""
+    have = allocation_nodes()
+    return sorted({have if v == ALL else int(v) for v in check_nodes(values, "nodes")})
+
+
+def _bin(name: str) -> str:
+    """``name`` from this Python's bin folder (the venv's, where the mpich wheel puts mpiexec),
+    else from PATH."""
+    here = Path(sys.executable).parent / name
+    if here.exists():
+        return str(here)
+    found = shutil.which(name)
+    if found is None:
+        raise ConfigError(f"{name} was not found beside {sys.executable} nor on PATH; allowed: "
+                          "the mpich wheel in the venv (make setup) or a site MPI on PATH")
+    return found
+
+
+def mpi_command(ranks: int, argv: list[str], nodes: int = 1) -> list[str]:
+    """The command that starts ``ranks`` ranks of ``python argv...`` over ``nodes`` nodes:
+    ``srun`` inside an allocation, ``mpiexec`` outside (where ``nodes`` must be 1)."""
+    if ranks < 1 or nodes < 1 or nodes > ranks:
+        raise ConfigError(f"ranks = {ranks}, nodes = {nodes}: allowed: 1 <= nodes <= ranks")
+    if in_slurm():
+        return ["srun", f"--nodes={nodes}", f"--ntasks={ranks}", "--distribution=block",
+                "--mpi=pmi2", "--kill-on-bad-exit=1", "--overlap", "--overcommit",
+                sys.executable, *argv]
+    if nodes != 1:
+        raise ConfigError(f"nodes = {nodes}: {_where()}")
+    return [_bin("mpiexec"), "-n", str(ranks), sys.executable, *argv]
+
+
+def run_mpi(ranks: int, argv: list[str], nodes: int = 1, timeout_s: float = 3600,
+            env: dict | None = None) -> None:
+    """Run :func:`mpi_command` to completion; RuntimeError with the output's tail when a rank
+    fails or the run passes ``timeout_s``."""
+    cmd = mpi_command(ranks, argv, nodes)
+    e = {**os.environ, **(env or {})}
+    root = str(Path(__file__).resolve().parent.parent)
+    e["PYTHONPATH"] = root + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    try:
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as x:
+        raise RuntimeError(f"{' '.join(cmd[:6])} ...: no result in {timeout_s:.0f} s") from x
+    if p.returncode != 0:
+        tail = (p.stdout + p.stderr)[-3000:]
+        raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}; output tail:\n{tail}")
+
+
+def torchrun(nproc_per_node: int, argv: list[str], nnodes: int = 1,
+             rdzv_endpoint: str | None = None, rdzv_id: str = "torchrun") -> list[str]:
+    """``torchrun`` (``python -m torch.distributed.run``) of one node: ``--standalone`` for one
+    node without an endpoint; else a c10d rendezvous at ``rdzv_endpoint`` (HOST:PORT, the first
+    node), the same command on every node."""
+    cmd = [sys.executable, "-m", "torch.distributed.run"]
+    if nnodes == 1 and not rdzv_endpoint:
+        cmd += ["--standalone", "--nnodes=1"]
+    else:
+        cmd += [f"--nnodes={nnodes}", "--rdzv-backend=c10d",
+                f"--rdzv-endpoint={rdzv_endpoint or 'HOST:PORT'}", f"--rdzv-id={rdzv_id}"]
+    return cmd + [f"--nproc-per-node={nproc_per_node}", *argv]
+
+
+def mpi_library() -> dict:
+    """The MPI library mpi4py loads: its name and version line, mpi4py's version (``None`` when
+    mpi4py cannot be imported). Queried in a child process, so this one never starts MPI."""
+    code = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; "
+            "print(mpi4py.__version__); print(MPI.Get_library_version().splitlines()[0].strip())")
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {"mpi4py": None, "library": None}
+    if p.returncode != 0:
+        return {"mpi4py": None, "library": None, "error": p.stderr.strip()[-300:]}
+    lines = p.stdout.strip().splitlines()
+    return {"mpi4py": lines[0], "library": lines[1] if len(lines) > 1 else None}
+
+
+def record(nodes: list[int], ranks_per_node: int | None = None) -> dict:
+    """What ``env.json`` says about how a stage started its ranks: launcher (``mpiexec`` or
+    ``srun``), the node counts its sweep used, the allocation's nodes and hosts, the ranks per
+    node (the emulated node size on one host), the MPI library and version."""
+    return {"launcher": "srun" if in_slurm() else "mpiexec", "nodes": list(nodes),
+            "allocation_nodes": allocation_nodes(),
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            "slurm_nodelist": os.environ.get("SLURM_JOB_NODELIST"),
+            "ranks_per_node": ranks_per_node, "mpi": mpi_library()}
