@@ -333,13 +333,15 @@ def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig) -> pd.DataFra
 
 
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:
-    """Median seconds and context switches per (tier, dataset, strategy, P); speed-up over (a)."""
-    s = (raw.groupby(["tier", "dataset", "strategy", "P"], sort=False).agg(
+    """Median seconds and context switches per (tier, dataset, strategy, P, nodes); speed-up
+    over (a) at the same P and node count. (Raw tables without ``nodes`` ran on one node.)"""
+    raw = raw if "nodes" in raw else raw.assign(nodes=1)
+    s = (raw.groupby(["tier", "dataset", "strategy", "P", "nodes"], sort=False).agg(
         seconds=("seconds", "median"), seconds_min=("seconds", "min"),
         seconds_max=("seconds", "max"), MBps=("MBps", "median"),
         cs_per_proc=("cs_per_proc", "median"), cs_vol_per_proc=("cs_vol_per_proc", "median"),
         cs_invol_per_proc=("cs_invol_per_proc", "median"), runs=("seconds", "size")).reset_index())
-    base = s[s["strategy"] == "lmdb"].set_index(["tier", "dataset", "P"])["seconds"]
-    s["speedup_vs_lmdb"] = [base.get((r.tier, r.dataset, r.P), np.nan) / r.seconds
+    base = s[s["strategy"] == "lmdb"].set_index(["tier", "dataset", "P", "nodes"])["seconds"]
+    s["speedup_vs_lmdb"] = [base.get((r.tier, r.dataset, r.P, r.nodes), np.nan) / r.seconds
                             for r in s.itertuples()]
     return s
