@@ -22,6 +22,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator
 
 from .config import ConfigError
 
@@ -63,6 +66,10 @@ def check_nodes(values, param: str) -> list:
             raise ConfigError(f"{param} = {v} nodes, but {_where()}; allowed: 1..{have} or "
                               f"{ALL!r} (run inside a larger allocation, e.g. salloc -N {v} make paper)")
     return list(values)
+
+
+# A sweep's ``nodes`` parameter (LMDBIO, DeepIO): node counts or "all", checked on load.
+NodeCounts = Annotated[list[int | Literal["all"]], AfterValidator(lambda v: check_nodes(v, "nodes"))]
 
 
 def resolve_nodes(values) -> list[int]:

@@ -106,16 +106,16 @@ def test_deepio_ranks_serve_what_one_process_would(tmp_path):
 def test_node_counts_beyond_the_allocation_stop_before_any_work(monkeypatch):
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     tiny = {"datasets": [{"name": "t", "records": 10, "record_bytes": 3072}]}
-    with pytest.raises(ConfigError, match=r"lmdbio\.nodes = 2 nodes.*only this host \(1 node\)"):
+    with pytest.raises(ConfigError, match=r"lmdbio\.nodes = \[1, 2\].*nodes = 2 nodes.*only this host \(1 node\)"):
         config.validate("lmdbio", {**tiny, "nodes": [1, 2]})
-    with pytest.raises(ConfigError, match=r"deepio\.nodes = 4 nodes"):
+    with pytest.raises(ConfigError, match=r"deepio\.nodes = \[4\].*nodes = 4 nodes"):
         config.validate("deepio", {"nodes": [4]})
     assert launcher.resolve_nodes(["all", 1]) == [1]
     monkeypatch.setenv("SLURM_JOB_ID", "77")
     monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
     assert _cfg(nodes=[1, 2]).nodes == [1, 2]
     assert launcher.resolve_nodes([1, "all"]) == [1, 2]
-    with pytest.raises(ConfigError, match=r"lmdbio\.nodes = 4 nodes, but the Slurm allocation 77 "
+    with pytest.raises(ConfigError, match=r"lmdbio\.nodes = \[4\].*nodes = 4 nodes, but the Slurm allocation 77 "
                                           r"holds 2 node\(s\)"):
         config.validate("lmdbio", {**tiny, "nodes": [4]})
     with pytest.raises(ConfigError, match=r"nodes = 0"):

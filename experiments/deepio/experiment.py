@@ -24,7 +24,6 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -54,15 +53,10 @@ class DeepIOConfig(Section):
     loader_samples: int = Field(1024, ge=1, le=10_000_000, description="JPEGs used by the loader")
     repeats: int = Field(2, ge=1, le=50)
     eviction: EvictionMethod = "auto"
-    nodes: list[int | Literal["all"]] = Field(
+    nodes: launcher.NodeCounts = Field(
         [1], min_length=1, description="node counts each loader run is spread over (srun "
         "inside a Slurm allocation; 'all' = the allocation's nodes, 1 off Slurm); a count "
         "larger than the allocation stops before any work")
-
-    @field_validator("nodes")
-    @classmethod
-    def _nodes(cls, v):
-        return launcher.check_nodes(v, "deepio.nodes")
 
     @field_validator("ratios")
     @classmethod

@@ -81,7 +81,7 @@ class LMDBIOConfig(Section):
         "spin", description="how a node's processes hand the shared window over between "
         "rounds: spin = MPI.Win.Fence (MPICH polls shared memory), sleep = MPI.Win.Sync around "
         "a barrier on pipes (each wait sleeps in the kernel: a voluntary context switch)")
-    nodes: list[int | Literal["all"]] = Field(
+    nodes: launcher.NodeCounts = Field(
         [1], min_length=1, description="node counts each run is spread over (srun inside a "
         "Slurm allocation; 'all' = the allocation's nodes, 1 off Slurm); a count larger than "
         "the allocation stops before any work")
@@ -98,11 +98,6 @@ class LMDBIOConfig(Section):
     @classmethod
     def _p(cls, v):
         return check_counts(v, "process count P", 1, 256)
-
-    @field_validator("nodes")
-    @classmethod
-    def _nodes(cls, v):
-        return launcher.check_nodes(v, "lmdbio.nodes")
 
     @field_validator("strategies")
     @classmethod
