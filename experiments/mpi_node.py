@@ -11,7 +11,8 @@ purpose (numpy and the standard library), as every rank imports it.
 - :class:`PipeBarrier`: a barrier of one node's ranks whose waiters sleep in the kernel
   (``read`` on a FIFO): one voluntary context switch per wait, as ``multiprocessing.Barrier``.
 - :func:`host_times`: (start, finish) on one clock per host, 0 = the host's first start.
-- :func:`main`: run a rank function, gather every rank's row at rank 0, write them atomically;
+- :func:`serve`: run a rank function for each spec the parent sends
+  (:class:`experiments.launcher.RankPool`), gather every rank's row at rank 0, send them back;
   a failing rank aborts the job (the others would wait for it forever).
 """
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 
@@ -90,22 +90,32 @@ def host_times(world, t0: float, t1: float) -> tuple[float, float]:
     return t0 - first, t1 - first
 
 
-def main(work) -> None:
-    """``python -m MODULE SPEC.json``: ``work(world, spec) -> dict`` on every rank; rank 0
-    writes the list of rows, in rank order, to ``spec["out"]`` (JSON, atomically)."""
+def serve(work) -> None:
+    """``python -m MODULE --serve HOST:PORT`` (started by :class:`experiments.launcher.RankPool`):
+    every rank connects to HOST:PORT and says its rank, then runs ``work(world, spec) -> dict``
+    for each spec (a JSON line) it receives, until ``exit``; rank 0 sends back the list of rows,
+    in rank order, as one JSON line. A failing rank aborts the job (the others would wait for
+    it forever); between specs every rank sleeps in ``recv``."""
+    import socket
+
     from mpi4py import MPI
 
     world = MPI.COMM_WORLD
     try:
-        spec = json.loads(Path(sys.argv[1]).read_text())
-        row = work(world, spec)
-        rows = world.gather(row, root=0)
-        if world.rank == 0:
-            out = Path(spec["out"])
-            fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
-            with os.fdopen(fd, "w") as f:
-                json.dump(rows, f)
-            os.replace(tmp, out)
+        host, port = sys.argv[sys.argv.index("--serve") + 1].rsplit(":", 1)
+        conn = socket.create_connection((host, int(port)))
+        f = conn.makefile("rw")
+        f.write(f"{world.rank}\n")
+        f.flush()
+        for line in f:
+            if line.strip() == "exit":
+                break
+            rows = world.gather(work(world, json.loads(line)), root=0)
+            if world.rank == 0:
+                f.write(json.dumps(rows) + "\n")
+                f.flush()
+        f.close()
+        conn.close()
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()

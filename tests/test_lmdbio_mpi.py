@@ -29,6 +29,12 @@ def db(tmp_path_factory):
     return dest, lm.build(dest, RECORDS, SIZE, 64 << 20, SEED)
 
 
+@pytest.fixture(scope="module")
+def pools():
+    with launcher.Pools(lm.RANK_PROGRAM) as p:
+        yield p
+
+
 def _cfg(**kw):
     return lm.LMDBIOConfig(datasets=[{"name": "tiny", "records": RECORDS, "record_bytes": SIZE}],
                            ranks_per_node=RPN, batch_size=BATCH, coalesce=2, map_size_mib=64, **kw)
@@ -50,12 +56,12 @@ def expected(procs: int) -> dict[int, tuple[int, int]]:
 
 
 @pytest.mark.parametrize("procs", [1, 2, 4])
-def test_every_strategy_gives_every_rank_its_records(db, procs):
+def test_every_strategy_gives_every_rank_its_records(db, pools, procs):
     dest, prov = db
     want = expected(procs)
     assert sum(b for _, b in want.values()) == RECORDS * SIZE
-    for strategy in lm.STRATEGIES:
-        per = lm.run(dest, prov, strategy, procs, _cfg(), SIZE, verify=True)
+    for strategy in lm.STRATEGIES:  # the ranks started once serve every strategy, as in measure()
+        per = lm.run(dest, prov, strategy, procs, _cfg(), SIZE, verify=True, pool=pools.get(procs))
         got = {int(r.proc): (int(r.crc32), int(r.bytes)) for r in per.itertuples()}
         assert got == want, strategy
         # nodes of RPN consecutive ranks, the first of each the reader
@@ -65,9 +71,9 @@ def test_every_strategy_gives_every_rank_its_records(db, procs):
         assert (per["t1"] >= per["t0"]).all() and per["t0"].min() == 0
 
 
-def test_sleeping_hand_over_sleeps_and_delivers_the_same(db):
+def test_sleeping_hand_over_sleeps_and_delivers_the_same(db, pools):
     dest, prov = db
-    per = lm.run(dest, prov, "lmm", 2, _cfg(handover="sleep"), SIZE, verify=True)
+    per = lm.run(dest, prov, "lmm", 2, _cfg(handover="sleep"), SIZE, verify=True, pool=pools.get(2))
     assert {int(r.proc): (int(r.crc32), int(r.bytes)) for r in per.itertuples()} == expected(2)
     # every round's two hand-overs sleep at least once per rank pair (pipes), where Win.Fence polls
     rounds = lm.layout(RECORDS, 2, RPN, BATCH)[0]["rounds"]
@@ -79,6 +85,14 @@ def test_stagger_tokens_with_more_readers_than_the_group(db):
     cfg = _cfg().model_copy(update={"ranks_per_node": 1})  # 3 readers, 1 token
     per = lm.run(dest, prov, "stag", 3, cfg, SIZE, verify=True)
     assert per["reader"].all() and int(per["bytes"].sum()) == RECORDS * SIZE
+
+
+def test_a_pool_closes_its_ranks(db):
+    dest, prov = db
+    pool = launcher.RankPool(2, lm.RANK_PROGRAM)
+    lm.run(dest, prov, "coal", 2, _cfg(), SIZE, pool=pool)
+    pool.close()
+    assert pool._proc.poll() == 0  # every rank left at "exit", mpiexec with them
 
 
 def test_a_failing_rank_stops_the_run_with_its_error(db, tmp_path):

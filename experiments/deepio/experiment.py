@@ -10,7 +10,8 @@ Three measurements:
    opportunistic loader for each memory ratio R and process count (Fig 8).
 3. :func:`measure_loader` - read bandwidth of a loader over the ImageNet-like JPEGs packed into
    one file per tier, P MPI ranks (:mod:`.loader_rank`, started by :mod:`experiments.launcher`:
-   ``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation), each owning
+   ``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation; started once
+   per (P, nodes), sleeping between runs), each owning
    a contiguous share and a buffer of R of it:
    ``ordered`` follows a global shuffled order and reads every sample with its own ``pread``;
    ``opportunistic`` serves what is in memory and refills with ``chunk``-sample sequential
@@ -19,7 +20,6 @@ Three measurements:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
@@ -200,10 +200,14 @@ def pack(manifest: pd.DataFrame, dest: Path) -> pd.DataFrame:
     return index
 
 
+RANK_PROGRAM = "experiments.deepio.loader_rank"
+
+
 def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: float, chunk: int,
-               seed: int, nodes: int = 1) -> dict:
+               seed: int, nodes: int = 1, pool: launcher.RankPool | None = None) -> dict:
     """One cold-or-warm epoch of the loader with ``procs`` MPI ranks over ``nodes`` nodes
-    (:mod:`experiments.launcher`; the ranks: :mod:`.loader_rank`); aggregate MB/s and RL."""
+    (:mod:`.loader_rank`, in ``pool``, or in ranks started for this run alone:
+    :class:`experiments.launcher.RankPool`); aggregate MB/s and RL."""
     path = Path(path).resolve()
     run_dir = path.parent / f".deepio-run-{uuid.uuid4().hex[:12]}"
     run_dir.mkdir()
@@ -211,15 +215,11 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
         np.save(run_dir / "offsets.npy", index["offset"].to_numpy(np.int64))
         np.save(run_dir / "sizes.npy", index["bytes"].to_numpy(np.int64))
         spec = {"path": str(path), "mode": mode, "ratio": ratio, "chunk": chunk, "seed": seed,
-                "offsets": str(run_dir / "offsets.npy"), "sizes": str(run_dir / "sizes.npy"),
-                "out": str(run_dir / "rows.json")}
-        (run_dir / "spec.json").write_text(json.dumps(spec))
+                "offsets": str(run_dir / "offsets.npy"), "sizes": str(run_dir / "sizes.npy")}
         try:
-            launcher.run_mpi(procs, ["-m", "experiments.deepio.loader_rank",
-                                     str(run_dir / "spec.json")], nodes)
+            parts = launcher.call(RANK_PROGRAM, spec, procs, nodes, pool)
         except RuntimeError as e:
             raise RuntimeError(f"deepio loader {mode} P={procs} nodes={nodes}: {e}") from e
-        parts = json.loads((run_dir / "rows.json").read_text())
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     seconds = max(x["t1"] for x in parts) - min(x["t0"] for x in parts)
@@ -249,13 +249,16 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     plan = [(t.name, mode, r, p, i, n) for t in tiers for mode in ("ordered", "opportunistic")
             for r in cfg.ratios for p in cfg.procs for i in range(cfg.repeats)
             for n in node_counts if n <= p]
+    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
     for tier, mode, r, p, i, n in progress(plan, desc="deepio: loader runs"):
         path, index = packs[tier]
         evictions[tier] = cache.evict([path], cfg.eviction, label=tier)
-        res = run_loader(path, index, mode, p, r, cfg.chunk_samples, seed, nodes=n)
+        res = run_loader(path, index, mode, p, r, cfg.chunk_samples, seed, nodes=n,
+                         pool=pools.get(p, n))
         runs.append({"tier": tier, "memory_backed": mem[tier], "mode": mode, "R": r, "P": p,
                      "nodes": n, "repeat": i,
                      "samples": len(index), "eviction": evictions[tier], **res})
+    pools.close()
     return pd.DataFrame(runs), {"eviction": evictions,
                                 "launcher": launcher.record(node_counts),
                                 "scale": {"procs_max": max(x[3] for x in plan),

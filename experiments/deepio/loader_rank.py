@@ -1,6 +1,7 @@
-"""One rank of a DeepIO loader run: ``python -m experiments.deepio.loader_rank SPEC.json``
-under ``mpiexec``/``srun`` (:func:`experiments.deepio.experiment.run_loader` writes the spec
-and starts P ranks).
+"""One rank of DeepIO's loader runs: ``python -m experiments.deepio.loader_rank --serve
+HOST:PORT`` under ``mpiexec``/``srun``, started once per P and node count by
+:class:`experiments.launcher.RankPool`; :func:`work` is one run, its spec from
+:func:`experiments.deepio.experiment.run_loader`.
 
 Rank p of P owns the contiguous share p of the packed samples (:func:`.randomization.partition`)
 and serves one epoch of it from the packed file on the tier: ``ordered`` reads every sample of
@@ -65,6 +66,6 @@ def work(world, spec: dict) -> dict:
 
 
 if __name__ == "__main__":
-    from ..mpi_node import main
+    from .. import mpi_node
 
-    main(work)
+    mpi_node.serve(work)

@@ -1,5 +1,7 @@
-"""One rank of an LMDBIO run: ``python -m experiments.lmdbio.mpi_rank SPEC.json`` under
-``mpiexec``/``srun`` (:func:`experiments.lmdbio.read.run` writes the spec and starts it).
+"""One rank of LMDBIO's runs: ``python -m experiments.lmdbio.mpi_rank --serve HOST:PORT`` under
+``mpiexec``/``srun``, started once per process count and node count by
+:class:`experiments.launcher.RankPool`; :func:`work` is one run, its spec from
+:func:`experiments.lmdbio.read.run`.
 
 Nodes (:func:`experiments.mpi_node.node_comm`): the ranks of one host, in groups of
 ``ranks_per_node``; node n owns a contiguous slice of the records (:func:`node_plan`) and,
@@ -224,6 +226,6 @@ def work(world, spec: dict) -> dict:
 
 
 if __name__ == "__main__":
-    from ..mpi_node import main
+    from .. import mpi_node
 
-    main(work)
+    mpi_node.serve(work)

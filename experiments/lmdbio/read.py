@@ -7,7 +7,8 @@ and size of every value is recorded ("provenance", kept beside the database as
 (offset, size) is enough for a POSIX ``pread``.
 
 Each run is an MPI program (:mod:`.mpi_rank`, started by :mod:`experiments.launcher`:
-``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation). Ranks are
+``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation; the ranks of each
+(P, nodes) start once and serve all its runs, sleeping between them). Ranks are
 grouped into nodes: the ranks of one host (``COMM_WORLD.Split_type(COMM_TYPE_SHARED)``) in
 groups of ``ranks_per_node`` (on one host the groups emulate nodes); node n owns a contiguous
 slice of the records and, round by round, each of its ranks consumes one batch of
@@ -40,7 +41,6 @@ process goes to ``facts["processes"]``.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -229,11 +229,16 @@ def layout(records: int, procs: int, rpn: int, batch: int) -> list[dict]:
             for n in range(nodes) for m in [list(range(n * rpn, min((n + 1) * rpn, procs)))]]
 
 
+RANK_PROGRAM = "experiments.lmdbio.mpi_rank"
+
+
 def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOConfig,
-        size: int, nodes: int = 1, verify: bool = False) -> pd.DataFrame:
-    """One run of ``strategy`` with ``procs`` MPI ranks over ``nodes`` nodes
-    (:mod:`experiments.launcher`; the ranks: :mod:`.mpi_rank`); one row per process. With
-    ``verify`` each row also holds a CRC-32 of the bytes its process consumed, in order."""
+        size: int, nodes: int = 1, verify: bool = False,
+        pool: launcher.RankPool | None = None) -> pd.DataFrame:
+    """One run of ``strategy`` with ``procs`` MPI ranks over ``nodes`` nodes (:mod:`.mpi_rank`,
+    in ``pool``, or in ranks started for this run alone: :class:`experiments.launcher.RankPool`);
+    one row per process. With ``verify`` each row also holds a CRC-32 of the bytes its process
+    consumed, in order."""
     run_dir = Path(path).parent / f".lmdbio-run-{uuid.uuid4().hex[:12]}"
     run_dir.mkdir()
     try:
@@ -244,15 +249,12 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
                 "ranks_per_node": cfg.ranks_per_node, "handover": cfg.handover,
                 "offsets": str((run_dir / "offsets.npy").resolve()),
                 "sizes": str((run_dir / "sizes.npy").resolve()),
-                "pipes": tempfile.gettempdir(), "verify": verify,
-                "out": str((run_dir / "rows.json").resolve())}
-        (run_dir / "spec.json").write_text(json.dumps(spec))
+                "pipes": tempfile.gettempdir(), "verify": verify}
         try:
-            launcher.run_mpi(procs, ["-m", "experiments.lmdbio.mpi_rank",
-                                     str((run_dir / "spec.json").resolve())], nodes)
+            rows = launcher.call(RANK_PROGRAM, spec, procs, nodes, pool)
         except RuntimeError as e:
             raise RuntimeError(f"lmdbio {strategy} P={procs} nodes={nodes}: {e}") from e
-        return pd.DataFrame(json.loads((run_dir / "rows.json").read_text()))
+        return pd.DataFrame(rows)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -277,10 +279,11 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
             for s in cfg.strategies for p in cfg.procs for i in range(cfg.repeats)
             for n in node_counts if n <= p]
     rows, procs, evictions = [], [], {}
+    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
     for run_id, (tier, ds, strategy, p, i, n) in enumerate(progress(plan, desc="lmdbio runs")):
         dest, prov, size = dbs[(tier, ds)]
         ev = evictions[tier] = cache.evict([dest], cfg.eviction, label=tier)
-        per = run(dest, prov, strategy, p, cfg, size, nodes=n)
+        per = run(dest, prov, strategy, p, cfg, size, nodes=n, pool=pools.get(p, n))
         seconds = per["t1"].max() - per["t0"].min()
         rows.append({"run": run_id, "tier": tier, "memory_backed": mem[tier], "dataset": ds,
                      "record_bytes": size, "strategy": strategy, "handover": cfg.handover,
@@ -300,12 +303,14 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
              "scale": {"procs_max": max(r[3] for r in plan), "nodes_max": max(r[5] for r in plan),
                        "allocation_nodes": launcher.allocation_nodes()},
              "processes": pd.concat(procs, ignore_index=True),
-             "handover_check": handover_check(dbs, tiers, mem, cfg) if cfg.handover_check
+             "handover_check": handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check
              else pd.DataFrame()}
+    pools.close()
     return pd.DataFrame(rows), facts
 
 
-def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig) -> pd.DataFrame:
+def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig,
+                   pools: launcher.Pools | None = None) -> pd.DataFrame:
     """(b) LMM with each hand-over (``spin``, ``sleep``) and (a) LMDB, at every P, once, cold,
     on the first data set of every tier that is not memory-backed. One row per process:
     voluntary and involuntary context switches, reader or consumer. This separates what the
@@ -317,7 +322,8 @@ def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig) -> pd.DataFra
     for tier, strategy, handover, p in progress(plan, desc="lmdbio hand-over check"):
         dest, prov, size = dbs[(tier, ds.name)]
         ev = cache.evict([dest], cfg.eviction, label=tier)
-        per = run(dest, prov, strategy, p, cfg.model_copy(update={"handover": handover}), size)
+        per = run(dest, prov, strategy, p, cfg.model_copy(update={"handover": handover}), size,
+                  pool=pools.get(p) if pools else None)
         out.append(per.drop(columns=["t0", "t1"]).assign(
             tier=tier, dataset=ds.name, strategy=strategy, handover=handover if strategy != "lmdb"
             else "none", P=p, seconds=per["t1"].max() - per["t0"].min(),
