@@ -135,7 +135,7 @@ def work(world, spec: dict) -> dict:
                                       1, comm=node)
         buf = memoryview(win.Shared_query(0)[0]).cast("B")
         if spec["handover"] == "sleep":
-            barrier = PipeBarrier(node, spec["pipes"], f"{nid}")
+            barrier = PipeBarrier(node, spec["pipes"], f"{spec['run_id']}-{nid}")
     if strategy == "stag":
         readers = world.Split(0 if is_reader else MPI.UNDEFINED, key=world.rank)
         if is_reader:
@@ -219,6 +219,9 @@ def work(world, spec: dict) -> dict:
         win.Fence() if barrier is None else win.Unlock_all()
         buf.release()
         win.Free()
+    if readers not in (None, MPI.COMM_NULL):
+        readers.Free()
+    node.Free()  # a pool's ranks serve hundreds of runs: no communicator may leak
     return {"proc": world.rank, "node": nid, "reader": bool(is_reader), "t0": t0, "t1": t1,
             "bytes": nbytes, "context_switches": vol + invol, "cs_voluntary": vol,
             "cs_involuntary": invol, "records": plan["hi"] - plan["lo"],

@@ -239,7 +239,8 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
     in ``pool``, or in ranks started for this run alone: :class:`experiments.launcher.RankPool`);
     one row per process. With ``verify`` each row also holds a CRC-32 of the bytes its process
     consumed, in order."""
-    run_dir = Path(path).parent / f".lmdbio-run-{uuid.uuid4().hex[:12]}"
+    run_id = uuid.uuid4().hex[:12]
+    run_dir = Path(path).parent / f".lmdbio-run-{run_id}"
     run_dir.mkdir()
     try:
         np.save(run_dir / "offsets.npy", prov["offset"].to_numpy(np.int64))
@@ -249,7 +250,7 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
                 "ranks_per_node": cfg.ranks_per_node, "handover": cfg.handover,
                 "offsets": str((run_dir / "offsets.npy").resolve()),
                 "sizes": str((run_dir / "sizes.npy").resolve()),
-                "pipes": tempfile.gettempdir(), "verify": verify}
+                "pipes": tempfile.gettempdir(), "run_id": run_id, "verify": verify}
         try:
             rows = launcher.call(RANK_PROGRAM, spec, procs, nodes, pool)
         except RuntimeError as e:
