@@ -120,8 +120,10 @@ class RankPool:
         import tempfile
 
         self.ranks, self.module, self.nodes, self.timeout_s = ranks, module, nodes, timeout_s
-        host = socket.gethostname() if nodes > 1 else "127.0.0.1"
-        self._server = socket.create_server(("" if nodes > 1 else host, 0))
+        # in an allocation the ranks may run on other hosts than this one (salloc's shell may be
+        # on a login node), even on one node: listen on every interface there, on loopback off it
+        host = socket.gethostname() if in_slurm() else "127.0.0.1"
+        self._server = socket.create_server(("" if in_slurm() else host, 0))
         self._server.settimeout(1.0)
         addr = f"{host}:{self._server.getsockname()[1]}"
         self._log = tempfile.TemporaryFile("w+")
