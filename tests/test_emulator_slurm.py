@@ -142,3 +142,42 @@ def test_daemons_are_stopped_and_nothing_listens_after(tmp_path):
         ports = c["ports"]
         assert all(_listening(p) for p in ports)
     assert not any(_listening(p) for p in ports)
+
+
+LMDBIO_UNDER_SLURM = """
+import json, sys, zlib
+from pathlib import Path
+from experiments import launcher
+from experiments.lmdbio import read as lm
+dest = Path(sys.argv[1])
+prov = lm.build(dest, 40, 3072, 64 << 20, 5)
+cfg = lm.LMDBIOConfig(datasets=[{"name": "t", "records": 40, "record_bytes": 3072}], ranks_per_node=2,
+                      batch_size=4, coalesce=2, map_size_mib=64, nodes=["all"])
+per = lm.run(dest, prov, "coal", 2, cfg, 3072, nodes=1, verify=True)
+want = {}
+for node in lm.layout(40, 2, 2, 4):
+    for local, me in enumerate(node["members"]):
+        crc = 0
+        for r in range(node["rounds"]):
+            first = node["lo"] + r * node["per_round"] + local * 4
+            for i in range(first, min(first + 4, node["hi"])):
+                crc = zlib.crc32(lm.record_bytes(i, 3072, 5), crc)
+        want[me] = crc
+print(json.dumps({"rows": per.to_dict("records"), "want": want,
+                  "launcher": launcher.record([1], 2), "cmd": launcher.mpi_command(2, ["-m", "x"])}))
+"""
+
+
+def test_an_lmdbio_strategy_over_srun(slurm_cluster, tmp_path):
+    """One LMDBIO run (coal, 2 ranks) inside an allocation of the test cluster: the launcher
+    takes srun (SLURM_JOB_ID is set), both ranks get their records, env.json's record says so."""
+    p = subprocess.run(["salloc", "-N1", "-n2", "--overcommit", sys.executable, "-c", LMDBIO_UNDER_SLURM,
+                        str(tmp_path / "lmdbio-t")], env=slurm_cluster["env"], capture_output=True,
+                       text=True, timeout=180)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["cmd"][0] == "srun" and got["launcher"]["launcher"] == "srun"
+    assert got["launcher"]["allocation_nodes"] == 1 and got["launcher"]["slurm_job_id"]
+    rows = {r["proc"]: r for r in got["rows"]}
+    assert sorted(rows) == [0, 1] and sum(r["bytes"] for r in rows.values()) == 40 * 3072
+    assert {str(k): r["crc32"] for k, r in rows.items()} == got["want"]

@@ -151,3 +151,6 @@ def test_measure_records_processes_residency_and_the_hand_over_check(tmp_path):
     assert set(table["role"]) == {"every process", "reader", "consumer"}
     assert cache.summary()["disk"]["evictions"] == len(raw) + len(h.groupby(["strategy", "handover", "P"]))
     cache.reset_log()
+    # the runs' launcher and scale, for env.json
+    assert (raw["nodes"] == 1).all() and facts["launcher"]["launcher"] in ("mpiexec", "srun")
+    assert facts["launcher"]["mpi"]["library"] and facts["scale"]["procs_max"] == 2

@@ -37,6 +37,8 @@ def test_deepio_measured_rl_accuracy_and_loader(stage_results):
     env = json.loads((d / "env.json").read_text())
     assert env["params"]["deepio"]["ratios"] == [1.0, 0.25]
     assert_cold_runs(env)
+    assert env["launcher"]["launcher"] == "mpiexec" and env["launcher"]["mpi"]["library"].startswith("MPICH")
+    assert env["scale"]["procs_max"] == 2 and (raw["nodes"] == 1).all()
 
 
 def test_deepio_report_figures_and_claims(stage_results):
@@ -70,6 +72,11 @@ def test_lmdbio_every_strategy_and_p(stage_results):
     env = json.loads((d / "env.json").read_text())
     assert env["handover"] == "spin"
     assert_cold_runs(env)
+    # the runs went through MPI: how they were launched, on what, and how far they scaled
+    assert env["launcher"]["launcher"] == "mpiexec" and env["launcher"]["nodes"] == [1]
+    assert env["launcher"]["mpi"]["library"].startswith("MPICH")
+    assert env["scale"] == {"procs_max": 2, "nodes_max": 1, "allocation_nodes": 1}
+    assert (raw["nodes"] == 1).all()
 
 
 def test_lmdbio_report_figures_and_claims(stage_results):

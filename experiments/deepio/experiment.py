@@ -9,7 +9,10 @@ Three measurements:
    in class order: the "constant order"), fed in each order (Fig 7) and in the orders of the
    opportunistic loader for each memory ratio R and process count (Fig 8).
 3. :func:`measure_loader` - read bandwidth of a loader over the ImageNet-like JPEGs packed into
-   one file per tier, P processes, each owning a contiguous share and a buffer of R of it:
+   one file per tier, P MPI ranks (:mod:`.loader_rank`, started by :mod:`experiments.launcher`:
+   ``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation; started once
+   per (P, nodes), sleeping between runs), each owning
+   a contiguous share and a buffer of R of it:
    ``ordered`` follows a global shuffled order and reads every sample with its own ``pread``;
    ``opportunistic`` serves what is in memory and refills with ``chunk``-sample sequential
    ``pread``s. Bandwidth is MB/s (10^6 B/s) of sample bytes, cold cache (Fig 10, 11 style).
@@ -17,20 +20,19 @@ Three measurements:
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import time
+import shutil
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
-from .. import cache
+from .. import cache, launcher
 from . import randomization as rz
 from ..cache import EvictionMethod
 from ..common_config import check_counts
-from ..procs import run_together
 from ..config import Section
 from ..progress import progress
 from ..tiers import prepare, require_free
@@ -51,6 +53,10 @@ class DeepIOConfig(Section):
     loader_samples: int = Field(1024, ge=1, le=10_000_000, description="JPEGs used by the loader")
     repeats: int = Field(2, ge=1, le=50)
     eviction: EvictionMethod = "auto"
+    nodes: launcher.NodeCounts = Field(
+        [1], min_length=1, description="node counts each loader run is spread over (srun "
+        "inside a Slurm allocation; 'all' = the allocation's nodes, 1 off Slurm); a count "
+        "larger than the allocation stops before any work")
 
     @field_validator("ratios")
     @classmethod
@@ -194,56 +200,28 @@ def pack(manifest: pd.DataFrame, dest: Path) -> pd.DataFrame:
     return index
 
 
-def _serve(args) -> dict:
-    """One loader process: serve its share of one epoch, reading from ``path``; returns bytes
-    read, requests, seconds (perf_counter, comparable across processes) and its order."""
-    path, mode, p, procs, ratio, chunk, seed, offsets, sizes, barrier = args
-    n = len(offsets)
-    lo, hi = rz.partition(n, procs, p)
-    fd = os.open(path, os.O_RDONLY)
-    barrier.wait()
-    t0 = time.perf_counter()
-    nbytes = nreq = 0
-    if mode == "ordered":
-        order = np.random.default_rng([seed, 0]).permutation(n)[p::procs]
-        for i in order:  # a miss: one pread per sample
-            nbytes += len(os.pread(fd, int(sizes[i]), int(offsets[i])))
-            nreq += 1
-        choices = None
-    else:
-        mem = max(1, int(round(ratio * (hi - lo))))
-        order, choices, reads = rz.opportunistic_schedule(lo, hi, mem, chunk,
-                                                          np.random.default_rng([seed, 0, p]))
-        for s, cnt in reads:  # one large sequential pread per refill
-            length = int(offsets[s + cnt - 1] + sizes[s + cnt - 1] - offsets[s])
-            nbytes += len(os.pread(fd, length, int(offsets[s])))
-            nreq += 1
-    t1 = time.perf_counter()
-    os.close(fd)
-    return {"p": p, "t0": t0, "t1": t1, "bytes": nbytes, "requests": nreq,
-            "order": np.asarray(order), "choices": None if choices is None else np.asarray(choices)}
-
-
-def _child(a, q) -> None:
-    try:
-        q.put(_serve(a))
-    except BaseException as e:  # report, so the parent does not wait forever
-        a[-1].abort()
-        q.put({"error": f"{type(e).__name__}: {e}"})
+RANK_PROGRAM = "experiments.deepio.loader_rank"
 
 
 def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: float, chunk: int,
-               seed: int) -> dict:
-    """One cold-or-warm epoch of the loader with ``procs`` processes; aggregate MB/s and RL."""
-    ctx = mp.get_context("fork")
-    barrier = ctx.Barrier(procs)
-    offsets, sizes = index["offset"].to_numpy(), index["bytes"].to_numpy()
-    args = [(str(path), mode, p, procs, ratio, chunk, seed, offsets, sizes, barrier)
-            for p in range(procs)]
-    parts = run_together(ctx, _child, args)
-    bad = [x for x in parts if "error" in x]
-    if bad:
-        raise RuntimeError(f"deepio loader {mode} P={procs}: {bad[0]['error']}")
+               seed: int, nodes: int = 1, pool: launcher.RankPool | None = None) -> dict:
+    """One cold-or-warm epoch of the loader with ``procs`` MPI ranks over ``nodes`` nodes
+    (:mod:`.loader_rank`, in ``pool``, or in ranks started for this run alone:
+    :class:`experiments.launcher.RankPool`); aggregate MB/s and RL."""
+    path = Path(path).resolve()
+    run_dir = path.parent / f".deepio-run-{uuid.uuid4().hex[:12]}"
+    run_dir.mkdir()
+    try:
+        np.save(run_dir / "offsets.npy", index["offset"].to_numpy(np.int64))
+        np.save(run_dir / "sizes.npy", index["bytes"].to_numpy(np.int64))
+        spec = {"path": str(path), "mode": mode, "ratio": ratio, "chunk": chunk, "seed": seed,
+                "offsets": str(run_dir / "offsets.npy"), "sizes": str(run_dir / "sizes.npy")}
+        try:
+            parts = launcher.call(RANK_PROGRAM, spec, procs, nodes, pool)
+        except RuntimeError as e:
+            raise RuntimeError(f"deepio loader {mode} P={procs} nodes={nodes}: {e}") from e
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
     seconds = max(x["t1"] for x in parts) - min(x["t0"] for x in parts)
     nbytes = sum(x["bytes"] for x in parts)
     n = len(index)
@@ -258,32 +236,44 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
 
 def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
                    seed: int) -> tuple[pd.DataFrame, dict]:
-    """Ordered vs opportunistic read bandwidth for each tier, R and P; cache evicted before
-    each run. ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
+    """Ordered vs opportunistic read bandwidth for each tier, R, P and node count of ``nodes``
+    (at most P); cache evicted before each run. Facts: eviction, the launcher (env.json) and
+    the scale reached (``scale``: most ranks and nodes of a run). ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
+    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     runs, packs, evictions = [], {}, {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
     for t in tiers:
         m = staged[t.name].iloc[:cfg.loader_samples]
         dest = t.dir / "deepio-pack"
         packs[t.name] = (dest / "samples.bin", pack(m, dest))
-    plan = [(t.name, mode, r, p, i) for t in tiers for mode in ("ordered", "opportunistic")
-            for r in cfg.ratios for p in cfg.procs for i in range(cfg.repeats)]
-    for tier, mode, r, p, i in progress(plan, desc="deepio: loader runs"):
+    plan = [(t.name, mode, r, p, i, n) for t in tiers for mode in ("ordered", "opportunistic")
+            for r in cfg.ratios for p in cfg.procs for i in range(cfg.repeats)
+            for n in node_counts if n <= p]
+    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
+    for tier, mode, r, p, i, n in progress(plan, desc="deepio: loader runs"):
         path, index = packs[tier]
         evictions[tier] = cache.evict([path], cfg.eviction, label=tier)
-        res = run_loader(path, index, mode, p, r, cfg.chunk_samples, seed)
+        res = run_loader(path, index, mode, p, r, cfg.chunk_samples, seed, nodes=n,
+                         pool=pools.get(p, n))
         runs.append({"tier": tier, "memory_backed": mem[tier], "mode": mode, "R": r, "P": p,
-                     "repeat": i,
+                     "nodes": n, "repeat": i,
                      "samples": len(index), "eviction": evictions[tier], **res})
-    return pd.DataFrame(runs), {"eviction": evictions}
+    pools.close()
+    return pd.DataFrame(runs), {"eviction": evictions,
+                                "launcher": launcher.record(node_counts),
+                                "scale": {"procs_max": max(x[3] for x in plan),
+                                          "nodes_max": max(x[5] for x in plan),
+                                          "allocation_nodes": launcher.allocation_nodes()}}
 
 
 def summarize_loader(raw: pd.DataFrame) -> pd.DataFrame:
-    """Median MB/s (min, max) per tier, mode, R and P; opportunistic over ordered speed-up."""
-    s = (raw.groupby(["tier", "mode", "R", "P"]).agg(
+    """Median MB/s (min, max) per tier, mode, R, P and node count; opportunistic over ordered
+    speed-up. (Raw tables without ``nodes`` ran on one node.)"""
+    raw = raw if "nodes" in raw else raw.assign(nodes=1)
+    s = (raw.groupby(["tier", "mode", "R", "P", "nodes"]).agg(
         MBps=("MBps", "median"), MBps_min=("MBps", "min"), MBps_max=("MBps", "max"),
         requests=("requests", "median"), RL_percent=("RL_percent", "median"),
         runs=("MBps", "size")).reset_index())
-    base = s[s["mode"] == "ordered"].set_index(["tier", "R", "P"])["MBps"]
-    s["speedup_vs_ordered"] = [r.MBps / base[(r.tier, r.R, r.P)] for r in s.itertuples()]
+    base = s[s["mode"] == "ordered"].set_index(["tier", "R", "P", "nodes"])["MBps"]
+    s["speedup_vs_ordered"] = [r.MBps / base[(r.tier, r.R, r.P, r.nodes)] for r in s.itertuples()]
     return s

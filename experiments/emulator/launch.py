@@ -27,7 +27,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .. import paths
+from .. import launcher, paths
 from ..workloads.launch import _free_ports  # the real launcher's (free ports now)
 from . import threads as thread_cpu
 from .config import TORCH_WORKLOADS, EmulatorConfig
@@ -57,14 +57,9 @@ def run_record(cfg: EmulatorConfig, run_dir) -> dict:
 
 def torchrun(cfg: EmulatorConfig, run_dir, rdzv_endpoint: str | None = None,
              rdzv_id: str = "emulator") -> list[str]:
-    """The torchrun command of this node (UNET3D, DLRM)."""
-    cmd = [sys.executable, "-m", "torch.distributed.run"]
-    if cfg.nodes == 1 and not rdzv_endpoint:
-        cmd += ["--standalone", "--nnodes=1"]
-    else:
-        cmd += [f"--nnodes={cfg.nodes}", "--rdzv-backend=c10d",
-                f"--rdzv-endpoint={rdzv_endpoint or 'HOST:PORT'}", f"--rdzv-id={rdzv_id}"]
-    return cmd + [f"--nproc-per-node={cfg.per_node}", "-m", "experiments.emulator.rank", str(run_dir)]
+    """The torchrun command of this node (UNET3D, DLRM): :func:`experiments.launcher.torchrun`."""
+    return launcher.torchrun(cfg.per_node, ["-m", "experiments.emulator.rank", str(run_dir)],
+                             cfg.nodes, rdzv_endpoint, rdzv_id)
 
 
 def tf_workers(cfg: EmulatorConfig, hosts: list[str] | None = None, base_port: int | None = None) -> list[str]:

@@ -6,28 +6,34 @@ and size of every value is recorded ("provenance", kept beside the database as
 ``provenance.csv``): values larger than half a page live in contiguous overflow pages, so
 (offset, size) is enough for a POSIX ``pread``.
 
-Processes are grouped into "nodes" of ``ranks_per_node`` processes; node n owns a contiguous
-slice of the records and, round by round, each of its processes consumes one batch of
+Each run is an MPI program (:mod:`.mpi_rank`, started by :mod:`experiments.launcher`:
+``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation; the ranks of each
+(P, nodes) start once and serve all its runs, sleeping between them). Ranks are
+grouped into nodes: the ranks of one host (``COMM_WORLD.Split_type(COMM_TYPE_SHARED)``) in
+groups of ``ranks_per_node`` (on one host the groups emulate nodes); node n owns a contiguous
+slice of the records and, round by round, each of its ranks consumes one batch of
 ``batch_size`` records. Strategies (the paper's Fig 2 steps, each a real implementation):
 
 - ``lmdb``      (a) every process maps the database and walks its batches with a cursor;
 - ``lmm``       (b) one reader per node walks the node's batches with a cursor and shares them
-  through ``multiprocessing.shared_memory``; the others copy their batch out;
+  through an MPI-3 shared-memory window (``MPI.Win.Allocate_shared``); the others copy their
+  batch out;
 - ``dio_prov``  (c) as (b), but the reader ``pread``s each record at its recorded offset
-  (``preadv`` straight into the shared buffer);
+  (``preadv`` straight into the window);
 - ``coal``      (d) as (c), one ``preadv`` covering ``coalesce`` rounds of the node's records
   (split only where the 1,024-iovec limit falls), records into their slots, page headers
   between them into a scratch buffer;
 - ``stag``      (e) as (d), with at most ``stagger_group`` readers in the file at a time.
 
-The processes of a node hand each round over at a barrier. By default (``handover: spin``)
-the waiters poll shared memory and yield the CPU every 1,000 polls, as MPI-3 shared-memory
-barriers do (MPICH), so waiting costs no sleep; ``handover: sleep`` uses
-``multiprocessing.Barrier``, where every wait sleeps in the kernel (one voluntary context
-switch per process per barrier: 2 per round). docs/lmdbio.md shows both.
+The ranks of a node hand each round over at the window's synchronization. By default
+(``handover: spin``) that is ``MPI.Win.Fence``: MPICH's waiters poll shared memory and yield
+the CPU every ``MPIR_CVAR_POLLS_BEFORE_YIELD`` (1,000) polls, so waiting costs no sleep;
+``handover: sleep`` uses ``MPI.Win.Sync`` around a barrier on pipes, where every wait sleeps
+in the kernel (one voluntary context switch per process per barrier: 2 per round).
+docs/lmdbio.md shows both.
 
 Measured per run (cache evicted before it, residency measured after): total read time (first
-start to last finish, ``time.perf_counter``, seconds), and the voluntary (the process slept:
+start to last finish, ``time.perf_counter`` on each host, seconds), and the voluntary (the process slept:
 waiting for I/O or for another process) and involuntary (it was preempted) context switches
 of each process (``getrusage``), from which the figure's means per process come. One row per
 process goes to ``facts["processes"]``.
@@ -36,12 +42,10 @@ process goes to ``facts["processes"]``.
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
 import os
-import resource
 import shutil
-import time
-from multiprocessing import shared_memory
+import tempfile
+import uuid
 from pathlib import Path
 from typing import Literal
 
@@ -49,11 +53,11 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from .. import cache
+from .. import cache, launcher
 from ..cache import EvictionMethod
 from ..common_config import check_counts
-from ..procs import SpinBarrier, run_together
 from ..config import ConfigError, Section
+from .mpi_rank import node_plan
 from ..progress import progress
 from ..tiers import prepare, require_free
 
@@ -74,9 +78,13 @@ class LMDBIOConfig(Section):
     coalesce: int = Field(4, ge=1, le=1024, description="rounds read per request in coal/stag")
     stagger_group: int = Field(1, ge=1, le=1024, description="readers in the file at a time")
     handover: Literal["spin", "sleep"] = Field(
-        "spin", description="how a node's processes wait for each other between rounds: "
-        "spin = poll shared memory (as MPI-3 shared-memory barriers do), sleep = "
-        "multiprocessing.Barrier (each wait sleeps in the kernel: a voluntary context switch)")
+        "spin", description="how a node's processes hand the shared window over between "
+        "rounds: spin = MPI.Win.Fence (MPICH polls shared memory), sleep = MPI.Win.Sync around "
+        "a barrier on pipes (each wait sleeps in the kernel: a voluntary context switch)")
+    nodes: launcher.NodeCounts = Field(
+        [1], min_length=1, description="node counts each run is spread over (srun inside a "
+        "Slurm allocation; 'all' = the allocation's nodes, 1 off Slurm); a count larger than "
+        "the allocation stops before any work")
     strategies: list[str] = Field(list(STRATEGIES), min_length=1)
     map_size_mib: int = Field(1024, ge=1, le=1 << 22)
     repeats: int = Field(1, ge=1, le=50)
@@ -213,183 +221,51 @@ def build(dest: Path, records: int, size: int, map_size: int, seed: int) -> pd.D
 # ---------------------------------------------------------------- the work plan
 
 def layout(records: int, procs: int, rpn: int, batch: int) -> list[dict]:
-    """Per node: its processes and, per round, each process's first record (or None)."""
+    """Per node: its processes and, per round, each process's first record (or None): the
+    plan of ``procs`` ranks on one host in nodes of ``rpn`` (:func:`.mpi_rank.node_plan`, which
+    the ranks follow)."""
     nodes = math.ceil(procs / rpn)
-    out = []
-    for n in range(nodes):
-        members = list(range(n * rpn, min((n + 1) * rpn, procs)))
-        lo, hi = records * n // nodes, records * (n + 1) // nodes
-        per_round = len(members) * batch
-        rounds = math.ceil((hi - lo) / per_round) if hi > lo else 0
-        out.append({"node": n, "members": members, "lo": lo, "hi": hi, "rounds": rounds,
-                    "per_round": per_round})
-    return out
+    return [{**node_plan(records, nodes, n, len(m), batch), "members": m}
+            for n in range(nodes) for m in [list(range(n * rpn, min((n + 1) * rpn, procs)))]]
 
 
-def _switches() -> tuple[int, int]:
-    """(voluntary, involuntary) context switches of this process so far (getrusage)."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_nvcsw, r.ru_nivcsw
-
-
-def _cursor_read(txn, first: int, count: int) -> list[bytes]:
-    out = []
-    if count <= 0:
-        return out
-    cur = txn.cursor()
-    if cur.set_key(b"%010d" % first):
-        for _, v in cur:
-            out.append(bytes(v))
-            if len(out) == count:
-                break
-    return out
-
-
-_IOV_MAX = 1024
-
-
-def _read_span(fd: int, offs, sizes, lo: int, hi: int, buf, size: int) -> int:
-    """Read records lo..hi-1, which lie in one span of the file, with as few ``preadv`` calls
-    as the iovec limit allows: each record lands in its slot of ``buf``, the page headers
-    between records in a scratch buffer. Returns the requests issued."""
-    scratch = bytearray(max(4096, int((offs[lo + 1:hi] - offs[lo:hi - 1] - size).max())
-                            if hi - lo > 1 else 4096))
-    sv = memoryview(scratch)
-    requests, j = 0, lo
-    while j < hi:
-        start, iov = int(offs[j]), []
-        pos = start
-        while j < hi and len(iov) < _IOV_MAX - 1:
-            gap = int(offs[j]) - pos
-            if gap:
-                iov.append(sv[:gap])
-            iov.append(buf[(j - lo) * size:(j - lo + 1) * size])
-            pos = int(offs[j] + sizes[j])
-            j += 1
-        os.preadv(fd, iov, start)
-        requests += 1
-    return requests
-
-
-def _worker(a: dict) -> dict:
-    """One process of one run; returns its timing, bytes and context switches."""
-    import lmdb
-
-    strategy, node, me = a["strategy"], a["node"], a["me"]
-    members, batch, size = node["members"], a["batch"], a["size"]
-    is_reader = me == members[0]
-    local = members.index(me)
-    nrec = node["hi"] - node["lo"]
-    shm = None
-    if strategy != "lmdb":
-        shm = shared_memory.SharedMemory(name=a["shm_name"])
-    env = None
-    if strategy == "lmdb" or (strategy == "lmm" and is_reader):
-        env = lmdb.open(a["path"], readonly=True, lock=False, readahead=True, max_readers=512)
-    fd = os.open(a["path"] + "/data.mdb", os.O_RDONLY) if is_reader and strategy in (
-        "dio_prov", "coal", "stag") else None
-    offs, sizes = a["offsets"], a["sizes"]
-    a["barrier"].wait()
-    cs0 = _switches()
-    t0 = time.perf_counter()
-    nbytes = 0
-    step = a["coalesce"] if strategy in ("coal", "stag") else 1
-    for r0 in range(0, node["rounds"], step):
-        rounds = range(r0, min(r0 + step, node["rounds"]))
-        if strategy == "lmdb":
-            for r in rounds:
-                first = node["lo"] + r * node["per_round"] + local * batch
-                cnt = max(0, min(batch, node["hi"] - first))
-                with env.begin(buffers=True) as txn:
-                    nbytes += sum(len(v) for v in _cursor_read(txn, first, cnt))
-            continue
-        lo = node["lo"] + r0 * node["per_round"]
-        hi = min(node["hi"], node["lo"] + rounds.stop * node["per_round"])
-        if is_reader:  # fill the shared buffer with records lo..hi-1
-            if strategy == "lmm":
-                with env.begin(buffers=True) as txn:
-                    for j, v in enumerate(_cursor_read(txn, lo, hi - lo)):
-                        shm.buf[j * size:(j + 1) * size] = v
-            elif strategy == "dio_prov":  # one pread per record, straight into shared memory
-                for j in range(lo, hi):
-                    os.preadv(fd, [shm.buf[(j - lo) * size:(j - lo + 1) * size]], int(offs[j]))
-            else:
-                if strategy == "stag":
-                    a["stagger"].acquire()
-                _read_span(fd, offs, sizes, lo, hi, shm.buf, size)
-                if strategy == "stag":
-                    a["stagger"].release()
-        a["node_barrier"].wait()  # the buffer is full
-        for r in rounds:  # every process copies its batch of each round out
-            first = node["lo"] + r * node["per_round"] + local * batch
-            cnt = max(0, min(batch, node["hi"] - first))
-            j = first - lo
-            nbytes += len(bytes(shm.buf[j * size:(j + cnt) * size]))
-        a["node_barrier"].wait()  # everyone is done with the buffer
-    t1 = time.perf_counter()
-    vol, invol = (b - a for a, b in zip(cs0, _switches()))
-    if env is not None:
-        env.close()
-    if fd is not None:
-        os.close(fd)
-    if shm is not None:
-        shm.close()
-    return {"proc": me, "node": node["node"], "reader": bool(is_reader), "t0": t0, "t1": t1,
-            "bytes": nbytes, "context_switches": vol + invol, "cs_voluntary": vol,
-            "cs_involuntary": invol, "records": nrec}
+RANK_PROGRAM = "experiments.lmdbio.mpi_rank"
 
 
 def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOConfig,
-        size: int) -> pd.DataFrame:
-    """One run of ``strategy`` with ``procs`` processes; one row per process."""
-    ctx = mp.get_context("fork")
-    plan = layout(len(prov), procs, cfg.ranks_per_node, cfg.batch_size)
-    barrier = ctx.Barrier(procs)
-    stagger = ctx.Semaphore(cfg.stagger_group)
-    shms, args = [], []
-    step = cfg.coalesce if strategy in ("coal", "stag") else 1
-    offsets, sizes = prov["offset"].to_numpy(), prov["bytes"].to_numpy()
+        size: int, nodes: int = 1, verify: bool = False,
+        pool: launcher.RankPool | None = None) -> pd.DataFrame:
+    """One run of ``strategy`` with ``procs`` MPI ranks over ``nodes`` nodes (:mod:`.mpi_rank`,
+    in ``pool``, or in ranks started for this run alone: :class:`experiments.launcher.RankPool`);
+    one row per process. With ``verify`` each row also holds a CRC-32 of the bytes its process
+    consumed, in order."""
+    run_id = uuid.uuid4().hex[:12]
+    run_dir = Path(path).parent / f".lmdbio-run-{run_id}"
+    run_dir.mkdir()
     try:
-        for node in plan:
-            shm_name = None
-            if strategy != "lmdb":
-                shm = shared_memory.SharedMemory(create=True,
-                                                 size=max(1, node["per_round"] * step * size))
-                shms.append(shm)
-                shm_name = shm.name
-            nb = (SpinBarrier(ctx, len(node["members"])) if cfg.handover == "spin"
-                  else ctx.Barrier(len(node["members"])))
-            for me in node["members"]:
-                args.append({"strategy": strategy, "node": node, "me": me, "batch": cfg.batch_size,
-                             "size": size, "path": str(path), "shm_name": shm_name,
-                             "offsets": offsets, "sizes": sizes, "barrier": barrier,
-                             "node_barrier": nb, "stagger": stagger, "coalesce": cfg.coalesce})
-        rows = run_together(ctx, _run_child, args)
-    finally:
-        for s in shms:
-            s.close()
-            s.unlink()
-    bad = [r for r in rows if "error" in r]
-    if bad:
-        raise RuntimeError(f"lmdbio {strategy} P={procs}: {bad[0]['error']}")
-    return pd.DataFrame(rows)
-
-
-def _run_child(a, q) -> None:
-    try:
-        q.put(_worker(a))
-    except BaseException as e:  # report, so the parent does not wait forever
+        np.save(run_dir / "offsets.npy", prov["offset"].to_numpy(np.int64))
+        np.save(run_dir / "sizes.npy", prov["bytes"].to_numpy(np.int64))
+        spec = {"path": str(Path(path).resolve()), "strategy": strategy, "batch": cfg.batch_size,
+                "size": size, "coalesce": cfg.coalesce, "stagger_group": cfg.stagger_group,
+                "ranks_per_node": cfg.ranks_per_node, "handover": cfg.handover,
+                "offsets": str((run_dir / "offsets.npy").resolve()),
+                "sizes": str((run_dir / "sizes.npy").resolve()),
+                "pipes": tempfile.gettempdir(), "run_id": run_id, "verify": verify}
         try:
-            a["barrier"].abort()
-            a["node_barrier"].abort()
-        except Exception:
-            pass
-        q.put({"error": f"{type(e).__name__}: {e}"})
+            rows = launcher.call(RANK_PROGRAM, spec, procs, nodes, pool)
+        except RuntimeError as e:
+            raise RuntimeError(f"lmdbio {strategy} P={procs} nodes={nodes}: {e}") from e
+        return pd.DataFrame(rows)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
-    """Build each data set's LMDB on each tier, then every (strategy, P) ``repeats`` times, the
-    cache evicted before each run. One row per run: total seconds, MB/s, context switches."""
+    """Build each data set's LMDB on each tier, then every (strategy, P) ``repeats`` times on
+    each node count of ``nodes`` (at most P), the cache evicted before each run. One row per
+    run: total seconds, MB/s, context switches. Facts: the launcher (env.json) and the scale
+    reached (``scale``: most processes and nodes of a run)."""
+    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     dbs = {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
     for t in tiers:   # every LMDB that must be built fits, before the first is written
@@ -400,17 +276,19 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
             dest = t.dir / f"lmdbio-{d.name}"
             dbs[(t.name, d.name)] = (dest, build(dest, d.records, d.record_bytes,
                                                  cfg.map_size_mib << 20, seed), d.record_bytes)
-    plan = [(t.name, d.name, s, p, i) for t in tiers for d in cfg.datasets
-            for s in cfg.strategies for p in cfg.procs for i in range(cfg.repeats)]
+    plan = [(t.name, d.name, s, p, i, n) for t in tiers for d in cfg.datasets
+            for s in cfg.strategies for p in cfg.procs for i in range(cfg.repeats)
+            for n in node_counts if n <= p]
     rows, procs, evictions = [], [], {}
-    for run_id, (tier, ds, strategy, p, i) in enumerate(progress(plan, desc="lmdbio runs")):
+    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
+    for run_id, (tier, ds, strategy, p, i, n) in enumerate(progress(plan, desc="lmdbio runs")):
         dest, prov, size = dbs[(tier, ds)]
         ev = evictions[tier] = cache.evict([dest], cfg.eviction, label=tier)
-        per = run(dest, prov, strategy, p, cfg, size)
+        per = run(dest, prov, strategy, p, cfg, size, nodes=n, pool=pools.get(p, n))
         seconds = per["t1"].max() - per["t0"].min()
         rows.append({"run": run_id, "tier": tier, "memory_backed": mem[tier], "dataset": ds,
                      "record_bytes": size, "strategy": strategy, "handover": cfg.handover,
-                     "P": p, "repeat": i, "seconds": seconds, "bytes": int(per["bytes"].sum()),
+                     "P": p, "nodes": n, "repeat": i, "seconds": seconds, "bytes": int(per["bytes"].sum()),
                      "MBps": per["bytes"].sum() / 1e6 / seconds,
                      "cs_per_proc": float(per["context_switches"].mean()),
                      "cs_vol_per_proc": float(per["cs_voluntary"].mean()),
@@ -419,16 +297,21 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
                      "readers": int(per["reader"].sum()) if strategy != "lmdb" else p,
                      "eviction": str(ev), "resident_fraction": ev.resident_fraction})
         procs.append(per.drop(columns=["t0", "t1"]).assign(
-            run=run_id, tier=tier, dataset=ds, strategy=strategy, P=p, repeat=i,
+            run=run_id, tier=tier, dataset=ds, strategy=strategy, P=p, nodes=n, repeat=i,
             seconds=per["t1"] - per["t0"]))
     facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
+             "launcher": launcher.record(node_counts, cfg.ranks_per_node),
+             "scale": {"procs_max": max(r[3] for r in plan), "nodes_max": max(r[5] for r in plan),
+                       "allocation_nodes": launcher.allocation_nodes()},
              "processes": pd.concat(procs, ignore_index=True),
-             "handover_check": handover_check(dbs, tiers, mem, cfg) if cfg.handover_check
+             "handover_check": handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check
              else pd.DataFrame()}
+    pools.close()
     return pd.DataFrame(rows), facts
 
 
-def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig) -> pd.DataFrame:
+def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig,
+                   pools: launcher.Pools | None = None) -> pd.DataFrame:
     """(b) LMM with each hand-over (``spin``, ``sleep``) and (a) LMDB, at every P, once, cold,
     on the first data set of every tier that is not memory-backed. One row per process:
     voluntary and involuntary context switches, reader or consumer. This separates what the
@@ -440,7 +323,8 @@ def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig) -> pd.DataFra
     for tier, strategy, handover, p in progress(plan, desc="lmdbio hand-over check"):
         dest, prov, size = dbs[(tier, ds.name)]
         ev = cache.evict([dest], cfg.eviction, label=tier)
-        per = run(dest, prov, strategy, p, cfg.model_copy(update={"handover": handover}), size)
+        per = run(dest, prov, strategy, p, cfg.model_copy(update={"handover": handover}), size,
+                  pool=pools.get(p) if pools else None)
         out.append(per.drop(columns=["t0", "t1"]).assign(
             tier=tier, dataset=ds.name, strategy=strategy, handover=handover if strategy != "lmdb"
             else "none", P=p, seconds=per["t1"].max() - per["t0"].min(),
@@ -451,13 +335,15 @@ def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig) -> pd.DataFra
 
 
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:
-    """Median seconds and context switches per (tier, dataset, strategy, P); speed-up over (a)."""
-    s = (raw.groupby(["tier", "dataset", "strategy", "P"], sort=False).agg(
+    """Median seconds and context switches per (tier, dataset, strategy, P, nodes); speed-up
+    over (a) at the same P and node count. (Raw tables without ``nodes`` ran on one node.)"""
+    raw = raw if "nodes" in raw else raw.assign(nodes=1)
+    s = (raw.groupby(["tier", "dataset", "strategy", "P", "nodes"], sort=False).agg(
         seconds=("seconds", "median"), seconds_min=("seconds", "min"),
         seconds_max=("seconds", "max"), MBps=("MBps", "median"),
         cs_per_proc=("cs_per_proc", "median"), cs_vol_per_proc=("cs_vol_per_proc", "median"),
         cs_invol_per_proc=("cs_invol_per_proc", "median"), runs=("seconds", "size")).reset_index())
-    base = s[s["strategy"] == "lmdb"].set_index(["tier", "dataset", "P"])["seconds"]
-    s["speedup_vs_lmdb"] = [base.get((r.tier, r.dataset, r.P), np.nan) / r.seconds
+    base = s[s["strategy"] == "lmdb"].set_index(["tier", "dataset", "P", "nodes"])["seconds"]
+    s["speedup_vs_lmdb"] = [base.get((r.tier, r.dataset, r.P, r.nodes), np.nan) / r.seconds
                             for r in s.itertuples()]
     return s

@@ -9,8 +9,8 @@ Two readers whose I/O the tracer must get right, and which the thesis's tracer c
   shared memory: ``records`` calls of ``record_bytes`` each on ``data.mdb``.
 
 :func:`build` writes a small database (:func:`experiments.lmdbio.read.build`), :func:`traced_run`
-evicts it and traces one :func:`experiments.lmdbio.read.run` in this process (its readers are forked
-children, traced with it), :func:`expected` says what the VFS read components must be.
+evicts it and traces one :func:`experiments.lmdbio.read.run` from this process (its MPI
+ranks are children of the ``mpiexec`` it starts, traced with it), :func:`expected` says what the VFS read components must be.
 """
 
 from __future__ import annotations

@@ -1,0 +1,281 @@
+"""Start the N ranks of a multi-process experiment, on one host or over a Slurm allocation.
+
+MPI programs (LMDBIO's strategies, DeepIO's loaders): ``mpiexec -n N`` on one host (MPICH's
+Hydra from the ``mpich`` wheel, in the venv's ``bin``, beside this Python); inside a Slurm
+allocation (``SLURM_JOB_ID`` set) ``srun --nodes K --ntasks N --mpi=pmi2`` over K of the
+allocation's nodes (ranks dealt to nodes in blocks, as ``--distribution=block``). A site's own
+MPI works where mpi4py is built against it (its ``mpiexec`` first on PATH).
+
+PyTorch programs (the emulator, the thesis's workloads): ``torchrun`` with
+``--standalone`` on one machine, or a c10d rendezvous on the first node across machines
+(:func:`torchrun`; the emulator's Slurm script starts one per node).
+
+:func:`record` is what a stage's ``env.json`` says about it: the launcher, the nodes, the ranks
+per node, the MPI library and its version. :func:`check_nodes` stops a sweep asking for more
+nodes than the allocation holds, before any work.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator
+
+from .config import ConfigError
+
+ALL = "all"  # a ``nodes`` entry: every node of the allocation (1 off Slurm)
+
+
+def in_slurm() -> bool:
+    """Inside a Slurm allocation (``salloc``, ``sbatch``): ``SLURM_JOB_ID`` is set."""
+    return bool(os.environ.get("SLURM_JOB_ID"))
+
+
+def allocation_nodes() -> int:
+    """Nodes this process may use: ``SLURM_JOB_NUM_NODES`` (or ``SLURM_NNODES``) inside an
+    allocation, 1 outside."""
+    if not in_slurm():
+        return 1
+    for k in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
+        v = os.environ.get(k, "")
+        if v.isdigit() and int(v) >= 1:
+            return int(v)
+    return 1
+
+
+def _where() -> str:
+    return (f"the Slurm allocation {os.environ['SLURM_JOB_ID']} holds {allocation_nodes()} node(s)"
+            if in_slurm() else "outside a Slurm allocation only this host (1 node) is available")
+
+
+def check_nodes(values, param: str) -> list:
+    """``values`` (node counts, or ``"all"``) if every count fits the allocation; a ConfigError
+    naming ``param``, the value and the allocation otherwise."""
+    have = allocation_nodes()
+    for v in values:
+        if v == ALL:
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ConfigError(f"{param} = {v!r}: allowed: a node count >= 1 or {ALL!r}")
+        if v > have:
+            raise ConfigError(f"{param} = {v} nodes, but {_where()}; allowed: 1..{have} or "
+                              f"{ALL!r} (run inside a larger allocation, e.g. salloc -N {v} make paper)")
+    return list(values)
+
+
+# A sweep's ``nodes`` parameter (LMDBIO, DeepIO): node counts or "all", checked on load.
+NodeCounts = Annotated[list[int | Literal["all"]], AfterValidator(lambda v: check_nodes(v, "nodes"))]
+
+
+def resolve_nodes(values) -> list[int]:
+    """The node counts of a sweep, ``"all"`` replaced by the allocation's count; sorted, unique."""
+    have = allocation_nodes()
+    return sorted({have if v == ALL else int(v) for v in check_nodes(values, "nodes")})
+
+
+def _bin(name: str) -> str:
+    """``name`` from this Python's bin folder (the venv's, where the mpich wheel puts mpiexec),
+    else from PATH."""
+    here = Path(sys.executable).parent / name
+    if here.exists():
+        return str(here)
+    found = shutil.which(name)
+    if found is None:
+        raise ConfigError(f"{name} was not found beside {sys.executable} nor on PATH; allowed: "
+                          "the mpich wheel in the venv (make setup) or a site MPI on PATH")
+    return found
+
+
+def mpi_command(ranks: int, argv: list[str], nodes: int = 1) -> list[str]:
+    """The command that starts ``ranks`` ranks of ``python argv...`` over ``nodes`` nodes:
+    ``srun`` inside an allocation, ``mpiexec`` outside (where ``nodes`` must be 1)."""
+    if ranks < 1 or nodes < 1 or nodes > ranks:
+        raise ConfigError(f"ranks = {ranks}, nodes = {nodes}: allowed: 1 <= nodes <= ranks")
+    if in_slurm():
+        return ["srun", f"--nodes={nodes}", f"--ntasks={ranks}", "--distribution=block",
+                "--mpi=pmi2", "--kill-on-bad-exit=1", "--overlap", "--overcommit",
+                sys.executable, *argv]
+    if nodes != 1:
+        raise ConfigError(f"nodes = {nodes}: {_where()}")
+    return [_bin("mpiexec"), "-n", str(ranks), sys.executable, *argv]
+
+
+class RankPool:
+    """``ranks`` ranks of the MPI program ``python -m module`` over ``nodes`` nodes, started
+    once (:func:`mpi_command`) and given one run after another: :meth:`call` sends every rank
+    the run's spec over its own TCP connection to this process and returns rank 0's list of
+    rows. Between runs the ranks sleep in ``recv`` (no CPU, no MPI polling), so pools of
+    several sizes can wait side by side while another runs; starting Python, numpy and MPI once
+    instead of per run saves about half a second a run. A rank that fails aborts the job
+    (:func:`experiments.mpi_node.serve`); :meth:`call` then raises with the output's tail.
+    Use as a context manager (or :meth:`close`)."""
+
+    def __init__(self, ranks: int, module: str, nodes: int = 1, timeout_s: float = 3600):
+        import socket
+        import tempfile
+
+        self.ranks, self.module, self.nodes, self.timeout_s = ranks, module, nodes, timeout_s
+        # in an allocation the ranks may run on other hosts than this one (salloc's shell may be
+        # on a login node), even on one node: listen on every interface there, on loopback off it
+        host = socket.gethostname() if in_slurm() else "127.0.0.1"
+        self._server = socket.create_server(("" if in_slurm() else host, 0))
+        self._server.settimeout(1.0)
+        addr = f"{host}:{self._server.getsockname()[1]}"
+        self._log = tempfile.TemporaryFile("w+")
+        e = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)
+        e["PYTHONPATH"] = root + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+        self.cmd = mpi_command(ranks, ["-m", module, "--serve", addr], nodes)
+        self._proc = subprocess.Popen(self.cmd, env=e, stdout=self._log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL)
+        self._conns = {}
+        try:
+            while len(self._conns) < ranks:
+                self._alive("starting")
+                try:
+                    c, _ = self._server.accept()
+                except TimeoutError:
+                    continue
+                f = c.makefile("rw")
+                self._conns[int(f.readline())] = (c, f)
+        except BaseException:
+            self.close()
+            raise
+
+    def _tail(self) -> str:
+        self._log.flush()
+        self._log.seek(0)
+        return self._log.read()[-3000:]
+
+    def _alive(self, doing: str) -> None:
+        code = self._proc.poll()
+        if code is not None:
+            raise RuntimeError(f"{' '.join(self.cmd)}: exit {code} while {doing}; output tail:\n"
+                               f"{self._tail()}")
+
+    def call(self, spec: dict) -> list:
+        """Run ``spec`` on every rank; rank 0's rows (one per rank, in rank order)."""
+        import json
+        import select
+        import time
+
+        line = json.dumps(spec) + "\n"
+        for _, f in self._conns.values():
+            f.write(line)
+            f.flush()
+        conn0, f0 = self._conns[0]
+        deadline = time.monotonic() + self.timeout_s
+        while not select.select([conn0], [], [], 1.0)[0]:
+            self._alive("running a spec")
+            if time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError(f"{' '.join(self.cmd)}: no result in {self.timeout_s:.0f} s")
+        reply = f0.readline()
+        if not reply:
+            self._proc.wait(timeout=30)
+            self._alive("running a spec")
+            raise RuntimeError(f"{' '.join(self.cmd)}: rank 0 hung up; output tail:\n{self._tail()}")
+        return json.loads(reply)
+
+    def close(self) -> None:
+        """Tell the ranks to exit; kill them if they have not within 30 s."""
+        for c, f in self._conns.values():
+            try:
+                f.write("exit\n")
+                f.flush()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        for c, f in self._conns.values():
+            f.close()
+            c.close()
+        self._conns = {}
+        self._server.close()
+        self._log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def call(module: str, spec: dict, ranks: int, nodes: int = 1, pool: RankPool | None = None) -> list:
+    """Rank 0's rows of one run of ``spec``: in ``pool``, or in ranks of ``module`` started for
+    this run alone."""
+    if pool is not None:
+        return pool.call(spec)
+    with RankPool(ranks, module, nodes) as own:
+        return own.call(spec)
+
+
+class Pools:
+    """One :class:`RankPool` of ``module`` per (ranks, nodes), started when first asked for and
+    closed together (a sweep keeps each size's ranks for all its runs)."""
+
+    def __init__(self, module: str):
+        self.module, self._pools = module, {}
+
+    def get(self, ranks: int, nodes: int = 1) -> RankPool:
+        if (ranks, nodes) not in self._pools:
+            self._pools[(ranks, nodes)] = RankPool(ranks, self.module, nodes)
+        return self._pools[(ranks, nodes)]
+
+    def close(self) -> None:
+        while self._pools:
+            self._pools.popitem()[1].close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def torchrun(nproc_per_node: int, argv: list[str], nnodes: int = 1,
+             rdzv_endpoint: str | None = None, rdzv_id: str = "torchrun") -> list[str]:
+    """``torchrun`` (``python -m torch.distributed.run``) of one node: ``--standalone`` for one
+    node without an endpoint; else a c10d rendezvous at ``rdzv_endpoint`` (HOST:PORT, the first
+    node), the same command on every node."""
+    cmd = [sys.executable, "-m", "torch.distributed.run"]
+    if nnodes == 1 and not rdzv_endpoint:
+        cmd += ["--standalone", "--nnodes=1"]
+    else:
+        cmd += [f"--nnodes={nnodes}", "--rdzv-backend=c10d",
+                f"--rdzv-endpoint={rdzv_endpoint or 'HOST:PORT'}", f"--rdzv-id={rdzv_id}"]
+    return cmd + [f"--nproc-per-node={nproc_per_node}", *argv]
+
+
+def mpi_library() -> dict:
+    """The MPI library mpi4py loads: its name and version line, mpi4py's version (``None`` when
+    mpi4py cannot be imported). Queried in a child process, so this one never starts MPI."""
+    code = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; "
+            "print(mpi4py.__version__); print(MPI.Get_library_version().splitlines()[0].strip())")
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {"mpi4py": None, "library": None}
+    if p.returncode != 0:
+        return {"mpi4py": None, "library": None, "error": p.stderr.strip()[-300:]}
+    lines = p.stdout.strip().splitlines()
+    return {"mpi4py": lines[0], "library": lines[1] if len(lines) > 1 else None}
+
+
+def record(nodes: list[int], ranks_per_node: int | None = None) -> dict:
+    """What ``env.json`` says about how a stage started its ranks: launcher (``mpiexec`` or
+    ``srun``), the node counts its sweep used, the allocation's nodes and hosts, the ranks per
+    node (the emulated node size on one host), the MPI library and version."""
+    return {"launcher": "srun" if in_slurm() else "mpiexec", "nodes": list(nodes),
+            "allocation_nodes": allocation_nodes(),
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            "slurm_nodelist": os.environ.get("SLURM_JOB_NODELIST"),
+            "ranks_per_node": ranks_per_node, "mpi": mpi_library()}
