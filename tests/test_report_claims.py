@@ -104,8 +104,14 @@ def test_alexnet_claims_burst_buffer_magnitude_from_fio():
     cl = {c["id"]: c for c in alexnet_report.claims(summary, batches, ck, "mem", "disk", ENV, FIO, ENV)}
     _check_common(cl.values())
     b = cl["burst-buffer-speedup-vs-slow"]
-    assert b["our_value"] == pytest.approx(1.2) and b["magnitude"] == "within 2x"
-    assert b["verdict"] == "inconclusive"  # 1.2 against 2.6, but no interval yet
+    # like the paper's 2.6x (Fig 9): total run time, slow (13 s) over burst (12 s)
+    assert b["our_value"] == pytest.approx(13 / 12) and b["magnitude"] == "within 2x"
+    assert b["verdict"] == "inconclusive"  # no interval yet
+    assert "median stall is 1.20x" in b["note"] and "total run time" in b["unit"]
+    assert cl["checkpoint-run-time-follows-device"]["our_value"] == pytest.approx(13 / 12)
+    assert cl["checkpoint-overhead-vs-none"]["our_value"] == pytest.approx(1.2)
+    sz = cl["checkpoint-size-600mb"]
+    assert sz["verdict"] == "not measured" and sz["paper_value"] == 600 and "130 MB" in sz["note"]
     assert "mem 2,000 MB/s, disk 600 MB/s (3.3x)" in b["note"] and "Optane over HDD: 3.8x" in b["note"]
     assert "130 MB checkpoint stalls 0.50 s" in b["note"]
     assert cl["alexnet-prefetch-faster-disk"]["cold"] is True
@@ -135,10 +141,22 @@ def test_alexnet_claims_take_their_intervals_from_repeats_saves_and_steps():
     assert f["verdict"] == "holds" and f["n"] == 5 and f["ci_low"] > 1   # the warm-up is not a sample
     assert cl["alexnet-batch-size-prefetch1"]["verdict"] == "holds"
     b = cl["burst-buffer-speedup-vs-slow"]
-    assert b["n"] == 8 and b["ci_low"] > 1 and b["verdict"] == "direction only"  # 1.2 against 2.6
+    assert b["ci_low"] is None and b["verdict"] == "inconclusive"   # no checkpoint runs given
     assert cl["burst-buffer-close-to-fast"]["verdict"] == "holds"
+    # the paper's 1-2 s is the full AlexNet on a GPU: not measured, with what this box shows
     c = cl["alexnet-compute-per-batch"]
-    assert c["verdict"] == "holds" and c["paper_value"] == "1-2" and c["n"] == 30
+    assert c["verdict"] == "not measured" and c["paper_value"] == "1-2"
+    assert "1.50 s" in c["note"] and "n = 30" in c["note"]
+    ck_runs = pd.DataFrame([{"mode": m, "target": t, "warmup": i == 0, "seconds": v * rng.normal(1, 0.005)}
+                            for m, t, v in (("none", "none", 10.0), ("direct", "mem", 12.0),
+                                            ("direct", "disk", 13.0), ("burst", "mem>disk", 12.0))
+                            for i in range(7)])
+    cl = {c["id"]: c for c in alexnet_report.claims(summary, batches, ck, "mem", "disk", env, FIO, ENV,
+                                                    raw=raw, saves=saves, steps=steps, ck_runs=ck_runs)}
+    b = cl["burst-buffer-speedup-vs-slow"]
+    assert b["n"] == 6 and b["ci_low"] > 1 and b["verdict"] == "direction only"  # 1.08 against 2.6
+    assert cl["checkpoint-run-time-follows-device"]["verdict"] == "holds"
+    assert cl["checkpoint-overhead-vs-none"]["verdict"] == "holds"
 
 
 def test_alexnet_claims_without_checkpoint_runs_stay_as_not_measured():
