@@ -71,13 +71,26 @@ def test_tfdata_claims_direction_magnitude_and_measured_reason():
     assert cl["tfdata-read-only-faster-disk"]["verdict"] == "holds"
     assert cl["tfdata-read-only-faster-disk"]["basis"] == "implied"
     assert cl["tfdata-one-to-two-threads-doubles-disk"]["paper_value"] == 2.0
+    # Sec V-A: HDD scaling flattens beyond four threads (2.3 / 1.95 over one thread)
+    f = cl["tfdata-flattens-beyond-4-threads-disk"]
+    assert f["our_value"] == pytest.approx(2 ** 0.1, rel=0.02) and f["verdict"] == "holds"
+    assert f["paper_value"] == pytest.approx(2.3 / 1.95, abs=1e-3)
+    # Sec V-A with Table I: tf.data below the device's own bandwidth (fio's sequential read)
+    fio_raw = pd.DataFrame([{"tier": t, "job": "seqread", "warmup": i == 0, "bw_MBps": v * (1 + 0.01 * i)}
+                            for t, v in (("disk", 900.0), ("mem", 5000.0)) for i in range(4)])
+    cl = {c["id"]: c for c in tfdata_read_report.claims(reads, ENV, FIO, fio_env, raw=_raw(reads),
+                                                        fio_raw=fio_raw)}
+    b = cl["tfdata-below-device-baseline-disk"]
+    assert b["our_value"] == pytest.approx(10 * 8 ** 0.1 / 910, rel=0.05) and b["verdict"] == "holds"
+    assert b["n"] == 3 and "make bench" in b["note"]
 
 
 def test_tfdata_claims_not_run_are_rows_with_the_reason():
     cl = {c["id"]: c for c in tfdata_read_report.claims(_reads(threads=(1, 2)), ENV, FIO, {})}
     assert cl["tfdata-speedup-8t-disk"]["verdict"] == "not measured"
     assert "tfdata_read.threads = [1, 2]" in cl["tfdata-speedup-8t-disk"]["note"]
-    assert len(cl) == 2 * 3 + 1 + 2 + 2
+    assert len(cl) == 2 * 3 + 1 + 2 + 2 + 2 + 2
+    assert cl["tfdata-flattens-beyond-4-threads-disk"]["verdict"] == "not measured"
 
 
 def _alexnet_tables():
