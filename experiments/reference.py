@@ -216,6 +216,9 @@ NELSON_JPEG_DECODE_PERCENT = 51.18         # perf: tensorflow::jpeg::Uncompress
 NELSON_FIO_PERSISTENT_READS_PER_S = 10_000  # fio bssplit: "approximately 10K reads/second"
 NELSON_FIO_PERSISTENT_MBPS = 750           # "... at a throughput rate of around 750MB/s"
 NELSON_FIO_LOCAL_OVER_PERSISTENT = "3-4"   # "The local storage is about 3-4 times faster"
+# Nelson's blog, "FIO - Baseline IO Results": "The persistent storage is slower, but still might be
+# fast enough at a little over 1GB/s for large reads", GB/s.
+NELSON_FIO_PERSISTENT_LARGE_READ_GBPS = 1.0
 
 # Zhu et al., poster text beside Fig 10/11: BeeGFS read bandwidth of the "small dataset" (every
 # node reads 512 MB, 8 GB in total) and the "large dataset" (10 GB per node, 160 GB in total), MB/s.
