@@ -112,6 +112,17 @@ def _max_ratio(*groups) -> float:
     return max(_ratios(*groups))
 
 
+def _over_every_p(rt: pd.DataFrame | None, ds: str, col: str, num: str, den: str, ps: list[int],
+                  fallback: float, reduce, method: str) -> tuple[float, stats.Interval | None]:
+    """``reduce`` (:func:`_min_speedup` or :func:`_max_ratio`) of median(``col`` of ``num``) /
+    median(``col`` of ``den``) over the P in ``ps``, bootstrapped over the repeats of ``rt`` as
+    one reduction; without ``rt`` (or a value) ``fallback`` and no interval."""
+    if rt is None or not np.isfinite(fallback):
+        return fallback, None
+    one = lambda s: [stats.samples(rt, col, dataset=ds, strategy=s, P=q) for q in ps]  # noqa: E731
+    return stats.bootstrap(reduce, *one(num), *one(den), method=method)
+
+
 def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
            raw: pd.DataFrame | None = None) -> list[dict]:
     """Each step's direction as the paper states it, per data set, on ``tier``, at the largest P
@@ -166,12 +177,8 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
         tot = {s: pw(s, "cs_per_proc") for s in ("lmm", "lmdb")}
         per_p = {q: tot["lmm"][q] / max(tot["lmdb"][q], 1e-9) for q in sps}
         vol = max(per_p.values()) if per_p else np.nan
-        vci = None
-        if rt is not None and np.isfinite(vol):
-            vol, vci = stats.bootstrap(
-                _max_ratio, *[stats.samples(rt, "cs_per_proc", dataset=ds, strategy="lmm", P=q) for q in sps],
-                *[stats.samples(rt, "cs_per_proc", dataset=ds, strategy="lmdb", P=q) for q in sps],
-                method="highest ratio of medians over P, bootstrap over repeats")
+        vol, vci = _over_every_p(rt, ds, "cs_per_proc", "lmm", "lmdb", sps, vol, _max_ratio,
+                                 "highest ratio of medians over every P, bootstrap over repeats")
         worst = max(per_p, key=per_p.get) if per_p else p
         vo, iv = pw("lmm", "cs_vol_per_proc"), pw("lmm", "cs_invol_per_proc")
         lvo, liv = pw("lmdb", "cs_vol_per_proc"), pw("lmdb", "cs_invol_per_proc")
@@ -215,12 +222,8 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
         ps = sorted(ps_of("stag") & ps_of("lmdb"))
         sp = {q: get(d[d["P"] == q].set_index("strategy"), "speedup_vs_lmdb", "stag") for q in ps}
         best = min(sp.values()) if sp else np.nan
-        bci = None
-        if rt is not None and np.isfinite(best):
-            best, bci = stats.bootstrap(
-                _min_speedup, *[stats.samples(rt, "seconds", dataset=ds, strategy="lmdb", P=q) for q in ps],
-                *[stats.samples(rt, "seconds", dataset=ds, strategy="stag", P=q) for q in ps],
-                method="lowest ratio of medians over every P, bootstrap over repeats")
+        best, bci = _over_every_p(rt, ds, "seconds", "lmdb", "stag", ps, best, _min_speedup,
+                                  "lowest ratio of medians over every P, bootstrap over repeats")
         low = min(sp, key=sp.get) if sp else 0
         each = ", ".join(f"P = {q}: {sp[q]:.2f}x" for q in ps)
         paper = {} if ours else {"paper_value": reference.PUMMA_LMDBIO_SPEEDUP_9216,
