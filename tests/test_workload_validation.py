@@ -558,7 +558,9 @@ def test_dlrm_forward_share_step_time_over_ranks_and_the_std_model_rows():
     assert g["our_value"] == pytest.approx(0.111 / 0.081, rel=0.02) and g["verdict"] == "holds"
     assert "B=512: G=1" in g["note"]
     s = got["dlrm-compute-std-model-r2"]
-    assert s["our_value"] == 0.4 and s["paper_value"] == 0.71 and s["figure"] == "Eq 5.6"
+    # value and interval from the same steps through one function (not the fitted model's 0.4)
+    assert s["ci_low"] <= s["our_value"] <= s["ci_high"] and s["our_value"] != 0.4
+    assert s["paper_value"] == 0.71 and s["figure"] == "Eq 5.6"
     assert s["ci_method"].startswith("R² of the std model")
     for cid in ("unet3d-compute-0.6-1.6s", "unet3d-eval-time-normal-fit", "bert-data-throughput-range"):
         assert got[cid]["verdict"] == "not measured", cid
