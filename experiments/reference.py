@@ -187,6 +187,10 @@ HOVON_DLRM_COMPUTE_ASYMPTOTE_SPS = 600_000
 HOVON_BENCHMARK_DATA_LATENCY_S = {"unet3d": {"benchmark": (0.0028, 0.0042), "real": (0.0002, 0.00055)}}
 HOVON_BENCHMARK_DATA_THROUGHPUT_RATIO = {"bert": 0.2, "dlrm": 0.5}
 HOVON_DLRM_BENCHMARK_DATA_SPS = {"benchmark": 2.5e6, "real": 5e6}
+# Ho-Von 2023, Sec 5.3.2 (Fig 5.16, 5.17): below this global batch the benchmark's DLRM latencies
+# and throughputs are "all very similar" to the real run's; "This does not hold for the benchmark
+# starting at batch sizes of 16k and up" (16k taken as 16,384, the sweep's power of two).
+HOVON_DLRM_BENCHMARK_GAP_FROM_BATCH = 16_384
 # Ho-Von 2023, what the thesis says of the benchmark's compute throughput against the real run's:
 # UNET3D Sec 5.1.3 "very similar"; BERT Sec 5.2.2 "successfully recreate[s] the compute
 # throughput"; DLRM Sec 5.3.2 the sleep-time curves "approximate the behaviour of the original"
@@ -212,6 +216,9 @@ NELSON_JPEG_DECODE_PERCENT = 51.18         # perf: tensorflow::jpeg::Uncompress
 NELSON_FIO_PERSISTENT_READS_PER_S = 10_000  # fio bssplit: "approximately 10K reads/second"
 NELSON_FIO_PERSISTENT_MBPS = 750           # "... at a throughput rate of around 750MB/s"
 NELSON_FIO_LOCAL_OVER_PERSISTENT = "3-4"   # "The local storage is about 3-4 times faster"
+# Nelson's blog, "FIO - Baseline IO Results": "The persistent storage is slower, but still might be
+# fast enough at a little over 1GB/s for large reads", GB/s.
+NELSON_FIO_PERSISTENT_LARGE_READ_GBPS = 1.0
 
 # Zhu et al., poster text beside Fig 10/11: BeeGFS read bandwidth of the "small dataset" (every
 # node reads 512 MB, 8 GB in total) and the "large dataset" (10 GB per node, 160 GB in total), MB/s.

@@ -142,3 +142,38 @@ def test_warm_claims_say_how_much_was_still_cached():
         pd.DataFrame(), wc, "disk", env={"cpu": {"count": 2}})}
     w = c["blog_warm_faster"]
     assert w["verdict"] == "fails" and "only 25% of the data set was still in the page cache" in w["note"]
+
+
+def test_request_size_row_tests_the_blogs_inference_and_warm_note_says_what_was_read():
+    """TF's larger device requests support the blog's inference (TF issues larger reads): the
+    row holds, with no paper value (the blog's 128 vs 113 KB were its device's cap). A warm
+    run that read nothing gets a note saying so, not a reason for reads it did not make."""
+    dev = pd.DataFrame([
+        {"source": "dev:vda", "cache": "cold", "framework": fw, "tier": "disk", "format": fm,
+         "read_MBps": mb * (1 + 0.01 * i), "read_iops": 100.0, "queue_len": q, "util": 0.5}
+        for i in range(6) for fw, fm, mb, q in (("tensorflow", "tfrecord", 250.0, 1.0),
+                                                ("pytorch", "jpeg", 11.5, 4.0))])
+    collectl = bt.collectl_table(dev, pd.DataFrame()).assign(tier="disk")
+    reads = pd.DataFrame([{"framework": "tensorflow", "tier": "disk", "format": "tfrecord",
+                           "cold_storage_MB": 100.0, "warm_storage_MB": 0.0, "data_MB": 113.8}] * 3)
+    fio_raw = pd.DataFrame([{"tier": "disk", "job": j, "warmup": i == 0, "bw_MBps": v * (1 + 0.01 * i)}
+                            for j, v in (("seqread", 900.0), ("randread", 300.0)) for i in range(4)])
+    fio = fio_raw[~fio_raw["warmup"]].groupby(["tier", "job"], as_index=False)["bw_MBps"].median()
+    c = {x["id"]: x for x in blog_report.claims(
+        pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), pd.DataFrame(
+            columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
+        collectl, pd.DataFrame(), "disk", reads, dstat_rows=dev, fio=fio, fio_raw=fio_raw)}
+    r = c["blog_collectl_request_sizes_similar"]
+    assert r["our_value"] > 10 and r["verdict"] == "holds" and r["paper_value"] is None
+    assert "larger than" in r["statement"] and "max_sectors_kb" in r["note"]
+    w = c["blog_warm_reads_nothing"]
+    assert w["our_value"] == 0 and "warm runs read 0.0 MB" in w["note"]
+    assert "came during the run" not in w["note"]
+    # the collectl tables' throughput, and fio's small reads slower than large ones (n = 3 runs)
+    t = c["blog_collectl_tf_reads_device_faster"]
+    assert t["our_value"] > 10 and t["verdict"] == "direction only" and t["paper_value"] == pytest.approx(1.295, abs=1e-3)
+    f = c["blog_fio_small_reads_slower"]
+    assert f["our_value"] == pytest.approx(1 / 3, rel=0.02) and f["verdict"] == "holds" and f["n"] == 3
+    p = c["blog_fio_persistent_over_1gbps_large_reads"]
+    assert p["verdict"] == "not measured" and "0.92 GB/s" in p["note"]   # median of 909, 918, 927
+    assert c["blog_tfrecord_not_slower"]["figure"] == "Conclusion, item 1"

@@ -152,6 +152,20 @@ def test_report_claims_compute_verdicts():
     # the poster's BeeGFS bandwidths are rows with their numbers, not measured here
     assert c["deepio_beegfs_small_dataset_MBps"]["paper_value"] == 7411.98
     assert c["deepio_beegfs_large_dataset_MBps"]["verdict"] == "not measured"
+    assert c["deepio_beegfs_small_dataset_MBps"]["figure"] == "Problem Statement panel"
+    # the memory tier has no backend storage: the every-P row there is our extension
+    assert m["basis"] == "extension" and c["deepio_opp_faster_every_p_disk"]["basis"] == "implied"
+    assert c["deepio_fig10_opp_faster_R0.5"]["basis"] == "implied"
+    assert c["deepio_fig2_tf_wrappers_cost"]["verdict"] == "not measured"
+    # R >= 1 fits in memory: outside the poster's argument, so the R = 1 row is our extension
+    # and the every-P row leaves it out
+    l1 = pd.concat([loader, loader.assign(R=1.0, MBps=loader["MBps"].where(loader["mode"] == "ordered", 1.0))],
+                   ignore_index=True)
+    r1 = pd.concat([raw, raw.assign(R=1.0, MBps=raw["MBps"].where(raw["mode"] == "ordered", 1.0))],
+                   ignore_index=True)
+    c1 = {x["id"]: x for x in deepio_report.claims(rl, curves, l1, "disk", env, fio, raw=r1)}
+    assert c1["deepio_fig10_opp_faster_R1"]["basis"] == "extension"
+    assert c1["deepio_opp_faster_every_p_disk"]["our_value"] == pytest.approx(3.0)
     # without the loader's repeats: no interval, so no bandwidth finding holds or fails on its point
     point = deepio_report.claims(rl, curves, loader, "disk", env, fio)
     assert {x["verdict"] for x in point if "opp_faster" in x["id"]} == {"inconclusive"}

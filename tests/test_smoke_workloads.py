@@ -77,9 +77,14 @@ def test_fits_model_file_figures_and_claims(stage_results):
             assert (d / f"{w}_{f}.png").stat().st_size > 5000
     cl = json.loads((d / "claims.json").read_text())
     assert all(c["verdict"] in claims.VERDICTS and c["rule"] for c in cl)
-    # 3 linear fits, 3 data shares, the thesis's 4 headline numbers (issue 24)
+    # 3 linear fits and 3 std-model R², 3 data shares, the thesis's 4 headline numbers (issue
+    # 24) and 4 more (issue 31: DLRM's forward share and step time over ranks, UNET3D's compute
+    # range and evaluation fit)
     assert {c["id"] for c in cl} >= {"unet3d-eval-longer-than-epoch", "bert-data-throughput-range",
-                                     "bert-compute-throughput-range", "dlrm-compute-asymptote"} and len(cl) == 10
+                                     "bert-compute-throughput-range", "dlrm-compute-asymptote",
+                                     "dlrm-forward-80pct-of-compute", "dlrm-step-time-grows-with-gpus",
+                                     "unet3d-compute-0.6-1.6s", "unet3d-eval-time-normal-fit",
+                                     "bert-compute-std-model-r2"} and len(cl) == 17
     found = [c for c in cl if c["kind"] == "finding"]
     assert all(c["basis"] in claims.BASES for c in found)
     # a measured share has an interval from the steps (issue 19)

@@ -95,8 +95,9 @@ def test_claims_computed_not_typed():
     d = cl["traced-data-throughput-emulator-unet3d"]
     assert d["our_value"] == pytest.approx(0.95)
     assert d["verdict"] == "holds" and d["n"] == 40 and d["ci_low"] < 0.95 < d["ci_high"]
-    # each workload's row quotes its own figure: UNET3D's is the thesis's data latency 10x
-    assert "0.0028" in str(d["paper_value"]) and d["basis"] == "stated"
+    # the thesis reports its benchmark's data throughput as a miss: ours within 10 % is our
+    # goal (extension, no paper value); the thesis's gap (UNET3D: data latency 10x) is context
+    assert d["paper_value"] is None and d["basis"] == "extension" and "0.0028" in d["note"]
     assert cl["traced-compute-throughput-emulator-unet3d"]["paper_value"] == reference.HOVON_BENCHMARK_COMPUTE["unet3d"]
     g = cl["traced-data-throughput-dlio-unet3d"]
     assert g["our_value"] == pytest.approx(0.2) and g["verdict"] == "holds"
@@ -127,10 +128,28 @@ def test_each_workload_quotes_its_own_benchmark_gap():
                        for w in vs for s in ("real", "emulator", "dlio")])
     cl = {c["id"]: c for c in compare.claims_for(sims, tp, vs)}
     # each row quotes its own workload's gap, as words (a context, not a target for ours)
-    assert cl["traced-data-throughput-emulator-bert"]["paper_value"].startswith("0.2 ")
-    assert cl["traced-data-throughput-emulator-dlrm"]["paper_value"].startswith("0.5 ")
+    assert "0.2 of the real run's" in cl["traced-data-throughput-emulator-bert"]["note"]
+    assert cl["traced-data-throughput-emulator-bert"]["paper_value"] is None
     assert cl["traced-data-throughput-dlio-bert"]["paper_value"] == 0.2
     assert "2.5x to 5x" not in " ".join(c["statement"] for c in cl.values())
+
+
+@pytest.mark.parametrize("batch,rule,paper", [(8192, "between 0.8 and 1.25", "~1 (batch < 16k)"),
+                                              (32768, "< 1", 0.5)])
+def test_dlrm_benchmark_gap_only_from_batch_16k(batch, rule, paper):
+    """Sec 5.3.2: DLRM's benchmark is "all very similar" to the real run below batch 16k and
+    reaches 0.5 of its data throughput only at the highest batch: the paper value and rule of
+    the DLIO row follow the batch the stage ran."""
+    vs = {"dlrm": {"real": REAL, "emulator": EMU, "dlio": DLIO}}
+    sims = compare.similarity_table("dlrm", vs["dlrm"])
+    tp = pd.DataFrame([{"workload": "dlrm", "side": s, "batch_size": batch, "data_sps": v,
+                        "compute_sps": 1.0} for s, v in (("real", 1.0), ("emulator", 1.0), ("dlio", 0.95))])
+    cl = {c["id"]: c for c in compare.claims_for(sims, tp, vs)}
+    g = cl["traced-data-throughput-dlio-dlrm"]
+    assert g["rule"] == rule and g["paper_value"] == paper and "16k and up" in g["note"]
+    assert f"batch {batch}" in g["statement"]
+    e = cl["traced-data-throughput-emulator-dlrm"]
+    assert e["basis"] == "extension" and f"batch {batch}" in e["note"]
 
 
 def test_dlio_not_measured_claims_are_emitted_with_the_reason():
@@ -229,3 +248,19 @@ def test_throughput_figure_draws_each_median_with_its_interval():
     assert len(bars) == 4                       # 2 sides x (data, compute)
     lo, hi = bars[0].lines[2][0].get_segments()[0][:, 1]
     assert lo < 100 < hi                        # the real side's data throughput, 95 % CI over its steps
+
+
+def test_bert_bio_over_vfs_of_the_benchmark_against_the_real_run():
+    """Table 5.2: BERT's real run reads 107 % of its VFS bytes from storage, the benchmark 86.97 %:
+    DLIO over real below 1; a real run with no block I/O (memory tier) is not measured."""
+    vs = {"bert": {"real": vec(bio_vfs_read_pct=107.0), "emulator": vec(bio_vfs_read_pct=100.0),
+                   "dlio": vec(bio_vfs_read_pct=87.0)}}
+    sims = compare.similarity_table("bert", vs["bert"])
+    tp = pd.DataFrame([{"workload": "bert", "side": s, "data_sps": 1.0, "compute_sps": 1.0}
+                       for s in ("real", "emulator", "dlio")])
+    c = {x["id"]: x for x in compare.claims_for(sims, tp, vs)}["traced-bio-vfs-dlio-below-real-bert"]
+    assert c["our_value"] == pytest.approx(87 / 107) and c["paper_value"] == pytest.approx(0.813, abs=1e-3)
+    assert "emulator 100 %" in c["note"]
+    vs["bert"]["real"] = vec(bio_vfs_read_pct=0.0)
+    c = {x["id"]: x for x in compare.claims_for(sims, tp, vs)}["traced-bio-vfs-dlio-below-real-bert"]
+    assert c["verdict"] == "not measured" and "memory-backed" in c["note"]

@@ -378,7 +378,8 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     m.workloads["unet3d"]["mean"]["r2"] = None     # a fit with too few configurations writes null
     s = _summary({"real": {}, "sleep": {"data_s": 0.005, "data_s_q1": 0.004, "data_s_q3": 0.0055,
                                         "compute_sps": 10.5},
-                  "random": {"prep_s_q3": 0.5, "data_s": 1.0}, "prep-none": {}, "prep-sleep": {"data_s": 0.012}})
+                  "random": {"prep_s_q3": 0.5, "data_s": 1.0}, "prep-none": {"data_s_q1": 0.009, "data_s_q3": 0.011},
+                  "prep-sleep": {"data_s": 0.0101, "data_s_q1": 0.0091, "data_s_q3": 0.0111}})
     au = pd.DataFrame([{"row": "sleep", "workload": "unet3d", "ranks": 1, "batch_size": 4, "au": 0.95,
                         "steps": 10, "ideal_s": 1, "train_s": 1, "data_wait_s": 0, "epoch_start_wait_s": 0,
                         "barrier_s": 0}])
@@ -412,6 +413,11 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     assert got["unet3d-random-preprocessing-longer"]["verdict"] == "holds"
     assert got["unet3d-random-vfs-within-real-spread"]["our_value"] == 1.0
     assert got["unet3d-fig-a3-prep-sleep-no-change"]["verdict"] == "holds"
+    # one band for "unchanged" (0.8-1.25); the thesis's texts stated in the notes
+    assert got["unet3d-fig-a3-prep-sleep-no-change"]["rule"] == "between 0.8 and 1.25"
+    assert got["unet3d-random-vfs-within-real-spread"]["basis"] == "stated"
+    assert "contained within the same ranges" in got["unet3d-random-vfs-within-real-spread"]["note"]
+    assert "pixel values" in got["unet3d-random-preprocessing-longer"]["statement"]
     assert got["unet3d-sleep-au-above-90pct"]["verdict"] == "holds"
     assert got["random-content-same-sizes-other-bytes"]["verdict"] == "holds"
     assert got["sleep-ranks-do-not-burn-cpu"]["verdict"] == "not measured"   # usage without its steps
@@ -531,3 +537,30 @@ def test_sleep_cpu_table_shows_per_rank_what_the_claim_judges():
     assert t.iloc[0]["cpu_excess"] == pytest.approx(0.5 / 9.0)     # 1.5 CPU s - 1 s awake, per 9 s asleep
     assert list(t["cpu_excess"]) == report.sleep_cpu_excess(usage, _sleep_steps(9.0))
     assert report.sleep_cpu_table(usage, _sleep_steps(9.0).iloc[:0]).empty
+
+
+def test_dlrm_forward_share_step_time_over_ranks_and_the_std_model_rows():
+    """Sec 5.3.2: forward ~80 % of compute, step time growing with the GPU count (ranks here);
+    Eq 5.2/5.4/5.6: the std model's R²; Sec 5.1.3's V100 figures are rows, not measured."""
+    cfgs = [(1, 512, 0.05), (2, 512, 0.07), (1, 1024, 0.08), (2, 1024, 0.11)]
+    summ = pd.DataFrame([{"workload": "dlrm", "ranks": g, "batch_size": b, "data_share": 0.02,
+                          "data_s": 0.001, "compute_s": m} for g, b, m in cfgs])
+    nf = pd.DataFrame([{"workload": "dlrm", "ranks": g, "batch_size": b, "mean_s": m} for g, b, m in cfgs])
+    models = {"dlrm": {"mean": {"r2": 0.97}, "std": {"r2": 0.4}}}
+    steps = pd.DataFrame([{"workload": "dlrm", "ranks": g, "batch_size": b, "repeat": 0, "rank": 0, "epoch": 0,
+                           "step": i + 1, "steady": True, "samples": b, "compute_ns": c * 1e9,
+                           "forward_ns": 0.7 * c * 1e9, "data_ns": 0.001e9, "step_ns": (c + 0.001) * 1e9}
+                          for g, b, m in cfgs for i, c in enumerate(_spread(m, m * 0.98, m * 1.02, 40))])
+    got = {c["id"]: c for c in report.claims(summ, models, nf, steps=steps)}
+    f = got["dlrm-forward-80pct-of-compute"]
+    assert f["our_value"] == pytest.approx(0.7) and f["verdict"] == "holds" and f["paper_value"] == 0.8
+    g = got["dlrm-step-time-grows-with-gpus"]
+    assert g["our_value"] == pytest.approx(0.111 / 0.081, rel=0.02) and g["verdict"] == "holds"
+    assert "B=512: G=1" in g["note"]
+    s = got["dlrm-compute-std-model-r2"]
+    # value and interval from the same steps through one function (not the fitted model's 0.4)
+    assert s["ci_low"] <= s["our_value"] <= s["ci_high"] and s["our_value"] != 0.4
+    assert s["paper_value"] == 0.71 and s["figure"] == "Eq 5.6"
+    assert s["ci_method"].startswith("R² of the std model")
+    for cid in ("unet3d-compute-0.6-1.6s", "unet3d-eval-time-normal-fit", "bert-data-throughput-range"):
+        assert got[cid]["verdict"] == "not measured", cid

@@ -158,8 +158,9 @@ def _count(ds) -> int:
 def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tiers,
             cfg: BlogConfig, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """tf.data over TFRecords and over JPEG files for each tier and thread count, cold cache;
-    each format's last cold run at the most threads is followed at once by the same run warm
-    (no eviction: the files are in the page cache), so both see the same load.
+    each repeat of a format's cold run at the most threads is followed at once by the same run
+    warm (no eviction: the files are in the page cache), so both see the same load and the warm
+    findings have one paired sample per repeat.
     Returns (one row per run, dstat rows tagged with the run, facts)."""
     import tensorflow as tf
 
@@ -169,10 +170,11 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
     plan = []
     for t in tiers:
         for fmt in ("tfrecord", "jpeg"):
-            plan += [(t, fmt, n, i, "cold") for n in cfg.threads for i in range(cfg.repeats)]
-            if max(cfg.threads) != cfg.threads[-1]:
-                plan.append((t, fmt, max(cfg.threads), 0, "cold"))
-            plan.append((t, fmt, max(cfg.threads), 0, "warm"))  # right after a cold pass
+            for n in cfg.threads:
+                for i in range(cfg.repeats):
+                    plan.append((t, fmt, n, i, "cold"))
+                    if n == max(cfg.threads):  # right after a cold pass
+                        plan.append((t, fmt, n, i, "warm"))
     rows, samples, evictions = [], [], {}
     # Prime TensorFlow (kernels, thread pools) on a few files, untimed, before the first run.
     first = staged[tiers[0].name]

@@ -53,18 +53,19 @@ def _count(loader) -> int:
 
 def measure(staged: dict[str, pd.DataFrame], tiers, cfg: BlogConfig,
             seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """DataLoader epochs for each tier and ``num_workers``, cold; the last cold run at the most
-    workers is followed at once by the same run warm (no eviction).
+    """DataLoader epochs for each tier and ``num_workers``, cold; each repeat of the cold run at
+    the most workers is followed at once by the same run warm (no eviction).
     Returns (one row per run, dstat rows tagged with the run, facts)."""
     import torch
 
     torch.set_num_threads(1)  # parallelism comes from the workers, as in the blog's runs
     plan = []
     for t in tiers:
-        plan += [(t, w, i, "cold") for w in cfg.workers for i in range(cfg.repeats)]
-        if max(cfg.workers) != cfg.workers[-1]:
-            plan.append((t, max(cfg.workers), 0, "cold"))
-        plan.append((t, max(cfg.workers), 0, "warm"))  # right after a cold pass
+        for w in cfg.workers:
+            for i in range(cfg.repeats):
+                plan.append((t, w, i, "cold"))
+                if w == max(cfg.workers):  # right after a cold pass
+                    plan.append((t, w, i, "warm"))
     rows, samples, evictions = [], [], {}
     first = staged[tiers[0].name]  # prime torchvision's decoder, untimed
     _count(make_loader(list(first["abspath"][:8]), list(first["label"][:8]), 0, 8,

@@ -257,15 +257,17 @@ def _prefetch_ratio(raw: pd.DataFrame | None, tier: str, threads, col: str, fall
 def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast: str,
            slow: str, env: dict | None = None, fio: pd.DataFrame | None = None,
            ck_env: dict | None = None, raw: pd.DataFrame | None = None,
-           saves: pd.DataFrame | None = None, steps: pd.DataFrame | None = None) -> list[dict]:
+           saves: pd.DataFrame | None = None, steps: pd.DataFrame | None = None,
+           ck_runs: pd.DataFrame | None = None) -> list[dict]:
     """The paper's claims for Fig 6, 7, 9 and 10 against our medians, each emitted whether or
     not its data was measured. ``env``: alexnet_prefetch's env.json (cores, cold-run
     residency, the warm-up count); ``fio``: the device baseline, for the burst buffer's measured
     reason; ``ck_env``: alexnet_checkpoint's env.json. The 95 % intervals come from the samples:
     ``raw`` (alexnet_prefetch's raw.parquet, one row per run and repeat), ``saves``
     (alexnet_checkpoint's saves.csv, one row per checkpoint) and ``steps`` (alexnet_prefetch's
-    steps.csv, one row per training step); a finding whose samples are not given has no interval
-    and is ``inconclusive``."""
+    steps.csv, one row per training step) and ``ck_runs`` (alexnet_checkpoint's raw.parquet, one
+    row per run: the run times Fig 9 compares); a finding whose samples are not given has no
+    interval and is ``inconclusive``."""
     env, ck_env = env or {}, ck_env or {}
     n = C.cores(env or ck_env)
     out = []
@@ -349,17 +351,22 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
         if "batch_size" in st and bp.get("batch_size") is not None:
             st = st[st["batch_size"] == int(bp["batch_size"])]
         comp_v, comp_ci = stats.median_ci(st["compute_s"])
+    # The paper's 1-2 s is AlexNet at full width on its GPUs; ours is scaled for the CPU cores, so
+    # the number is not the paper's quantity: not measured, with what this box shows (as BERT's
+    # compute, DLRM's asymptote and the blog's hardware rows).
+    shown = (f"here our scaled AlexNet (conv width x{bp.get('width', '?')}, dense "
+             f"x{bp.get('dense_width', '?')}, batch {bp.get('batch_size', '?')}) computes one batch in "
+             f"{comp_v:.2f} s (median training-step compute"
+             + (f", 95 % CI [{comp_ci.low:.2f}, {comp_ci.high:.2f}], n = {comp_ci.n})" if comp_ci is not None and comp_ci.ok else ")")
+             + f" on {n} CPU cores" if np.isfinite(comp_v) else
+             "alexnet_prefetch's steps.csv was not given" if steps is None else "no prefetch step was recorded")
     out.append(claim(
         "alexnet-compute-per-batch", SOURCE, "Sec. VII",
         "The computation for one batch of AlexNet lasts 1-2 s, long enough to overlap the I/O",
-        our_value=comp_v, unit="s per batch (median training-step compute)",
-        rule="between 1 and 2", paper_value="1-2", interval=comp_ci,
-        note=(f"our AlexNet is scaled for {n} CPU cores (conv width x{bp.get('width', '?')}, dense "
-              f"x{bp.get('dense_width', '?')}, batch {bp.get('batch_size', '?')}); the paper's ran on "
-              "GPUs at full width, so only the order of magnitude compares"),
-        why_not="alexnet_prefetch's steps.csv was not given" if steps is None else
-                "no prefetch step was recorded",
-        kind="finding", basis="stated"))
+        our_value=np.nan, unit="s per batch (training-step compute, full AlexNet on a GPU)",
+        rule="between 1 and 2", paper_value="1-2",
+        why_not="needs the full-width AlexNet on the paper's GPUs (Quadro K4000 and Tegner's); "
+                + shown, kind="finding", basis="stated"))
     r = stall_ratios(ck, fast, slow) if len(ck) else {}
     fw, sw = C.fio_MBps(fio, fast, "seqwrite"), C.fio_MBps(fio, slow, "seqwrite")
     mb = float(ck["checkpoint_MB"].max()) if "checkpoint_MB" in ck and len(ck) else np.nan
@@ -381,18 +388,74 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
         why_not=(f"the background drain (copy, checksum, read-back) runs on the same {n} cores "
                  "as training" if r else "alexnet_checkpoint.burst_buffer is off or no run was made"),
         kind="finding", basis="stated"))
+    # Fig 9 and the 2.6x (Abstract, Sec. VII) are of the total run time of the 100 iterations
+    # with five checkpoints: ours is the same quantity, the run time of the checkpoint runs.
+    def run_ratio(num: tuple[str, str], den: tuple[str, str]) -> tuple[float, stats.Interval | None]:
+        """median run seconds of (mode, target) ``num`` over ``den``, with its interval from the
+        timed runs of ``ck_runs`` (warm-ups left out); the summary's ratio without them."""
+        def med(mode, target):
+            g = ck[(ck["mode"] == mode) & (ck["target"] == target)] if len(ck) else ck
+            return float(g["seconds"].iloc[0]) if len(g) else np.nan
+        v = med(*num) / med(*den)
+        if ck_runs is None or not len(ck_runs) or not np.isfinite(v):
+            return v, None
+        timed = ck_runs[~ck_runs["warmup"].astype(bool)] if "warmup" in ck_runs else ck_runs
+        one = lambda m, t: stats.samples(timed, "seconds", mode=m, target=t)   # noqa: E731
+        return stats.ratio_of_medians(one(*num), one(*den))
+
+    bb = f"{fast}>{slow}"
+    tot, tot_ci = run_ratio(("direct", slow), ("burst", bb))
     out.append(claim(
         "burst-buffer-speedup-vs-slow", SOURCE, "Fig 9; Abstract, Sec. VII",
         f"The burst buffer is faster than checkpointing straight to the slow tier ({slow})",
-        our_value=sp, interval=sp_ci,
+        our_value=tot, interval=tot_ci,
         paper_value=reference.CHIEN_BURST_BUFFER_SPEEDUP, magnitude="within 2x",
-        unit="x (median stall per checkpoint, slow / burst)", rule="> 1",
-        note=f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD",
+        unit="x (total run time with checkpoints, slow / burst)", rule="> 1",
+        note=(f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD; the 2.6x and ours are "
+              "of the total run time (Fig 9); per checkpoint, the median stall is "
+              + (f"{sp:.2f}x" + (f" [{sp_ci.low:.2f}, {sp_ci.high:.2f}]" if sp_ci is not None and sp_ci.ok else "")
+                 if np.isfinite(sp) else "not measured") + " (slow / burst)"),
         why_not=(f"fio sequential write: {fast} {fw:,.0f} MB/s, {slow} {sw:,.0f} MB/s "
                  f"({fw / sw:.1f}x); the paper's Optane over HDD: {paper_fast / paper_slow:.1f}x "
                  f"(Table I); and a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s even on "
                  f"{fast}, where fio would write it in {mb / fw:.2f} s: serializing the state on "
                  f"{n} cores, not the device, takes most of a stall"
                  if r else "alexnet_checkpoint.burst_buffer is off or no run was made"),
+        kind="finding", basis="stated"))
+    # Sec. V-C: "checkpoint to Intel Optane gave the lowest run time on Blackdog, followed by
+    # checkpoint to SSD"; Sec. VII: checkpointing "depends on the I/O device in use and impacts
+    # the overall performance".
+    dev, dev_ci = run_ratio(("direct", slow), ("direct", fast))
+    out.append(claim(
+        "checkpoint-run-time-follows-device", SOURCE, "Fig 9, Sec. V-C, VII",
+        f"Checkpointing to the faster device gives the shorter run (the paper: Optane lowest, then "
+        f"SSD, then HDD; here {fast} against {slow}: run time slow / fast)",
+        our_value=dev, interval=dev_ci, unit="x (total run time with checkpoints, slow / fast)",
+        rule="> 1",
+        why_not=(f"fio sequential write: {fast} {fw:,.0f} MB/s, {slow} {sw:,.0f} MB/s; a "
+                 f"{mb:.0f} MB checkpoint stalls {stall_fast:.2f} s on {fast}: serializing the state "
+                 f"on {n} cores takes most of a stall on either tier" if r else
+                 "alexnet_checkpoint.targets lacks the fast or the slow tier, or no run was made"),
+        kind="finding", basis="stated"))
+    over, over_ci = run_ratio(("direct", fast), ("none", "none"))
+    out.append(claim(
+        "checkpoint-overhead-vs-none", SOURCE, "Fig 9 (gray area), Sec. V-C, VII",
+        f"Checkpointing lengthens the run even on the fastest device ({fast}; run time with "
+        "checkpoints over the run without any)",
+        our_value=over, interval=over_ci, unit="x (run time with checkpoints / without)", rule="> 1",
+        note="Sec. V-C: 'since training must stop in favor for saving it can seriously hamper "
+             "training speed'",
+        why_not=(f"a {mb:.0f} MB checkpoint of our scaled AlexNet stalls {stall_fast:.2f} s on {fast}"
+                 if r else "alexnet_checkpoint has no run without checkpoints, or none to the fast tier"),
+        kind="finding", basis="stated"))
+    # Sec. VII: "roughly 600 MB in the case of AlexNet": the full model's; ours is scaled.
+    out.append(claim(
+        "checkpoint-size-600mb", SOURCE, "Sec. VII",
+        "AlexNet's checkpoint is roughly 600 MB", np.nan, "MB",
+        "between 300 and 1200", paper_value=reference.CHIEN_ALEXNET_CHECKPOINT_MB, magnitude="within 2x",
+        why_not=(f"needs the full-width AlexNet; ours is scaled for {n} CPU cores (conv width "
+                 f"x{bp.get('width', '?')}, dense x{bp.get('dense_width', '?')}) and its checkpoint is "
+                 f"{mb:.0f} MB (alexnet_checkpoint)" if np.isfinite(mb) else
+                 "needs the full-width AlexNet; alexnet_checkpoint wrote no checkpoint"),
         kind="finding", basis="stated"))
     return out

@@ -15,6 +15,18 @@ LABELS = {"lmdb": "(a) LMDB, mmap per process", "lmm": "(b) LMM: one reader + sh
           "dio_prov": "(c) + pread at provenance offsets", "coal": "(d) + coalesced reads",
           "stag": "(e) + staggered readers"}
 STEPS = [("lmm", "lmdb"), ("dio_prov", "lmm"), ("coal", "dio_prov"), ("stag", "coal")]
+# Each step's basis in the paper and the text it rests on (the note of its CIFAR row).
+STEP_TEXT = {
+    "lmm": ("stated", 'Sec 2, LMDBIO-LMM: "This strategy minimizes the number of context switches '
+                      'and helps improve performance"'),
+    "dio_prov": ("implied", "our step goes from LMM straight to LMM-DIO-PROV: the paper's "
+                            "LMM-DM and LMM-DIO (Sec 2) are not built here, so this ratio spans "
+                            "three of its steps, which Fig 2 shows but the text does not compare"),
+    "coal": ("implied", 'Sec 2, LMDBIO-LMM-DIO-PROV-COAL: "using a larger I/O block size is more '
+                        'beneficial"; Fig 2 shows the step, the text gives no comparison'),
+    "stag": ("stated", 'Sec 3: "Caffe/LMDBIO-LMM-DIO-PROV-COAL-STAG outperforms other LMDBIO '
+                       'optimizations and Caffe/LMDB in all cases"'),
+}
 
 
 def plot_fig2(summary: pd.DataFrame, tier: str):
@@ -32,10 +44,9 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
             row[0].errorbar(g["P"], g["seconds"], yerr=style.ci_yerr(g, "seconds"), capsize=2, **kw)
             row[1].errorbar(g["P"], g["speedup_vs_lmdb"], yerr=style.ci_yerr(g, "speedup_vs_lmdb"),
                             capsize=2, **kw)
-            col = "cs_vol_per_proc" if "cs_vol_per_proc" in g else "cs_per_proc"
-            row[2].plot(g["P"], g[col], **kw)
+            row[2].plot(g["P"], g["cs_per_proc"], **kw)   # all switches, as the claim judges them
         for ax, yl in zip(row, ("total read time, s (median)", "speed-up over (a) LMDB, x",
-                                "voluntary context switches\nper process")):
+                                "context switches per process\n(voluntary + involuntary)")):
             ax.set_xscale("log", base=2)
             ps = sorted(d["P"].unique())
             ax.set_xticks(ps, [str(p) for p in ps])
@@ -82,23 +93,48 @@ def claim_p(summary: pd.DataFrame, cores: int) -> int:
 PAPER_DATASET = "cifar"
 
 
-def _min_speedup(*groups) -> float:
-    """The lowest median(lmdb_P) / median(stag_P) over P: first half of ``groups`` LMDB's
-    run times per P, second half LMDBIO's, in the same order."""
+def _ratios(*groups) -> list[float]:
+    """median(a_P) / median(b_P) for every P: the first half of ``groups`` the numerators per
+    P, the second half the denominators, in the same order."""
     h = len(groups) // 2
-    return min(float(np.median(a) / np.median(b)) for a, b in zip(groups[:h], groups[h:]))
+    return [float(np.median(a) / np.median(b)) for a, b in zip(groups[:h], groups[h:])]
+
+
+def _min_speedup(*groups) -> float:
+    """The lowest median(lmdb_P) / median(stag_P) over P (groups: LMDB's run times per P, then
+    LMDBIO's, in the same order)."""
+    return min(_ratios(*groups))
+
+
+def _max_ratio(*groups) -> float:
+    """The highest median(a_P) / median(b_P) over P (groups as in :func:`_ratios`)."""
+    return max(_ratios(*groups))
+
+
+def _over_every_p(rt: pd.DataFrame | None, ds: str, col: str, num: str, den: str, ps: list[int],
+                  fallback: float, reduce, method: str) -> tuple[float, stats.Interval | None]:
+    """``reduce`` (:func:`_min_speedup` or :func:`_max_ratio`) of median(``col`` of ``num``) /
+    median(``col`` of ``den``) over the P in ``ps``, bootstrapped over the repeats of ``rt`` as
+    one reduction; without ``rt`` (or a value) ``fallback`` and no interval."""
+    if rt is None or not np.isfinite(fallback):
+        return fallback, None
+    one = lambda s: [stats.samples(rt, col, dataset=ds, strategy=s, P=q) for q in ps]  # noqa: E731
+    return stats.bootstrap(reduce, *one(num), *one(den), method=method)
 
 
 def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
            raw: pd.DataFrame | None = None) -> list[dict]:
     """Each step's direction as the paper states it, per data set, on ``tier``, at the largest P
-    that fits the cores (:func:`claim_p`); every claim is emitted, measured or not.
+    that fits the cores (:func:`claim_p`); the claims the paper makes of every P ("in all
+    cases", fewer context switches) are judged on every measured P. Every claim is emitted,
+    measured or not.
 
     ``env``: lmdbio's env.json (cores, cold-run residency, handover). ``raw``: lmdbio's
     raw.parquet (one row per run and repeat), from which each ratio's 95 % interval is computed
-    (bootstrap over the repeats); without it the findings are ``inconclusive``. Context switches
-    are the voluntary ones (the process slept: waiting for I/O, or for the hand-over), the
-    mechanism the paper names; involuntary ones (preemptions) are in the note. The paper ran
+    (bootstrap over the repeats, of the whole reduction over P where there is one); without it
+    the findings are ``inconclusive``. Context switches are all of them, voluntary (the process
+    slept: waiting for I/O, or for the hand-over) and involuntary (preemptions), since the paper
+    names no kind; the note gives both per P. The paper ran
     only CIFAR10-Large (:data:`PAPER_DATASET`); the rows of any other data set are our extension
     and carry no paper value. The paper's headline numbers at 9,216 processes (660-fold from
     ideal strong scaling, read time ~90 % of training) are rows too, not measured here."""
@@ -130,21 +166,38 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
         get = lambda frame, col, s: float(frame.loc[s, col]) if s in frame.index and col in frame else np.nan  # noqa: E731
         where = f"{ds}, P = {p}, tier {tier}"
         missing = f"lmdbio.strategies or the data set {ds!r} were not run on tier {tier}"
-        vol = get(at, "cs_vol_per_proc", "lmm") / max(get(at, "cs_vol_per_proc", "lmdb"), 1e-9)
-        vol, vci = ratio("cs_vol_per_proc", ds, p, "lmm", "lmdb", vol)
+        # Sec 1 and 2: mmap's bottom-half handler wakes "most processes that are waiting for
+        # I/O"; LMM "minimizes the number of context switches". The paper names no kind of
+        # switch and shows it at scale, so the rule takes every switch (voluntary + involuntary)
+        # and every measured P: the highest LMM / LMDB ratio over P must stay below 1.
+        ps_of = lambda s: {int(x) for x in d.loc[d["strategy"] == s, "P"]} if len(d) else set()  # noqa: E731
+        sps = sorted(ps_of("lmm") & ps_of("lmdb"))
+        pw = lambda s, col: {q: get(d[d["P"] == q].set_index("strategy"), col, s) for q in sps}  # noqa: E731
+        tot = {s: pw(s, "cs_per_proc") for s in ("lmm", "lmdb")}
+        per_p = {q: tot["lmm"][q] / max(tot["lmdb"][q], 1e-9) for q in sps}
+        vol = max(per_p.values()) if per_p else np.nan
+        vol, vci = _over_every_p(rt, ds, "cs_per_proc", "lmm", "lmdb", sps, vol, _max_ratio,
+                                 "highest ratio of medians over every P, bootstrap over repeats")
+        worst = max(per_p, key=per_p.get) if per_p else p
+        vo, iv = pw("lmm", "cs_vol_per_proc"), pw("lmm", "cs_invol_per_proc")
+        lvo, liv = pw("lmdb", "cs_vol_per_proc"), pw("lmdb", "cs_invol_per_proc")
+        detail = "; ".join(f"P = {q}: LMM {vo[q]:.1f} + {iv[q]:.1f}, LMDB {lvo[q]:.1f} + {liv[q]:.1f}"
+                           for q in sps)
         out.append(claim(
-            f"lmdbio_lmm_fewer_switches_{ds}", SOURCE, "Sec 2 (LMM)",
-            f"one reader per node cuts the context switches of waiting processes ({where}; "
-            "voluntary switches per process, LMM over LMDB)", vol, "ratio", "< 1", interval=vci,
-            note=(f"per process: LMM {get(at, 'cs_vol_per_proc', 'lmm'):.1f} voluntary, "
-                  f"{get(at, 'cs_invol_per_proc', 'lmm'):.1f} involuntary; LMDB "
-                  f"{get(at, 'cs_vol_per_proc', 'lmdb'):.1f} voluntary, "
-                  f"{get(at, 'cs_invol_per_proc', 'lmdb'):.1f} involuntary; hand-over: {handover}"
-                  + ext),
-            why_not=(f"with handover = {handover} every hand-over between the reader and its "
-                     f"consumers is a sleep" if handover == "sleep" else
-                     f"plain LMDB sleeps only {get(at, 'cs_vol_per_proc', 'lmdb'):.1f} times per "
-                     "process here (each page-cache wait wakes only its own process)")
+            f"lmdbio_lmm_fewer_switches_{ds}", SOURCE, "Sec 1 (1), Sec 2 (LMDBIO-LMM)",
+            f"one reader per node cuts the context switches of the processes at every P ({ds}, "
+            f"tier {tier}; all context switches, voluntary + involuntary, per process; highest "
+            f"LMM / LMDB ratio over P = {', '.join(map(str, sps)) or '-'})", vol, "ratio", "< 1",
+            interval=vci,
+            note=(f"per process, voluntary + involuntary: {detail}; hand-over: {handover}" + ext),
+            why_not=(f"the highest ratio is at P = {worst}, where LMM switches "
+                     f"{tot['lmm'][worst]:.1f} times per process against LMDB's "
+                     f"{tot['lmdb'][worst]:.1f}"
+                     + (f"; with handover = {handover} every hand-over between the reader and its "
+                        "consumers is a sleep" if handover == "sleep" else
+                        "; on one node with P processes on "
+                        f"{n} cores, the consumers' waits for their reader are switches that "
+                        "plain LMDB's page-cache waits (each waking only its own process) do not make"))
             if np.isfinite(vol) else missing,
             kind="finding", basis="extension" if ours else "stated", **cold))
         for new, old in STEPS:
@@ -155,35 +208,36 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
                 f"lmdbio_{new}_faster_than_{old}_{ds}", SOURCE, "Fig 2",
                 f"{LABELS[new]} reads faster than {LABELS[old]} ({where}; time ratio old/new)",
                 v, "x", "> 1", interval=ci,
-                note=(f"at P = {pmax}: {vt:.2f}x" if pmax != p else "")
-                + ("; the paper shows each step in Fig 2 and states only that the full LMDBIO "
-                   "beats the others" if not ours else ext),
+                note="; ".join(x for x in ((f"at P = {pmax}: {vt:.2f}x" if pmax != p else ""),
+                                           ext.lstrip("; ") if ours else STEP_TEXT[new][1]) if x),
                 why_not=(f"one node of {min(p, rpn or p)} processes on {n} cores: "
                          f"{get(at, 'MBps', old):,.0f} MB/s with {old} against "
                          f"{get(at, 'MBps', new):,.0f} MB/s with {new}; none of the many-node "
                          "contention this step removes exists here"
                          if np.isfinite(v) else missing),
-                kind="finding", basis="extension" if ours else "implied", **cold))
-        sp = d[(d["strategy"] == "stag") & (d["P"] <= max(p, 1))]["speedup_vs_lmdb"] if len(d) else pd.Series(dtype=float)
-        best = float(sp.min()) if len(sp) else np.nan
-        bci = None
-        if rt is not None and np.isfinite(best):
-            ps = sorted(int(x) for x in d.loc[(d["strategy"] == "stag") & (d["P"] <= max(p, 1)), "P"])
-            best, bci = stats.bootstrap(
-                _min_speedup, *[stats.samples(rt, "seconds", dataset=ds, strategy="lmdb", P=q) for q in ps],
-                *[stats.samples(rt, "seconds", dataset=ds, strategy="stag", P=q) for q in ps],
-                method="lowest ratio of medians over P, bootstrap over repeats")
+                kind="finding", basis="extension" if ours else STEP_TEXT[new][0], **cold))
+        # Sec 3: STAG "outperforms ... Caffe/LMDB in all cases": the lowest speed-up over every
+        # measured P, bootstrapped over the repeats as one reduction.
+        ps = sorted(ps_of("stag") & ps_of("lmdb"))
+        sp = {q: get(d[d["P"] == q].set_index("strategy"), "speedup_vs_lmdb", "stag") for q in ps}
+        best = min(sp.values()) if sp else np.nan
+        best, bci = _over_every_p(rt, ds, "seconds", "lmdb", "stag", ps, best, _min_speedup,
+                                  "lowest ratio of medians over every P, bootstrap over repeats")
+        low = min(sp, key=sp.get) if sp else 0
+        each = ", ".join(f"P = {q}: {sp[q]:.2f}x" for q in ps)
         paper = {} if ours else {"paper_value": reference.PUMMA_LMDBIO_SPEEDUP_9216,
                                  "magnitude": "within 2x"}
         out.append(claim(
             f"lmdbio_stag_beats_lmdb_every_p_{ds}", SOURCE, "Abstract; Fig 2, Sec 3",
             f"the full LMDBIO beats LMDB at every P ({ds}, tier {tier}; lowest speed-up over "
-            f"P <= {p})", best, "x", "> 1", interval=bci, **paper,
-            note=(f"P <= {p} here (P up to {pmax} measured)" + ext if ours else
-                  f"the paper's value is at 9,216 processes; ours at P <= {p} (P up to {pmax} measured)"),
+            f"every measured P = {', '.join(map(str, ps)) or '-'})", best, "x", "> 1",
+            interval=bci, **paper,
+            note=(f"speed-up per P: {each}" + ext if ours else
+                  f"the paper's value is at 9,216 processes; ours is the lowest over P up to "
+                  f"{pmax} (speed-up per P: {each})"),
             why_not=(f"at most {pmax} processes on {n} cores here (one node of {rpn or '?'} ranks), "
                      "against the paper's 9,216 on Bebop: the mmap contention that LMDBIO removes "
-                     f"grows with P, and here the speed-up is {best:.2f}x"
+                     f"grows with P; the lowest speed-up here is {best:.2f}x, at P = {low}"
                      if np.isfinite(best) else missing),
             kind="finding", basis="extension" if ours else "stated", **cold))
     # The paper's motivation (Sec 1, Fig 1): Caffe with LMDB at 9,216 processes. Both need the

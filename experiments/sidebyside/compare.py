@@ -235,6 +235,14 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
             note=(note + "; " if note else "") + one_run, kind="finding", basis="extension"))
         gap, gap_where = _benchmark_data_gap(w), GAP_WHERE[w]
         gap_words = (f"{gap:g} of the real run's" if isinstance(gap, float) else gap)
+        # DLRM's gap holds only from batch 16k up (Sec 5.3.2); below, the thesis's benchmark
+        # and real run were "all very similar": the paper value follows our batch size.
+        batch = get(throughput, w, "real", "batch_size") if "batch_size" in throughput else float("nan")
+        similar = w == "dlrm" and not (batch >= reference.HOVON_DLRM_BENCHMARK_GAP_FROM_BATCH)
+        if w == "dlrm":
+            at_b = f"batch {batch:g}" if not _nan(batch) else "batch not recorded"
+            gap_words = (f"about the real run's below batch 16k ({at_b}; {gap:g} only at its highest batch)"
+                         if similar else f"{gap_words} from batch 16k up ({at_b})")
         for col, what in (("data_sps", "data throughput (samples per step / median data wait)"),
                           ("compute_sps", "compute throughput (samples per step / median compute time)")):
             kind_ = "data" if col == "data_sps" else "compute"
@@ -244,30 +252,41 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
                         "as far off says the compute model (or the load on the box when it was fitted) "
                         "differs from this run, not the emulator's data path")
             if col == "data_sps":
-                said = (f"the thesis's MLPerf Storage emulation reached {gap_words} data throughput "
-                        f"({gap_where}); ours is within 10 % of the real run's")
-                # the thesis's benchmark gap is the context ours is judged against, not a target
-                # for ours (no magnitude rule): shown as words
-                paper_v = f"{gap:g} (its benchmark / real)" if isinstance(gap, float) else gap
+                # The thesis reports its benchmark's data throughput as a miss (UNET3D "an order
+                # of magnitude higher" latency, BERT "consistently 5 times lower"): within 10 %
+                # is our goal for our emulator, an extension; the thesis's gap is its context.
+                said = "within 10 % of the real run's (our goal)"
+                paper_v, basis = None, "extension"
+                context = (f"context: the thesis's MLPerf Storage emulation reached {gap_words} data "
+                           f"throughput ({gap_where}), a gap it reports, not a target")
             else:
                 said = (f"the thesis's MLPerf Storage emulation matched the real compute throughput "
                         f"({reference.HOVON_BENCHMARK_COMPUTE[w]}); ours is within 10 % of the real run's")
-                paper_v = reference.HOVON_BENCHMARK_COMPUTE[w]
+                paper_v, basis = reference.HOVON_BENCHMARK_COMPUTE[w], "stated"
+                context = "paper value: the thesis's benchmark against its real run"
             out.append(claim(
                 f"traced-{kind_}-throughput-emulator-{w}", SOURCE, gap_where,
                 f"{w.upper()}: our emulator's {what}: {said}", v, "emulator / real", "between 0.9 and 1.1",
                 paper_value=paper_v, interval=ci,
                 why_not=measured if not _nan(v) else reason(w, "real", "emulator"),
-                note=(note + "; " if note else "") + "paper value: the thesis's benchmark / real",
-                kind="finding", basis="stated"))
+                note=(note + "; " if note else "") + context,
+                kind="finding", basis=basis))
         # The thesis's own finding, reproduced with MLPerf Storage's base on this box.
         v, ci, (d_, r) = ratio(w, "dlio", "data_sps")
+        if similar:   # "all very similar": the band every "unchanged" row uses
+            less, rule_, pv, mag = "about the same", "between 0.8 and 1.25", "~1 (batch < 16k)", None
+        else:
+            less, rule_, pv = "less", "< 1", gap
+            mag = "within 2x" if isinstance(gap, float) else None
         out.append(claim(
             f"traced-data-throughput-dlio-{w}", SOURCE, gap_where,
-            f"{w.upper()}: MLPerf Storage's base (DLIO) delivers less data throughput than the real "
+            f"{w.upper()}: MLPerf Storage's base (DLIO) delivers {less} data throughput than the real "
             f"run (thesis: its benchmark reached {gap_words} data throughput)", v, "DLIO / real",
-            "< 1", paper_value=gap, magnitude="within 2x" if isinstance(gap, float) else None,
-            interval=ci, kind="finding", basis="stated", note=note,
+            rule_, paper_value=pv, magnitude=mag,
+            interval=ci, kind="finding", basis="stated",
+            note="; ".join(x for x in (note, (
+                "Sec 5.3.2: 'the median latencies and throughputs are all very similar. This does not "
+                "hold for the benchmark starting at batch sizes of 16k and up'" if w == "dlrm" else "")) if x),
             why_not=(f"data_sps: real {r:.4g}, DLIO {d_:.4g} samples/s (DLIO: its per-step load time)"
                      if not _nan(v) else reason(w, "real", "dlio"))))
         de = checkpoint_distance(vectors[w].get("real"), vectors[w].get("emulator"))
@@ -287,6 +306,31 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
             f"{w.upper()}: the real run's vector compared with itself scores 1 (the metric and the "
             "tables are self-consistent)", self_sim, "similarity (0-1)", ">= 0.999999",
             why_not=reason(w, "real"), kind="check"))
+    if "bert" in vectors:
+        # Table 5.2 and Sec 5.2.3: "The benchmark also seems to make better use of caching, with
+        # about 13% less data being read from storage than requested from the file system,
+        # whereas the original workload actually reads more data from storage than requested"
+        # (BIO / VFS read bytes 86.97 % against 107.0 %). Reproduced with MLPerf Storage's base.
+        t52 = reference.HOVON_TABLES_5["bert"]
+        pct = {side: (vectors["bert"].get(side) or {}).get("bio_vfs_read_pct", float("nan"))
+               for side in ("real", "emulator", "dlio")}
+        r_, d_ = pct["real"], pct["dlio"]
+        v = d_ / r_ if not (_nan(r_) or _nan(d_)) and r_ > 0 else float("nan")
+        out.append(claim(
+            "traced-bio-vfs-dlio-below-real-bert", SOURCE, "Table 5.2, Sec 5.2.3",
+            "BERT: the benchmark reads a smaller share of its requested bytes from storage than the "
+            "real run (BIO / VFS read bytes, MLPerf Storage's base (DLIO) over the real run; thesis: "
+            f"{t52['emulation']['bio_vfs_read_pct']:g} % against {t52['workload']['bio_vfs_read_pct']:g} %)",
+            v, "DLIO / real (BIO / VFS read bytes)", "< 1",
+            paper_value=round(t52["emulation"]["bio_vfs_read_pct"] / t52["workload"]["bio_vfs_read_pct"], 3),
+            magnitude="within 25%", kind="finding", basis="stated",
+            note=(note + "; " if note else "") + one_run + "; BIO / VFS read bytes here: " + ", ".join(
+                f"{k} {x:.3g} %" for k, x in pct.items() if not _nan(x)),
+            why_not=(reason("bert", "real", "dlio") if _nan(r_) or _nan(d_) else
+                     "the real run read nothing from storage (a memory-backed tier has no block device)"
+                     if r_ <= 0 else
+                     f"BIO / VFS read bytes: real {r_:.3g} %, DLIO {d_:.3g} %: the page cache held "
+                     "the data for both")))
     if "unet3d" in vectors:
         real = vectors["unet3d"].get("real")
         v = float("nan") if real is None else real.get("bio_vfs_read_pct", float("nan"))

@@ -24,6 +24,13 @@ from . import fits
 
 SOURCE = "Ho-Von 2023"
 TITLES = {"unet3d": "UNET3D", "bert": "BERT", "dlrm": "DLRM"}
+# What the thesis states of the VFS measures on generated (random-content) data.
+VFS_SAME_TEXT = {
+    "unet3d": "Sec 5.1.3: 'we are happy to see that the VFS latency and throughputs are contained within "
+              "the same ranges'",
+    "dlrm": "Sec 5.3.2: 'even though the median values are in line with each other, the variation is "
+            "larger for the original workload'",
+}
 ROW_NOTE = "real row: realistic generated data, real compute (the other rows: workload_validation)"
 PART_LABELS = {"to_device_s": "to device", "forward_s": "forward", "loss_s": "loss",
                "backward_s": "backward (+DDP all-reduce)", "optimizer_s": "optimizer step",
@@ -268,31 +275,33 @@ def _vfs_rate(d):
     return (per / (d["vfs_ns"].clip(lower=1) / 1e9)).to_numpy(dtype=float)
 
 
-def r2_interval(steps: pd.DataFrame | None, w: str) -> stats.Interval | None:
-    """The bootstrap interval of the R² of workload ``w``'s mean compute-time model (OLS of the
-    per-configuration mean compute time, s, on G and B, as :func:`.fits.ols`), resampling each
-    configuration's steady steps (:func:`steady_rows`); None without steps or with fewer than 3
-    configurations."""
+def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tuple[float, stats.Interval | None]:
+    """The R² of workload ``w``'s ``moment`` (``mean`` or ``std``) compute-time model (OLS of the
+    per-configuration mean, or standard deviation, of the compute time, s, on G and B, as
+    :func:`.fits.ols` of :func:`.fits.normal_fits`) and its bootstrap interval, both from one
+    selection of steps (:func:`steady_rows`, the real variant) through one function: the point
+    is that function on the steps, the interval resamples each configuration's steps. (NaN,
+    None) without steps or with fewer than 3 configurations."""
     if steps is None or not len(steps):
-        return None
+        return float("nan"), None
     st = steady_rows(steps[steps["workload"] == w])
     if "variant" in st.columns:
         st = st[st["variant"] == "real"]
     g = [(int(k[0]), int(k[1]), x["compute_ns"].to_numpy(dtype=float) / 1e9)
          for k, x in st.groupby(["ranks", "batch_size"])]
     if len(g) < 3:
-        return None
+        return float("nan"), None
     X = np.array([[G, B] for G, B, _ in g], dtype=float)
     X = np.column_stack([np.ones(len(X))] + [X[:, j] for j in range(2) if np.ptp(X[:, j]) > 0])
 
     def r2(*arrs):
-        y = np.array([a.mean() for a in arrs])
+        y = np.array([a.mean() if moment == "mean" else a.std() for a in arrs])   # norm.fit: ddof 0
         beta = np.linalg.lstsq(X, y, rcond=None)[0]
         tot = ((y - y.mean()) ** 2).sum()
         return float(1 - ((y - X @ beta) ** 2).sum() / tot) if tot > 0 else np.nan
 
     return stats.bootstrap(r2, *(a for *_, a in g),
-                           method=f"R² of the mean model, bootstrap over steps of {len(g)} configurations")[1]
+                           method=f"R² of the {moment} model, bootstrap over steps of {len(g)} configurations")
 
 
 def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None = None,
@@ -307,14 +316,33 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.D
     eq = {"unet3d": "Eq 5.1", "bert": "Eq 5.3", "dlrm": "Eq 5.5"}
     for w, m in models.items():
         nf = nfits[nfits["workload"] == w]
+        # point and interval from the same steps through one function; the fitted model's own
+        # R² (its configurations may hold other steps) only where there are no steps
+        r2, r2_ci = r2_interval(steps, w)
         out.append(claim(
             f"{w}-compute-linear-in-batch", SOURCE, eq[w],
             f"{TITLES[w]} compute time is linear in batch size and rank count (R² of the mean model)",
-            our_value=m["mean"]["r2"], unit="R²", rule=">= 0.9",
+            our_value=m["mean"]["r2"] if r2_ci is None else r2, unit="R²", rule=">= 0.9",
             paper_value=reference.HOVON_COMPUTE_FITS[w]["mean"]["r2"], kind="finding", magnitude="within 10%",
-            interval=r2_interval(steps, w), basis="stated",
+            interval=r2_ci, basis="stated",
             note=f"{nf['batch_size'].nunique()} batch sizes x {nf['ranks'].nunique()} rank counts",
             why_not=_not_linear_reason(nf, w) + "; ranks share this host's cores with any other load"))
+        # Eq 5.2, 5.4, 5.6: the standard-deviation models fit less well (R² 0.63, 0.64, 0.71).
+        std_eq = {"unet3d": "Eq 5.2", "bert": "Eq 5.4", "dlrm": "Eq 5.6"}
+        ref_std = reference.HOVON_COMPUTE_FITS[w]["std"]["r2"]
+        sd_r2, sd_ci = r2_interval(steps, w, "std")
+        out.append(claim(
+            f"{w}-compute-std-model-r2", SOURCE, std_eq[w],
+            f"{TITLES[w]}: the standard deviation of the compute time is less linear in batch size and "
+            f"rank count than its mean (R² of the std model below the 0.9 the mean rows take as linear; "
+            f"thesis: {ref_std:g})",
+            our_value=(m.get("std") or {}).get("r2", np.nan) if sd_ci is None else sd_r2, unit="R²",
+            rule="< 0.9", paper_value=ref_std, magnitude="within 25%", kind="finding", basis="stated",
+            interval=sd_ci,
+            note=f"R² of our mean model {m['mean']['r2']:.2f}; {nf['batch_size'].nunique()} batch sizes x "
+                 f"{nf['ranks'].nunique()} rank counts",
+            why_not="the spread of the compute time on this host's CPUs follows G and B as closely as its "
+                    "mean does; ranks share the host's cores with any other load"))
     fig = {"unet3d": "Fig 5.2", "bert": "Fig 5.9", "dlrm": "Fig 5.14"}
     share = lambda d: (d["data_ns"] / d["step_ns"]).to_numpy(dtype=float)  # noqa: E731
     for w, g in summary.groupby("workload"):
@@ -366,10 +394,12 @@ def eval_over_epoch(phases: pd.DataFrame | None) -> tuple[float, stats.Interval 
 
 
 def headline_claims(summary: pd.DataFrame, steps: pd.DataFrame | None, phases: pd.DataFrame | None) -> list[dict]:
-    """The thesis's headline numbers of the workload stages (issue 24): UNET3D's evaluations ~8x
-    longer than epochs (Sec 5.1.2), BERT's data and compute throughputs (Sec 5.2.2), DLRM's
-    compute asymptote (Sec 5.3.2). Those that are accelerator throughputs are not measured on
-    a host without the thesis's V100s, and say so."""
+    """The thesis's headline numbers of the workload stages (issues 24, 31): UNET3D's evaluations
+    ~8x longer than epochs (Sec 5.1.2), its compute of 0.6-1.6 s per step and its evaluation fit
+    (Sec 5.1.3), BERT's data and compute throughputs (Sec 5.2.2), DLRM's compute asymptote, its
+    forward pass's ~80 % of the computation and its step time growing with the GPU count (Sec
+    5.3.2). Those that are absolute figures of the thesis's DGX-1 (V100s, 40 cores) are not
+    measured on this host, and say what it shows instead."""
     out = []
     v, ci, measured = eval_over_epoch(phases)
     ref = reference.HOVON_UNET3D_EVAL_OVER_EPOCH
@@ -387,22 +417,28 @@ def headline_claims(summary: pd.DataFrame, steps: pd.DataFrame | None, phases: p
     dv = float(b["data_sps"].median()) if len(b) and "data_sps" in b else np.nan
     ci = configs_ci(config_samples(steps, "bert", ("real",), _rate("data_ns")), np.median,
                     what="median per-step data throughput")
+    # An absolute throughput of the thesis's DGX-1 (40 cores, 8 V100s): not this box's quantity,
+    # so not measured, with what this box shows (as the compute rows below).
+    shown = (f"here tf.data on this host's CPUs delivers {dv:,.0f} samples/s (median over "
+             "configurations" + (f", 95 % CI [{ci.low:,.0f}, {ci.high:,.0f}]" if ci is not None and ci.ok else "")
+             + "; per configuration: " + _configs(b, "data_sps") + ")") if len(b) and np.isfinite(dv) \
+        else "no BERT runs (workload bert)"
     out.append(claim(
         "bert-data-throughput-range", SOURCE, "Sec 5.2.2, Fig 5.11",
         f"BERT: the data pipeline delivers {lo:,} to {hi:,} samples/s depending on the batch size",
-        our_value=dv, unit="samples/s (median over configurations)", rule=f"between {lo} and {hi}",
-        paper_value=f"{lo:,}-{hi:,}", interval=ci, kind="finding", basis="stated",
-        note=("per configuration: " + _configs(b, "data_sps")) if len(b) else "",
-        why_not=("tf.data's throughput is this host's CPUs' (the thesis's DGX-1: 40 cores)" if len(b)
-                 else "no BERT runs (workload bert)")))
+        our_value=np.nan, unit="samples/s (the thesis's DGX-1)", rule=f"between {lo} and {hi}",
+        paper_value=f"{lo:,}-{hi:,}", kind="finding", basis="stated",
+        why_not="the data throughput of the thesis's DGX-1 (40 CPU cores feeding 8 V100s) at its "
+                "batch sizes; " + shown))
     lo, hi = reference.HOVON_BERT_COMPUTE_SPS
     out.append(claim(
         "bert-compute-throughput-range", SOURCE, "Sec 5.2.2, Fig 5.11",
         f"BERT: compute throughput rises from about {lo:g} samples/s at batch 1 to about {hi:g} at "
-        "batch 6 per V100", our_value=None, unit="samples/s", rule=f"between {lo} and {hi}",
+        "batch 6 (the thesis's V100 DGX-1)", our_value=None, unit="samples/s", rule=f"between {lo} and {hi}",
         paper_value=f"{lo:g}-{hi:g}", kind="finding", basis="stated",
-        why_not="a V100's compute throughput: this host has no GPU and runs a scaled-down BERT on its "
-                "CPUs (the bert section's model), so its compute throughput is not the thesis's quantity"))
+        why_not="the compute throughput of the thesis's V100s: this host has no GPU and runs a scaled-down "
+                "BERT on its CPUs (the bert section's model), so its compute throughput is not the "
+                "thesis's quantity"))
     asym = reference.HOVON_DLRM_COMPUTE_ASYMPTOTE_SPS
     eq55 = 1 / reference.HOVON_COMPUTE_FITS["dlrm"]["mean"]["B"]
     out.append(claim(
@@ -415,6 +451,77 @@ def headline_claims(summary: pd.DataFrame, steps: pd.DataFrame | None, phases: p
         why_not="an asymptote of the V100 compute model (Eq 5.5) at batches up to 128k: this profile's "
                 "DLRM batches and CPU-fitted model do not reach it; a sleep run under the thesis's model "
                 "(compute_model: thesis-v100) at those batches would"))
+    out += _dlrm_step_rows(summary, steps)
+    # Sec 5.1.3: "the model computation time is between 0.6 and 1.6 seconds" (V100s) and the
+    # evaluation fit Normal(8.403 s, 4.442 s): the thesis's hardware; what this box shows instead.
+    u = summary[summary["workload"] == "unet3d"]
+    here = (f"here UNET3D's median compute per step ranges {u['compute_s'].min():.3g}-{u['compute_s'].max():.3g} s "
+            f"over {len(u)} configurations on this host's CPUs (scaled-down model)" if len(u) else
+            "no UNET3D runs (workload unet3d)")
+    out.append(claim(
+        "unet3d-compute-0.6-1.6s", SOURCE, "Sec 5.1.3",
+        "UNET3D: the model's computation per step takes between 0.6 and 1.6 s (so preprocessing above "
+        "that makes data loading the bottleneck)", our_value=None, unit="s per step (the thesis's V100s)",
+        rule="between 0.6 and 1.6", paper_value="0.6-1.6", kind="finding", basis="stated",
+        why_not="the compute time of the full UNET3D on the thesis's V100s; " + here))
+    ev = reference.HOVON_UNET3D_EVAL_S
+    out.append(claim(
+        "unet3d-eval-time-normal-fit", SOURCE, "Sec 5.1.3, Fig 5.3",
+        f"UNET3D: an evaluation's time fits a normal distribution of mean {ev['mean']:g} s and standard "
+        f"deviation {ev['std']:g} s", our_value=None, unit="s (mean of the fitted normal, the thesis's V100s)",
+        rule=f"within 25% of {ev['mean']}", paper_value=ev["mean"], magnitude="within 25%",
+        kind="finding", basis="stated",
+        why_not="the sliding-window evaluation of the full UNET3D on the thesis's V100s over its 42 "
+                f"evaluation cases; here: {measured}"))
+    return out
+
+
+def _dlrm_step_rows(summary: pd.DataFrame, steps: pd.DataFrame | None) -> list[dict]:
+    """Sec 5.3.2 (Fig 5.14): DLRM's forward pass is about 80 % of its computation, and for a
+    given batch size the step time grows with the GPU count. Both from the real runs' steady
+    steps (``steps`` with ``row``), bootstrapped over steps per configuration."""
+    out = []
+    fwd = config_samples(steps, "dlrm", ("real",), lambda d: (d["forward_ns"] / d["compute_ns"].clip(lower=1))
+                         .to_numpy(dtype=float)) if steps is not None and "forward_ns" in steps else {}
+    v = float(np.median([np.median(a) for (a,) in fwd.values()])) if fwd else np.nan
+    ci = configs_ci(fwd, np.median, np.median, what="median forward / compute") if fwd else None
+    out.append(claim(
+        "dlrm-forward-80pct-of-compute", SOURCE, "Sec 5.3.2, Fig 5.14",
+        "DLRM: the forward pass is the majority of the computation time, about 80 %",
+        our_value=v, unit="forward / compute time per step (median over configurations)", rule="> 0.5",
+        paper_value=0.8, magnitude="within 25%", interval=ci, kind="finding", basis="stated",
+        note=("per configuration: " + ", ".join(f"G={g} B={b}: {np.median(a):.2f}" for (g, b), (a,) in fwd.items()))
+        if fwd else "",
+        why_not="our DLRM is scaled down and runs on this host's CPUs: its embedding look-ups and MLPs "
+                "weigh otherwise than on the thesis's V100s" if fwd else
+                "no DLRM steps with a timed forward pass (workload dlrm, compute real)"))
+    sec = config_samples(steps, "dlrm", ("real",), lambda d: d["step_ns"].to_numpy(dtype=float) / 1e9)         if steps is not None and "step_ns" in steps else {}
+    pairs = []
+    for b in sorted({b for _, b in sec}):
+        gs = sorted(g for g, bb in sec if bb == b)
+        if len(gs) > 1:
+            pairs.append(((gs[0], b), (gs[-1], b)))
+    v, ci, shown = np.nan, None, ""
+    if pairs:
+        def lowest(*arrs):
+            return min(float(np.median(arrs[2 * i + 1]) / np.median(arrs[2 * i])) for i in range(len(pairs)))
+        flat = [sec[k][0] for pair in pairs for k in pair]
+        v, ci = stats.bootstrap(lowest, *flat, method="lowest ratio of median step times over batch "
+                                "sizes, bootstrap over steps")
+        shown = ", ".join(f"B={b}: G={g0} {np.median(sec[(g0, b)][0]):.3g} s, G={g1} "
+                          f"{np.median(sec[(g1, b)][0]):.3g} s" for (g0, b), (g1, _) in pairs)
+    out.append(claim(
+        "dlrm-step-time-grows-with-gpus", SOURCE, "Sec 5.3.2, Fig 5.14",
+        "DLRM: for a given batch size, the more GPUs (ranks), the longer each step (lowest ratio over "
+        "batch sizes of the step time at the most ranks over the fewest)",
+        our_value=v, unit="x (step time, most / fewest ranks)", rule="> 1", interval=ci,
+        kind="finding", basis="stated",
+        note="; ".join(x for x in (shown, "the thesis: 'most likely due to the extra communication overhead "
+                                           "necessary given the model-parallel distribution', except its 4-GPU "
+                                           "case; here ranks also share the host's CPU cores") if x),
+        why_not="on this host the ranks share its CPU cores: a step's time follows what each rank "
+                "computes and waits for" if pairs else
+                "no DLRM batch size run at two rank counts (workload dlrm sweep)"))
     return out
 
 
@@ -720,13 +827,12 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
             "inter-quartile range" + (" (our extension: the thesis was unable to get the VFS throughput "
                                       "for BERT)" if bert else ""),
             our_value=v, unit="share of configurations inside", rule=">= 0.75",
-            kind="finding", basis="extension" if bert else "implied",
+            kind="finding", basis="extension" if bert else "stated",
             interval=None if bert else ci_of(
                 loader, w, "real", "random", lambda d: d["vfs_ns"].to_numpy(dtype=float),
                 lambda a, b: float(np.quantile(a, .25) <= np.median(b) <= np.quantile(a, .75)), np.mean,
                 "share of configurations whose median VFS latency is inside the real IQR"),
-            note="" if bert else "the thesis shows the generated-data row beside the real one and reports "
-                                 "no VFS difference (implied)",
+            note="" if bert else VFS_SAME_TEXT[w],
             why_not=why))
     # 5. UNET3D preprocessing and data latency grow with random content (Sec 5.1.3).
     p = _pair(s, "unet3d", "real", "random")
@@ -734,8 +840,8 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
     q3 = lambda x: float(np.quantile(x, 0.75))  # noqa: E731
     out.append(claim(
         "unet3d-random-preprocessing-longer", SOURCE, "Sec 5.1.3, Sec 6.3, Fig 5.5",
-        "UNET3D: preprocessing takes much longer on data without structure (the balanced crop's "
-        "connected objects)", our_value=v, unit="random / real 3rd quartile of preprocessing latency "
+        "UNET3D: preprocessing takes much longer on random-content data (the thesis's hypothesis: the "
+        "distribution of pixel values, uniform noise against a real image's structure)", our_value=v, unit="random / real 3rd quartile of preprocessing latency "
         "(median over configurations)", rule="> 2", kind="finding", basis="stated",
         interval=ci_of(loader, "unet3d", "real", "random", _secs("prep_ns"),
                        lambda a, b: q3(b) / q3(a) if q3(a) else np.nan),
@@ -784,9 +890,13 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
         "unet3d-fig-a3-prep-sleep-no-change", SOURCE, "Fig A.3",
         "UNET3D (sleep compute): an extra sleep in the loader standing in for preprocessing does not change "
         "the data latency significantly", our_value=v, unit="with / without the extra sleep, median data "
-        "latency (median over configurations)", rule="between 0.5 and 2", kind="finding", basis="stated",
+        "latency (median over configurations)", rule="between 0.8 and 1.25", kind="finding", basis="stated",
         interval=ci_of(steps, "unet3d", "prep-none", "prep-sleep", _secs("data_ns"), lambda a, b: _med_ratio(b, a)),
-        note=("per configuration: " + _configs(p.assign(x=p["data_s_b"] / p["data_s_a"]), "x")) if len(p) else "",
+        note="; ".join(x for x in (
+            "Sec 5.1.3: Fig A.3 'results in no significant change in overall data latency'; judged on "
+            "the band every 'unchanged' row uses",
+            ("per configuration: " + _configs(p.assign(x=p["data_s_b"] / p["data_s_a"]), "x")) if len(p) else "")
+            if x),
         why_not=(f"loader sleep {p['prep_s_b'].median():.3g} s per sample against a step of "
                  f"{p['compute_s_b'].median():.3g} s" if len(p) else none.format("Fig A.3", "unet3d"))))
     # Checks of our own sleep mode and generators.
