@@ -61,8 +61,8 @@ course: setup
 	$(RUN) python -m experiments.course.build
 
 grade: setup
-	@test -n "$(LAB)" -a -n "$(SUB)" || { echo "usage: make grade LAB=lab01 SUB=path/to/submission.ipynb" >&2; exit 2; }
-	$(RUN) python -m experiments.course.grade "$(LAB)" "$(SUB)"
+	@test -n "$(LAB)" -a -n "$(SUB)" || { echo "usage: make grade LAB=lab01 SUB=folder/|submission.ipynb [TIMEOUT=600] [JOBS=cores]" >&2; exit 2; }
+	$(RUN) python -m experiments.course.grade "$(LAB)" "$(SUB)" $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(JOBS),--jobs $(JOBS))
 
 course-bench: setup
 	$(RUN) python -m experiments.course.bench

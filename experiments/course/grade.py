@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -112,6 +113,11 @@ def written_answers(nb_path: Path, manual: list[str]) -> dict[str, str]:
         src = "".join(c.source)
         if c.cell_type == "code" and re.search(r"^prediction\s*=", src, re.MULTILINE):
             out["prediction"] = (out.get("prediction", "") + "\n" + src).strip()
+        # otter puts BEGIN at the top of the answer's first cell and END at the top of the cell
+        # after its last (or at the end of the last): the cells in between are the answer
+        if cur is not None and src.lstrip().startswith("<!-- END QUESTION -->"):
+            blocks.append(cur)
+            cur = None
         if "<!-- BEGIN QUESTION -->" in src:
             cur = []
         if cur is not None:
@@ -121,14 +127,14 @@ def written_answers(nb_path: Path, manual: list[str]) -> dict[str, str]:
                 blocks.append(cur)
                 cur = None
     for name, cells in zip(manual, blocks):
-        # the first cell is the prompt (its heading); the rest is what the student wrote
-        out[name] = "\n\n".join(x for x in cells[1:] if x) or "(no answer)"
+        out[name] = "\n\n".join(x for x in cells if x) or "(no answer)"
     return out
 
 
 # ---- one submission -------------------------------------------------------------------------
 
 _PREFIX: list[list[str]] = []
+_PREFIX_LOCK = threading.Lock()
 
 
 def _unprivileged_prefix() -> list[str]:
@@ -138,24 +144,31 @@ def _unprivileged_prefix() -> list[str]:
     of other users' processes, no new privileges), said once on stderr. Empty when not root."""
     if os.geteuid() != 0:
         return []
-    if _PREFIX:
-        return _PREFIX[0]
+    with _PREFIX_LOCK:
+        if not _PREFIX:
+            _PREFIX.append(_probe_prefix())
+    return _PREFIX[0]
+
+
+def _probe_prefix() -> list[str]:
     setpriv = shutil.which("setpriv")
     if not setpriv:
         raise RuntimeError("the grader runs as root and setpriv (util-linux) is missing: it would run "
                            "student code as root; install util-linux or grade as an ordinary user")
     user = [setpriv, f"--reuid={UNPRIVILEGED[0]}", f"--regid={UNPRIVILEGED[1]}", "--clear-groups"]
-    probe = subprocess.run([*user, sys.executable, "-c", "import experiments.course.grade, otter"],
+    # the probe starts a second interpreter as otter does for the kernel: a first exec may pass
+    # where a nested one is refused (a private home on the interpreter's path)
+    code = "import subprocess, sys, experiments.course.grade, otter; subprocess.run([sys.executable, '-c', ''], check=True)"
+    probe = subprocess.run([*user, sys.executable, "-c", code],
                            capture_output=True, cwd="/", env=dict(os.environ, HOME="/"), check=False)
     if probe.returncode == 0:
-        _PREFIX.append(user)
+        return user
     else:
         print(f"grade: {UNPRIVILEGED[0]} cannot run {sys.executable} with this package "
               f"({probe.stderr.decode(errors='replace').strip().splitlines()[-1:] or ['?']}); submissions run "
               "as root without capabilities instead (install the environment where nobody can read it "
               "to run them as nobody)", file=sys.stderr)
-        _PREFIX.append([setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"])
-    return _PREFIX[0]
+        return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
 
 
 def _chown_tree(d: Path) -> None:
