@@ -92,8 +92,8 @@ def _s(x: float) -> str:
 
 def markdown(df: pd.DataFrame) -> str:
     when = datetime.now(UTC).isoformat(timespec="seconds")
-    lines = [f"Measured by `make course-bench` ({df['profile'].iloc[0]} profile) on {envinfo.host_label()}, "
-             f"{when}; 1-minute load average up to {df['load_1min'].max():.1f}.", "",
+    lines = [(f"Measured by `make course-bench` ({df['profile'].iloc[0]} profile) on {envinfo.host_label()}, "
+              f"{when}; 1-minute load average up to {df['load_1min'].max():.1f}."), "",
              "| lab | compute (solution run) | grading (otter re-run + tests) | autograded | the reference box's answer |",
              "|---|---|---|---|---|"]
     lines += [f"| {r.lab} ({r.title}) | {_s(r.compute_s)} | {_s(r.grade_s)} | {r.score:g} / {r.max_score:g} | `{r.answer}` |"
