@@ -47,7 +47,7 @@ from . import Lab
 from . import lab as find_lab
 from .build import KIT_ENV, autograder_zip, kit_dir, master, otter_env, student_notebook
 from .integrity import imports_package
-from .labkit import DIR_ENV
+from .labkit import DIR_ENV, mem_root
 
 TIMEOUT_S = 600          # per submission; a smoke-profile lab grades in well under a minute
 UNPRIVILEGED = ("nobody", "nogroup")
@@ -215,6 +215,8 @@ def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> di
     env = dict(os.environ, HOME=str(work / "home"), **{DIR_ENV: str(work / "scratch"), KIT_ENV: str(work / "kit")},
                MPLCONFIGDIR=str(work / "home" / ".mpl"), JUPYTER_RUNTIME_DIR=str(work / "home" / ".jupyter-rt"),
                IPYTHONDIR=str(work / "home" / ".ipython"), XDG_CACHE_HOME=str(work / "home" / ".cache"))
+    pkg = str(Path(__file__).resolve().parents[2])   # the child runs this module from the scratch folder
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (pkg, env.get("PYTHONPATH", "")) if x)
     cmd = [*prefix, sys.executable, "-m", "experiments.course.grade", "--child", str(nb), str(zip_), str(work)]
     t0 = time.perf_counter()
     error = ""
@@ -243,8 +245,7 @@ def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> di
 
 def _cleanup_memory(scratch: Path) -> None:
     """Remove the submission's /dev/shm folder (its tmpfs files hold RAM) and its scratch data."""
-    import hashlib
-    h = hashlib.sha1(str(scratch.resolve()).encode()).hexdigest()[:10]
+    h = mem_root(scratch).name.rsplit("-", 1)[1]   # whichever uid the submission ran as
     for d in Path("/dev/shm").glob(f"dlio-course-*-{h}"):
         shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(scratch, ignore_errors=True)

@@ -56,9 +56,10 @@ def lab_dir(lab: str, sub: str = "") -> Path:
     return d
 
 
-def mem_root() -> Path:
-    """``/dev/shm/dlio-course-<uid>-<hash of base_dir()>``: this scratch root's memory folder."""
-    h = hashlib.sha1(str(base_dir()).encode()).hexdigest()[:10]
+def mem_root(base: str | os.PathLike | None = None) -> Path:
+    """``/dev/shm/dlio-course-<uid>-<hash of the scratch root>``: the memory folder of ``base``
+    (default :func:`base_dir`)."""
+    h = hashlib.sha1(str(Path(base).resolve() if base else base_dir()).encode()).hexdigest()[:10]
     return Path("/dev/shm") / f"dlio-course-{os.getuid()}-{h}"
 
 
