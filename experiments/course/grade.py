@@ -27,6 +27,7 @@ Writes, in the output folder it prints (default ``explore/course/grades/<lab>/<S
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -227,8 +228,7 @@ def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> di
             if rc != 0:
                 error = f"crashed (exit {rc}; see {keep / 'log.txt'})"
         except subprocess.TimeoutExpired:
-            # the kernel otter started is in the same session: kill the whole group
-            os.killpg(p.pid, signal.SIGKILL)
+            _kill_tree(p.pid)
             p.wait()
             error = f"time limit: killed after {timeout_s:g} s"
     seconds = time.perf_counter() - t0
@@ -241,6 +241,31 @@ def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> di
     elif not error:
         error = f"no results (the notebook did not run; see {keep / 'log.txt'})"
     return {"questions": qs, "seconds": seconds, "error": error}
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc's children lists), deepest last."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                kids = [int(x) for x in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL ``pid``'s process group and every descendant: the kernel otter starts runs in a
+    session of its own (jupyter_client), so the group alone would leave it running."""
+    for p in _descendants(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _cleanup_memory(scratch: Path) -> None:
