@@ -290,35 +290,61 @@ def _synthetic_folder(x, folder: Path) -> dict[str, str]:
     return made
 
 
+OTHERS = [x for x in LABS if x.name not in SYNTHETIC]
+
+
+def _solution_and_typed(x, folder: Path) -> None:
+    folder.mkdir(parents=True)
+    shutil.copy(cb.solution_notebook(x), folder / "solution.ipynb")
+    nb = nbformat.read(cb.solution_notebook(x), 4)
+    _type_answer(nb, x)
+    nbformat.write(nb, folder / "typed.ipynb")
+
+
 @pytest.fixture(scope="module")
-def synthetic(built):
-    """Both labs' folders graded, each in one command; the two commands run at once so that
-    their hangs wait out the limit together."""
+def graded(built):
+    """Every grading command of this module, run at once: each synthetic folder (two at a time,
+    so that a hang waits out its limit beside the others' work) and, one lab after another, the
+    other labs' solution and typed number. Returns {lab: (what each submission is, grade_many's
+    result)}."""
     out, errors = {}, []
 
-    def run(name):
-        x = lab(name)
-        folder = built / "submissions" / x.name
-        made = _synthetic_folder(x, folder)
-        try:
-            out[name] = (made, cg.grade_many(x.name, folder, built / "grades" / x.name, timeout_s=HANG_LIMIT_S, jobs=3))
-        except Exception as e:  # noqa: BLE001 (re-raised below, in the test's thread)
-            errors.append(e)
+    def run(names):
+        for name in names:
+            x = lab(name)
+            folder = built / "submissions" / x.name
+            try:
+                if name in SYNTHETIC:
+                    made = _synthetic_folder(x, folder)
+                    out[name] = (made, cg.grade_many(x.name, folder, built / "grades" / x.name,
+                                                     timeout_s=HANG_LIMIT_S, jobs=2))
+                else:
+                    _solution_and_typed(x, folder)
+                    out[name] = ({"solution": "full", "typed": "less"},
+                                 cg.grade_many(x.name, folder, built / "grades" / x.name, jobs=2))
+            except Exception as e:  # noqa: BLE001 (re-raised in the tests, in pytest's thread)
+                errors.append((name, e))
 
-    ts = [threading.Thread(target=run, args=(n,)) for n in SYNTHETIC]
+    ts = [threading.Thread(target=run, args=(names,)) for names in ([SYNTHETIC[0]], [SYNTHETIC[1]], [x.name for x in OTHERS])]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    if errors:
-        raise errors[0]
-    return out
+    return out, errors
+
+
+def _result(graded, name):
+    out, errors = graded
+    for n, e in errors:
+        if n == name:
+            raise e
+    return out[name]
 
 
 @pytest.mark.smoke
 @pytest.mark.parametrize("name", SYNTHETIC)
-def test_a_folder_of_submissions_grades_in_one_command(synthetic, name):
-    made, g = synthetic[name]
+def test_a_folder_of_submissions_grades_in_one_command(graded, name):
+    made, g = _result(graded, name)
     q = g["questions"]
     auto = [n for n, v in q.items() if not v["manual"]]
     public = {n: q[n]["public"] for n in auto}
@@ -349,17 +375,11 @@ def test_a_folder_of_submissions_grades_in_one_command(synthetic, name):
 
 
 @pytest.mark.smoke
-@pytest.mark.parametrize("x", [x for x in LABS if x.name not in SYNTHETIC], ids=lambda x: x.name)
-def test_solution_gets_full_points_and_a_typed_number_does_not(built, x, tmp_path):
+@pytest.mark.parametrize("x", OTHERS, ids=lambda x: x.name)
+def test_solution_gets_full_points_and_a_typed_number_does_not(graded, x):
     """One command grades the solution and a copy with the paper's number typed in place of
     the computed answer."""
-    folder = tmp_path / "subs"
-    folder.mkdir()
-    shutil.copy(cb.solution_notebook(x), folder / "solution.ipynb")
-    nb = nbformat.read(cb.solution_notebook(x), 4)
-    _type_answer(nb, x)
-    nbformat.write(nb, folder / "typed.ipynb")
-    g = cg.grade_many(x.name, folder, tmp_path / "grades", jobs=2)
+    _, g = _result(graded, x.name)
     rows = {r["submission"]: r for r in g["rows"]}
     assert rows["solution"]["max"] > 0 and rows["solution"]["total"] == rows["solution"]["max"], rows["solution"]
     assert rows["typed"]["total"] < rows["typed"]["max"], rows["typed"]
