@@ -419,7 +419,10 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=None, help="submissions at a time (default: the cores)")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default explore/course/grades/<lab>/<SUB>)")
     a = ap.parse_args(argv)
-    g = grade_many(a.lab, a.submission, a.out, a.timeout, a.jobs)
+    try:
+        g = grade_many(a.lab, a.submission, a.out, a.timeout, a.jobs)
+    except (ValueError, FileNotFoundError) as e:   # bad input: one line naming it, before any work
+        ap.exit(2, f"{ap.prog}: {e}\n")
     print(f"wrote {g['dir'] / 'grades.csv'} ({len(g['rows'])} submission(s)) and the written answers "
           f"per question in {g['dir'] / 'answers'}/")
     return 0
