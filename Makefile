@@ -14,8 +14,8 @@ help:
 	@echo "make default switch params.yaml back to the default profile"
 	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio, UNET3D CPU convolution path (runs what is stale)"
 	@echo "make ae-table  README's time and disk figures and docs/ae-table.md, from the last run"
-	@echo "make course  the course: student release and autograder of every lab (course/dist/)"
-	@echo "make grade LAB=lab01 SUB=path/to/submission.ipynb  grade one submission (otter, no Docker)"
+	@echo "make course  the course: student bundle (hand out) and autograder of every lab (course/dist/)"
+	@echo "make grade LAB=lab01 SUB=folder/|one.ipynb [TIMEOUT=600] [JOBS=cores]  grade a class: grades.csv, answers/ (otter, no Docker)"
 	@echo "make course-bench  time each lab's solution (default profile) into course/README.md"
 	@echo "make lock    re-pin env/requirements.lock (and env/dlio.lock) from env/*.in"
 	@echo "make clean   remove results, generated data, explore/ and tier copies (not .venv)"
@@ -63,8 +63,8 @@ course: setup
 	$(RUN) python -m experiments.course.build
 
 grade: setup
-	@test -n "$(LAB)" -a -n "$(SUB)" || { echo "usage: make grade LAB=lab01 SUB=path/to/submission.ipynb" >&2; exit 2; }
-	$(RUN) python -m experiments.course.grade "$(LAB)" "$(SUB)"
+	@test -n "$(LAB)" -a -n "$(SUB)" || { echo "usage: make grade LAB=lab01 SUB=folder/|submission.ipynb [TIMEOUT=600] [JOBS=cores]" >&2; exit 2; }
+	$(RUN) python -m experiments.course.grade "$(LAB)" "$(SUB)" $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(JOBS),--jobs $(JOBS))
 
 course-bench: setup
 	$(RUN) python -m experiments.course.bench

@@ -3,9 +3,13 @@
 The labs are otter-grader master notebooks (``course/labNN-name/labNN-name.ipynb``). This
 package holds what the labs and the instructor's commands share:
 
-- :mod:`.labkit`: small helpers a lab calls (where it writes, a timed read, sizes per profile);
-- :mod:`.build`: ``make course`` (student release + autograder of every lab, with otter assign);
-- :mod:`.grade`: ``make grade LAB=... SUB=...`` (otter run, no Docker; score and feedback);
+- :mod:`.labkit`: the plumbing a lab's notebook calls (where it writes, sizes per profile,
+  synthetic data, a timer); standalone, copied into each student bundle as ``labkit.py``;
+- :mod:`.integrity`: ``check_own``, which every hidden test calls first (the graded functions are
+  the notebook's own and reach nothing of ``experiments``), and the grader's static import check;
+- :mod:`.build`: ``make course`` (per lab the student bundle and the autograder, with otter assign);
+- :mod:`.grade`: ``make grade LAB=... SUB=...`` (a notebook or a folder of them: sandboxed otter
+  runs in parallel, grades.csv, the written answers per question);
 - :mod:`.bench`: the measured time table of the course guide (runs each solution).
 """
 

@@ -25,19 +25,27 @@ import os
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import nbformat
 import pandas as pd
 
-from .. import envinfo
+from .. import envinfo, paths
 from ..ae_table import _replace_block
 from . import LABS
 from . import lab as find_lab
 from .build import autograder_zip, build, course_dir, otter_env, solution_notebook
 from .grade import grade
-from .labkit import PROFILE_ENV, lab_dir
+from .labkit import PROFILE_ENV
 
 MARKS = ("<!-- course:times -->", "<!-- /course:times -->")
+
+
+def lab_dir(*parts: str) -> Path:
+    """``explore/course/bench/<parts>``, created: where the bench writes (never results/)."""
+    d = paths.root() / "explore" / "course" / "bench" / Path(*parts)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 def run_solution(lab) -> tuple[float, str]:
@@ -47,7 +55,7 @@ def run_solution(lab) -> tuple[float, str]:
     nb = nbformat.read(solution_notebook(lab), 4)
     nb.cells.append(nbformat.v4.new_code_cell(
         f"_v = {lab.answer}\nprint('COURSE_ANSWER', f'{{float(_v):.4g}}' if hasattr(_v, '__float__') else repr(_v))"))
-    work = lab_dir("bench", lab.name)
+    work = lab_dir(lab.name)
     nbformat.write(nbformat.read(solution_notebook(lab), 4), work / solution_notebook(lab).name)  # otter.Notebook reads it
     t0 = time.perf_counter()
     NotebookClient(nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
@@ -68,7 +76,7 @@ def measure(labs) -> pd.DataFrame:
         load0 = os.getloadavg()[0]
         compute_s, answer = run_solution(lab)
         t0 = time.perf_counter()
-        g = grade(lab.name, solution_notebook(lab), lab_dir("bench", f"{lab.name}/grade"))
+        g = grade(lab.name, solution_notebook(lab), lab_dir(lab.name, "grade"))
         rows.append({"lab": lab.name, "title": lab.title, "profile": os.environ[PROFILE_ENV],
                      "compute_s": compute_s, "grade_s": time.perf_counter() - t0,
                      "score": g["score"], "max_score": g["max_score"], "answer": f"{lab.answer} = {answer}",
@@ -84,8 +92,8 @@ def _s(x: float) -> str:
 
 def markdown(df: pd.DataFrame) -> str:
     when = datetime.now(UTC).isoformat(timespec="seconds")
-    lines = [f"Measured by `make course-bench` ({df['profile'].iloc[0]} profile) on {envinfo.host_label()}, "
-             f"{when}; 1-minute load average up to {df['load_1min'].max():.1f}.", "",
+    lines = [(f"Measured by `make course-bench` ({df['profile'].iloc[0]} profile) on {envinfo.host_label()}, "
+              f"{when}; 1-minute load average up to {df['load_1min'].max():.1f}."), "",
              "| lab | compute (solution run) | grading (otter re-run + tests) | autograded | the reference box's answer |",
              "|---|---|---|---|---|"]
     lines += [f"| {r.lab} ({r.title}) | {_s(r.compute_s)} | {_s(r.grade_s)} | {r.score:g} / {r.max_score:g} | `{r.answer}` |"
@@ -99,7 +107,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     labs = [find_lab(x) for x in a.labs] if a.labs else list(LABS)
     df = measure(labs)
-    out = lab_dir("bench") / "times.csv"
+    out = lab_dir() / "times.csv"
     if out.exists():  # keep the labs not re-run this time, in the course's order
         old = pd.read_csv(out)
         df = pd.concat([old[~old["lab"].isin(df["lab"])], df], ignore_index=True)

@@ -1,12 +1,14 @@
 """``make course``: the student release and the autograder of every lab, with otter assign.
 
 For each lab ``course/<lab>/<lab>.ipynb`` (an otter-assign master notebook) this writes
-``course/dist/<lab>/student/<lab>.ipynb`` (solutions, hidden tests and outputs stripped: the
-file to hand out) and ``course/dist/<lab>/autograder/`` (the solution notebook, every test and
-``<lab>-autograder_*.zip``, which ``make grade`` runs). otter assign runs each solution against
-its own tests while building (on the smoke profile, seconds a lab), so a lab whose solution
-fails its tests stops the build. The rubric (``course/<lab>/rubric.md``) is copied beside the
-autograder, never into the student folder.
+``course/dist/<lab>/student/``, the bundle to hand out: the student notebook (solutions, hidden
+tests, rubric answers and outputs stripped) and ``labkit.py`` (the lab's plumbing; it holds no
+graded mechanism and imports nothing from ``experiments``), and nothing else: the package with
+the graded references is not in it. ``course/dist/<lab>/autograder/`` holds the solution
+notebook, every test and ``<lab>-autograder_*.zip``, which ``make grade`` runs. otter assign runs
+each solution against its own tests while building (on the smoke profile, seconds a lab), so a
+lab whose solution fails its tests stops the build. The rubric (``course/<lab>/rubric.md``) is
+copied beside the autograder, never into the student folder.
 
     python -m experiments.course.build [LAB ...]      # all labs when none named
 """
@@ -20,9 +22,12 @@ import sys
 from pathlib import Path
 
 from .. import paths
-from . import LABS, Lab
+from . import LABS, Lab, labkit
 from . import lab as find_lab
-from .labkit import PROFILE_ENV
+from .labkit import DIR_ENV, PROFILE_ENV
+
+STUDENT_FILES = ("labkit.py",)   # what a bundle holds beside the notebook
+KIT_ENV = "DLIO_COURSE_KIT"      # a folder holding labkit.py (the grader gives each submission its own)
 
 
 def course_dir() -> Path:
@@ -56,19 +61,32 @@ def autograder_zip(lab: Lab) -> Path:
     return zips[-1]
 
 
+def kit_dir() -> Path:
+    """A folder holding only a copy of ``labkit.py`` (created): on the kernels' ``PYTHONPATH``
+    so that a notebook's ``import labkit`` works in the build and the grader as in a bundle,
+    without putting ``experiments/course/`` (the build and grade modules) on the path."""
+    d = dist_dir() / "_kit"
+    d.mkdir(parents=True, exist_ok=True)
+    src = Path(labkit.__file__)
+    if not (d / src.name).is_file() or (d / src.name).read_bytes() != src.read_bytes():
+        shutil.copy(src, d / src.name)
+    return d
+
+
 def otter_env() -> None:
     """Set up this process's environment for the kernels otter starts (they inherit it): this
-    checkout's package and root, and the smoke profile unless the caller chose one (the build
-    and the grader run each solution: seconds, not minutes). otter runs in this process: importing
-    it costs ~5-10 s, paid once for every lab."""
+    checkout's package and root, ``labkit`` importable as a plain module, and the smoke profile
+    unless the caller chose one (the build and the grader run each solution: seconds, not
+    minutes). otter runs in this process: importing it costs ~5-10 s, paid once for every lab."""
     os.environ.setdefault(PROFILE_ENV, "smoke")
     os.environ["DLIO_ROOT"] = str(paths.root())
     # TensorFlow's C++ start-up lines (oneDNN, CUDA probing on a box without a GPU) read like
     # errors in an instructor's log; the pipeline filters them the same way (run_notebook)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     pkg = str(Path(__file__).resolve().parents[2])
-    if pkg not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (pkg, os.environ.get("PYTHONPATH", "")) if p)
+    for p in (pkg, os.environ.get(KIT_ENV) or str(kit_dir())):
+        if p not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+            os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (p, os.environ.get("PYTHONPATH", "")) if x)
 
 
 def build(lab: Lab, run_tests: bool = True) -> Path:
@@ -82,7 +100,21 @@ def build(lab: Lab, run_tests: bool = True) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     otter_env()
     from otter.assign import main as assign
-    assign(str(src), str(out), no_pdfs=True, no_run_tests=not run_tests)
+    scratch = dist_dir() / "_scratch" / lab.name   # where the solution's run writes while otter checks it
+    saved = os.environ.get(DIR_ENV)
+    os.environ[DIR_ENV] = str(scratch)
+    try:
+        assign(str(src), str(out), no_pdfs=True, no_run_tests=not run_tests)
+    finally:
+        shutil.rmtree(labkit.mem_root(), ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        if saved is None:
+            os.environ.pop(DIR_ENV, None)
+        else:
+            os.environ[DIR_ENV] = saved
+    student = out / "student"
+    for f in STUDENT_FILES:
+        shutil.copy(Path(labkit.__file__).parent / f, student / f)
     rubric = src.parent / "rubric.md"
     if rubric.is_file():
         shutil.copy(rubric, out / "autograder" / "rubric.md")
@@ -98,7 +130,7 @@ def main(argv=None) -> int:
     labs = [find_lab(x) for x in a.labs] if a.labs else list(LABS)  # bad names stop before any work
     for lab in labs:
         build(lab, run_tests=not a.no_run_tests)
-        print(f"{lab.name}: student release {student_notebook(lab).relative_to(paths.root())}, "
+        print(f"{lab.name}: student bundle (hand out this folder) {student_notebook(lab).parent.relative_to(paths.root())}/, "
               f"autograder {autograder_zip(lab).relative_to(paths.root())}")
     return 0
 

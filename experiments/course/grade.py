@@ -1,87 +1,430 @@
-"""``make grade LAB=... SUB=...``: grade one submitted notebook locally, without Docker.
+"""``make grade LAB=... SUB=...``: grade one submitted notebook, or a folder of them, without Docker.
 
-Runs ``otter run`` (otter's non-containerized grader) with the lab's autograder zip on the
-submission: the notebook is re-executed top to bottom (smoke profile unless
-``DLIO_COURSE_PROFILE`` says otherwise), then every public and hidden test runs. Writes, under
-``explore/course/grades/<lab>/<submission>/``, otter's ``results.json`` and ``feedback.md`` (the
-score, one line per question with its points and the output of any failed test), and prints the
-score. Written answers (manual questions) are not scored here: the instructor grades them with
-the lab's ``rubric.md``; ``feedback.md`` lists them.
+Each submission is graded by ``otter run`` (otter's non-containerized grader) with the lab's
+autograder zip, in a process of its own: its own scratch folder (``DLIO_COURSE_DIR``, its own
+``/dev/shm`` folder, its own ``HOME``), a time limit (``--timeout``, default
+:data:`TIMEOUT_S`; the whole process group is killed at it), as the unprivileged user ``nobody``
+when the grader runs as root; up to ``--jobs`` (default: the cores) at a time. The notebook is
+re-executed top to bottom (smoke profile unless ``DLIO_COURSE_PROFILE`` says otherwise), each
+question's public and hidden tests running after its cell. A hang, a crash or a notebook that
+does not run is a row with its reason, never a stopped run.
 
-    python -m experiments.course.grade LAB SUBMISSION.ipynb
+A static integrity check runs too: a submission whose code imports ``experiments`` (the package
+holding the graded references) keeps only its public points; its row says so. (It is off, with a
+message, for a lab whose own student notebook still imports the package.)
+
+Writes, in the output folder it prints (default ``explore/course/grades/<lab>/<SUB's name>/``):
+
+- ``grades.csv``: one row per submission: points per question, ``total``, ``max``,
+  ``seconds`` (wall), ``error`` (empty, or why points are missing: timeout, crash, integrity);
+- ``answers/<question>.md``: the written answers (manual questions and the prediction),
+  collected across submissions, one file per question, to grade with the lab's ``rubric.md``;
+- ``<submission>/results.json`` and ``feedback.md`` (per question points and what failed).
+
+    python -m experiments.course.grade LAB SUBMISSION.ipynb|FOLDER [--timeout S] [--jobs N] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
 import json
+import os
 import re
+import shutil
+import signal
+import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 
+from .. import paths
+from . import Lab
 from . import lab as find_lab
-from .build import autograder_zip, master, otter_env
-from .labkit import lab_dir
+from .build import KIT_ENV, autograder_zip, kit_dir, master, otter_env, student_notebook
+from .integrity import imports_package
+from .labkit import DIR_ENV, mem_root
+
+TIMEOUT_S = 600          # per submission; a smoke-profile lab grades in well under a minute
+UNPRIVILEGED = ("nobody", "nogroup")
 
 
-def manual_questions(master: Path) -> list[str]:
-    """Names of the manually graded questions of a lab (``manual: true`` in its master notebook's
-    ``# BEGIN QUESTION`` cells)."""
-    names = []
-    for c in nbformat.read(master, 4).cells:
+# ---- what the master notebook says about each question ------------------------------------
+
+def questions(master_nb: Path) -> dict[str, dict]:
+    """``{name: {points, public, hidden, manual}}`` for each question of a master notebook:
+    ``public``/``hidden`` are the points of its public and hidden test cases (a case without
+    ``points`` gets an equal share of the question's)."""
+    out: dict[str, dict] = {}
+    cur, in_tests = None, False
+    for c in nbformat.read(master_nb, 4).cells:
         src = "".join(c.source)
-        if c.cell_type == "raw" and src.lstrip().startswith("# BEGIN QUESTION") and re.search(r"^manual:\s*true", src, re.MULTILINE):
-            m = re.search(r"^name:\s*(\S+)", src, re.MULTILINE)
-            names.append(m.group(1) if m else "?")
-    return names
+        if c.cell_type == "raw":
+            s = src.strip()
+            if s.startswith("# BEGIN QUESTION"):
+                name = re.search(r"^name:\s*(\S+)", src, re.MULTILINE)
+                pts = re.search(r"^points:\s*([\d.]+)", src, re.MULTILINE)
+                cur = name.group(1) if name else f"q{len(out) + 1}"
+                out[cur] = {"points": float(pts.group(1)) if pts else 0.0, "manual":
+                            bool(re.search(r"^manual:\s*true", src, re.MULTILINE)), "cases": []}
+            elif s == "# BEGIN TESTS":
+                in_tests = True
+            elif s == "# END TESTS":
+                in_tests = False
+            elif s == "# END QUESTION":
+                cur = None
+            continue
+        if in_tests and cur and c.cell_type == "code":
+            pts = re.search(r"^points:\s*([\d.]+)", src, re.MULTILINE)
+            out[cur]["cases"].append((float(pts.group(1)) if pts else None,
+                                      bool(re.search(r"^hidden:\s*true", src, re.MULTILINE))))
+    for q in out.values():
+        cases = q.pop("cases")
+        given = sum(p for p, _ in cases if p is not None)
+        free = [1 for p, _ in cases if p is None]
+        share = (q["points"] - given) / len(free) if free else 0.0
+        q["public"] = sum(share if p is None else p for p, h in cases if not h)
+        q["hidden"] = sum(share if p is None else p for p, h in cases if h)
+    return out
 
 
-def grade(lab_name: str, submission: str | Path, out: Path | None = None) -> dict:
-    """Grade ``submission`` for lab ``lab_name``. Returns ``score``, ``max_score`` (autograded
-    points), ``questions`` ({name: {score, max_score, output}}), ``manual`` (written answers
-    left to the rubric) and ``dir`` (where results.json and feedback.md are)."""
+def manual_questions(master_nb: Path) -> list[str]:
+    """Names of the manually graded questions of a lab (``manual: true``)."""
+    return [n for n, q in questions(master_nb).items() if q["manual"]]
+
+
+# ---- what a submission holds ------------------------------------------------------------------
+
+def code_of(nb_path: Path) -> str:
+    """All the code cells of a notebook, joined (what the static integrity check reads)."""
+    return "\n".join("".join(c.source) for c in nbformat.read(nb_path, 4).cells if c.cell_type == "code")
+
+
+def written_answers(nb_path: Path, manual: list[str]) -> dict[str, str]:
+    """The written answers of a submission: the k-th ``<!-- BEGIN QUESTION -->`` block of the
+    student notebook is the k-th manual question of the master; the ``prediction = ...`` code
+    cell(s) under ``prediction``."""
+    out: dict[str, str] = {}
+    blocks, cur = [], None
+    for c in nbformat.read(nb_path, 4).cells:
+        src = "".join(c.source)
+        if c.cell_type == "code" and re.search(r"^prediction\s*=", src, re.MULTILINE):
+            out["prediction"] = (out.get("prediction", "") + "\n" + src).strip()
+        # otter puts BEGIN at the top of the answer's first cell and END at the top of the cell
+        # after its last (or at the end of the last): the cells in between are the answer
+        if cur is not None and src.lstrip().startswith("<!-- END QUESTION -->"):
+            blocks.append(cur)
+            cur = None
+        if "<!-- BEGIN QUESTION -->" in src:
+            cur = []
+        if cur is not None:
+            if c.cell_type == "markdown":
+                cur.append(src.replace("<!-- BEGIN QUESTION -->", "").replace("<!-- END QUESTION -->", "").strip())
+            if "<!-- END QUESTION -->" in src:
+                blocks.append(cur)
+                cur = None
+    for name, cells in zip(manual, blocks):
+        out[name] = "\n\n".join(x for x in cells if x) or "(no answer)"
+    return out
+
+
+# ---- one submission -------------------------------------------------------------------------
+
+_PREFIX: list[list[str]] = []
+_PREFIX_LOCK = threading.Lock()
+
+
+def _unprivileged_prefix() -> list[str]:
+    """The command prefix that runs a submission unprivileged when this process is root:
+    ``setpriv`` to ``nobody``; where ``nobody`` cannot run this Python (an interpreter under a
+    private home, as pyenv's in /root), root without any capability (no DAC override, no kill
+    of other users' processes, no new privileges), said once on stderr. Empty when not root."""
+    if os.geteuid() != 0:
+        return []
+    with _PREFIX_LOCK:
+        if not _PREFIX:
+            _PREFIX.append(_probe_prefix())
+    return _PREFIX[0]
+
+
+def _probe_prefix() -> list[str]:
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        raise RuntimeError("the grader runs as root and setpriv (util-linux) is missing: it would run "
+                           "student code as root; install util-linux or grade as an ordinary user")
+    user = [setpriv, f"--reuid={UNPRIVILEGED[0]}", f"--regid={UNPRIVILEGED[1]}", "--clear-groups"]
+    # the probe starts a second interpreter as otter does for the kernel: a first exec may pass
+    # where a nested one is refused (a private home on the interpreter's path)
+    code = "import subprocess, sys, experiments.course.grade, otter; subprocess.run([sys.executable, '-c', ''], check=True)"
+    probe = subprocess.run([*user, sys.executable, "-c", code],
+                           capture_output=True, cwd="/", env=dict(os.environ, HOME="/"), check=False)
+    if probe.returncode == 0:
+        return user
+    else:
+        print(f"grade: {UNPRIVILEGED[0]} cannot run {sys.executable} with this package "
+              f"({probe.stderr.decode(errors='replace').strip().splitlines()[-1:] or ['?']}); submissions run "
+              "as root without capabilities instead (install the environment where nobody can read it "
+              "to run them as nobody)", file=sys.stderr)
+        return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
+
+
+def _chown_tree(d: Path) -> None:
+    import grp
+    import pwd
+    uid, gid = pwd.getpwnam(UNPRIVILEGED[0]).pw_uid, grp.getgrnam(UNPRIVILEGED[1]).gr_gid
+    for p in [d, *d.rglob("*")]:
+        os.chown(p, uid, gid, follow_symlinks=False)
+
+
+def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
+    """Grade ``sub`` in a fresh scratch folder (under the system's temporary folder, so that the
+    unprivileged user can reach it) in a child process under the limits above; copy its
+    ``results.json`` and ``log.txt`` to ``keep``. Returns ``questions`` ({name: {score,
+    max_score, output}}), ``seconds`` and ``error``."""
+    import tempfile
+    shutil.rmtree(keep, ignore_errors=True)
+    keep.mkdir(parents=True)
+    work = Path(tempfile.mkdtemp(prefix=f"dlio-grade-{lab.name[:5]}-"))
+    try:
+        return _run_in(lab, sub, work, keep, timeout_s)
+    finally:
+        for f in ("results.json", "log.txt"):
+            if (work / f).is_file():
+                shutil.copy(work / f, keep / f)
+        _cleanup_memory(work / "scratch")
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> dict:
+    (work / "home").mkdir()
+    (work / "scratch").mkdir()
+    (work / "kit").mkdir()
+    shutil.copy(kit_dir() / "labkit.py", work / "kit" / "labkit.py")
+    nb = work / sub.name
+    shutil.copy(sub, nb)
+    zip_ = work / "autograder.zip"
+    shutil.copy(autograder_zip(lab), zip_)
+    prefix = _unprivileged_prefix()
+    if prefix and "--reuid=nobody" in prefix:
+        os.chmod(work, 0o755)
+        _chown_tree(work)
+    env = dict(os.environ, HOME=str(work / "home"), **{DIR_ENV: str(work / "scratch"), KIT_ENV: str(work / "kit")},
+               MPLCONFIGDIR=str(work / "home" / ".mpl"), JUPYTER_RUNTIME_DIR=str(work / "home" / ".jupyter-rt"),
+               IPYTHONDIR=str(work / "home" / ".ipython"), XDG_CACHE_HOME=str(work / "home" / ".cache"))
+    pkg = str(Path(__file__).resolve().parents[2])   # the child runs this module from the scratch folder
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (pkg, env.get("PYTHONPATH", "")) if x)
+    cmd = [*prefix, sys.executable, "-m", "experiments.course.grade", "--child", str(nb), str(zip_), str(work)]
+    t0 = time.perf_counter()
+    error = ""
+    with open(work / "log.txt", "wb") as log:
+        p = subprocess.Popen(cmd, env=env, cwd=work, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout_s)
+            if rc != 0:
+                error = f"crashed (exit {rc}; see {keep / 'log.txt'})"
+        except subprocess.TimeoutExpired:
+            _kill_tree(p.pid)
+            p.wait()
+            error = f"time limit: killed after {timeout_s:g} s"
+    seconds = time.perf_counter() - t0
+    res = work / "results.json"
+    qs = {}
+    if res.is_file() and not error:
+        tests = json.loads(res.read_text())["tests"]
+        qs = {t["name"]: {"score": float(t.get("score") or 0), "max_score": float(t["max_score"]),
+                          "output": t.get("output", "")} for t in tests if t.get("max_score") is not None}
+    elif not error:
+        error = f"no results (the notebook did not run; see {keep / 'log.txt'})"
+    return {"questions": qs, "seconds": seconds, "error": error}
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc's children lists), deepest last."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                kids = [int(x) for x in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL ``pid``'s process group and every descendant: the kernel otter starts runs in a
+    session of its own (jupyter_client), so the group alone would leave it running."""
+    for p in _descendants(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _cleanup_memory(scratch: Path) -> None:
+    """Remove the submission's /dev/shm folder (its tmpfs files hold RAM) and its scratch data."""
+    h = mem_root(scratch).name.rsplit("-", 1)[1]   # whichever uid the submission ran as
+    for d in Path("/dev/shm").glob(f"dlio-course-*-{h}"):
+        shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _child(nb: str, zip_: str, out: str) -> int:
+    """The child process: otter run, writing results.json into ``out``."""
+    otter_env()
+    from otter.run import main as otter_run
+    otter_run(nb, autograder=zip_, output_dir=out, no_logo=True)
+    return 0
+
+
+# ---- one lab, many submissions ----------------------------------------------------------------
+
+def submissions(sub: Path) -> list[Path]:
+    """The notebooks to grade: ``sub`` itself, or every ``.ipynb`` under the folder ``sub``."""
+    if sub.is_file() and sub.suffix == ".ipynb":
+        return [sub]
+    if sub.is_dir():
+        found = sorted(p for p in sub.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+        if found:
+            return found
+        raise ValueError(f"SUB = {str(sub)!r}: a folder with no .ipynb under it")
+    raise ValueError(f"SUB = {str(sub)!r}; allowed: an existing .ipynb file or a folder of them")
+
+
+def _sub_id(p: Path, base: Path) -> str:
+    rel = p.relative_to(base) if base.is_dir() else Path(p.name)
+    return re.sub(r"[^\w.-]+", "_", str(rel.with_suffix("")))
+
+
+def grade_many(lab_name: str, sub: str | Path, out: Path | None = None, timeout_s: float = TIMEOUT_S,
+               jobs: int | None = None) -> dict:
+    """Grade every submission of ``sub`` (a notebook or a folder) for lab ``lab_name``; write
+    ``grades.csv``, ``answers/`` and each submission's feedback under ``out``. Returns ``rows``
+    (one dict per submission, as in grades.csv, plus ``questions``), ``questions`` (the lab's)
+    and ``dir``."""
     lab = find_lab(lab_name)
+    sub = Path(sub)
+    subs = submissions(sub)
+    if timeout_s <= 0:
+        raise ValueError(f"timeout = {timeout_s!r}; allowed: seconds > 0")
+    jobs = jobs or os.cpu_count() or 1
+    if jobs < 1:
+        raise ValueError(f"jobs = {jobs!r}; allowed: a whole number >= 1")
+    autograder_zip(lab)   # no autograder: stop before any work
+    # the static check needs a lab whose own student notebook imports nothing from the package
+    # (convention 3); a lab not converted yet would fail its own solution
+    static = not imports_package(code_of(student_notebook(lab))) if student_notebook(lab).is_file() else True
+    if not static:
+        print(f"grade: {lab.name}'s student notebook imports experiments itself: the static integrity "
+              "check is off for this lab", file=sys.stderr)
+    qinfo = questions(master(lab))
+    manual = [n for n, q in qinfo.items() if q["manual"]]
+    auto = [n for n, q in qinfo.items() if not q["manual"]]
+    out = (out or paths.root() / "explore" / "course" / "grades" / lab.name / _sub_id(sub, sub.parent)).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    ids = [_sub_id(p, sub) for p in subs]
+
+    def one(i: int) -> dict:
+        p, sid = subs[i], ids[i]
+        r = run_one(lab, p, out / sid, timeout_s)
+        qs = r["questions"]
+        errors = [r["error"]] if r["error"] else []
+        if static and imports_package(code_of(p)):
+            for n, q in qs.items():
+                if n in qinfo:
+                    q["score"] = min(q["score"], qinfo[n]["public"])
+            errors.append("integrity: the notebook imports experiments (the graded references): hidden points set to 0")
+        row = {"submission": sid, **{n: qs.get(n, {}).get("score", 0.0) for n in auto},
+               "total": sum(qs.get(n, {}).get("score", 0.0) for n in auto),
+               "max": sum(qinfo[n]["points"] for n in auto),
+               "seconds": round(r["seconds"], 1), "error": "; ".join(errors)}
+        _feedback(lab, p, out / sid, row, qs, manual)
+        print(f"{sid}: {row['total']:g} / {row['max']:g} in {row['seconds']:.0f} s"
+              + (f" ({row['error']})" if row["error"] else ""), flush=True)
+        return {**row, "questions": qs}
+
+    print(f"grading {len(subs)} submission(s) of {lab.name}, {min(jobs, len(subs))} at a time, "
+          f"{timeout_s:g} s each at most, into {out}", flush=True)
+    with ThreadPoolExecutor(max_workers=min(jobs, len(subs))) as ex:
+        rows = list(ex.map(one, range(len(subs))))
+    fields = ["submission", *auto, "total", "max", "seconds", "error"]
+    tmp = out / "grades.csv.tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, out / "grades.csv")
+    _collect_answers(lab, subs, ids, manual, out)
+    return {"rows": rows, "questions": qinfo, "dir": out}
+
+
+def _feedback(lab: Lab, sub: Path, d: Path, row: dict, qs: dict, manual: list[str]) -> None:
+    lines = [f"# {lab.name}: {sub.name}", "", f"Autograded score: **{row['total']:g} / {row['max']:g}**", ""]
+    if row["error"]:
+        lines += [f"**Note:** {row['error']}", ""]
+    lines += ["| question | points | max |", "|---|---|---|"]
+    lines += [f"| {n} | {q['score']:g} | {q['max_score']:g} |" for n, q in qs.items()]
+    for n, q in qs.items():
+        if q["score"] < q["max_score"] and q["output"].strip():
+            lines += ["", f"## {n}: what failed", "", "```", q["output"].strip()[:4000], "```"]
+    lines += ["", f"Written answers to grade with the lab's `rubric.md`: {', '.join(manual) or 'none'}."]
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "feedback.md").write_text("\n".join(lines) + "\n")
+
+
+def _collect_answers(lab: Lab, subs: list[Path], ids: list[str], manual: list[str], out: Path) -> None:
+    """``answers/<question>.md``: every submission's answer to one written question, in turn."""
+    d = out / "answers"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir()
+    got = [written_answers(p, manual) for p in subs]
+    for q in ["prediction", *manual]:
+        if q == "prediction" and not any(q in g for g in got):
+            continue
+        lines = [f"# {lab.name}: {q}, every submission (grade with rubric.md)", ""]
+        for sid, g in zip(ids, got):
+            ans = g.get(q, "(no answer)")
+            lines += [f"## {sid}", "", f"```python\n{ans}\n```" if q == "prediction" else ans, ""]
+        (d / f"{q}.md").write_text("\n".join(lines))
+
+
+def grade(lab_name: str, submission: str | Path, out: Path | None = None, timeout_s: float = TIMEOUT_S) -> dict:
+    """Grade one notebook (as :func:`grade_many`); returns ``score``, ``max_score``,
+    ``questions`` ({name: {score, max_score, output}}), ``manual``, ``error`` and ``dir`` (where
+    its ``results.json`` and ``feedback.md`` are)."""
     sub = Path(submission)
     if not sub.is_file() or sub.suffix != ".ipynb":
         raise ValueError(f"SUB = {str(submission)!r}; allowed: an existing .ipynb file")
-    zip_ = autograder_zip(lab)
-    out = out or lab_dir("grades", f"{lab.name}/{sub.stem}")
-    out.mkdir(parents=True, exist_ok=True)
-    otter_env()
-    from otter.run import main as otter_run
-    res = out / "results.json"
-    res.unlink(missing_ok=True)
-    otter_run(str(sub.resolve()), autograder=str(zip_), output_dir=str(out), no_logo=True)
-    if not res.is_file():
-        raise RuntimeError(f"otter run wrote no results for {sub}")
-    tests = json.loads(res.read_text())["tests"]
-    qs = {t["name"]: {"score": float(t.get("score") or 0), "max_score": float(t["max_score"]), "output": t.get("output", "")}
-          for t in tests if t.get("max_score") is not None}
-    manual = manual_questions(master(lab))
-    score, top = sum(q["score"] for q in qs.values()), sum(q["max_score"] for q in qs.values())
-    lines = [f"# {lab.name}: {sub.name}", "", f"Autograded score: **{score:g} / {top:g}**", "",
-             "| question | points | max |", "|---|---|---|"]
-    lines += [f"| {n} | {q['score']:g} | {q['max_score']:g} |" for n, q in qs.items()]
-    for n, q in qs.items():
-        if q["score"] < q["max_score"]:
-            lines += ["", f"## {n}: what failed", "", "```", q["output"].strip()[:4000], "```"]
-    lines += ["", f"Written answers to grade with the lab's `rubric.md`: {', '.join(manual) or 'none'}."]
-    (out / "feedback.md").write_text("\n".join(lines) + "\n")
-    return {"score": score, "max_score": top, "questions": qs, "manual": manual, "dir": out}
+    g = grade_many(lab_name, sub, out, timeout_s, jobs=1)
+    r = g["rows"][0]
+    return {"score": r["total"], "max_score": r["max"], "questions": r["questions"], "error": r["error"],
+            "manual": [n for n, q in g["questions"].items() if q["manual"]], "dir": g["dir"] / r["submission"]}
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--child"]:
+        return _child(*argv[1:4])
     ap = argparse.ArgumentParser(prog="python -m experiments.course.grade", description=__doc__.split("\n\n")[0])
     ap.add_argument("lab")
-    ap.add_argument("submission")
+    ap.add_argument("submission", help="one .ipynb, or a folder: every .ipynb under it")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help=f"seconds per submission (default {TIMEOUT_S})")
+    ap.add_argument("--jobs", type=int, default=None, help="submissions at a time (default: the cores)")
+    ap.add_argument("--out", type=Path, default=None, help="output folder (default explore/course/grades/<lab>/<SUB>)")
     a = ap.parse_args(argv)
-    g = grade(a.lab, a.submission)
-    for n, q in g["questions"].items():
-        print(f"{n}: {q['score']:g} / {q['max_score']:g}")
-    print(f"score: {g['score']:g} / {g['max_score']:g} (autograded; {len(g['manual'])} written answer(s) "
-          f"to grade with the rubric); feedback: {g['dir'] / 'feedback.md'}")
+    try:
+        g = grade_many(a.lab, a.submission, a.out, a.timeout, a.jobs)
+    except (ValueError, FileNotFoundError) as e:   # bad input: one line naming it, before any work
+        ap.exit(2, f"{ap.prog}: {e}\n")
+    print(f"wrote {g['dir'] / 'grades.csv'} ({len(g['rows'])} submission(s)) and the written answers "
+          f"per question in {g['dir'] / 'answers'}/")
     return 0
 
 

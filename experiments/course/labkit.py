@@ -1,24 +1,32 @@
-"""Helpers the course's labs call: where a lab writes, its size, a timed file read.
+"""labkit: the plumbing a course lab calls (where it writes, its sizes, synthetic data, a timer).
 
-A lab writes only under ``explore/course/<lab>/`` (and, for a memory-backed tier, under
-``/dev/shm/dlio-artifact-<checkout>/explore-course/<lab>/``): never the pipeline's ``results/``
-or ``data/``. Its size comes from ``DLIO_COURSE_PROFILE``: ``smoke`` (seconds, for the tests
-and the grader) or ``default`` (the sizes the time table in ``course/README.md`` was measured
-with).
+One standalone module, copied into every student bundle beside the notebook (``import labkit``):
+it imports nothing from ``experiments`` and holds none of the mechanisms the labs grade (no
+eviction, no O_DIRECT reader, no residency, no checkpoint writer, no AU): the student writes
+those. Python >= 3.9, numpy.
+
+Where a lab writes: ``$DLIO_COURSE_DIR/<lab>/`` when that is set (the grader gives each
+submission its own), else ``./lab-output/<lab>/`` beside the notebook (the kernel's working
+folder); a memory-backed folder under ``/dev/shm`` named after that folder and the user id, so two
+students, two submissions or two checkouts on one host never share it. Sizes come from
+``$DLIO_COURSE_PROFILE``: ``smoke`` (seconds: the tests and the grader) or ``default`` (what a
+student runs; the course guide's time table).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .. import paths
-
 PROFILE_ENV = "DLIO_COURSE_PROFILE"
+DIR_ENV = "DLIO_COURSE_DIR"
 PROFILES = ("smoke", "default")
 
 
@@ -35,11 +43,24 @@ def sizes(table: dict[str, dict]) -> dict:
     return dict(table[profile()])
 
 
+def base_dir() -> Path:
+    """The course's scratch root: ``$DLIO_COURSE_DIR``, else ``./lab-output`` (absolute)."""
+    env = os.environ.get(DIR_ENV)
+    return Path(env).resolve() if env else (Path.cwd() / "lab-output").resolve()
+
+
 def lab_dir(lab: str, sub: str = "") -> Path:
-    """``explore/course/<lab>/<sub>``, created: the only folder a lab writes to on disk."""
-    d = paths.root() / "explore" / "course" / lab / sub
+    """``<base>/<lab>/<sub>``, created: the only folder a lab writes to on disk."""
+    d = base_dir() / lab / sub
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def mem_root(base: str | os.PathLike | None = None) -> Path:
+    """``/dev/shm/dlio-course-<uid>-<hash of the scratch root>``: the memory folder of ``base``
+    (default :func:`base_dir`)."""
+    h = hashlib.sha1(str(Path(base).resolve() if base else base_dir()).encode()).hexdigest()[:10]
+    return Path("/dev/shm") / f"dlio-course-{os.getuid()}-{h}"
 
 
 def mem_dir(lab: str) -> Path | None:
@@ -47,14 +68,17 @@ def mem_dir(lab: str) -> Path | None:
     shm = Path("/dev/shm")
     if not (shm.is_dir() and os.access(shm, os.W_OK)):
         return None
-    d = shm / f"dlio-artifact-{paths.checkout_id()}" / "explore-course" / lab
+    d = mem_root() / lab
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
-def write_file(path: Path, mib: int, seed: int = 0) -> Path:
-    """Write ``mib`` MiB of random bytes to ``path`` (incompressible), fsync it, return it."""
+def write_file(path: str | os.PathLike, mib: int, seed: int = 0) -> Path:
+    """Write ``mib`` MiB of random bytes (incompressible) to ``path``, fsync it, return it."""
+    if mib < 1:
+        raise ValueError(f"mib = {mib!r}; allowed: a whole number of MiB >= 1")
     rng = np.random.default_rng(seed)
+    path = Path(path)
     with open(path, "wb") as f:
         f.writelines(rng.integers(0, 256, 1 << 20, dtype=np.uint8).tobytes() for _ in range(mib))
         f.flush()
@@ -62,10 +86,24 @@ def write_file(path: Path, mib: int, seed: int = 0) -> Path:
     return path
 
 
-def timed_read(path: Path, block: int, random: bool, seed: int = 0) -> dict:
-    """Read ``path`` once in ``block``-byte ``pread`` calls, in order or in a random order of
-    block offsets. Returns ``bytes``, ``seconds`` (wall, ``perf_counter``), ``MBps`` (10^6 B/s)
-    and ``iops`` (reads per second)."""
+class timer:
+    """``with labkit.timer() as t: ...`` then ``t.seconds`` (wall, ``perf_counter``)."""
+
+    def __enter__(self):
+        self.seconds = float("nan")
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self._t0
+        return False
+
+
+def timed_read(path: str | os.PathLike, block: int, random: bool, seed: int = 0) -> dict:
+    """Read ``path`` once, buffered, in ``block``-byte ``pread`` calls, in order or in a random
+    order of block offsets (plumbing for labs whose subject is not the reader itself; lab 1's
+    student writes a cold reader of their own, with eviction and O_DIRECT). Returns ``bytes``,
+    ``seconds`` (wall, ``perf_counter``), ``MBps`` (10^6 B/s) and ``iops`` (reads per second)."""
     if block <= 0:
         raise ValueError(f"block = {block!r}; allowed: a positive number of bytes")
     size = os.path.getsize(path)
@@ -74,8 +112,7 @@ def timed_read(path: Path, block: int, random: bool, seed: int = 0) -> dict:
         offsets = np.random.default_rng(seed).permutation(offsets)
     fd = os.open(path, os.O_RDONLY)
     try:
-        # no read-ahead advice for the random pattern would still leave the kernel's default:
-        # POSIX_FADV_RANDOM makes a random 4 KiB read fetch 4 KiB, as fio's does
+        # POSIX_FADV_RANDOM makes a random 4 KiB read fetch 4 KiB (no read-ahead), as fio's does
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM if random else os.POSIX_FADV_SEQUENTIAL)
         n = 0
         t0 = time.perf_counter()
@@ -87,28 +124,28 @@ def timed_read(path: Path, block: int, random: bool, seed: int = 0) -> dict:
     return {"bytes": n, "seconds": s, "MBps": n / s / 1e6, "iops": len(offsets) / s}
 
 
-def emulate(path: Path, accelerators: int, batch_bytes: int, compute_s: float, steps: int,
+def emulate(path: str | os.PathLike, accelerators: int, batch_bytes: int, compute_s: float, steps: int,
             seed: int = 0) -> dict:
     """A minimal emulated training run (lab 8): ``accelerators`` threads, each doing ``steps``
     steps of one random ``batch_bytes`` ``pread`` of ``path`` (its data wait) then
     ``sleep(compute_s)`` (the compute model's step). No prefetch, as the thesis's emulator.
     Returns ``run_s`` (wall seconds of the whole run), ``read_s`` (mean data wait per step,
-    seconds) and ``steps`` per accelerator; the ideal compute time is ``steps * compute_s``."""
-    import threading
-
+    seconds), ``steps`` per accelerator and ``bytes`` read in all. It measures; it does not
+    compute utilization (the lab's student does)."""
     if accelerators < 1 or steps < 1 or batch_bytes < 1 or compute_s < 0:
         raise ValueError(f"accelerators = {accelerators}, steps = {steps}, batch_bytes = {batch_bytes}, "
                          f"compute_s = {compute_s}: counts must be >= 1 and compute_s >= 0")
     size = os.path.getsize(path)
     slots = max(1, size // batch_bytes)
     waits: list[float] = []
+    got: list[int] = []
     fd = os.open(path, os.O_RDONLY)
 
     def rank(r: int) -> None:
         rng = np.random.default_rng([seed, r])
         for _ in range(steps):
             t = time.perf_counter()
-            os.pread(fd, batch_bytes, int(rng.integers(slots)) * batch_bytes)
+            got.append(len(os.pread(fd, batch_bytes, int(rng.integers(slots)) * batch_bytes)))
             waits.append(time.perf_counter() - t)
             time.sleep(compute_s)
 
@@ -122,7 +159,7 @@ def emulate(path: Path, accelerators: int, batch_bytes: int, compute_s: float, s
         run_s = time.perf_counter() - t0
     finally:
         os.close(fd)
-    return {"run_s": run_s, "read_s": float(np.mean(waits)), "steps": steps}
+    return {"run_s": run_s, "read_s": float(np.mean(waits)), "steps": steps, "bytes": int(sum(got))}
 
 
 def release_memory(lab: str) -> int:
@@ -133,4 +170,6 @@ def release_memory(lab: str) -> int:
         return 0
     freed = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
     shutil.rmtree(d, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        d.parent.rmdir()   # the scratch root's memory folder, once its last lab is gone
     return freed
