@@ -41,14 +41,39 @@ class Interval:
     n: int
     method: str
     level: float = LEVEL
+    # the coverage the method can reach with these n samples (None: the nominal ``level``); a
+    # finding whose interval covers less than its level is not decided on it (claims.claim)
+    coverage: float | None = None
 
     @property
     def ok(self) -> bool:
         """Whether it is an interval at all: finite bounds from at least 2 samples."""
         return self.n >= 2 and math.isfinite(self.low) and math.isfinite(self.high)
 
+    @property
+    def enough(self) -> bool:
+        """Whether the method reaches the stated ``level`` with these samples (see
+        :func:`reachable`): an interval that cannot is shown but decides nothing."""
+        return self.coverage is None or self.coverage >= self.level - 1e-12
+
+    def contains(self, x: float) -> bool:
+        """Whether ``x`` lies in [low, high] (False without an interval)."""
+        return self.ok and self.low - 1e-9 * abs(self.low) <= x <= self.high + 1e-9 * abs(self.high)
+
     def __str__(self) -> str:
         return f"[{self.low:.3g}, {self.high:.3g}] n={self.n}" if self.ok else f"no interval (n={self.n})"
+
+
+def reachable(n: int) -> float:
+    """The highest coverage an interval of a median-type statistic can have from ``n``
+    independent samples: that of the sample range [min, max] for the median, 1 - 2^(1-n).
+    A percentile bootstrap of a median (or of a ratio, sum, minimum of medians) never leaves
+    the range of its samples, so it covers at most this: 50 % with 2 repeats, 88 % with 5;
+    95 % needs n >= 6."""
+    return 1.0 - 2.0 ** (1 - n) if n >= 1 else 0.0
+
+
+MIN_N = next(n for n in range(1, 100) if reachable(n) >= LEVEL)   # 6: samples for 95 %
 
 
 def _clean(x) -> np.ndarray:
@@ -90,7 +115,7 @@ def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, Interval
     method = "median, binomial order statistics"
     if coverage < level - 1e-12:
         method += f" (coverage {coverage:.0%}: too few samples for {level:.0%})"
-    return med, Interval(float(a[l - 1]), float(a[u - 1]), n, method, level)
+    return med, Interval(float(a[l - 1]), float(a[u - 1]), n, method, level, coverage)
 
 
 def bootstrap(stat: Callable[..., float], *samples, level: float = LEVEL, n_boot: int = N_BOOT,
@@ -116,7 +141,10 @@ def bootstrap(stat: Callable[..., float], *samples, level: float = LEVEL, n_boot
         return point, _none(n, method + " (statistic undefined on most resamples)", level)
     alpha = 1 - level
     lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    return point, Interval(float(lo), float(hi), n, method, level)
+    cov = reachable(n)
+    if cov < level - 1e-12:
+        method += f" (n = {n}: a bootstrap of medians covers at most {cov:.0%}, too few for {level:.0%})"
+    return point, Interval(float(lo), float(hi), n, method, level, cov)
 
 
 def _ratio_med(a: np.ndarray, b: np.ndarray) -> float:
@@ -149,7 +177,8 @@ def paired_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -
     with np.errstate(divide="ignore", invalid="ignore"):
         r = a / b
     point, ci = median_ci(r, level)
-    return point, Interval(ci.low, ci.high, ci.n, "median of per-repeat ratios, " + ci.method, level)
+    return point, Interval(ci.low, ci.high, ci.n, "median of per-repeat ratios, " + ci.method, level,
+                           ci.coverage)
 
 
 def slope_ci(x: Sequence[float], y: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
