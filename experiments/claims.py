@@ -228,13 +228,16 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     ratio = value / paper_value if value is not None and numeric_paper and paper_value else None
     has_ci = interval is not None and interval.ok
     too_few = has_ci and kind == "finding" and not interval.enough
+    # a value outside its own interval: the two came from different computations (a stage's
+    # bug); shown, never decided on
+    outside = has_ci and kind == "finding" and value is not None and not interval.contains(value)
     n = interval.n if interval is not None else (1 if value is not None and kind == "finding" else None)
     negligible = None
     if value is None:
         holds = None
     elif kind == "check":
         holds = test(value)
-    elif not has_ci or too_few:
+    elif not has_ci or too_few or outside:
         holds = None
     else:
         negligible = bool(band and band[0] <= interval.low and interval.high <= band[1])
@@ -258,6 +261,10 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     else:
         if verdict == "inconclusive" and not has_ci:
             parts.append(f"n = {n or 1}: {NO_INTERVAL}")
+        elif verdict == "inconclusive" and outside:
+            parts.append(f"our value {value:.4g} lies outside its own interval [{interval.low:.4g}, "
+                         f"{interval.high:.4g}]: they come from different computations, so neither "
+                         "decides")
         elif verdict == "inconclusive" and too_few:
             parts.append(f"n = {n}: {interval.method} covers at most {interval.coverage:.0%}, below "
                          f"{interval.level:.0%}; it decides nothing (at least {_min_n(interval)} "
@@ -316,6 +323,15 @@ def rule_text(rule: str, margin) -> str:
     if margin is None or (isinstance(margin, float) and math.isnan(margin)) or not margin:
         return rule
     return f"{rule} (margin {_margin_words(_parse(rule), float(margin))})"
+
+
+def outside_own_interval(df: pd.DataFrame) -> pd.DataFrame:
+    """The claims (rows of :func:`gather` or a claims.json as a table) whose value lies outside
+    their own interval: a value and an interval from different computations."""
+    d = df[df["our_value"].notna() & df["ci_low"].notna() & df["ci_high"].notna()]
+    v, lo, hi = (d[c].astype(float) for c in ("our_value", "ci_low", "ci_high"))
+    tol = 1e-9 * (v.abs() + 1)
+    return d[(v < lo - tol) | (v > hi + tol)]
 
 
 def show(claim_list: list[dict]) -> pd.DataFrame:

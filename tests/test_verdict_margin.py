@@ -84,3 +84,11 @@ def test_equivalence_verdicts_on_synthetic_samples():
     assert {_verdict(0.10, 0.02, s) for s in seeds} == {"holds"}
     noisy = [_verdict(0.10, 0.10, s) for s in seeds]
     assert set(noisy) <= {"inconclusive", "holds"} and noisy.count("inconclusive") >= 0.6 * len(noisy)
+
+
+def test_a_value_outside_its_own_interval_decides_nothing():
+    c = find("> 1", 1.2, 1.5, value=1.9)
+    assert c["verdict"] == "inconclusive" and "outside its own interval" in c["note"]
+    import pandas as pd
+    t = pd.DataFrame([c, find("> 1", 1.2, 1.5)])
+    assert list(claims.outside_own_interval(t)["our_value"]) == [1.9]
