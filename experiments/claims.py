@@ -48,7 +48,7 @@ VERDICTS = ("holds", "direction only", "inconclusive", "fails", "not measured")
 # argument; extension: a configuration the paper did not run (no paper value).
 BASES = ("stated", "implied", "extension")
 COLUMNS = ["id", "kind", "basis", "source", "figure", "statement", "paper_value", "our_value",
-           "ci_low", "ci_high", "n", "ci_method", "unit", "ratio", "rule", "margin", "negligible",
+           "ci_low", "ci_high", "n", "ci_method", "ci_coverage", "unit", "ratio", "rule", "margin", "negligible",
            "holds", "magnitude",
            "magnitude_holds", "verdict", "cold", "resident_fraction", "memory_backed", "note"]
 NO_INTERVAL = "no interval; a point value alone does not decide"
@@ -297,7 +297,8 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     return {"id": id, "kind": kind, "basis": basis, "source": source, "figure": figure,
             "statement": statement, "paper_value": paper_value, "our_value": value,
             "ci_low": ci.low if ci and ci.ok else None, "ci_high": ci.high if ci and ci.ok else None,
-            "n": n, "ci_method": ci.method if ci else None, "unit": unit, "ratio": ratio,
+            "n": n, "ci_method": ci.method if ci else None,
+            "ci_coverage": ci.coverage if ci and ci.ok else None, "unit": unit, "ratio": ratio,
             "rule": rule, "margin": m, "negligible": negligible,
             "holds": holds, "magnitude": magnitude, "magnitude_holds": mag,
             "verdict": verdict, "cold": cold, "resident_fraction": rf,

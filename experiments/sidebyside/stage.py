@@ -8,6 +8,8 @@
 - ``similarity.csv`` (workload, side, similarity, status, why, back end);
 - ``throughput.csv`` (workload, side: data and compute throughput, see :mod:`.sides`);
 - ``vectors.json``; ``trace_<workload>_<side>.parquet`` (every traced side);
+- ``windows.csv``: each measured side's trace cut into :data:`.compare.WINDOWS` equal-time
+  windows and the vector of each (:func:`window_vectors`): the samples of the trace findings;
 - the validation layout of the workload stages for the sides that run our programs
   (``summary.csv`` from :func:`experiments.workloads.fits.step_summary`, ``raw.parquet``
   steps, ``phases.csv``, ``runs.csv``, column ``variant`` = the side), so
@@ -26,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..trace.vector import KEYS
 from . import compare, sides
 from .settings import SIDES
 
@@ -75,7 +78,36 @@ def tables(done: dict) -> dict:
                                        f"{got['throughput']['ranks'].iloc[0]} ranks): this run")
     return {"components": pd.concat(comps, ignore_index=True), "similarity": pd.concat(sims, ignore_index=True),
             "throughput": pd.concat(tps, ignore_index=True), "vectors": vectors, "why": why, "markdown": md,
-            "steps": side_steps(done)}
+            "steps": side_steps(done), "windows": window_vectors(done)}
+
+
+def window_vectors(done: dict, k: int = compare.WINDOWS) -> pd.DataFrame:
+    """Every measured side's trace cut into ``k`` equal-time windows (from its window's start
+    to its end, :func:`experiments.trace.session.cut`) and the Table 4.2 vector of each, with
+    the side's own filters (data, checkpoint, block files): one row per workload, side and
+    window (``window`` 0..k-1, ``started``/``ended`` wall clock, s, then the vector's keys).
+    Window i of every side covers the same share of its run, so sides of different speeds
+    line up. Call it before the checkpoints are removed (the block filter reads their extents)."""
+    from ..trace.session import cut
+    from ..trace.vector import characteristic_vector
+
+    rows = []
+    for w, got in done.items():
+        for side, r in got["results"].items():
+            tr = r.get("trace")
+            if r.get("status") != "measured" or tr is None:
+                continue
+            t0, t1 = tr.meta.get("started"), tr.meta.get("ended")
+            if not (isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0):
+                continue
+            filters = {"data": [Path(p) for p in r["data"]], "checkpoint": [Path(p) for p in r["checkpoint"]],
+                       "block_files": [Path(p) for p in r["block_files"]]}
+            for i in range(k):
+                a, b = t0 + (t1 - t0) * i / k, t0 + (t1 - t0) * (i + 1) / k
+                # cut keeps both ends; a call on a boundary belongs to the later window only
+                v = characteristic_vector(cut(tr, a, b - 1e-6 if i < k - 1 else b), **filters)
+                rows.append({"workload": w, "side": side, "window": i, "started": a, "ended": b, **v})
+    return pd.DataFrame(rows, columns=["workload", "side", "window", "started", "ended", *KEYS])
 
 
 STEP_COLS = ["workload", "side", "rank", "samples", "data_ns", "compute_ns"]
@@ -203,7 +235,7 @@ def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
 
 def claims(tabs: dict, note: str = "") -> list[dict]:
     return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
-                              steps=tabs.get("steps"))
+                              steps=tabs.get("steps"), windows=tabs.get("windows"))
 
 
 def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, figures=None) -> dict:
@@ -220,6 +252,8 @@ def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, fig
     out.table("components", tabs["components"])
     out.table("similarity", tabs["similarity"])
     out.table("throughput", tabs["throughput"])
+    if tabs.get("windows") is not None:
+        out.table("windows", tabs["windows"])
     for w, text in tabs["markdown"].items():
         atomic_write(out.path(f"{TABLE_FILE[w]}.md"), lambda p, t=text: p.write_text(t))
         tabs["components"][tabs["components"]["workload"] == w].to_csv(out.path(f"{TABLE_FILE[w]}.csv"), index=False)
