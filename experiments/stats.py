@@ -20,6 +20,7 @@ then say ``inconclusive``, see :func:`experiments.claims.claim`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -29,6 +30,26 @@ from scipy import stats as _sps
 
 LEVEL = 0.95
 N_BOOT = 2000
+_DEFAULT = [LEVEL]   # the level a call without one gets (see corrected_level)
+
+
+@contextlib.contextmanager
+def corrected_level(level: float):
+    """Inside the block, every interval asked for without a level is at ``level``: how a
+    report computes its intervals at the level a repeats-until-decided loop stopped on
+    (:mod:`experiments.sequential`: 1 - 0.05 / looks, Bonferroni over looks)."""
+    _check_level(level)
+    _DEFAULT.append(float(level))
+    try:
+        yield level
+    finally:
+        _DEFAULT.pop()
+
+
+def _lv(level: float | None) -> float:
+    level = _DEFAULT[-1] if level is None else level
+    _check_level(level)
+    return level
 
 
 @dataclass(frozen=True)
@@ -91,7 +112,7 @@ def _none(n: int, method: str, level: float) -> Interval:
     return Interval(math.nan, math.nan, int(n), method, level)
 
 
-def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
+def median_ci(x: Sequence[float], level: float | None = None) -> tuple[float, Interval]:
     """The median of ``x`` (its unit) and its distribution-free confidence interval.
 
     The bounds are order statistics x_(l) and x_(n-l+1), with l the largest rank such that
@@ -99,7 +120,7 @@ def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, Interval
     ``level`` probability whatever the distribution. With fewer than 6 samples no pair of order
     statistics reaches 95 %; the interval is then [min, max] and its method states the coverage
     it actually has (1 - 2^(1-n))."""
-    _check_level(level)
+    level = _lv(level)
     a = np.sort(_clean(x))
     n = len(a)
     if n == 0:
@@ -142,7 +163,7 @@ def _resample(a: np.ndarray, rng, n_boot: int, b: int) -> np.ndarray:
     return a[idx.reshape(n_boot, k * b)[:, :n]]
 
 
-def bootstrap(stat: Callable[..., float], *samples, level: float = LEVEL, n_boot: int = N_BOOT,
+def bootstrap(stat: Callable[..., float], *samples, level: float | None = None, n_boot: int = N_BOOT,
               seed: int = 0, method: str = "bootstrap", block=None) -> tuple[float, Interval]:
     """``stat(*samples)`` and its percentile-bootstrap interval: each sample is resampled with
     replacement, independently of the others, ``n_boot`` times (seeded). ``n`` is the smallest
@@ -153,7 +174,7 @@ def bootstrap(stat: Callable[..., float], *samples, level: float = LEVEL, n_boot
     n^(1/3)); the coverage is then judged on the number of blocks. ``Interval.coverage`` is
     :func:`reachable` of the independent units (repeats or blocks): a bootstrap of medians
     cannot cover more than their range does."""
-    _check_level(level)
+    level = _lv(level)
     if n_boot < 100:
         raise ValueError(f"n_boot = {n_boot!r}; allowed: at least 100 resamples")
     arrs = [_clean(s) for s in samples]
@@ -196,7 +217,7 @@ def _ratio_med(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.median(a) / mb) if mb else math.nan
 
 
-def ratio_of_medians(a: Sequence[float], b: Sequence[float], level: float = LEVEL,
+def ratio_of_medians(a: Sequence[float], b: Sequence[float], level: float | None = None,
                      n_boot: int = N_BOOT, seed: int = 0, block=None) -> tuple[float, Interval]:
     """median(a) / median(b) (unitless) with a percentile-bootstrap interval over the samples of
     each side (independent resampling: a and b need not be paired). n = min(len(a), len(b)).
@@ -205,16 +226,17 @@ def ratio_of_medians(a: Sequence[float], b: Sequence[float], level: float = LEVE
                      method="ratio of medians, bootstrap")
 
 
-def speedup(base_s: Sequence[float], other_s: Sequence[float], level: float = LEVEL,
+def speedup(base_s: Sequence[float], other_s: Sequence[float], level: float | None = None,
             n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, Interval]:
     """Speed-up of ``other`` over ``base`` from times (s): median(base) / median(other); > 1 means
     ``other`` is faster. For rates (MB/s, images/s) use ``ratio_of_medians(other, base)``."""
     return ratio_of_medians(base_s, other_s, level=level, n_boot=n_boot, seed=seed)
 
 
-def paired_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
+def paired_ratio(a: Sequence[float], b: Sequence[float], level: float | None = None) -> tuple[float, Interval]:
     """The median of per-repeat ratios a_i / b_i (unitless) and its :func:`median_ci`: for two
     configurations measured side by side in each repeat, so that a slow repeat slows both."""
+    level = _lv(level)
     a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if len(a) != len(b):
         raise ValueError(f"paired_ratio: len(a) = {len(a)}, len(b) = {len(b)}; allowed: the same "
@@ -226,12 +248,12 @@ def paired_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -
                            ci.coverage)
 
 
-def slope_ci(x: Sequence[float], y: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
+def slope_ci(x: Sequence[float], y: Sequence[float], level: float | None = None) -> tuple[float, Interval]:
     """The OLS slope of y on x (y-unit per x-unit) and its t interval (statsmodels). n = number of
     finite (x, y) pairs; fewer than 3 pairs leave no residual degree of freedom: NaN bounds."""
     import statsmodels.api as sm
 
-    _check_level(level)
+    level = _lv(level)
     x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
     if len(x) != len(y):
         raise ValueError(f"slope_ci: len(x) = {len(x)}, len(y) = {len(y)}; allowed: equal lengths")
@@ -264,7 +286,7 @@ def samples(df, col: str, **eq) -> np.ndarray:
     return df.loc[keep, col].to_numpy(dtype=float)
 
 
-def with_median_ci(summary, raw, col: str, by: list[str], level: float = LEVEL, as_: str | None = None):
+def with_median_ci(summary, raw, col: str, by: list[str], level: float | None = None, as_: str | None = None):
     """``summary`` with ``{as_}_ci_low``, ``{as_}_ci_high`` and ``{as_}_n`` (``as_`` defaults to
     ``col``: the summary's column of the medians): the :func:`median_ci` of ``col`` (its unit)
     over the rows of ``raw`` (warm-ups left out) that share ``by`` with each summary row, the
