@@ -4,7 +4,7 @@ VENV  := .venv
 BIN   := $(VENV)/bin
 RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench
+.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench replicate
 
 help:
 	@echo "make repro   set up, then dvc repro on params.yaml (the default profile)"
@@ -14,6 +14,7 @@ help:
 	@echo "make default switch params.yaml back to the default profile"
 	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio, UNET3D CPU convolution path (runs what is stale)"
 	@echo "make ae-table  README's time and disk figures and docs/ae-table.md, from the last run"
+	@echo "make replicate STAGES=\"blog lmdbio\"  re-measure those stages (default all) into replicate/ and compare the findings with results/"
 	@echo "make course  the course: student release and autograder of every lab (course/dist/)"
 	@echo "make grade LAB=lab01 SUB=path/to/submission.ipynb  grade one submission (otter, no Docker)"
 	@echo "make course-bench  time each lab's solution (default profile) into course/README.md"
@@ -56,6 +57,9 @@ bench: setup
 
 ae-table: setup
 	$(RUN) python -m experiments.ae_table
+
+replicate: setup
+	$(RUN) python -m experiments.replicate --stages "$(STAGES)"
 
 course: setup
 	$(RUN) python -m experiments.course.build

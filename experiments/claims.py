@@ -382,6 +382,8 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
     files = ([root / s / "claims.json" for s in stages] if stages
              else sorted(root.glob("*/claims.json")))
     rows = []
+    # repeats-until-decided outcomes of the measuring stages (sequential.json), by finding
+    seq = {k: v for d in sorted(root.glob("*/")) for k, v in sequential_notes(d).items()}
     for f in files:
         if f.parent.name == "claims":
             continue
@@ -390,6 +392,8 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
                 raise FileNotFoundError(f"{f} is missing: run the stage {f.parent.name!r} first")
             continue
         for c in results.read_json(f):
+            if c.get("id") in seq and seq[c["id"]] not in (c.get("note") or ""):
+                c = {**c, "note": "; ".join(x for x in (c.get("note"), seq[c["id"]]) if x)}
             try:  # a claims file written by older code must still hold rules that parse
                 _parse(c["rule"])
                 if c.get("magnitude"):
@@ -412,6 +416,21 @@ def shown_verdict(verdict, negligible) -> str:
     """The verdict as the table and its header count it: a ``fails`` whose interval lies within
     the margin of no effect is ``fails (negligible)``."""
     return "fails (negligible)" if verdict == "fails" and _is_negligible(negligible) else verdict
+
+
+SEQUENTIAL_FILE = "sequential.json"   # written by experiments.sequential.write
+
+
+def sequential_notes(folder) -> dict[str, str]:
+    """{finding: how many repeats it took and why they stopped} from a measuring stage's
+    ``sequential.json`` (:mod:`experiments.sequential`); {} without one."""
+    import json
+    from pathlib import Path
+
+    f = Path(folder) / SEQUENTIAL_FILE
+    if not f.exists():
+        return {}
+    return {k: v.get("note", "") for k, v in json.loads(f.read_text()).get("findings", {}).items()}
 
 
 def _counts(df: pd.DataFrame) -> str:

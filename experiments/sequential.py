@@ -27,7 +27,6 @@ Each finding's outcome (:class:`Outcome`: repeats it took, looks, why it stopped
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -39,7 +38,6 @@ import pandas as pd
 from . import stats
 
 STOPS = ("decided", "budget", "maximum")
-FILE = "sequential.json"
 
 
 @dataclass(frozen=True)
@@ -214,12 +212,14 @@ def level_of(rows: pd.DataFrame | None) -> float:
     return float(rows["level"].dropna().max())
 
 
-def write(out, result: Result) -> None:
+def write(out, outcome: dict) -> None:
     """``sequential.json`` in a stage's results (``out``: a :class:`experiments.results.StageResults`):
-    the plan, the seed, the order run, each finding's outcome and note."""
+    ``outcome`` (:func:`to_json` of a :class:`Result`: the plan, the seed, the order run, each
+    finding's outcome and note), which :func:`experiments.claims.gather` adds to the notes."""
+    from .claims import SEQUENTIAL_FILE
     from .results import write_json
 
-    write_json(out.path(FILE), to_json(result))
+    write_json(out.path(SEQUENTIAL_FILE), outcome)
 
 
 def to_json(result: Result) -> dict:
@@ -230,13 +230,3 @@ def to_json(result: Result) -> dict:
             "order": [list(o) for o in result.order],
             "findings": {k: {**asdict(o), "note": o.note()} for k, o in result.outcomes.items()},
             **result.extra}
-
-
-def notes(folder) -> dict[str, str]:
-    """{finding: note} from a results folder's ``sequential.json``; {} without one."""
-    from pathlib import Path
-
-    f = Path(folder) / FILE
-    if not f.exists():
-        return {}
-    return {k: v.get("note", "") for k, v in json.loads(f.read_text()).get("findings", {}).items()}

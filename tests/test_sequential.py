@@ -102,3 +102,26 @@ def test_a_report_judges_at_the_corrected_level():
     with stats.corrected_level(0.99):
         assert stats.median_ci(range(20))[1].level == 0.99
     assert stats.median_ci(range(20))[1].level == stats.LEVEL
+
+
+def test_alexnet_prefetch_sweep_adds_repeats_until_its_findings_are_decided():
+    """The prefetch sweep's plan and decision (experiments.chien.alexnet) on fake runs: a 20 %
+    effect is decided, none with 20 % noise is not."""
+    import pandas as pd
+
+    from experiments.chien import alexnet as ax
+
+    cfg = ax.AlexNetConfig(repeats=2, max_repeats=12, budget_s=600)
+    plan = ax.sweep_plan(cfg, "prefetch")
+    assert plan.max_repeats == 12 and plan.budget_s == 600 and plan.first_look > 2
+    assert ax.sweep_plan(cfg, "batch").max_repeats == 2
+    rng = np.random.default_rng(0)
+
+    def runs(effect, noise, n=8):
+        return pd.DataFrame([{"experiment": "prefetch", "tier": "disk", "threads": t, "prefetch": p,
+                              "warmup": False, "repeat": i,
+                              "seconds": (1 + effect * (p == 0)) * (1 + noise * rng.standard_normal())}
+                             for i in range(n) for t in (1, 2) for p in (0, 1)])
+
+    assert ax.prefetch_decided(runs(0.2, 0.01), 0.99) == {"alexnet-prefetch-faster-disk": True}
+    assert ax.prefetch_decided(runs(0.0, 0.2), 0.99) == {"alexnet-prefetch-faster-disk": False}
