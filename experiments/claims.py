@@ -19,8 +19,12 @@ data set in the page cache is marked as warm (:func:`cold_run`).
 A finding's direction is judged on the 95 % confidence interval of our value
 (:mod:`experiments.stats`, from the stage's repeats or per-step/per-read samples): it holds when
 the whole interval satisfies the rule, fails when the whole interval violates it, and is
-``inconclusive`` when the interval straddles the rule's threshold. A finding with a value but no
-interval (one sample) is ``inconclusive``: a point value alone never holds or fails. A check
+``inconclusive`` when the interval straddles the rule's threshold. Each direction rule carries a
+margin of no material effect (:func:`default_margin`: 5 % for a ratio against 1): an interval
+inside it ``fails`` as ``negligible`` (shown and counted as ``fails (negligible)``). A finding
+with a value but no interval (one sample), with too few samples for its interval's level, or
+whose value lies outside its own interval is ``inconclusive``: a point value alone never holds
+or fails. A check
 keeps its verdict on the point value. Each finding says whether its paper states it, only
 implies it, or is our extension (``basis``).
 

@@ -80,14 +80,14 @@ class Plan:
 
     @property
     def first_look(self) -> int:
-        """Rounds before the first look: ``min_repeats``, raised to the samples a median's
-        interval needs at the corrected level (it cannot decide before), capped at the maximum."""
-        n = self.min_repeats
-        for _ in range(3):   # the level depends on the looks, which depend on the first look
+        """Rounds before the first look: the smallest count from ``min_repeats`` on at which a
+        median's interval can reach the corrected level its looks need (it cannot decide
+        before); ``max_repeats`` where none can (one look, at the end)."""
+        for n in range(self.min_repeats, self.max_repeats + 1):
             looks = 1 + math.ceil((self.max_repeats - n) / self.step) if self.max_repeats > n else 1
-            need = next(k for k in range(2, 200) if stats.reachable(k) >= 1 - self.alpha / looks - 1e-12)
-            n = min(max(self.min_repeats, need), self.max_repeats)
-        return n
+            if stats.reachable(n) >= 1 - self.alpha / looks - 1e-12:
+                return n
+        return self.max_repeats
 
 
 @dataclass

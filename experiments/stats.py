@@ -11,6 +11,12 @@ it assumes (Hoefler and Belli, *Scientific Benchmarking of Parallel Computing Sy
 * :func:`bootstrap`: any statistic of several independent samples (the helpers above use it);
 * :func:`slope_ci`: an ordinary-least-squares slope with its t interval (statsmodels).
 
+Each interval says the coverage its method can reach with its samples (``Interval.coverage``,
+:func:`reachable`: a median-type statistic needs 6 independent samples for 95 %), and
+:func:`bootstrap` resamples blocks of consecutive samples (``block``) for steps or intervals of
+one run. :func:`corrected_level` sets the level of the intervals asked for without one (a
+stage that looked at its intervals several times, :mod:`experiments.sequential`).
+
 Every function returns ``(point, Interval)``; the interval is in the unit of the point (a ratio
 is unitless; a slope is y-unit per x-unit). ``Interval.n`` is the number of samples it came from
 (for two samples the smaller side). A side with fewer than 2 finite samples gives NaN bounds and

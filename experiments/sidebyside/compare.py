@@ -284,7 +284,8 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
             return (v, ci), ""
         x = x[np.isfinite(x)] if len(x) else x
         if len(x) < 2:
-            why_ = ("the trace could not be cut into windows" if not k
+            why_ = ("the trace could not be cut into windows (a /proc-sampled trace holds the run's "
+                    "totals, not timed calls)" if not k
                     else f"{len(x)} window(s) in which a side wrote a checkpoint (the checkpoints fall in "
                          "too few windows to give samples)" if what == "distance_minus"
                     else f"{len(x)} window(s) measured on both sides")

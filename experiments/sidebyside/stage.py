@@ -97,6 +97,8 @@ def window_vectors(done: dict, k: int = compare.WINDOWS) -> pd.DataFrame:
             tr = r.get("trace")
             if r.get("status") != "measured" or tr is None:
                 continue
+            if tr.meta.get("backend") not in ("bpftrace", "strace"):
+                continue   # /proc sampling: its amounts are the run's totals, not per window
             t0, t1 = tr.meta.get("started"), tr.meta.get("ended")
             if not (isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0):
                 continue
