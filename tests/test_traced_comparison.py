@@ -274,7 +274,7 @@ def test_trace_findings_take_value_and_interval_from_windows():
     cl = {c["id"]: c for c in compare.claims_for(sims, tp, vs, windows=win)}
     e = cl["traced-similarity-emulator-unet3d"]
     assert e["n"] == 6 and e["our_value"] == pytest.approx(1.0) and e["verdict"] == "holds"
-    assert "equal-time windows" in e["ci_method"] and e["ci_low"] <= e["our_value"] <= e["ci_high"]
+    assert "windows of one traced run" in e["ci_method"] and e["ci_low"] <= e["our_value"] <= e["ci_high"]
     d = cl["traced-similarity-emulator-vs-dlio-unet3d"]
     assert d["n"] == 6 and d["verdict"] == "holds"     # DLIO reads a quarter as often
     k = cl["traced-checkpoint-closer-than-dlio-unet3d"]

@@ -15,7 +15,8 @@ laid out with one column per side:
   size quartiles) are from the real run's, the mean over them of ``1 - min/max`` (0 = equal,
   1 = one side writes nothing), the Eq 4.2 normalization;
 - :func:`window_samples`: the per-window samples of the claims (each side's trace cut into
-  :data:`WINDOWS` equal-time windows, :func:`.stage.window_vectors`): window i of a side
+  :data:`WINDOWS` windows, equal shares of its reads of the data set,
+  :func:`.stage.window_vectors`): window i of a side
   against window i of the real run;
 - :func:`claims_for`: the stage's claims, verdicts computed by :func:`experiments.claims.claim`.
 """
@@ -41,9 +42,9 @@ SOURCE = "Ho-Von 2023"
 # windows a side's trace is cut into: the fewest samples whose median interval reaches 95 %
 # (experiments.stats.MIN_N)
 WINDOWS = 6
-WINDOW_METHOD = ("over {k} equal-time windows of one traced run per side (window i of a side "
-                 "against window i of the real run; the windows of one run show its window-to-window, "
-                 "not its run-to-run, variation)")
+WINDOW_METHOD = ("over {k} windows of one traced run per side, each an equal share of the side's "
+                 "reads of the data set (window i of a side against window i of the real run; the "
+                 "windows of one run show its window-to-window, not its run-to-run, variation)")
 
 
 def _nan(x) -> bool:
@@ -222,8 +223,8 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
     reasons a side was not measured ({workload: {side: why}}) and ``steps`` (the sides' steady
     steps, :func:`step_rates`), whose per-step throughputs give each throughput ratio its 95 %
     interval (ratio of medians, bootstrap over blocks of consecutive steps), and ``windows``
-    (:func:`.stage.window_vectors`: each side's trace cut into :data:`WINDOWS` equal-time
-    windows), whose per-window similarities, checkpoint distances and storage shares give the
+    (:func:`.stage.window_vectors`: each side's trace cut into :data:`WINDOWS` windows, equal
+    shares of its reads of the data set), whose per-window similarities, checkpoint distances and storage shares give the
     trace findings their value and interval (:func:`window_samples`; the whole-run similarity
     stays in ``similarity.csv`` and the tables). Without windows a trace finding has one
     sample and stays ``inconclusive``, its note saying why. Every claim is emitted; a missing

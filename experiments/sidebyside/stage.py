@@ -8,8 +8,9 @@
 - ``similarity.csv`` (workload, side, similarity, status, why, back end);
 - ``throughput.csv`` (workload, side: data and compute throughput, see :mod:`.sides`);
 - ``vectors.json``; ``trace_<workload>_<side>.parquet`` (every traced side);
-- ``windows.csv``: each measured side's trace cut into :data:`.compare.WINDOWS` equal-time
-  windows and the vector of each (:func:`window_vectors`): the samples of the trace findings;
+- ``windows.csv``: each measured side's trace cut into :data:`.compare.WINDOWS` windows (equal
+  shares of its data reads) and the vector of each (:func:`window_vectors`): the samples of
+  the trace findings;
 - the validation layout of the workload stages for the sides that run our programs
   (``summary.csv`` from :func:`experiments.workloads.fits.step_summary`, ``raw.parquet``
   steps, ``phases.csv``, ``runs.csv``, column ``variant`` = the side), so
@@ -81,13 +82,36 @@ def tables(done: dict) -> dict:
             "steps": side_steps(done), "windows": window_vectors(done)}
 
 
+def _bounds(tr, data, t0: float, t1: float, k: int) -> list[float]:
+    """``k`` windows' bounds (wall clock, s) over [t0, t1]: at the quantiles of the times of the
+    side's reads of its data files, so that window i of every side covers the same share of its
+    pass over the data (as equal step ranges would, whatever each side's start-up); equal times
+    where the trace has fewer than 2 such reads per window (a memory-mapped data set)."""
+    import numpy as np
+
+    from ..trace.schema import VFS_READS
+    from ..trace.vector import file_filter
+
+    ev = tr.events
+    if len(ev):
+        r = ev[(ev["layer"] == "vfs") & ev["op"].isin(list(VFS_READS)) & (ev["error"] == 0)]
+        r = r[file_filter(r["path"], data)] if len(r) else r
+        ts = r["timestamp"].astype("int64").to_numpy() / 1e9 if len(r) else np.array([])
+        if len(ts) >= 2 * k:
+            inner = np.quantile(ts, [i / k for i in range(1, k)])
+            return [t0, *[float(x) for x in inner], t1]
+    return [t0 + (t1 - t0) * i / k for i in range(k + 1)]
+
+
 def window_vectors(done: dict, k: int = compare.WINDOWS) -> pd.DataFrame:
-    """Every measured side's trace cut into ``k`` equal-time windows (from its window's start
-    to its end, :func:`experiments.trace.session.cut`) and the Table 4.2 vector of each, with
-    the side's own filters (data, checkpoint, block files): one row per workload, side and
-    window (``window`` 0..k-1, ``started``/``ended`` wall clock, s, then the vector's keys).
-    Window i of every side covers the same share of its run, so sides of different speeds
-    line up. Call it before the checkpoints are removed (the block filter reads their extents)."""
+    """Every measured side's trace cut into ``k`` windows (:func:`_bounds`: equal shares of its
+    reads of the data set, from its window's start to its end,
+    :func:`experiments.trace.session.cut`) and the Table 4.2 vector of each, with the side's
+    own filters (data, checkpoint, block files): one row per workload, side and window
+    (``window`` 0..k-1, ``started``/``ended`` wall clock, s, then the vector's keys). The start-up
+    before the first reads falls in window 0, the checkpoint after the last in window k-1. A
+    /proc-sampled trace (run totals, no timed calls) gives no windows. Call it before the
+    checkpoints are removed (the block filter reads their extents)."""
     from ..trace.session import cut
     from ..trace.vector import characteristic_vector
 
@@ -104,11 +128,11 @@ def window_vectors(done: dict, k: int = compare.WINDOWS) -> pd.DataFrame:
                 continue
             filters = {"data": [Path(p) for p in r["data"]], "checkpoint": [Path(p) for p in r["checkpoint"]],
                        "block_files": [Path(p) for p in r["block_files"]]}
+            b = _bounds(tr, filters["data"], t0, t1, k)
             for i in range(k):
-                a, b = t0 + (t1 - t0) * i / k, t0 + (t1 - t0) * (i + 1) / k
                 # cut keeps both ends; a call on a boundary belongs to the later window only
-                v = characteristic_vector(cut(tr, a, b - 1e-6 if i < k - 1 else b), **filters)
-                rows.append({"workload": w, "side": side, "window": i, "started": a, "ended": b, **v})
+                v = characteristic_vector(cut(tr, b[i], b[i + 1] - 1e-6 if i < k - 1 else b[i + 1]), **filters)
+                rows.append({"workload": w, "side": side, "window": i, "started": b[i], "ended": b[i + 1], **v})
     return pd.DataFrame(rows, columns=["workload", "side", "window", "started", "ended", *KEYS])
 
 
