@@ -51,7 +51,7 @@ class Plan:
     max_repeats: int
     budget_s: float = math.inf
     step: int = 1
-    alpha: float = 1 - stats.LEVEL
+    alpha: float = round(1 - stats.LEVEL, 12)
 
     def __post_init__(self):
         for name in ("min_repeats", "max_repeats", "step"):
