@@ -166,8 +166,9 @@ def run(stages: list[str], into: Path) -> pd.DataFrame:
     src = paths.root()
     chosen, reports = plan(stages, yaml.safe_load((src / "dvc.yaml").read_text()))
     into = Path(into).resolve()
-    if into == src.resolve() or src.resolve() in into.parents and into.name == "results":
-        raise SystemExit(f"replicate --into {into}: allowed: a folder other than this checkout's results")
+    if into == src.resolve() or into == (src / "results").resolve() or into in (src / "results").resolve().parents:
+        raise SystemExit(f"replicate --into {into}: allowed: a folder that is neither this checkout nor "
+                         "holds its results/")
     before = claims.gather()
     shutil.rmtree(into, ignore_errors=True)
     into.mkdir(parents=True)
@@ -178,11 +179,15 @@ def run(stages: list[str], into: Path) -> pd.DataFrame:
     for s in [*chosen, *reports]:
         print(f"replicate: dvc repro --single-item --force {s}", file=sys.stderr, flush=True)
         subprocess.run(["dvc", "repro", "--single-item", "--force", s], cwd=into, env=env, check=True)
+    was = os.environ.get("DLIO_ROOT")
     os.environ["DLIO_ROOT"] = str(into)
     try:
         after = claims.gather()
     finally:
-        os.environ.pop("DLIO_ROOT")
+        if was is None:
+            os.environ.pop("DLIO_ROOT")
+        else:
+            os.environ["DLIO_ROOT"] = was
     keep = set(reports) | set(chosen)
     t = compare(before[before["stage"].isin(keep)], after[after["stage"].isin(keep)])
     return t

@@ -44,3 +44,10 @@ def test_plan_names_the_reports_and_refuses_unknown_stages():
     assert replicate.plan([], dvc)[0] == list(replicate.MEASURING)
     with pytest.raises(SystemExit, match="blog_report not a measuring stage"):
         replicate.plan(["blog_report"], dvc)
+
+
+def test_into_this_checkout_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    (tmp_path / "dvc.yaml").write_text(open("dvc.yaml").read())
+    with pytest.raises(SystemExit, match="neither this checkout"):
+        replicate.run(["blog"], tmp_path)
