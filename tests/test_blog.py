@@ -143,3 +143,19 @@ def test_warm_claims_say_how_much_was_still_cached():
         pd.DataFrame(), wc, "disk", env={"cpu": {"count": 2}})}
     w = c["blog_warm_faster"]
     assert w["verdict"] == "fails" and "only 25% of the data set was still in the page cache" in w["note"]
+
+
+def test_runs_are_interleaved_in_seeded_rounds_with_a_warm_run_after_each_top_cold_run():
+    from experiments.blog import tfrecord
+
+    plan = tfrecord.run_plan(["mem", "disk"], [1, 4, 2], 3, seed=5)
+    cold = [p for p in plan if p[4] == "cold"]
+    assert len(cold) == 2 * 2 * 3 * 3 and [p[3] for p in cold] == sorted(p[3] for p in cold)  # round by round
+    firsts = {tuple(p[:3]) for p in cold[:12]}
+    assert len(firsts) == 12                                   # every configuration once a round
+    assert [p[:3] for p in cold[:12]] != [p[:3] for p in cold[12:24]]   # drawn per round
+    for i, p in enumerate(plan):
+        if p[4] == "warm":                                     # right after its own cold run
+            assert plan[i - 1] == (*p[:4], "cold") and p[2] == 4
+    assert sum(p[4] == "warm" for p in plan) == 2 * 2 * 3
+    assert plan == tfrecord.run_plan(["mem", "disk"], [1, 4, 2], 3, seed=5)
