@@ -4,7 +4,7 @@ VENV  := .venv
 BIN   := $(VENV)/bin
 RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench
+.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench replicate
 
 help:
 	@echo "make repro   set up, then dvc repro on params.yaml (the default profile)"
@@ -16,6 +16,7 @@ help:
 	@echo "make ae-table  README's time and disk figures and docs/ae-table.md, from the last run"
 	@echo "make course  the course: student bundle (hand out) and autograder of every lab (course/dist/)"
 	@echo "make grade LAB=lab01 SUB=folder/|one.ipynb [TIMEOUT=600] [JOBS=cores]  grade a class: grades.csv, answers/ (otter, no Docker)"
+	@echo "make replicate STAGES=\"blog lmdbio\"  re-measure those stages (default all) into replicate/ and compare the findings with results/"
 	@echo "make course-bench  time each lab's solution (default profile) into course/README.md"
 	@echo "make lock    re-pin env/requirements.lock (and env/dlio.lock) from env/*.in"
 	@echo "make clean   remove results, generated data, explore/ and tier copies (not .venv)"
@@ -58,6 +59,9 @@ bench: setup
 
 ae-table: setup
 	$(RUN) python -m experiments.ae_table
+
+replicate: setup
+	$(RUN) python -m experiments.replicate --stages "$(STAGES)"
 
 course: setup
 	$(RUN) python -m experiments.course.build

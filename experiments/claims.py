@@ -19,8 +19,12 @@ data set in the page cache is marked as warm (:func:`cold_run`).
 A finding's direction is judged on the 95 % confidence interval of our value
 (:mod:`experiments.stats`, from the stage's repeats or per-step/per-read samples): it holds when
 the whole interval satisfies the rule, fails when the whole interval violates it, and is
-``inconclusive`` when the interval straddles the rule's threshold. A finding with a value but no
-interval (one sample) is ``inconclusive``: a point value alone never holds or fails. A check
+``inconclusive`` when the interval straddles the rule's threshold. Each direction rule carries a
+margin of no material effect (:func:`default_margin`: 5 % for a ratio against 1): an interval
+inside it ``fails`` as ``negligible`` (shown and counted as ``fails (negligible)``). A finding
+with a value but no interval (one sample), with too few samples for its interval's level, or
+whose value lies outside its own interval is ``inconclusive``: a point value alone never holds
+or fails. A check
 keeps its verdict on the point value. Each finding says whether its paper states it, only
 implies it, or is our extension (``basis``).
 
@@ -48,7 +52,8 @@ VERDICTS = ("holds", "direction only", "inconclusive", "fails", "not measured")
 # argument; extension: a configuration the paper did not run (no paper value).
 BASES = ("stated", "implied", "extension")
 COLUMNS = ["id", "kind", "basis", "source", "figure", "statement", "paper_value", "our_value",
-           "ci_low", "ci_high", "n", "ci_method", "unit", "ratio", "rule", "holds", "magnitude",
+           "ci_low", "ci_high", "n", "ci_method", "ci_coverage", "unit", "ratio", "rule", "margin", "negligible",
+           "holds", "magnitude",
            "magnitude_holds", "verdict", "cold", "resident_fraction", "memory_backed", "note"]
 NO_INTERVAL = "no interval; a point value alone does not decide"
 
@@ -64,10 +69,12 @@ _MAG_PCT = re.compile(r"^\s*within\s+([\d.]+)\s*%\s*$")
 class _Rule:
     """A parsed direction rule: ``test(v)`` on a point, ``on_interval(lo, hi)`` on an interval
     (True: every value satisfies it; False: none does; None: it straddles). Every rule accepts a
-    convex set [lower, upper] (open or closed ends), so the ends of an interval decide."""
+    convex set [lower, upper] (open or closed ends), so the ends of an interval decide.
+    ``threshold``: the one number a comparison rule (``> X`` ...) compares with (None for
+    ``between`` and ``within``, which are bands themselves)."""
 
-    def __init__(self, test, lower: float, upper: float):
-        self.test, self.lower, self.upper = test, lower, upper
+    def __init__(self, test, lower: float, upper: float, threshold: float | None = None):
+        self.test, self.lower, self.upper, self.threshold = test, lower, upper, threshold
 
     def __call__(self, v: float) -> bool:
         return bool(self.test(v))
@@ -80,6 +87,29 @@ class _Rule:
             return False
         return None
 
+    def band(self, margin: float | None) -> tuple[float, float] | None:
+        """The values of no material effect, [X - d, X + d] around the threshold X with
+        d = ``margin`` x |X| (a share of the threshold; absolute, in the value's unit, when
+        X = 0); None without a margin."""
+        if not margin or self.threshold is None:
+            return None
+        d = margin * abs(self.threshold) if self.threshold else margin
+        return self.threshold - d, self.threshold + d
+
+
+DEFAULT_MARGIN = 0.05   # the smallest effect a ratio's "faster", "more", "fewer" means (see default_margin)
+
+
+def default_margin(rule: str) -> float | None:
+    """The margin a finding's rule gets when its call names none: 5 % for a ratio compared
+    with 1 (``> 1``, ``>= 1``, ``< 1``, ``<= 1``: an effect against no effect; MLPerf asks
+    that results replicate within 5 %); None (no band) for any other rule: a threshold that is
+    a level (``>= 0.95``, ``> 2``, ``< 10``) is the smallest value the statement means
+    already, a difference compared with 0 has a unit only its call knows, and ``between`` and
+    ``within`` rules are bands themselves."""
+    r = _parse(rule)
+    return DEFAULT_MARGIN if r.threshold == 1 else None
+
 
 def _parse(rule: str) -> _Rule:
     """The test a rule stands for, as a function of the value; ValueError if not understood."""
@@ -87,7 +117,7 @@ def _parse(rule: str) -> _Rule:
         sym, x = m.group(1), float(m.group(2))
         op = _OPS[sym]
         lower, upper = (x, math.inf) if sym.startswith(">") else (-math.inf, x)
-        return _Rule(lambda v: bool(op(v, x)), lower, upper)
+        return _Rule(lambda v: bool(op(v, x)), lower, upper, x)
     if m := _WITHIN.match(rule):
         pct, ref = float(m.group(1)), float(m.group(2))
         d = abs(ref) * pct / 100
@@ -130,7 +160,7 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
           paper_value=None, note: str = "", why_not: str = "", *, kind: str,
           magnitude: str | None = None, resident_fraction: float | None = None,
           memory_backed: bool = False, interval: Interval | None = None,
-          basis: str | None = None) -> dict:
+          basis: str | None = None, margin: float | None = None, margin_why: str = "") -> dict:
     """One claim with its verdicts computed from ``our_value`` and its ``interval``.
 
     ``kind``: ``finding`` (a paper's result, reproduced here or not) or ``check`` (a property of
@@ -151,6 +181,17 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     cold-cache measurement (``cold`` is left empty and the note says so). ``basis`` (findings):
     ``stated`` (the paper says it), ``implied`` (we infer it from the paper's figures or
     argument) or ``extension`` (a configuration the paper did not run; no paper value).
+
+    ``margin`` (findings): the smallest effect the statement means, as a share of the rule's
+    threshold (absolute, in the value's unit, for a threshold of 0); None takes
+    :func:`default_margin` (5 % for a ratio against 1, else no band). A margin other than the
+    default needs ``margin_why`` (one line, shown in the note). When the whole interval lies
+    in [X - d, X + d] around the threshold X the verdict is ``fails`` with
+    ``negligible`` = True and the note "no effect beyond ... here" (the statement claims an
+    effect; this box shows none that matters), even when the interval straddles X.
+    An interval whose method cannot reach its level with its samples
+    (:attr:`experiments.stats.Interval.enough`: e.g. a bootstrap of 4 repeats) decides
+    nothing: ``inconclusive``, and the note says how many samples it needs.
     """
     if kind not in KINDS:
         raise ValueError(f"claim {id!r}: kind = {kind!r}; allowed: {', '.join(KINDS)}")
@@ -163,6 +204,25 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
         raise ValueError(f"claim {id!r}: interval = {interval!r}; allowed: an "
                          "experiments.stats.Interval or None")
     test = _parse(rule)
+    dflt = default_margin(rule)
+    if margin is not None:
+        if kind == "check":
+            raise ValueError(f"claim {id!r}: margin = {margin!r} on a check; allowed: a margin only "
+                             "on a finding (a check is judged on its point)")
+        if not (isinstance(margin, (int, float)) and not isinstance(margin, bool)
+                and math.isfinite(margin) and margin >= 0):
+            raise ValueError(f"claim {id!r}: margin = {margin!r}; allowed: a number >= 0 (a share "
+                             "of the rule's threshold, e.g. 0.05) or None for the default")
+        if margin and test.threshold is None:
+            raise ValueError(f"claim {id!r}: margin = {margin!r} with the rule {rule!r}; allowed: a "
+                             "margin only on a comparison rule ('> X', '<= X', ...): a 'between' or "
+                             "'within' rule is a band itself")
+        if margin != dflt and not margin_why.strip():
+            raise ValueError(f"claim {id!r}: margin = {margin!r} differs from the default "
+                             f"({dflt!r} for the rule {rule!r}); allowed: with margin_why = one line "
+                             "saying why")
+    m = (dflt if margin is None else float(margin)) if kind == "finding" else None
+    band = test.band(m)
     mag_test = _parse_magnitude(magnitude) if magnitude else None
     numeric_paper = isinstance(paper_value, (int, float)) and not isinstance(paper_value, bool) \
         and not _missing(paper_value)
@@ -171,13 +231,21 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     value = None if _missing(our_value) else float(our_value)
     ratio = value / paper_value if value is not None and numeric_paper and paper_value else None
     has_ci = interval is not None and interval.ok
+    too_few = has_ci and kind == "finding" and not interval.enough
+    # a value outside its own interval: the two came from different computations (a stage's
+    # bug); shown, never decided on
+    outside = has_ci and kind == "finding" and value is not None and not interval.contains(value)
     n = interval.n if interval is not None else (1 if value is not None and kind == "finding" else None)
+    negligible = None
     if value is None:
         holds = None
     elif kind == "check":
         holds = test(value)
+    elif not has_ci or too_few or outside:
+        holds = None
     else:
-        holds = test.on_interval(interval.low, interval.high) if has_ci else None
+        negligible = bool(band and band[0] <= interval.low and interval.high <= band[1])
+        holds = False if negligible else test.on_interval(interval.low, interval.high)
     mag = None if value is None or mag_test is None or ratio is None else mag_test(ratio)
     if value is None:
         verdict = "not measured"
@@ -197,17 +265,32 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     else:
         if verdict == "inconclusive" and not has_ci:
             parts.append(f"n = {n or 1}: {NO_INTERVAL}")
+        elif verdict == "inconclusive" and outside:
+            parts.append(f"our value {value:.4g} lies outside its own interval [{interval.low:.4g}, "
+                         f"{interval.high:.4g}]: they come from different computations, so neither "
+                         "decides")
+        elif verdict == "inconclusive" and too_few:
+            parts.append(f"n = {n}: {interval.method} covers at most {interval.coverage:.0%}, below "
+                         f"{interval.level:.0%}; it decides nothing (at least {_min_n(interval)} "
+                         "independent samples are needed)")
         elif verdict == "inconclusive":
+            reach = (f", reaching beyond the margin [{band[0]:.4g}, {band[1]:.4g}]" if band else "")
             parts.append(f"the interval [{interval.low:.4g}, {interval.high:.4g}] straddles the "
-                         f"rule '{rule}'")
-        if holds is False:
+                         f"rule '{rule}'{reach}")
+        if negligible:
+            parts.append(f"no effect beyond {_margin_words(test, m)} here: the whole interval "
+                         f"[{interval.low:.4g}, {interval.high:.4g}] lies within [{band[0]:.4g}, "
+                         f"{band[1]:.4g}] of the rule's threshold")
+        elif holds is False:
             where = (f"the whole interval [{interval.low:.4g}, {interval.high:.4g}]"
                      if has_ci and kind == "finding" else f"our value {value:.4g}")
             parts.append(f"{where} fails the rule '{rule}'")
         if holds and mag is False:
             parts.append(f"ours / paper = {ratio:.3g}, outside '{magnitude}'")
-        if verdict in ("fails", "direction only", "inconclusive") and why_not:
+        if verdict in ("fails", "direction only", "inconclusive") and why_not and not negligible:
             parts.append(why_not)
+        if margin is not None and m != dflt:
+            parts.append(f"margin {_margin_words(test, m)}: {margin_why.strip()}")
     if cold is False:
         parts.append(f"not a cold run: {rf:.0%} of the data set was in the page cache "
                      "after eviction")
@@ -218,10 +301,42 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     return {"id": id, "kind": kind, "basis": basis, "source": source, "figure": figure,
             "statement": statement, "paper_value": paper_value, "our_value": value,
             "ci_low": ci.low if ci and ci.ok else None, "ci_high": ci.high if ci and ci.ok else None,
-            "n": n, "ci_method": ci.method if ci else None, "unit": unit, "ratio": ratio,
-            "rule": rule, "holds": holds, "magnitude": magnitude, "magnitude_holds": mag,
+            "n": n, "ci_method": ci.method if ci else None,
+            "ci_coverage": ci.coverage if ci and ci.ok else None, "unit": unit, "ratio": ratio,
+            "rule": rule, "margin": m, "negligible": negligible,
+            "holds": holds, "magnitude": magnitude, "magnitude_holds": mag,
             "verdict": verdict, "cold": cold, "resident_fraction": rf,
             "memory_backed": bool(memory_backed), "note": "; ".join(parts)}
+
+
+def _min_n(interval: Interval) -> int:
+    """Samples an interval's method needs to reach its level (the median-type bound,
+    :func:`experiments.stats.reachable`)."""
+    from .stats import reachable
+
+    return next(k for k in range(2, 1000) if reachable(k) >= interval.level - 1e-12)
+
+
+def _margin_words(rule: _Rule, m: float) -> str:
+    """A margin as the table says it: "5 %" of a non-zero threshold, "±0.01" around 0."""
+    return f"{m * 100:.3g} %" if rule.threshold else f"±{m:.3g}"
+
+
+def rule_text(rule: str, margin) -> str:
+    """A direction rule with its margin beside it, as the claims table shows it:
+    "> 1 (margin 5 %)"; the rule alone when it has none."""
+    if margin is None or (isinstance(margin, float) and math.isnan(margin)) or not margin:
+        return rule
+    return f"{rule} (margin {_margin_words(_parse(rule), float(margin))})"
+
+
+def outside_own_interval(df: pd.DataFrame) -> pd.DataFrame:
+    """The claims (rows of :func:`gather` or a claims.json as a table) whose value lies outside
+    their own interval: a value and an interval from different computations."""
+    d = df[df["our_value"].notna() & df["ci_low"].notna() & df["ci_high"].notna()]
+    v, lo, hi = (d[c].astype(float) for c in ("our_value", "ci_low", "ci_high"))
+    tol = 1e-9 * (v.abs() + 1)
+    return d[(v < lo - tol) | (v > hi + tol)]
 
 
 def show(claim_list: list[dict]) -> pd.DataFrame:
@@ -271,6 +386,8 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
     files = ([root / s / "claims.json" for s in stages] if stages
              else sorted(root.glob("*/claims.json")))
     rows = []
+    # repeats-until-decided outcomes of the measuring stages (sequential.json), by finding
+    seq = {k: v for d in sorted(root.glob("*/")) for k, v in sequential_notes(d).items()}
     for f in files:
         if f.parent.name == "claims":
             continue
@@ -279,6 +396,8 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
                 raise FileNotFoundError(f"{f} is missing: run the stage {f.parent.name!r} first")
             continue
         for c in results.read_json(f):
+            if c.get("id") in seq and seq[c["id"]] not in (c.get("note") or ""):
+                c = {**c, "note": "; ".join(x for x in (c.get("note"), seq[c["id"]]) if x)}
             try:  # a claims file written by older code must still hold rules that parse
                 _parse(c["rule"])
                 if c.get("magnitude"):
@@ -292,10 +411,39 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["stage", *COLUMNS])
 
 
+def _is_negligible(x) -> bool:
+    return x is True or (isinstance(x, str) and x.lower() == "true") or (
+        not isinstance(x, (bool, str)) and x is not None and x == x and bool(x))
+
+
+def shown_verdict(verdict, negligible) -> str:
+    """The verdict as the table and its header count it: a ``fails`` whose interval lies within
+    the margin of no effect is ``fails (negligible)``."""
+    return "fails (negligible)" if verdict == "fails" and _is_negligible(negligible) else verdict
+
+
+SEQUENTIAL_FILE = "sequential.json"   # written by experiments.sequential.write
+
+
+def sequential_notes(folder) -> dict[str, str]:
+    """{finding: how many repeats it took and why they stopped} from a measuring stage's
+    ``sequential.json`` (:mod:`experiments.sequential`); {} without one."""
+    import json
+    from pathlib import Path
+
+    f = Path(folder) / SEQUENTIAL_FILE
+    if not f.exists():
+        return {}
+    return {k: v.get("note", "") for k, v in json.loads(f.read_text()).get("findings", {}).items()}
+
+
 def _counts(df: pd.DataFrame) -> str:
-    """Each verdict counted separately, in the order of :data:`VERDICTS`."""
-    n = df["verdict"].value_counts()
-    return ", ".join(f"{int(n.get(v, 0))} {v}" for v in VERDICTS)
+    """Each verdict counted separately, in the order of :data:`VERDICTS`, with the ``fails``
+    whose interval lies within the margin counted apart as ``fails (negligible)``."""
+    neg = df["negligible"] if "negligible" in df else pd.Series([None] * len(df), index=df.index)
+    shown = [shown_verdict(v, g) for v, g in zip(df["verdict"], neg)]
+    order = [*VERDICTS[:4], "fails (negligible)", *VERDICTS[4:]]
+    return ", ".join(f"{shown.count(v)} {v}" for v in order)
 
 
 def _fmt(v) -> str:
@@ -380,8 +528,11 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
              "with its 95 % confidence interval and the number of samples it came from (repeats, steps "
              "or reads; docs/statistics.md). *direction*: the effect exists here (the rule), judged on "
              "the interval: *holds* when the whole interval satisfies the rule, *fails* when none of it "
-             "does, *inconclusive* when it straddles the threshold or there is no interval (n = 1: a "
-             "point value alone never decides); *magnitude*: ours / paper within the stated tolerance "
+             "does, *fails (negligible)* when the whole interval lies within the rule's margin of no "
+             "effect (the smallest effect the statement means, beside the rule: 5 % for a ratio against "
+             "1), *inconclusive* when it straddles the threshold reaching beyond the margin, when there "
+             "is no interval (n = 1: a point value alone never decides) or when its method cannot reach "
+             "95 % with so few samples; *magnitude*: ours / paper within the stated tolerance "
              "(on the point, when the direction holds); *resident*: the share of the data set still in "
              "the page cache after the eviction before "
              f"the run (measured with mincore; over {COLD_LIMIT:.0%} the run was not cold). Verdicts are "
@@ -394,10 +545,11 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
     order = {v: i for i, v in enumerate(["fails", "direction only", "inconclusive", "not measured", "holds"])}
     find = find.assign(_o=find["verdict"].map(order)).sort_values(["_o", "stage"], kind="stable")
     for r in find.itertuples(index=False):
-        v = r.verdict if r.verdict == "holds" else f"**{r.verdict}**"
+        sv = shown_verdict(r.verdict, r.negligible)
+        v = sv if sv == "holds" else f"**{sv}**"
         lines.append("| " + " | ".join([v] + [_fmt(x) for x in (
             r.basis, r.source, r.figure, r.statement, r.paper_value)] + [_ours(r)] + [_fmt(x) for x in (
-            r.unit, r.ratio, r.rule, r.holds, r.magnitude, r.magnitude_holds)] + [_resident(r)] + [
+            r.unit, r.ratio, rule_text(r.rule, r.margin), r.holds, r.magnitude, r.magnitude_holds)] + [_resident(r)] + [
             _fmt(x) for x in (r.note, r.stage)]) + " |")
     lines += ["", f"## Checks ({len(chk)}: {_counts(chk)})", "",
               "| verdict | figure | statement | ours | unit | rule | note | stage |",

@@ -11,6 +11,12 @@ it assumes (Hoefler and Belli, *Scientific Benchmarking of Parallel Computing Sy
 * :func:`bootstrap`: any statistic of several independent samples (the helpers above use it);
 * :func:`slope_ci`: an ordinary-least-squares slope with its t interval (statsmodels).
 
+Each interval says the coverage its method can reach with its samples (``Interval.coverage``,
+:func:`reachable`: a median-type statistic needs 6 independent samples for 95 %), and
+:func:`bootstrap` resamples blocks of consecutive samples (``block``) for steps or intervals of
+one run. :func:`corrected_level` sets the level of the intervals asked for without one (a
+stage that looked at its intervals several times, :mod:`experiments.sequential`).
+
 Every function returns ``(point, Interval)``; the interval is in the unit of the point (a ratio
 is unitless; a slope is y-unit per x-unit). ``Interval.n`` is the number of samples it came from
 (for two samples the smaller side). A side with fewer than 2 finite samples gives NaN bounds and
@@ -20,6 +26,7 @@ then say ``inconclusive``, see :func:`experiments.claims.claim`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -29,6 +36,26 @@ from scipy import stats as _sps
 
 LEVEL = 0.95
 N_BOOT = 2000
+_DEFAULT = [LEVEL]   # the level a call without one gets (see corrected_level)
+
+
+@contextlib.contextmanager
+def corrected_level(level: float):
+    """Inside the block, every interval asked for without a level is at ``level``: how a
+    report computes its intervals at the level a repeats-until-decided loop stopped on
+    (:mod:`experiments.sequential`: 1 - 0.05 / looks, Bonferroni over looks)."""
+    _check_level(level)
+    _DEFAULT.append(float(level))
+    try:
+        yield level
+    finally:
+        _DEFAULT.pop()
+
+
+def _lv(level: float | None) -> float:
+    level = _DEFAULT[-1] if level is None else level
+    _check_level(level)
+    return level
 
 
 @dataclass(frozen=True)
@@ -41,14 +68,39 @@ class Interval:
     n: int
     method: str
     level: float = LEVEL
+    # the coverage the method can reach with these n samples (None: the nominal ``level``); a
+    # finding whose interval covers less than its level is not decided on it (claims.claim)
+    coverage: float | None = None
 
     @property
     def ok(self) -> bool:
         """Whether it is an interval at all: finite bounds from at least 2 samples."""
         return self.n >= 2 and math.isfinite(self.low) and math.isfinite(self.high)
 
+    @property
+    def enough(self) -> bool:
+        """Whether the method reaches the stated ``level`` with these samples (see
+        :func:`reachable`): an interval that cannot is shown but decides nothing."""
+        return self.coverage is None or self.coverage >= self.level - 1e-12
+
+    def contains(self, x: float) -> bool:
+        """Whether ``x`` lies in [low, high] (False without an interval)."""
+        return self.ok and self.low - 1e-9 * abs(self.low) <= x <= self.high + 1e-9 * abs(self.high)
+
     def __str__(self) -> str:
         return f"[{self.low:.3g}, {self.high:.3g}] n={self.n}" if self.ok else f"no interval (n={self.n})"
+
+
+def reachable(n: int) -> float:
+    """The highest coverage an interval of a median-type statistic can have from ``n``
+    independent samples: that of the sample range [min, max] for the median, 1 - 2^(1-n).
+    A percentile bootstrap of a median (or of a ratio, sum, minimum of medians) never leaves
+    the range of its samples, so it covers at most this: 50 % with 2 repeats, 88 % with 5;
+    95 % needs n >= 6."""
+    return 1.0 - 2.0 ** (1 - n) if n >= 1 else 0.0
+
+
+MIN_N = next(n for n in range(1, 100) if reachable(n) >= LEVEL)   # 6: samples for 95 %
 
 
 def _clean(x) -> np.ndarray:
@@ -66,7 +118,7 @@ def _none(n: int, method: str, level: float) -> Interval:
     return Interval(math.nan, math.nan, int(n), method, level)
 
 
-def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
+def median_ci(x: Sequence[float], level: float | None = None) -> tuple[float, Interval]:
     """The median of ``x`` (its unit) and its distribution-free confidence interval.
 
     The bounds are order statistics x_(l) and x_(n-l+1), with l the largest rank such that
@@ -74,7 +126,7 @@ def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, Interval
     ``level`` probability whatever the distribution. With fewer than 6 samples no pair of order
     statistics reaches 95 %; the interval is then [min, max] and its method states the coverage
     it actually has (1 - 2^(1-n))."""
-    _check_level(level)
+    level = _lv(level)
     a = np.sort(_clean(x))
     n = len(a)
     if n == 0:
@@ -90,15 +142,45 @@ def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, Interval
     method = "median, binomial order statistics"
     if coverage < level - 1e-12:
         method += f" (coverage {coverage:.0%}: too few samples for {level:.0%})"
-    return med, Interval(float(a[l - 1]), float(a[u - 1]), n, method, level)
+    return med, Interval(float(a[l - 1]), float(a[u - 1]), n, method, level, coverage)
 
 
-def bootstrap(stat: Callable[..., float], *samples, level: float = LEVEL, n_boot: int = N_BOOT,
-              seed: int = 0, method: str = "bootstrap") -> tuple[float, Interval]:
+def _block_len(n: int, block) -> int:
+    """Block length for :func:`bootstrap`: 1 (``None``: independent samples), ``block``, or
+    ``"auto"``: round(n^(1/3)), the usual rate for a moving-block bootstrap."""
+    if block is None:
+        return 1
+    if block == "auto":
+        return max(1, int(round(n ** (1 / 3))))
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise ValueError(f"block = {block!r}; allowed: None, 'auto' or a block length >= 1")
+    return min(block, max(n, 1))
+
+
+def _resample(a: np.ndarray, rng, n_boot: int, b: int) -> np.ndarray:
+    """``n_boot`` resamples of ``a`` (rows): single values (b = 1) or circular blocks of b
+    consecutive values, cut to len(a)."""
+    n = len(a)
+    if b <= 1:
+        return a[rng.integers(0, n, size=(n_boot, n))]
+    k = -(-n // b)
+    starts = rng.integers(0, n, size=(n_boot, k))
+    idx = (starts[:, :, None] + np.arange(b)) % n
+    return a[idx.reshape(n_boot, k * b)[:, :n]]
+
+
+def bootstrap(stat: Callable[..., float], *samples, level: float | None = None, n_boot: int = N_BOOT,
+              seed: int = 0, method: str = "bootstrap", block=None) -> tuple[float, Interval]:
     """``stat(*samples)`` and its percentile-bootstrap interval: each sample is resampled with
     replacement, independently of the others, ``n_boot`` times (seeded). ``n`` is the smallest
-    sample's size; any sample with fewer than 2 finite values gives NaN bounds."""
-    _check_level(level)
+    sample's size; any sample with fewer than 2 finite values gives NaN bounds.
+
+    ``block``: for samples that are consecutive steps or intervals of one run (correlated, not
+    independent repeats), resample circular blocks of that many consecutive values (``"auto"``:
+    n^(1/3)); the coverage is then judged on the number of blocks. ``Interval.coverage`` is
+    :func:`reachable` of the independent units (repeats or blocks): a bootstrap of medians
+    cannot cover more than their range does."""
+    level = _lv(level)
     if n_boot < 100:
         raise ValueError(f"n_boot = {n_boot!r}; allowed: at least 100 resamples")
     arrs = [_clean(s) for s in samples]
@@ -109,14 +191,31 @@ def bootstrap(stat: Callable[..., float], *samples, level: float = LEVEL, n_boot
     if n < 2:
         return point, _none(n, method, level)
     rng = np.random.default_rng(seed)
-    draws = [a[rng.integers(0, len(a), size=(n_boot, len(a)))] for a in arrs]
+    bs = [_block_len(len(a), block) for a in arrs]
+    draws = [_resample(a, rng, n_boot, b) for a, b in zip(arrs, bs)]
     boot = np.array([stat(*(d[i] for d in draws)) for i in range(n_boot)], dtype=float)
     boot = boot[np.isfinite(boot)]
     if len(boot) < n_boot // 2:
         return point, _none(n, method + " (statistic undefined on most resamples)", level)
     alpha = 1 - level
     lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    return point, Interval(float(lo), float(hi), n, method, level)
+    if not lo <= point <= hi:
+        # a biased statistic (an R², a minimum over configurations): the bias-corrected
+        # percentile interval (Efron's BC), which moves the quantiles by the share of
+        # resamples below the point; the point itself where even that leaves it outside
+        z0 = _sps.norm.ppf(np.clip(np.mean(boot < point), 1 / (2 * len(boot)), 1 - 1 / (2 * len(boot))))
+        za = _sps.norm.ppf([alpha / 2, 1 - alpha / 2])
+        lo, hi = np.quantile(boot, _sps.norm.cdf(2 * z0 + za))
+        lo, hi = min(lo, point), max(hi, point)
+        method += ", bias-corrected (BC)"
+    units = min(len(a) // b for a, b in zip(arrs, bs))
+    if block is not None:
+        method += f", blocks of {max(bs)} consecutive samples"
+    cov = reachable(units)
+    if cov < level - 1e-12:
+        method += (f" ({units} independent units: a bootstrap of medians covers at most {cov:.0%}, "
+                   f"too few for {level:.0%})")
+    return point, Interval(float(lo), float(hi), n, method, level, cov)
 
 
 def _ratio_med(a: np.ndarray, b: np.ndarray) -> float:
@@ -124,24 +223,26 @@ def _ratio_med(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.median(a) / mb) if mb else math.nan
 
 
-def ratio_of_medians(a: Sequence[float], b: Sequence[float], level: float = LEVEL,
-                     n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, Interval]:
+def ratio_of_medians(a: Sequence[float], b: Sequence[float], level: float | None = None,
+                     n_boot: int = N_BOOT, seed: int = 0, block=None) -> tuple[float, Interval]:
     """median(a) / median(b) (unitless) with a percentile-bootstrap interval over the samples of
-    each side (independent resampling: a and b need not be paired). n = min(len(a), len(b))."""
-    return bootstrap(_ratio_med, a, b, level=level, n_boot=n_boot, seed=seed,
+    each side (independent resampling: a and b need not be paired). n = min(len(a), len(b)).
+    ``block``: for consecutive steps of one run, see :func:`bootstrap`."""
+    return bootstrap(_ratio_med, a, b, level=level, n_boot=n_boot, seed=seed, block=block,
                      method="ratio of medians, bootstrap")
 
 
-def speedup(base_s: Sequence[float], other_s: Sequence[float], level: float = LEVEL,
+def speedup(base_s: Sequence[float], other_s: Sequence[float], level: float | None = None,
             n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, Interval]:
     """Speed-up of ``other`` over ``base`` from times (s): median(base) / median(other); > 1 means
     ``other`` is faster. For rates (MB/s, images/s) use ``ratio_of_medians(other, base)``."""
     return ratio_of_medians(base_s, other_s, level=level, n_boot=n_boot, seed=seed)
 
 
-def paired_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
+def paired_ratio(a: Sequence[float], b: Sequence[float], level: float | None = None) -> tuple[float, Interval]:
     """The median of per-repeat ratios a_i / b_i (unitless) and its :func:`median_ci`: for two
     configurations measured side by side in each repeat, so that a slow repeat slows both."""
+    level = _lv(level)
     a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if len(a) != len(b):
         raise ValueError(f"paired_ratio: len(a) = {len(a)}, len(b) = {len(b)}; allowed: the same "
@@ -149,15 +250,16 @@ def paired_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -
     with np.errstate(divide="ignore", invalid="ignore"):
         r = a / b
     point, ci = median_ci(r, level)
-    return point, Interval(ci.low, ci.high, ci.n, "median of per-repeat ratios, " + ci.method, level)
+    return point, Interval(ci.low, ci.high, ci.n, "median of per-repeat ratios, " + ci.method, level,
+                           ci.coverage)
 
 
-def slope_ci(x: Sequence[float], y: Sequence[float], level: float = LEVEL) -> tuple[float, Interval]:
+def slope_ci(x: Sequence[float], y: Sequence[float], level: float | None = None) -> tuple[float, Interval]:
     """The OLS slope of y on x (y-unit per x-unit) and its t interval (statsmodels). n = number of
     finite (x, y) pairs; fewer than 3 pairs leave no residual degree of freedom: NaN bounds."""
     import statsmodels.api as sm
 
-    _check_level(level)
+    level = _lv(level)
     x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
     if len(x) != len(y):
         raise ValueError(f"slope_ci: len(x) = {len(x)}, len(y) = {len(y)}; allowed: equal lengths")
@@ -190,7 +292,7 @@ def samples(df, col: str, **eq) -> np.ndarray:
     return df.loc[keep, col].to_numpy(dtype=float)
 
 
-def with_median_ci(summary, raw, col: str, by: list[str], level: float = LEVEL, as_: str | None = None):
+def with_median_ci(summary, raw, col: str, by: list[str], level: float | None = None, as_: str | None = None):
     """``summary`` with ``{as_}_ci_low``, ``{as_}_ci_high`` and ``{as_}_n`` (``as_`` defaults to
     ``col``: the summary's column of the medians): the :func:`median_ci` of ``col`` (its unit)
     over the rows of ``raw`` (warm-ups left out) that share ``by`` with each summary row, the

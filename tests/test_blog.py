@@ -120,20 +120,21 @@ def test_storage_reads_of_warm_and_cold_runs_from_own_processes():
     r = blog_report.device_reads(d, raw)
     assert r["cold_storage_MB"].iloc[0] == 100 and r["warm_storage_MB"].iloc[0] == 0
     wc = pd.DataFrame([{"tier": "disk", "warm_over_cold": 1.5}])
-    r3 = pd.concat([r, r.assign(warm_storage_MB=1.0), r.assign(warm_storage_MB=2.0)], ignore_index=True)
+    # six cold/warm pairs: fewer cannot give a 95 % interval of a median (stats.MIN_N)
+    r3 = pd.concat([r, r.assign(warm_storage_MB=1.0), r.assign(warm_storage_MB=2.0)] * 2, ignore_index=True)
     c = {x["id"]: x for x in blog_report.claims(
         pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), pd.DataFrame(
             columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
         pd.DataFrame(), wc, "disk", r3)}
     w = c["blog_warm_reads_nothing"]
-    assert w["holds"] and w["our_value"] == pytest.approx(0.01) and w["n"] == 3
+    assert w["holds"] and w["our_value"] == pytest.approx(0.01) and w["n"] == 6
 
 
 def test_warm_claims_say_how_much_was_still_cached():
     raw = pd.DataFrame([
         {"run": 2 * i + j, "framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": 2,
          "workers": np.nan, "cache": c, "images_per_s": v + i, "resident_fraction": f}
-        for i in range(3) for j, (c, v, f) in enumerate((("cold", 100.0, 0.0), ("warm", 90.0, 0.25)))])
+        for i in range(6) for j, (c, v, f) in enumerate((("cold", 100.0, 0.0), ("warm", 90.0, 0.25)))])
     wc = blog_report.warm_cold(raw)
     assert wc["warm_resident_fraction"].iloc[0] == 0.25
     c = {x["id"]: x for x in blog_report.claims(
@@ -177,3 +178,17 @@ def test_request_size_row_tests_the_blogs_inference_and_warm_note_says_what_was_
     p = c["blog_fio_persistent_over_1gbps_large_reads"]
     assert p["verdict"] == "not measured" and "0.92 GB/s" in p["note"]   # median of 909, 918, 927
     assert c["blog_tfrecord_not_slower"]["figure"] == "Conclusion, item 1"
+def test_runs_are_interleaved_in_seeded_rounds_with_a_warm_run_after_each_top_cold_run():
+    from experiments.blog import tfrecord
+
+    plan = tfrecord.run_plan(["mem", "disk"], [1, 4, 2], 3, seed=5)
+    cold = [p for p in plan if p[4] == "cold"]
+    assert len(cold) == 2 * 2 * 3 * 3 and [p[3] for p in cold] == sorted(p[3] for p in cold)  # round by round
+    firsts = {tuple(p[:3]) for p in cold[:12]}
+    assert len(firsts) == 12                                   # every configuration once a round
+    assert [p[:3] for p in cold[:12]] != [p[:3] for p in cold[12:24]]   # drawn per round
+    for i, p in enumerate(plan):
+        if p[4] == "warm":                                     # right after its own cold run
+            assert plan[i - 1] == (*p[:4], "cold") and p[2] == 4
+    assert sum(p[4] == "warm" for p in plan) == 2 * 2 * 3
+    assert plan == tfrecord.run_plan(["mem", "disk"], [1, 4, 2], 3, seed=5)

@@ -182,8 +182,9 @@ def test_gather_and_markdown(tmp_path, monkeypatch):
     assert list(t["n"].fillna(0)) == [5, 0, 7, 0, 5] and t["ci_low"].iloc[0] == 1.5
     md = claims.to_markdown(t)
     assert md.startswith("# Claims: 4 findings (1 holds, 0 direction only, 1 inconclusive, 1 fails, "
-                         "1 not measured); 1 checks (1 holds, 0 direction only, 0 inconclusive, "
-                         "0 fails, 0 not measured)")
+                         "0 fails (negligible), 1 not measured); 1 checks (1 holds, 0 direction only, "
+                         "0 inconclusive, 0 fails, 0 fails (negligible), 0 not measured)")
+    assert "| > 1 (margin 5 %) |" in md
     assert "st\\|x" in md and "**fails**" in md and "**50% (warm)**" in md
     assert "tmpfs (not evictable)" in md and "not measured on this run: no disk tier" in md
     assert "| 2 [1.5, 2.5] n=5 |" in md and "| 0.5 [0.4, 0.6] n=7 |" in md

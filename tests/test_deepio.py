@@ -123,7 +123,7 @@ def test_report_claims_compute_verdicts():
          "val_accuracy": acc + 0.002 * seed, "RL_percent": rlp}
         for f, k, r, p, acc, rlp in (("fig7", 1, None, None, 0.9, 100), ("fig7", 4, None, None, 0.7, 78),
                                      ("fig8", None, 0.5, 1, 0.89, 95))
-        for seed in range(4)])
+        for seed in range(6)])
     loader = pd.DataFrame([
         {"tier": "disk", "mode": m, "R": 0.5, "P": 1, "MBps": v, "RL_percent": rlp}
         for m, v, rlp in (("ordered", 100.0, 100.0), ("opportunistic", 300.0, 90.0))])
@@ -131,15 +131,15 @@ def test_report_claims_compute_verdicts():
         {"tier": "mem", "mode": m, "R": 0.5, "P": p, "MBps": v, "RL_percent": 90.0}
         for p in (1, 2) for m, v in (("ordered", 200.0), ("opportunistic", 100.0 * p))])])
     raw = pd.DataFrame([{**r, "repeat": i, "MBps": r["MBps"] * (1 + 0.01 * (i - 1))}
-                        for r in loader.to_dict("records") for i in range(3)])
+                        for r in loader.to_dict("records") for i in range(6)])
     fio = pd.DataFrame({"tier": ["mem", "mem"], "job": ["seqread", "randread"], "bw_MBps": [4000.0, 3000.0]})
     env = {"cold_runs": {"mem": {"resident_fraction_max": 1.0, "memory_backed": True},
                          "disk": {"resident_fraction_max": 0.0, "memory_backed": False}}}
     c = {x["id"]: x for x in deepio_report.claims(rl, curves, loader, "disk", env, fio, raw=raw)}
     assert c["deepio_fig7_low_rl_hurts"]["holds"] and c["deepio_fig8_opportunistic_keeps_accuracy"]["holds"]
-    assert c["deepio_fig7_low_rl_hurts"]["n"] == 4 and c["deepio_fig7_low_rl_hurts"]["basis"] == "implied"
+    assert c["deepio_fig7_low_rl_hurts"]["n"] == 6 and c["deepio_fig7_low_rl_hurts"]["basis"] == "implied"
     assert c["deepio_fig10_opp_faster_R0.5"]["our_value"] == pytest.approx(3.0)
-    assert c["deepio_fig10_opp_faster_R0.5"]["n"] == 3
+    assert c["deepio_fig10_opp_faster_R0.5"]["n"] == 6
     assert c["deepio_rl_k4"]["paper_value"] == 73 and c["deepio_rl_k4"]["kind"] == "check"
     # the poster's k = 16 and 256 were not in block_sizes: rows, not measured, with the reason
     assert c["deepio_rl_k16"]["verdict"] == "not measured" and "no k = 16" in c["deepio_rl_k16"]["note"]

@@ -81,7 +81,7 @@ def test_summary_and_claims(tmp_path):
         for s, sec, cs in (("lmdb", 4.0, 100), ("lmm", 2.0, 50), ("dio_prov", 1.5, 40),
                            ("coal", 1.0, 30), ("stag", 0.9, 30)):
             for p in (1, 2):
-                for i in range(4):
+                for i in range(6):
                     f = float(rng.normal(1, 0.01))
                     rows.append({"tier": "disk", "memory_backed": False, "dataset": ds, "strategy": s,
                                  "P": p, "repeat": i, "seconds": sec * f, "MBps": 1.0 / f,
@@ -94,7 +94,7 @@ def test_summary_and_claims(tmp_path):
     c = {x["id"]: x for x in lmdbio_report.claims(s, "disk", env, raw=raw)}
     measured = [x for x in c.values() if x["our_value"] is not None]
     assert all(x["holds"] for x in measured) and len(measured) == 12 and len(c) == 14
-    assert all(x["n"] == 4 and x["ci_low"] is not None for x in measured)
+    assert all(x["n"] == 6 and x["ci_low"] is not None for x in measured)
     # the steps are judged at the largest P that fits the cores (here 1); marked warm (50 % resident)
     assert "P = 1" in c["lmdbio_coal_faster_than_dio_prov_cifar"]["statement"]
     # context switches: all of them (57 / 107 here), judged on every P

@@ -115,3 +115,13 @@ def test_claims_table_gathers_every_claim(smoke_results, stage_results):
     # "not measured" rows say why
     nm = t[t["verdict"] == "not measured"]
     assert nm["note"].str.contains("not measured on this run: ").all()
+
+
+def test_no_finding_lies_outside_its_own_interval(smoke_root):
+    """Every stage's claims (those the run made, SMOKE_STAGES or all): each value and its
+    interval come from one computation, so no interval excludes its own value."""
+    rows = [{**c, "stage": p.parent.name} for p in sorted((smoke_root / "results").glob("*/claims.json"))
+            if p.parent.name != "claims" for c in json.loads(p.read_text())]
+    assert rows, "the smoke run wrote no claims"
+    bad = claims.outside_own_interval(pd.DataFrame(rows))
+    assert bad.empty, bad[["stage", "id", "our_value", "ci_low", "ci_high", "ci_method"]].to_string()

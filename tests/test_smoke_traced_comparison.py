@@ -115,7 +115,7 @@ def test_claims_present_with_computed_verdicts(tc):
             assert f"{k}-{w}" in cl
     for c in cl.values():
         assert c["kind"] in claims.KINDS and c["verdict"] in claims.VERDICTS
-        ci = (Interval(c["ci_low"], c["ci_high"], c["n"], c["ci_method"] or "")
+        ci = (Interval(c["ci_low"], c["ci_high"], c["n"], c["ci_method"] or "", coverage=c.get("ci_coverage"))
               if c.get("ci_low") is not None else None)
         again = claims.claim(c["id"], c["source"], c["figure"], c["statement"], c["our_value"], c["unit"],
                              c["rule"], c["paper_value"], kind=c["kind"], magnitude=c["magnitude"],
@@ -124,6 +124,13 @@ def test_claims_present_with_computed_verdicts(tc):
         if c["verdict"] == "not measured":
             assert "not measured on this run" in c["note"]
     assert all(cl[f"traced-self-similarity-{w}"]["verdict"] == "holds" for w in tc["points"])
+    # the similarity findings rest on the windows of each side's trace, not one sample
+    for w in tc["points"]:
+        s = cl[f"traced-similarity-emulator-{w}"]
+        if s["verdict"] != "not measured":
+            assert s["n"] >= 2 and "windows" in s["ci_method"], (w, s["n"], s["note"])
+    win = pd.read_csv(tc["dir"] / "windows.csv")
+    assert set(win["workload"]) == set(tc["points"]) and win["window"].nunique() > 1
 
 
 def test_metrics_in_the_headline_vocabulary(tc):

@@ -112,3 +112,30 @@ def test_with_median_ci_gives_each_summary_row_its_interval():
     assert "y_ci_low" in stats.with_median_ci(summary, raw, "x", ["tier"], as_="y")
     with pytest.raises(ValueError, match=r"\['nope'\] not in raw"):
         stats.with_median_ci(summary, raw, "x", ["nope"])
+
+
+def test_a_biased_statistic_keeps_its_point_inside_its_interval():
+    """R² of means near 1: resampling only lowers it, so a percentile interval would lie below
+    the point; the bias-corrected interval contains it."""
+    rng = np.random.default_rng(0)
+    xs = [1.0 * k + 0.05 * rng.standard_normal(20) for k in range(1, 5)]
+
+    def r2(*arrs):
+        y = np.array([a.mean() for a in arrs])
+        x = np.arange(1, len(y) + 1)
+        fit = np.polyfit(x, y, 1)
+        return 1 - ((y - np.polyval(fit, x)) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+
+    point, ci = stats.bootstrap(r2, *xs)
+    assert ci.ok and ci.low <= point <= ci.high
+
+
+def test_block_bootstrap_counts_blocks_as_the_independent_units():
+    x = np.cumsum(np.random.default_rng(0).standard_normal(27))   # a correlated walk
+    _, iid = stats.bootstrap(np.median, x)
+    _, blk = stats.bootstrap(np.median, x, block="auto")
+    assert "blocks of 3" in blk.method and blk.n == 27
+    assert blk.coverage == stats.reachable(9) and iid.coverage == stats.reachable(27)
+    assert blk.high - blk.low > iid.high - iid.low     # correlation seen: a wider interval
+    with pytest.raises(ValueError, match="block"):
+        stats.bootstrap(np.median, x, block=0)

@@ -155,26 +155,40 @@ def _count(ds) -> int:
     return n
 
 
+def run_plan(tiers, threads: list[int], repeats: int, seed: int) -> list[tuple]:
+    """The runs of :func:`measure` in order, (tier, format, threads, repeat, cache): ``repeats``
+    rounds, each running every (tier, format, threads) once cold in an order drawn for the round
+    from ``seed`` (:func:`experiments.sequential.round_order`: drift on the box hits every
+    configuration alike, and a configuration's repeats are not back to back); in each round the
+    cold run at the most threads of each tier and format is followed at once by the same run
+    warm (no eviction), so every repeat gives a warm/cold pair that saw the same load."""
+    from ..sequential import round_order
+
+    configs = [(t, fmt, n) for t in tiers for fmt in ("tfrecord", "jpeg") for n in threads]
+    top = max(threads)
+    plan = []
+    for i in range(repeats):
+        for k in round_order(len(configs), i, seed):
+            t, fmt, n = configs[k]
+            plan.append((t, fmt, n, i, "cold"))
+            if n == top:
+                plan.append((t, fmt, n, i, "warm"))   # right after a cold pass
+    return plan
+
+
 def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tiers,
             cfg: BlogConfig, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """tf.data over TFRecords and over JPEG files for each tier and thread count, cold cache;
-    each repeat of a format's cold run at the most threads is followed at once by the same run
-    warm (no eviction: the files are in the page cache), so both see the same load and the warm
-    findings have one paired sample per repeat.
+    """tf.data over TFRecords and over JPEG files for each tier and thread count, cold cache, in
+    seeded rounds (:func:`run_plan`); in each round each format's cold run at the most threads is
+    followed at once by the same run warm (no eviction: the files are in the page cache), so both
+    see the same load.
     Returns (one row per run, dstat rows tagged with the run, facts)."""
     import tensorflow as tf
 
     from ..chien.tfdata_read import build_dataset
 
     tf.get_logger().setLevel("ERROR")
-    plan = []
-    for t in tiers:
-        for fmt in ("tfrecord", "jpeg"):
-            for n in cfg.threads:
-                for i in range(cfg.repeats):
-                    plan.append((t, fmt, n, i, "cold"))
-                    if n == max(cfg.threads):  # right after a cold pass
-                        plan.append((t, fmt, n, i, "warm"))
+    plan = run_plan(tiers, cfg.threads, cfg.repeats, seed)
     rows, samples, evictions = [], [], {}
     # Prime TensorFlow (kernels, thread pools) on a few files, untimed, before the first run.
     first = staged[tiers[0].name]

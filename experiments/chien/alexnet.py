@@ -46,6 +46,11 @@ class AlexNetConfig(Section):
     prefetch: list[int] = Field([0, 1], min_length=1, description="batches prefetched")
     tiers: list[str] | None = Field(None, description="tier names to read from; null = all tiers")
     repeats: int = Field(2, ge=1, le=50)
+    max_repeats: int | None = Field(None, ge=1, le=200, description="repeats the prefetch sweep may add "
+                                    "while a prefetch finding is undecided (experiments.sequential); "
+                                    "null = repeats")
+    budget_s: float | None = Field(None, gt=0, description="wall seconds the prefetch sweep may take "
+                                   "when adding repeats; null = no budget")
     warmup: int = Field(1, ge=0, le=5)
     eviction: EvictionMethod = "auto"
     batch_sizes: list[int] = Field([16, 32, 64], min_length=1, description="Fig 7 sweep")
@@ -331,26 +336,72 @@ def _one_run(trainer, m, n_classes, threads, batch, prefetch, image_size, seed, 
     return seconds, steps, ev
 
 
+def sweep_plan(cfg: AlexNetConfig, experiment: str):
+    """The repeats of a sweep (:class:`experiments.sequential.Plan`): the prefetch sweep adds
+    repeats up to ``max_repeats`` within ``budget_s`` while a prefetch finding is undecided;
+    every other sweep runs ``repeats``."""
+    import math
+
+    from .. import sequential
+
+    if experiment != "prefetch" or not cfg.max_repeats or cfg.max_repeats <= cfg.repeats:
+        return sequential.Plan(cfg.repeats, cfg.repeats)
+    return sequential.Plan(cfg.repeats, cfg.max_repeats, cfg.budget_s or math.inf)
+
+
+def prefetch_decided(runs: pd.DataFrame, level: float) -> dict[str, bool]:
+    """{``alexnet-prefetch-faster-<tier>``: decided} on the runs so far: the run time without
+    prefetch over with it, summed over the thread counts' medians, bootstrapped over the repeats
+    at ``level`` and judged by the finding's rule ('> 1', its 5 % margin), as the report judges it."""
+    from .. import claims, stats
+
+    r = runs[(runs["experiment"] == "prefetch")]
+    out = {}
+    for tier, g in r.groupby("tier", sort=False):
+        threads = sorted(set(g["threads"]))
+        if not {0, 1} <= set(g["prefetch"]):
+            continue
+        no = [stats.samples(g, "seconds", threads=k, prefetch=0) for k in threads]
+        yes = [stats.samples(g, "seconds", threads=k, prefetch=1) for k in threads]
+        k = len(no)
+        v, ci = stats.bootstrap(lambda *a: sum(np.median(x) for x in a[:k]) / sum(np.median(x) for x in a[k:]),
+                                *no, *yes, level=level, n_boot=400)
+        c = claims.claim(f"alexnet-prefetch-faster-{tier}", "", "", "", v, "x", "> 1", kind="finding", interval=ci)
+        out[c["id"]] = c["verdict"] != "inconclusive"
+    return out
+
+
 def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int,
                   configs: list[dict], cfg: AlexNetConfig, seed: int, experiment: str,
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run each configuration (dicts with tier, threads, batch_size, prefetch) ``warmup +
-    repeats`` times, interleaved (every configuration once, then again), the data set evicted
-    from the page cache before each run. Returns one row per run and one row per step."""
-    runs, steps = [], []
-    plan = [(i, c) for i in range(cfg.warmup + cfg.repeats) for c in configs]
-    for i, c in progress(plan, desc=f"alexnet {experiment}"):
+    repeats`` times, in rounds (every configuration once per round, in a seeded random order:
+    :func:`experiments.sequential.run`), the data set evicted from the page cache before each
+    run; the prefetch sweep adds rounds while a prefetch finding is undecided
+    (:func:`sweep_plan`). Returns one row per run (``level``: the level its findings are judged
+    at) and one row per step; the course of the repeats is ``runs.attrs["sequential"]``."""
+    from .. import sequential
+
+    steps = []
+
+    def run_one(c, i):
         m = staged[c["tier"]]
         trainer.warm(c["batch_size"])
         seconds, st, ev = _one_run(trainer, m, n_classes, c["threads"], c["batch_size"],
                                    c["prefetch"], cfg.image_size, seed, cfg.eviction, c["tier"])
         n = len(st) * c["batch_size"]
-        runs.append({"experiment": experiment, **c, "repeat": i, "warmup": i < cfg.warmup,
-                     "seconds": seconds, "iterations": len(st), "images": n,
-                     "images_per_s": n / seconds, "data_s": st["data_s"].sum(),
-                     "compute_s": st["compute_s"].sum(), "eviction": ev})
         steps.append(st.assign(experiment=experiment, repeat=i, **c))
-    return pd.DataFrame(runs), pd.concat(steps, ignore_index=True)
+        return {"experiment": experiment, **c, "seconds": seconds, "iterations": len(st), "images": n,
+                "images_per_s": n / seconds, "data_s": st["data_s"].sum(),
+                "compute_s": st["compute_s"].sum(), "eviction": ev}
+
+    plan = sweep_plan(cfg, experiment)
+    decide = prefetch_decided if experiment == "prefetch" else (lambda rows, level: {})
+    res = sequential.run(configs, run_one, decide, plan, seed, warmup=cfg.warmup,
+                         progress_desc=f"alexnet {experiment}")
+    runs = res.rows
+    runs.attrs["sequential"] = sequential.to_json(res)
+    return runs, pd.concat(steps, ignore_index=True)
 
 
 def prefetch_configs(tiers: list[str], cfg: AlexNetConfig) -> list[dict]:

@@ -8,6 +8,9 @@
 - ``similarity.csv`` (workload, side, similarity, status, why, back end);
 - ``throughput.csv`` (workload, side: data and compute throughput, see :mod:`.sides`);
 - ``vectors.json``; ``trace_<workload>_<side>.parquet`` (every traced side);
+- ``windows.csv``: each measured side's trace cut into :data:`.compare.WINDOWS` windows (equal
+  shares of its data reads) and the vector of each (:func:`window_vectors`): the samples of
+  the trace findings;
 - the validation layout of the workload stages for the sides that run our programs
   (``summary.csv`` from :func:`experiments.workloads.fits.step_summary`, ``raw.parquet``
   steps, ``phases.csv``, ``runs.csv``, column ``variant`` = the side), so
@@ -26,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..trace.vector import KEYS
 from . import compare, sides
 from .settings import SIDES
 
@@ -75,7 +79,61 @@ def tables(done: dict) -> dict:
                                        f"{got['throughput']['ranks'].iloc[0]} ranks): this run")
     return {"components": pd.concat(comps, ignore_index=True), "similarity": pd.concat(sims, ignore_index=True),
             "throughput": pd.concat(tps, ignore_index=True), "vectors": vectors, "why": why, "markdown": md,
-            "steps": side_steps(done)}
+            "steps": side_steps(done), "windows": window_vectors(done)}
+
+
+def _bounds(tr, data, t0: float, t1: float, k: int) -> list[float]:
+    """``k`` windows' bounds (wall clock, s) over [t0, t1]: at the quantiles of the times of the
+    side's reads of its data files, so that window i of every side covers the same share of its
+    pass over the data (as equal step ranges would, whatever each side's start-up); equal times
+    where the trace has fewer than 2 such reads per window (a memory-mapped data set)."""
+    import numpy as np
+
+    from ..trace.schema import VFS_READS
+    from ..trace.vector import file_filter
+
+    ev = tr.events
+    if len(ev):
+        r = ev[(ev["layer"] == "vfs") & ev["op"].isin(list(VFS_READS)) & (ev["error"] == 0)]
+        r = r[file_filter(r["path"], data)] if len(r) else r
+        ts = r["timestamp"].astype("int64").to_numpy() / 1e9 if len(r) else np.array([])
+        if len(ts) >= 2 * k:
+            inner = np.quantile(ts, [i / k for i in range(1, k)])
+            return [t0, *[float(x) for x in inner], t1]
+    return [t0 + (t1 - t0) * i / k for i in range(k + 1)]
+
+
+def window_vectors(done: dict, k: int = compare.WINDOWS) -> pd.DataFrame:
+    """Every measured side's trace cut into ``k`` windows (:func:`_bounds`: equal shares of its
+    reads of the data set, from its window's start to its end,
+    :func:`experiments.trace.session.cut`) and the Table 4.2 vector of each, with the side's
+    own filters (data, checkpoint, block files): one row per workload, side and window
+    (``window`` 0..k-1, ``started``/``ended`` wall clock, s, then the vector's keys). The start-up
+    before the first reads falls in window 0, the checkpoint after the last in window k-1. A
+    /proc-sampled trace (run totals, no timed calls) gives no windows. Call it before the
+    checkpoints are removed (the block filter reads their extents)."""
+    from ..trace.session import cut
+    from ..trace.vector import characteristic_vector
+
+    rows = []
+    for w, got in done.items():
+        for side, r in got["results"].items():
+            tr = r.get("trace")
+            if r.get("status") != "measured" or tr is None:
+                continue
+            if tr.meta.get("backend") not in ("bpftrace", "strace"):
+                continue   # /proc sampling: its amounts are the run's totals, not per window
+            t0, t1 = tr.meta.get("started"), tr.meta.get("ended")
+            if not (isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0):
+                continue
+            filters = {"data": [Path(p) for p in r["data"]], "checkpoint": [Path(p) for p in r["checkpoint"]],
+                       "block_files": [Path(p) for p in r["block_files"]]}
+            b = _bounds(tr, filters["data"], t0, t1, k)
+            for i in range(k):
+                # cut keeps both ends; a call on a boundary belongs to the later window only
+                v = characteristic_vector(cut(tr, b[i], b[i + 1] - 1e-6 if i < k - 1 else b[i + 1]), **filters)
+                rows.append({"workload": w, "side": side, "window": i, "started": b[i], "ended": b[i + 1], **v})
+    return pd.DataFrame(rows, columns=["workload", "side", "window", "started", "ended", *KEYS])
 
 
 STEP_COLS = ["workload", "side", "rank", "samples", "data_ns", "compute_ns"]
@@ -203,7 +261,7 @@ def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
 
 def claims(tabs: dict, note: str = "") -> list[dict]:
     return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
-                              steps=tabs.get("steps"))
+                              steps=tabs.get("steps"), windows=tabs.get("windows"))
 
 
 def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, figures=None) -> dict:
@@ -220,6 +278,8 @@ def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, fig
     out.table("components", tabs["components"])
     out.table("similarity", tabs["similarity"])
     out.table("throughput", tabs["throughput"])
+    if tabs.get("windows") is not None:
+        out.table("windows", tabs["windows"])
     for w, text in tabs["markdown"].items():
         atomic_write(out.path(f"{TABLE_FILE[w]}.md"), lambda p, t=text: p.write_text(t))
         tabs["components"][tabs["components"]["workload"] == w].to_csv(out.path(f"{TABLE_FILE[w]}.csv"), index=False)

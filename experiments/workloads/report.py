@@ -280,8 +280,9 @@ def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tup
     per-configuration mean, or standard deviation, of the compute time, s, on G and B, as
     :func:`.fits.ols` of :func:`.fits.normal_fits`) and its bootstrap interval, both from one
     selection of steps (:func:`steady_rows`, the real variant) through one function: the point
-    is that function on the steps, the interval resamples each configuration's steps. (NaN,
-    None) without steps or with fewer than 3 configurations."""
+    is that function on the steps, the interval resamples each configuration's steps in blocks
+    of consecutive steps (they are not independent). (NaN, None) without steps or with fewer
+    than 3 configurations."""
     if steps is None or not len(steps):
         return float("nan"), None
     st = steady_rows(steps[steps["workload"] == w])
@@ -300,7 +301,7 @@ def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tup
         tot = ((y - y.mean()) ** 2).sum()
         return float(1 - ((y - X @ beta) ** 2).sum() / tot) if tot > 0 else np.nan
 
-    return stats.bootstrap(r2, *(a for *_, a in g),
+    return stats.bootstrap(r2, *(a for *_, a in g), block="auto",
                            method=f"R² of the {moment} model, bootstrap over steps of {len(g)} configurations")
 
 

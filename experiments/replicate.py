@@ -1,0 +1,211 @@
+"""Replication, as a reviewer does it: measure again, compare the two claims tables.
+
+``make replicate STAGES="blog lmdbio"`` (``python -m experiments.replicate --stages ...``)
+copies the project (code, params.yaml, dvc.yaml and dvc.lock, every results folder) into
+``replicate/`` (git-ignored; its ``data/`` is a link to this checkout's, so the data sets are
+not generated again), re-runs there the named measuring stages (default: every stage in
+:data:`MEASURING`) and the report stages that read them (``dvc repro --single-item --force``,
+``DLIO_ROOT`` = the copy: ``results/`` here is never touched), then prints one table
+(:func:`compare`, :func:`markdown`) and writes it to ``replicate/replication.md``:
+
+- per finding, both runs' values, 95 % intervals and verdicts;
+- ``agree``: False only for a flip between ``holds`` and ``fails`` (``direction only`` counts
+  as a holding direction, ``fails (negligible)`` as a fail); to or from ``inconclusive`` or
+  ``not measured`` is not a disagreement;
+- ``covers``: whether the first run's interval contains the second run's value, and the share
+  of findings with an interval in both runs that do (for honest 95 % intervals of the same
+  quantity, about 83 %: two independent intervals' chance that one holds the other's estimate);
+- ``disjoint``: whether the two intervals do not overlap at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from . import claims, paths
+
+# stages that measure (their findings come from a report stage that reads their results, or
+# from themselves); `--stages` takes any of these
+MEASURING = ("fio_baseline", "tfdata_read", "deepio", "lmdbio", "blog", "alexnet_prefetch",
+             "alexnet_checkpoint", "unet3d", "bert", "dlrm", "workload_sleep", "workload_random",
+             "tracing_patterns", "emulator_patterns", "traced_comparison")
+COLUMNS = ["stage", "id", "value_1", "low_1", "high_1", "verdict_1", "value_2", "low_2", "high_2",
+           "verdict_2", "agree", "covers", "disjoint"]
+
+
+def _side(verdict, negligible=None) -> str | None:
+    """holds / fails / None (undecided or not measured): what a flip compares."""
+    if verdict in ("holds", "direction only"):
+        return "holds"
+    if verdict == "fails":
+        return "fails"
+    return None
+
+
+def _num(x) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x
+
+
+def compare(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
+    """One row per finding measured in both tables (:func:`experiments.claims.gather` of each
+    run; checks left out): both values, intervals and verdicts, ``agree``, ``covers`` (None
+    where the first has no interval or the second no value) and ``disjoint`` (None unless
+    both have an interval)."""
+    a = first[first["kind"] != "check"].set_index("id")
+    b = second[second["kind"] != "check"].set_index("id")
+    rows = []
+    for i in [x for x in a.index if x in b.index]:
+        r1, r2 = a.loc[i], b.loc[i]
+        v1, v2 = _num(r1["our_value"]), _num(r2["our_value"])
+        lo1, hi1, lo2, hi2 = (_num(r1["ci_low"]), _num(r1["ci_high"]), _num(r2["ci_low"]), _num(r2["ci_high"]))
+        s1, s2 = _side(r1["verdict"]), _side(r2["verdict"])
+        ci1, ci2 = lo1 is not None and hi1 is not None, lo2 is not None and hi2 is not None
+        rows.append({
+            "stage": r1.get("stage"), "id": i, "value_1": v1, "low_1": lo1, "high_1": hi1,
+            "verdict_1": claims.shown_verdict(r1["verdict"], r1.get("negligible")),
+            "value_2": v2, "low_2": lo2, "high_2": hi2,
+            "verdict_2": claims.shown_verdict(r2["verdict"], r2.get("negligible")),
+            "agree": not (s1 and s2 and s1 != s2),
+            "covers": (lo1 <= v2 <= hi1) if ci1 and v2 is not None else None,
+            "disjoint": (hi1 < lo2 or hi2 < lo1) if ci1 and ci2 else None})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def summary(t: pd.DataFrame) -> dict:
+    """Counts of a :func:`compare` table: findings, flips, intervals compared, how many of
+    the first run's intervals contain the second value (and the share), disjoint pairs."""
+    cov = t["covers"].dropna()
+    return {"findings": int(len(t)), "flips": int((~t["agree"].astype(bool)).sum()),
+            "compared": int(len(cov)), "covered": int(cov.astype(bool).sum()),
+            "share": float(cov.astype(bool).mean()) if len(cov) else float("nan"),
+            "disjoint": int(t["disjoint"].dropna().astype(bool).sum())}
+
+
+def _ci(v, lo, hi) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.3g} [{lo:.3g}, {hi:.3g}]" if lo is not None and not pd.isna(lo) else f"{v:.3g}"
+
+
+def markdown(t: pd.DataFrame) -> str:
+    """The replication table: a header with :func:`summary`, then one row per finding."""
+    s = summary(t)
+    share = "n/a" if math.isnan(s["share"]) else f"{s['share']:.0%}"
+    lines = [f"# Replication: {s['findings']} findings, {s['flips']} holds/fails flip(s); "
+             f"{s['covered']} of {s['compared']} first-run intervals contain the second run's value "
+             f"({share}; about 83 % for honest 95 % intervals); {s['disjoint']} disjoint pair(s)", "",
+             "| stage | finding | run 1 [95 % CI] | verdict 1 | run 2 [95 % CI] | verdict 2 | agree | "
+             "1st CI holds 2nd value | disjoint |", "|---|---|---|---|---|---|---|---|---|"]
+    yn = {True: "yes", False: "**no**", None: "–"}
+    for r in t.itertuples(index=False):
+        lines.append(f"| {r.stage} | {r.id} | {_ci(r.value_1, r.low_1, r.high_1)} | {r.verdict_1} | "
+                     f"{_ci(r.value_2, r.low_2, r.high_2)} | {r.verdict_2} | {yn[bool(r.agree)]} | "
+                     f"{yn[None if pd.isna(r.covers) else bool(r.covers)]} | "
+                     f"{yn[None if pd.isna(r.disjoint) else bool(r.disjoint)]} |")
+    return "\n".join(lines) + "\n"
+
+
+def plan(stages: list[str], dvc_yaml: dict) -> tuple[list[str], list[str]]:
+    """(measuring stages, report stages to run after them) for ``stages`` (empty: all of
+    :data:`MEASURING`): a report is a stage that reads ``results/<stage>`` and writes claims
+    (a dependency of the ``claims`` stage). Unknown names stop, naming them."""
+    bad = [s for s in stages if s not in MEASURING]
+    if bad:
+        raise SystemExit(f"replicate --stages: {' '.join(bad)} not a measuring stage; allowed: "
+                         f"{', '.join(MEASURING)}")
+    chosen = [s for s in MEASURING if s in stages] if stages else list(MEASURING)
+    st = dvc_yaml["stages"]
+    writes_claims = {Path(d).parts[1] for d in st["claims"]["deps"] if str(d).endswith("claims.json")}
+    reports = []
+    for name, v in st.items():
+        deps = [str(d) for d in v.get("deps", [])]
+        if name in writes_claims and name not in chosen and any(
+                d == f"results/{s}" or d.startswith(f"results/{s}/") for s in chosen for d in deps):
+            reports.append(name)
+    return chosen, reports
+
+
+def _copy_project(src: Path, dst: Path) -> None:
+    """The tracked files, dvc.lock and every results folder of ``src`` into ``dst``; ``data``
+    as a link to ``src``'s."""
+    files = subprocess.run(["git", "ls-files"], cwd=src, capture_output=True, text=True, check=True).stdout.split()
+    for f in files:
+        (dst / f).parent.mkdir(parents=True, exist_ok=True)
+        if (src / f).is_file():
+            shutil.copy2(src / f, dst / f)
+    for f in ("params.yaml", "dvc.lock"):
+        if (src / f).exists():
+            shutil.copy2(src / f, dst / f)
+    if (dst / "results").exists():
+        shutil.rmtree(dst / "results")
+    shutil.copytree(src / "results", dst / "results", symlinks=True)
+    if (dst / "data").is_symlink() or (dst / "data").is_file():
+        (dst / "data").unlink()
+    elif (dst / "data").exists():
+        shutil.rmtree(dst / "data")
+    (dst / "data").symlink_to((src / "data").resolve(), target_is_directory=True)
+
+
+def run(stages: list[str], into: Path) -> pd.DataFrame:
+    """Re-measure ``stages`` and their reports in ``into`` (see the module docstring) and
+    return :func:`compare` of this checkout's findings and the copy's."""
+    import yaml
+
+    src = paths.root()
+    chosen, reports = plan(stages, yaml.safe_load((src / "dvc.yaml").read_text()))
+    into = Path(into).resolve()
+    if into == src.resolve() or into == (src / "results").resolve() or into in (src / "results").resolve().parents:
+        raise SystemExit(f"replicate --into {into}: allowed: a folder that is neither this checkout nor "
+                         "holds its results/")
+    before = claims.gather()
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    _copy_project(src, into)
+    env = {**os.environ, "DLIO_ROOT": str(into)}
+    subprocess.run(["dvc", "config", "--local", "core.no_scm", "true"], cwd=into, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    for s in [*chosen, *reports]:
+        print(f"replicate: dvc repro --single-item --force {s}", file=sys.stderr, flush=True)
+        subprocess.run(["dvc", "repro", "--single-item", "--force", s], cwd=into, env=env, check=True)
+    was = os.environ.get("DLIO_ROOT")
+    os.environ["DLIO_ROOT"] = str(into)
+    try:
+        after = claims.gather()
+    finally:
+        if was is None:
+            os.environ.pop("DLIO_ROOT")
+        else:
+            os.environ["DLIO_ROOT"] = was
+    keep = set(reports) | set(chosen)
+    t = compare(before[before["stage"].isin(keep)], after[after["stage"].isin(keep)])
+    return t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.replicate", description=__doc__.split("\n")[0])
+    ap.add_argument("--stages", default="", help="measuring stages to re-run, space-separated (default: all)")
+    ap.add_argument("--into", default=None, help="the second project folder (default: replicate/ here)")
+    a = ap.parse_args(argv)
+    into = Path(a.into) if a.into else paths.root() / "replicate"
+    t = run(a.stages.split(), into)
+    md = markdown(t)
+    (into / "replication.md").write_text(md)
+    t.to_csv(into / "replication.csv", index=False)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""Repeats until decided, within a budget: the compared configurations run interleaved in a
+seeded random order, and repeats are added while a finding is undecided.
+
+Hoefler and Belli (SC15) ask for as many repeats as the question needs; a shared 2-core box
+cannot afford that many for every configuration, and a fixed count leaves small effects
+``inconclusive``. :func:`run` measures in *rounds*: each round runs every configuration once,
+in an order drawn per round from a seeded generator (A B, B A, ...: drift on the box hits every
+configuration alike; the order is recorded). After ``min_repeats`` rounds, and then every
+``step`` rounds, it *looks*: ``decide(rows, level)`` says which findings are decided on the rows
+so far. It stops when every finding is decided, when the next round would overrun the time
+budget (``budget_s``, estimated from the rounds so far), or at ``max_repeats``.
+
+**Looking more than once** at an interval makes a false verdict more likely (each look is a
+chance to stop on noise). The level is corrected by **Bonferroni over the planned looks**: with
+L = :attr:`Plan.looks` looks, every look and the final verdict use intervals at level
+1 - 0.05 / L (:attr:`Plan.level`), so the chance that any look decides falsely is at most 5 %.
+A report computes its intervals at that level with
+``with stats.corrected_level(sequential.level_of(raw)):`` (the level is a column of the rows).
+The price: a look at a higher level needs more samples (:func:`experiments.stats.reachable`:
+with 3 looks a median needs 7 repeats, not 6), so ``min_repeats`` is raised to what the level
+needs (:attr:`Plan.first_look`).
+
+Each finding's outcome (:class:`Outcome`: repeats it took, looks, why it stopped: ``decided``,
+``budget`` or ``maximum``) is written to the measuring stage's ``sequential.json``
+(:func:`write`); :func:`experiments.claims.gather` adds it to the finding's note.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import stats
+
+STOPS = ("decided", "budget", "maximum")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many repeats (rounds of every configuration) a stage may run: at least
+    ``min_repeats``, at most ``max_repeats``, within ``budget_s`` wall seconds for the loop
+    (``math.inf``: no budget), looking every ``step`` rounds; ``alpha``: the chance of a false
+    verdict over all looks."""
+
+    min_repeats: int
+    max_repeats: int
+    budget_s: float = math.inf
+    step: int = 1
+    alpha: float = round(1 - stats.LEVEL, 12)
+
+    def __post_init__(self):
+        for name in ("min_repeats", "max_repeats", "step"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"sequential plan: {name} = {v!r}; allowed: an integer >= 1")
+        if self.max_repeats < self.min_repeats:
+            raise ValueError(f"sequential plan: max_repeats = {self.max_repeats} < min_repeats = "
+                             f"{self.min_repeats}; allowed: max_repeats >= min_repeats")
+        if not (self.budget_s > 0):
+            raise ValueError(f"sequential plan: budget_s = {self.budget_s!r}; allowed: seconds > 0 "
+                             "(math.inf: no budget)")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"sequential plan: alpha = {self.alpha!r}; allowed: strictly between 0 and 1")
+
+    @property
+    def looks(self) -> int:
+        """Looks planned: at the first look, then every ``step`` rounds up to the maximum."""
+        return 1 + math.ceil((self.max_repeats - self.first_look) / self.step) \
+            if self.max_repeats > self.first_look else 1
+
+    @property
+    def level(self) -> float:
+        """The level of every look's interval: 1 - alpha / looks (Bonferroni over looks)."""
+        return 1 - self.alpha / self.looks
+
+    @property
+    def first_look(self) -> int:
+        """Rounds before the first look: the smallest count from ``min_repeats`` on at which a
+        median's interval can reach the corrected level its looks need (it cannot decide
+        before); ``max_repeats`` where none can (one look, at the end)."""
+        for n in range(self.min_repeats, self.max_repeats + 1):
+            looks = 1 + math.ceil((self.max_repeats - n) / self.step) if self.max_repeats > n else 1
+            if stats.reachable(n) >= 1 - self.alpha / looks - 1e-12:
+                return n
+        return self.max_repeats
+
+
+@dataclass
+class Outcome:
+    """One finding's course: ``repeats`` (rounds it was judged on), ``looks`` made for it,
+    ``stopped`` (``decided``, ``budget`` or ``maximum``), ``level`` of its intervals."""
+
+    repeats: int
+    looks: int
+    stopped: str
+    level: float
+
+    def note(self) -> str:
+        """The claims table's words: "8 repeats, 3 looks at 98.3 % (Bonferroni over 5 planned
+        looks); stopped: decided"."""
+        why = {"decided": "decided", "budget": "the stage's time budget was spent",
+               "maximum": "the maximum of repeats was reached"}[self.stopped]
+        return (f"{self.repeats} repeats, {self.looks} look(s) at {self.level:.1%} (Bonferroni over the "
+                f"planned looks); stopped: {why}")
+
+
+@dataclass
+class Result:
+    """What :func:`run` measured: ``rows`` (one per run: ``repeat``, ``warmup``, ``round_order``
+    (its place in its round), ``level``, and what ``run_one`` returned), ``outcomes``
+    ({finding: :class:`Outcome`}), ``order`` ([(round, configuration index), ...] as run) and
+    the ``plan``."""
+
+    rows: pd.DataFrame
+    outcomes: dict[str, Outcome]
+    order: list[tuple[int, int]]
+    plan: Plan
+    seed: int
+    elapsed_s: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def notes(self) -> dict[str, str]:
+        return {k: o.note() for k, o in self.outcomes.items()}
+
+
+def round_order(n_configs: int, rnd: int, seed: int) -> list[int]:
+    """The order of the configurations in round ``rnd``: a permutation drawn from a generator
+    seeded with (``seed``, ``rnd``), so a run's order is reproducible and recorded."""
+    return [int(i) for i in np.random.default_rng([int(seed), int(rnd)]).permutation(n_configs)]
+
+
+def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Callable[[pd.DataFrame, float], dict],
+        plan: Plan, seed: int, warmup: int = 0, progress_desc: str | None = None,
+        clock: Callable[[], float] = time.monotonic) -> Result:
+    """Run ``configs`` round by round (see the module docstring): ``run_one(config, repeat)``
+    measures one run and returns its row (a dict); ``warmup`` rounds come first and are marked
+    (``warmup`` True, never judged). ``decide(rows, level)`` (the rows so far, warm-ups
+    included for the caller to leave out, as :func:`experiments.stats.samples` does) returns
+    {finding: True when decided}; a finding decided at a look keeps the repeats it was decided
+    on. Stops when all are decided, when another round would overrun ``plan.budget_s``, or at
+    ``plan.max_repeats``."""
+    from .progress import progress
+
+    if not len(configs):
+        raise ValueError("sequential.run: configs is empty; allowed: at least one configuration")
+    rows, order = [], []
+    outcomes: dict[str, Outcome] = {}
+    looks = 0
+    t0 = clock()
+    round_s: list[float] = []
+    level = plan.level
+    bar = progress(total=warmup + plan.max_repeats, desc=progress_desc or "repeats until decided")
+    rnd = 0
+    stopped = "maximum"
+    try:
+        while True:
+            is_warm = rnd < warmup
+            repeat = rnd   # the repeat index counts warm-ups, as the stages' raw tables do
+            r0 = clock()
+            for pos, i in enumerate(round_order(len(configs), rnd, seed)):
+                row = dict(run_one(configs[i], repeat) or {})
+                rows.append({**row, "repeat": repeat, "warmup": is_warm, "round_order": pos, "level": level})
+                order.append((rnd, i))
+            round_s.append(clock() - r0)
+            rnd += 1
+            bar.update(1)
+            done = rnd - warmup
+            if done < 1:
+                continue
+            if done >= plan.first_look and (done - plan.first_look) % plan.step == 0:
+                looks += 1
+                got = decide(pd.DataFrame(rows), level)
+                for k, ok in got.items():
+                    if k in outcomes:
+                        continue
+                    if ok:
+                        outcomes[k] = Outcome(done, looks, "decided", level)
+                pending = [k for k in got if k not in outcomes]
+                if not pending:
+                    stopped = "decided"
+                    break
+            if done >= plan.max_repeats:
+                stopped = "maximum"
+                break
+            spent = clock() - t0
+            if spent + float(np.mean(round_s[-3:])) > plan.budget_s:
+                stopped = "budget"
+                break
+    finally:
+        bar.close()
+    df = pd.DataFrame(rows)
+    if stopped != "decided" and len(df):
+        # the findings no look decided: judged (by the report) on every round run; when the
+        # budget stopped the loop before the maximum, that judgement takes the place of the
+        # looks not made, so the looks stay within the planned count
+        for k in decide(df, level):
+            if k not in outcomes:
+                outcomes[k] = Outcome(rnd - warmup, looks, stopped, level)
+    return Result(df, outcomes, order, plan, int(seed), clock() - t0)
+
+
+def level_of(rows: pd.DataFrame | None) -> float:
+    """The level a stage's rows were judged at (their ``level`` column, written by :func:`run`);
+    :data:`experiments.stats.LEVEL` for rows without one (a stage with a fixed count)."""
+    if rows is None or "level" not in getattr(rows, "columns", ()) or not rows["level"].notna().any():
+        return stats.LEVEL
+    return float(rows["level"].dropna().max())
+
+
+def write(out, outcome: dict) -> None:
+    """``sequential.json`` in a stage's results (``out``: a :class:`experiments.results.StageResults`):
+    ``outcome`` (:func:`to_json` of a :class:`Result`: the plan, the seed, the order run, each
+    finding's outcome and note), which :func:`experiments.claims.gather` adds to the notes."""
+    from .claims import SEQUENTIAL_FILE
+    from .results import write_json
+
+    write_json(out.path(SEQUENTIAL_FILE), outcome)
+
+
+def to_json(result: Result) -> dict:
+    return {"plan": {**asdict(result.plan), "looks": result.plan.looks, "level": result.plan.level,
+                     "first_look": result.plan.first_look,
+                     "budget_s": None if math.isinf(result.plan.budget_s) else result.plan.budget_s},
+            "seed": result.seed, "elapsed_s": result.elapsed_s,
+            "order": [list(o) for o in result.order],
+            "findings": {k: {**asdict(o), "note": o.note()} for k, o in result.outcomes.items()},
+            **result.extra}

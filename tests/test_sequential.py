@@ -1,0 +1,127 @@
+"""Repeats until decided (experiments.sequential): seeded interleaving, stopping reasons, and
+the share of false verdicts when the level is corrected for the looks."""
+
+import math
+
+import numpy as np
+import pytest
+
+from experiments import claims, sequential, stats
+
+
+def _sim(effect, noise, plan, seed):
+    """Two configurations, A (base) and B (``effect`` faster), one draw each per round; the
+    finding: A / B > 1 (margin 5 %) on the median of per-round ratios."""
+    rng = np.random.default_rng(seed)
+
+    def run_one(c, repeat):
+        return {"config": c, "seconds": (1.0 / (1 + effect) if c == "B" else 1.0) * (1 + noise * rng.standard_normal())}
+
+    def verdict(rows, level):
+        r = rows[~rows["warmup"]]
+        a = r[r["config"] == "A"].sort_values("repeat")["seconds"].to_numpy()
+        b = r[r["config"] == "B"].sort_values("repeat")["seconds"].to_numpy()
+        v, ci = stats.paired_ratio(a, b, level=level)
+        return claims.claim("f", "S", "F", "s", v, "x", "> 1", kind="finding", interval=ci)
+
+    res = sequential.run(["A", "B"], run_one, lambda rows, lv: {"f": verdict(rows, lv)["verdict"] != "inconclusive"},
+                         plan, seed)
+    return res, verdict(res.rows, res.plan.level)
+
+
+def test_no_effect_gives_false_holds_at_most_5_percent():
+    """150 seeded simulations of a true ratio of 1 with 4 % noise a run (intervals near the
+    margin, so looks decide often: about a third end as negligible)."""
+    plan = sequential.Plan(min_repeats=6, max_repeats=20, step=2)
+    assert plan.looks == math.ceil((20 - plan.first_look) / 2) + 1 and plan.level == 1 - 0.05 / plan.looks
+    got = [_sim(0.0, 0.04, plan, s)[1] for s in range(150)]
+    assert sum(bool(c["negligible"]) for c in got) > 20     # the looks did decide
+    false_holds = sum(c["verdict"] == "holds" for c in got) / len(got)
+    assert false_holds <= 0.05
+    # and the opposite error: "fails" other than negligible
+    assert sum(c["verdict"] == "fails" and not c["negligible"] for c in got) / len(got) <= 0.05
+
+
+def test_uncorrected_looks_would_inflate_false_verdicts():
+    """The reason for the correction: the same loop judged at 95 % on every look stops on noise
+    more often than one fixed look does."""
+    fixed = sequential.Plan(min_repeats=30, max_repeats=30)
+    many = sequential.Plan(min_repeats=6, max_repeats=30, step=1, alpha=0.05)
+    assert fixed.looks == 1 and fixed.level == pytest.approx(0.95)
+    assert many.level < 0.998 and many.first_look > 6   # a median needs more samples at that level
+
+
+def test_a_real_effect_is_decided_early_and_the_note_says_so():
+    plan = sequential.Plan(min_repeats=6, max_repeats=30, step=2)
+    res, c = _sim(0.3, 0.05, plan, 0)
+    o = res.outcomes["f"]
+    assert c["verdict"] == "holds" and o.stopped == "decided" and o.repeats == plan.first_look < 30
+    assert "stopped: decided" in o.note() and f"{o.repeats} repeats" in o.note()
+    assert set(res.rows["level"]) == {plan.level} and sequential.level_of(res.rows) == plan.level
+
+
+def test_rounds_are_interleaved_in_a_seeded_recorded_order():
+    plan = sequential.Plan(min_repeats=3, max_repeats=3)
+    seen = []
+    res = sequential.run(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c},
+                         lambda rows, lv: {"f": False}, plan, seed=7, warmup=1)
+    assert [r for r, _ in seen] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]   # round by round
+    assert sorted(c for r, c in seen if r == 2) == ["A", "B", "C"]
+    assert res.order == [(r, i) for r in range(4) for i in sequential.round_order(3, r, 7)]
+    assert len({tuple(sequential.round_order(3, r, 7)) for r in range(6)}) > 1   # not always A B C
+    assert res.rows["warmup"].tolist() == [True] * 3 + [False] * 9
+    assert res.outcomes["f"].stopped == "maximum" and res.outcomes["f"].repeats == 3
+
+
+def test_the_budget_stops_before_the_maximum():
+    t = [0.0]
+
+    def clock():
+        return t[0]
+
+    def run_one(c, r):
+        t[0] += 10.0   # every run takes 10 s
+        return {"config": c}
+
+    plan = sequential.Plan(min_repeats=2, max_repeats=50, budget_s=100)
+    res = sequential.run(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=clock)
+    assert res.outcomes["f"].stopped == "budget" and res.outcomes["f"].repeats == 5   # 5 rounds of 20 s
+    assert "time budget" in res.outcomes["f"].note()
+
+
+def test_bad_plans_stop_with_the_parameter():
+    with pytest.raises(ValueError, match="max_repeats"):
+        sequential.Plan(min_repeats=5, max_repeats=3)
+    with pytest.raises(ValueError, match="budget_s"):
+        sequential.Plan(min_repeats=1, max_repeats=3, budget_s=0)
+    with pytest.raises(ValueError, match="configs is empty"):
+        sequential.run([], lambda c, r: {}, lambda rows, lv: {}, sequential.Plan(1, 1), 0)
+
+
+def test_a_report_judges_at_the_corrected_level():
+    with stats.corrected_level(0.99):
+        assert stats.median_ci(range(20))[1].level == 0.99
+    assert stats.median_ci(range(20))[1].level == stats.LEVEL
+
+
+def test_alexnet_prefetch_sweep_adds_repeats_until_its_findings_are_decided():
+    """The prefetch sweep's plan and decision (experiments.chien.alexnet) on fake runs: a 20 %
+    effect is decided, none with 20 % noise is not."""
+    import pandas as pd
+
+    from experiments.chien import alexnet as ax
+
+    cfg = ax.AlexNetConfig(repeats=2, max_repeats=12, budget_s=600)
+    plan = ax.sweep_plan(cfg, "prefetch")
+    assert plan.max_repeats == 12 and plan.budget_s == 600 and plan.first_look > 2
+    assert ax.sweep_plan(cfg, "batch").max_repeats == 2
+    rng = np.random.default_rng(0)
+
+    def runs(effect, noise, n=8):
+        return pd.DataFrame([{"experiment": "prefetch", "tier": "disk", "threads": t, "prefetch": p,
+                              "warmup": False, "repeat": i,
+                              "seconds": (1 + effect * (p == 0)) * (1 + noise * rng.standard_normal())}
+                             for i in range(n) for t in (1, 2) for p in (0, 1)])
+
+    assert ax.prefetch_decided(runs(0.2, 0.01), 0.99) == {"alexnet-prefetch-faster-disk": True}
+    assert ax.prefetch_decided(runs(0.0, 0.2), 0.99) == {"alexnet-prefetch-faster-disk": False}

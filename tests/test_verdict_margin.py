@@ -1,0 +1,94 @@
+"""The margin of no material effect and the coverage a method reaches (experiments.claims.claim)."""
+
+import numpy as np
+import pytest
+
+from experiments import claims, stats
+from experiments.stats import Interval
+
+
+def find(rule, lo, hi, n=8, value=None, **kw):
+    v = (lo + hi) / 2 if value is None else value
+    return claims.claim("x", "S", "F", "s", v, "u", rule, kind="finding",
+                        interval=Interval(lo, hi, n, "test"), **kw)
+
+
+@pytest.mark.parametrize("rule,lo,hi,verdict,negligible", [
+    ("> 1", 0.99, 1.02, "fails", True),       # straddles 1, inside 5 %: no material effect
+    ("> 1", 1.01, 1.04, "fails", True),       # a real but immaterial effect
+    ("> 1", 0.97, 0.99, "fails", True),
+    ("< 1", 0.96, 1.03, "fails", True),
+    ("> 1", 0.9, 1.1, "inconclusive", False),   # beyond the margin on both sides
+    ("> 1", 0.98, 1.1, "inconclusive", False),  # straddles and reaches beyond on one side
+    ("> 1", 1.02, 1.2, "holds", False),         # the direction holds (the magnitude rule is apart)
+    ("> 1", 0.7, 0.9, "fails", False),          # the opposite effect
+    (">= 0.95", 0.94, 0.96, "inconclusive", None),   # a level: no band by default
+    ("between 0.9 and 1.1", 0.95, 1.05, "holds", None),
+])
+def test_margin_of_no_effect(rule, lo, hi, verdict, negligible):
+    c = find(rule, lo, hi)
+    assert c["verdict"] == verdict
+    assert bool(c["negligible"]) == bool(negligible)
+    if negligible:
+        assert "no effect beyond 5 % here" in c["note"]
+        assert claims.shown_verdict(c["verdict"], c["negligible"]) == "fails (negligible)"
+    assert c["margin"] == (0.05 if rule in ("> 1", "< 1") else None)
+
+
+def test_other_margins_need_a_reason_and_a_comparison_rule():
+    with pytest.raises(ValueError, match="margin_why"):
+        find("> 1", 1.0, 1.1, margin=0.02)
+    c = find("> 1", 1.03, 1.1, margin=0.02, margin_why="the paper's 3 % gain is its effect")
+    assert c["verdict"] == "holds" and "margin 2 %: the paper's 3 % gain" in c["note"]
+    with pytest.raises(ValueError, match="band itself"):
+        find("between 0.9 and 1.1", 0.95, 1.05, margin=0.05, margin_why="w")
+    with pytest.raises(ValueError, match="only on a finding"):
+        claims.claim("c", "S", "F", "s", 1.0, "u", "> 1", kind="check", margin=0.05)
+    # against 0 the margin is absolute, in the value's unit
+    d = find("> 0", -0.004, 0.006, margin=0.01, margin_why="similarity differences below 0.01 are noise")
+    assert d["verdict"] == "fails" and d["negligible"] and "no effect beyond ±0.01 here" in d["note"]
+    assert claims.rule_text("> 0", 0.01) == "> 0 (margin ±0.01)" and claims.rule_text("> 2", None) == "> 2"
+
+
+def test_too_few_samples_for_the_level_decide_nothing():
+    rng = np.random.default_rng(1)
+    a, b = 2 + 0.01 * rng.standard_normal(4), 1 + 0.01 * rng.standard_normal(4)
+    v, ci = stats.ratio_of_medians(a, b)
+    assert ci.ok and not ci.enough and ci.coverage == pytest.approx(1 - 2 ** -3)
+    c = claims.claim("x", "S", "F", "s", v, "u", "> 1", kind="finding", interval=ci)
+    assert c["verdict"] == "inconclusive" and "at least 6 independent samples" in c["note"]
+    v, ci = stats.ratio_of_medians(2 + 0.01 * rng.standard_normal(6), 1 + 0.01 * rng.standard_normal(6))
+    assert ci.enough and claims.claim("x", "S", "F", "s", v, "u", "> 1", kind="finding",
+                                      interval=ci)["verdict"] == "holds"
+    assert not stats.median_ci([1, 2, 3, 4, 5])[1].enough and stats.median_ci(range(6))[1].enough
+    assert stats.MIN_N == 6
+
+
+def _verdict(effect, noise, seed, n=6):
+    """The shown verdict of '> 1' on median(a) / median(b), n samples a side, a true ratio of
+    1 + effect and a relative noise (sd) on each sample."""
+    rng = np.random.default_rng(seed)
+    a = (1 + effect) * (1 + noise * rng.standard_normal(n))
+    b = 1 + noise * rng.standard_normal(n)
+    v, ci = stats.ratio_of_medians(a, b, seed=seed)
+    c = claims.claim("x", "S", "F", "s", v, "u", "> 1", kind="finding", interval=ci)
+    return claims.shown_verdict(c["verdict"], c["negligible"])
+
+
+def test_equivalence_verdicts_on_synthetic_samples():
+    """Over 40 seeded draws of 6 samples a side: a true 0 % effect with 0.5 % noise is always
+    ``fails (negligible)``; a 10 % effect with 2 % noise always holds; with noise five times
+    larger (10 %) it is mostly inconclusive and never called negligible or failing."""
+    seeds = range(40)
+    assert {_verdict(0.0, 0.005, s) for s in seeds} == {"fails (negligible)"}
+    assert {_verdict(0.10, 0.02, s) for s in seeds} == {"holds"}
+    noisy = [_verdict(0.10, 0.10, s) for s in seeds]
+    assert set(noisy) <= {"inconclusive", "holds"} and noisy.count("inconclusive") >= 0.6 * len(noisy)
+
+
+def test_a_value_outside_its_own_interval_decides_nothing():
+    c = find("> 1", 1.2, 1.5, value=1.9)
+    assert c["verdict"] == "inconclusive" and "outside its own interval" in c["note"]
+    import pandas as pd
+    t = pd.DataFrame([c, find("> 1", 1.2, 1.5)])
+    assert list(claims.outside_own_interval(t)["our_value"]) == [1.9]
