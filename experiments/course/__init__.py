@@ -36,7 +36,7 @@ LABS: tuple[Lab, ...] = (
     Lab("lab03-prefetch", "prefetch and overlap", "io_share", "0.5"),
     Lab("lab04-burst-buffer", "checkpoints and the burst buffer", "burst_speedup", "2.6"),
     Lab("lab05-shuffling", "shuffling (DeepIO)", "rl_drop", "16.0"),
-    Lab("lab06-formats-lmdb", "formats and LMDB", "ratio_cold", "1.0"),
+    Lab("lab06-formats-lmdb", "formats: a record file against one file per image", "ratio_cold", "1.0"),
     Lab("lab07-tracing", "tracing", "similarity", "0.95"),
     Lab("lab08-accelerators", "emulated accelerators", "max_accelerators", "8"),
 )
