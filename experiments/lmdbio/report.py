@@ -46,7 +46,7 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
                             capsize=2, **kw)
             row[2].plot(g["P"], g["cs_per_proc"], **kw)   # all switches, as the claim judges them
         for ax, yl in zip(row, ("total read time, s (median)", "speed-up over (a) LMDB, x",
-                                "context switches per process\n(voluntary + involuntary)")):
+                                "context switches\nper process")):
             ax.set_xscale("log", base=2)
             ps = sorted(d["P"].unique())
             ax.set_xticks(ps, [str(p) for p in ps])
@@ -54,7 +54,7 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
             ax.set_ylabel(yl)
         row[0].set_title(f"{ds}: (a) total read time")
         row[1].set_title(f"{ds}: (b) factor of improvement")
-        row[2].set_title(f"{ds}: context switches")
+        row[2].set_title(f"{ds}: (c) all context switches")   # voluntary + involuntary
         row[1].axhline(1, color="0.4", lw=1, ls="--")
     style.legend_beside(axes[0][-1], axes=[axes[0][0]], fontsize=7)   # beside: never over the data
     fig.suptitle(f"LMDBIO read strategies on tier {tier} (cf. Fig 2)")
