@@ -52,9 +52,10 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
             ax.set_xticks(ps, [str(p) for p in ps])
             ax.set_xlabel("processes P")
             ax.set_ylabel(yl)
-        row[0].set_title(f"{ds}: (a) total read time")
-        row[1].set_title(f"{ds}: (b) factor of improvement")
-        row[2].set_title(f"{ds}: (c) all context switches")   # voluntary + involuntary
+        # short titles: one wider than its panel reaches over its neighbours' tick labels
+        row[0].set_title(f"{ds}: (a) read time")
+        row[1].set_title(f"{ds}: (b) speed-up")
+        row[2].set_title(f"{ds}: (c) switches")   # voluntary + involuntary context switches
         row[1].axhline(1, color="0.4", lw=1, ls="--")
     style.legend_beside(axes[0][-1], axes=[axes[0][0]], fontsize=7)   # beside: never over the data
     fig.suptitle(f"LMDBIO read strategies on tier {tier} (cf. Fig 2)")
