@@ -188,7 +188,8 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
                 stopped = "maximum"
                 break
             spent = clock() - t0
-            if spent + float(np.mean(round_s[-3:])) > plan.budget_s:
+            # the minimum is kept whatever the budget: a stage's fixed count is its floor
+            if done >= plan.min_repeats and spent + float(np.mean(round_s[-3:])) > plan.budget_s:
                 stopped = "budget"
                 break
     finally:

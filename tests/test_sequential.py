@@ -148,3 +148,15 @@ def test_decided_counts_the_findings_with_a_value():
           claim("c", "", "", "", float("nan"), "x", "> 1", kind="finding", why_not="not here"),
           claim("d", "", "", "", 2.0, "x", "> 1", kind="check")]
     assert sequential.decided(cs) == {"a": True, "b": False}
+
+
+def test_the_budget_never_cuts_below_the_minimum():
+    t = [0.0]
+
+    def run_one(c, r):
+        t[0] += 30.0   # one round (60 s) is already over the budget
+        return {"config": c}
+
+    plan = sequential.Plan(min_repeats=3, max_repeats=10, budget_s=50)
+    res = sequential.run(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=lambda: t[0])
+    assert res.outcomes["f"].stopped == "budget" and res.rows["repeat"].max() == 2   # 3 rounds
