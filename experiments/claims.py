@@ -380,6 +380,17 @@ def cold_run(env: dict, tier: str) -> dict:
             "memory_backed": bool(c.get("memory_backed"))}
 
 
+def scale_had(env: dict) -> str:
+    """What a multi-process stage's run reached, from its env.json's ``scale`` (``procs_max``,
+    ``nodes_max``, ``allocation_nodes``): the words a scale claim's ``why_not`` gives beside
+    the processes it needs."""
+    s = env.get("scale") or {}
+    if not s:
+        return "this run recorded no scale (env.json has no 'scale')"
+    return (f"this run had at most {s.get('procs_max', '?')} processes over {s.get('nodes_max', '?')} "
+            f"node(s), in an allocation of {s.get('allocation_nodes', '?')} node(s)")
+
+
 def gather(stages: list[str] | None = None) -> pd.DataFrame:
     """Every ``results/*/claims.json`` (or those of ``stages``) as one table, with the stage."""
     root = paths.results_dir()

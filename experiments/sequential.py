@@ -188,7 +188,8 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
                 stopped = "maximum"
                 break
             spent = clock() - t0
-            if spent + float(np.mean(round_s[-3:])) > plan.budget_s:
+            # the minimum is kept whatever the budget: a stage's fixed count is its floor
+            if done >= plan.min_repeats and spent + float(np.mean(round_s[-3:])) > plan.budget_s:
                 stopped = "budget"
                 break
     finally:
@@ -230,3 +231,20 @@ def to_json(result: Result) -> dict:
             "order": [list(o) for o in result.order],
             "findings": {k: {**asdict(o), "note": o.note()} for k, o in result.outcomes.items()},
             **result.extra}
+
+
+def plan_for(repeats: int, max_repeats: int | None, budget_s: float | None, step: int = 1) -> Plan:
+    """A stage's :class:`Plan` from its parameters: at least ``repeats``; ``max_repeats`` None
+    (or not above ``repeats``) is a fixed count of ``repeats`` (one look, at the end);
+    ``budget_s`` None is no budget; a look every ``step`` rounds."""
+    if not max_repeats or max_repeats <= repeats:
+        return Plan(repeats, repeats)
+    return Plan(repeats, max_repeats, math.inf if budget_s is None else float(budget_s), step)
+
+
+def decided(claim_list: list[dict]) -> dict[str, bool]:
+    """{finding id: decided} for the findings of ``claim_list`` (a report's claims on the rows
+    so far) that have a value: decided when the verdict is not ``inconclusive``. What a stage's
+    ``decide`` returns when it judges its findings with the report's own functions."""
+    return {c["id"]: c["verdict"] != "inconclusive" for c in claim_list
+            if c.get("kind") == "finding" and c.get("verdict") != "not measured"}

@@ -169,3 +169,87 @@ def test_report_claims_compute_verdicts():
     # without the loader's repeats: no interval, so no bandwidth finding holds or fails on its point
     point = deepio_report.claims(rl, curves, loader, "disk", env, fio)
     assert {x["verdict"] for x in point if "opp_faster" in x["id"]} == {"inconclusive"}
+
+
+def _loader_rows(repeats, effect, noise, seed=0):
+    """Loader runs on a disk tier, R = 0.5, 0.25, P = 1, 2: opportunistic ``effect`` times the
+    ordered MB/s (1: no effect), relative ``noise``."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([
+        {"tier": "disk", "memory_backed": False, "mode": m, "R": r, "P": p, "nodes": 1, "repeat": i,
+         "warmup": False, "MBps": 100.0 * (effect if m == "opportunistic" else 1) * float(rng.normal(1, noise)),
+         "requests": 10, "RL_percent": 90.0, "samples": 64}
+        for m in ("ordered", "opportunistic") for r in (0.5, 0.25) for p in (1, 2) for i in range(repeats)])
+
+
+def test_loader_decided_judges_like_the_report():
+    level = 1 - 0.05 / 3
+    clear = deepio.loader_decided(_loader_rows(8, 3.0, 0.02), level)
+    # the report's bandwidth findings: one per R at the largest P, and every P on the tier
+    assert set(clear) == {"deepio_fig10_opp_faster_R0.25", "deepio_fig10_opp_faster_R0.5",
+                          "deepio_opp_faster_every_p_disk"} and all(clear.values()), clear
+    noise = deepio.loader_decided(_loader_rows(4, 1.0, 0.2), level)
+    assert set(noise) == set(clear) and not any(noise.values()), noise
+    # the report's own rows, at the level of the rows (the level column): the same verdicts
+    rows = _loader_rows(8, 3.0, 0.02).assign(level=level)
+    c = {x["id"]: x for x in deepio_report.loader_claims(deepio.summarize_loader(rows), "disk", raw=rows)}
+    assert all(c[k]["holds"] for k in clear)
+    rl = deepio.rl_table(100, [1], 0, {})
+    curves = pd.DataFrame([{"figure": "fig7", "k": 1, "R": None, "P": None, "train_seed": 0, "epoch": 1,
+                            "val_accuracy": 0.9, "RL_percent": 100}])
+    full = {x["id"]: x for x in deepio_report.claims(rl, curves, deepio.summarize_loader(rows), "disk", raw=rows)}
+    assert full["deepio_opp_faster_every_p_disk"]["ci_coverage"] >= level - 1e-9
+
+
+def test_measure_loader_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(1)
+
+    class Pools:
+        def __init__(self, module):
+            pass
+
+        def get(self, p, n=1):
+            return None
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(deepio, "pack", lambda m, dest: pd.DataFrame({"offset": [0, 10], "bytes": [10, 10]}))
+    monkeypatch.setattr(deepio, "prepare", lambda t: SimpleNamespace(memory_backed=False))
+    monkeypatch.setattr(deepio.cache, "evict", lambda *a, **k: "none")
+    monkeypatch.setattr(deepio.launcher, "Pools", Pools)
+    effect = {"x": 1.0}
+    monkeypatch.setattr(deepio, "run_loader", lambda path, index, mode, p, r, chunk, seed, nodes=1, pool=None: {
+        "seconds": 1.0, "bytes": 20, "requests": 2, "RL_percent": 90.0, "served": 2,
+        "MBps": 100.0 * (effect["x"] if mode == "opportunistic" else 1) * float(rng.normal(1, 0.3 if effect["x"] == 1 else 0.01))})
+    t = SimpleNamespace(name="disk", dir=tmp_path)
+    staged = {"disk": pd.DataFrame({"abspath": ["a", "b"], "bytes": [10, 10]})}
+    cfg = deepio.DeepIOConfig(ratios=[0.5], procs=[1, 2], repeats=2, max_repeats=5)
+    raw, facts = deepio.measure_loader(staged, [t], cfg, seed=2)
+    assert {"level", "repeat", "round_order", "warmup"} <= set(raw)
+    assert raw["repeat"].max() == 4 and len(raw) == 5 * 4   # no effect: undecided up to the maximum
+    seq = raw.attrs["sequential"]
+    assert {f["stopped"] for f in seq["findings"].values()} == {"maximum"} and len(seq["order"]) == len(raw)
+    assert facts["scale"] == {"procs_max": 2, "nodes_max": 1, "allocation_nodes": 1}
+    # a clear effect stops at the first look (7 rounds of at least 6, up to 9, a look every 4)
+    effect["x"] = 3.0
+    raw, _ = deepio.measure_loader(staged, [t], cfg.model_copy(update={"repeats": 6, "max_repeats": 9}), seed=2)
+    seq = raw.attrs["sequential"]
+    assert seq["plan"]["first_look"] == 7 and raw["repeat"].max() == 6
+    assert {f["stopped"] for f in seq["findings"].values()} == {"decided"}
+    assert (raw["level"] == seq["plan"]["level"]).all() and seq["plan"]["level"] > 0.95
+
+
+def test_beegfs_rows_say_the_nodes_they_need_and_had():
+    rl = deepio.rl_table(100, [1], 0, {})
+    curves = pd.DataFrame(columns=["figure", "k", "R", "P", "train_seed", "epoch", "val_accuracy", "RL_percent"])
+    loader = deepio.summarize_loader(_loader_rows(6, 3.0, 0.02))
+    env = {"scale": {"procs_max": 8, "nodes_max": 1, "allocation_nodes": 1}}
+    c = {x["id"]: x for x in deepio_report.claims(rl, curves, loader, "disk", env)}
+    for size in ("small", "large"):
+        note = c[f"deepio_beegfs_{size}_dataset_MBps"]["note"]
+        assert c[f"deepio_beegfs_{size}_dataset_MBps"]["verdict"] == "not measured"
+        assert "16 nodes" in note and "at most 8 processes over 1 node(s)" in note, note
+        assert "allocation of 1 node(s)" in note and "salloc -N 16" in note

@@ -188,3 +188,104 @@ def test_measure_records_processes_residency_and_the_hand_over_check(tmp_path):
     # the runs' launcher and scale, for env.json
     assert (raw["nodes"] == 1).all() and facts["launcher"]["launcher"] in ("mpiexec", "srun")
     assert facts["launcher"]["mpi"]["library"] and facts["scale"]["procs_max"] == 2
+
+
+def _steps_rows(repeats, effect, noise, seed=0):
+    """Runs of the five strategies at P = 1, 2 on one disk tier: each step ``effect`` times
+    faster than the one before (1: no effect), seconds with relative ``noise``."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k, s in enumerate(lmdbio.STRATEGIES):
+        for p in (1, 2):
+            for i in range(repeats):
+                f = float(rng.normal(1, noise))
+                sec = 4.0 / effect ** k * f
+                rows.append({"tier": "disk", "memory_backed": False, "dataset": "cifar", "strategy": s,
+                             "P": p, "nodes": 1, "repeat": i, "warmup": False, "seconds": sec,
+                             "MBps": 1.0 / sec, "cs_per_proc": (100 / effect ** min(k, 1)) * f,
+                             "cs_vol_per_proc": 90 * f, "cs_invol_per_proc": 10.0})
+    return pd.DataFrame(rows)
+
+
+def test_decide_judges_like_the_report_a_clear_effect_decides_noise_at_few_repeats_does_not():
+    env = {"cpu": {"count": 2}, "handover": "spin", "params": {"lmdbio": {"ranks_per_node": 2}}}
+    level = 1 - 0.05 / 3
+    clear = lmdbio.decide(_steps_rows(8, 2.0, 0.01), level, env)
+    # the report's findings with a value: the switches, the four steps, stag over every P
+    assert len(clear) == 6 and all(clear.values()), clear
+    noise = lmdbio.decide(_steps_rows(4, 1.0, 0.2), level, env)
+    assert set(noise) == set(clear) and not any(noise.values()), noise
+    # the report judges rows at their level: 4 noisy repeats cannot reach 98.3 %, 8 can
+    rows = _steps_rows(8, 2.0, 0.01).assign(level=level)
+    c = {x["id"]: x for x in lmdbio_report.claims(lmdbio.summarize(rows), "disk", env, raw=rows)}
+    assert all(c[k]["holds"] for k in clear)   # the stag row: direction only (16x, not 77x)
+    assert c["lmdbio_lmm_faster_than_lmdb_cifar"]["ci_coverage"] >= level - 1e-9
+
+
+def _fake_measure(monkeypatch, seconds_of):
+    """lmdbio.measure with its database, eviction and ranks faked: each run's per-process rows
+    from ``seconds_of(strategy, P)``."""
+    import pandas as pd
+    from types import SimpleNamespace
+
+    class Pools:
+        def __init__(self, module):
+            self.sizes = []
+
+        def get(self, p, n=1):
+            return None
+
+        def close(self):
+            pass
+
+    def run(dest, prov, strategy, p, cfg, size, nodes=1, verify=False, pool=None):
+        sec = seconds_of(strategy, p)
+        return pd.DataFrame([{"proc": q, "node": 0, "reader": q == 0, "bytes": 1000, "t0": 0.0, "t1": sec,
+                              "context_switches": 10, "cs_voluntary": 9, "cs_involuntary": 1, "records": 4}
+                             for q in range(p)])
+
+    monkeypatch.setattr(lmdbio, "run", run)
+    monkeypatch.setattr(lmdbio, "build", lambda *a, **k: pd.DataFrame({"offset": [0], "bytes": [1]}))
+    monkeypatch.setattr(lmdbio, "require_room", lambda *a, **k: None)
+    monkeypatch.setattr(lmdbio, "prepare", lambda t: SimpleNamespace(memory_backed=False))
+    monkeypatch.setattr(lmdbio.cache, "evict", lambda *a, **k: SimpleNamespace(resident_fraction=0.0))
+    monkeypatch.setattr(lmdbio.launcher, "Pools", Pools)
+
+
+def test_measure_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):
+    import numpy as np
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(0)
+    _fake_measure(monkeypatch, lambda s, p: float(rng.uniform(1, 2)))   # no effect, much noise
+    t = SimpleNamespace(name="disk", dir=tmp_path)
+    cfg = _cfg(procs=[1, 2], strategies=["lmdb", "lmm"], repeats=2, max_repeats=5, handover_check=False)
+    raw, facts = lmdbio.measure([t], cfg, seed=3)
+    assert {"level", "repeat", "round_order", "warmup"} <= set(raw)
+    assert raw["repeat"].max() == 4 and len(raw) == 5 * 4   # undecided: every round up to the maximum
+    seq = raw.attrs["sequential"]
+    assert seq["plan"]["max_repeats"] == 5 and len(seq["order"]) == len(raw)
+    assert {f["stopped"] for f in seq["findings"].values()} == {"maximum"}
+    # rounds: every configuration once, in a seeded order that differs between rounds
+    orders = [tuple(g["strategy"] + g["P"].astype(str)) for _, g in raw.groupby("repeat", sort=True)]
+    assert all(len(set(o)) == 4 for o in orders) and len(set(orders)) > 1
+    assert (raw["level"] == seq["plan"]["level"]).all() and seq["plan"]["level"] < 0.95 + 0.05
+    assert len(facts["processes"]) == raw["P"].sum() and facts["scale"]["procs_max"] == 2
+    # a fixed count (max_repeats None): exactly repeats rounds, at 95 %
+    raw2, _ = lmdbio.measure([t], cfg.model_copy(update={"max_repeats": None}), seed=3)
+    assert raw2["repeat"].max() == 1 and (raw2["level"] == 0.95).all()
+
+
+def test_scale_rows_say_the_processes_they_need_and_had():
+    rows = _steps_rows(6, 2.0, 0.01)
+    env = {"cpu": {"count": 2}, "scale": {"procs_max": 8, "nodes_max": 1, "allocation_nodes": 1}}
+    c = {x["id"]: x for x in lmdbio_report.claims(lmdbio.summarize(rows), "disk", env, raw=rows)}
+    for k in ("lmdbio_caffe_660x_from_ideal_scaling", "lmdbio_read_90pct_of_training"):
+        note = c[k]["note"]
+        assert c[k]["verdict"] == "not measured"
+        assert "9,216 processes" in note and "at most 8 processes over 1 node(s)" in note, note
+        assert "allocation of 1 node(s)" in note and "9,208 more than here" in note
+        assert "training" in note and "lmdbio.procs" in note

@@ -125,3 +125,38 @@ def test_alexnet_prefetch_sweep_adds_repeats_until_its_findings_are_decided():
 
     assert ax.prefetch_decided(runs(0.2, 0.01), 0.99) == {"alexnet-prefetch-faster-disk": True}
     assert ax.prefetch_decided(runs(0.0, 0.2), 0.99) == {"alexnet-prefetch-faster-disk": False}
+
+
+def test_plan_for_a_stage_fixed_count_or_rounds_until_decided():
+    import math
+
+    fixed = sequential.plan_for(6, None, 150)
+    assert (fixed.min_repeats, fixed.max_repeats, fixed.looks, fixed.level) == (6, 6, 1, pytest.approx(0.95))
+    assert sequential.plan_for(6, 4, None).max_repeats == 6   # a maximum below the minimum: fixed
+    p = sequential.plan_for(6, 18, 150, step=4)
+    assert (p.max_repeats, p.budget_s, p.step, p.first_look, p.looks) == (18, 150.0, 4, 8, 4)
+    assert sequential.plan_for(6, 12, None, step=4).budget_s == math.inf
+
+
+def test_decided_counts_the_findings_with_a_value():
+    from experiments.claims import claim
+    from experiments.stats import Interval
+
+    iv = lambda lo, hi: Interval(lo, hi, 8, "ratio of medians, bootstrap")  # noqa: E731
+    cs = [claim("a", "", "", "", 2.0, "x", "> 1", kind="finding", interval=iv(1.5, 2.5)),
+          claim("b", "", "", "", 1.0, "x", "> 1", kind="finding", interval=iv(0.8, 1.3)),
+          claim("c", "", "", "", float("nan"), "x", "> 1", kind="finding", why_not="not here"),
+          claim("d", "", "", "", 2.0, "x", "> 1", kind="check")]
+    assert sequential.decided(cs) == {"a": True, "b": False}
+
+
+def test_the_budget_never_cuts_below_the_minimum():
+    t = [0.0]
+
+    def run_one(c, r):
+        t[0] += 30.0   # one round (60 s) is already over the budget
+        return {"config": c}
+
+    plan = sequential.Plan(min_repeats=3, max_repeats=10, budget_s=50)
+    res = sequential.run(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=lambda: t[0])
+    assert res.outcomes["f"].stopped == "budget" and res.rows["repeat"].max() == 2   # 3 rounds

@@ -51,7 +51,13 @@ class DeepIOConfig(Section):
     train_seeds: int = Field(2, ge=1, le=20, description="training repeats (seeds) per order")
     chunk_samples: int = Field(64, ge=1, le=1_000_000, description="samples per sequential refill")
     loader_samples: int = Field(1024, ge=1, le=10_000_000, description="JPEGs used by the loader")
-    repeats: int = Field(2, ge=1, le=50)
+    repeats: int = Field(2, ge=1, le=50, description="loader rounds (every configuration once a "
+                         "round): the minimum")
+    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the loader may add "
+                                    "while a bandwidth finding is undecided (experiments.sequential); "
+                                    "null = repeats")
+    budget_s: float | None = Field(None, gt=0, description="wall seconds the loader's rounds may "
+                                   "take when adding repeats; null = no budget")
     eviction: EvictionMethod = "auto"
     nodes: launcher.NodeCounts = Field(
         [1], min_length=1, description="node counts each loader run is spread over (srun "
@@ -234,36 +240,74 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
             "served": sum(len(x["order"]) for x in parts)}
 
 
+# A look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so the
+# first look comes early (default: 6 to 18 rounds, looks at 8, 12, 16, 18 at 98.75 %)
+LOOK_EVERY = 4
+
+
+def loader_decided(rows: pd.DataFrame, level: float) -> dict[str, bool]:
+    """{finding id: decided} for the loader's bandwidth findings on the runs so far (``rows``:
+    :func:`measure_loader`'s rows), judged at ``level`` by the report's own computation
+    (:func:`experiments.deepio.report.loader_claims` on :func:`summarize_loader` of the rows,
+    on the tier the report judges: :func:`experiments.deepio.report.storage_tier`)."""
+    from .. import sequential, stats
+    from . import report
+
+    rows = rows[~rows["warmup"].astype(bool)] if "warmup" in rows else rows
+    if not len(rows):
+        return {}
+    loader = summarize_loader(rows)
+    tier = report.storage_tier(loader, set(rows.loc[rows["memory_backed"].astype(bool), "tier"]))
+    with stats.corrected_level(level):
+        return sequential.decided(report.loader_claims(loader, tier, raw=rows))
+
+
 def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
                    seed: int) -> tuple[pd.DataFrame, dict]:
     """Ordered vs opportunistic read bandwidth for each tier, R, P and node count of ``nodes``
-    (at most P); cache evicted before each run. Facts: eviction, the launcher (env.json) and
-    the scale reached (``scale``: most ranks and nodes of a run). ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
+    (at most P); cache evicted before each run. The configurations run in rounds (each once
+    per round, in a seeded random order: :func:`experiments.sequential.run`): at least
+    ``repeats`` rounds, more while a bandwidth finding is undecided (:func:`loader_decided`),
+    up to ``max_repeats`` within ``budget_s``. One row per run (``repeat``, ``round_order``,
+    ``level``: the level its findings are judged at); the course of the repeats is
+    ``raw.attrs["sequential"]`` (for ``sequential.json``). Facts: eviction, the launcher
+    (env.json) and the scale reached (``scale``: most ranks and nodes of a run).
+    ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
+    from .. import sequential
+
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
-    runs, packs, evictions = [], {}, {}
+    packs, evictions = {}, {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
     for t in tiers:
         m = staged[t.name].iloc[:cfg.loader_samples]
         dest = t.dir / "deepio-pack"
         packs[t.name] = (dest / "samples.bin", pack(m, dest))
-    plan = [(t.name, mode, r, p, i, n) for t in tiers for mode in ("ordered", "opportunistic")
-            for r in cfg.ratios for p in cfg.procs for i in range(cfg.repeats)
-            for n in node_counts if n <= p]
+    configs = [(t.name, mode, r, p, n) for t in tiers for mode in ("ordered", "opportunistic")
+               for r in cfg.ratios for p in cfg.procs for n in node_counts if n <= p]
     pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
-    for tier, mode, r, p, i, n in progress(plan, desc="deepio: loader runs"):
+
+    def run_one(c, i):
+        tier, mode, r, p, n = c
         path, index = packs[tier]
         evictions[tier] = cache.evict([path], cfg.eviction, label=tier)
         res = run_loader(path, index, mode, p, r, cfg.chunk_samples, seed, nodes=n,
                          pool=pools.get(p, n))
-        runs.append({"tier": tier, "memory_backed": mem[tier], "mode": mode, "R": r, "P": p,
-                     "nodes": n, "repeat": i,
-                     "samples": len(index), "eviction": evictions[tier], **res})
-    pools.close()
-    return pd.DataFrame(runs), {"eviction": evictions,
-                                "launcher": launcher.record(node_counts),
-                                "scale": {"procs_max": max(x[3] for x in plan),
-                                          "nodes_max": max(x[5] for x in plan),
-                                          "allocation_nodes": launcher.allocation_nodes()}}
+        return {"tier": tier, "memory_backed": mem[tier], "mode": mode, "R": r, "P": p,
+                "nodes": n, "samples": len(index), "eviction": evictions[tier], **res}
+
+    try:
+        res = sequential.run(configs, run_one, loader_decided,
+                             sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
+                             seed, progress_desc="deepio: loader rounds")
+    finally:
+        pools.close()
+    raw = res.rows
+    raw.attrs["sequential"] = sequential.to_json(res)
+    return raw, {"eviction": evictions,
+                 "launcher": launcher.record(node_counts),
+                 "scale": {"procs_max": max(c[3] for c in configs),
+                           "nodes_max": max(c[4] for c in configs),
+                           "allocation_nodes": launcher.allocation_nodes()}}
 
 
 def summarize_loader(raw: pd.DataFrame) -> pd.DataFrame:

@@ -87,7 +87,13 @@ class LMDBIOConfig(Section):
         "the allocation stops before any work")
     strategies: list[str] = Field(list(STRATEGIES), min_length=1)
     map_size_mib: int = Field(1024, ge=1, le=1 << 22)
-    repeats: int = Field(1, ge=1, le=50)
+    repeats: int = Field(1, ge=1, le=50, description="rounds (every configuration once a round): "
+                         "the minimum")
+    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may add "
+                                    "while a finding is undecided (experiments.sequential); "
+                                    "null = repeats")
+    budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take "
+                                   "when adding repeats; null = no budget")
     eviction: EvictionMethod = "auto"
     handover_check: bool = Field(
         True, description="also run (b) LMM with both hand-overs (spin, sleep) at every P on the "
@@ -260,11 +266,49 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+# A look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so the
+# first look comes early (default: 6 to 12 rounds, looks at 7, 11, 12 at 98.3 %)
+LOOK_EVERY = 4
+
+
+def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict[str, bool]:
+    """{finding id: decided} for LMDBIO's findings on the runs so far (``rows``: :func:`measure`'s
+    rows), judged at ``level`` by the report's own computation (:func:`experiments.lmdbio.report.claims`
+    on :func:`summarize` of the rows, on the tier the report judges). ``env``: what the report
+    reads from env.json (``cpu``: the cores that pick the P of the step findings; ``handover``;
+    ``params.lmdbio.ranks_per_node``): :func:`judging_env`."""
+    from .. import sequential, stats
+    from . import report
+
+    rows = rows[~rows["warmup"].astype(bool)] if "warmup" in rows else rows
+    if not len(rows):
+        return {}
+    with stats.corrected_level(level):
+        return sequential.decided(report.claims(summarize(rows), report.storage_tier(rows), env,
+                                                raw=rows.assign(level=level)))
+
+
+def judging_env(cfg: LMDBIOConfig) -> dict:
+    """The part of env.json the report's claims read, for :func:`decide` while measuring: this
+    process's usable cores (as :func:`experiments.envinfo.capture` records them), the hand-over
+    and the ranks per node."""
+    return {"cpu": {"count": os.cpu_count(), "affinity": len(os.sched_getaffinity(0))},
+            "handover": cfg.handover,
+            "params": {"lmdbio": {"ranks_per_node": cfg.ranks_per_node, "handover": cfg.handover}}}
+
+
 def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
-    """Build each data set's LMDB on each tier, then every (strategy, P) ``repeats`` times on
-    each node count of ``nodes`` (at most P), the cache evicted before each run. One row per
-    run: total seconds, MB/s, context switches. Facts: the launcher (env.json) and the scale
-    reached (``scale``: most processes and nodes of a run)."""
+    """Build each data set's LMDB on each tier, then run every (tier, data set, strategy, P,
+    node count of ``nodes`` (at most P)) in rounds (each once per round, in a seeded random
+    order: :func:`experiments.sequential.run`), the cache evicted before each run: at least
+    ``repeats`` rounds, more while a finding is undecided (:func:`decide`), up to
+    ``max_repeats`` within ``budget_s``. One row per run: total seconds, MB/s, context
+    switches, ``repeat``, ``round_order``, ``level`` (the level its findings are judged at);
+    the course of the repeats is ``raw.attrs["sequential"]`` (for ``sequential.json``). Facts:
+    the launcher (env.json), the scale reached (``scale``: most processes and nodes of a run),
+    one row per process of every run (``processes``) and the hand-over check."""
+    from .. import sequential
+
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     dbs = {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
@@ -276,38 +320,51 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
             dest = t.dir / f"lmdbio-{d.name}"
             dbs[(t.name, d.name)] = (dest, build(dest, d.records, d.record_bytes,
                                                  cfg.map_size_mib << 20, seed), d.record_bytes)
-    plan = [(t.name, d.name, s, p, i, n) for t in tiers for d in cfg.datasets
-            for s in cfg.strategies for p in cfg.procs for i in range(cfg.repeats)
-            for n in node_counts if n <= p]
-    rows, procs, evictions = [], [], {}
+    configs = [(t.name, d.name, s, p, n) for t in tiers for d in cfg.datasets
+               for s in cfg.strategies for p in cfg.procs for n in node_counts if n <= p]
+    procs, evictions = [], {}
     pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
-    for run_id, (tier, ds, strategy, p, i, n) in enumerate(progress(plan, desc="lmdbio runs")):
+
+    def run_one(c, i):
+        tier, ds, strategy, p, n = c
+        run_id = len(procs)
         dest, prov, size = dbs[(tier, ds)]
         ev = evictions[tier] = cache.evict([dest], cfg.eviction, label=tier)
         per = run(dest, prov, strategy, p, cfg, size, nodes=n, pool=pools.get(p, n))
         seconds = per["t1"].max() - per["t0"].min()
-        rows.append({"run": run_id, "tier": tier, "memory_backed": mem[tier], "dataset": ds,
-                     "record_bytes": size, "strategy": strategy, "handover": cfg.handover,
-                     "P": p, "nodes": n, "repeat": i, "seconds": seconds, "bytes": int(per["bytes"].sum()),
-                     "MBps": per["bytes"].sum() / 1e6 / seconds,
-                     "cs_per_proc": float(per["context_switches"].mean()),
-                     "cs_vol_per_proc": float(per["cs_voluntary"].mean()),
-                     "cs_invol_per_proc": float(per["cs_involuntary"].mean()),
-                     "cs_max": int(per["context_switches"].max()),
-                     "readers": int(per["reader"].sum()) if strategy != "lmdb" else p,
-                     "eviction": str(ev), "resident_fraction": ev.resident_fraction})
         procs.append(per.drop(columns=["t0", "t1"]).assign(
             run=run_id, tier=tier, dataset=ds, strategy=strategy, P=p, nodes=n, repeat=i,
             seconds=per["t1"] - per["t0"]))
-    facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
-             "launcher": launcher.record(node_counts, cfg.ranks_per_node),
-             "scale": {"procs_max": max(r[3] for r in plan), "nodes_max": max(r[5] for r in plan),
-                       "allocation_nodes": launcher.allocation_nodes()},
-             "processes": pd.concat(procs, ignore_index=True),
-             "handover_check": handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check
-             else pd.DataFrame()}
-    pools.close()
-    return pd.DataFrame(rows), facts
+        return {"run": run_id, "tier": tier, "memory_backed": mem[tier], "dataset": ds,
+                "record_bytes": size, "strategy": strategy, "handover": cfg.handover,
+                "P": p, "nodes": n, "seconds": seconds, "bytes": int(per["bytes"].sum()),
+                "MBps": per["bytes"].sum() / 1e6 / seconds,
+                "cs_per_proc": float(per["context_switches"].mean()),
+                "cs_vol_per_proc": float(per["cs_voluntary"].mean()),
+                "cs_invol_per_proc": float(per["cs_involuntary"].mean()),
+                "cs_max": int(per["context_switches"].max()),
+                "readers": int(per["reader"].sum()) if strategy != "lmdb" else p,
+                "eviction": str(ev), "resident_fraction": ev.resident_fraction}
+
+    env = judging_env(cfg)
+    try:
+        res = sequential.run(
+            configs, run_one, lambda rows, level: decide(rows, level, env),
+            sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
+            seed, progress_desc="lmdbio rounds")
+        facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
+                 "launcher": launcher.record(node_counts, cfg.ranks_per_node),
+                 "scale": {"procs_max": max(c[3] for c in configs),
+                           "nodes_max": max(c[4] for c in configs),
+                           "allocation_nodes": launcher.allocation_nodes()},
+                 "processes": pd.concat(procs, ignore_index=True),
+                 "handover_check": handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check
+                 else pd.DataFrame()}
+    finally:
+        pools.close()
+    raw = res.rows
+    raw.attrs["sequential"] = sequential.to_json(res)
+    return raw, facts
 
 
 def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig,
