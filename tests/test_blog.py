@@ -179,17 +179,100 @@ def test_request_size_row_tests_the_blogs_inference_and_warm_note_says_what_was_
     p = c["blog_fio_persistent_over_1gbps_large_reads"]
     assert p["verdict"] == "not measured" and "0.93 GB/s" in p["note"]   # median of 909 ... 954
     assert c["blog_tfrecord_not_slower"]["figure"] == "Conclusion, item 1"
-def test_runs_are_interleaved_in_seeded_rounds_with_a_warm_run_after_each_top_cold_run():
-    from experiments.blog import tfrecord
 
-    plan = tfrecord.run_plan(["mem", "disk"], [1, 4, 2], 3, seed=5)
-    cold = [p for p in plan if p[4] == "cold"]
-    assert len(cold) == 2 * 2 * 3 * 3 and [p[3] for p in cold] == sorted(p[3] for p in cold)  # round by round
-    firsts = {tuple(p[:3]) for p in cold[:12]}
-    assert len(firsts) == 12                                   # every configuration once a round
-    assert [p[:3] for p in cold[:12]] != [p[:3] for p in cold[12:24]]   # drawn per round
-    for i, p in enumerate(plan):
-        if p[4] == "warm":                                     # right after its own cold run
-            assert plan[i - 1] == (*p[:4], "cold") and p[2] == 4
-    assert sum(p[4] == "warm" for p in plan) == 2 * 2 * 3
-    assert plan == tfrecord.run_plan(["mem", "disk"], [1, 4, 2], 3, seed=5)
+
+def _fake_run(effect: dict, noise: float, seed: int = 0):
+    """A ``one_run`` for :func:`bt.run_rounds` with no I/O: images/s 100 x the configuration's
+    factor in ``effect`` (threads: 1 + effect["threads"] per doubling, format jpeg: 1 / (1 +
+    effect["tfrecord"]), workers: 1 + effect["workers"] per worker, warm: 1 + effect["warm"]),
+    times a lognormal noise of sd ``noise``; two dstat intervals per run (TF's reads larger and
+    faster, its queue shorter) and the process's own reads (none when warm)."""
+    rng = np.random.default_rng(seed)
+
+    def one_run(c, state):
+        f = 1.0
+        if c["framework"] == "tensorflow":
+            f *= (1 + effect["threads"]) ** np.log2(c["threads"])
+            f /= 1.0 if c["format"] == "tfrecord" else 1 + effect["tfrecord"]
+        else:
+            f *= (1 + effect["workers"]) ** c["workers"]
+        f *= 1 + effect["warm"] if state == "warm" else 1.0
+        ips = 100.0 * f * float(np.exp(rng.normal(0, noise)))
+        tf = c["framework"] == "tensorflow"
+        frame = pd.DataFrame([
+            {"source": "dev:vda", "time_s": k * 0.5, "interval_s": 0.5,
+             "read_MBps": (0.0 if state == "warm" else (200.0 if tf else 100.0) * float(np.exp(rng.normal(0, noise)))),
+             "read_iops": 0.0 if state == "warm" else (1000.0 if tf else 2000.0),
+             "queue_len": 1.0 if tf else 3.0, "util": 0.5} for k in range(2)]
+            + [{"source": "proc", "time_s": 0.0, "interval_s": 1.0,
+                "read_MBps": 0.0 if state == "warm" else 50.0, "read_iops": np.nan,
+                "queue_len": np.nan, "util": np.nan}])
+        return {"seconds": 1024 / ips, "images": 1024, "bytes": 50e6, "images_per_s": ips,
+                "MBps": 50 / (1024 / ips), "device": "vda", "resident_fraction": 1.0 if state == "warm" else 0.0}, frame
+    return one_run
+
+
+CLEAR = {"threads": 0.5, "tfrecord": 0.2, "workers": 0.5, "warm": 1.0}
+
+
+def test_blog_measure_goes_in_rounds_with_warm_pairs_and_stops_when_decided():
+    """Through experiments.sequential with a fake run: every configuration once a round (order
+    drawn per round), a warm run right after each top cold run, rows carry the level; clear
+    effects stop at the first look, with every finding decided."""
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6, max_repeats=12)
+    configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
+    assert len(configs) == 2 * 2 + 2 and sum(c["warm"] for c in configs) == 3
+    raw, dstat_rows, facts = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5, decide=blog_report.decided)
+    seq = facts["sequential"]
+    plan = bt.repeat_plan(cfg)
+    assert plan.first_look > 6 and raw["level"].eq(plan.level).all()   # a look at the corrected level
+    assert raw["repeat"].max() + 1 == plan.first_look                  # decided at the first look
+    assert set(seq["findings"]) >= {"blog_private_threads_help", "blog_tfrecord_not_slower",
+                                     "blog_workers_help", "blog_warm_faster", "blog_warm_reads_nothing",
+                                     "blog_collectl_tf_shorter_queue"}
+    assert all(f["stopped"] == "decided" for f in seq["findings"].values())
+    cold = raw[raw["cache"] == "cold"]
+    assert (cold.groupby("repeat").size() == len(configs)).all()
+    def order(i):
+        return [str(r) for r in cold[cold["repeat"] == i][["framework", "format", "threads", "workers"]].to_numpy()]
+    assert order(0) != order(1) and sorted(order(0)) == sorted(order(1))   # drawn per round
+    for w in raw[raw["cache"] == "warm"].itertuples():                 # right after its own cold run
+        c = raw.set_index("run").loc[w.run - 1]
+        assert c["cache"] == "cold" and c["framework"] == w.framework and c["format"] == w.format
+        assert c["repeat"] == w.repeat and c["round_order"] == w.round_order
+    assert set(dstat_rows["run"]) == set(raw["run"])
+    # the report reads the same rows into the same findings, decided at the level of the rows
+    t = blog_report.run_tables(raw, dstat_rows)
+    assert {"summary", "collectl", "wc", "reads"} <= set(t) and len(t["wc"]) == 3 * plan.first_look
+    # the same seed, the same order
+    again, _, _ = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5, decide=blog_report.decided)
+    assert list(again["run"]) == list(raw["run"]) and list(again["format"]) == list(raw["format"])
+
+
+def test_blog_decided_judges_the_reports_own_findings():
+    """A clear effect is decided; no effect within a large noise is not, at few repeats; a
+    finding with no value (no runs of it) is left out."""
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=7)
+    configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
+    raw, dstat_rows, _ = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=1, decide=blog_report.decided)
+    got = blog_report.decided(raw, dstat_rows, 0.95)
+    assert got["blog_private_threads_help"] and got["blog_workers_help"] and got["blog_warm_faster"]
+    # no effect of a warm cache (rule '> 1'), and workers at their rule's threshold (1.2 at 2
+    # workers), within a noise of 30 %: six repeats cannot tell
+    none = {"threads": 0.5, "tfrecord": 0.2, "workers": 1.2 ** 0.5 - 1, "warm": 0.0}
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6)
+    raw, dstat_rows, _ = bt.run_rounds(configs, _fake_run(none, 0.3, seed=2), cfg, seed=1, decide=blog_report.decided)
+    got = blog_report.decided(raw, dstat_rows, 0.95)
+    assert not got["blog_workers_help"] and not got["blog_warm_faster"]
+    assert got["blog_private_threads_help"]
+    only_tf = raw[raw["framework"] == "tensorflow"]
+    got = blog_report.decided(only_tf, dstat_rows[dstat_rows["run"].isin(only_tf["run"])], 0.95)
+    assert "blog_workers_help" not in got and "blog_private_threads_help" in got
+
+
+def test_blog_repeats_bad_input():
+    with pytest.raises(ConfigError, match=r"blog\.max_repeats = 2 is below blog\.repeats = 6"):
+        config.validate("blog", {"repeats": 6, "max_repeats": 2})
+    assert bt.repeat_plan(bt.BlogConfig(repeats=3)).max_repeats == 3     # no max: a fixed count
+    p = bt.repeat_plan(bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390))
+    assert (p.min_repeats, p.max_repeats, p.budget_s) == (6, 9, 390)

@@ -203,3 +203,31 @@ def test_dataset_claims_are_checks_against_reference():
     cm = {x["id"]: x for x in dataset_report.caltech_claims(sizes)}
     assert cm["caltech-median-size"]["verdict"] == "holds" and cm["caltech-mean-size"]["verdict"] == "fails"
     assert dataset_report.imagenet_claims(m.iloc[:0])[0]["verdict"] == "not measured"
+
+
+def test_blog_claims_from_rounds_judge_at_the_rows_level_and_keep_values_inside_intervals():
+    """The blog's report on rows from its rounds (a fake run, no I/O): at the level the rows
+    carry (Bonferroni over the looks), every finding's value lies inside its interval, and the
+    claims' measured findings are the ones the rounds were decided on."""
+    from test_blog import CLEAR, _fake_run
+
+    from experiments import sequential, stats
+    from experiments.blog import report as blog_report
+    from experiments.blog import tfrecord as bt
+
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6, max_repeats=9)
+    raw, dstat_rows, facts = bt.run_rounds(bt.run_configs(["disk"], cfg.threads, cfg.workers),
+                                           _fake_run(CLEAR, 0.05, seed=3), cfg, seed=2,
+                                           decide=blog_report.decided)
+    level = sequential.level_of(raw)
+    assert level == pytest.approx(1 - 0.05 / 3)            # looks at 7, 8, 9 rounds
+    t = blog_report.run_tables(raw, dstat_rows)
+    with stats.corrected_level(level):
+        cl = blog_report.claims(pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), t["summary"],
+                                t["collectl"], t["wc"], "disk", t["reads"], ENV, FIO, raw=raw, dstat_rows=dstat_rows)
+    _check_common(cl)
+    measured = {c["id"]: c for c in cl if c["ci_low"] is not None and np.isfinite(c["ci_low"])}
+    assert set(facts["sequential"]["findings"]) <= set(measured)
+    for c in measured.values():
+        assert c["ci_low"] <= c["our_value"] <= c["ci_high"], c["id"]
+    assert measured["blog_private_threads_help"]["verdict"] == "holds"

@@ -184,9 +184,7 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
     persistent storage) are rows too, not measured, each with what this box shows instead;
     ``fio_raw`` (fio_baseline's raw.parquet, one row per fio run) gives the interval of the fio
     row this box can measure (small random reads slower than large sequential ones)."""
-    env = env or {}
-    n, gib = C.cores(env), C.memory_gib(env)
-    cold = C.cold_run(env, tier)
+    n = C.cores(env or {})
     out = []
     has_hist = len(hist) and {"bucket", "files_percent"} <= set(hist)
     share = hist.loc[hist["bucket"].isin(["64K", "128K"]), "files_percent"].sum() if has_hist else np.nan
@@ -199,6 +197,24 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
                      if has_hist and "mix_percent" in hist else "",
                      why_not="the sizes are drawn from the blog's bssplit mix" if has_hist
                      else "the blog stage wrote no size histogram", kind="check"))
+    out += measured_findings(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows)
+    c = summary[(summary["cache"] == "cold") & (summary["tier"] == tier)]
+    out += _headline_rows(c, tier, n, fio)
+    out.append(_fio_small_reads_row(tier, fio, fio_raw))
+    return out
+
+
+def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.DataFrame, tier: str,
+                      reads: pd.DataFrame | None = None, env: dict | None = None,
+                      fio: pd.DataFrame | None = None, raw: pd.DataFrame | None = None,
+                      dstat_rows: pd.DataFrame | None = None) -> list[dict]:
+    """The findings the blog stage's runs measure on ``tier`` (threads, format, workers, the
+    collectl ratios, warm vs cold), each with its interval (see :func:`claims`, which adds them
+    to its rows, and :func:`decided`, which judges the runs so far with them)."""
+    env = env or {}
+    n, gib = C.cores(env), C.memory_gib(env)
+    cold = C.cold_run(env, tier)
+    out = []
     c = summary[(summary["cache"] == "cold") & (summary["tier"] == tier)]
     tf = c[c["framework"] == "tensorflow"]
     tr = tf[tf["format"] == "tfrecord"].set_index("threads")["images_per_s"].sort_index()
@@ -371,9 +387,33 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
                      if read_some else "" if k is not None
                      else f"no per-process read counters for warm runs on tier {tier}",
                      kind="finding", basis="stated"))
-    out += _headline_rows(c, tier, n, fio)
-    out.append(_fio_small_reads_row(tier, fio, fio_raw))
     return out
+
+
+def run_tables(raw: pd.DataFrame, dstat_rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """What the blog stage and this report derive from its runs (``raw``: one row per run;
+    ``dstat_rows``: one per sampled interval), as they derive it: ``summary`` (medians per
+    configuration, :func:`experiments.blog.tfrecord.summarize_runs`), ``collectl``,
+    ``wc`` (:func:`warm_cold`) and ``reads`` (:func:`device_reads`)."""
+    from .tfrecord import collectl_table, summarize_runs
+
+    return {"summary": summarize_runs(raw), "collectl": collectl_table(dstat_rows, raw),
+            "wc": warm_cold(raw) if len(raw) else pd.DataFrame(),
+            "reads": device_reads(dstat_rows, raw) if len(raw) else pd.DataFrame()}
+
+
+def decided(raw: pd.DataFrame, dstat_rows: pd.DataFrame, level: float) -> dict[str, bool]:
+    """{finding: decided} on the blog's runs so far, for :func:`experiments.sequential.run`: the
+    findings of :func:`measured_findings` on the storage tier (:func:`storage_tier`), computed
+    from ``raw`` and ``dstat_rows`` as this report computes them (:func:`run_tables`), with
+    intervals at ``level``; a finding with a value is decided when its verdict is not
+    ``inconclusive`` (one without a value is left out: more repeats cannot give it one)."""
+    t = run_tables(raw, dstat_rows)
+    with stats.corrected_level(level):
+        found = measured_findings(t["summary"], t["collectl"], t["wc"], storage_tier(raw), t["reads"],
+                                  raw=raw, dstat_rows=dstat_rows)
+    return {c["id"]: c["verdict"] != "inconclusive" for c in found
+            if c["our_value"] is not None and np.isfinite(c["our_value"])}
 
 
 def _fio_small_reads_row(tier: str, fio: pd.DataFrame | None, fio_raw: pd.DataFrame | None) -> dict:

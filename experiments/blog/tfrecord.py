@@ -6,11 +6,13 @@
   parses, decodes and resizes; the JPEG-file pipeline is :func:`experiments.chien.tfdata_read.build_dataset`
   (``full`` variant). Both get a private thread pool of exactly ``threads`` threads, the blog's
   ``datasets_num_private_threads``.
-- :func:`measure` times one epoch per run (images/s, MB/s of stored bytes), the cache evicted
-  before each cold run, and samples the device (``experiments.dstat.Sampler``) during each run:
-  reads/s, KB per read, queue length, as in the blog's collectl table.
+- :func:`measure` times one epoch per run (images/s, MB/s of stored bytes), of both pipelines
+  and of the PyTorch DataLoader, the cache evicted before each cold run, and samples the device
+  (``experiments.dstat.Sampler``) during each run: reads/s, KB per read, queue length, as in the
+  blog's collectl table. The runs go in seeded rounds, and rounds are added while a finding is
+  undecided (:func:`run_rounds`, :mod:`experiments.sequential`).
 
-The PyTorch side is :mod:`experiments.blog.torch_jpeg_loader`; keep the two in separate functions.
+The PyTorch loader is :mod:`experiments.blog.torch_jpeg_loader`; keep the two in separate functions.
 """
 
 from __future__ import annotations
@@ -20,13 +22,12 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from .. import cache, dstat
 from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import Section
-from ..progress import progress
 from ..tiers import require_free
 
 
@@ -37,9 +38,21 @@ class BlogConfig(Section):
     workers: list[int] = Field([0, 1, 2], min_length=1, description="DataLoader num_workers")
     batch_size: int = Field(64, ge=1, le=65536)
     image_size: int = Field(224, ge=8, le=4096)
-    repeats: int = Field(2, ge=1, le=50)
+    repeats: int = Field(2, ge=1, le=50, description="rounds of every configuration, at least")
+    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may add while a "
+                                    "finding its runs measure is undecided (experiments.sequential); "
+                                    "null = repeats")
+    budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take when "
+                                   "adding repeats; null = no budget")
     dstat_interval_s: float = Field(0.5, gt=0, le=10)
     eviction: EvictionMethod = "auto"
+
+    @model_validator(mode="after")
+    def _max(self):
+        if self.max_repeats is not None and self.max_repeats < self.repeats:
+            raise ValueError(f"blog.max_repeats = {self.max_repeats} is below blog.repeats = "
+                             f"{self.repeats}; allowed: max_repeats >= repeats (or null: repeats)")
+        return self
 
     @field_validator("threads")
     @classmethod
@@ -155,71 +168,124 @@ def _count(ds) -> int:
     return n
 
 
-def run_plan(tiers, threads: list[int], repeats: int, seed: int) -> list[tuple]:
-    """The runs of :func:`measure` in order, (tier, format, threads, repeat, cache): ``repeats``
-    rounds, each running every (tier, format, threads) once cold in an order drawn for the round
-    from ``seed`` (:func:`experiments.sequential.round_order`: drift on the box hits every
-    configuration alike, and a configuration's repeats are not back to back); in each round the
-    cold run at the most threads of each tier and format is followed at once by the same run
-    warm (no eviction), so every repeat gives a warm/cold pair that saw the same load."""
-    from ..sequential import round_order
+def repeat_plan(cfg: BlogConfig):
+    """The repeats of the blog's runs (:class:`experiments.sequential.Plan`): at least
+    ``repeats`` rounds, adding rounds up to ``max_repeats`` within ``budget_s`` while a finding
+    the runs measure is undecided; ``repeats`` exactly when ``max_repeats`` is not above it."""
+    import math
 
-    configs = [(t, fmt, n) for t in tiers for fmt in ("tfrecord", "jpeg") for n in threads]
-    top = max(threads)
-    plan = []
-    for i in range(repeats):
-        for k in round_order(len(configs), i, seed):
-            t, fmt, n = configs[k]
-            plan.append((t, fmt, n, i, "cold"))
-            if n == top:
-                plan.append((t, fmt, n, i, "warm"))   # right after a cold pass
-    return plan
+    from .. import sequential
+
+    if not cfg.max_repeats or cfg.max_repeats <= cfg.repeats:
+        return sequential.Plan(cfg.repeats, cfg.repeats)
+    return sequential.Plan(cfg.repeats, cfg.max_repeats, cfg.budget_s or math.inf)
+
+
+def run_configs(tiers: list[str], threads: list[int], workers: list[int]) -> list[dict]:
+    """The configurations a round runs once each: tf.data over TFRecords and over JPEG files at
+    each thread count, the PyTorch DataLoader at each worker count, on every tier (names).
+    ``warm``: the configuration at the most threads (workers) is followed at once by the same
+    run warm (no eviction), so every repeat gives a warm/cold pair that saw the same load."""
+    return ([{"framework": "tensorflow", "tier": t, "format": fmt, "threads": n, "warm": n == max(threads)}
+             for t in tiers for fmt in ("tfrecord", "jpeg") for n in threads]
+            + [{"framework": "pytorch", "tier": t, "format": "jpeg", "workers": w, "warm": w == max(workers)}
+               for t in tiers for w in workers])
+
+
+def run_rounds(configs: list[dict], one_run, cfg: BlogConfig, seed: int,
+               decide) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The blog's runs in seeded rounds until its findings are decided
+    (:func:`experiments.sequential.run` with :func:`repeat_plan`): each round runs every
+    configuration of ``configs`` (:func:`run_configs`) once cold, in an order drawn for the round
+    (drift on the box hits every configuration alike), a ``warm`` configuration's cold run
+    followed at once by its warm run. ``one_run(config, cache)`` measures one run and returns
+    (its row, its dstat samples). ``decide(raw, dstat_rows, level)`` judges the runs so far:
+    {finding: decided} (:func:`experiments.blog.report.decided`, the report's own findings;
+    passed in, as the report imports this module).
+    Returns (one row per run: ``run``, ``repeat``, ``cache``, ``round_order``, ``level``, and
+    ``one_run``'s row; dstat rows tagged with the run; facts: ``sequential``, the course of
+    the repeats for ``sequential.json``)."""
+    from .. import sequential
+
+    runs: list[dict] = []
+    frames: list[pd.DataFrame] = []
+
+    def run_one(c, i):
+        key = {k: v for k, v in c.items() if k != "warm"}
+        first = len(runs)
+        for state in ("cold", "warm") if c.get("warm") else ("cold",):
+            row, frame = one_run(c, state)
+            run = len(runs)
+            runs.append({"run": run, **key, "repeat": i, "cache": state, **row, "pair": first})
+            if frame is not None and len(frame):
+                frames.append(frame.assign(run=run, cache=state, **key))
+        return {"pair": first}
+
+    def judge(rows, level):
+        return decide(pd.DataFrame(runs).assign(level=level), dstat_rows_of(*frames), level)
+
+    res = sequential.run(configs, run_one, judge, repeat_plan(cfg), seed, progress_desc="blog rounds")
+    # each run gets its pair's place in the round and the level its findings are judged at
+    at = res.rows.set_index("pair")[["round_order", "level"]]
+    raw = pd.DataFrame(runs).join(at, on="pair").drop(columns="pair")
+    return raw, dstat_rows_of(*frames), {"sequential": sequential.to_json(res)}
 
 
 def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tiers,
-            cfg: BlogConfig, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """tf.data over TFRecords and over JPEG files for each tier and thread count, cold cache, in
-    seeded rounds (:func:`run_plan`); in each round each format's cold run at the most threads is
-    followed at once by the same run warm (no eviction: the files are in the page cache), so both
-    see the same load.
-    Returns (one row per run, dstat rows tagged with the run, facts)."""
+            cfg: BlogConfig, seed: int, decide) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """tf.data over TFRecords and over JPEG files at each private thread count, and the PyTorch
+    DataLoader over the JPEG files at each ``num_workers``, on every tier, cold cache, in seeded
+    rounds until the findings are decided (:func:`run_rounds`: ``decide`` is
+    :func:`experiments.blog.report.decided`); each repeat of the most threads
+    (workers) is a cold run followed at once by the same run warm (no eviction: the files are in
+    the page cache), so both see the same load. Each run times one epoch (images/s, MB/s of
+    stored bytes) with the device sampled meanwhile.
+    Returns (one row per run, dstat rows tagged with the run, facts: ``eviction`` per framework
+    and tier, ``sequential``)."""
     import tensorflow as tf
+    import torch
 
     from ..chien.tfdata_read import build_dataset
+    from . import torch_jpeg_loader as tj
 
     tf.get_logger().setLevel("ERROR")
-    plan = run_plan(tiers, cfg.threads, cfg.repeats, seed)
-    rows, samples, evictions = [], [], {}
-    # Prime TensorFlow (kernels, thread pools) on a few files, untimed, before the first run.
+    torch.set_num_threads(1)  # the DataLoader's parallelism comes from its workers, as in the blog's runs
+    evictions: dict[str, dict] = {"tensorflow": {}, "pytorch": {}}
+    # Prime TensorFlow (kernels, thread pools) and torchvision's decoder on a few files, untimed.
     first = staged[tiers[0].name]
     for _ in build_dataset(list(first["abspath"][:8]), 1, 8, "full", cfg.image_size, seed):
         pass
-    for run_id, (tier, fmt, threads, i, cache_state) in enumerate(progress(plan, desc="blog tf.data")):
-        m = staged[tier.name]
-        if fmt == "tfrecord":
-            target, nbytes = records[tier.name], sum(os.path.getsize(f) for f in records[tier.name])
-            ds = build_tfrecord_dataset(target, threads, cfg.batch_size, cfg.image_size, seed)
+    tj.count(tj.make_loader(list(first["abspath"][:8]), list(first["label"][:8]), 0, 8, cfg.image_size, seed))
+
+    def one_run(c, state):
+        tier, fw, m = c["tier"], c["framework"], staged[c["tier"]]
+        if fw == "tensorflow" and c["format"] == "tfrecord":
+            target, nbytes = records[tier], sum(os.path.getsize(f) for f in records[tier])
+            ds = build_tfrecord_dataset(target, c["threads"], cfg.batch_size, cfg.image_size, seed)
+            iterate = lambda: _count(ds)
+        elif fw == "tensorflow":
+            target, nbytes = list(m["abspath"]), int(m["bytes"].sum())
+            ds = build_dataset(target, c["threads"], cfg.batch_size, "full", cfg.image_size, seed)
+            iterate = lambda: _count(ds)
         else:
             target, nbytes = list(m["abspath"]), int(m["bytes"].sum())
-            ds = build_dataset(target, threads, cfg.batch_size, "full", cfg.image_size, seed)
-        if cache_state == "cold":
-            evictions[tier.name] = cache.evict(target, cfg.eviction, label=tier.name)
-            resident = evictions[tier.name].resident_fraction
+            loader = tj.make_loader(target, list(m["label"]), c["workers"], cfg.batch_size, cfg.image_size, seed)
+            iterate = lambda: tj.count(loader)
+        if state == "cold":
+            evictions[fw][tier] = cache.evict(target, cfg.eviction, label=tier)
+            resident = evictions[fw][tier].resident_fraction
         else:  # a warm run follows a cold pass over the same files: measure what is still cached
             resident = cache.residency(target)["resident_fraction"]
         device = dstat.device_of(target[0])
-        seconds, n, frame = timed_run(lambda: _count(ds), device, cfg.dstat_interval_s)
-        rows.append({"run": run_id, "framework": "tensorflow", "tier": tier.name, "format": fmt,
-                     "threads": threads, "repeat": i, "cache": cache_state, "seconds": seconds,
-                     "images": n, "bytes": nbytes, "images_per_s": n / seconds,
-                     "MBps": nbytes / 1e6 / seconds, "device": device or "",
-                     "eviction": evictions.get(tier.name, "none") if cache_state == "cold" else "none",
-                     "resident_fraction": resident})
-        if len(frame):
-            samples.append(frame.assign(run=run_id, framework="tensorflow", tier=tier.name,
-                                        format=fmt, threads=threads, cache=cache_state))
-    return pd.DataFrame(rows), (pd.concat(samples, ignore_index=True) if samples
-                                else pd.DataFrame()), {"eviction": evictions}
+        seconds, n, frame = timed_run(iterate, device, cfg.dstat_interval_s)
+        return ({"seconds": seconds, "images": n, "bytes": nbytes, "images_per_s": n / seconds,
+                 "MBps": nbytes / 1e6 / seconds, "device": device or "",
+                 "eviction": evictions[fw].get(tier, "none") if state == "cold" else "none",
+                 "resident_fraction": resident}, frame)
+
+    raw, dstat_rows, facts = run_rounds(run_configs([t.name for t in tiers], cfg.threads, cfg.workers),
+                                        one_run, cfg, seed, decide)
+    return raw, dstat_rows, {"eviction": evictions, **facts}
 
 
 COLLECTL_COLUMNS = ["framework", "tier", "format", "source", "intervals", "read_KBps",
@@ -264,3 +330,13 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
         images_per_s=("images_per_s", "median"), images_per_s_min=("images_per_s", "min"),
         images_per_s_max=("images_per_s", "max"), MBps=("MBps", "median"),
         runs=("seconds", "size")).reset_index())
+
+
+def summarize_runs(raw: pd.DataFrame) -> pd.DataFrame:
+    """:func:`summarize` of each framework's runs (tf.data by ``threads``, the DataLoader by
+    ``workers``: each column is empty in the other framework's rows), in one table with both
+    columns even when a framework has no runs."""
+    cols = ["framework", "tier", "format", "threads", "workers", "cache", "images_per_s", "MBps"]
+    parts = [summarize(g.dropna(axis=1, how="all")) for _, g in raw.groupby("framework")] if len(raw) else []
+    s = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return s.reindex(columns=list(dict.fromkeys([*cols, *s.columns])))
