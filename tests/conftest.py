@@ -63,12 +63,16 @@ def branches(root: Path) -> list[list[str]]:
     largest first: the graph without its last stage (the claims, which reads them all) falls
     apart in the thesis's workloads; the Chien, DeepIO and blog stages; LMDBIO; tracing. []
     (one ``dvc repro``) when the graph has no such split."""
+    import warnings
+
     import networkx as nx
     from dvc.repo import Repo
 
-    with Repo(str(root)) as repo:
-        g = repo.index.graph   # edge: stage -> a stage it depends on
-        names = {s: s.addressing for s in g.nodes}
+    with warnings.catch_warnings():   # DVC's own deprecation notices, not the project's
+        warnings.simplefilter("ignore")
+        with Repo(str(root)) as repo:
+            g = repo.index.graph   # edge: stage -> a stage it depends on
+            names = {s: s.name for s in g.nodes}
     last = [s for s in g.nodes if g.in_degree(s) == 0]   # nothing depends on it
     if len(last) != 1:
         return []
