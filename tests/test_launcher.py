@@ -7,11 +7,15 @@ pool's own ranks reported: other jobs on the box (a smoke run beside the tests) 
 """
 
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
 from experiments import launcher
 
@@ -84,3 +88,72 @@ def test_remove_shm_leaves_a_file_in_use(tmp_path):
     with open(used):
         assert launcher.remove_shm([str(used), str(unused), str(tmp_path / "gone")]) == [str(unused)]
     assert used.exists() and not unused.exists()
+
+
+def test_the_workloads_torchrun_is_the_launchers_and_torchrun_reads_it_as_before(tmp_path):
+    """The thesis's workloads build their torchrun command with the emulator's builder
+    (:func:`launcher.torchrun`); torchrun's own parser reads it as the command they built before
+    (``--standalone --nproc_per_node=G``): ``--nnodes=1`` is its default ``1:1``, and
+    ``--nproc-per-node`` the same option spelled with dashes. One rank keeps no torchrun."""
+    from torch.distributed.run import get_args_parser, parse_min_max_nnodes
+
+    from experiments.workloads import launch
+
+    new = launch.command("dlrm", 4, tmp_path)
+    assert new == launcher.torchrun(4, ["-m", "experiments.workloads.dlrm", str(tmp_path)])
+    old = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4",
+           "-m", "experiments.workloads.dlrm", str(tmp_path)]
+    assert new[:3] == old[:3]
+    parse = get_args_parser().parse_args
+    a, b = vars(parse(old[3:])), vars(parse(new[3:]))
+    assert parse_min_max_nnodes(a.pop("nnodes")) == parse_min_max_nnodes(b.pop("nnodes")) == (1, 1)
+    assert a == b and b["standalone"] and b["nproc_per_node"] == "4"
+    assert b["training_script"] == "experiments.workloads.dlrm" and b["module"]
+    assert launch.command("dlrm", 1, tmp_path) == [sys.executable, "-m", "experiments.workloads.dlrm",
+                                                   str(tmp_path)]
+
+
+def test_the_paper_profile_spreads_lmdbio_and_deepio_over_the_allocation(monkeypatch):
+    """profiles/paper.yaml's ``nodes: [1, all]``: one node off Slurm (as the default profile);
+    in an allocation of 4 nodes each run once on 1 node and, where P >= 4, on 4 through srun."""
+    from experiments import config, profile
+
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    params = profile.render("paper")
+    for section in ("lmdbio", "deepio"):
+        assert params[section]["nodes"] == [1, "all"]
+        assert launcher.resolve_nodes(config.validate(section, params[section]).nodes) == [1]
+    monkeypatch.setenv("SLURM_JOB_ID", "9")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "4")
+    for section in ("lmdbio", "deepio"):
+        cfg = config.validate(section, profile.render("paper")[section])
+        assert launcher.resolve_nodes(cfg.nodes) == [1, 4]
+        assert [(p, n) for p in cfg.procs for n in (1, 4) if n <= p][-1] == (max(cfg.procs), 4)
+    assert launcher.mpi_command(8, ["-m", "x"], 4)[:3] == ["srun", "--nodes=4", "--ntasks=8"]
+
+
+SBATCH = Path(__file__).resolve().parent.parent / "env" / "slurm" / "paper.sbatch"
+
+
+def test_the_sbatch_script_stops_outside_an_allocation():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    p = subprocess.run(["bash", str(SBATCH)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "SLURM_JOB_ID is not set" in p.stderr
+
+
+def test_the_sbatch_script_keeps_only_tiers_every_node_sees(tmp_path):
+    """Its params.yaml step on the paper profile: the /dev/shm tier out, SHARED_TIER in."""
+    from experiments import profile
+
+    text = SBATCH.read_text()
+    code = text.split("<<'PYEOF'\n", 1)[1].split("\nPYEOF\n", 1)[0]
+    shutil.copytree(Path(__file__).resolve().parent.parent / "profiles", tmp_path / "profiles")
+    env = {**os.environ, "DLIO_ROOT": str(tmp_path), "SHARED_TIER": "/lustre/me/dlio"}
+    profile.write("paper", tmp_path / "params.yaml")
+    assert any(t["path"].startswith("/dev/shm") for t in yaml.safe_load((tmp_path / "params.yaml").read_text())["tiers"])
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    assert out["tiers"] == [{"name": "disk", "path": "data/tiers/disk"},
+                            {"name": "shared", "path": "/lustre/me/dlio"}]
+    assert out["lmdbio"]["nodes"] == [1, "all"] and out["lmdbio"]["procs"][-1] == 32
