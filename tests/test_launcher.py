@@ -90,27 +90,26 @@ def test_remove_shm_leaves_a_file_in_use(tmp_path):
     assert used.exists() and not unused.exists()
 
 
-def test_the_workloads_torchrun_is_the_launchers_and_torchrun_reads_it_as_before(tmp_path):
-    """The thesis's workloads build their torchrun command with the emulator's builder
-    (:func:`launcher.torchrun`); torchrun's own parser reads it as the command they built before
-    (``--standalone --nproc_per_node=G``): ``--nnodes=1`` is its default ``1:1``, and
-    ``--nproc-per-node`` the same option spelled with dashes. One rank keeps no torchrun."""
+def test_the_workloads_torchrun_command_reads_as_the_launchers(tmp_path):
+    """Two builders of one torchrun command: the thesis's workloads' own
+    (:func:`experiments.workloads.launch.command`: importing the MPI launcher would tie the
+    workload stages to it in dvc.yaml) and :func:`launcher.torchrun` (the emulator's). torchrun's
+    own parser must read them as the same configuration: ``--nnodes=1`` is its default ``1:1``
+    and ``--nproc_per_node`` the same option as ``--nproc-per-node``. One rank: no torchrun."""
     from torch.distributed.run import get_args_parser, parse_min_max_nnodes
 
     from experiments.workloads import launch
 
-    new = launch.command("dlrm", 4, tmp_path)
-    assert new == launcher.torchrun(4, ["-m", "experiments.workloads.dlrm", str(tmp_path)])
-    old = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4",
-           "-m", "experiments.workloads.dlrm", str(tmp_path)]
-    assert new[:3] == old[:3]
+    program = ["-m", "experiments.workloads.dlrm", str(tmp_path)]
+    ours = launch.command("dlrm", 4, tmp_path)
+    theirs = launcher.torchrun(4, program)
+    assert ours[:3] == theirs[:3] == [sys.executable, "-m", "torch.distributed.run"]
     parse = get_args_parser().parse_args
-    a, b = vars(parse(old[3:])), vars(parse(new[3:]))
+    a, b = vars(parse(ours[3:])), vars(parse(theirs[3:]))
     assert parse_min_max_nnodes(a.pop("nnodes")) == parse_min_max_nnodes(b.pop("nnodes")) == (1, 1)
     assert a == b and b["standalone"] and b["nproc_per_node"] == "4"
     assert b["training_script"] == "experiments.workloads.dlrm" and b["module"]
-    assert launch.command("dlrm", 1, tmp_path) == [sys.executable, "-m", "experiments.workloads.dlrm",
-                                                   str(tmp_path)]
+    assert launch.command("dlrm", 1, tmp_path) == [sys.executable, *program]
 
 
 def test_the_paper_profile_spreads_lmdbio_and_deepio_over_the_allocation(monkeypatch):

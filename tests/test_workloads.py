@@ -309,5 +309,5 @@ def test_one_torch_rank_runs_without_the_torchrun_agent(tmp_path):
 
     one, two = launch.command("dlrm", 1, tmp_path), launch.command("dlrm", 2, tmp_path)
     assert one == [sys.executable, "-m", "experiments.workloads.dlrm", str(tmp_path)]
-    assert two[1:3] == ["-m", "torch.distributed.run"] and "--nproc-per-node=2" in two
+    assert two[1:3] == ["-m", "torch.distributed.run"] and "--nproc_per_node=2" in two
     assert two[-3:] == one[-3:]

@@ -1,7 +1,7 @@
 """Launch one configuration (batch size B, ranks G) of a workload, and sweep the grid.
 
-PyTorch workloads (UNET3D, DLRM) run under ``torchrun --standalone --nproc-per-node G``
-(``python -m torch.distributed.run``, :func:`experiments.launcher.torchrun`); one rank (G = 1) runs the rank program itself with the
+PyTorch workloads (UNET3D, DLRM) run under ``torchrun --standalone --nproc_per_node G``
+(``python -m torch.distributed.run``); one rank (G = 1) runs the rank program itself with the
 environment torchrun would give it (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` ...: the same
 process group, the same code), without the agent that imports torch first (about 3 s of each
 start here); on several machines the same program runs under
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import launcher, paths
+from .. import paths
 from ..progress import progress
 from .steptimer import phase_intervals, read_app_log
 
@@ -60,13 +60,12 @@ def _free_ports(n: int) -> list[int]:
 
 
 def command(workload: str, ranks: int, run_dir: Path) -> list[str]:
-    """The command line of a PyTorch workload on one machine: torchrun for several ranks
-    (:func:`experiments.launcher.torchrun`, the emulator's too), the rank program itself for
-    one (:func:`run_config` gives it torchrun's environment)."""
-    program = ["-m", f"experiments.workloads.{workload}", str(run_dir)]
+    """The command line of a PyTorch workload on one machine: torchrun for several ranks, the
+    rank program itself for one (:func:`run_config` gives it torchrun's environment)."""
     if ranks == 1:
-        return [sys.executable, *program]
-    return launcher.torchrun(ranks, program)
+        return [sys.executable, "-m", f"experiments.workloads.{workload}", str(run_dir)]
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc_per_node={ranks}", "-m", f"experiments.workloads.{workload}", str(run_dir)]
 
 
 def _children_cpu_s() -> float:
