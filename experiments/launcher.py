@@ -17,6 +17,7 @@ nodes than the allocation holds, before any work.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -131,9 +132,12 @@ class RankPool:
         root = str(Path(__file__).resolve().parent.parent)
         e["PYTHONPATH"] = root + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
         self.cmd = mpi_command(ranks, ["-m", module, "--serve", addr], nodes)
+        # a session of its own: a forced stop signals the launcher and every process it started
+        # (Hydra's proxies), and the notebook's Ctrl-C does not reach the ranks half-way
         self._proc = subprocess.Popen(self.cmd, env=e, stdout=self._log, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL)
-        self._conns = {}
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+        self._conns, self._closed, self.removed_shm = {}, False, []
+        self.ranks_info: dict[int, dict] = {}  # rank -> host, pid, shm (experiments.mpi_node.serve)
         try:
             while len(self._conns) < ranks:
                 self._alive("starting")
@@ -142,7 +146,9 @@ class RankPool:
                 except TimeoutError:
                     continue
                 f = c.makefile("rw")
-                self._conns[int(f.readline())] = (c, f)
+                rank, info = f.readline().split(" ", 1)
+                self._conns[int(rank)] = (c, f)
+                self.ranks_info[int(rank)] = json.loads(info)
         except BaseException:
             self.close()
             raise
@@ -160,14 +166,21 @@ class RankPool:
 
     def call(self, spec: dict) -> list:
         """Run ``spec`` on every rank; rank 0's rows (one per rank, in rank order)."""
-        import json
         import select
         import time
 
         line = json.dumps(spec) + "\n"
-        for _, f in self._conns.values():
-            f.write(line)
-            f.flush()
+        try:
+            for _, f in self._conns.values():
+                f.write(line)
+                f.flush()
+        except OSError:  # a rank is gone: its launcher says why once it has ended
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            self._alive("sending a spec")
+            raise RuntimeError(f"{' '.join(self.cmd)}: a rank hung up; output tail:\n{self._tail()}")
         conn0, f0 = self._conns[0]
         deadline = time.monotonic() + self.timeout_s
         while not select.select([conn0], [], [], 1.0)[0]:
@@ -182,31 +195,135 @@ class RankPool:
             raise RuntimeError(f"{' '.join(self.cmd)}: rank 0 hung up; output tail:\n{self._tail()}")
         return json.loads(reply)
 
-    def close(self) -> None:
-        """Tell the ranks to exit; kill them if they have not within 30 s."""
+    def ask_exit(self) -> None:
+        """Send every rank ``exit`` (they leave their loop and MPI_Finalize runs); not waiting."""
         for c, f in self._conns.values():
             try:
                 f.write("exit\n")
                 f.flush()
             except OSError:
                 pass
+
+    def close(self, grace_s: float = 30) -> None:
+        """Stop the ranks cleanly: ``exit`` to each and wait up to ``grace_s`` s, so that every
+        rank's MPI_Finalize unlinks MPICH's shared-memory files. Ranks still running then are
+        stopped by force (:meth:`_stop`). Either way, the files this pool's ranks mapped on this
+        host and no live process maps any more are removed (:func:`remove_shm`): a rank that
+        aborts (``MPI_Abort``) or is killed leaves them in /dev/shm otherwise."""
+        if self._closed:
+            return
+        self._closed = True
+        self.ask_exit()
         try:
-            self._proc.wait(timeout=30)
+            if self._proc.wait(timeout=grace_s) != 0:
+                _reap_session(self._proc.pid)  # a launcher that failed may leave a rank behind
         except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+            self._stop()
         for c, f in self._conns.values():
-            f.close()
+            try:
+                f.close()  # flushes what a dead rank's socket would not take
+            except OSError:
+                pass
             c.close()
         self._conns = {}
         self._server.close()
         self._log.close()
+        self.removed_shm = remove_shm(self.shm_segments())
+
+    def _stop(self, term_s: float = 5) -> None:
+        """SIGTERM to the launcher's session (mpiexec and srun pass it on to the ranks), SIGKILL
+        to what is left after ``term_s`` s."""
+        import signal
+
+        for sig, wait_s in ((signal.SIGTERM, term_s), (signal.SIGKILL, None)):
+            try:
+                os.killpg(self._proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self._proc.wait(timeout=wait_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        _reap_session(self._proc.pid)
+
+    def shm_segments(self) -> list[str]:
+        """MPICH's shared-memory files this pool's ranks on this host mapped at start (one per
+        node and job); sorted."""
+        import socket
+
+        here = socket.gethostname()
+        return sorted({p for i in self.ranks_info.values() if i.get("host") == here for p in i["shm"]})
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _reap_session(sid: int, wait_s: float = 5) -> None:
+    """SIGKILL every process still in session ``sid`` (a rank that outlived its launcher: Hydra
+    killed with SIGKILL cannot pass the signal on), and wait up to ``wait_s`` s for them to go."""
+    import signal
+    import time
+
+    def members() -> list[int]:
+        out = []
+        for d in Path("/proc").glob("[0-9]*"):
+            try:
+                if os.getsid(int(d.name)) == sid:
+                    out.append(int(d.name))
+            except OSError:  # gone meanwhile
+                pass
+        return out
+
+    deadline = time.monotonic() + wait_s
+    while (left := members()) and time.monotonic() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+
+
+def mapped_files() -> set[str]:
+    """Every file some live process on this host maps or holds open (``/proc/*/maps`` and
+    ``/proc/*/fd``; the processes this one may read)."""
+    out: set[str] = set()
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            out |= {ln.split()[-1] for ln in (d / "maps").read_text().splitlines() if "/" in ln}
+            fds = list((d / "fd").iterdir())
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        for f in fds:
+            try:
+                out.add(os.readlink(f))
+            except OSError:  # closed meanwhile (the listing's own descriptor, for one)
+                pass
+    return out
+
+
+def remove_shm(paths: list[str]) -> list[str]:
+    """Unlink those of ``paths`` (MPICH shared-memory files a pool's ranks reported) that still
+    exist and no live process maps or holds open; the ones removed. Files of other jobs are
+    never in ``paths``, and one still in use is left."""
+    present = [p for p in paths if os.path.exists(p)]
+    if not present:
+        return []
+    busy = mapped_files()
+    removed = []
+    for p in present:
+        if p in busy:
+            continue
+        try:
+            os.unlink(p)
+            removed.append(p)
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def call(module: str, spec: dict, ranks: int, nodes: int = 1, pool: RankPool | None = None) -> list:
@@ -231,6 +348,9 @@ class Pools:
         return self._pools[(ranks, nodes)]
 
     def close(self) -> None:
+        """Ask every pool's ranks to exit at once, then close each (:meth:`RankPool.close`)."""
+        for p in self._pools.values():
+            p.ask_exit()
         while self._pools:
             self._pools.popitem()[1].close()
 

@@ -14,6 +14,8 @@ purpose (numpy and the standard library), as every rank imports it.
 - :func:`serve`: run a rank function for each spec the parent sends
   (:class:`experiments.launcher.RankPool`), gather every rank's row at rank 0, send them back;
   a failing rank aborts the job (the others would wait for it forever).
+- :func:`shm_segments`: the MPI library's named shared-memory files this rank has mapped (what
+  the pool removes after a forced stop: MPICH unlinks them only in ``MPI_Finalize``).
 """
 
 from __future__ import annotations
@@ -90,9 +92,23 @@ def host_times(world, t0: float, t1: float) -> tuple[float, float]:
     return t0 - first, t1 - first
 
 
+SHM_PREFIX = "/dev/shm/mpich_shm_"  # MPICH's node segment, made at MPI_Init, unlinked at Finalize
+
+
+def shm_segments(maps: str = "/proc/self/maps") -> list[str]:
+    """Paths of the MPICH shared-memory files mapped in ``maps`` that still have a name (the
+    windows' files are unlinked at once and read ``(deleted)``); sorted."""
+    try:
+        lines = Path(maps).read_text().splitlines()
+    except OSError:  # not Linux
+        return []
+    return sorted({ln.split()[-1] for ln in lines if ln.split()[-1].startswith(SHM_PREFIX)})
+
+
 def serve(work) -> None:
     """``python -m MODULE --serve HOST:PORT`` (started by :class:`experiments.launcher.RankPool`):
-    every rank connects to HOST:PORT and says its rank, then runs ``work(world, spec) -> dict``
+    every rank connects to HOST:PORT and says its rank, host, pid and MPI shared-memory files
+    (:func:`shm_segments`, for the pool to remove should it have to kill the ranks), then runs ``work(world, spec) -> dict``
     for each spec (a JSON line) it receives, until ``exit``; rank 0 sends back the list of rows,
     in rank order, as one JSON line. A failing rank aborts the job (the others would wait for
     it forever); between specs every rank sleeps in ``recv``."""
@@ -105,9 +121,10 @@ def serve(work) -> None:
         host, port = sys.argv[sys.argv.index("--serve") + 1].rsplit(":", 1)
         conn = socket.create_connection((host, int(port)))
         f = conn.makefile("rw")
-        f.write(f"{world.rank}\n")
+        f.write(f"{world.rank} " + json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                                "shm": shm_segments()}) + "\n")
         f.flush()
-        for line in f:
+        for line in f:  # the parent gone (EOF) ends the loop as "exit" does: MPI_Finalize runs
             if line.strip() == "exit":
                 break
             rows = world.gather(work(world, json.loads(line)), root=0)

@@ -6,52 +6,11 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import wait
-
-
-class SpinBarrier:
-    """A barrier for processes whose waiters poll shared memory instead of sleeping in the
-    kernel, as MPI's shared-memory barriers do (MPICH polls and yields the CPU every
-    ``polls_before_yield`` polls). A waiter never blocks, so it makes no voluntary context
-    switch; where processes outnumber cores, each yield may become an involuntary one.
-
-    Made from ``ctx`` before the processes fork; ``wait()`` and ``abort()`` as
-    ``multiprocessing.Barrier``.
-    """
-
-    def __init__(self, ctx, parties: int, polls_before_yield: int = 1000):
-        if parties < 1:
-            raise ValueError(f"SpinBarrier: parties = {parties}; must be >= 1")
-        self.parties, self.polls = parties, polls_before_yield
-        self._lock = ctx.Lock()                 # held only to count arrivals
-        self._count = ctx.RawValue("l", 0)
-        self._generation = ctx.RawValue("l", 0)  # read without the lock while polling
-        self._broken = ctx.RawValue("b", 0)
-
-    def wait(self) -> None:
-        with self._lock:
-            gen = self._generation.value
-            self._count.value += 1
-            if self._count.value == self.parties:
-                self._count.value = 0
-                self._generation.value = gen + 1
-                return
-        n = 0
-        while self._generation.value == gen:
-            if self._broken.value:
-                raise threading.BrokenBarrierError
-            n += 1
-            if n % self.polls == 0:
-                os.sched_yield()
-
-    def abort(self) -> None:
-        self._broken.value = 1
 
 
 class ChildDied(RuntimeError):

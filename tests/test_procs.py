@@ -1,5 +1,5 @@
 """A group of helper processes: results in order, a child that dies (OOM killer: SIGKILL) stops
-the group with an error naming it instead of hanging, and the spinning barrier."""
+the group with an error naming it instead of hanging."""
 
 import multiprocessing as mp
 import os
@@ -51,23 +51,3 @@ def test_timeout_names_the_children_still_running():
     with pytest.raises(TimeoutError, match=r"helper processs? \[1\].*timeout_s = 0.5"):
         procs.run_together(ctx, _sleeps, [0, 5], timeout_s=0.5)
     assert not mp.active_children()
-
-
-def _rounds(a, reply):
-    barrier, shared, me, rounds = a
-    seen = []
-    for r in range(rounds):
-        if me == 0:
-            shared.value = r          # the "reader" fills the buffer
-        barrier.wait()                # ... the buffer is full
-        seen.append(shared.value)     # every process reads this round's value
-        barrier.wait()                # ... everyone is done with it
-    reply.put(seen)
-
-
-def test_spin_barrier_hands_rounds_over_in_lock_step():
-    ctx = mp.get_context("fork")
-    b = procs.SpinBarrier(ctx, 3)
-    shared = ctx.RawValue("l", -1)
-    out = procs.run_together(ctx, _rounds, [(b, shared, i, 200) for i in range(3)])
-    assert out == [list(range(200))] * 3
