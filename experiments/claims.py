@@ -579,3 +579,15 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
         else:
             lines.append("No verdict changed.")
     return "\n".join(lines) + "\n"
+
+
+def one_node(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows of ``frame`` measured on one node (``nodes`` == 1; every row of a table without
+    that column). The step and bandwidth findings compare strategies at the same P on one
+    node, as the default profile measures them; runs spread over the nodes of an allocation
+    (``nodes`` > 1, the paper profile's ``[1, all]``) stay in summary.csv and the figures,
+    never mixed into a one-node interval."""
+    if frame is None or "nodes" not in frame:
+        return frame
+    return frame[frame["nodes"] == 1]
+

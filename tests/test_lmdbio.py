@@ -2,6 +2,7 @@
 
 import os
 
+import pandas as pd
 import pytest
 
 from experiments import config
@@ -289,3 +290,18 @@ def test_scale_rows_say_the_processes_they_need_and_had():
         assert "9,216 processes" in note and "at most 8 processes over 1 node(s)" in note, note
         assert "allocation of 1 node(s)" in note and "9,208 more than here" in note
         assert "training" in note and "lmdbio.procs" in note
+
+
+def test_claims_judge_the_one_node_runs_only():
+    """Runs spread over an allocation's nodes (nodes > 1) never enter a one-node interval:
+    adding wildly different two-node rows leaves every finding's value and interval as they were."""
+    env = {"cpu": {"count": 2}, "handover": "spin", "params": {"lmdbio": {"ranks_per_node": 2}}}
+    rows = _steps_rows(8, 2.0, 0.01).assign(nodes=1)
+    spread = rows[rows["P"] > 1].assign(nodes=2, seconds=lambda d: d["seconds"] * (1 + 9 * (d["strategy"] == "stag")))
+    one = {c["id"]: c for c in lmdbio_report.claims(lmdbio.summarize(rows), "disk", env, raw=rows)}
+    both_rows = pd.concat([rows, spread], ignore_index=True)
+    both = {c["id"]: c for c in lmdbio_report.claims(lmdbio.summarize(both_rows), "disk", env, raw=both_rows)}
+    for k, c in one.items():
+        if c["kind"] == "finding" and c["verdict"] != "not measured":
+            assert (c["our_value"], c.get("ci_low"), c.get("ci_high")) == \
+                (both[k]["our_value"], both[k].get("ci_low"), both[k].get("ci_high")), k

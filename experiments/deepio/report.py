@@ -147,8 +147,10 @@ def loader_claims(loader: pd.DataFrame, tier: str, env: dict | None = None,
     ratio's interval bootstrapped over the repeats of ``raw`` (at the level in force:
     :func:`experiments.stats.corrected_level`). ``loader``: :func:`summarize_loader` of ``raw``.
     What :func:`claims` reports and what the loader's repeats-until-decided loop judges
-    (:func:`experiments.deepio.experiment.loader_decided`) on the runs so far."""
+    (:func:`experiments.deepio.experiment.loader_decided`) on the runs so far. Judged on the
+    one-node runs (:func:`experiments.claims.one_node`)."""
     env = env or {}
+    loader, raw = C.one_node(loader), C.one_node(raw)
     out = []
     for t in list(dict.fromkeys(loader["tier"])) or [tier]:
         lt = loader[loader["tier"] == t]
