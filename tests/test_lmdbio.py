@@ -164,9 +164,11 @@ def test_spinning_hand_over_makes_no_sleeps_where_a_barrier_sleeps_every_round(t
         per = lmdbio.run(tmp_path / "db", prov, "lmm", 2, cfg, 512)
         assert per["bytes"].sum() == 2 * 4 * rounds * 512
         vol[handover] = int(per.loc[~per["reader"], "cs_voluntary"].iloc[0])
-    # two barriers a round; the consumer arrives first at about half of them at least
-    assert vol["sleep"] >= rounds / 2, vol
-    assert vol["spin"] <= rounds / 10, vol
+    # two barriers a round: idle, the consumer arrives first (and sleeps) at about half of them;
+    # on a loaded box its reader is often preempted first, so it sleeps less (15 of 100 rounds
+    # seen at a load of 5): the rule is that sleeping hand-overs sleep and spinning ones do not
+    assert vol["sleep"] >= rounds / 10, vol
+    assert vol["spin"] <= min(rounds / 10, vol["sleep"] / 2), vol
 
 
 def test_measure_records_processes_residency_and_the_hand_over_check(tmp_path):
