@@ -58,34 +58,45 @@ def digest():
 PIPELINE_NICE = -5   # the smoke pipeline's priority (the unit tests keep 0): about 3:1 for a shared core
 
 
-def branches(root: Path) -> list[list[str]]:
-    """The smoke pipeline in parts that share no stage, each a ``dvc repro`` target list,
-    largest first: the graph without its last stage (the claims, which reads them all) falls
-    apart in the thesis's workloads; the Chien, DeepIO and blog stages; LMDBIO; tracing. []
-    (one ``dvc repro``) when the graph has no such split."""
+def stage_graph(root: Path) -> dict[str, set[str]]:
+    """Every stage of the project at ``root`` and the stages it depends on (DVC's own graph)."""
     import warnings
 
-    import networkx as nx
     from dvc.repo import Repo
 
     with warnings.catch_warnings():   # DVC's own deprecation notices, not the project's
         warnings.simplefilter("ignore")
         with Repo(str(root)) as repo:
             g = repo.index.graph   # edge: stage -> a stage it depends on
-            names = {s: s.name for s in g.nodes}
-    last = [s for s in g.nodes if g.in_degree(s) == 0]   # nothing depends on it
-    if len(last) != 1:
-        return []
-    rest = g.subgraph(set(g.nodes) - set(last))
-    parts = sorted(nx.weakly_connected_components(rest), key=len, reverse=True)
-    if len(parts) < 2:
-        return []
-    return [sorted(names[s] for s in part if not any(p in part for p in g.predecessors(s)))
-            for part in parts]
+            return {s.name: {d.name for d in g.successors(s)} for s in g.nodes}
 
 
-PARALLEL = 2   # dvc repro runs side by side: many stages mostly wait (sleeping ranks, tracer
-               # attach, process start-up), so two at a time fill the box's two cores
+PARALLEL = 2   # stages run side by side: many mostly wait (sleeping ranks, tracer attach,
+               # process start-up), so two at a time fill the box's two cores
+
+# Rough smoke-profile seconds of the long stages (from the suite's stage table), only to start
+# the longest chain first; any other stage counts 10 s. A wrong figure costs time, not results.
+HINT_S = {"traced_comparison": 150, "workload_sleep": 100, "emulator_patterns": 70,
+          "workload_random": 60, "dlrm": 50, "bert": 45, "tracing_patterns": 30, "blog": 30,
+          "workload_fits": 25, "unet3d": 25, "workload_validation": 25, "alexnet_prefetch": 20,
+          "alexnet_checkpoint": 20, "tfdata_read": 15}
+
+
+def critical_path(deps: dict[str, set[str]]) -> dict[str, float]:
+    """Per stage, its hinted seconds plus the longest hinted chain of stages that wait for it:
+    the order in which ready stages start (longest first, as list scheduling does)."""
+    after: dict[str, set[str]] = {s: set() for s in deps}
+    for s, ds in deps.items():
+        for d in ds:
+            after.setdefault(d, set()).add(s)
+    memo: dict[str, float] = {}
+
+    def cp(s: str) -> float:
+        if s not in memo:
+            memo[s] = HINT_S.get(s, 10) + max((cp(t) for t in after[s]), default=0)
+        return memo[s]
+
+    return {s: cp(s) for s in deps}
 
 
 class SmokeRun:
@@ -107,26 +118,30 @@ class SmokeRun:
         self.t0 = time.monotonic()
         self.wall_s: float | None = None
         targets = os.environ.get("SMOKE_STAGES", "").split()
-        self._queue = [] if targets else branches(self.root)
-        self._split = bool(self._queue)
+        # the whole pipeline: stage by stage (`dvc repro -s`), PARALLEL at a time, each as soon
+        # as the stages it depends on are done; SMOKE_STAGES: one `dvc repro` of those
+        self._deps = {} if targets else stage_graph(self.root)
+        self._rank = critical_path(self._deps)
+        self._done: set[str] = set()
+        self._running: dict[str, subprocess.Popen] = {}
         self._procs: list[subprocess.Popen] = []
         self._logs: list[Path] = []
         self._rc: int | None = None
         self._final = False
         self._lock = threading.Lock()
-        if self._split:
+        if self._deps:
             self._poll()
-            # the next part starts as soon as one ends, whether or not a test is waiting
+            # the next stage starts as soon as one ends, whether or not a test is waiting
             threading.Thread(target=self.wait, kwargs={"check": False}, daemon=True).start()
         else:
             self._start(targets, self.log)
 
-    def _start(self, targets: list[str], log: Path) -> None:
-        """``dvc repro TARGETS`` in the background, its output in ``log``. ``--wait-for-lock``:
+    def _start(self, args: list[str], log: Path) -> subprocess.Popen:
+        """``dvc repro ARGS`` in the background, its output in ``log``. ``--wait-for-lock``:
         DVC holds the repo lock only to check and record stages (it lets go while a stage's
-        command runs), so two runs on disjoint parts of the graph take turns for it."""
+        command runs), so runs of different stages take turns for it."""
         with open(log, "w") as f:
-            p = subprocess.Popen(["dvc", "--wait-for-lock", "repro", *targets], cwd=self.root,
+            p = subprocess.Popen(["dvc", "--wait-for-lock", "repro", *args], cwd=self.root,
                                  env=self.env, stdout=f, stderr=subprocess.STDOUT,
                                  start_new_session=True)
         # The pipeline is the suite's critical path and the unit tests fill the box beside it:
@@ -137,34 +152,42 @@ class SmokeRun:
             pass
         self._procs.append(p)
         self._logs.append(log)
+        return p
 
     def _poll(self) -> int | None:
         with self._lock:
             return self._poll_locked()
 
     def _poll_locked(self) -> int | None:
-        """None while running; else the run's exit status (0: every stage ran). The parts of
-        :func:`branches` run :data:`PARALLEL` at a time, the next as soon as one ends; then a
-        last ``dvc repro`` runs what is left (the claims stage, which reads every part), and
-        the logs are joined into ``repro.log`` (what ``make repro`` shows, for
-        test_smoke_first_hour)."""
+        """None while running; else the run's exit status (0: every stage ran). Stages start
+        :data:`PARALLEL` at a time, each when the stages it depends on are done, the longest
+        chain first (:func:`critical_path`); then a last ``dvc repro`` checks that nothing is
+        left, and the logs are joined into ``repro.log`` in the order the stages started (what
+        ``make repro`` shows, for test_smoke_first_hour)."""
         if self._rc is not None:
             return self._rc
         rcs = [p.poll() for p in self._procs]
         if any(rcs):
             self._rc = next(r for r in rcs if r)
-        elif self._queue or None in rcs:
-            while self._queue and sum(r is None for r in rcs) < PARALLEL:
-                self._start(self._queue.pop(0), self.log.with_name(f"repro-{len(self._logs)}.log"))
-                rcs.append(None)
+        elif self._deps and not self._final:
+            for name, p in list(self._running.items()):
+                if p.poll() is not None:
+                    self._done.add(name)
+                    del self._running[name]
+            ready = sorted((s for s, d in self._deps.items() if s not in self._done
+                            and s not in self._running and d <= self._done),
+                           key=lambda s: -self._rank[s])
+            for s in ready[:max(0, PARALLEL - len(self._running))]:
+                self._running[s] = self._start(["-s", s], self.log.with_name(f"repro-{len(self._logs):02d}-{s}.log"))
+            if not self._running:   # every stage done: a last `dvc repro` finds nothing to do
+                self._final = True
+                self._start([], self.log.with_name("repro-last.log"))
             return None
-        elif self._split and not self._final:
-            self._final = True
-            self._start([], self.log.with_name("repro-last.log"))
+        elif None in rcs:
             return None
         else:
             self._rc = 0
-        if self._split:
+        if self._deps:
             self.log.write_text("".join(f.read_text(errors="replace") for f in self._logs))
         return self._rc
 
