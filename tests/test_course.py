@@ -227,7 +227,12 @@ def _type_answer(nb, x) -> None:
     pat = re.compile(rf"^{re.escape(x.answer)}( *)=(?!=).*$", re.MULTILINE)
     hits = [c for c in _code(nb) if pat.search(c.source)]
     assert len(hits) == 1, f"{x.name}: one cell computes {x.answer}"
-    hits[0].source = pat.sub(f"{x.answer} = {x.paper_value}", hits[0].source)
+    # the paper's number in place of the computed one; where this box computes exactly the
+    # paper's number (lab 8's 8 accelerators can be), a neighbour: a typed number must be wrong
+    # for its loss of points to be expected
+    pv = x.paper_value
+    hits[0].source = pat.sub(lambda m: f"{m.group(0)}\n{x.answer} = {pv} if {x.answer} != {pv} else {pv} + 1",
+                             hits[0].source)
 
 
 REFERENCE = {
