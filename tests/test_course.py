@@ -412,7 +412,8 @@ def test_solution_gets_full_points_and_a_typed_number_does_not(graded, x):
     the computed answer."""
     _, g = _result(graded, x.name)
     rows = {r["submission"]: r for r in g["rows"]}
-    assert rows["solution"]["max"] > 0 and rows["solution"]["total"] == rows["solution"]["max"], rows["solution"]
+    failed = {n: q["output"][-3000:] for n, q in rows["solution"]["questions"].items() if q["score"] < q["max_score"]}
+    assert rows["solution"]["max"] > 0 and rows["solution"]["total"] == rows["solution"]["max"], failed
     assert rows["typed"]["total"] < rows["typed"]["max"], rows["typed"]
     if "invented" in rows:   # a faked mechanism and a typed table: no hidden point on any question
         q = g["questions"]
