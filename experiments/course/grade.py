@@ -186,7 +186,8 @@ def public_python(base: Path, dest_root: Path) -> Path:
     ``site-packages`` is this one's (a symbolic link), so that the copy imports the same
     packages. Made once; returns the virtual environment's ``bin/python``."""
     ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    tag = re.sub(r"[^\w.-]+", "_", f"{base.name}-{sys.version.split()[0]}")
+    v = sys.version.split()[0]
+    tag = re.sub(r"[^\w.-]+", "_", v if base.name == v else f"{base.name}-{v}")   # pyenv names the folder by version
     root = dest_root / tag
     venv = root / "venv"
     py = venv / "bin" / "python"
