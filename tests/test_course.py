@@ -8,7 +8,9 @@
   the expected points, the hang killed at its limit; grades.csv and the written answers per
   question are written.
 - The other labs: the solution gets full points and the paper's number typed in loses points
-  (one grading command each, two submissions in parallel).
+  (one grading command each, two submissions in parallel); in labs 2 and 6 a third submission,
+  a faked pipeline (reader) with a table typed in the paper's shape, gets no hidden point.
+- grades.csv says who each submission ran as (``nobody`` where the grader is root).
 - The crash-safe checkpoint test of lab 4 kills a writer: it passes a save through a temporary
   file and rename, and fails an in-place one.
 
@@ -257,7 +259,25 @@ INVENTED = {
                                           " for t, s in [('fast', 0.01), ('slow', 0.2)]"
                                           " + [(f'fast>slow keep={k}', 0.2 if k == 1 else 0.01) for k in P['keeps']]"
                                           " for i in range(P['checkpoints'])])"))),
+    # labs 2 and 6: a pipeline that does not decode / a reader that reads nothing, and a table
+    # typed in the paper's shape (full scaling to 2.3x, records 5x faster); only the grader's
+    # re-run of the student's code on its own files can tell
+    "lab02-tfdata-threads": ([("make_pipeline", ("def make_pipeline(files, threads, batch, image_size, decode=True):\n"
+                                                 "    return tf.data.Dataset.from_tensor_slices(list(files)).batch(batch)"))],
+                             ("rows = []", ("raw = pd.DataFrame([{'variant': v, 'threads': t, 'cache': c, 'repeat': i, 'warmup': i == 0,"
+                                            " 'seconds': len(files) / r, 'images': len(files), 'images_per_s': r}"
+                                            " for v in ('full', 'read_only') for t in P['threads'] for i in range(1 + P['repeats'])"
+                                            " for c in ('cold', 'warm')"
+                                            " for r in [(100 if v == 'full' else 300) * {1: 1, 2: 1.6}.get(t, 2.3) * (2.3 if c == 'warm' else 1)]])"))),
+    "lab06-formats-lmdb": ([("write_records", "def write_records(path, blobs):\n    open(path, 'wb').close()"),
+                            ("open_records", "def open_records(path):\n    return os.open(path, os.O_RDONLY), []"),
+                            ("read_record", "def read_record(fd, index, i):\n    return b''")],
+                           ("rows = []", ("runs = pd.DataFrame([{'format': f, 'cache': c, 'repeat': r, 'seconds': len(blobs) / v,"
+                                          " 'bytes': sum(map(len, blobs)), 'images_per_s': v, 'MBps': 0.0}"
+                                          " for r in range(P['repeats']) for f in ('files', 'records') for c in ('cold', 'warm')"
+                                          " for v in [(5000 if f == 'records' else 1000) * (3 if c == 'warm' else 1)]])"))),
 }
+INVENTED_OTHERS = ("lab02-tfdata-threads", "lab06-formats-lmdb")
 
 
 def _synthetic_folder(x, folder: Path) -> dict[str, str]:
@@ -276,12 +296,7 @@ def _synthetic_folder(x, folder: Path) -> dict[str, str]:
         _replace_def(nb, name, src)
     nbformat.write(nb, folder / "reference.ipynb")
     made["reference"] = "public only"
-    nb = sol()
-    defs, (needle, table) = INVENTED[x.name]
-    for name, src in defs:
-        _replace_def(nb, name, src)
-    _replace_cell(nb, needle, table)
-    nbformat.write(nb, folder / "invented.ipynb")
+    nbformat.write(_invented(x), folder / "invented.ipynb")
     made["invented"] = "no hidden"
     nb = sol()
     _type_answer(nb, x)
@@ -298,12 +313,26 @@ def _synthetic_folder(x, folder: Path) -> dict[str, str]:
 OTHERS = [x for x in LABS if x.name not in SYNTHETIC]
 
 
-def _solution_and_typed(x, folder: Path) -> None:
+def _invented(x):
+    nb = nbformat.read(cb.solution_notebook(x), 4)
+    defs, (needle, table) = INVENTED[x.name]
+    for name, src in defs:
+        _replace_def(nb, name, src)
+    _replace_cell(nb, needle, table)
+    return nb
+
+
+def _solution_and_typed(x, folder: Path) -> dict[str, str]:
     folder.mkdir(parents=True)
     shutil.copy(cb.solution_notebook(x), folder / "solution.ipynb")
     nb = nbformat.read(cb.solution_notebook(x), 4)
     _type_answer(nb, x)
     nbformat.write(nb, folder / "typed.ipynb")
+    made = {"solution": "full", "typed": "less"}
+    if x.name in INVENTED_OTHERS:
+        nbformat.write(_invented(x), folder / "invented.ipynb")
+        made["invented"] = "no hidden"
+    return made
 
 
 @pytest.fixture(scope="module")
@@ -324,9 +353,8 @@ def graded(built):
                     out[name] = (made, cg.grade_many(x.name, folder, built / "grades" / x.name,
                                                      timeout_s=HANG_LIMIT_S, jobs=2))
                 else:
-                    _solution_and_typed(x, folder)
-                    out[name] = ({"solution": "full", "typed": "less"},
-                                 cg.grade_many(x.name, folder, built / "grades" / x.name, jobs=2))
+                    made = _solution_and_typed(x, folder)
+                    out[name] = (made, cg.grade_many(x.name, folder, built / "grades" / x.name, jobs=2))
             except Exception as e:  # noqa: BLE001 (re-raised in the tests, in pytest's thread)
                 errors.append((name, e))
 
@@ -359,7 +387,10 @@ def test_a_folder_of_submissions_grades_in_one_command(graded, name):
     with open(g["dir"] / "grades.csv") as f:
         csv_rows = {r["submission"]: r for r in csv.DictReader(f)}
     assert set(csv_rows) == set(made) and float(csv_rows["solution"]["total"]) == top
-    assert list(next(iter(csv_rows.values()))) == ["submission", *auto, "total", "max", "seconds", "error"]
+    assert list(next(iter(csv_rows.values()))) == ["submission", *auto, "total", "max", "seconds", "error", "ran_as"]
+    # who the submissions ran as: nobody where the grader is root, else the grader's own user
+    want = "nobody (uid 65534" if os.geteuid() == 0 else f"(uid {os.geteuid()}, the grader's own)"
+    assert all(want in r["ran_as"] for r in csv_rows.values()), {r["ran_as"] for r in csv_rows.values()}
 
     assert rows["solution"]["total"] == top and not rows["solution"]["error"], rows["solution"]
     assert rows["untouched"]["total"] == 0, rows["untouched"]
@@ -386,8 +417,12 @@ def test_solution_gets_full_points_and_a_typed_number_does_not(graded, x):
     the computed answer."""
     _, g = _result(graded, x.name)
     rows = {r["submission"]: r for r in g["rows"]}
-    assert rows["solution"]["max"] > 0 and rows["solution"]["total"] == rows["solution"]["max"], rows["solution"]
+    failed = {n: q["output"][-3000:] for n, q in rows["solution"]["questions"].items() if q["score"] < q["max_score"]}
+    assert rows["solution"]["max"] > 0 and rows["solution"]["total"] == rows["solution"]["max"], failed
     assert rows["typed"]["total"] < rows["typed"]["max"], rows["typed"]
+    if "invented" in rows:   # a faked mechanism and a typed table: no hidden point on any question
+        q = g["questions"]
+        assert all(rows["invented"][n] <= q[n]["public"] for n in q if not q[n]["manual"]), rows["invented"]
     assert any(v["manual"] for v in g["questions"].values()), "each lab has a written answer graded with its rubric"
 
 

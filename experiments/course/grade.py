@@ -4,7 +4,9 @@ Each submission is graded by ``otter run`` (otter's non-containerized grader) wi
 autograder zip, in a process of its own: its own scratch folder (``DLIO_COURSE_DIR``, its own
 ``/dev/shm`` folder, its own ``HOME``), a time limit (``--timeout``, default
 :data:`TIMEOUT_S`; the whole process group is killed at it), as the unprivileged user ``nobody``
-when the grader runs as root; up to ``--jobs`` (default: the cores) at a time. The notebook is
+when the grader runs as root (with a world-readable copy of the interpreter, made once under
+``/var/lib/dlio-grade/python`` or ``$DLIO_GRADE_PYTHON_DIR``, where the interpreter lives under a
+folder nobody cannot enter, as pyenv's under /root); up to ``--jobs`` (default: the cores) at a time. The notebook is
 re-executed top to bottom (smoke profile unless ``DLIO_COURSE_PROFILE`` says otherwise), each
 question's public and hidden tests running after its cell. A hang, a crash or a notebook that
 does not run is a row with its reason, never a stopped run.
@@ -16,7 +18,8 @@ message, for a lab whose own student notebook still imports the package.)
 Writes, in the output folder it prints (default ``explore/course/grades/<lab>/<SUB's name>/``):
 
 - ``grades.csv``: one row per submission: points per question, ``total``, ``max``,
-  ``seconds`` (wall), ``error`` (empty, or why points are missing: timeout, crash, integrity);
+  ``seconds`` (wall), ``error`` (empty, or why points are missing: timeout, crash, integrity),
+  ``ran_as`` (the user and uid the submission ran as);
 - ``answers/<question>.md``: the written answers (manual questions and the prediction),
   collected across submissions, one file per question, to grade with the lab's ``rubric.md``;
 - ``<submission>/results.json`` and ``feedback.md`` (per question points and what failed).
@@ -141,9 +144,11 @@ _PREFIX_LOCK = threading.Lock()
 
 def _unprivileged_prefix() -> list[str]:
     """The command prefix that runs a submission unprivileged when this process is root:
-    ``setpriv`` to ``nobody``; where ``nobody`` cannot run this Python (an interpreter under a
-    private home, as pyenv's in /root), root without any capability (no DAC override, no kill
-    of other users' processes, no new privileges), said once on stderr. Empty when not root."""
+    ``setpriv`` to ``nobody``. Where ``nobody`` cannot run this Python (an interpreter under a
+    private home, as pyenv's in /root), the grader first builds a world-readable copy of the
+    interpreter (:func:`public_python`) and runs that; if even the copy fails, root without any
+    capability (no DAC override, no kill of other users' processes, no new privileges), said
+    once on stderr and in grades.csv's ``ran_as``. Empty when not root."""
     if os.geteuid() != 0:
         return []
     with _PREFIX_LOCK:
@@ -152,25 +157,126 @@ def _unprivileged_prefix() -> list[str]:
     return _PREFIX[0]
 
 
+_PUBLIC: dict[str, str] = {}     # env additions for the public copy, when used
+PUBLIC_ENV = "DLIO_GRADE_PYTHON_DIR"   # where the world-readable interpreter copy goes
+
+
+def _can_run(user: list[str], python: str, env: dict) -> subprocess.CompletedProcess:
+    # the probe starts a second interpreter as otter does for the kernel: a first exec may pass
+    # where a nested one is refused (a private home on the interpreter's path)
+    code = ("import subprocess, sys, experiments.course.grade, otter, nbformat; "
+            "subprocess.run([sys.executable, '-c', 'import ipykernel'], check=True)")
+    return subprocess.run([*user, python, "-c", code], capture_output=True, cwd="/",
+                          env=dict(env, HOME="/"), check=False)
+
+
+def _private_ancestor(path: Path) -> Path | None:
+    """The first folder on ``path``'s way from / that others cannot enter, else None."""
+    for d in [*reversed(path.parents)]:
+        if not os.stat(d).st_mode & 0o001:
+            return d
+    return None
+
+
+def public_python(base: Path, dest_root: Path) -> Path:
+    """A copy of the interpreter installed at ``base`` (``sys.base_prefix``) under ``dest_root``,
+    readable and runnable by every user and writable by root only: ``bin/python3.X``, its shared
+    library and its standard library (not its own site-packages or test suite: the project's
+    virtual environment does not use them). Beside it, a virtual environment whose
+    ``site-packages`` is this one's (a symbolic link), so that the copy imports the same
+    packages. Made once; returns the virtual environment's ``bin/python``."""
+    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    v = sys.version.split()[0]
+    tag = re.sub(r"[^\w.-]+", "_", v if base.name == v else f"{base.name}-{v}")   # pyenv names the folder by version
+    root = dest_root / tag
+    venv = root / "venv"
+    py = venv / "bin" / "python"
+    if py.exists():
+        _check_root_owned(root)
+        return py
+    dest_root.mkdir(parents=True, exist_ok=True, mode=0o755)
+    _check_root_owned(dest_root)
+    tmp = Path(f"{root}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    interp = tmp / "interp"
+    (interp / "bin").mkdir(parents=True)
+    shutil.copy2(base / "bin" / ver, interp / "bin" / ver)
+    (interp / "lib").mkdir()
+    for so in (base / "lib").glob("libpython*"):
+        shutil.copy2(so, interp / "lib" / so.name, follow_symlinks=False)
+    shutil.copytree(base / "lib" / ver, interp / "lib" / ver, symlinks=True,
+                    ignore=lambda d, names: [n for n in names if Path(d) == base / "lib" / ver
+                                             and n in ("site-packages", "test", "idlelib", "tkinter")])
+    site = Path(sys.prefix) / "lib" / ver / "site-packages"
+    (tmp / "venv" / "bin").mkdir(parents=True)
+    (tmp / "venv" / "lib" / ver).mkdir(parents=True)
+    os.symlink(site, tmp / "venv" / "lib" / ver / "site-packages")
+    for name in ("python", "python3", ver):   # the kernel may be started by any of these names
+        os.symlink(root / "interp" / "bin" / ver, tmp / "venv" / "bin" / name)
+    (tmp / "venv" / "pyvenv.cfg").write_text(f"home = {root / 'interp' / 'bin'}\n"
+                                             "include-system-site-packages = false\n"
+                                             f"version = {sys.version.split()[0]}\n")
+    for p in [tmp, *tmp.rglob("*")]:
+        if not p.is_symlink():
+            os.chmod(p, 0o755 if p.is_dir() or os.access(p, os.X_OK) else 0o644)
+    os.replace(tmp, root)
+    return py
+
+
+def _check_root_owned(d: Path) -> None:
+    st = os.stat(d)
+    if st.st_uid != 0 or st.st_mode & 0o022:
+        raise RuntimeError(f"{d} is not root's alone (owner uid {st.st_uid}, mode {st.st_mode & 0o777:o}): "
+                           f"refusing to run submissions with an interpreter someone else could change; "
+                           f"remove it or set {PUBLIC_ENV}")
+
+
 def _probe_prefix() -> list[str]:
     setpriv = shutil.which("setpriv")
     if not setpriv:
         raise RuntimeError("the grader runs as root and setpriv (util-linux) is missing: it would run "
                            "student code as root; install util-linux or grade as an ordinary user")
     user = [setpriv, f"--reuid={UNPRIVILEGED[0]}", f"--regid={UNPRIVILEGED[1]}", "--clear-groups"]
-    # the probe starts a second interpreter as otter does for the kernel: a first exec may pass
-    # where a nested one is refused (a private home on the interpreter's path)
-    code = "import subprocess, sys, experiments.course.grade, otter; subprocess.run([sys.executable, '-c', ''], check=True)"
-    probe = subprocess.run([*user, sys.executable, "-c", code],
-                           capture_output=True, cwd="/", env=dict(os.environ, HOME="/"), check=False)
+    probe = _can_run(user, sys.executable, dict(os.environ))
     if probe.returncode == 0:
         return user
-    else:
-        print(f"grade: {UNPRIVILEGED[0]} cannot run {sys.executable} with this package "
-              f"({probe.stderr.decode(errors='replace').strip().splitlines()[-1:] or ['?']}); submissions run "
-              "as root without capabilities instead (install the environment where nobody can read it "
-              "to run them as nobody)", file=sys.stderr)
-        return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
+    why = (probe.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"])[0]
+    private = _private_ancestor(Path(sys.base_prefix))
+    site_private = _private_ancestor(Path(sys.prefix))
+    if private is not None and site_private is None:
+        # the interpreter alone lies under a private folder (pyenv in /root): a public copy of
+        # it, not a wider mode on that folder
+        dest = Path(os.environ.get(PUBLIC_ENV, "/var/lib/dlio-grade/python"))
+        try:
+            py = public_python(Path(sys.base_prefix), dest)
+            env = {"LD_LIBRARY_PATH": os.pathsep.join(x for x in (str(py.parent.parent.parent / "interp" / "lib"),
+                                                                    os.environ.get("LD_LIBRARY_PATH", "")) if x)}
+            probe = _can_run(user, str(py), dict(os.environ, **env))
+            if probe.returncode == 0:
+                _PUBLIC.update(env, python=str(py))
+                print(f"grade: {UNPRIVILEGED[0]} cannot enter {private}, where this Python lives: submissions "
+                      f"run as {UNPRIVILEGED[0]} with a world-readable copy of the interpreter, {py}", file=sys.stderr)
+                return user
+            why = (probe.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"])[0]
+        except (OSError, RuntimeError) as e:
+            why = str(e)
+    print(f"grade: {UNPRIVILEGED[0]} cannot run {sys.executable} with this package ({why}); submissions "
+          "run as root without capabilities instead (install the environment where nobody can read it "
+          "to run them as nobody)", file=sys.stderr)
+    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
+
+
+def ran_as() -> str:
+    """Who a submission runs as, in words (grades.csv's ``ran_as``)."""
+    prefix = _unprivileged_prefix()
+    if not prefix:
+        import pwd
+        return f"{pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()}, the grader's own)"
+    if f"--reuid={UNPRIVILEGED[0]}" in prefix:
+        import pwd
+        via = f", interpreter copy {_PUBLIC['python']}" if _PUBLIC else ""
+        return f"{UNPRIVILEGED[0]} (uid {pwd.getpwnam(UNPRIVILEGED[0]).pw_uid}{via})"
+    return "root without capabilities (uid 0)"
 
 
 def _chown_tree(d: Path) -> None:
@@ -218,7 +324,12 @@ def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> di
                IPYTHONDIR=str(work / "home" / ".ipython"), XDG_CACHE_HOME=str(work / "home" / ".cache"))
     pkg = str(Path(__file__).resolve().parents[2])   # the child runs this module from the scratch folder
     env["PYTHONPATH"] = os.pathsep.join(x for x in (pkg, env.get("PYTHONPATH", "")) if x)
-    cmd = [*prefix, sys.executable, "-m", "experiments.course.grade", "--child", str(nb), str(zip_), str(work)]
+    python = sys.executable
+    if prefix and _PUBLIC:   # nobody runs the world-readable copy of the interpreter
+        python = _PUBLIC["python"]
+        env["LD_LIBRARY_PATH"] = _PUBLIC["LD_LIBRARY_PATH"]
+        env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
+    cmd = [*prefix, python, "-m", "experiments.course.grade", "--child", str(nb), str(zip_), str(work)]
     t0 = time.perf_counter()
     error = ""
     with open(work / "log.txt", "wb") as log:
@@ -344,7 +455,7 @@ def grade_many(lab_name: str, sub: str | Path, out: Path | None = None, timeout_
         row = {"submission": sid, **{n: qs.get(n, {}).get("score", 0.0) for n in auto},
                "total": sum(qs.get(n, {}).get("score", 0.0) for n in auto),
                "max": sum(qinfo[n]["points"] for n in auto),
-               "seconds": round(r["seconds"], 1), "error": "; ".join(errors)}
+               "seconds": round(r["seconds"], 1), "error": "; ".join(errors), "ran_as": ran_as()}
         _feedback(lab, p, out / sid, row, qs, manual)
         print(f"{sid}: {row['total']:g} / {row['max']:g} in {row['seconds']:.0f} s"
               + (f" ({row['error']})" if row["error"] else ""), flush=True)
@@ -354,7 +465,7 @@ def grade_many(lab_name: str, sub: str | Path, out: Path | None = None, timeout_
           f"{timeout_s:g} s each at most, into {out}", flush=True)
     with ThreadPoolExecutor(max_workers=min(jobs, len(subs))) as ex:
         rows = list(ex.map(one, range(len(subs))))
-    fields = ["submission", *auto, "total", "max", "seconds", "error"]
+    fields = ["submission", *auto, "total", "max", "seconds", "error", "ran_as"]
     tmp = out / "grades.csv.tmp"
     with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
