@@ -469,17 +469,21 @@ def test_labkit_profile_and_helpers_check_their_input(tmp_path, monkeypatch):
 
 
 def test_course_bench_times_the_default_profile_unless_told(monkeypatch, tmp_path):
-    """`make course-bench` fills the students' time table: the default profile, not the smoke
-    profile the build and the grader default to (it measured smoke when otter_env ran first)."""
+    """`make course-bench` fills the students' time table: the solution on the default profile, not
+    the smoke profile the build and the grader default to (it measured smoke when otter_env ran
+    first), and the grading on the profile `make grade` uses (smoke), not the students' one."""
     from experiments.course import bench
     from experiments.course.labkit import PROFILE_ENV
 
-    monkeypatch.delenv(PROFILE_ENV, raising=False)
+    for var in (PROFILE_ENV, "PYTHONPATH"):   # recorded, so what measure() sets is undone after
+        monkeypatch.setenv(var, os.environ.get(var, ""))
+    monkeypatch.delenv(PROFILE_ENV)
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     seen = []
     monkeypatch.setattr(bench, "autograder_zip", lambda lab: tmp_path)
     monkeypatch.setattr(bench, "run_solution", lambda lab: (seen.append(os.environ[PROFILE_ENV]), (1.0, "1"))[1])
-    monkeypatch.setattr(bench, "grade", lambda *a, **k: {"score": 1, "max_score": 1})
+    monkeypatch.setattr(bench, "grade", lambda *a, **k: (seen.append(os.environ[PROFILE_ENV]), {"score": 1, "max_score": 1})[1])
     monkeypatch.setattr(bench, "solution_notebook", lambda lab: tmp_path / "x.ipynb")
     got = bench.measure(LABS[:1])
-    assert seen == ["default"] and list(got["profile"]) == ["default"]
+    assert seen == ["default", "smoke"] and list(got["profile"]) == ["default"]
+    assert list(got["grade_profile"]) == ["smoke"] and "grading: `make grade` of that solution on the smoke" in bench.markdown(got)
