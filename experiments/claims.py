@@ -21,7 +21,10 @@ A finding's direction is judged on the 95 % confidence interval of our value
 the whole interval satisfies the rule, fails when the whole interval violates it, and is
 ``inconclusive`` when the interval straddles the rule's threshold. Each direction rule carries a
 margin of no material effect (:func:`default_margin`: 5 % for a ratio against 1): an interval
-inside it ``fails`` as ``negligible`` (shown and counted as ``fails (negligible)``). A finding
+inside it ``fails`` as ``negligible`` (shown and counted as ``fails (negligible)``); an interval
+that straddles the threshold but ends short of the margin's edge on the side the statement
+claims (``> 1`` with its high end at most 1.05) ``fails`` too: the effect the statement means is
+ruled out (:func:`_short_of_margin`). A finding
 with a value but no interval (one sample), with too few samples for its interval's level, or
 whose value lies outside its own interval is ``inconclusive``: a point value alone never holds
 or fails. A check
@@ -95,6 +98,19 @@ class _Rule:
             return None
         d = margin * abs(self.threshold) if self.threshold else margin
         return self.threshold - d, self.threshold + d
+
+
+def _short_of_margin(test: _Rule, band: tuple[float, float], lo: float, hi: float) -> bool:
+    """Whether an interval that straddles a one-sided rule (``> X``: upper end open; ``< X``:
+    lower end open) stays short of the margin's far edge, on the side the statement claims: for
+    ``> X`` its high end at most X + d, for ``< X`` its low end at least X - d. The one-sided
+    test of "an effect of at least the margin, as claimed" then rejects it at the interval's
+    level (two one-sided tests: the material half), whatever the interval's other end."""
+    if math.isinf(test.upper) and not math.isinf(test.lower):
+        return hi <= band[1]
+    if math.isinf(test.lower) and not math.isinf(test.upper):
+        return lo >= band[0]
+    return False
 
 
 DEFAULT_MARGIN = 0.05   # the smallest effect a ratio's "faster", "more", "fewer" means (see default_margin)
@@ -237,6 +253,7 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     outside = has_ci and kind == "finding" and value is not None and not interval.contains(value)
     n = interval.n if interval is not None else (1 if value is not None and kind == "finding" else None)
     negligible = None
+    short = False
     if value is None:
         holds = None
     elif kind == "check":
@@ -246,6 +263,10 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     else:
         negligible = bool(band and band[0] <= interval.low and interval.high <= band[1])
         holds = False if negligible else test.on_interval(interval.low, interval.high)
+        if holds is None and band and _short_of_margin(test, band, interval.low, interval.high):
+            # the interval reaches past the margin on one side only, away from the statement:
+            # an effect as large as the statement means, in its direction, is ruled out
+            holds, short = False, True
     mag = None if value is None or mag_test is None or ratio is None else mag_test(ratio)
     if value is None:
         verdict = "not measured"
@@ -281,6 +302,12 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
             parts.append(f"no effect beyond {_margin_words(test, m)} here: the whole interval "
                          f"[{interval.low:.4g}, {interval.high:.4g}] lies within [{band[0]:.4g}, "
                          f"{band[1]:.4g}] of the rule's threshold")
+        elif short:
+            edge = band[1] if math.isinf(test.upper) else band[0]
+            parts.append(f"no effect beyond {_margin_words(test, m)} in the statement's direction here: "
+                         f"the interval [{interval.low:.4g}, {interval.high:.4g}] ends short of "
+                         f"{edge:.4g}, the margin's edge, so the effect the rule '{rule}' means is "
+                         "ruled out")
         elif holds is False:
             where = (f"the whole interval [{interval.low:.4g}, {interval.high:.4g}]"
                      if has_ci and kind == "finding" else f"our value {value:.4g}")
@@ -541,7 +568,9 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
              "the interval: *holds* when the whole interval satisfies the rule, *fails* when none of it "
              "does, *fails (negligible)* when the whole interval lies within the rule's margin of no "
              "effect (the smallest effect the statement means, beside the rule: 5 % for a ratio against "
-             "1), *inconclusive* when it straddles the threshold reaching beyond the margin, when there "
+             "1), and *fails* also when it straddles the threshold but ends short of the margin's edge on "
+             "the side the statement claims (the effect it means is ruled out), *inconclusive* when it "
+             "straddles the threshold reaching beyond the margin on both sides, when there "
              "is no interval (n = 1: a point value alone never decides) or when its method cannot reach "
              "95 % with so few samples; *magnitude*: ours / paper within the stated tolerance "
              "(on the point, when the direction holds); *resident*: the share of the data set still in "
