@@ -350,22 +350,23 @@ def sweep_plan(cfg: AlexNetConfig, experiment: str):
 
 
 def prefetch_decided(runs: pd.DataFrame, level: float) -> dict[str, bool]:
-    """{``alexnet-prefetch-faster-<tier>``: decided} on the runs so far: the run time without
-    prefetch over with it, summed over the thread counts' medians, bootstrapped over the repeats
-    at ``level`` and judged by the finding's rule ('> 1', its 5 % margin), as the report judges it."""
+    """{``alexnet-prefetch-faster-<tier>``: decided} on the runs so far: the report's own
+    computation (:func:`experiments.chien.alexnet_report._prefetch_ratio`: the run time without
+    prefetch over with it, summed over the thread counts' medians, bootstrapped over the
+    repeats) at ``level``, judged by the finding's rule ('> 1', its 5 % margin). One computation,
+    so a sweep that stops as "decided" is decided in the report too (a copy with fewer
+    resamples once stopped a sweep the report then left inconclusive)."""
     from .. import claims, stats
+    from .alexnet_report import _prefetch_ratio
 
     r = runs[(runs["experiment"] == "prefetch")]
     out = {}
     for tier, g in r.groupby("tier", sort=False):
-        threads = sorted(set(g["threads"]))
         if not {0, 1} <= set(g["prefetch"]):
             continue
-        no = [stats.samples(g, "seconds", threads=k, prefetch=0) for k in threads]
-        yes = [stats.samples(g, "seconds", threads=k, prefetch=1) for k in threads]
-        k = len(no)
-        v, ci = stats.bootstrap(lambda *a: sum(np.median(x) for x in a[:k]) / sum(np.median(x) for x in a[k:]),
-                                *no, *yes, level=level, n_boot=400)
+        threads = sorted(set(g.loc[g["prefetch"] > 0, "threads"]))
+        with stats.corrected_level(level):
+            v, ci = _prefetch_ratio(r, tier, threads, "seconds", 1.0)
         c = claims.claim(f"alexnet-prefetch-faster-{tier}", "", "", "", v, "x", "> 1", kind="finding", interval=ci)
         out[c["id"]] = c["verdict"] != "inconclusive"
     return out
