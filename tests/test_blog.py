@@ -90,7 +90,7 @@ def test_warm_cold_and_claims():
     assert c["blog_jpeg_decode_51pct_of_cpu"]["paper_value"] == 51.18
     assert c["blog_gbps_for_8_v100"]["verdict"] == "not measured" and "no GPU" in c["blog_gbps_for_8_v100"]["note"]
     # no device samples, no collectl table: the claims stay, not measured, with the reason
-    for k in ("blog_collectl_request_sizes_similar", "blog_collectl_tf_shorter_queue",
+    for k in ("blog_collectl_tf_reads_larger", "blog_collectl_tf_shorter_queue",
               "blog_private_threads_help", "blog_workers_help", "blog_warm_reads_nothing"):
         assert c[k]["verdict"] == "not measured" and "not measured on this run: " in c[k]["note"], k
     assert c["blog_collectl_tf_shorter_queue"]["magnitude"] == "within 2x"
@@ -164,7 +164,7 @@ def test_request_size_row_tests_the_blogs_inference_and_warm_note_says_what_was_
         pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), pd.DataFrame(
             columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
         collectl, pd.DataFrame(), "disk", reads, dstat_rows=dev, fio=fio, fio_raw=fio_raw)}
-    r = c["blog_collectl_request_sizes_similar"]
+    r = c["blog_collectl_tf_reads_larger"]
     assert r["our_value"] > 10 and r["verdict"] == "holds" and r["paper_value"] is None
     assert "larger than" in r["statement"] and "max_sectors_kb" in r["note"]
     w = c["blog_warm_reads_nothing"]

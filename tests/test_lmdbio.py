@@ -307,3 +307,17 @@ def test_claims_judge_the_one_node_runs_only():
         if c["kind"] == "finding" and c["verdict"] != "not measured":
             assert (c["our_value"], c.get("ci_low"), c.get("ci_high")) == \
                 (both[k]["our_value"], both[k].get("ci_low"), both[k].get("ci_high")), k
+
+
+def test_switch_note_names_the_kind_of_switch_that_makes_the_excess():
+    """The why of the context-switch row follows the measured kind: an involuntary excess (the
+    default run: LMM 1.5 + 31,120 against LMDB 41.8 + 6.0 at P = 4) is preemption of spinning
+    consumers, not their waits; a voluntary one is sleeping hand-overs."""
+    from experiments.lmdbio.report import _nodes_words, _switch_kind
+
+    inv = _switch_kind(4, {4: 1.5}, {4: 31120.2}, {4: 41.8}, {4: 6.0}, "spin", 2)
+    assert "involuntary" in inv and "preempts" in inv and "waits for their reader" not in inv
+    vol = _switch_kind(2, {2: 300.0}, {2: 5.0}, {2: 30.0}, {2: 4.0}, "sleep", 2)
+    assert "voluntary (300.0" in vol and "sleep" in vol
+    assert _nodes_words(2, 4) == "one node of 2 ranks"
+    assert _nodes_words(8, 4) == "2 emulated nodes of up to 4 ranks each, on this one host"

@@ -292,7 +292,7 @@ def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.Data
     # by the block layer based on the underlying device's max_sectors_kb setting." Its similar
     # request sizes are its device's cap; the inference is that TF's reads are larger, which a
     # device with a larger cap shows in the request size itself.
-    out.append(claim("blog_collectl_request_sizes_similar", SOURCE, "collectl table",
+    out.append(claim("blog_collectl_tf_reads_larger", SOURCE, "collectl table",
                      "TensorFlow's TFRecord reads are larger than PyTorch's JPEG reads (as the blog "
                      "infers; KB per device read, TF over PyTorch)",
                      v, "x", "> 1", interval=ci,
@@ -306,7 +306,8 @@ def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.Data
                      why_not=(f"KB per read here: TF {a['KB_per_read']:.0f}, PyTorch {b['KB_per_read']:.0f}: "
                               "where the device's max_sectors_kb caps both below TF's read size, the "
                               "request sizes cannot show it" if both else nodev),
-                     kind="finding", basis="stated", **cold))
+                     # "It is likely that ...": the blog infers it, it does not measure it
+                     kind="finding", basis="implied", **cold))
     v, ci = per_interval("queue_len", PT, TF, b["queue_len"] / max(a["queue_len"], 1e-9) if both else np.nan)
     out.append(claim("blog_collectl_tf_shorter_queue", SOURCE, "collectl table",
                      "TensorFlow's TFRecord reads keep a shorter device queue than "
@@ -366,14 +367,14 @@ def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.Data
         data=("data_MB", "median"), runs=("share", "size")) if len(r) else pd.DataFrame())
     measured = "; ".join(f"{fw} {fm}: warm runs read {x.warm:.1f} MB from storage, the cold runs "
                          f"before them {x.cold:.1f} MB, of {x.data:.1f} MB of data (median of "
-                         f"{x.runs} warm runs)" for (fw, fm), x in per_cfg.iterrows())
+                         f"{int(x.runs)} warm runs)" for (fw, fm), x in per_cfg.iterrows())
     read_some = k is not None and r.loc[k, "share"] >= 0.1
     out.append(claim("blog_warm_reads_nothing", SOURCE, "finding 5",
                      f"once the data set is cached the run stops reading storage (tier "
                      f"{tier}; largest warm-run storage MB over the cold run's, own processes, "
                      "median over repeats)", v, "ratio", "< 0.1", interval=ci,
-                     note="; ".join(x for x in (measured, "why cold runs must drop the cache "
-                                                "first, as the blog did") if x),
+                     note="; ".join(x for x in (measured, "this is why each cold run drops the "
+                                                "cache first, as the blog did") if x),
                      why_not=(f"the warm {r.loc[k, 'framework']} {r.loc[k, 'format']} run made "
                               f"storage read {r.loc[k, 'warm_storage_MB']:.1f} of "
                               f"{r.loc[k, 'data_MB']:.1f} MB: "

@@ -293,8 +293,8 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     # server caches hold the small set. Not reproducible on one box without such a file system.
     # The row says what it needs (16 nodes: 8 GB / 512 MB per node) and what this run had
     # (env.json's scale), and what would make it measurable; it stays not measured here.
-    why = (f"needs {BEEGFS_NODES} nodes reading BeeGFS (the poster's cluster: 8 GB in 512 MB per "
-           f"node; it does not state the processes per node, so at least {BEEGFS_NODES}, one a "
+    why = (f"needs {BEEGFS_NODES} nodes reading BeeGFS (the poster's cluster; it does not state the "
+           f"processes per node, so at least {BEEGFS_NODES}, one a "
            f"node); {C.scale_had(env)}, and no tier here is a parallel file system. To measure "
            f"it: the paper profile inside an allocation of {BEEGFS_NODES} nodes (salloc -N "
            f"{BEEGFS_NODES} make paper) spreads deepio.procs up to {BEEGFS_NODES} over every "
