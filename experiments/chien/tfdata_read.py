@@ -22,7 +22,6 @@ from .. import cache
 from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import Section
-from ..progress import progress
 from ..tiers import Tier
 
 VARIANTS = ("full", "read_only")
@@ -81,18 +80,27 @@ def time_epoch(ds) -> tuple[float, int]:
 
 def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig,
             seed: int) -> tuple[pd.DataFrame, dict]:
-    """Every (tier, variant, threads) configuration, ``warmup + repeats`` runs each.
+    """Every (tier, variant, threads) configuration, ``warmup + repeats`` runs each, in rounds:
+    each round runs every configuration once, in an order drawn per round from ``seed``
+    (:func:`experiments.sequential.run` with a fixed count), so drift on the box during the
+    stage reaches every configuration's samples alike instead of one configuration's block of
+    back-to-back repeats (the speed-ups are ratios of two configurations).
 
     ``staged`` maps a tier name to the manifest of the data set's copy on that tier (with
-    ``abspath``). Returns one row per run and facts for env.json (the eviction method).
+    ``abspath``). Returns one row per run (``repeat`` counts the warm-up rounds first,
+    ``round_order`` its place in its round) and facts for env.json (the eviction method, the
+    order run).
     """
     import tensorflow as tf
 
+    from .. import sequential
+
     tf.get_logger().setLevel("ERROR")
-    runs = [(t, v, n, i) for t in tiers for v in cfg.variants for n in cfg.threads
-            for i in range(cfg.warmup + cfg.repeats)]
-    rows, evictions = [], {}
-    for tier, variant, threads, i in progress(runs, desc="tf.data runs"):
+    configs = [(t, v, n) for t in tiers for v in cfg.variants for n in cfg.threads]
+    evictions = {}
+
+    def run_one(c, i):
+        tier, variant, threads = c
         m = staged[tier.name]
         folder = str(pd.Series(m["abspath"]).iloc[0]).rsplit("/train/", 1)[0]
         evictions[tier.name] = cache.evict([folder], cfg.eviction, label=tier.name)
@@ -100,11 +108,16 @@ def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataRea
                            cfg.image_size, seed)
         seconds, batches = time_epoch(ds)
         n, nbytes = len(m), int(m["bytes"].sum())
-        rows.append({"tier": tier.name, "variant": variant, "threads": threads, "repeat": i,
-                     "warmup": i < cfg.warmup, "seconds": seconds, "images": n,
-                     "bytes": nbytes, "batches": batches, "images_per_s": n / seconds,
-                     "MBps": nbytes / 1e6 / seconds, "eviction": evictions[tier.name]})
-    return pd.DataFrame(rows), {"eviction": evictions}
+        return {"tier": tier.name, "variant": variant, "threads": threads, "seconds": seconds,
+                "images": n, "bytes": nbytes, "batches": batches, "images_per_s": n / seconds,
+                "MBps": nbytes / 1e6 / seconds, "eviction": evictions[tier.name]}
+
+    res = sequential.run(configs, run_one, lambda rows, level: {},
+                         sequential.Plan(cfg.repeats, cfg.repeats), seed, warmup=cfg.warmup,
+                         progress_desc="tf.data rounds")
+    order = {"seed": int(seed), "configs": [[t.name, v, n] for t, v, n in configs],
+             "rounds": [list(o) for o in res.order]}
+    return res.rows, {"eviction": evictions, "order": order}
 
 
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:
