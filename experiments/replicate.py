@@ -15,7 +15,10 @@ not generated again), re-runs there the named measuring stages (default: every s
 - ``covers``: whether the first run's interval contains the second run's value, and the share
   of findings with an interval in both runs that do (for honest 95 % intervals of the same
   quantity, about 83 %: two independent intervals' chance that one holds the other's estimate);
-- ``disjoint``: whether the two intervals do not overlap at all.
+- ``disjoint``: whether the two intervals do not overlap at all;
+- ``same``: the same value and interval in both runs (nothing measured again: its samples come
+  from a stage not re-run, or from seeded computations such as DeepIO's trainings), left out
+  of ``covers``, its share and ``disjoint``.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ MEASURING = ("fio_baseline", "tfdata_read", "deepio", "lmdbio", "blog", "alexnet
              "alexnet_checkpoint", "unet3d", "bert", "dlrm", "workload_sleep", "workload_random",
              "tracing_patterns", "emulator_patterns", "traced_comparison")
 COLUMNS = ["stage", "id", "value_1", "low_1", "high_1", "verdict_1", "value_2", "low_2", "high_2",
-           "verdict_2", "agree", "covers", "disjoint"]
+           "verdict_2", "agree", "covers", "disjoint", "same"]
 
 
 def _side(verdict, negligible=None) -> str | None:
@@ -72,14 +75,18 @@ def compare(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
         lo1, hi1, lo2, hi2 = (_num(r1["ci_low"]), _num(r1["ci_high"]), _num(r2["ci_low"]), _num(r2["ci_high"]))
         s1, s2 = _side(r1["verdict"]), _side(r2["verdict"])
         ci1, ci2 = lo1 is not None and hi1 is not None, lo2 is not None and hi2 is not None
+        # the same value and interval in both runs: nothing was measured again (a stage not
+        # re-run, or a seeded computation that gives the same bits); left out of the share
+        same = bool(ci1 and ci2 and v1 is not None and (v1, lo1, hi1) == (v2, lo2, hi2))
         rows.append({
             "stage": r1.get("stage"), "id": i, "value_1": v1, "low_1": lo1, "high_1": hi1,
             "verdict_1": claims.shown_verdict(r1["verdict"], r1.get("negligible")),
             "value_2": v2, "low_2": lo2, "high_2": hi2,
             "verdict_2": claims.shown_verdict(r2["verdict"], r2.get("negligible")),
             "agree": not (s1 and s2 and s1 != s2),
-            "covers": (lo1 <= v2 <= hi1) if ci1 and v2 is not None else None,
-            "disjoint": (hi1 < lo2 or hi2 < lo1) if ci1 and ci2 else None})
+            "covers": (lo1 <= v2 <= hi1) if ci1 and v2 is not None and not same else None,
+            "disjoint": (hi1 < lo2 or hi2 < lo1) if ci1 and ci2 and not same else None,
+            "same": same})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -90,7 +97,8 @@ def summary(t: pd.DataFrame) -> dict:
     return {"findings": int(len(t)), "flips": int((~t["agree"].astype(bool)).sum()),
             "compared": int(len(cov)), "covered": int(cov.astype(bool).sum()),
             "share": float(cov.astype(bool).mean()) if len(cov) else float("nan"),
-            "disjoint": int(t["disjoint"].dropna().astype(bool).sum())}
+            "disjoint": int(t["disjoint"].dropna().astype(bool).sum()),
+            "same": int(t["same"].astype(bool).sum()) if "same" in t else 0}
 
 
 def _ci(v, lo, hi) -> str:
@@ -105,14 +113,16 @@ def markdown(t: pd.DataFrame) -> str:
     share = "n/a" if math.isnan(s["share"]) else f"{s['share']:.0%}"
     lines = [f"# Replication: {s['findings']} findings, {s['flips']} holds/fails flip(s); "
              f"{s['covered']} of {s['compared']} first-run intervals contain the second run's value "
-             f"({share}; about 83 % for honest 95 % intervals); {s['disjoint']} disjoint pair(s)", "",
+             f"({share}; about 83 % for honest 95 % intervals); {s['disjoint']} disjoint pair(s)"
+             + (f"; {s['same']} with the same value and interval in both runs (not measured again: a "
+                "stage not re-run, or seeded computations), left out of the share" if s["same"] else ""), "",
              "| stage | finding | run 1 [95 % CI] | verdict 1 | run 2 [95 % CI] | verdict 2 | agree | "
              "1st CI holds 2nd value | disjoint |", "|---|---|---|---|---|---|---|---|---|"]
     yn = {True: "yes", False: "**no**", None: "–"}
     for r in t.itertuples(index=False):
         lines.append(f"| {r.stage} | {r.id} | {_ci(r.value_1, r.low_1, r.high_1)} | {r.verdict_1} | "
                      f"{_ci(r.value_2, r.low_2, r.high_2)} | {r.verdict_2} | {yn[bool(r.agree)]} | "
-                     f"{yn[None if pd.isna(r.covers) else bool(r.covers)]} | "
+                     f"{'same samples' if r.same else yn[None if pd.isna(r.covers) else bool(r.covers)]} | "
                      f"{yn[None if pd.isna(r.disjoint) else bool(r.disjoint)]} |")
     return "\n".join(lines) + "\n"
 
