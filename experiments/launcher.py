@@ -106,6 +106,21 @@ def mpi_command(ranks: int, argv: list[str], nodes: int = 1) -> list[str]:
     return [_bin("mpiexec"), "-n", str(ranks), sys.executable, *argv]
 
 
+# MPICH's waits (a window's fence, a barrier) poll and yield the CPU; with more ranks than cores
+# the polling ranks take the cores from the ones with work. Measured on the reference box (LMDBIO's
+# LMM, 4 and 8 ranks on 2 cores): ~30,000 involuntary switches a rank and read times 2-3x those of
+# the pre-MPI code; raising MPIR_CVAR_POLLS_BEFORE_YIELD changed nothing, heavy yield (a sleep
+# in place of sched_yield) brought the times back (0.30 s at P = 8, as before). Open MPI makes
+# the same switch by itself when it oversubscribes (mpi_yield_when_idle).
+HEAVY_YIELD = "MPIR_CVAR_ENABLE_HEAVY_YIELD"
+
+
+def oversubscribed(ranks: int) -> bool:
+    """Whether ``ranks`` ranks on this host outnumber the cores this process may use (off Slurm,
+    where every rank runs here)."""
+    return not in_slurm() and ranks > len(os.sched_getaffinity(0))
+
+
 class RankPool:
     """``ranks`` ranks of the MPI program ``python -m module`` over ``nodes`` nodes, started
     once (:func:`mpi_command`) and given one run after another: :meth:`call` sends every rank
@@ -129,6 +144,9 @@ class RankPool:
         addr = f"{host}:{self._server.getsockname()[1]}"
         self._log = tempfile.TemporaryFile("w+")
         e = dict(os.environ)
+        if oversubscribed(ranks):
+            e.setdefault(HEAVY_YIELD, "1")   # a value set by the user is kept
+        self.heavy_yield = e.get(HEAVY_YIELD)
         root = str(Path(__file__).resolve().parent.parent)
         e["PYTHONPATH"] = root + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
         self.cmd = mpi_command(ranks, ["-m", module, "--serve", addr], nodes)
@@ -398,4 +416,8 @@ def record(nodes: list[int], ranks_per_node: int | None = None) -> dict:
             "allocation_nodes": allocation_nodes(),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "slurm_nodelist": os.environ.get("SLURM_JOB_NODELIST"),
-            "ranks_per_node": ranks_per_node, "mpi": mpi_library()}
+            "ranks_per_node": ranks_per_node, "mpi": mpi_library(),
+            "oversubscribed_waits": (f"{HEAVY_YIELD}={os.environ[HEAVY_YIELD]} (set by the user)"
+                                     if HEAVY_YIELD in os.environ else
+                                     f"{HEAVY_YIELD}=1 for pools whose ranks outnumber this host's "
+                                     f"{len(os.sched_getaffinity(0))} cores (off Slurm)")}

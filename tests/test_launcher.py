@@ -156,3 +156,28 @@ def test_the_sbatch_script_keeps_only_tiers_every_node_sees(tmp_path):
     assert out["tiers"] == [{"name": "disk", "path": "data/tiers/disk"},
                             {"name": "shared", "path": "/lustre/me/dlio"}]
     assert out["lmdbio"]["nodes"] == [1, "all"] and out["lmdbio"]["procs"][-1] == 32
+
+
+def _rank_env(pool) -> list[dict]:
+    out = []
+    for info in pool.ranks_info.values():
+        raw = Path(f"/proc/{info['pid']}/environ").read_bytes().split(b"\0")
+        out.append(dict(x.decode().split("=", 1) for x in raw if b"=" in x))
+    return out
+
+
+def test_ranks_that_outnumber_the_cores_wait_by_sleeping(monkeypatch):
+    """More ranks than cores: MPICH's waits yield by sleeping (its heavy yield), else the polling
+    ranks take the cores from the one with work; as many ranks as cores keep MPICH's default;
+    a value the user set is kept; env.json says which."""
+    monkeypatch.delenv(launcher.HEAVY_YIELD, raising=False)
+    cores = len(os.sched_getaffinity(0))
+    with launcher.RankPool(cores + 1, PROGRAM) as pool:
+        assert {e.get(launcher.HEAVY_YIELD) for e in _rank_env(pool)} == {"1"}
+    with launcher.RankPool(1, PROGRAM) as pool:
+        assert {e.get(launcher.HEAVY_YIELD) for e in _rank_env(pool)} == {None}
+    assert "outnumber this host's" in launcher.record([1])["oversubscribed_waits"]
+    monkeypatch.setenv(launcher.HEAVY_YIELD, "0")
+    with launcher.RankPool(cores + 1, PROGRAM) as pool:
+        assert {e.get(launcher.HEAVY_YIELD) for e in _rank_env(pool)} == {"0"}
+    assert launcher.record([1])["oversubscribed_waits"].endswith("(set by the user)")
