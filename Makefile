@@ -12,7 +12,7 @@ help:
 	@echo "make lab     set up, then JupyterLab on the project kernel"
 	@echo "make paper   switch params.yaml to the paper profile and dvc repro"
 	@echo "make default switch params.yaml back to the default profile"
-	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio, UNET3D CPU convolution path (first runs the stale stages they read)"
+	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio, UNET3D CPU convolution path, LMDBIO's hand-over under MPICH's wait settings (first runs the stale stages they read)"
 	@echo "make ae-table  README's time and disk figures and docs/ae-table.md, from the last run"
 	@echo "make course  the course: student bundle (hand out) and autograder of every lab (course/dist/)"
 	@echo "make grade LAB=lab01 SUB=folder/|one.ipynb [TIMEOUT=600] [JOBS=cores]  grade a class: grades.csv, answers/ (otter, no Docker)"
@@ -59,6 +59,7 @@ bench: setup
 	$(RUN) python -m experiments.quietrun python -m experiments.trace.bench
 	$(RUN) python -m experiments.quietrun python -m experiments.sidebyside.bench
 	$(RUN) python -m experiments.quietrun python -m experiments.workloads.onednn_bench
+	$(RUN) python -m experiments.quietrun python -m experiments.lmdbio.waits_bench
 
 ae-table: setup
 	$(RUN) python -m experiments.ae_table
