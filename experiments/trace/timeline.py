@@ -121,8 +121,10 @@ def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None =
                 for ax in axes:
                     ax.axvline(a, color="black", lw=0.6)
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in PHASE_COLORS.values()]
+        # two columns: four rows beside the short phase row reached below it, over the last
+        # time tick's label when the axis ended on a tick (the smoke layout check caught it)
         ax_ph.legend(handles, list(PHASE_COLORS), loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                     borderaxespad=0, fontsize="small")
+                     borderaxespad=0, fontsize="small", ncol=2)
     else:
         ax_ph.text(0.5, 0.5, "no phase log: this program writes none (the training workloads do)",
                    transform=ax_ph.transAxes, ha="center", va="center", fontsize="small", color="0.4")
