@@ -107,11 +107,11 @@ def mpi_command(ranks: int, argv: list[str], nodes: int = 1) -> list[str]:
 
 
 # MPICH's waits (a window's fence, a barrier) poll and yield the CPU; with more ranks than cores
-# the polling ranks take the cores from the ones with work. Measured on the reference box (LMDBIO's
-# LMM, 4 and 8 ranks on 2 cores): ~30,000 involuntary switches a rank and read times 2-3x those of
-# the pre-MPI code; raising MPIR_CVAR_POLLS_BEFORE_YIELD changed nothing, heavy yield (a sleep
-# in place of sched_yield) brought the times back (0.30 s at P = 8, as before). Open MPI makes
-# the same switch by itself when it oversubscribes (mpi_yield_when_idle).
+# the polling ranks take the cores from the ones with work: ~30,000 involuntary switches a rank
+# and LMDBIO's hand-over strategies 1.3-3x slower at P = 8 on the 2-core reference box. Raising
+# MPIR_CVAR_POLLS_BEFORE_YIELD changes nothing; heavy yield (a sleep in place of sched_yield)
+# gives the cores back (experiments.lmdbio.waits_bench, docs/lmdbio.md). Open MPI makes the
+# same switch by itself when it oversubscribes (mpi_yield_when_idle).
 HEAVY_YIELD = "MPIR_CVAR_ENABLE_HEAVY_YIELD"
 
 
@@ -146,7 +146,6 @@ class RankPool:
         e = dict(os.environ)
         if oversubscribed(ranks):
             e.setdefault(HEAVY_YIELD, "1")   # a value set by the user is kept
-        self.heavy_yield = e.get(HEAVY_YIELD)
         root = str(Path(__file__).resolve().parent.parent)
         e["PYTHONPATH"] = root + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
         self.cmd = mpi_command(ranks, ["-m", module, "--serve", addr], nodes)
