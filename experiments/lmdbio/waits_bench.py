@@ -41,14 +41,18 @@ def measure(procs: list[int], runs: int, records: int = 65536, record_bytes: int
     cfg = lm.LMDBIOConfig(datasets=[{"name": "cifar", "records": records, "record_bytes": record_bytes}],
                           procs=procs, ranks_per_node=max(procs), map_size_mib=1024)
     prov = lm.build(db, records, record_bytes, cfg.map_size_mib << 20, seed)
-    saved = {k: os.environ.get(k) for s in SETTINGS.values() for k in s} | {launcher.HEAVY_YIELD: os.environ.get(launcher.HEAVY_YIELD)}
+    saved = {k: os.environ.get(k) for env in SETTINGS.values() for k in env}
     rows = []
     try:
         for name, env in SETTINGS.items():
-            for k in saved:     # only this setting's variables, each explicitly (0 = MPICH's default)
-                os.environ[k] = env.get(k, "0" if k == launcher.HEAVY_YIELD else saved[k] or "")
-                if os.environ[k] == "":
-                    del os.environ[k]
+            # only this setting's variables; heavy yield off explicitly, else the launcher turns
+            # it on for these oversubscribed pools
+            for k in saved:
+                v = env.get(k, "0" if k == launcher.HEAVY_YIELD else None)
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
             pools = launcher.Pools(lm.RANK_PROGRAM)
             try:
                 for p in procs:
