@@ -35,7 +35,9 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from datetime import datetime, timezone
@@ -147,6 +149,25 @@ def _kernel_manager_class():
         shutdown_kernel = _async_shutdown_kernel
 
     return KernelManager
+
+
+def kernel_settings():
+    """papermill's kernel configuration for one stage, and the folder of its kernel's sockets
+    (the caller removes it).
+
+    The kernel talks over IPC sockets, not TCP (no unencrypted-TCP warning). Their paths:
+    jupyter_client's default is "kernel-ipc-N" in the working directory, N the first free
+    number, so two stages whose kernels start at the same moment (the parallel smoke run) bind
+    the same sockets and read each other's messages ("Invalid Signature"); a folder of this
+    run's own keeps them apart."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.KernelManager.transport = "ipc"
+    ipc_dir = tempfile.mkdtemp(prefix="dlio-kernel-")
+    config.KernelManager.ip = os.path.join(ipc_dir, "ipc")
+    config.NotebookClient.kernel_manager_class = _kernel_manager_class()
+    return config, ipc_dir
 
 
 def declared_parameters(notebook: Path) -> list[str]:
@@ -282,12 +303,8 @@ def main(argv=None) -> int:
           f"(parameters: {', '.join(params) or 'none'})", flush=True)
 
     import papermill
-    from traitlets.config import Config
-
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    kernel_config = Config()
-    kernel_config.KernelManager.transport = "ipc"   # no TCP: no unencrypted-TCP warning
-    kernel_config.NotebookClient.kernel_manager_class = _kernel_manager_class()
+    kernel_config, ipc_dir = kernel_settings()
     log_path = a.output.parent / STDERR_LOG
     log_path.unlink(missing_ok=True)
     started = datetime.now(timezone.utc)
@@ -306,6 +323,7 @@ def main(argv=None) -> int:
     finally:
         if tee._thread.is_alive():
             tee.close()
+        shutil.rmtree(ipc_dir, ignore_errors=True)
     wall = time.monotonic() - t0
 
     root = paths.root()

@@ -141,3 +141,28 @@ def test_stage_times_round_to_the_second_before_splitting_minutes():
     from experiments.run_notebook import fmt_seconds
     assert fmt_seconds(42.4) == "42 s" and fmt_seconds(59.6) == "1 min 0 s"
     assert fmt_seconds(119.6) == "2 min 0 s" and fmt_seconds(187.2) == "3 min 7 s"
+
+
+def test_two_stages_kernels_get_separate_sockets(tmp_path, monkeypatch):
+    """Two stages started together (the parallel smoke run) must not share IPC socket paths:
+    jupyter_client's default, "kernel-ipc-N" in the working directory, gave both the same N."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    paths, dirs = [], []
+    for _ in range(2):
+        cfg, d = run_notebook.kernel_settings()
+        dirs.append(d)
+        km = cfg.NotebookClient.kernel_manager_class(config=cfg)
+        km.write_connection_file()
+        info = json.loads(Path(km.connection_file).read_text())
+        paths.append({f"{info['ip']}-{info[k]}" for k in
+                      ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")})
+        assert info["transport"] == "ipc"
+        km.cleanup_connection_file()
+    try:
+        assert not paths[0] & paths[1]
+        assert all(not p.startswith(str(tmp_path)) for p in paths[0] | paths[1])
+    finally:
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
