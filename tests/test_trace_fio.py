@@ -37,9 +37,11 @@ def test_fio_pattern_bpftrace(tmp_path):
     d, exp = _check_vfs(tr, p)
     assert len(set(vector.vfs_reads(tr.events, [str(p.data_file)])["pid"])) == 2  # one process per job
     if tr.meta["block_traced"] and p.direct:
-        # direct I/O: one block request per read; Listing A.1 split as fio was told
+        # direct I/O: one block request per read, but a read across an extent boundary of the
+        # temporary file is two (pattern_check's tolerance); the bytes stay exact. Listing A.1
+        # split as fio was told
         info = f"measured {d}; expected {exp}; meta {tr.meta}"
-        assert d["bio_reads"] == exp["vfs_reads"], info
+        assert abs(d["bio_reads"] - exp["vfs_reads"]) <= max(1, round(0.02 * exp["vfs_reads"])), info
         assert d["bio_read_bytes"] == exp["vfs_read_bytes"], info
         assert d["bio_sequential_reads"] == pytest.approx(exp["bio_sequential_reads"], abs=3)
         assert d["bio_random_reads"] == pytest.approx(exp["bio_random_reads"], abs=3)
