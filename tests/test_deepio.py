@@ -156,7 +156,6 @@ def test_report_claims_compute_verdicts():
     # the memory tier has no backend storage: the every-P row there is our extension
     assert m["basis"] == "extension" and c["deepio_opp_faster_every_p_disk"]["basis"] == "implied"
     assert c["deepio_fig10_opp_faster_R0.5"]["basis"] == "implied"
-    assert c["deepio_fig2_tf_wrappers_cost"]["verdict"] == "not measured"
     # R >= 1 fits in memory: outside the poster's argument, so the R = 1 row is our extension
     # and the every-P row leaves it out
     l1 = pd.concat([loader, loader.assign(R=1.0, MBps=loader["MBps"].where(loader["mode"] == "ordered", 1.0))],

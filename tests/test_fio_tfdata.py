@@ -33,14 +33,31 @@ def test_tfdata_pipeline_counts_every_image(tmp_path):
     m = il.read_manifest(ds_dir)
     cfg = tr.TFDataReadConfig(threads=[1, 2], batch_size=4, repeats=2, warmup=1, image_size=32)
     raw, facts = tr.measure({"t": m}, [Tier(name="t", path=str(tmp_path))], cfg, seed=1)
-    assert len(raw) == 12 and (raw["batches"] == 3).all() and (raw["images"] == 10).all()
+    assert len(raw) == 18 and (raw["batches"] == 3).all() and (raw["images"] == 10).all()
     # rounds: every configuration once a round, the warm-up round first, the order recorded
     per_round = raw.groupby("repeat").apply(lambda g: sorted(zip(g["variant"], g["threads"])))
     assert list(per_round.index) == [0, 1, 2] and len({tuple(x) for x in per_round}) == 1
-    assert raw["warmup"].tolist() == [True] * 4 + [False] * 8
-    assert facts["order"]["seed"] == 1 and len(facts["order"]["rounds"]) == 12
+    assert raw["warmup"].tolist() == [True] * 6 + [False] * 12
+    assert facts["order"]["seed"] == 1 and len(facts["order"]["rounds"]) == 18
     s = tr.summarize(raw)
-    assert set(s["variant"]) == {"full", "read_only"}
+    assert set(s["variant"]) == {"full", "read_only", "raw"}
     assert (s[s["threads"] == 1]["speedup_vs_min_threads"] == 1).all()
     batch = next(iter(tr.build_dataset(list(m["abspath"]), 1, 4, "full", 32, 1)))
     assert tuple(batch.shape) == (4, 32, 32, 3)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_raw_reads_read_every_file_whole(tmp_path, threads):
+    """DeepIO's Raw: every byte of every file read once, outside TensorFlow (the process's
+    read-bytes counter rises by at least the data set's size)."""
+    files = []
+    for i in range(7):
+        f = tmp_path / f"{i}.bin"
+        f.write_bytes(bytes([i]) * (1000 + 500 * i))
+        files.append(str(f))
+    def rchar():
+        return int(next(l for l in open("/proc/self/io") if l.startswith("rchar")).split()[1])
+    before = rchar()
+    seconds, batches = tr.raw_epoch(files, threads, 3, seed=5)
+    assert batches == 3 and seconds > 0
+    assert rchar() - before >= sum(1000 + 500 * i for i in range(7))

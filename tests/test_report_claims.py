@@ -21,10 +21,14 @@ FIO = pd.DataFrame([{"tier": t, "job": j, "bw_MBps": v} for t, j, v in (
     ("mem", "seqread", 5000.0), ("mem", "randread", 4000.0), ("mem", "seqwrite", 2000.0))])
 
 
-def _reads(threads=(1, 2, 4, 8), tiers=("mem", "disk")):
-    return pd.DataFrame([{"tier": t, "variant": v, "threads": n, "MBps": 10.0 * n ** (0.1 if v == "full" else 0.9),
-                          "images_per_s": 100.0 * n ** (0.1 if v == "full" else 0.9)}
-                         for t in tiers for v in ("full", "read_only") for n in threads])
+def _reads(threads=(1, 2, 4, 8), tiers=("mem", "disk"), variants=("full", "read_only")):
+    # "raw" (plain reads, DeepIO Fig 2) reads 1.25x as fast as tf.data's read-only pipeline
+    scale = {"full": 1.0, "read_only": 1.0, "raw": 1.25}
+    return pd.DataFrame([{"tier": t, "variant": v, "threads": n,
+                          "MBps": 10.0 * scale[v] * n ** (0.1 if v == "full" else 0.9),
+                          "images_per_s": 100.0 * scale[v] * n ** (0.1 if v == "full" else 0.9),
+                          "seconds": 1 / scale[v] / n ** (0.1 if v == "full" else 0.9)}
+                         for t in tiers for v in variants for n in threads])
 
 
 def _raw(reads, repeats=6, noise=0.01, seed=0):
@@ -89,8 +93,26 @@ def test_tfdata_claims_not_run_are_rows_with_the_reason():
     cl = {c["id"]: c for c in tfdata_read_report.claims(_reads(threads=(1, 2)), ENV, FIO, {})}
     assert cl["tfdata-speedup-8t-disk"]["verdict"] == "not measured"
     assert "tfdata_read.threads = [1, 2]" in cl["tfdata-speedup-8t-disk"]["note"]
-    assert len(cl) == 2 * 3 + 1 + 2 + 2 + 2 + 2
+    assert len(cl) == 2 * 3 + 1 + 2 + 2 + 2 + 2 + 2
+    # DeepIO Fig 2 needs the raw reads beside tf.data's: a row that says so without them
+    assert cl["deepio_fig2_tf_wrappers_cost_disk"]["verdict"] == "not measured"
+    assert "raw" in cl["deepio_fig2_tf_wrappers_cost_disk"]["note"]
     assert cl["tfdata-flattens-beyond-4-threads-disk"]["verdict"] == "not measured"
+
+
+def test_deepio_fig2_wrappers_cost_from_tfdata_against_raw_reads():
+    """tf.data's read-only pipeline over plain reads of the same files, one thread: 1 / 1.25."""
+    reads = _reads(variants=("full", "read_only", "raw"))
+    cl = {c["id"]: c for c in tfdata_read_report.claims(reads, ENV, FIO, {}, raw=_raw(reads))}
+    w = cl["deepio_fig2_tf_wrappers_cost_disk"]
+    assert w["source"].startswith("Zhu 2018") and w["basis"] == "stated"
+    assert w["our_value"] == pytest.approx(0.8, rel=0.03) and w["verdict"] == "holds" and w["n"] == 6
+    assert "0.80" in w["note"] and "at 8 threads" in w["note"]
+    # the same speed on both sides: no cost beyond the margin, the row fails
+    same = _reads(variants=("full", "read_only"))
+    same = pd.concat([same, same[same["variant"] == "read_only"].assign(variant="raw")], ignore_index=True)
+    s = {c["id"]: c for c in tfdata_read_report.claims(same, ENV, FIO, {}, raw=_raw(same))}
+    assert s["deepio_fig2_tf_wrappers_cost_mem"]["verdict"].startswith("fails")
 
 
 def _alexnet_tables():

@@ -3,7 +3,10 @@
 Pipeline, as in the paper: list of paths -> shuffle -> map(read_file, decode_jpeg, resize)
 with ``num_parallel_calls = threads`` -> batch -> iterate with no computation. The
 ``read_only`` variant maps only ``read_file`` (Fig 5). tf.data gets a private thread pool of
-exactly ``threads`` threads and no autotuning, so the thread count is the thread count.
+exactly ``threads`` threads and no autotuning, so the thread count is the thread count. The
+``raw`` variant reads the same files without TensorFlow (Python's ``open``/``read`` from a pool
+of ``threads`` threads, in a shuffled order): DeepIO's Fig 2 sets the Dataset API against such
+raw reads, and ``read_only`` over ``raw`` is the wrappers' cost it speaks of.
 
 Each run: evict the data set from the page cache, build the pipeline, time from the first
 request to the last batch (``time.perf_counter``). Throughput is images/s and MB/s
@@ -24,13 +27,13 @@ from ..common_config import check_counts
 from ..config import Section
 from ..tiers import Tier
 
-VARIANTS = ("full", "read_only")
+VARIANTS = ("full", "read_only", "raw")
 
 
 class TFDataReadConfig(Section):
     threads: list[int] = Field([1, 2, 4, 8], min_length=1)
     batch_size: int = Field(64, ge=1, le=65536)
-    variants: list[Literal["full", "read_only"]] = Field(["full", "read_only"], min_length=1)
+    variants: list[Literal["full", "read_only", "raw"]] = Field(["full", "read_only", "raw"], min_length=1)
     repeats: int = Field(3, ge=1, le=50)
     warmup: int = Field(1, ge=0, le=5)
     image_size: int = Field(224, ge=8, le=4096, description="resize target, pixels per side")
@@ -69,6 +72,31 @@ def build_dataset(paths: list[str], threads: int, batch_size: int, variant: str,
     return ds.with_options(opts)
 
 
+def raw_epoch(paths: list[str], threads: int, batch_size: int, seed: int) -> tuple[float, int]:
+    """Seconds to read every file of ``paths`` whole with Python's ``open``/``read`` from
+    ``threads`` threads (a read releases the GIL), in an order shuffled by ``seed``; and the
+    number of batches of ``batch_size`` the images make. No TensorFlow: DeepIO's "Raw"."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    order = [paths[i] for i in np.random.default_rng(seed).permutation(len(paths))]
+
+    def read(p: str) -> int:
+        with open(p, "rb", buffering=0) as f:
+            return len(f.read())
+
+    t0 = time.perf_counter()
+    if threads == 1:
+        for p in order:
+            read(p)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            for _ in pool.map(read, order, chunksize=batch_size):
+                pass
+    return time.perf_counter() - t0, -(-len(order) // batch_size)
+
+
 def time_epoch(ds) -> tuple[float, int]:
     """Seconds to draw every batch of ``ds`` (no computation), and the number of batches."""
     t0 = time.perf_counter()
@@ -104,9 +132,11 @@ def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataRea
         m = staged[tier.name]
         folder = str(pd.Series(m["abspath"]).iloc[0]).rsplit("/train/", 1)[0]
         evictions[tier.name] = cache.evict([folder], cfg.eviction, label=tier.name)
-        ds = build_dataset(list(m["abspath"]), threads, cfg.batch_size, variant,
-                           cfg.image_size, seed)
-        seconds, batches = time_epoch(ds)
+        if variant == "raw":
+            seconds, batches = raw_epoch(list(m["abspath"]), threads, cfg.batch_size, seed)
+        else:
+            seconds, batches = time_epoch(build_dataset(list(m["abspath"]), threads, cfg.batch_size,
+                                                        variant, cfg.image_size, seed))
         n, nbytes = len(m), int(m["bytes"].sum())
         return {"tier": tier.name, "variant": variant, "threads": threads, "seconds": seconds,
                 "images": n, "bytes": nbytes, "batches": batches, "images_per_s": n / seconds,

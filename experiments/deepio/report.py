@@ -309,17 +309,5 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
             + (": the small set is served from the file system's caches" if size == "small" else ""),
             np.nan, "MB/s", "> 0", paper_value=v, magnitude="within 25%", why_not=why,
             kind="finding", basis="stated"))
-    # Fig 2 (Problem Statement panel): the tf.data Dataset API against raw reads.
-    out.append(claim(
-        "deepio_fig2_tf_wrappers_cost", SOURCE, "Fig 2, Problem Statement panel",
-        "TensorFlow's Dataset API loads slower than raw reads of the same data: the cost of its "
-        "Python wrappers around C++ is not trivial when the total execution time is short",
-        np.nan, "x (Dataset API / raw read bandwidth)", "< 1",
-        note="the poster: 'While TensorFlow provides wrappers to execute C++ code in python, the cost "
-             "of executing the wrappers to invoke the c++ code is not trivial when the total "
-             "execution time is short'",
-        why_not="no stage reads the same files both through tf.data and with plain reads: the deepio "
-                "loader reads with Python file reads only, and tfdata_read's read-only pipeline has "
-                "no raw-read run beside it (fio is not the same runtime)",
-        kind="finding", basis="stated"))
+    # Fig 2 (the Dataset API against raw reads) is measured by tfdata_read (variant raw).
     return out
