@@ -9,7 +9,6 @@ import pandas as pd
 from .. import claims as C
 from .. import reference, stats, style
 from ..claims import claim
-from ..deepio.report import SOURCE as DEEPIO_SOURCE
 
 SOURCE = "Chien 2018"
 
@@ -291,7 +290,7 @@ def _wrappers_cost(reads: pd.DataFrame, raw: pd.DataFrame | None, tier: str, env
         secs = (f"one pass over the data set takes {t['read_only']:.3f} s through tf.data and "
                 f"{t['raw']:.3f} s with plain reads (medians); at {most} threads the ratio is {at_most:.2f}")
     return claim(
-        f"deepio_fig2_tf_wrappers_cost_{tier}", DEEPIO_SOURCE, "Fig 2, Problem Statement panel",
+        f"deepio_fig2_tf_wrappers_cost_{tier}", reference.ZHU_SOURCE, "Fig 2, Problem Statement panel",
         "TensorFlow's Dataset API loads slower than raw reads of the same data: the cost of its "
         f"Python wrappers around C++ is not trivial when the total execution time is short (tier "
         f"{tier}; tf.data's read-only pipeline against Python's open/read of the same files, one "

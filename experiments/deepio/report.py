@@ -10,7 +10,7 @@ from .. import claims as C
 from .. import reference, sequential, stats, style
 from ..claims import claim
 
-SOURCE = "Zhu 2018 (DeepIO)"
+SOURCE = reference.ZHU_SOURCE
 # The poster's BeeGFS nodes (Problem Statement panel: 512 MB per node, 8 GB in total).
 BEEGFS_NODES = 16
 
