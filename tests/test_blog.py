@@ -158,7 +158,8 @@ def test_request_size_row_tests_the_blogs_inference_and_warm_note_says_what_was_
     reads = pd.DataFrame([{"framework": "tensorflow", "tier": "disk", "format": "tfrecord",
                            "cold_storage_MB": 100.0, "warm_storage_MB": 0.0, "data_MB": 113.8}] * 3)
     fio_raw = pd.DataFrame([{"tier": "disk", "job": j, "warmup": i == 0, "bw_MBps": v * (1 + 0.01 * i)}
-                            for j, v in (("seqread", 900.0), ("randread", 300.0)) for i in range(7)])
+                            for j, v in (("seqread", 900.0), ("randread", 300.0), ("randread16k", 180.0))
+                            for i in range(7)])
     fio = fio_raw[~fio_raw["warmup"]].groupby(["tier", "job"], as_index=False)["bw_MBps"].median()
     c = {x["id"]: x for x in blog_report.claims(
         pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), pd.DataFrame(
@@ -175,7 +176,8 @@ def test_request_size_row_tests_the_blogs_inference_and_warm_note_says_what_was_
     t = c["blog_collectl_tf_reads_device_faster"]
     assert t["our_value"] > 10 and t["verdict"] == "direction only" and t["paper_value"] == pytest.approx(1.295, abs=1e-3)
     f = c["blog_fio_small_reads_slower"]
-    assert f["our_value"] == pytest.approx(1 / 3, rel=0.02) and f["verdict"] == "holds" and f["n"] == 6
+    assert f["our_value"] == pytest.approx(0.2, rel=0.02) and f["verdict"] == "holds" and f["n"] == 6
+    assert "16 KiB" in f["statement"] and "size mix (bssplit) the random read gives 0.33" in f["note"]
     p = c["blog_fio_persistent_over_1gbps_large_reads"]
     assert p["verdict"] == "not measured" and "0.93 GB/s" in p["note"]   # median of 909 ... 954
     assert c["blog_tfrecord_not_slower"]["figure"] == "Conclusion, item 1"

@@ -1,7 +1,8 @@
 """Device baseline (Table I of Chien et al.): fio on every tier, the ceiling other figures draw.
 
-Per tier: sequential write and sequential read with 1 MiB blocks, and random read with the
-ImageNet size mix of the blog (``bssplit``), direct I/O where the file system allows it
+Per tier: sequential write and sequential read with 1 MiB blocks, random read with the
+ImageNet size mix of the blog (``bssplit``) and random read of 16 KiB blocks (the blog's "16K
+IOPS" job, set against its large reads), direct I/O where the file system allows it
 (otherwise buffered, with the file evicted before each read run). One warm-up run, then
 ``repeats`` runs; the summary reports the median bandwidth in MB/s (10^6 B/s) and IOPS.
 """
@@ -21,7 +22,7 @@ from ..config import ConfigError, Section
 from ..progress import progress
 from ..tiers import Tier, prepare, require_free
 
-JOBS = ("seqwrite", "seqread", "randread")
+JOBS = ("seqwrite", "seqread", "randread", "randread16k")
 
 
 class FioConfig(Section):
@@ -50,6 +51,8 @@ def _job_args(job: str, cfg: FioConfig, bssplit: str) -> list[str]:
         return ["--rw=read", f"--bs={cfg.seq_block}"]
     if job == "randread":
         return ["--rw=randread", f"--bssplit={bssplit}", "--norandommap"]
+    if job == "randread16k":
+        return ["--rw=randread", "--bs=16K", "--norandommap"]
     raise ValueError(job)
 
 
