@@ -77,7 +77,7 @@ def run_job(path: Path, job: str, cfg: FioConfig, bssplit: str, direct: bool) ->
 
 
 def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFrame, dict]:
-    """fio's three jobs on every tier. Returns (one row per run, facts for env.json)."""
+    """every fio job of JOBS on every tier. Returns (one row per run, facts for env.json)."""
     fio_binary()
     infos = {t.name: prepare(t) for t in tiers}
     for t in tiers:   # every tier's test file fits, before the first is written
