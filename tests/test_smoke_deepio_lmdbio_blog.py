@@ -87,7 +87,7 @@ def test_lmdbio_report_figures_and_claims(stage_results):
         sw = c[f"lmdbio_lmm_fewer_switches_{ds}"]
         assert sw["kind"] == "finding" and sw["our_value"] is not None and sw["cold"] is True
     st = c["lmdbio_stag_beats_lmdb_every_p_cifar"]
-    assert st["paper_value"] == 77 and st["magnitude"] == "within 2x" and st["ratio"] > 0
+    assert st["paper_value"] is None and c["lmdbio_caffe_77x_faster_at_9216"]["paper_value"] == 77
     # the paper ran only CIFAR10-Large: the ImageNet rows are our extension, with no paper value
     im = c["lmdbio_stag_beats_lmdb_every_p_imagenet"]
     assert im["basis"] == "extension" and im["paper_value"] is None

@@ -263,16 +263,14 @@ def _claims(summary: pd.DataFrame, tier: str, env: dict | None, raw: pd.DataFram
                                   "lowest ratio of medians over every P, bootstrap over repeats")
         low = min(sp, key=sp.get) if sp else 0
         each = ", ".join(f"P = {q}: {sp[q]:.2f}x" for q in ps)
-        paper = {} if ours else {"paper_value": reference.PUMMA_LMDBIO_SPEEDUP_9216,
-                                 "magnitude": "within 2x"}
         out.append(claim(
             f"lmdbio_stag_beats_lmdb_every_p_{ds}", SOURCE, "Abstract; Fig 2, Sec 3",
             f"the full LMDBIO beats LMDB at every P ({ds}, tier {tier}; lowest speed-up over "
             f"every measured P = {', '.join(map(str, ps)) or '-'})", best, "x", "> 1",
-            interval=bci, **paper,
+            interval=bci,
             note=(f"speed-up per P: {each}" + ext if ours else
-                  f"the paper's value is at 9,216 processes; ours is the lowest over P up to "
-                  f"{pmax} (speed-up per P: {each})"),
+                  f"speed-up per P: {each}; the paper's 77-fold is Caffe's overall time at 9,216 "
+                  "processes, row lmdbio_caffe_77x_faster_at_9216"),
             why_not=(f"at most {pmax} processes on {n} cores here ({_nodes_words(pmax, rpn)}), "
                      "against the paper's 9,216 on Bebop: the mmap contention that LMDBIO removes "
                      f"grows with P; the lowest speed-up here is {best:.2f}x, at P = {low}"
@@ -306,6 +304,13 @@ def _claims(summary: pd.DataFrame, tier: str, env: dict | None, raw: pd.DataFram
         np.nan, "x (time / ideal strong-scaling time)", "> 1",
         paper_value=reference.PUMMA_CAFFE_FROM_IDEAL_9216, magnitude="within 2x",
         why_not=why("the training time at 1 and at 9,216 processes (ideal: time at 1 / 9,216)"),
+        kind="finding", basis="stated"))
+    out.append(claim(
+        "lmdbio_caffe_77x_faster_at_9216", SOURCE, "Abstract; Fig 2(b), Sec 3",
+        "with 9,216 processes, Caffe/LMDBIO (all six steps) runs 77-fold faster overall than "
+        "Caffe/LMDB (CIFAR10-Large)", np.nan, "x (LMDB time / LMDBIO time)", "> 1",
+        paper_value=reference.PUMMA_LMDBIO_SPEEDUP_9216, magnitude="within 2x",
+        why_not=why("Caffe's overall execution time with LMDB and with LMDBIO"),
         kind="finding", basis="stated"))
     out.append(claim(
         "lmdbio_read_90pct_of_training", SOURCE, "Sec 1, Fig 1(b)",
