@@ -351,13 +351,13 @@ def sweep_plan(cfg: AlexNetConfig, experiment: str):
 
 def prefetch_decided(runs: pd.DataFrame, level: float) -> dict[str, bool]:
     """{``alexnet-prefetch-faster-<tier>``: decided} on the runs so far: the report's own
-    computation (:func:`experiments.chien.alexnet_report._prefetch_ratio`: the run time without
+    computation (:func:`experiments.chien.alexnet_report.prefetch_ratio`: the run time without
     prefetch over with it, summed over the thread counts' medians, bootstrapped over the
     repeats) at ``level``, judged by the finding's rule ('> 1', its 5 % margin). One computation,
     so a sweep that stops as "decided" is decided in the report too (a copy with fewer
     resamples once stopped a sweep the report then left inconclusive)."""
     from .. import claims, stats
-    from .alexnet_report import _prefetch_ratio
+    from .alexnet_report import prefetch_ratio
 
     r = runs[(runs["experiment"] == "prefetch")]
     out = {}
@@ -366,7 +366,7 @@ def prefetch_decided(runs: pd.DataFrame, level: float) -> dict[str, bool]:
             continue
         threads = sorted(set(g.loc[g["prefetch"] > 0, "threads"]))
         with stats.corrected_level(level):
-            v, ci = _prefetch_ratio(r, tier, threads, "seconds", 1.0)
+            v, ci = prefetch_ratio(r, tier, threads, "seconds", 1.0)
         c = claims.claim(f"alexnet-prefetch-faster-{tier}", "", "", "", v, "x", "> 1", kind="finding", interval=ci)
         out[c["id"]] = c["verdict"] != "inconclusive"
     return out

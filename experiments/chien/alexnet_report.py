@@ -242,7 +242,7 @@ def _spread(*groups) -> float:
     return (max(m) / min(m) - 1) * 100
 
 
-def _prefetch_ratio(raw: pd.DataFrame | None, tier: str, threads, col: str, fallback: float):
+def prefetch_ratio(raw: pd.DataFrame | None, tier: str, threads, col: str, fallback: float):
     """``col`` (s) without prefetch over with it on ``tier``, each summed over the thread counts'
     medians, with a bootstrap over alexnet_prefetch's repeats; no interval without ``raw``."""
     if raw is None or not np.isfinite(fallback):
@@ -278,10 +278,10 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
         p = g[g["prefetch"] > 0]
         ratio = float(p["no_prefetch_seconds"].sum() / p["seconds"].sum()) \
             if len(p) and p["no_prefetch_seconds"].notna().all() else np.nan
-        ratio, ci = _prefetch_ratio(raw, tier, p["threads"], "seconds", ratio)
+        ratio, ci = prefetch_ratio(raw, tier, p["threads"], "seconds", ratio)
         comp = float(p["compute_s"].sum() / p["seconds"].sum()) if "compute_s" in p and len(p) else np.nan
         w0, w1 = g.loc[g["prefetch"] == 0, "data_s"].sum(), g.loc[g["prefetch"] > 0, "data_s"].sum()
-        wait, wci = _prefetch_ratio(raw, tier, p["threads"], "data_s",
+        wait, wci = prefetch_ratio(raw, tier, p["threads"], "data_s",
                                     float(w0 / w1) if w0 > 0 and w1 > 0 else np.nan)
         why = (f"{n} CPU cores run both the input threads and the training step, so prefetching "
                "overlaps little: the step takes "
