@@ -242,14 +242,15 @@ def _needs_smoke(item) -> bool:
     return bool({"smoke_root", "smoke_run"} & set(getattr(item, "fixturenames", ())))
 
 
-# Smoke test files in the order the pipeline finishes the stages they read (DVC runs the Chien,
-# DeepIO, LMDBIO and blog stages, then the workloads, emulator_patterns, traced_comparison,
-# workload_validation, the tracing stages and claims), so that each waits only for its own
-# stages (``stage_results``) while the pipeline goes on: the emulator's own runs overlap
-# traced_comparison, whose traced runs mostly wait for bpftrace to attach and detach. Tests that
-# read the whole run (every stage, the log, the claims table) come last.
-SMOKE_ORDER = ["test_smoke_alexnet.py", "test_smoke_deepio_lmdbio_blog.py", "test_smoke_emulator.py",
-               "test_smoke_workloads.py", "test_smoke_traced_comparison.py", "test_smoke_tracing.py",
+# Smoke test files in the order the parallel pipeline finishes the stages they read (the
+# longest chain first: the workloads and emulator_patterns, then traced_comparison beside the
+# Chien, DeepIO, LMDBIO and blog stages, the reports and claims last), so that each waits only
+# for its own stages (``stage_results``) while the pipeline goes on. The emulator's tests come
+# first: their own runs (about two minutes of emulated training) need only emulator_patterns,
+# one of the first stages, and overlap the rest of the pipeline instead of following it. Tests
+# that read the whole run (every stage, the log, the claims table) come last.
+SMOKE_ORDER = ["test_smoke_emulator.py", "test_smoke_workloads.py", "test_smoke_traced_comparison.py",
+               "test_smoke_alexnet.py", "test_smoke_deepio_lmdbio_blog.py", "test_smoke_tracing.py",
                "test_smoke_pipeline.py", "test_smoke_first_hour.py"]
 
 
@@ -289,6 +290,14 @@ def pytest_collection_finish(session):
     _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
 
 
+_T0 = time.monotonic()
+_STARTED: dict[str, float] = {}   # test id -> seconds after the session started
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _STARTED.setdefault(nodeid, time.monotonic() - _T0)
+
+
 def pytest_sessionfinish(session, exitstatus):
     if _SMOKE is not None:
         _SMOKE.stop()
@@ -322,7 +331,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tw.write_line(f"{'seconds':>8}  slowest of {len(per_test)} tests (a smoke test's set-up includes "
                   "waiting for the pipeline)")
     for nodeid, d in sorted(per_test.items(), key=lambda kv: -kv[1])[:15]:
-        tw.write_line(f"{d:8.1f}  {nodeid}")
+        tw.write_line(f"{d:8.1f}  {nodeid}  (started at {_STARTED.get(nodeid, float('nan')):.0f} s)")
     if _SMOKE is not None:
         stages = stage_times(_SMOKE.root)
         tw.write_line("")
@@ -331,6 +340,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tw.write_line(f"{s:8.1f}  {name}")
         wall = f"{_SMOKE.wall_s:.1f}" if _SMOKE.wall_s is not None else "(not waited for)"
         tw.write_line(f"{sum(stages.values()):8.1f}  all {len(stages)} stages; `dvc repro` wall time {wall} s")
+        # where the session's wall time went: the unit tests beside the pipeline, then the
+        # smoke tests (their own work after the pipeline ended is the suite's tail)
+        smoke = [t for n, t in _STARTED.items() if any(n.startswith(f"tests/{f}") for f in SMOKE_ORDER)]
+        if smoke:
+            end = f"{_SMOKE.t0 - _T0 + _SMOKE.wall_s:.0f}" if _SMOKE.wall_s is not None else "?"
+            tw.write_line(f"timeline (s after the session started): pipeline {_SMOKE.t0 - _T0:.0f} to "
+                          f"{end}; smoke tests from {min(smoke):.0f}; session end {time.monotonic() - _T0:.0f}")
 
 
 def stage_times(root: Path) -> dict[str, float]:
