@@ -36,7 +36,10 @@ CHIEN_BURST_BUFFER_SPEEDUP = 2.6
 NELSON_IMAGENET_BSSPLIT = "2K/1:4K/2:8K/4:16K/8:32K/13:64K/38:128K/33:256K/1"
 
 # ---- issue 6: DeepIO, LMDBIO, Nelson's blog -------------------------------------------------
-ZHU_SOURCE = "Zhu 2018 (DeepIO)"   # the claims' source column for the poster (deepio, tfdata_read reports)
+# Zhu et al. 2018 (DeepIO poster, MASCOTS 2018), its title block: the name the claims' source column
+# gives the poster (the DeepIO and tf.data reports, whose raw reads answer its Fig 2).
+ZHU_SOURCE = "Zhu 2018 (DeepIO)"
+
 # Zhu et al. 2018 (DeepIO poster), Fig 7 caption and the text beside it: randomization level of orders kept constant in blocks of k
 # images ("RL = 73%, 49%, and 16% imply that 4, 16, and 256 images are concatenated"), percent.
 ZHU_DEEPIO_RL_PERCENT = {4: 73, 16: 49, 256: 16}

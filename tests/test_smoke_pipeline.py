@@ -45,7 +45,7 @@ def test_stage_wrote_results_and_env(stage_results, stage):
 
 def test_fio_baseline_has_every_job_per_tier(stage_results):
     s = pd.read_csv(stage_results("fio_baseline") / "summary.csv")
-    assert set(s["job"]) == {"seqwrite", "seqread", "randread"} and set(s["tier"]) == {"mem", "disk"}
+    assert set(s["job"]) == {"seqwrite", "seqread", "randread", "randread16k"} and set(s["tier"]) == {"mem", "disk"}
     assert (s["bw_MBps"] > 0).all() and (s["iops"] > 0).all()
 
 
@@ -59,7 +59,7 @@ def test_imagenet_like_data_and_histogram(smoke_run, stage_results):
 
 def test_tfdata_read_measured_every_configuration(stage_results):
     raw = pd.read_parquet(stage_results("tfdata_read") / "raw.parquet")
-    assert set(raw["threads"]) == {1, 2} and set(raw["variant"]) == {"full", "read_only"}
+    assert set(raw["threads"]) == {1, 2} and set(raw["variant"]) == {"full", "read_only", "raw"}
     assert set(raw["tier"]) == {"mem", "disk"} and (raw["images"] == 48).all()
     env = json.loads((stage_results("tfdata_read") / "env.json").read_text())
     assert set(env["eviction"].values()) <= {"drop_caches", "fadvise", "none"}
