@@ -136,14 +136,20 @@ def round_order(n_configs: int, rnd: int, seed: int) -> list[int]:
 
 def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Callable[[pd.DataFrame, float], dict],
         plan: Plan, seed: int, warmup: int = 0, progress_desc: str | None = None,
-        clock: Callable[[], float] = time.monotonic) -> Result:
+        clock: Callable[[], float] = time.monotonic,
+        focus: Callable[[list[str], pd.DataFrame], Sequence[int] | None] | None = None) -> Result:
     """Run ``configs`` round by round (see the module docstring): ``run_one(config, repeat)``
     measures one run and returns its row (a dict); ``warmup`` rounds come first and are marked
     (``warmup`` True, never judged). ``decide(rows, level)`` (the rows so far, warm-ups
     included for the caller to leave out, as :func:`experiments.stats.samples` does) returns
     {finding: True when decided}; a finding decided at a look keeps the repeats it was decided
     on. Stops when all are decided, when another round would overrun ``plan.budget_s``, or at
-    ``plan.max_repeats``."""
+    ``plan.max_repeats``.
+
+    ``focus(pending, rows)``: after a look, the indices of the configurations the undecided
+    findings need (None: all); the rounds that follow run only those, in the round's seeded
+    order, so a few undecided findings get their repeats at a fraction of a round's time. The
+    rounds run are in ``order``; each narrowing is in ``extra["focus"]``."""
     from .progress import progress
 
     if not len(configs):
@@ -157,12 +163,15 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
     bar = progress(total=warmup + plan.max_repeats, desc=progress_desc or "repeats until decided")
     rnd = 0
     stopped = "maximum"
+    active: set[int] | None = None   # None: every configuration (no focus yet)
+    narrowed: list[dict] = []
     try:
         while True:
             is_warm = rnd < warmup
             repeat = rnd   # the repeat index counts warm-ups, as the stages' raw tables do
             r0 = clock()
-            for pos, i in enumerate(round_order(len(configs), rnd, seed)):
+            this = [i for i in round_order(len(configs), rnd, seed) if active is None or i in active]
+            for pos, i in enumerate(this):
                 row = dict(run_one(configs[i], repeat) or {})
                 rows.append({**row, "repeat": repeat, "warmup": is_warm, "round_order": pos, "level": level})
                 order.append((rnd, i))
@@ -184,6 +193,17 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
                 if not pending:
                     stopped = "decided"
                     break
+                if focus is not None:
+                    keep = focus(pending, pd.DataFrame(rows))
+                    if keep is not None:
+                        keep = {int(i) for i in keep}
+                        if not keep or any(not 0 <= i < len(configs) for i in keep):
+                            raise ValueError(f"sequential.run: focus returned {sorted(keep)}; allowed: "
+                                             f"a non-empty set of indices in 0..{len(configs) - 1}, or None")
+                    if keep != active:
+                        active = keep
+                        narrowed.append({"after_round": done, "of": len(configs), "pending": sorted(pending),
+                                         "configs": len(configs) if keep is None else len(keep)})
             if done >= plan.max_repeats:
                 stopped = "maximum"
                 break
@@ -202,7 +222,8 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
         for k in decide(df, level):
             if k not in outcomes:
                 outcomes[k] = Outcome(rnd - warmup, looks, stopped, level)
-    return Result(df, outcomes, order, plan, int(seed), clock() - t0)
+    return Result(df, outcomes, order, plan, int(seed), clock() - t0,
+                  extra={"focus": narrowed} if focus is not None else {})
 
 
 def level_of(rows: pd.DataFrame | None) -> float:

@@ -324,3 +324,28 @@ def test_switch_note_names_the_kind_of_switch_that_makes_the_excess():
     assert "voluntary (300.0" in vol and "sleep" in vol
     assert _nodes_words(2, 4) == "one node of 2 ranks"
     assert _nodes_words(8, 4) == "2 emulated nodes of up to 4 ranks each, on this one host"
+
+
+def test_focus_keeps_the_step_findings_configurations_once_every_p_is_decided():
+    """After the every-P findings are decided, the rounds run only the data set of an undecided
+    step finding, at the P the steps are judged at (the most processes within the cores), on
+    the judged tier, every strategy."""
+    import pandas as pd
+
+    from experiments.lmdbio import read
+
+    strategies = ("lmdb", "lmm", "dio_prov", "coal", "stag")
+    configs = [(t, ds, s, p, 1) for t in ("mem", "disk") for ds in ("cifar", "imagenet")
+               for s in strategies for p in (1, 2, 4)]
+    rows = pd.DataFrame([{"tier": t, "memory_backed": t == "mem", "dataset": ds, "strategy": s, "P": p,
+                          "nodes": n, "seconds": 1.0, "MBps": 1.0, "cs_per_proc": 1.0,
+                          "cs_vol_per_proc": 1.0, "cs_invol_per_proc": 0.0, "warmup": False}
+                         for t, ds, s, p, n in configs])
+    env = {"cpu": {"count": 2, "affinity": 2}}
+    assert read.focus(["lmdbio_stag_beats_lmdb_every_p_cifar", "lmdbio_coal_faster_than_dio_prov_cifar"],
+                      configs, rows, env) is None
+    keep = read.focus(["lmdbio_coal_faster_than_dio_prov_cifar"], configs, rows, env)
+    assert sorted(configs[i] for i in keep) == sorted(("disk", "cifar", s, 2, 1) for s in strategies)
+    both = read.focus(["lmdbio_coal_faster_than_dio_prov_cifar", "lmdbio_stag_faster_than_coal_imagenet"],
+                      configs, rows, env)
+    assert {configs[i][1] for i in both} == {"cifar", "imagenet"} and len(both) == 10

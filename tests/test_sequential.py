@@ -161,3 +161,39 @@ def test_the_budget_never_cuts_below_the_minimum():
     plan = sequential.Plan(min_repeats=3, max_repeats=10, budget_s=50)
     res = sequential.run(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=lambda: t[0])
     assert res.outcomes["f"].stopped == "budget" and res.rows["repeat"].max() == 2   # 3 rounds
+
+
+def test_focus_runs_only_what_the_undecided_findings_need():
+    """After a look, the rounds run only the configurations ``focus`` names: finding x (A, B)
+    is decided at the first look, y (C) needs 10 samples; A and B stop at the first look."""
+    plan = sequential.Plan(min_repeats=3, max_repeats=20, step=1)
+    seen = []
+
+    def decide(rows, lv):
+        c = rows[rows["config"] == "C"]
+        return {"x": True, "y": len(c) >= 10}
+
+    asked = []
+
+    def focus(pending, rows):
+        asked.append((list(pending), len(rows)))
+        return [2] if pending == ["y"] else None
+
+    res = sequential.run(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c}, decide, plan,
+                         seed=3, focus=focus)
+    first = plan.first_look
+    n = res.rows.groupby("config").size()
+    assert n["A"] == n["B"] == first and n["C"] == 10
+    assert all(c == "C" for r, c in seen if r >= first)
+    assert res.outcomes["x"].repeats == first and res.outcomes["y"].repeats == 10
+    assert res.outcomes["y"].stopped == "decided"
+    assert res.extra["focus"] == [{"after_round": first, "of": 3, "pending": ["y"], "configs": 1}]
+    assert sequential.to_json(res)["focus"] == res.extra["focus"]
+    assert asked[0] == (["y"], 3 * first)
+
+
+def test_focus_must_name_configurations():
+    plan = sequential.Plan(min_repeats=3, max_repeats=5)
+    with pytest.raises(ValueError, match="focus returned"):
+        sequential.run(["A", "B"], lambda c, r: {"config": c}, lambda rows, lv: {"f": False}, plan, 0,
+                       focus=lambda pending, rows: [5])

@@ -267,7 +267,7 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
 
 
 # A look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so the
-# first look comes early (default: 6 to 12 rounds, looks at 7, 11, 12 at 98.3 %)
+# first look comes early (default: 6 to 20 rounds, looks at 8, 12, 16, 20 at 98.75 %)
 LOOK_EVERY = 4
 
 
@@ -286,6 +286,33 @@ def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict[st
     with stats.corrected_level(level):
         return sequential.decided(report.claims(summarize(rows), report.storage_tier(rows), env,
                                                 raw=rows.assign(level=level)))
+
+
+def focus(pending: list[str], configs: list[tuple], rows: pd.DataFrame, env: dict | None) -> list[int] | None:
+    """The configurations (indices into ``configs``: (tier, data set, strategy, P, nodes)) that
+    LMDBIO's undecided findings ``pending`` need, for :func:`experiments.sequential.run`: every
+    one (None) while a finding judged over every P is undecided; else, for each data set with
+    an undecided step finding, its runs at the P the steps are judged at
+    (:func:`experiments.lmdbio.report.claim_p`) on the tier the report judges, every strategy
+    (the steps chain them) and node count: 10 of the default profile's 80 per round."""
+    from .. import claims as C
+    from . import report
+
+    if any(k.startswith(report.EVERY_P) for k in pending):
+        return None
+    rows = rows[~rows["warmup"].astype(bool)] if "warmup" in rows else rows
+    tier = report.storage_tier(rows)
+    s = summarize(rows)
+    keep: set[int] = set()
+    for ds in dict.fromkeys(c[1] for c in configs):
+        if not any(k.endswith(f"_{ds}") for k in pending):
+            continue
+        d = s[(s["tier"] == tier) & (s["dataset"] == ds)]
+        if not len(d):
+            return None
+        p = report.claim_p(d, C.cores(env or {}))
+        keep |= {i for i, c in enumerate(configs) if c[0] == tier and c[1] == ds and c[3] == p}
+    return sorted(keep) or None
 
 
 def judging_env(cfg: LMDBIOConfig) -> dict:
@@ -351,7 +378,8 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
         res = sequential.run(
             configs, run_one, lambda rows, level: decide(rows, level, env),
             sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
-            seed, progress_desc="lmdbio rounds")
+            seed, progress_desc="lmdbio rounds",
+            focus=lambda pending, rows: focus(pending, configs, rows, env))
         facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
                  "launcher": launcher.record(node_counts, cfg.ranks_per_node),
                  "scale": {"procs_max": max(c[3] for c in configs),

@@ -90,6 +90,9 @@ def claim_p(summary: pd.DataFrame, cores: int) -> int:
 
 
 
+# The findings judged over every measured P (the others, the steps, at claim_p's P).
+EVERY_P = ("lmdbio_stag_beats_lmdb_every_p_", "lmdbio_lmm_fewer_switches_")
+
 # The processes of the paper's headline numbers (Fig 1, Sec 3).
 PUMMA_PROCS = 9216
 
