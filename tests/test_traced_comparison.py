@@ -264,6 +264,15 @@ def test_bert_bio_over_vfs_of_the_benchmark_against_the_real_run():
     c = {x["id"]: x for x in compare.claims_for(sims, tp, vs)}["traced-bio-vfs-dlio-below-real-bert"]
     assert c["our_value"] == pytest.approx(87 / 107) and c["paper_value"] == pytest.approx(0.813, abs=1e-3)
     assert "emulator 100 %" in c["note"]
+    assert c["n"] is None or c["n"] <= 1   # no windows: one run per side, no interval
+    # six windows per side: the ratio of the sides' summed shares with a bootstrap interval
+    rng = np.random.default_rng(0)
+    win = pd.DataFrame([{"workload": "bert", "side": side, "window": i,
+                         "vfs_read_bytes": 1000.0, "bio_read_bytes": 1000.0 * pct / 100 * (1 + 0.02 * rng.standard_normal())}
+                        for side, pct in (("real", 107.0), ("dlio", 87.0)) for i in range(6)])
+    c = {x["id"]: x for x in compare.claims_for(sims, tp, vs, windows=win)}["traced-bio-vfs-dlio-below-real-bert"]
+    assert c["n"] == 6 and c["ci_low"] <= c["our_value"] <= c["ci_high"] < 1 and c["verdict"] == "holds"
+    assert c["our_value"] == pytest.approx(87 / 107, rel=0.03) and "windows" in c["ci_method"]
     vs["bert"]["real"] = vec(bio_vfs_read_pct=0.0)
     c = {x["id"]: x for x in compare.claims_for(sims, tp, vs)}["traced-bio-vfs-dlio-below-real-bert"]
     assert c["verdict"] == "not measured" and "memory-backed" in c["note"]
