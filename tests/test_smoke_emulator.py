@@ -41,9 +41,11 @@ def emu(smoke_run, tmp_path_factory):
                                                for w in ("unet3d", "bert", "dlrm")}}))
     got = {"root": smoke_root, "tmp": tmp, "model": str(model)}
     yield got
-    if "engineer" in got and got["engineer"].poll() is None:   # started, its test not run
-        got["engineer"].kill()
-        got["engineer"].communicate()
+    started = [got.get("engineer")] + [p for k, v in got.items() if isinstance(k, tuple) for p in v[1]]
+    for p in started:   # started beside the tests, whose test did not run
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.communicate()
     mp.undo()
 
 
@@ -70,10 +72,14 @@ def runs(emu):
         with Tracer(watch=[c.data_dir, c.checkpoint_dir], block=False, sample=False, quiet=True) as t:
             s = run(c, emu["tmp"] / f"{w}-G2")
         out[(w, 2)] = (c, s, t.trace)
-    # the storage engineer's notebook needs no tracer: it runs beside the tests that follow (a
-    # Tracer traces this process's children, so it starts only after the traced runs)
+    # the storage engineer's notebook and the two-node runs need no tracer: they run side by
+    # side, beside the tests that follow (a Tracer traces this process's children, so they
+    # start only after the traced runs)
     if "engineer" not in emu:
         emu["engineer"] = _start_engineer_notebook(emu)
+    for w in LOOPBACK:
+        if ("loopback", w) not in emu:
+            emu[("loopback", w)] = _start_two_nodes(emu, w)
     return out
 
 
@@ -238,20 +244,35 @@ def _cli(emu, *args, wait=True):
     return p
 
 
-@pytest.mark.parametrize("w", ["unet3d", "bert"])
-def test_two_nodes_on_loopback(emu, w):
-    """Two launchers on 127.0.0.1 with --nnodes 2: torchrun's c10d rendezvous (UNET3D), a
-    TF_CONFIG over both 'hosts' (BERT); one results folder."""
+LOOPBACK = ("unet3d", "bert")
+
+
+def _start_two_nodes(emu, w: str) -> tuple[Path, list[subprocess.Popen]]:
+    """Two launchers of ``w`` on 127.0.0.1 with --nnodes 2 (node ranks 0 and 1), started; and
+    the results folder they share."""
     from experiments.emulator.launch import free_port_block
 
+    taken = emu.setdefault("ports", [])   # blocks handed to launchers still starting
     port = free_port_block(4)
+    while any(abs(port - q) < 4 for q in taken):
+        port = free_port_block(4)
+    taken.append(port)
     out = emu["tmp"] / f"two-nodes-{w}"
     common = ["run", w, "-G", "2", "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}",
               "--rdzv-id", f"t-{w}", "--compute-model", emu["model"], "--checkpoint-pattern", "traced",
               "--checkpoint-dir", str(emu["tmp"] / f"ck-2n-{w}"), "--out", str(out)]
     if w == "bert":
         common += ["--hosts", "127.0.0.1,127.0.0.1"]
-    procs = [_cli(emu, *common, "--node-rank", str(k)) for k in (0, 1)]
+    return out, [_cli(emu, *common, "--node-rank", str(k)) for k in (0, 1)]
+
+
+@pytest.mark.parametrize("w", LOOPBACK)
+def test_two_nodes_on_loopback(emu, w):
+    """Two launchers on 127.0.0.1 with --nnodes 2: torchrun's c10d rendezvous (UNET3D), a
+    TF_CONFIG over both 'hosts' (BERT); one results folder."""
+    if ("loopback", w) not in emu:   # the traced runs did not start it (a selection of tests)
+        emu[("loopback", w)] = _start_two_nodes(emu, w)
+    out, procs = emu[("loopback", w)]
     outs = [p.communicate(timeout=600)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert "node 1: ranks done" in outs[1] and "Accelerator utilization" in outs[0]
