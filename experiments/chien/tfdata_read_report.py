@@ -36,8 +36,7 @@ def plot_scaling(reads: pd.DataFrame, fio: pd.DataFrame, variant: str, title: st
         r = plain[plain["tier"] == tier].set_index("threads").reindex(t["threads"])
         if r["images_per_s"].notna().any():
             ax.plot(x, r["images_per_s"], "o-", color="0.1", ms=4, lw=1,
-                    label="plain reads\n(DeepIO Fig 2 'Raw')")
-            ax.legend(loc="center left", fontsize=7)
+                    label="plain reads of the same files, same threads (DeepIO Fig 2 'Raw')")
         ax.set_xlabel("tf.data map threads (num_parallel_calls)")
         ax.set_ylabel(f"images/s ({style.CI_LABEL})")
         ax.set_title(f"tier {tier}")
@@ -56,7 +55,12 @@ def plot_scaling(reads: pd.DataFrame, fio: pd.DataFrame, variant: str, title: st
                     ha="center", va="top", fontsize=8, color="0.3")
             ax.set_ylim(0, top * 1.35)
     fig.suptitle(title)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:   # below the panels: inside one it covered bars
+        fig.legend(handles[:1], labels[:1], loc="lower center", fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+    else:
+        fig.tight_layout()
     return fig
 
 
