@@ -252,6 +252,42 @@ class SmokeRun:
 _SMOKE: SmokeRun | None = None
 
 
+class CourseClass:
+    """The course's class grading (``tests/test_course.py --grade-class``) in a background
+    process, started with the session as the smoke pipeline is: about 2.5 minutes of grading
+    that the pytest process would otherwise wait on, while the unit tests go on beside it."""
+
+    def __init__(self, base: Path):
+        self.result_path = base / "course-class.json"
+        self.log = base / "course-class.log"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        with open(self.log, "w") as f:
+            self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "test_course.py"), "--grade-class",
+                                          str(self.result_path)], cwd=ROOT, env=env, stdout=f,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        self._data: dict | None = None
+
+    def result(self) -> dict:
+        """The grading's result (JSON of :func:`test_course.grade_class`), once it has ended."""
+        if self._data is None:
+            rc = self.proc.wait()
+            if rc or not self.result_path.exists():
+                pytest.fail(f"the background class grading failed ({rc}); the end of its log:\n"
+                            f"{self.log.read_text(errors='replace')[-6000:]}")
+            self._data = json.loads(self.result_path.read_text())
+        return self._data
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        if self.result_path.exists():
+            shutil.rmtree(json.loads(self.result_path.read_text()).get("root", ""), ignore_errors=True)
+
+
+_COURSE: CourseClass | None = None
+
+
 def _needs_smoke(item) -> bool:
     return bool({"smoke_root", "smoke_run"} & set(getattr(item, "fixturenames", ())))
 
@@ -290,10 +326,12 @@ def _whole_suite(config) -> bool:
 
 
 def pytest_sessionstart(session):
-    """The whole suite starts the smoke pipeline before collecting (about 10 s earlier)."""
-    global _SMOKE
+    """The whole suite starts the smoke pipeline before collecting (about 10 s earlier), and
+    the course's class grading beside it."""
+    global _SMOKE, _COURSE
     if _whole_suite(session.config):
         _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
+        _COURSE = CourseClass(session.config._tmp_path_factory.mktemp("course"))
 
 
 def pytest_collection_finish(session):
@@ -315,6 +353,15 @@ def pytest_runtest_logstart(nodeid, location):
 def pytest_sessionfinish(session, exitstatus):
     if _SMOKE is not None:
         _SMOKE.stop()
+    if _COURSE is not None:
+        _COURSE.stop()
+
+
+@pytest.fixture(scope="session")
+def course_class() -> CourseClass | None:
+    """The background class grading the whole suite started, or None (a module run alone
+    grades in-process)."""
+    return _COURSE
 
 
 @pytest.fixture(scope="session")

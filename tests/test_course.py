@@ -336,26 +336,25 @@ def _solution_and_invented(x, folder: Path) -> dict[str, str]:
     return made
 
 
-@pytest.fixture(scope="module")
-def graded(built):
-    """Every grading command of this module, run at once: each synthetic folder (two at a time,
-    so that a hang waits out its limit beside the others' work) and, one lab after another, the
-    other labs' solution (and invented rows for two of them). Returns {lab: (what each submission is, grade_many's
-    result)}."""
+def grade_class(root: Path) -> tuple[dict, list]:
+    """Every grading command of this module, run at once in ``root`` (a built course): each
+    synthetic folder (two at a time, so that a hang waits out its limit beside the others'
+    work) and, one lab after another, the other labs' solution (and invented rows for two of
+    them). Returns ({lab: (what each submission is, grade_many's result)}, [(lab, error)])."""
     out, errors = {}, []
 
     def run(names):
         for name in names:
             x = lab(name)
-            folder = built / "submissions" / x.name
+            folder = root / "submissions" / x.name
             try:
                 if name in SYNTHETIC:
                     made = _synthetic_folder(x, folder)
-                    out[name] = (made, cg.grade_many(x.name, folder, built / "grades" / x.name,
+                    out[name] = (made, cg.grade_many(x.name, folder, root / "grades" / x.name,
                                                      timeout_s=HANG_LIMIT_S, jobs=2))
                 else:
                     made = _solution_and_invented(x, folder)
-                    out[name] = (made, cg.grade_many(x.name, folder, built / "grades" / x.name, jobs=2))
+                    out[name] = (made, cg.grade_many(x.name, folder, root / "grades" / x.name, jobs=2))
             except Exception as e:  # noqa: BLE001 (re-raised in the tests, in pytest's thread)
                 errors.append((name, e))
 
@@ -365,6 +364,18 @@ def graded(built):
     for t in ts:
         t.join()
     return out, errors
+
+
+@pytest.fixture(scope="module")
+def graded(built, course_class):
+    """:func:`grade_class`'s result: from the background process the whole suite starts at
+    its start (``course_class``, conftest.py: the unit tests go on beside it), or computed here
+    in ``built`` when this module runs alone."""
+    if course_class is None:
+        return grade_class(built)
+    data = course_class.result()
+    out = {k: (made, {**g, "dir": Path(g["dir"])}) for k, (made, g) in data["out"].items()}
+    return out, [(n, RuntimeError(e)) for n, e in data["errors"]]
 
 
 def _result(graded, name):
@@ -486,3 +497,28 @@ def test_course_bench_times_the_default_profile_unless_told(monkeypatch, tmp_pat
     got = bench.measure(LABS[:1])
     assert seen == ["default", "smoke"] and list(got["profile"]) == ["default"]
     assert list(got["grade_profile"]) == ["smoke"] and "grading: `make grade` of that solution on the smoke" in bench.markdown(got)
+
+
+def _grade_class_in(result: Path) -> None:
+    """The background grading (``python tests/test_course.py --grade-class RESULT``): the course
+    built in a folder of its own, as ``built`` does, :func:`grade_class` run there, and its
+    result written to ``RESULT`` (JSON, written whole or not at all); the folder stays for the
+    tests to read (conftest removes it when the session ends)."""
+    tmp = Path(tempfile.mkdtemp(prefix="dlio-course-class-"))
+    os.chmod(tmp, 0o755)
+    shutil.copytree(ROOT / "course", tmp / "course", ignore=shutil.ignore_patterns("dist"))
+    shutil.copy(ROOT / "params.yaml", tmp / "params.yaml")
+    os.environ["DLIO_ROOT"] = str(tmp)
+    os.environ["DLIO_COURSE_PROFILE"] = "smoke"
+    for x in LABS:
+        cb.build(x, run_tests=False)
+    out, errors = grade_class(tmp)
+    data = {"root": str(tmp), "out": {k: [made, {**g, "dir": str(g["dir"])}] for k, (made, g) in out.items()},
+            "errors": [[n, f"{type(e).__name__}: {e}"] for n, e in errors]}
+    part = result.with_suffix(".partial")
+    part.write_text(json.dumps(data, default=str))
+    part.rename(result)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--grade-class"]:
+    _grade_class_in(Path(sys.argv[2]))
