@@ -44,23 +44,32 @@ SYNTHETIC = ("lab01-page-cache", "lab04-burst-buffer")
 HANG_LIMIT_S = 150   # the synthetic folders' time limit: a solution grades in ~20-60 s under load
 
 
-@pytest.fixture(scope="module")
-def built():
+def build_course(prefix: str) -> Path:
+    """A copy of ``course/`` (and params.yaml) in a new temporary folder, made the package's
+    root (``DLIO_ROOT``, smoke profile), with every lab built; the folder. The solution's own
+    tests run when it is graded."""
     # not under pytest's 0700 temporary root: the grader may run submissions as nobody
-    tmp = Path(tempfile.mkdtemp(prefix="dlio-course-test-"))
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     os.chmod(tmp, 0o755)
     shutil.copytree(ROOT / "course", tmp / "course", ignore=shutil.ignore_patterns("dist"))
     shutil.copy(ROOT / "params.yaml", tmp / "params.yaml")   # labs may read the ImageNet size mix
-    saved = {k: os.environ.get(k) for k in ("DLIO_ROOT", "DLIO_COURSE_PROFILE", "PYTHONPATH", "DLIO_COURSE_DIR")}
     os.environ["DLIO_ROOT"] = str(tmp)
     os.environ["DLIO_COURSE_PROFILE"] = "smoke"
+    for x in LABS:
+        cb.build(x, run_tests=False)
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def built():
+    saved = {k: os.environ.get(k) for k in ("DLIO_ROOT", "DLIO_COURSE_PROFILE", "PYTHONPATH", "DLIO_COURSE_DIR")}
+    tmp = None
     try:
-        # the solution's own tests run when it is graded below
-        for x in LABS:
-            cb.build(x, run_tests=False)
+        tmp = build_course("dlio-course-test-")
         yield tmp
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -504,14 +513,7 @@ def _grade_class_in(result: Path) -> None:
     built in a folder of its own, as ``built`` does, :func:`grade_class` run there, and its
     result written to ``RESULT`` (JSON, written whole or not at all); the folder stays for the
     tests to read (conftest removes it when the session ends)."""
-    tmp = Path(tempfile.mkdtemp(prefix="dlio-course-class-"))
-    os.chmod(tmp, 0o755)
-    shutil.copytree(ROOT / "course", tmp / "course", ignore=shutil.ignore_patterns("dist"))
-    shutil.copy(ROOT / "params.yaml", tmp / "params.yaml")
-    os.environ["DLIO_ROOT"] = str(tmp)
-    os.environ["DLIO_COURSE_PROFILE"] = "smoke"
-    for x in LABS:
-        cb.build(x, run_tests=False)
+    tmp = build_course("dlio-course-class-")
     out, errors = grade_class(tmp)
     data = {"root": str(tmp), "out": {k: [made, {**g, "dir": str(g["dir"])}] for k, (made, g) in out.items()},
             "errors": [[n, f"{type(e).__name__}: {e}"] for n, e in errors]}
