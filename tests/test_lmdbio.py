@@ -155,6 +155,36 @@ def test_every_p_rows_judge_the_p_beyond_the_cores():
     assert c["lmdbio_stag_faster_than_coal_cifar"]["verdict"] == "holds"   # judged at P = 2
 
 
+def test_switch_claim_judges_the_switches_outside_mpi_waits():
+    """LMM's ranks switch 4x as often as LMDB's in all, but outside MPI's hand-over waits half
+    as often: the claim (the paper's switches are I/O wake-ups) judges the latter, 0.5 holds,
+    and its note keeps the totals with the waits."""
+    import numpy as np
+    import pandas as pd
+
+    per = pd.DataFrame({"context_switches": [10, 30], "cs_voluntary": [8, 20], "cs_involuntary": [2, 10],
+                        "cs_wait_voluntary": [6, 20], "cs_wait_involuntary": [0, 4]})
+    assert lmdbio.io_switches(per) == {"cs_io_per_proc": 5.0, "cs_io_vol_per_proc": 1.0,
+                                       "cs_io_invol_per_proc": 4.0, "cs_wait_per_proc": 15.0}
+    rng = np.random.default_rng(2)
+    rows = []
+    for s, tot, io in (("lmdb", 100, 100), ("lmm", 400, 50)):
+        for p in (1, 2, 4):
+            for i in range(8):
+                f = float(rng.normal(1, 0.01))
+                rows.append({"tier": "disk", "memory_backed": False, "dataset": "cifar", "strategy": s,
+                             "P": p, "repeat": i, "seconds": 1.0 * f, "MBps": 1.0,
+                             "cs_per_proc": tot * f, "cs_vol_per_proc": tot * f - 5, "cs_invol_per_proc": 5,
+                             "cs_io_per_proc": io * f, "cs_io_vol_per_proc": io * f - 5,
+                             "cs_io_invol_per_proc": 5, "cs_wait_per_proc": (tot - io) * f})
+    raw = pd.DataFrame(rows)
+    c = {x["id"]: x for x in lmdbio_report.claims(lmdbio.summarize(raw), "disk", {"cpu": {"count": 2}},
+                                                 raw=raw)}["lmdbio_lmm_fewer_switches_cifar"]
+    assert c["our_value"] == pytest.approx(0.5, rel=0.05) and c["verdict"] == "holds"
+    assert "outside MPI's hand-over waits" in c["statement"]
+    assert "with MPI's waits, all switches" in c["note"] and "LMM 400" in c["note"]
+
+
 def test_spinning_hand_over_makes_no_sleeps_where_a_barrier_sleeps_every_round(tmp_path):
     """The context-switch finding depends on how a node's consumers wait for its reader: with
     multiprocessing.Barrier every wait sleeps (a voluntary switch per barrier), with the

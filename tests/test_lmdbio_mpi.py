@@ -78,6 +78,10 @@ def test_sleeping_hand_over_sleeps_and_delivers_the_same(db, pools):
     # every round's two hand-overs sleep at least once per rank pair (pipes), where Win.Fence polls
     rounds = lm.layout(RECORDS, 2, RPN, BATCH)[0]["rounds"]
     assert per["cs_voluntary"].sum() >= rounds
+    # ... and those sleeps are counted as the hand-over's, apart from the switches of the reads
+    assert per["cs_wait_voluntary"].sum() >= rounds
+    assert (per["cs_wait_voluntary"] <= per["cs_voluntary"]).all()
+    assert (per["cs_wait_involuntary"] <= per["cs_involuntary"]).all()
 
 
 def test_stagger_tokens_with_more_readers_than_the_group(db):

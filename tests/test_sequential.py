@@ -115,7 +115,10 @@ def test_alexnet_prefetch_sweep_adds_repeats_until_its_findings_are_decided():
     cfg = ax.AlexNetConfig(repeats=2, max_repeats=12, budget_s=600)
     plan = ax.sweep_plan(cfg, "prefetch")
     assert plan.max_repeats == 12 and plan.budget_s == 600 and plan.first_look > 2
-    assert ax.sweep_plan(cfg, "batch").max_repeats == 2
+    # the batch sweep: the 6 a 95 % interval of a median needs, within max_repeats
+    assert ax.sweep_plan(cfg, "batch").max_repeats == ax.sweep_plan(cfg, "batch").min_repeats == stats.MIN_N
+    assert ax.sweep_plan(ax.AlexNetConfig(repeats=2, max_repeats=4), "batch").max_repeats == 4
+    assert ax.sweep_plan(ax.AlexNetConfig(repeats=1), "batch").max_repeats == 1
     rng = np.random.default_rng(0)
 
     def runs(effect, noise, n=8):

@@ -339,12 +339,18 @@ def _one_run(trainer, m, n_classes, threads, batch, prefetch, image_size, seed, 
 def sweep_plan(cfg: AlexNetConfig, experiment: str):
     """The repeats of a sweep (:class:`experiments.sequential.Plan`): the prefetch sweep adds
     repeats up to ``max_repeats`` within ``budget_s`` while a prefetch finding is undecided;
-    every other sweep runs ``repeats``."""
+    every other sweep (the batch sizes, Fig 7) runs a fixed count, looked at once: the repeats
+    a median's 95 % interval needs (:data:`experiments.stats.MIN_N`; with 2 its finding could
+    never be decided), at least ``repeats`` and at most ``max_repeats``."""
     import math
 
-    from .. import sequential
+    from .. import sequential, stats
 
-    if experiment != "prefetch" or not cfg.max_repeats or cfg.max_repeats <= cfg.repeats:
+    top = max(cfg.repeats, cfg.max_repeats or cfg.repeats)
+    if experiment != "prefetch":
+        n = min(max(cfg.repeats, stats.MIN_N), top)
+        return sequential.Plan(n, n)
+    if top <= cfg.repeats:
         return sequential.Plan(cfg.repeats, cfg.repeats)
     return sequential.Plan(cfg.repeats, cfg.max_repeats, cfg.budget_s or math.inf)
 

@@ -370,6 +370,7 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
                 "cs_vol_per_proc": float(per["cs_voluntary"].mean()),
                 "cs_invol_per_proc": float(per["cs_involuntary"].mean()),
                 "cs_max": int(per["context_switches"].max()),
+                **io_switches(per),
                 "readers": int(per["reader"].sum()) if strategy != "lmdb" else p,
                 "eviction": str(ev), "resident_fraction": ev.resident_fraction}
 
@@ -395,6 +396,20 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
     return raw, facts
 
 
+def io_switches(per: pd.DataFrame) -> dict:
+    """Per process (mean over a run's ranks), the context switches outside MPI's waits (the
+    hand-over and the stagger tokens, where MPICH yields while it polls: switches of the box's
+    P against its cores, not of I/O): ``cs_io_vol_per_proc``, ``cs_io_invol_per_proc``, their
+    sum ``cs_io_per_proc``, and the waits' own ``cs_wait_per_proc``. The paper's switches are
+    I/O wake-ups (Sec 1 (1)); a rank table without the wait columns counts none."""
+    wv = per["cs_wait_voluntary"] if "cs_wait_voluntary" in per else 0
+    wi = per["cs_wait_involuntary"] if "cs_wait_involuntary" in per else 0
+    v, i = per["cs_voluntary"] - wv, per["cs_involuntary"] - wi
+    return {"cs_io_per_proc": float((v + i).mean()), "cs_io_vol_per_proc": float(v.mean()),
+            "cs_io_invol_per_proc": float(i.mean()),
+            "cs_wait_per_proc": float((per["context_switches"] - v - i).mean())}
+
+
 def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig,
                    pools: launcher.Pools | None = None) -> pd.DataFrame:
     """(b) LMM with each hand-over (``spin``, ``sleep``) and (a) LMDB, at every P, once, cold,
@@ -416,18 +431,20 @@ def handover_check(dbs: dict, tiers, mem: dict, cfg: LMDBIOConfig,
             resident_fraction=ev.resident_fraction))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=[
         "proc", "node", "reader", "bytes", "context_switches", "cs_voluntary", "cs_involuntary",
-        "records", "tier", "dataset", "strategy", "handover", "P", "seconds", "resident_fraction"])
+        "cs_wait_voluntary", "cs_wait_involuntary", "records", "tier", "dataset", "strategy",
+        "handover", "P", "seconds", "resident_fraction"])
 
 
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     """Median seconds and context switches per (tier, dataset, strategy, P, nodes); speed-up
     over (a) at the same P and node count. (Raw tables without ``nodes`` ran on one node.)"""
     raw = raw if "nodes" in raw else raw.assign(nodes=1)
+    cs = [c for c in ("cs_per_proc", "cs_vol_per_proc", "cs_invol_per_proc", "cs_io_per_proc",
+                      "cs_io_vol_per_proc", "cs_io_invol_per_proc", "cs_wait_per_proc") if c in raw]
     s = (raw.groupby(["tier", "dataset", "strategy", "P", "nodes"], sort=False).agg(
         seconds=("seconds", "median"), seconds_min=("seconds", "min"),
         seconds_max=("seconds", "max"), MBps=("MBps", "median"),
-        cs_per_proc=("cs_per_proc", "median"), cs_vol_per_proc=("cs_vol_per_proc", "median"),
-        cs_invol_per_proc=("cs_invol_per_proc", "median"), runs=("seconds", "size")).reset_index())
+        **{c: (c, "median") for c in cs}, runs=("seconds", "size")).reset_index())
     base = s[s["strategy"] == "lmdb"].set_index(["tier", "dataset", "P", "nodes"])["seconds"]
     s["speedup_vs_lmdb"] = [base.get((r.tier, r.dataset, r.P, r.nodes), np.nan) / r.seconds
                             for r in s.itertuples()]

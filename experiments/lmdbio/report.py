@@ -44,9 +44,11 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
             row[0].errorbar(g["P"], g["seconds"], yerr=style.ci_yerr(g, "seconds"), capsize=2, **kw)
             row[1].errorbar(g["P"], g["speedup_vs_lmdb"], yerr=style.ci_yerr(g, "speedup_vs_lmdb"),
                             capsize=2, **kw)
-            row[2].plot(g["P"], g["cs_per_proc"], **kw)   # all switches, as the claim judges them
-        for ax, yl in zip(row, ("total read time, s (median)", "speed-up over (a) LMDB, x",
-                                "context switches\nper process")):
+            col = switch_cols(g)[0]
+            row[2].plot(g["P"], g[col], **kw)   # the switches the claim judges
+        cs_label = ("context switches outside\nMPI waits, per process"
+                    if switch_cols(d)[0] == "cs_io_per_proc" else "context switches\nper process")
+        for ax, yl in zip(row, ("total read time, s (median)", "speed-up over (a) LMDB, x", cs_label)):
             ax.set_xscale("log", base=2)
             ps = sorted(d["P"].unique())
             ax.set_xticks(ps, [str(p) for p in ps])
@@ -61,6 +63,15 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
     fig.suptitle(f"LMDBIO read strategies on tier {tier} (cf. Fig 2)")
     fig.tight_layout()
     return fig
+
+
+def switch_cols(frame: pd.DataFrame) -> tuple[str, str, str]:
+    """The columns (all, voluntary, involuntary) of the context switches the claim judges: those
+    outside MPI's hand-over and token waits (:func:`experiments.lmdbio.read.io_switches`) where
+    the runs counted them, else every switch (tables written before they did)."""
+    if "cs_io_per_proc" in frame and frame["cs_io_per_proc"].notna().any():
+        return "cs_io_per_proc", "cs_io_vol_per_proc", "cs_io_invol_per_proc"
+    return "cs_per_proc", "cs_vol_per_proc", "cs_invol_per_proc"
 
 
 def with_intervals(summary: pd.DataFrame, raw: pd.DataFrame) -> pd.DataFrame:
@@ -161,11 +172,20 @@ def _nodes_words(p: int, rpn: int | None) -> str:
             f"{k} emulated nodes of up to {rpn} ranks each, on this one host")
 
 
-def _switch_kind(p, vo: dict, iv: dict, lvo: dict, liv: dict, handover: str, n: int) -> str:
+def _switch_kind(p, vo: dict, iv: dict, lvo: dict, liv: dict, handover: str, n: int,
+                 io: bool = False) -> str:
     """Why LMM switches more at P = ``p``, from which kind of switch makes the excess: voluntary
     (a process sleeps: waits for its reader) or involuntary (the scheduler preempts it: more
-    runnable processes than cores, e.g. consumers spinning at the hand-over)."""
+    runnable processes than cores, e.g. consumers spinning at the hand-over). ``io``: the
+    switches are those outside MPI's waits (:func:`switch_cols`)."""
     dv, di = vo[p] - lvo[p], iv[p] - liv[p]
+    if io:
+        kind = ("involuntary" if di >= dv else "voluntary")
+        return (f"; outside MPI's waits the excess is {kind} (LMM {vo[p]:.1f} voluntary + "
+                f"{iv[p]:.1f} involuntary against LMDB's {lvo[p]:.1f} + {liv[p]:.1f}): "
+                + (f"with more processes than the {n} cores runnable (consumers polling at the "
+                   "hand-over) the scheduler preempts ranks in their reads and copies"
+                   if di >= dv else "the node's one reader sleeps in each of its page faults or reads"))
     if di >= dv:
         return (f"; the excess is involuntary ({iv[p]:.1f} against LMDB's {liv[p]:.1f}; voluntary "
                 f"{vo[p]:.1f} against {lvo[p]:.1f}): with handover = {handover} "
@@ -210,33 +230,44 @@ def _claims(summary: pd.DataFrame, tier: str, env: dict | None, raw: pd.DataFram
         where = f"{ds}, P = {p}, tier {tier}"
         missing = f"lmdbio.strategies or the data set {ds!r} were not run on tier {tier}"
         # Sec 1 and 2: mmap's bottom-half handler wakes "most processes that are waiting for
-        # I/O"; LMM "minimizes the number of context switches". The paper names no kind of
-        # switch and shows it at scale, so the rule takes every switch (voluntary + involuntary)
-        # and every measured P: the highest LMM / LMDB ratio over P must stay below 1.
+        # I/O"; LMM "minimizes the number of context switches". The switches the paper means are
+        # those of I/O, so the rule counts every switch (voluntary + involuntary) outside MPI's
+        # hand-over waits (where MPICH yields while polling: on a cluster's dedicated cores it
+        # polls without switching) and takes every measured P: the highest LMM / LMDB ratio over
+        # P must stay below 1. The note gives the totals with the waits.
         ps_of = lambda s: {int(x) for x in d.loc[d["strategy"] == s, "P"]} if len(d) else set()  # noqa: E731
         sps = sorted(ps_of("lmm") & ps_of("lmdb"))
         pw = lambda s, col: {q: get(d[d["P"] == q].set_index("strategy"), col, s) for q in sps}  # noqa: E731
-        tot = {s: pw(s, "cs_per_proc") for s in ("lmm", "lmdb")}
+        c_all, c_vol, c_invol = switch_cols(d)
+        io = c_all == "cs_io_per_proc"
+        tot = {s: pw(s, c_all) for s in ("lmm", "lmdb")}
         per_p = {q: tot["lmm"][q] / max(tot["lmdb"][q], 1e-9) for q in sps}
         vol = max(per_p.values()) if per_p else np.nan
-        vol, vci = _over_every_p(rt, ds, "cs_per_proc", "lmm", "lmdb", sps, vol, _max_ratio,
+        vol, vci = _over_every_p(rt, ds, c_all, "lmm", "lmdb", sps, vol, _max_ratio,
                                  "highest ratio of medians over every P, bootstrap over repeats")
         worst = max(per_p, key=per_p.get) if per_p else p
-        vo, iv = pw("lmm", "cs_vol_per_proc"), pw("lmm", "cs_invol_per_proc")
-        lvo, liv = pw("lmdb", "cs_vol_per_proc"), pw("lmdb", "cs_invol_per_proc")
+        vo, iv = pw("lmm", c_vol), pw("lmm", c_invol)
+        lvo, liv = pw("lmdb", c_vol), pw("lmdb", c_invol)
         detail = "; ".join(f"P = {q}: LMM {vo[q]:.1f} + {iv[q]:.1f}, LMDB {lvo[q]:.1f} + {liv[q]:.1f}"
                            for q in sps)
+        waits = pw("lmm", "cs_per_proc")
+        with_waits = ("; with MPI's waits, all switches: " + ", ".join(
+            f"P = {q}: LMM {waits[q]:.1f}, LMDB {pw('lmdb', 'cs_per_proc')[q]:.1f}" for q in sps)
+            if io else "")
         out.append(claim(
             f"lmdbio_lmm_fewer_switches_{ds}", SOURCE, "Sec 1 (1), Sec 2 (LMDBIO-LMM)",
             f"one reader per node cuts the context switches of the processes at every P ({ds}, "
-            f"tier {tier}; all context switches, voluntary + involuntary, per process; highest "
+            f"tier {tier}; " + ("context switches outside MPI's hand-over waits" if io else
+                                "all context switches")
+            + f", voluntary + involuntary, per process; highest "
             f"LMM / LMDB ratio over P = {', '.join(map(str, sps)) or '-'})", vol, "ratio", "< 1",
             interval=vci,
-            note=(f"per process, voluntary + involuntary: {detail}; hand-over: {handover}" + ext),
+            note=(f"per process, voluntary + involuntary{' outside the waits' if io else ''}: "
+                  f"{detail}{with_waits}; hand-over: {handover}" + ext),
             why_not=(f"the highest ratio is at P = {worst}, where LMM switches "
                      f"{tot['lmm'][worst]:.1f} times per process against LMDB's "
                      f"{tot['lmdb'][worst]:.1f}"
-                     + _switch_kind(worst, vo, iv, lvo, liv, handover, n))
+                     + _switch_kind(worst, vo, iv, lvo, liv, handover, n, io))
             if np.isfinite(vol) else missing,
             kind="finding", basis="extension" if ours else "stated", **cold))
         for new, old in STEPS:
@@ -333,9 +364,11 @@ def storage_tier(raw: pd.DataFrame) -> str:
 
 
 def switches_table(summary: pd.DataFrame, kind: str = "vol") -> pd.DataFrame:
-    """Context switches per process (``kind``: ``vol``untary, ``invol``untary, or both
-    summed with ``all``), strategies as columns, per tier, data set and P."""
-    col = {"vol": "cs_vol_per_proc", "invol": "cs_invol_per_proc", "all": "cs_per_proc"}[kind]
+    """Context switches per process (``kind``: ``vol``untary, ``invol``untary, both summed
+    with ``all``, those outside MPI's waits, ``io``, or inside them, ``wait``), strategies as
+    columns, per tier, data set and P."""
+    col = {"vol": "cs_vol_per_proc", "invol": "cs_invol_per_proc", "all": "cs_per_proc",
+           "io": "cs_io_per_proc", "wait": "cs_wait_per_proc"}[kind]
     return summary.pivot_table(index=["tier", "dataset", "P"], columns="strategy",
                                values=col).round(1)
 
