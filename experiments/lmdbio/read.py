@@ -290,28 +290,38 @@ def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict[st
 
 def focus(pending: list[str], configs: list[tuple], rows: pd.DataFrame, env: dict | None) -> list[int] | None:
     """The configurations (indices into ``configs``: (tier, data set, strategy, P, nodes)) that
-    LMDBIO's undecided findings ``pending`` need, for :func:`experiments.sequential.run`: every
-    one (None) while a finding judged over every P is undecided; else, for each data set with
-    an undecided step finding, its runs at the P the steps are judged at
-    (:func:`experiments.lmdbio.report.claim_p`) on the tier the report judges, every strategy
-    (the steps chain them) and node count: 10 of the default profile's 80 per round."""
+    LMDBIO's undecided findings ``pending`` need, for :func:`experiments.sequential.run`, on the
+    tier the report judges, every node count: for STAG "in all cases", LMDB and STAG at every
+    P; for the context switches, LMM and LMDB at the P that claim judges
+    (:func:`experiments.lmdbio.report.switch_ps`); for a step finding, every strategy (the steps
+    chain them) at the P the steps are judged at (:func:`experiments.lmdbio.report.claim_p`):
+    10 of the default profile's 80 per round. None (every configuration) when the runs so far
+    cannot say."""
     from .. import claims as C
     from . import report
 
-    if any(k.startswith(report.EVERY_P) for k in pending):
-        return None
     rows = rows[~rows["warmup"].astype(bool)] if "warmup" in rows else rows
     tier = report.storage_tier(rows)
     s = summarize(rows)
+    cores = C.cores(env or {})
     keep: set[int] = set()
     for ds in dict.fromkeys(c[1] for c in configs):
-        if not any(k.endswith(f"_{ds}") for k in pending):
+        mine = [k for k in pending if k.endswith(f"_{ds}")]
+        if not mine:
             continue
         d = s[(s["tier"] == tier) & (s["dataset"] == ds)]
         if not len(d):
             return None
-        p = report.claim_p(d, C.cores(env or {}))
-        keep |= {i for i, c in enumerate(configs) if c[0] == tier and c[1] == ds and c[3] == p}
+        here = [(i, c) for i, c in enumerate(configs) if c[0] == tier and c[1] == ds]
+        for k in mine:
+            if k.startswith("lmdbio_stag_beats_lmdb_every_p_"):
+                keep |= {i for i, c in here if c[2] in ("lmdb", "stag")}
+            elif k.startswith("lmdbio_lmm_fewer_switches_"):
+                ps = set(report.switch_ps(d.loc[d["strategy"].isin(["lmm", "lmdb"]), "P"], cores))
+                keep |= {i for i, c in here if c[2] in ("lmm", "lmdb") and c[3] in ps}
+            else:
+                p = report.claim_p(d, cores)
+                keep |= {i for i, c in here if c[3] == p}
     return sorted(keep) or None
 
 

@@ -101,8 +101,16 @@ def claim_p(summary: pd.DataFrame, cores: int) -> int:
 
 
 
-# The findings judged over every measured P (the others, the steps, at claim_p's P).
-EVERY_P = ("lmdbio_stag_beats_lmdb_every_p_", "lmdbio_lmm_fewer_switches_")
+def switch_ps(ps, cores: int) -> list[int]:
+    """The P the context-switch claim is judged over: every measured P with more than one
+    process (at P = 1 LMM's one rank is the reader: there is nothing to share, the ratio is 1
+    by construction) that fits the cores, as the steps (:func:`claim_p`); where none fits,
+    the smallest P above 1 (or the smallest P)."""
+    ps = sorted(int(p) for p in set(ps))
+    multi = [p for p in ps if p > 1] or ps
+    return [p for p in multi if not cores or p <= cores] or multi[:1]
+
+
 
 # The processes of the paper's headline numbers (Fig 1, Sec 3).
 PUMMA_PROCS = 9216
@@ -236,11 +244,12 @@ def _claims(summary: pd.DataFrame, tier: str, env: dict | None, raw: pd.DataFram
         # hand-over waits (where MPICH yields while polling: on a cluster's dedicated cores it
         # polls without switching) and takes every measured P that fits the cores, as the steps
         # do (the paper's ranks each had a core; above the cores the scheduler preempts ranks
-        # in their reads, a switch of the box, given in the note): the highest LMM / LMDB
-        # ratio over those P must stay below 1. The note gives the totals with the waits.
+        # in their reads, a switch of the box, given in the note), and more than one process
+        # (:func:`switch_ps`): the highest LMM / LMDB ratio over those P must stay below 1.
+        # The note gives the totals with the waits.
         ps_of = lambda s: {int(x) for x in d.loc[d["strategy"] == s, "P"]} if len(d) else set()  # noqa: E731
         sps = sorted(ps_of("lmm") & ps_of("lmdb"))
-        fit = [q for q in sps if not n or q <= n] or sps[:1]
+        fit = switch_ps(sps, n) if sps else []
         pw = lambda s, col: {q: get(d[d["P"] == q].set_index("strategy"), col, s) for q in sps}  # noqa: E731
         c_all, c_vol, c_invol = switch_cols(d)
         io = c_all == "cs_io_per_proc"
@@ -251,7 +260,7 @@ def _claims(summary: pd.DataFrame, tier: str, env: dict | None, raw: pd.DataFram
                                  "highest ratio of medians over every P that fits the cores, "
                                  "bootstrap over repeats")
         worst = max(fit, key=per_p.get) if fit else p
-        above = [q for q in sps if q not in fit]
+        skipped = [q for q in sps if q not in fit]
         vo, iv = pw("lmm", c_vol), pw("lmm", c_invol)
         lvo, liv = pw("lmdb", c_vol), pw("lmdb", c_invol)
         detail = "; ".join(f"P = {q}: LMM {vo[q]:.1f} + {iv[q]:.1f}, LMDB {lvo[q]:.1f} + {liv[q]:.1f}"
@@ -262,16 +271,17 @@ def _claims(summary: pd.DataFrame, tier: str, env: dict | None, raw: pd.DataFram
             if io else "")
         out.append(claim(
             f"lmdbio_lmm_fewer_switches_{ds}", SOURCE, "Sec 1 (1), Sec 2 (LMDBIO-LMM)",
-            f"one reader per node cuts the context switches of the processes at every P that fits "
-            f"the cores ({ds}, tier {tier}; " + ("context switches outside MPI's hand-over waits" if io
+            f"one reader per node cuts the context switches of the processes at every P of more "
+            f"than one process that fits the cores ({ds}, tier {tier}; " + ("context switches outside MPI's hand-over waits" if io
                                                  else "all context switches")
             + f", voluntary + involuntary, per process; highest "
             f"LMM / LMDB ratio over P = {', '.join(map(str, fit)) or '-'})", vol, "ratio", "< 1",
             interval=vci,
             note=(f"per process, voluntary + involuntary{' outside the waits' if io else ''}: "
                   f"{detail}{with_waits}; hand-over: {handover}"
-                  + (f"; above the {n} cores (not judged: the paper's ranks each had a core): "
-                     + ", ".join(f"P = {q}: {per_p[q]:.3g}x" for q in above) if above else "") + ext),
+                  + (f"; not judged (P = 1: one process, nothing to share; above the {n} cores: "
+                     "the paper's ranks each had a core): "
+                     + ", ".join(f"P = {q}: {per_p[q]:.3g}x" for q in skipped) if skipped else "") + ext),
             why_not=(f"the highest ratio is at P = {worst}, where LMM switches "
                      f"{tot['lmm'][worst]:.1f} times per process against LMDB's "
                      f"{tot['lmdb'][worst]:.1f}"
