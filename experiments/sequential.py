@@ -159,6 +159,7 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
     looks = 0
     t0 = clock()
     round_s: list[float] = []
+    round_n: list[int] = []   # runs in each round: a focused round runs fewer
     level = plan.level
     bar = progress(total=warmup + plan.max_repeats, desc=progress_desc or "repeats until decided")
     rnd = 0
@@ -176,6 +177,7 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
                 rows.append({**row, "repeat": repeat, "warmup": is_warm, "round_order": pos, "level": level})
                 order.append((rnd, i))
             round_s.append(clock() - r0)
+            round_n.append(len(this))
             rnd += 1
             bar.update(1)
             done = rnd - warmup
@@ -208,8 +210,12 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
                 stopped = "maximum"
                 break
             spent = clock() - t0
+            # the next round's time: the recent rounds' seconds per run times the runs it will
+            # have (after a focus far fewer than the full rounds before it)
+            per_run = sum(round_s[-3:]) / max(1, sum(round_n[-3:]))
+            nxt = per_run * (len(configs) if active is None else len(active))
             # the minimum is kept whatever the budget: a stage's fixed count is its floor
-            if done >= plan.min_repeats and spent + float(np.mean(round_s[-3:])) > plan.budget_s:
+            if done >= plan.min_repeats and spent + nxt > plan.budget_s:
                 stopped = "budget"
                 break
     finally:

@@ -195,6 +195,28 @@ def test_focus_runs_only_what_the_undecided_findings_need():
     assert asked[0] == (["y"], 3 * first)
 
 
+def test_the_budget_counts_a_focused_round_as_the_runs_it_has():
+    """Eight configurations, a run 10 s: a full round is 80 s; after the first look the focus
+    narrows the rounds to one configuration, 10 s a round. The budget holds the whole plan
+    (the full rounds and the focused ones to the maximum, 12) but not one more full round, so
+    an estimate from the last rounds' length alone stopped the loop at the first look (LMDBIO
+    in a fresh clone: 8 of 20 rounds, "budget"); the runs a focused round has do not."""
+    t = [0.0]
+
+    def run_one(c, r):
+        t[0] += 10.0
+        return {"config": c}
+
+    first = sequential.Plan(min_repeats=3, max_repeats=12).first_look
+    budget = first * 80 + (12 - first) * 10 + 5
+    assert first * 80 + 80 > budget                       # one more full round would not fit
+    plan = sequential.Plan(min_repeats=3, max_repeats=12, budget_s=budget)
+    res = sequential.run(list("ABCDEFGH"), run_one, lambda rows, lv: {"f": False}, plan, seed=0,
+                         clock=lambda: t[0], focus=lambda pending, rows: [0])
+    assert res.outcomes["f"].stopped == "maximum" and res.outcomes["f"].repeats == 12
+    assert (res.rows["config"] == "A").sum() == 12 and len(res.rows) == 8 * first + (12 - first)
+
+
 def test_focus_must_name_configurations():
     plan = sequential.Plan(min_repeats=3, max_repeats=5)
     with pytest.raises(ValueError, match="focus returned"):
