@@ -249,7 +249,7 @@ def _claims(summary: pd.DataFrame, tier: str, env: dict | None, raw: pd.DataFram
         # The note gives the totals with the waits.
         ps_of = lambda s: {int(x) for x in d.loc[d["strategy"] == s, "P"]} if len(d) else set()  # noqa: E731
         sps = sorted(ps_of("lmm") & ps_of("lmdb"))
-        fit = switch_ps(sps, n) if sps else []
+        fit = switch_ps(sps, n)
         pw = lambda s, col: {q: get(d[d["P"] == q].set_index("strategy"), col, s) for q in sps}  # noqa: E731
         c_all, c_vol, c_invol = switch_cols(d)
         io = c_all == "cs_io_per_proc"
@@ -265,15 +265,15 @@ def _claims(summary: pd.DataFrame, tier: str, env: dict | None, raw: pd.DataFram
         lvo, liv = pw("lmdb", c_vol), pw("lmdb", c_invol)
         detail = "; ".join(f"P = {q}: LMM {vo[q]:.1f} + {iv[q]:.1f}, LMDB {lvo[q]:.1f} + {liv[q]:.1f}"
                            for q in sps)
-        waits = pw("lmm", "cs_per_proc")
+        every = {s: pw(s, "cs_per_proc") for s in ("lmm", "lmdb")}
         with_waits = ("; with MPI's waits, all switches: " + ", ".join(
-            f"P = {q}: LMM {waits[q]:.1f}, LMDB {pw('lmdb', 'cs_per_proc')[q]:.1f}" for q in sps)
+            f"P = {q}: LMM {every['lmm'][q]:.1f}, LMDB {every['lmdb'][q]:.1f}" for q in sps)
             if io else "")
         out.append(claim(
             f"lmdbio_lmm_fewer_switches_{ds}", SOURCE, "Sec 1 (1), Sec 2 (LMDBIO-LMM)",
             f"one reader per node cuts the context switches of the processes at every P of more "
-            f"than one process that fits the cores ({ds}, tier {tier}; " + ("context switches outside MPI's hand-over waits" if io
-                                                 else "all context switches")
+            f"than one process that fits the cores ({ds}, tier {tier}; "
+            + ("context switches outside MPI's hand-over waits" if io else "all context switches")
             + f", voluntary + involuntary, per process; highest "
             f"LMM / LMDB ratio over P = {', '.join(map(str, fit)) or '-'})", vol, "ratio", "< 1",
             interval=vci,
@@ -383,10 +383,13 @@ def storage_tier(raw: pd.DataFrame) -> str:
 
 def switches_table(summary: pd.DataFrame, kind: str = "vol") -> pd.DataFrame:
     """Context switches per process (``kind``: ``vol``untary, ``invol``untary, both summed
-    with ``all``, those outside MPI's waits, ``io``, or inside them, ``wait``), strategies as
-    columns, per tier, data set and P."""
+    with ``all``, those outside MPI's waits, ``io``, inside them, ``wait``, or the ones the
+    claim judges, ``claim``: :func:`switch_cols`), strategies as columns, per tier, data set and P."""
     col = {"vol": "cs_vol_per_proc", "invol": "cs_invol_per_proc", "all": "cs_per_proc",
-           "io": "cs_io_per_proc", "wait": "cs_wait_per_proc"}[kind]
+           "io": "cs_io_per_proc", "wait": "cs_wait_per_proc"}.get(kind) or (
+        switch_cols(summary)[0] if kind == "claim" else None)
+    if col is None:
+        raise ValueError(f"switches_table: kind = {kind!r}; allowed: vol, invol, all, io, wait, claim")
     return summary.pivot_table(index=["tier", "dataset", "P"], columns="strategy",
                                values=col).round(1)
 
