@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -134,6 +135,9 @@ def serve(work) -> None:
         f.close()
         conn.close()
     except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
+        # one write, then a moment before the abort: MPI_Abort kills every rank and the
+        # launcher's output forwarding at once, and a traceback printed line by line (or the
+        # other ranks' tracebacks, when all of them fail alike) was cut off on a loaded box
+        os.write(2, traceback.format_exc().encode(errors="replace"))
+        time.sleep(0.5)
         world.Abort(1)
