@@ -192,10 +192,14 @@ class RankLoop:
         """Keep the counters' growth since :meth:`io_start` (or the last stop) as ``facts[name]``,
         and the window's wall-clock start and end (ns) as ``facts["io_windows"][name]``: reads
         that background threads issue outside every window (tf.data prefetching while the
-        barrier runs) are not counted, and a trace compared with these counters is cut to them."""
+        barrier runs) are not counted, and a trace compared with these counters is cut to them.
+        The window ends just before the counters are read and the next begins just after, so a
+        read a background thread enters in between (a trace stamps a call at its entry) is in
+        the counters but in neither window, never in a window but not in the counters."""
+        end = time.time_ns()
         now, t = proc_io(), time.time_ns()
         self.facts[name] = {k: v - self._io.get(k, 0) for k, v in now.items()}
-        self.facts.setdefault("io_windows", {})[name] = [self._io_ns, t]
+        self.facts.setdefault("io_windows", {})[name] = [self._io_ns, end]
         self._io, self._io_ns = now, t
 
     def finish(self, *loader_logs) -> None:
