@@ -320,5 +320,7 @@ def test_trace_findings_take_value_and_interval_from_windows():
     d = cl["traced-similarity-emulator-vs-dlio-unet3d"]
     assert d["n"] == 6 and d["verdict"] == "holds"     # DLIO reads a quarter as often
     k = cl["traced-checkpoint-closer-than-dlio-unet3d"]
-    # one window holds the checkpoints: no interval, and the note says why
-    assert k["n"] == 1 and k["verdict"] == "inconclusive" and "1 window(s)" in k["note"]
+    # one window holds the checkpoints: no interval, and the note says why; a check of the
+    # emulator's replay, judged on its value (here the sides' vectors are equal: 0, not > 0)
+    assert k["kind"] == "check" and k["ci_low"] is None and "1 window(s)" in k["note"]
+    assert k["our_value"] == 0 and k["verdict"] == "fails" and "check of the replay" in k["note"]
