@@ -14,6 +14,8 @@ budget (``budget_s``, estimated from the rounds so far), or at ``max_repeats``.
 chance to stop on noise). The level is corrected by **Bonferroni over the planned looks**: with
 L = :attr:`Plan.looks` looks, every look and the final verdict use intervals at level
 1 - 0.05 / L (:attr:`Plan.level`), so the chance that any look decides falsely is at most 5 %.
+When the budget ends the rounds before the first look (a slower box), the final judgement is
+the only look and is made at 95 %: the stop depended on the clock, not on the data.
 A report computes its intervals at that level with
 ``with stats.corrected_level(sequential.level_of(raw)):`` (the level is a column of the rows).
 The price: a look at a higher level needs more samples (:func:`experiments.stats.reachable`:
@@ -105,6 +107,10 @@ class Outcome:
         looks); stopped: decided"."""
         why = {"decided": "decided", "budget": "the stage's time budget was spent",
                "maximum": "the maximum of repeats was reached"}[self.stopped]
+        if self.looks == 0 and self.stopped == "budget":
+            return (f"{self.repeats} repeats, judged once at the end at {self.level:.1%} (the budget "
+                    f"ended the rounds before the first planned look: one look needs no correction); "
+                    f"stopped: {why}")
         return (f"{self.repeats} repeats, {self.looks} look(s) at {self.level:.1%} (Bonferroni over the "
                 f"planned looks); stopped: {why}")
 
@@ -221,6 +227,13 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
     finally:
         bar.close()
     df = pd.DataFrame(rows)
+    if stopped == "budget" and looks == 0 and len(df):
+        # the budget ended the rounds before the first planned look (a slower box): the
+        # judgement below is the only look at the data, and the stop depended on the clock, not
+        # on the data, so it needs no correction for looks (at the planned looks' level a
+        # median of fewer rounds than the first look cannot decide anything at all)
+        level = round(1 - plan.alpha, 12)
+        df["level"] = level
     if stopped != "decided" and len(df):
         # the findings no look decided: judged (by the report) on every round run; when the
         # budget stopped the loop before the maximum, that judgement takes the place of the

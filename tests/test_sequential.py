@@ -154,6 +154,33 @@ def test_decided_counts_the_findings_with_a_value():
     assert sequential.decided(cs) == {"a": True, "b": False}
 
 
+def test_a_budget_stop_before_the_first_look_judges_once_at_95_percent():
+    """A slower box: the budget ends the rounds after 7, before the first planned look (8, at
+    98.75 % over 4 looks), where a median of 7 cannot reach the corrected level and nothing
+    could be decided. That end judgement is the only look, so it is made at 95 %; a stop after a
+    look keeps the planned level."""
+    t = [0.0]
+
+    def run_one(c, r):
+        t[0] += 10.0
+        return {"config": c}
+
+    plan = sequential.Plan(min_repeats=6, max_repeats=20, budget_s=145, step=4)
+    assert (plan.first_look, plan.looks) == (8, 4) and stats.reachable(7) < plan.level
+    seen = []
+    res = sequential.run(["A", "B"], run_one, lambda rows, lv: seen.append(lv) or {"f": False}, plan,
+                         seed=0, clock=lambda: t[0])
+    o = res.outcomes["f"]
+    assert (o.stopped, o.repeats, o.looks) == ("budget", 7, 0) and seen == [pytest.approx(0.95)]
+    assert o.level == pytest.approx(0.95) and sequential.level_of(res.rows) == pytest.approx(0.95)
+    assert stats.reachable(7) >= o.level and "judged once at the end at 95.0%" in o.note()
+    plan = sequential.Plan(min_repeats=6, max_repeats=20, budget_s=185, step=4)   # 9 rounds: a look at 8
+    seen = []
+    res = sequential.run(["A", "B"], run_one, lambda rows, lv: seen.append(lv) or {"f": False}, plan,
+                         seed=0, clock=lambda: t[0])
+    assert res.outcomes["f"].looks == 1 and set(seen) == {plan.level} and set(res.rows["level"]) == {plan.level}
+
+
 def test_the_budget_never_cuts_below_the_minimum():
     t = [0.0]
 
