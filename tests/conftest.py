@@ -320,9 +320,7 @@ def pytest_collection_modifyitems(session, config, items):
     by the stages they read (stable otherwise): the unit tests run while the pipeline runs, and
     each smoke test waits only for its stages. The grading's tests come after the unit tests so
     that the suite goes on beside the grading (~2.5 min) instead of waiting for it."""
-    unit = [i for i in items if not _needs_smoke(i) and not _needs_class(i)]
-    graded = [i for i in items if not _needs_smoke(i) and _needs_class(i)]
-    items[:] = unit + graded + sorted((i for i in items if _needs_smoke(i)), key=_smoke_rank)
+    items.sort(key=lambda i: (2, *_smoke_rank(i)) if _needs_smoke(i) else (int(_needs_class(i)),))
 
 
 def _whole_suite(config) -> bool:

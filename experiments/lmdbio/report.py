@@ -385,11 +385,14 @@ def switches_table(summary: pd.DataFrame, kind: str = "vol") -> pd.DataFrame:
     """Context switches per process (``kind``: ``vol``untary, ``invol``untary, both summed
     with ``all``, those outside MPI's waits, ``io``, inside them, ``wait``, or the ones the
     claim judges, ``claim``: :func:`switch_cols`), strategies as columns, per tier, data set and P."""
-    col = {"vol": "cs_vol_per_proc", "invol": "cs_invol_per_proc", "all": "cs_per_proc",
-           "io": "cs_io_per_proc", "wait": "cs_wait_per_proc"}.get(kind) or (
-        switch_cols(summary)[0] if kind == "claim" else None)
-    if col is None:
-        raise ValueError(f"switches_table: kind = {kind!r}; allowed: vol, invol, all, io, wait, claim")
+    cols = {"vol": "cs_vol_per_proc", "invol": "cs_invol_per_proc", "all": "cs_per_proc",
+            "io": "cs_io_per_proc", "wait": "cs_wait_per_proc"}
+    if kind == "claim":
+        col = switch_cols(summary)[0]
+    elif kind in cols:
+        col = cols[kind]
+    else:
+        raise ValueError(f"switches_table: kind = {kind!r}; allowed: {', '.join(cols)}, claim")
     return summary.pivot_table(index=["tier", "dataset", "P"], columns="strategy",
                                values=col).round(1)
 

@@ -389,11 +389,7 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
         both = not (_nan(dd) or _nan(de))
         got, why_w = window_ci(w, "emulator", "distance_minus", "dlio") if both else (None, "")
         v, ci = got or (dd - de if both else float("nan"), None)
-        # A check, not a finding: the emulator replays the checkpoint pattern traced from the
-        # real run (emulator_patterns), so its distance to the real run checks that replay at
-        # this configuration (against DLIO's generic checkpoint); and a framework writes the
-        # same calls at every checkpoint (DLRM's windows give one distance), so more
-        # checkpoints would repeat the sample, not vary it.
+        # a check, not a finding: why, in its note and docs/statistics.md
         out.append(claim(
             f"traced-checkpoint-closer-than-dlio-{w}", SOURCE, f"{THESIS_TABLE[w]}, Sec 6.4",
             f"{w.upper()}: the emulator's checkpoint components (VFS write count, write-size "
