@@ -55,7 +55,7 @@ VERDICTS = ("holds", "direction only", "inconclusive", "fails", "not measured")
 # argument; extension: a configuration the paper did not run (no paper value).
 BASES = ("stated", "implied", "extension")
 COLUMNS = ["id", "kind", "basis", "source", "figure", "statement", "paper_value", "our_value",
-           "ci_low", "ci_high", "n", "ci_method", "ci_coverage", "unit", "ratio", "rule", "margin", "negligible",
+           "ci_low", "ci_high", "n", "n_to_decide", "ci_method", "ci_coverage", "unit", "ratio", "rule", "margin", "negligible",
            "holds", "magnitude",
            "magnitude_holds", "verdict", "cold", "resident_fraction", "memory_backed", "note"]
 NO_INTERVAL = "no interval; a point value alone does not decide"
@@ -254,6 +254,7 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     n = interval.n if interval is not None else (1 if value is not None and kind == "finding" else None)
     negligible = None
     short = False
+    to_decide = None
     if value is None:
         holds = None
     elif kind == "check":
@@ -261,12 +262,9 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     elif not has_ci or too_few or outside:
         holds = None
     else:
-        negligible = bool(band and band[0] <= interval.low and interval.high <= band[1])
-        holds = False if negligible else test.on_interval(interval.low, interval.high)
-        if holds is None and band and _short_of_margin(test, band, interval.low, interval.high):
-            # the interval reaches past the margin on one side only, away from the statement:
-            # an effect as large as the statement means, in its direction, is ruled out
-            holds, short = False, True
+        holds, negligible, short = _decide(test, band, interval.low, interval.high)
+        if holds is None:
+            to_decide = samples_to_decide(test, band, value, interval)
     mag = None if value is None or mag_test is None or ratio is None else mag_test(ratio)
     if value is None:
         verdict = "not measured"
@@ -298,6 +296,7 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
             reach = (f", reaching beyond the margin [{band[0]:.4g}, {band[1]:.4g}]" if band else "")
             parts.append(f"the interval [{interval.low:.4g}, {interval.high:.4g}] straddles the "
                          f"rule '{rule}'{reach}")
+            parts.append(_to_decide_words(to_decide, n))
         if negligible:
             parts.append(f"no effect beyond {_margin_words(test, m)} here: the whole interval "
                          f"[{interval.low:.4g}, {interval.high:.4g}] lies within [{band[0]:.4g}, "
@@ -328,12 +327,58 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     return {"id": id, "kind": kind, "basis": basis, "source": source, "figure": figure,
             "statement": statement, "paper_value": paper_value, "our_value": value,
             "ci_low": ci.low if ci and ci.ok else None, "ci_high": ci.high if ci and ci.ok else None,
-            "n": n, "ci_method": ci.method if ci else None,
+            "n": n, "n_to_decide": to_decide, "ci_method": ci.method if ci else None,
             "ci_coverage": ci.coverage if ci and ci.ok else None, "unit": unit, "ratio": ratio,
             "rule": rule, "margin": m, "negligible": negligible,
             "holds": holds, "magnitude": magnitude, "magnitude_holds": mag,
             "verdict": verdict, "cold": cold, "resident_fraction": rf,
             "memory_backed": bool(memory_backed), "note": "; ".join(parts)}
+
+
+def _decide(test: _Rule, band: tuple[float, float] | None, lo: float,
+            hi: float) -> tuple[bool | None, bool, bool]:
+    """(holds, negligible, short) of a finding's interval [lo, hi]: ``negligible`` when the
+    whole interval lies in the margin's ``band`` (fails); else the rule on the interval
+    (None: it straddles), and ``short`` when a straddling interval ends short of the margin's
+    edge on the statement's side (fails: the effect the statement means is ruled out)."""
+    negligible = bool(band and band[0] <= lo and hi <= band[1])
+    holds = False if negligible else test.on_interval(lo, hi)
+    short = False
+    if holds is None and band and _short_of_margin(test, band, lo, hi):
+        holds, short = False, True
+    return holds, negligible, short
+
+
+MAX_TO_DECIDE = 100   # times the samples taken: beyond it the value sits on a rule's edge
+NEVER_DECIDES = "more samples would not decide it"
+
+
+def samples_to_decide(test: _Rule, band: tuple[float, float] | None, value: float,
+                      interval: Interval) -> int | None:
+    """A forecast for a straddling interval: how many samples (of the kind ``interval.n``
+    counts) would decide the finding if the value and the spread stayed as they are, an
+    interval's width shrinking as 1/sqrt(n) (each side of the value in proportion). The
+    smallest n whose narrowed interval :func:`_decide` decides, at most
+    :data:`MAX_TO_DECIDE` x n; None beyond (the value sits at the edge of a rule or margin:
+    more samples of this kind would not decide it). A forecast, never a verdict."""
+    n, lo, hi = interval.n, interval.low, interval.high
+    if not n or not (lo <= value <= hi):
+        return None
+    for m in range(n + 1, MAX_TO_DECIDE * n + 1):
+        s = math.sqrt(n / m)
+        if _decide(test, band, value - s * (value - lo), value + s * (hi - value))[0] is not None:
+            return m
+    return None
+
+
+def _to_decide_words(m: int | None, n: int) -> str:
+    """The forecast of :func:`samples_to_decide` as the note says it."""
+    if m is None:
+        return (f"{NEVER_DECIDES}: the value sits at the rule's (or margin's) edge, "
+                f"and even {MAX_TO_DECIDE} x the {n} samples, at this spread, would leave the "
+                "interval straddling")
+    return (f"at this spread, about {m} samples ({m / n:.1f} x the {n} taken) would decide it "
+            "(a forecast: the width shrinking as 1/sqrt(n))")
 
 
 def _min_n(interval: Interval) -> int:
@@ -598,6 +643,7 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
         v = r.verdict if r.verdict == "holds" else f"**{r.verdict}**"
         lines.append("| " + " | ".join([v] + [_fmt(x) for x in (r.figure, r.statement)] + [_ours(r)] + [
             _fmt(x) for x in (r.unit, r.rule, r.note, r.stage)]) + " |")
+    lines += _forecast_lines(find)
     if changed is not None:
         lines += ["", f"## Changed since the run before ({len(changed)})", ""]
         if len(changed):
@@ -608,6 +654,32 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
         else:
             lines.append("No verdict changed.")
     return "\n".join(lines) + "\n"
+
+
+def _forecast_lines(find: pd.DataFrame) -> list[str]:
+    """The inconclusive findings with the samples that would decide each
+    (:func:`samples_to_decide`), fewest first: which repeats a longer run should buy."""
+    inc = find[find["verdict"] == "inconclusive"]
+    if not len(inc):
+        return []
+    m = pd.to_numeric(inc["n_to_decide"], errors="coerce")
+    n = pd.to_numeric(inc["n"], errors="coerce")
+    inc = inc.assign(times=(m / n).where(m.notna(), math.inf)).sort_values(["times", "stage"], kind="stable")
+    near = int(((m / n) <= 2).sum())
+    lines = ["", f"## What would decide the inconclusive findings ({len(inc)}; {near} within twice "
+             "their samples)", "",
+             "A forecast, not a verdict: the samples (of the kind *n* counts) at which the interval, "
+             "around the same value with its width shrinking as 1/sqrt(n), would no longer straddle "
+             "the rule or its margin; *never*: the value sits at the rule's edge (more than "
+             f"{MAX_TO_DECIDE} x the samples would not decide it); *–*: the interval could not decide "
+             "as it is (too few samples for its method, or no interval).", "",
+             "| claim | stage | ours [95 % CI] n | rule | samples to decide | x taken |", "|---|---|---|---|---|---|"]
+    for r in inc.itertuples(index=False):
+        k = f"{int(r.n_to_decide)}" if r.n_to_decide is not None and not _missing(r.n_to_decide) else \
+            ("never" if NEVER_DECIDES in str(r.note) else "–")
+        x = f"{r.times:.1f}" if math.isfinite(r.times) else "–"
+        lines.append(f"| {r.id} | {_fmt(r.stage)} | {_ours(r)} | {rule_text(r.rule, r.margin)} | {k} | {x} |")
+    return lines
 
 
 def one_node(frame: pd.DataFrame | None) -> pd.DataFrame | None:

@@ -102,3 +102,37 @@ def test_a_value_outside_its_own_interval_decides_nothing():
     import pandas as pd
     t = pd.DataFrame([c, find("> 1", 1.2, 1.5)])
     assert list(claims.outside_own_interval(t)["our_value"]) == [1.9]
+
+
+@pytest.mark.parametrize("rule,value,lo,hi,n,expected", [
+    ("> 1", 1.10, 0.98, 1.22, 6, 9),       # lo' = 1.10 - s 0.12 > 1 needs s < 0.83: n >= 6 / 0.83^2
+    ("> 1", 1.00, 0.90, 1.10, 6, 24),      # no effect: inside [0.95, 1.05] needs half the width
+    ("between 0.9 and 1.1", 0.80, 0.70, 0.95, 6, 14),  # below the band once hi' = 0.8 + s 0.15 < 0.9
+    (">= 0.9", 0.90, 0.80, 1.00, 6, None),  # on the threshold, no margin: never decided
+])
+def test_an_inconclusive_finding_forecasts_the_samples_that_would_decide_it(rule, value, lo, hi, n, expected):
+    c = claims.claim("x", "S", "F", "s", value, "u", rule, kind="finding", interval=Interval(lo, hi, n, "t"))
+    assert c["verdict"] == "inconclusive" and c["n_to_decide"] == expected
+    if expected is None:
+        assert "more samples would not decide it" in c["note"]
+    else:
+        assert f"about {expected} samples ({expected / n:.1f} x the {n} taken)" in c["note"]
+
+
+def test_a_decided_finding_has_no_forecast():
+    c = claims.claim("x", "S", "F", "s", 1.5, "u", "> 1", kind="finding", interval=Interval(1.2, 1.8, 6, "t"))
+    assert c["verdict"] == "holds" and c["n_to_decide"] is None and "would decide" not in c["note"]
+
+
+def test_the_table_lists_what_would_decide_each_inconclusive_finding_fewest_first():
+    import pandas as pd
+
+    rows = [claims.claim("far", "S", "F", "s", 0.9, "u", ">= 0.9", kind="finding", interval=Interval(0.8, 1.0, 6, "t")),
+            claims.claim("near", "S", "F", "s", 1.1, "u", "> 1", kind="finding", interval=Interval(0.98, 1.22, 6, "t")),
+            claims.claim("done", "S", "F", "s", 1.5, "u", "> 1", kind="finding", interval=Interval(1.2, 1.8, 6, "t"))]
+    md = claims.to_markdown(pd.DataFrame(rows).assign(stage="st"))
+    sec = md.split("## What would decide the inconclusive findings (2; 1 within twice their samples)")[1]
+    lines = [x for x in sec.splitlines() if x.startswith("| near") or x.startswith("| far")]
+    assert lines[0].startswith("| near") and lines[0].endswith("| 9 | 1.5 |")
+    assert lines[1].startswith("| far") and lines[1].endswith("| never | – |")
+    assert "| done" not in sec
