@@ -364,11 +364,20 @@ def samples_to_decide(test: _Rule, band: tuple[float, float] | None, value: floa
     n, lo, hi = interval.n, interval.low, interval.high
     if not n or not (lo <= value <= hi):
         return None
-    for m in range(n + 1, MAX_TO_DECIDE * n + 1):
+
+    def decides(m: int) -> bool:
         s = math.sqrt(n / m)
-        if _decide(test, band, value - s * (value - lo), value + s * (hi - value))[0] is not None:
-            return m
-    return None
+        return _decide(test, band, value - s * (value - lo), value + s * (hi - value))[0] is not None
+
+    # a narrower interval around the same value stays decided (every rule and band is convex),
+    # so the smallest such m is found by bisection
+    a, b = n, MAX_TO_DECIDE * n
+    if not decides(b):
+        return None
+    while b - a > 1:
+        mid = (a + b) // 2
+        a, b = (a, mid) if decides(mid) else (mid, b)
+    return b
 
 
 def _to_decide_words(m: int | None, n: int) -> str:
