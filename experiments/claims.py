@@ -674,7 +674,7 @@ def _forecast_lines(find: pd.DataFrame) -> list[str]:
     m = pd.to_numeric(inc["n_to_decide"], errors="coerce")
     n = pd.to_numeric(inc["n"], errors="coerce")
     inc = inc.assign(times=(m / n).where(m.notna(), math.inf)).sort_values(["times", "stage"], kind="stable")
-    near = int(((m / n) <= 2).sum())
+    near = int((inc["times"] <= 2).sum())
     lines = ["", f"## What would decide the inconclusive findings ({len(inc)}; {near} within twice "
              "their samples)", "",
              "A forecast, not a verdict: the samples (of the kind *n* counts) at which the interval, "
@@ -684,7 +684,9 @@ def _forecast_lines(find: pd.DataFrame) -> list[str]:
              "as it is (too few samples for its method, or no interval).", "",
              "| claim | stage | ours [95 % CI] n | rule | samples to decide | x taken |", "|---|---|---|---|---|---|"]
     for r in inc.itertuples(index=False):
-        k = f"{int(r.n_to_decide)}" if r.n_to_decide is not None and not _missing(r.n_to_decide) else \
+        # no count: "never" where the forecast ran and found none (its note says so), "–" where
+        # the finding could not be forecast (too few samples, no interval)
+        k = f"{int(r.n_to_decide)}" if not _missing(r.n_to_decide) else \
             ("never" if NEVER_DECIDES in str(r.note) else "–")
         x = f"{r.times:.1f}" if math.isfinite(r.times) else "–"
         lines.append(f"| {r.id} | {_fmt(r.stage)} | {_ours(r)} | {rule_text(r.rule, r.margin)} | {k} | {x} |")
