@@ -41,3 +41,32 @@ def test_log_axis_labels_do_not_crowd_within_a_decade():
         assert 1 <= len(labels) <= 8, labels
         assert style.layout_problems(fig) == [], hi
         plt.close(fig)
+
+
+def test_a_title_wider_than_its_panel_clears_a_tick_on_the_top_edge():
+    """CI failure of stop 37: bars whose autoscaled top lands on a tick (286 -> 0..300.3) put
+    the tick label half above the axes, under a title wider than the panel."""
+    style.apply()
+    fig, ax = plt.subplots(figsize=(3, 3))
+    ax.bar([0], [286.0])
+    ax.set_title("a title much wider than this narrow panel is")
+    fig.tight_layout()
+    assert ax.get_ylim()[1] == 286.0 * 1.05 and 300 in ax.get_yticks()
+    assert style.layout_problems(fig) == []
+    plt.close(fig)
+
+
+def test_the_fio_ceiling_label_stays_inside_its_panel():
+    """CI failure of stop 37: a fio ceiling at the top of the bars drew its label into the title."""
+    import pandas as pd
+
+    from experiments.chien import tfdata_read_report as R
+
+    style.apply()
+    rows = [dict(variant=v, tier="mem", threads=t, images_per_s=y, images_per_s_ci_low=0.9 * y,
+                 images_per_s_ci_high=1.1 * y, images_per_s_max=1.1 * y, mean_image_bytes=1e5)
+            for v in ("read_only", "raw") for t, y in ((1, 100), (2, 120), (4, 140), (8, 160))]
+    fio = pd.DataFrame([dict(tier="mem", job="randread", bw_MBps=160 * 1.1 * 1.05 * 1e5 / 1e6)])
+    fig = R.plot_scaling(pd.DataFrame(rows), fio, "read_only", "t")
+    assert style.layout_problems(fig) == []
+    plt.close(fig)

@@ -49,6 +49,8 @@ def plot_scaling(reads: pd.DataFrame, fio: pd.DataFrame, variant: str, title: st
         if np.isfinite(ceiling) and ceiling <= 3 * top:
             ax.axhline(ceiling, ls="--", color="0.3", lw=1.2)
             ax.text(len(t) - 0.5, ceiling, "fio random read", ha="right", va="bottom", fontsize=8)
+            # room above the line for its label: at the top of the data it ran into the title
+            ax.set_ylim(top=max(ax.get_ylim()[1], ceiling * 1.15))
         elif np.isfinite(ceiling):
             ax.text(0.5, 0.97, f"fio random-read ceiling {ceiling * per_image / 1e6:,.0f} MB/s\n"
                     f"({ceiling / top:.0f}x the best bar, off scale)", transform=ax.transAxes,
