@@ -115,7 +115,7 @@ def plot_warm_cold(wc: pd.DataFrame):
     ax.set_xticks(x, labels, fontsize=8)
     ax.set_xlabel("framework, tier and format of the run")
     ax.set_ylabel("images/s")
-    ax.set_title("Same run, cold vs warm page cache\n(blog's finding 5)")   # one line: wider than a 1-run figure
+    ax.set_title("Same run, cold vs warm page cache\n(blog's finding 5)")   # on one line: wider than a 1-run figure
     style.legend_beside(ax)
     if left_out:
         ax.annotate(f"not shown: tier {', '.join(left_out)}\n(memory-backed: cannot be evicted)",
