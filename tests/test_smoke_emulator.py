@@ -110,9 +110,11 @@ def test_patterns_stage_traced_every_workload(stage_results):
     assert all(p.summary["writes"] > 0 and p.summary["bytes"] > 0 for p in pf.workloads.values())
     check = pd.read_csv(d / "replay_check.csv")
     assert check["match"].all(), check
-    cl = json.loads((d / "claims.json").read_text())
+    rep = stage_results("emulator_patterns_report")
+    cl = json.loads((rep / "claims.json").read_text())
     assert cl[0]["kind"] == "check" and cl[0]["verdict"] == "holds"
-    assert (d / "checkpoint_write_sizes.png").stat().st_size > 5000
+    assert (rep / "checkpoint_write_sizes.png").stat().st_size > 5000
+    assert not list(d.glob("*.png")) and not (d / "claims.json").exists()   # it measures only
 
 
 @pytest.mark.parametrize("w", ["unet3d", "bert", "dlrm"])

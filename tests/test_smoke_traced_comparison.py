@@ -25,17 +25,18 @@ pytestmark = pytest.mark.smoke
 def tc(smoke_run):
     smoke_root = smoke_run.root
     d = smoke_run.wait_for("traced_comparison")
-    if not d.exists():
-        pytest.skip("stage traced_comparison not in SMOKE_STAGES")
+    rep = smoke_run.wait_for("traced_comparison_report")
+    if not d.exists() or not rep.exists():
+        pytest.skip("stages traced_comparison, traced_comparison_report not in SMOKE_STAGES")
     import yaml
 
     params = yaml.safe_load((smoke_root / "params.yaml").read_text())["traced_comparison"]
-    return {"dir": d, "root": smoke_root, "points": params["points"],
+    return {"dir": d, "report": rep, "root": smoke_root, "points": params["points"],
             "sides": params.get("sides", list(SIDES)),
             "sims": pd.read_csv(d / "similarity.csv", dtype={"why": str}).fillna({"why": ""}),
             "tp": pd.read_csv(d / "throughput.csv"), "comp": pd.read_csv(d / "components.csv"),
             "vectors": json.loads((d / "vectors.json").read_text()),
-            "claims": json.loads((d / "claims.json").read_text())}
+            "claims": json.loads((rep / "claims.json").read_text())}
 
 
 def test_four_sides_per_workload_each_measured_or_with_a_reason(tc):
@@ -87,12 +88,29 @@ def test_throughputs_of_measured_sides(tc):
 
 
 def test_timelines_and_throughput_figure_written(tc):
-    d = tc["dir"]
-    assert (d / "throughput_vs_batch.png").exists()
+    d, rep = tc["dir"], tc["report"]
+    assert (rep / "throughput_by_side.png").exists()
     for w in tc["points"]:
-        assert list(d.glob(f"fig5_*_{w}_timeline_real.png")), w
-        assert list(d.glob(f"fig5_*_{w}_timeline_emulator.png")), w
+        assert list(rep.glob(f"fig5_*_{w}_timeline_real.png")), w
+        assert list(rep.glob(f"fig5_*_{w}_timeline_emulator.png")), w
         assert (d / f"trace_{w}_real.parquet").exists()
+    # the measuring stage draws nothing; its report draws from the files it wrote
+    assert not list(d.glob("*.png")) and not (d / "claims.json").exists()
+
+
+def test_report_reads_back_what_the_measuring_stage_held(tc):
+    """The report's tables are the measuring stage's: the claims judged from them equal the
+    ones a re-judgement of the same files gives, and every side's vector is back (NaN, not
+    None, where a component was not measured)."""
+    from experiments.sidebyside import report
+
+    tabs = report.load(tc["dir"])
+    assert set(tabs["vectors"]) == set(tc["points"])
+    for w, sides in tabs["vectors"].items():
+        for side, v in sides.items():
+            assert v is None or all(x is not None for x in v.values()), (w, side)
+    again = {c["id"]: c["verdict"] for c in report.claims(tabs)}
+    assert again == {c["id"]: c["verdict"] for c in tc["claims"]}
 
 
 def test_emulator_row_of_the_validation_figures_reads_this_stage(tc, monkeypatch):
@@ -137,5 +155,6 @@ def test_claims_present_with_computed_verdicts(tc):
 
 def test_metrics_in_the_headline_vocabulary(tc):
     m = json.loads((tc["dir"] / "metrics.json").read_text())
-    assert set(m) <= set(headline.KEYS)
-    assert 0 <= m["similarity"] <= 1 and m["claims"] == len(tc["claims"])
+    r = json.loads((tc["report"] / "metrics.json").read_text())
+    assert set(m) <= set(headline.KEYS) and set(r) <= set(headline.KEYS)
+    assert 0 <= m["similarity"] <= 1 and r["claims"] == len(tc["claims"])

@@ -1,25 +1,29 @@
-"""The ``traced_comparison`` stage (notebook 52): run, tabulate, draw, write.
+"""The ``traced_comparison`` stage (notebook 52): run every side traced, tabulate, write.
 
-``results/traced_comparison/`` holds
+It measures and draws nothing; ``traced_comparison_report`` (notebook 53,
+:mod:`.report`) reads what it wrote and makes the figures and claims, so a figure setting
+re-runs only the report. ``results/traced_comparison/`` holds
 
 - ``components.csv`` (Tables 5.1-5.3, every workload: one value and one difference column per
   side), ``table_5_1_unet3d.md`` / ``table_5_2_bert.md`` / ``table_5_3_dlrm.md`` (the same as
   Markdown, with each side's similarity to the real run);
 - ``similarity.csv`` (workload, side, similarity, status, why, back end);
 - ``throughput.csv`` (workload, side: data and compute throughput, see :mod:`.sides`);
-- ``vectors.json``; ``trace_<workload>_<side>.parquet`` (every traced side);
+- ``side_steps.csv``: every measured side's steady steps (:func:`side_steps`), the samples of
+  the throughputs' intervals;
+- ``vectors.json``; ``why.json`` (workload -> side -> why it was not measured);
+  ``trace_<workload>_<side>.parquet`` (every traced side);
 - ``windows.csv``: each measured side's trace cut into :data:`.compare.WINDOWS` windows (equal
   shares of its data reads) and the vector of each (:func:`window_vectors`): the samples of
   the trace findings;
+- ``timelines.json`` with ``timeline_<workload>_<side>.io.csv`` and ``.phases.csv``: what
+  each side's Fig 5.7/5.12/5.18 timeline draws (:func:`timeline_inputs`), computed while its
+  checkpoint files, whose extents filter the block rows, still exist;
 - the validation layout of the workload stages for the sides that run our programs
   (``summary.csv`` from :func:`experiments.workloads.fits.step_summary`, ``raw.parquet``
   steps, ``phases.csv``, ``runs.csv``, column ``variant`` = the side), so
   :data:`experiments.workloads.validation.ROWS`'s ``emulator`` row reads this folder;
-- figures: ``fig5_7_unet3d_timeline_<side>``, ``fig5_12_bert_...``, ``fig5_18_dlrm_...``
-  (:func:`experiments.trace.timeline.plot`, phases from each run's application log) and
-  ``throughput_vs_batch`` (each side's data and compute throughput, samples/s, at the measured
-  batch size);
-- ``claims.json``, ``metrics.json``, ``env.json``.
+- ``metrics.json``, ``env.json``.
 """
 
 from __future__ import annotations
@@ -198,75 +202,34 @@ def validation_records(done: dict) -> dict:
     return out
 
 
-def timelines(done: dict):
-    """(name, figure) for every traced side: the Fig 5.7/5.12/5.18 timelines, phases marked."""
+def timeline_inputs(done: dict) -> list[dict]:
+    """Per traced side, what its Fig 5.7/5.12/5.18 timeline draws: ``name`` (the figure's
+    file name), ``workload``, ``side``, ``title``, ``bin_s`` (s), ``io`` (MB/s per bin,
+    :func:`experiments.trace.timeline.io_series`) and ``phases`` (the application log's, or
+    None). Call it before the checkpoints are removed (the block rows are filtered by their
+    extents)."""
     from ..trace import phases, timeline
 
+    out = []
     for w, got in done.items():
         for side, r in got["results"].items():
             tr = r.get("trace")
             if tr is None:
                 continue
             logs = sorted(Path(r["run_dir"]).glob("app-r*.jsonl"))
-            ph = phases.read(logs) if logs else None
+            bin_s = timeline.auto_bin(tr)
+            io = timeline.io_series(tr, bin_s, r["data"], r["checkpoint"], r.get("block_files") or None)
             title = (f"{compare.THESIS_TIMELINE[w]} ({w.upper()}): {side}, batch {r['batch_size']}, "
                      f"{r['ranks']} ranks, traced with {tr.backend}")
-            fig = timeline.plot(tr, ph, bin_s=None, data=r["data"], checkpoint=r["checkpoint"], title=title,
-                                block_files=r.get("block_files") or None)
-            yield f"{TIMELINE_FILE[w]}_{side}", fig
+            out.append({"name": f"{TIMELINE_FILE[w]}_{side}", "workload": w, "side": side, "title": title,
+                        "bin_s": bin_s, "io": io, "phases": phases.read(logs) if logs else None})
+    return out
 
 
-def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
-    """The thesis's data and compute throughputs (samples/s, Sec 4.4) of each side against the
-    batch size, one column per workload (the points this stage ran); with ``steps``
-    (:func:`side_steps`) each point has the 95 % interval of its median over the steps
-    (:func:`experiments.stats.median_ci` of :func:`.compare.step_rates`), the samples the
-    claims' ratios are bootstrapped from."""
-    import matplotlib.pyplot as plt
-
-    from .. import stats, style
-
-    tp = tp.copy()
-    for col in ("data_sps", "compute_sps"):
-        cis = [stats.median_ci(compare.step_rates(steps, w, s, col))[1] for w, s in zip(tp["workload"], tp["side"])]
-        tp[f"{col}_ci_low"] = [c.low for c in cis]
-        tp[f"{col}_ci_high"] = [c.high for c in cis]
-
-    ws = list(dict.fromkeys(tp["workload"]))
-    fig, axes = plt.subplots(2, len(ws), figsize=(4.6 * len(ws) + 1.6, 5.8), squeeze=False)
-    markers = dict(zip(SIDES, "osD^"))
-    for j, w in enumerate(ws):
-        d = tp[tp["workload"] == w]
-        for i, (col, label) in enumerate((("data_sps", "data throughput (samples/s)"),
-                                          ("compute_sps", "compute throughput (samples/s)"))):
-            ax = axes[i][j]
-            for side, g in d.groupby("side", sort=False):
-                g = g[g[col].notna()]
-                if len(g):
-                    ax.errorbar(g["batch_size"], g[col], yerr=style.ci_yerr(g, col), capsize=3,
-                                marker=markers.get(side, "x"), ls="-", label=side)
-            ax.set_xscale("log", base=2)
-            if (d[col] > 0).any():
-                style.log_axis(ax, "y")   # the sides can differ by orders of magnitude (DLIO's DLRM)
-            ax.set(xlabel="batch size (samples, " + ("global)" if w == "dlrm" else "per accelerator)"),
-                   ylabel=label if j == 0 else "")
-            if i == 0:
-                ax.set_title(f"{w.upper()}, {int(d['ranks'].iloc[0])} ranks")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    if handles:
-        style.legend_beside(axes[0][-1])
-    fig.tight_layout()
-    return fig
-
-
-def claims(tabs: dict, note: str = "") -> list[dict]:
-    return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
-                              steps=tabs.get("steps"), windows=tabs.get("windows"))
-
-
-def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, figures=None) -> dict:
-    """Everything into ``out`` (a :class:`experiments.results.StageResults`); returns the metrics."""
-    from .. import headline
+def write(out, done: dict, tabs: dict, params: dict) -> dict:
+    """Everything :func:`run_all` and :func:`tables` measured into ``out`` (a
+    :class:`experiments.results.StageResults`), the figures' inputs included; returns the
+    metrics."""
     from ..results import atomic_write, write_json
 
     val = validation_records(done)
@@ -278,18 +241,29 @@ def write(out, done: dict, tabs: dict, claim_list: list[dict], params: dict, fig
     out.table("components", tabs["components"])
     out.table("similarity", tabs["similarity"])
     out.table("throughput", tabs["throughput"])
+    out.table("side_steps", tabs["steps"])
     if tabs.get("windows") is not None:
         out.table("windows", tabs["windows"])
     for w, text in tabs["markdown"].items():
         atomic_write(out.path(f"{TABLE_FILE[w]}.md"), lambda p, t=text: p.write_text(t))
         tabs["components"][tabs["components"]["workload"] == w].to_csv(out.path(f"{TABLE_FILE[w]}.csv"), index=False)
     write_json(out.path("vectors.json"), tabs["vectors"])
+    write_json(out.path("why.json"), tabs["why"])
     for w, got in done.items():
         for side, r in got["results"].items():
             if r.get("trace") is not None:
                 r["trace"].save(out.path(f"trace_{w}_{side}.parquet"))
-    out.claims(claim_list)
-    metrics = {"similarity": compare.headline_similarity(tabs["similarity"]), **headline.claims(claim_list)}
+    listed = []
+    for t in timeline_inputs(done):
+        stem = f"timeline_{t['workload']}_{t['side']}"
+        out.table(f"{stem}.io", t["io"])
+        if t["phases"] is not None:
+            out.table(f"{stem}.phases", t["phases"])
+        listed.append({k: t[k] for k in ("name", "workload", "side", "title", "bin_s")}
+                      | {"trace": f"trace_{t['workload']}_{t['side']}.parquet", "io": f"{stem}.io.csv",
+                         "phases": f"{stem}.phases.csv" if t["phases"] is not None else None})
+    write_json(out.path("timelines.json"), listed)
+    metrics = {"similarity": compare.headline_similarity(tabs["similarity"])}
     out.metrics(metrics)
     keep = ("status", "why", "command", "config_file", "dlio_version", "wall_s")
     facts = {w: {s: {k: r.get(k) for k in ("status", "why", "backend", "eviction", "wall_s", "run_dir")}

@@ -73,8 +73,11 @@ def auto_bin(trace: Trace, bins: int = 80) -> float:
 
 
 def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None = 1.0, data=None,
-         checkpoint=None, title: str | None = None, block_files=None):
-    """The three-row figure; returns the matplotlib Figure. ``bin_s=None``: :func:`auto_bin`."""
+         checkpoint=None, title: str | None = None, block_files=None, io: pd.DataFrame | None = None):
+    """The three-row figure; returns the matplotlib Figure. ``bin_s=None``: :func:`auto_bin`.
+    ``io``: the I/O row's series as :func:`io_series` gave them with this ``bin_s`` (a stage
+    that measures saves them while the files whose extents filter the block rows still exist;
+    its report draws them later), instead of computing them from the trace here."""
     import matplotlib.pyplot as plt
 
     bin_s = auto_bin(trace) if bin_s is None else bin_s
@@ -98,7 +101,8 @@ def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None =
     ax_u.set_ylim(0, 105)
     if ax_u.lines or ax_u.patches:   # legends beside the rows: never over the curves
         style.legend_beside(ax_u, fontsize="small")
-    io = io_series(trace, bin_s, data, checkpoint, block_files)
+    if io is None:
+        io = io_series(trace, bin_s, data, checkpoint, block_files)
     for name, (color, label) in IO_STYLE.items():
         if name in io and io[name].abs().sum() > 0:
             if name.startswith("vfs"):  # VFS as filled areas, block as lines on top: both show

@@ -1,0 +1,124 @@
+"""The ``traced_comparison_report`` stage (notebook 53): figures and claims from what the
+``traced_comparison`` stage measured (:mod:`.stage`), re-measuring nothing.
+
+- :func:`load`: the measuring stage's tables back as :func:`.stage.tables` returned them;
+- :func:`timelines`: the Fig 5.7/5.12/5.18 timelines from each side's saved trace, I/O series
+  and phases;
+- :func:`throughput_figure`: the four sides' data and compute throughputs at each workload's
+  one measured point, with the 95 % interval of each median;
+- :func:`claims`: the side-by-side claims (:func:`.compare.claims_for`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from .. import paths
+from . import compare
+from .settings import SIDES
+
+STAGE = "traced_comparison"
+
+
+def _dir(stage_dir=None):
+    return paths.results_dir(STAGE) if stage_dir is None else stage_dir
+
+
+def load(stage_dir=None) -> dict:
+    """The tables the measuring stage wrote, under :func:`.stage.tables`' keys
+    (``similarity``, ``throughput``, ``components`` DataFrames; ``vectors`` and ``why`` dicts;
+    ``steps`` and ``windows`` DataFrames)."""
+    d = _dir(stage_dir)
+    sim = pd.read_csv(d / "similarity.csv", keep_default_na=False, na_values=[""])
+    sim["why"] = sim["why"].fillna("")
+    sim["backend"] = sim["backend"].fillna("")
+    windows = d / "windows.csv"
+    return {"similarity": sim, "throughput": pd.read_csv(d / "throughput.csv"),
+            "components": pd.read_csv(d / "components.csv"),
+            "vectors": _vectors(json.loads((d / "vectors.json").read_text())),
+            "why": json.loads((d / "why.json").read_text()),
+            "steps": pd.read_csv(d / "side_steps.csv"),
+            "windows": pd.read_csv(windows) if windows.exists() else None}
+
+
+def _vectors(obj: dict) -> dict:
+    """``vectors.json`` as :func:`.stage.tables` held it: a component JSON wrote as null (NaN)
+    is NaN again; a side not measured stays None."""
+    return {w: {s: None if v is None else {k: float("nan") if x is None else x for k, x in v.items()}
+                for s, v in sides.items()} for w, sides in obj.items()}
+
+
+def timelines(stage_dir=None):
+    """(name, figure) for every traced side (``timelines.json``), phases marked."""
+    from ..trace import schema, timeline
+
+    d = _dir(stage_dir)
+    for t in json.loads((d / "timelines.json").read_text()):
+        tr = schema.load(d / t["trace"])
+        ph = pd.read_csv(d / t["phases"]) if t.get("phases") else None
+        yield t["name"], timeline.plot(tr, ph, bin_s=t["bin_s"], io=pd.read_csv(d / t["io"]), title=t["title"])
+
+
+def _with_ci(tp: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFrame:
+    """``tp`` with the 95 % interval of each side's median data and compute throughput
+    (:func:`experiments.stats.median_ci` of :func:`.compare.step_rates`)."""
+    from .. import stats
+
+    tp = tp.copy()
+    for col in ("data_sps", "compute_sps"):
+        cis = [stats.median_ci(compare.step_rates(steps, w, s, col))[1] for w, s in zip(tp["workload"], tp["side"])]
+        tp[f"{col}_ci_low"] = [c.low for c in cis]
+        tp[f"{col}_ci_high"] = [c.high for c in cis]
+    return tp
+
+
+def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
+    """The thesis's data and compute throughputs (samples/s, Sec 4.4) of the four sides at the
+    one (batch, ranks) point each workload ran: one column of panels per workload, the sides
+    side by side on the x axis in one colour each (:func:`experiments.style.category`), each
+    median with its 95 % interval over the steady steps (``steps``, :func:`.stage.side_steps`),
+    the samples the claims' ratios are bootstrapped from. A side not measured is named on its
+    axis with no point."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .. import style
+
+    tp = _with_ci(tp, steps)
+    ws = list(dict.fromkeys(tp["workload"]))
+    fig, axes = plt.subplots(2, len(ws), figsize=(3.6 * len(ws) + 0.8, 5.8), squeeze=False)
+    for j, w in enumerate(ws):
+        d = tp[tp["workload"] == w]
+        order = [s for s in SIDES if s in set(d["side"])] + [s for s in d["side"] if s not in SIDES]
+        for i, (col, label) in enumerate((("data_sps", "data throughput (samples/s)"),
+                                          ("compute_sps", "compute throughput (samples/s)"))):
+            ax = axes[i][j]
+            for x, side in enumerate(order):
+                g = d[(d["side"] == side) & d[col].notna()]
+                if len(g):
+                    st = style.category("side", side)
+                    ax.errorbar([x], g[col], yerr=style.ci_yerr(g, col), capsize=4, ls="none",
+                                marker=st["marker"], color=st["color"], ms=7)
+            ax.set_xticks(range(len(order)), order)
+            ax.set_xlim(-0.6, len(order) - 0.4)
+            vals = d[col][d[col] > 0]
+            if len(vals) and vals.max() / vals.min() > 20:
+                style.log_axis(ax, "y")   # the sides can differ by orders of magnitude (DLIO's DLRM)
+            elif len(vals):
+                ax.set_ylim(0, float(np.nanmax(d[f"{col}_ci_high"].fillna(d[col]).to_numpy())) * 1.15)
+            ax.set(ylabel=label if j == 0 else "", xlabel="side" if i == 1 else "")
+            if i == 0:
+                unit = "global" if w == "dlrm" else "per rank"
+                ax.set_title(f"{w.upper()}: batch {int(d['batch_size'].iloc[0])} ({unit}), "
+                             f"{int(d['ranks'].iloc[0])} ranks", fontsize="medium")
+    fig.suptitle("Four sides at one point per workload: median, bars 95 % CI over the steady steps")
+    fig.tight_layout()
+    return fig
+
+
+def claims(tabs: dict, note: str = "") -> list[dict]:
+    """The side-by-side claims of :func:`load`'s tables (:func:`.compare.claims_for`)."""
+    return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
+                              steps=tabs.get("steps"), windows=tabs.get("windows"))
