@@ -204,13 +204,15 @@ class StageResults:
         """Save ``fig`` as ``name.<fmt>`` for each format (the figure style adds the host).
 
         Before saving, the figure's layout is checked (:func:`experiments.style.layout_problems`:
-        overlapping text, a legend over the data); ``figures.json`` lists every figure the
+        overlapping text, a legend over the data), and its series
+        (:func:`experiments.style.series_problems`: a label in two colours, a colour for two
+        labels, a series in no legend, a log axis over one x value); ``figures.json`` lists every figure the
         stage drew with the problems found (none, in a clean figure), and they are printed.
         """
         from . import style
 
         style.stamp_host(fig)
-        problems = style.layout_problems(fig)
+        problems = style.layout_problems(fig) + style.series_problems(fig)
         self._figures = getattr(self, "_figures", {}) | {name: problems}
         write_json(self.path("figures.json"), self._figures)
         if problems:

@@ -164,10 +164,62 @@ def ci_yerr(df, col: str):
 CI_LABEL = "median, bars: 95 % CI"
 
 
+# ---------------------------------------------------------------- one style per category
+
+# Every category a figure distinguishes, in a fixed order per kind: its colour, marker and line
+# style follow from its place here, so a category looks the same in every panel and every figure
+# (a colour taken from the cycle's order follows the order the rows come in, and a legend built
+# from one panel then names another panel's lines wrongly). A key not listed (a user's own tier)
+# gets a style from its name, the same in every figure.
+CATEGORIES: dict[str, tuple] = {
+    "tier": ("mem", "disk"),
+    "strategy": ("lmdb", "lmm", "dio_prov", "coal", "stag"),          # LMDBIO
+    "side": ("real", "sleep", "emulator", "dlio"),                    # the thesis's four sides
+    "run": ("real", "random", "sleep", "emulator"),                   # workload_validation's rows
+    "loader": ("sleep", "prep-none", "prep-sleep"),                   # Fig A.3's loader variants
+    "prefetch": ("prefetch", "no prefetch"),                          # AlexNet
+    "mode": ("ordered", "opportunistic"),                             # DeepIO
+    "ratio": (1.0, 0.5, 0.25, 0.75, 0.125),                           # DeepIO's memory ratio R
+    "block": (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),                 # DeepIO's shuffle block size k
+    "format": ("tfrecord", "jpeg"),                                   # the blog
+    "cache": ("cold", "warm"),
+    "ranks": (1, 2, 4, 8, 16, 32, 64),                                # accelerators G
+    "source": ("ours", "paper"),
+}
+_MARKERS = "osD^vP*X<>"
+_LINES = ("-", "--", ":", "-.")
+
+
+def _index(kind: str, key) -> int:
+    import zlib
+
+    if kind not in CATEGORIES:
+        raise KeyError(f"style.category: unknown kind {kind!r}; known: {', '.join(CATEGORIES)}")
+    known = CATEGORIES[kind]
+    norm = key.lower() if isinstance(key, str) else (float(key) if kind == "ratio" else key)
+    if norm in known:
+        return known.index(norm)
+    if isinstance(norm, (int, float)) and kind == "ranks":
+        return len(known) + int(norm)
+    return len(known) + zlib.crc32(str(key).encode()) % 7
+
+
+def category(kind: str, key) -> dict:
+    """The one style of category ``key`` of ``kind`` (:data:`CATEGORIES`): ``color`` (RGB),
+    ``marker`` and ``ls``, the same in every panel and figure of the artifact."""
+    i = _index(kind, key)
+    pal = sns.color_palette(PALETTE, n_colors=10)
+    return {"color": pal[i % len(pal)], "marker": _MARKERS[i % len(_MARKERS)], "ls": _LINES[(i // len(pal)) % len(_LINES)]}
+
+
+def colors(kind: str, keys) -> dict:
+    """{key: colour} of :func:`category` for each of ``keys``."""
+    return {k: category(kind, k)["color"] for k in keys}
+
+
 def tier_colors(tiers: list[str]) -> dict[str, tuple]:
-    """A stable color per tier name, the same in every figure."""
-    colors = sns.color_palette(PALETTE, n_colors=max(len(tiers), 3))
-    return dict(zip(tiers, colors))
+    """A stable color per tier name, the same in every figure (:func:`category`)."""
+    return colors("tier", tiers)
 
 
 # ---------------------------------------------------------------- layout check
@@ -297,4 +349,107 @@ def layout_problems(fig, min_px: float = 1.0) -> list[str]:
         hidden += int(np.sum([inside(p) for p in pts])) if len(pts) else 0
         if hidden:
             out.append(f"{who} legend covers {hidden} of its bars or data points")
+    return out
+
+
+# ---------------------------------------------------------------- series check
+
+def _hex(c) -> str:
+    from matplotlib.colors import to_hex
+
+    try:
+        return to_hex(c, keep_alpha=False)
+    except (ValueError, TypeError):
+        import numpy as np
+
+        a = np.asarray(c)
+        return to_hex(a[0], keep_alpha=False) if a.ndim == 2 and len(a) else "none"
+
+
+def _look(h) -> tuple:
+    """What tells a legend entry's series apart on the page: colour, marker, line style, hatch."""
+    from matplotlib.collections import Collection
+    from matplotlib.container import BarContainer, ErrorbarContainer
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    if isinstance(h, ErrorbarContainer):
+        line = h.lines[0]
+        if line is not None:
+            return _look(line)
+        return (_hex(h.lines[2][0].get_color()), "", "", "")
+    if isinstance(h, BarContainer):
+        return _look(h.patches[0]) if len(h.patches) else ("none", "", "", "")
+    if isinstance(h, Line2D):
+        ls = h.get_linestyle()
+        return (_hex(h.get_color()), str(h.get_marker()) if h.get_marker() not in (None, "None", "") else "",
+                "" if ls in ("None", "none", " ", "") else ls, "")
+    if isinstance(h, Patch):
+        return (_hex(h.get_facecolor()), "", "", h.get_hatch() or "")
+    if isinstance(h, Collection):
+        fc = h.get_facecolor()
+        return (_hex(fc if len(fc) else h.get_edgecolor()), "", "", h.get_hatch() or "")
+    return (type(h).__name__, "", "", "")
+
+
+def series(fig) -> list[dict]:
+    """Every labelled series of ``fig`` (what a legend could name): per axes, its ``label``,
+    ``look`` (:func:`_look`), ``x`` and ``y`` (data coordinates; bars: centres and heights;
+    empty for what has no points, e.g. a span)."""
+    import numpy as np
+    from matplotlib.container import BarContainer, ErrorbarContainer
+    from matplotlib.lines import Line2D
+
+    out = []
+    for k, ax in enumerate(fig.axes):
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            x = y = np.array([])
+            if isinstance(h, ErrorbarContainer) and h.lines[0] is not None:
+                x, y = np.asarray(h.lines[0].get_xdata(), float), np.asarray(h.lines[0].get_ydata(), float)
+            elif isinstance(h, Line2D) and h.get_transform() == ax.transData:
+                x, y = np.asarray(h.get_xdata(), float), np.asarray(h.get_ydata(), float)
+            elif isinstance(h, BarContainer):
+                x = np.array([p.get_x() + p.get_width() / 2 for p in h.patches])
+                y = np.array([p.get_height() for p in h.patches])
+            out.append({"axes": k, "title": ax.get_title(), "label": lab, "look": _look(h), "x": x, "y": y})
+    return out
+
+
+def series_problems(fig) -> list[str]:
+    """What makes ``fig`` say something its data does not: a legend label drawn in more than
+    one look (colour, marker, line, hatch) across its panels, one look standing for more than
+    one label, a labelled series that no legend of the figure shows, and a log-scaled x axis
+    with a single x value. Empty when the figure is clean."""
+    import numpy as np
+
+    ser = series(fig)
+    out = []
+    looks, labels = {}, {}
+    for s in ser:
+        looks.setdefault(s["label"], set()).add(s["look"])
+        labels.setdefault(s["look"], set()).add(s["label"])
+    for lab, ls in looks.items():
+        if len(ls) > 1:
+            out.append(f"legend label {lab!r} is drawn in {len(ls)} looks across panels: "
+                       + ", ".join(sorted("/".join(x for x in look if x) for look in ls)))
+    for look, labs in labels.items():
+        if len(labs) > 1:
+            out.append(f"one look ({'/'.join(x for x in look if x)}) stands for {len(labs)} labels: "
+                       + ", ".join(sorted(map(repr, labs))))
+    shown = set()
+    for lg in [ax.get_legend() for ax in fig.axes] + list(fig.legends):
+        if lg is not None and lg.get_visible():
+            shown |= {t.get_text() for t in lg.get_texts()}
+    missing = sorted({s["label"] for s in ser} - shown)
+    if missing:
+        out.append("labelled series in no legend: " + ", ".join(map(repr, missing)))
+    for k, ax in enumerate(fig.axes):
+        if ax.get_visible() and ax.get_xscale() == "log":
+            xs = [ln.get_xdata() for ln in ax.get_lines() if ln.get_transform() == ax.transData]
+            xs += [[p.get_x() + p.get_width() / 2] for c in ax.containers if hasattr(c, "patches") for p in c.patches]
+            x = np.unique(np.concatenate([np.asarray(v, float).ravel() for v in xs])) if xs else np.array([])
+            x = x[np.isfinite(x)]
+            if len(x) <= 1:
+                who = f"panel {ax.get_title()[:30]!r}" if ax.get_title() else f"panel {k}"
+                out.append(f"{who}: log-scaled x axis with {len(x)} x value(s)")
     return out

@@ -18,8 +18,10 @@ def plot_histogram(hist: pd.DataFrame):
     """Share of our JPEGs per power-of-two bin beside the bssplit mix, percent."""
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
     x = np.arange(len(hist))
-    ax.bar(x - 0.2, hist["mix_percent"], 0.4, label="ImageNet mix (blog's bssplit)", edgecolor="0.2")
-    ax.bar(x + 0.2, hist["files_percent"], 0.4, label="our JPEG set", edgecolor="0.2")
+    ax.bar(x - 0.2, hist["mix_percent"], 0.4, label="ImageNet mix (blog's bssplit)", edgecolor="0.2",
+           color=style.category("source", "paper")["color"])
+    ax.bar(x + 0.2, hist["files_percent"], 0.4, label="our JPEG set", edgecolor="0.2",
+           color=style.category("source", "ours")["color"])
     ax.set_xticks(x, hist["bucket"])
     ax.set_xlabel("file size bin [B, 2B)")
     ax.set_ylabel("files, %")
@@ -30,10 +32,16 @@ def plot_histogram(hist: pd.DataFrame):
 
 
 def _lines(ax, d: pd.DataFrame, key: str, label_of):
+    """One line per ``label_of`` group: colour by tier, marker and line style by format
+    (:func:`experiments.style.category`), the same in both figures whatever the rows' order."""
     for lab, g in d.groupby(label_of, sort=False):
         g = g.sort_values(key)
-        ax.errorbar(g[key], g["images_per_s"], yerr=style.ci_yerr(g, "images_per_s"), marker="o", capsize=2,
-                    label=" ".join(map(str, lab)) if isinstance(lab, tuple) else str(lab))
+        lab = lab if isinstance(lab, tuple) else (lab,)
+        look = dict(zip(label_of, lab))
+        fmt = style.category("format", look.get("format", g["format"].iloc[0]))
+        ax.errorbar(g[key], g["images_per_s"], yerr=style.ci_yerr(g, "images_per_s"), capsize=2,
+                    color=style.category("tier", look["tier"])["color"], marker=fmt["marker"], ls=fmt["ls"],
+                    label=" ".join(map(str, lab)))
 
 
 def plot_tf_threads(summary: pd.DataFrame):
@@ -110,8 +118,10 @@ def plot_warm_cold(wc: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(max(4.5, 1.3 * len(shown) + 3.2), 3.8))
     labels = [f"{r.framework}\n{r.tier} {r.format}" for r in shown.itertuples()]
     x = np.arange(len(shown))
-    ax.bar(x - 0.2, shown["cold_images_per_s"], 0.4, label="cold (evicted)", edgecolor="0.2")
-    ax.bar(x + 0.2, shown["warm_images_per_s"], 0.4, label="warm (page cache)", edgecolor="0.2")
+    ax.bar(x - 0.2, shown["cold_images_per_s"], 0.4, label="cold (evicted)", edgecolor="0.2",
+           color=style.category("cache", "cold")["color"])
+    ax.bar(x + 0.2, shown["warm_images_per_s"], 0.4, label="warm (page cache)", edgecolor="0.2",
+           color=style.category("cache", "warm")["color"])
     ax.set_xticks(x, labels, fontsize=8)
     ax.set_xlabel("framework, tier and format of the run")
     ax.set_ylabel("images/s")

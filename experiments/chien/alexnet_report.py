@@ -38,10 +38,11 @@ def plot_sizes(manifest: pd.DataFrame, hist: pd.DataFrame):
 def plot_fig6(summary: pd.DataFrame):
     """Fig 6: per tier, bars of the median run time with one batch prefetched (whiskers: its 95 %
     interval, ``summary`` from :func:`experiments.stats.with_median_ci`), and on top (white,
-    hatched) the excess when nothing is prefetched: the cost of I/O."""
+    hatched) the excess when nothing is prefetched: the cost of I/O. Prefetch and no prefetch
+    keep one look in every panel (:func:`experiments.style.category`); the tier is the panel."""
     d = summary[summary["experiment"] == "prefetch"]
     tiers = list(dict.fromkeys(d["tier"]))
-    colors = style.tier_colors(tiers)
+    pf = style.category("prefetch", "prefetch")["color"]
     fig, axes = plt.subplots(2, len(tiers), figsize=(3.6 * len(tiers) + 2.4, 6.2), squeeze=False,
                              sharey="row", gridspec_kw={"height_ratios": [2, 1]})
     top = float(np.nanmax(np.r_[d["seconds"], d["no_prefetch_seconds"]]))
@@ -49,11 +50,11 @@ def plot_fig6(summary: pd.DataFrame):
         t = d[d["tier"] == tier]
         with_p = t[t["prefetch"] > 0].sort_values("threads")
         x = np.arange(len(with_p))
-        ax.bar(x, with_p["seconds"], color=colors[tier], edgecolor="0.2", label="prefetch 1 batch",
+        ax.bar(x, with_p["seconds"], color=pf, edgecolor="0.2", label="prefetch 1 batch",
                yerr=style.ci_yerr(with_p, "seconds"), capsize=3)
         excess = with_p["io_excess_s"].to_numpy()
         ax.bar(x, np.clip(excess, 0, None), bottom=with_p["seconds"], color="white", edgecolor="0.2",
-               hatch="//", label="excess without prefetch")
+               hatch="//", label="no prefetch")
         neg = excess < 0
         if neg.any():
             ax.scatter(x[neg], (with_p["seconds"] + excess)[neg], marker="_", s=200, color="0.1",
@@ -61,11 +62,11 @@ def plot_fig6(summary: pd.DataFrame):
         ax.set_xticks(x, [str(n) for n in with_p["threads"]])
         ax.set_ylim(0, top * 1.08)
         ax.set_title(f"tier {tier}")
-        ax.set_ylabel("run time, s (median)")
+        ax.set_ylabel("run time, s (median)\nhatched: no prefetch's excess")
         no_p = t[t["prefetch"] == 0].sort_values("threads")
         low.bar(x - 0.2, no_p["data_s"].to_numpy(), 0.4, color="white", edgecolor="0.2", hatch="//",
                 label="no prefetch")
-        low.bar(x + 0.2, with_p["data_s"].to_numpy(), 0.4, color=colors[tier], edgecolor="0.2",
+        low.bar(x + 0.2, with_p["data_s"].to_numpy(), 0.4, color=pf, edgecolor="0.2",
                 label="prefetch 1 batch")
         low.set_xticks(x, [str(n) for n in with_p["threads"]])
         low.set_xlabel("map threads")
@@ -83,8 +84,8 @@ def plot_fig7(batches: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(6.8, 3.6))
     for (tier, p), g in batches.groupby(["tier", "prefetch"], sort=False):
         g = g.sort_values("batch_size")
-        ax.errorbar(g["batch_size"], g["seconds"], yerr=style.ci_yerr(g, "seconds"), marker="o", capsize=3, ls="-" if p else "--",
-                    label=f"{tier}, prefetch {p}")
+        ax.errorbar(g["batch_size"], g["seconds"], yerr=style.ci_yerr(g, "seconds"), marker="o", capsize=3,
+                    ls="-" if p else "--", color=style.category("tier", tier)["color"], label=f"{tier}, prefetch {p}")
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(batches["batch_size"].unique()), [str(b) for b in sorted(batches["batch_size"].unique())])
     ax.set_xlabel("batch size, images")

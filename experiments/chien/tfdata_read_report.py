@@ -88,8 +88,10 @@ def plot_size_histogram(hist: pd.DataFrame):
     """Share of generated files per power-of-two bucket beside the bssplit mix, percent."""
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
     x = np.arange(len(hist))
-    ax.bar(x - 0.2, hist["mix_percent"], 0.4, label="ImageNet mix (blog's bssplit)", edgecolor="0.2")
-    ax.bar(x + 0.2, hist["files_percent"], 0.4, label="generated files", edgecolor="0.2")
+    ax.bar(x - 0.2, hist["mix_percent"], 0.4, label="ImageNet mix (blog's bssplit)", edgecolor="0.2",
+           color=style.category("source", "paper")["color"])
+    ax.bar(x + 0.2, hist["files_percent"], 0.4, label="generated files", edgecolor="0.2",
+           color=style.category("source", "ours")["color"])
     ax.set_xticks(x, [f"[{b}, {2 * int(b[:-1])}K)" for b in hist["bucket"]], rotation=35, fontsize=8,
                   ha="right", rotation_mode="anchor")
     ax.set_xlabel("file size bucket, KiB")

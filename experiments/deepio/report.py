@@ -27,8 +27,9 @@ def plot_rl(rl: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(6.8, 3.4))
     x = np.arange(len(rl))
     ax.bar(x - 0.2, rl["RL_percent"], 0.4, label=f"ours (N = {int(rl['n'].iloc[0])})",
-           edgecolor="0.2")
-    ax.bar(x + 0.2, rl["paper_value"].fillna(0), 0.4, label="poster", edgecolor="0.2")
+           edgecolor="0.2", color=style.category("source", "ours")["color"])
+    ax.bar(x + 0.2, rl["paper_value"].fillna(0), 0.4, label="poster", edgecolor="0.2",
+           color=style.category("source", "paper")["color"])
     ax.set_xticks(x, [str(k) for k in rl["k"]])
     ax.set_xlabel("k: samples kept in constant order")
     ax.set_ylabel("randomization level RL, %")
@@ -48,7 +49,8 @@ def plot_fig7(curves: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     for k, g in d.groupby("k"):
         c = _mean_curve(g)
-        ax.plot(c["epoch"], c["val_accuracy"], label=f"k = {int(k)} (RL = {g['RL_percent'].iloc[0]:.0f}%)")
+        ax.plot(c["epoch"], c["val_accuracy"], color=style.category("block", int(k))["color"],
+                label=f"k = {int(k)} (RL = {g['RL_percent'].iloc[0]:.0f}%)")
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation accuracy (fraction, mean of seeds)")
     ax.set_title("Fig 7: accuracy with different randomization levels")
@@ -63,18 +65,21 @@ def plot_fig8(curves: pd.DataFrame):
     d = curves[curves["figure"] == "fig8"]
     full = curves[(curves["figure"] == "fig7") & (curves["k"] == 1)]
     ps = sorted(d["P"].unique())
-    # one row per process count: each panel's legend (its RL values are its own) beside it
+    # one row per process count; one colour per R in every panel (one legend), each panel's
+    # own randomization levels in its title
     fig, axes = plt.subplots(len(ps), 1, figsize=(8, 2.7 * len(ps)), squeeze=False, sharex=True, sharey=True)
     for ax, p in zip(axes[:, 0], ps):
         if len(full):
             c = _mean_curve(full)
             ax.plot(c["epoch"], c["val_accuracy"], color="0.4", ls="--", label="full shuffle")
+        rls = []
         for r, g in d[d["P"] == p].groupby("R"):
             c = _mean_curve(g)
-            ax.plot(c["epoch"], c["val_accuracy"], label=f"R = {r:g} (RL = {g['RL_percent'].iloc[0]:.0f}%)")
-        ax.set_title(f"{int(p)} process(es)", fontsize=10)
+            ax.plot(c["epoch"], c["val_accuracy"], color=style.category("ratio", r)["color"], label=f"R = {r:g}")
+            rls.append(f"R {r:g}: {g['RL_percent'].iloc[0]:.0f} %")
+        ax.set_title(f"{int(p)} process(es); RL: {', '.join(rls)}", fontsize=10)
         ax.set_ylabel("val. accuracy (fraction)")
-        style.legend_beside(ax, fontsize=7)
+    style.legend_beside(axes[0][0], axes=list(axes[:, 0]), fontsize=7)
     axes[-1][0].set_xlabel("epoch")
     fig.suptitle("Fig 8: accuracy with opportunistic ordering")
     fig.tight_layout()
@@ -91,7 +96,8 @@ def plot_bandwidth(loader: pd.DataFrame, fio: pd.DataFrame):
         t = loader[loader["tier"] == tier]
         for (mode, r), g in t.groupby(["mode", "R"]):
             g = g.sort_values("P")
-            ax.errorbar(g["P"], g["MBps"], yerr=style.ci_yerr(g, "MBps"),
+            # colour: R; marker and line: the mode (one look per (mode, R) in every panel)
+            ax.errorbar(g["P"], g["MBps"], yerr=style.ci_yerr(g, "MBps"), color=style.category("ratio", r)["color"],
                         marker="o" if mode == "opportunistic" else "s", capsize=2,
                         ls="-" if mode == "opportunistic" else ":", label=f"{mode}, R = {r:g}")
         for job, ls in (("seqread", "--"), ("randread", "-.")):

@@ -40,7 +40,10 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
         d = t[t["dataset"] == ds]
         for s, g in d.groupby("strategy", sort=False):
             g = g.sort_values("P")
-            kw = dict(marker="o", label=LABELS.get(s, s))
+            # the strategy's own style, never the colour cycle's next: the data sets list their
+            # strategies in different orders, and the one legend must name every row's lines
+            st = style.category("strategy", s)
+            kw = dict(marker=st["marker"], color=st["color"], ls=st["ls"], label=LABELS.get(s, s))
             row[0].errorbar(g["P"], g["seconds"], yerr=style.ci_yerr(g, "seconds"), capsize=2, **kw)
             row[1].errorbar(g["P"], g["speedup_vs_lmdb"], yerr=style.ci_yerr(g, "speedup_vs_lmdb"),
                             capsize=2, **kw)
@@ -59,7 +62,7 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
         row[1].set_title(f"{ds}: (b) speed-up")
         row[2].set_title(f"{ds}: (c) switches")   # voluntary + involuntary context switches
         row[1].axhline(1, color="0.4", lw=1, ls="--")
-    style.legend_beside(axes[0][-1], axes=[axes[0][0]], fontsize=7)   # beside: never over the data
+    style.legend_beside(axes[0][-1], axes=[r[0] for r in axes], fontsize=7)   # beside: never over the data
     fig.suptitle(f"LMDBIO read strategies on tier {tier} (cf. Fig 2)")
     fig.tight_layout()
     return fig

@@ -38,10 +38,9 @@ PART_LABELS = {"to_device_s": "to device", "forward_s": "forward", "loss_s": "lo
 
 
 def rank_colors(s: pd.DataFrame) -> dict:
-    """One color per rank count in ``s`` (smallest first), so that G=2 has the same color in
-    every panel and row of a figure, also where a row ran only some rank counts."""
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    return {g: cycle[i % len(cycle)] for i, g in enumerate(sorted(s["ranks"].unique()))}
+    """One color per rank count in ``s`` (:func:`experiments.style.category`), so that G=2 has
+    the same color in every panel, row and figure, also where a row ran only some rank counts."""
+    return style.colors("ranks", sorted(s["ranks"].unique()))
 
 
 def _lines(ax, s: pd.DataFrame, col: str, ylabel: str, logy=False, colors: dict | None = None):
@@ -144,9 +143,10 @@ def plot_fit(nfits: pd.DataFrame, models: dict, workload: str):
     for ax, stat, col in ((axes[0], "mean", "mean_s"), (axes[1], "std", "std_s")):
         for g, d in f.groupby("ranks"):
             d = d.sort_values("batch_size")
-            line = ax.plot(d["batch_size"], d[col], "o", label=f"G={g} measured")[0]
+            c = style.category("ranks", g)["color"]
+            ax.plot(d["batch_size"], d[col], "o", color=c, label=f"G={g} measured")
             ax.plot(d["batch_size"], fits.predict(models[workload][stat], g, d["batch_size"]), "-",
-                    color=line.get_color(), label=f"G={g} model")
+                    color=c, label=f"G={g} model")
         ax.set_xlabel("batch size (samples)")
         ax.set_ylabel(f"compute time {stat}, s")
         ax.set_title(f"{stat}: R² = {models[workload][stat]['r2']:.2f}")
@@ -626,8 +626,9 @@ def plot_fig_a3(s: pd.DataFrame, labels: dict):
                 d = s[(s["ranks"] == g) & (s["variant"] == v)].sort_values("batch_size")
                 if not len(d):
                     continue
-                ax.plot(d["batch_size"], d[col], marker="o", label=label)
-                ax.fill_between(d["batch_size"], d[f"{col}_q1"], d[f"{col}_q3"], alpha=0.2)
+                st = style.category("loader", v)
+                ax.plot(d["batch_size"], d[col], marker=st["marker"], color=st["color"], label=label)
+                ax.fill_between(d["batch_size"], d[f"{col}_q1"], d[f"{col}_q3"], alpha=0.2, color=st["color"])
             style.log_axis(ax, "y")
             ax.set_xticks(sorted(s["batch_size"].unique()))    # every batch size run (1 was unlabelled)
             ax.set_title(f"G={g}: {name}", fontsize=9)
@@ -645,22 +646,25 @@ def plot_utilization(au: pd.DataFrame, rows):
     """Accelerator utilization (Eq 3.1) of every run against batch size: one panel per
     workload, one line per (row, rank count); the MLPerf Storage pass mark at 90 %."""
     ws = [w for w in TITLES if (au["workload"] == w).any()]
-    fig, axes = plt.subplots(1, len(ws), figsize=(4 * len(ws), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(ws), figsize=(4 * len(ws) + 1.4, 3.4), squeeze=False)
     styles = {r.key: ls for r, ls in zip(rows, ["-", ":", "--", "-."] * 3)}
     for ax, w in zip(axes[0], ws):
         d = au[au["workload"] == w]
         for (row, g), x in d.groupby(["row", "ranks"], sort=False):
             x = x.groupby("batch_size", as_index=False)["au"].median()
-            ax.plot(x["batch_size"], 100 * x["au"], styles.get(row, "-"), marker="o", label=f"{row}, G={g}")
+            # colour: the row (run kind), marker: G; the same look in every panel
+            ax.plot(x["batch_size"], 100 * x["au"], styles.get(row, "-"), color=style.category("run", row)["color"],
+                    marker=style.category("ranks", g)["marker"], label=f"{row}, G={g}")
         ax.axhline(100 * cm.MLPERF_AU_PASS, color="k", lw=0.8)
         ax.set_title(TITLES[w], fontsize=9)
         ax.set_xlabel("batch size (samples)")
         ax.set_ylabel("accelerator utilization, %")
-        if d["batch_size"].max() / max(1, d["batch_size"].min()) >= 16:
+        if d["batch_size"].nunique() > 1 and d["batch_size"].max() / max(1, d["batch_size"].min()) >= 16:
             ax.set_xscale("log", base=2)
-        style.legend_beside(ax, fontsize=6)   # per panel: its lines' colors are its own
-    fig.suptitle("Accelerator utilization (Eq 3.1, 3.2): ideal compute time from the compute model over "
-                 "the train phases' wall time; line: MLPerf Storage's 90 %", fontsize=9)
+    style.legend_beside(axes[0][-1], axes=list(axes[0]), fontsize=6)   # one legend: one look per line
+    fig.suptitle("Accelerator utilization (Eq 3.1, 3.2): ideal compute time over the train phases' wall time;\n"
+                 "runs that slept: the compute model's mean per step; runs with real compute: their own measured "
+                 "compute; line: MLPerf Storage's 90 %", fontsize=9)
     fig.tight_layout()
     return fig
 

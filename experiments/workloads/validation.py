@@ -188,7 +188,9 @@ def load_rows(rows: list[Row] = ROWS, workloads=stage.WORKLOADS, table: str = "s
 def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFrame:
     """Accelerator utilization (Eq 3.1, 3.2) of every run in ``steps``/``phases`` (one row's
     tables, column ``row`` optional) under ``model``: one row per run with ``steps``,
-    ``sleep_s`` (the model's mean at (G, B), floored at 0), ``ideal_s``, ``train_s`` (train
+    ``sleep_s`` (the model's mean at (G, B), floored at 0), ``ideal_s`` (Eq 3.2: for a run
+    that slept, its steps times the model's mean; for a run with real compute, the compute its
+    first rank's steps measured, so its AU stays within 100 %), ``ideal_from``, ``train_s`` (train
     phases of the slowest rank) and ``au`` (fraction); and where the rest of the train time
     went, summed over the first rank's steps: ``data_wait_s`` (of which ``epoch_start_wait_s``,
     the first batch of each epoch) and ``barrier_s`` (the per-step all-reduce), seconds."""
@@ -209,11 +211,16 @@ def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFram
                 ph = ph[ph[k] == r[k]]
         train_s = float(ph[ph["phase"] == "train"].groupby("rank")["seconds"].sum().max()) if len(ph) else np.nan
         sleep_s = max(0.0, model.run_facts(w, G, B)["mean_s"])   # as resolved into the runs' run.json
-        if w == "dlrm":   # the global batch: n steps of B samples over all accelerators
-            ideal = cm.ideal_compute_s(n * B, B, 1, sleep_s)
+        slept = "sleep_ns" in r0 and bool((r0["sleep_ns"] > 0).any())
+        if not slept and "compute_ns" in r0:
+            # a run with real compute: its ideal compute is what its own steps computed (Eq 3.1
+            # cannot exceed 100 % then); the model's mean is another host's or another fit's time
+            ideal, basis = float(r0["compute_ns"].sum() / 1e9), "measured compute"
+        elif w == "dlrm":   # the global batch: n steps of B samples over all accelerators
+            ideal, basis = cm.ideal_compute_s(n * B, B, 1, sleep_s), "compute model"
         else:             # per-accelerator batch: n steps of B samples on each of G accelerators
-            ideal = cm.ideal_compute_s(n * B * G, B, G, sleep_s)
-        rows.append({**r, "steps": n, "sleep_s": sleep_s, "ideal_s": ideal, "train_s": train_s,
+            ideal, basis = cm.ideal_compute_s(n * B * G, B, G, sleep_s), "compute model"
+        rows.append({**r, "steps": n, "sleep_s": sleep_s, "ideal_s": ideal, "ideal_from": basis, "train_s": train_s,
                      "au": cm.accelerator_utilization(ideal, train_s) if train_s == train_s else np.nan, **waits})
     out = pd.DataFrame(rows)
     if len(out):
