@@ -384,8 +384,8 @@ def _look(h) -> tuple:
         ls = h.get_linestyle()
         return (_hex(h.get_color()), str(h.get_marker()) if h.get_marker() not in (None, "None", "") else "",
                 "" if ls in ("None", "none", " ", "") else ls, "")
-    if isinstance(h, Patch):
-        return (_hex(h.get_facecolor()), "", "", h.get_hatch() or "")
+    if isinstance(h, Patch):   # an unfilled patch (stairs, an outline) shows its edge's colour
+        return (_hex(h.get_facecolor() if h.get_fill() else h.get_edgecolor()), "", "", h.get_hatch() or "")
     if isinstance(h, Collection):
         fc = h.get_facecolor()
         return (_hex(fc if len(fc) else h.get_edgecolor()), "", "", h.get_hatch() or "")

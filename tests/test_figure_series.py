@@ -171,6 +171,16 @@ def test_the_check_names_a_label_drawn_in_two_colours_and_a_log_axis_over_one_x(
     assert any("log-scaled x axis with 1 x value" in p for p in style.series_problems(c.figure))
 
 
+def test_unfilled_steps_are_told_apart_by_their_edge():
+    """Two unfilled stairs (a timeline's CPU rows) share the default face colour: their look is
+    their line's colour."""
+    fig, ax = plt.subplots()
+    ax.stairs([1, 2, 3], [0, 1, 2, 3], color="#555555", label="CPU (machine)")
+    ax.stairs([1, 2, 1], [0, 1, 2, 3], color="#7b2cbf", label="CPU (traced tree)")
+    ax.legend()
+    assert style.series_problems(fig) == []
+
+
 def test_one_look_per_category_everywhere():
     assert style.category("strategy", "lmdb") == style.category("strategy", "lmdb")
     assert style.category("strategy", "lmdb")["color"] != style.category("strategy", "lmm")["color"]

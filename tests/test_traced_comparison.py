@@ -239,18 +239,26 @@ def test_a_failing_claim_says_what_was_measured():
     assert c["verdict"] == "inconclusive" and "farthest components" in c["note"] and "vfs_reads 10 vs 0" in c["note"]
 
 
-def test_throughput_figure_draws_each_median_with_its_interval():
+def test_throughput_figure_draws_each_side_at_its_point_with_its_interval():
+    """The four sides at one point per workload: the sides on the x axis, each median with its
+    95 % interval over its steps, one colour per side (no log batch axis over one batch size)."""
     import matplotlib
     matplotlib.use("Agg")
-    from experiments.sidebyside import stage
+    from experiments import style
+    from experiments.sidebyside import report
 
     tp = pd.DataFrame([{"workload": "unet3d", "side": s, "batch_size": 4, "ranks": 1, "data_sps": d,
-                        "compute_sps": c} for s, d, c in (("real", 100, 50), ("emulator", 95, 50))])
-    fig = stage.throughput_figure(tp, _steps({"real": (100, 50), "emulator": (95, 50)}, noise=0.2))
+                        "compute_sps": c} for s, d, c in (("emulator", 95, 50), ("real", 100, 50))])
+    fig = report.throughput_figure(tp, _steps({"real": (100, 50), "emulator": (95, 50)}, noise=0.2))
     bars = [c for ax in fig.axes for c in ax.containers]
     assert len(bars) == 4                       # 2 sides x (data, compute)
-    lo, hi = bars[0].lines[2][0].get_segments()[0][:, 1]
+    data = fig.axes[0]
+    assert [t.get_text() for t in data.get_xticklabels()] == ["real", "emulator"]   # SIDES' order
+    real = bars[0]
+    assert real.lines[0].get_xdata()[0] == 0 and real.lines[0].get_color() == style.category("side", "real")["color"]
+    lo, hi = real.lines[2][0].get_segments()[0][:, 1]
     assert lo < 100 < hi                        # the real side's data throughput, 95 % CI over its steps
+    assert data.get_xscale() == "linear" and style.series_problems(fig) == []
 
 
 def test_bert_bio_over_vfs_of_the_benchmark_against_the_real_run():

@@ -35,7 +35,6 @@ import pandas as pd
 
 from ..trace.vector import KEYS
 from . import compare, sides
-from .settings import SIDES
 
 TABLE_FILE = {"unet3d": "table_5_1_unet3d", "bert": "table_5_2_bert", "dlrm": "table_5_3_dlrm"}
 TIMELINE_FILE = {"unet3d": "fig5_7_unet3d_timeline", "bert": "fig5_12_bert_timeline",
