@@ -185,6 +185,7 @@ CATEGORIES: dict[str, tuple] = {
     "cache": ("cold", "warm"),
     "ranks": (1, 2, 4, 8, 16, 32, 64),                                # accelerators G
     "source": ("ours", "paper"),
+    "fio_job": ("seqread", "seqwrite", "randread", "randread16k"),
 }
 _MARKERS = "osD^vP*X<>"
 _LINES = ("-", "--", ":", "-.")

@@ -74,7 +74,8 @@ def plot_device_baseline(fio: pd.DataFrame):
     w = 0.8 / len(jobs)
     for i, job in enumerate(jobs):
         v = [_fio(fio, t, job) for t in tiers]
-        ax.bar(np.arange(len(tiers)) + i * w, v, w, label=job, edgecolor="0.2")
+        ax.bar(np.arange(len(tiers)) + i * w, v, w, label=job, edgecolor="0.2",
+               color=style.category("fio_job", job)["color"])
     ax.set_xticks(np.arange(len(tiers)) + w * (len(jobs) - 1) / 2, tiers)
     ax.set_xlabel("tier")
     ax.set_ylabel("bandwidth, MB/s (median)")

@@ -38,8 +38,8 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
     fig, axes = plt.subplots(len(sets), 3, figsize=(13, 3.4 * len(sets)), squeeze=False)
     for row, ds in zip(axes, sets):
         d = t[t["dataset"] == ds]
-        for s, g in d.groupby("strategy", sort=False):
-            g = g.sort_values("P")
+        for s in sorted(set(d["strategy"]), key=lambda x: list(LABELS).index(x) if x in LABELS else len(LABELS)):
+            g = d[d["strategy"] == s].sort_values("P")   # (a) to (e): the legend in the paper's order
             # the strategy's own style, never the colour cycle's next: the data sets list their
             # strategies in different orders, and the one legend must name every row's lines
             st = style.category("strategy", s)

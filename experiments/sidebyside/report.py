@@ -92,8 +92,8 @@ def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
     for j, w in enumerate(ws):
         d = tp[tp["workload"] == w]
         order = [s for s in SIDES if s in set(d["side"])] + [s for s in d["side"] if s not in SIDES]
-        for i, (col, label) in enumerate((("data_sps", "data throughput (samples/s)"),
-                                          ("compute_sps", "compute throughput (samples/s)"))):
+        for i, (col, label) in enumerate((("data_sps", "data throughput\n(samples/s)"),
+                                          ("compute_sps", "compute throughput\n(samples/s)"))):
             ax = axes[i][j]
             for x, side in enumerate(order):
                 g = d[(d["side"] == side) & d[col].notna()]

@@ -122,7 +122,8 @@ def plot_distributions(steps: pd.DataFrame, nfits: pd.DataFrame, workload: str, 
             v = st[(st["ranks"] == g) & (st["batch_size"] == b)]["compute_ns"] / 1e9
             r = f[(f["ranks"] == g) & (f["batch_size"] == b)]
             if len(v) and len(r):
-                ax.hist(v, bins=min(20, max(3, len(v) // 2)), density=True, alpha=0.6)
+                ax.hist(v, bins=min(20, max(3, len(v) // 2)), density=True, alpha=0.6,
+                        color=style.category("source", "ours")["color"])
                 x = np.linspace(v.min(), v.max(), 100)
                 sd = max(float(r["std_s"].iloc[0]), 1e-9)
                 ax.plot(x, stats.norm.pdf(x, float(r["mean_s"].iloc[0]), sd), color="k", lw=1)
