@@ -182,3 +182,50 @@ def metrics(steps: pd.DataFrame, by: list[str] | None = None) -> tuple[pd.DataFr
         dlio_rank0_mean_GiBps=("rank0_GiBps", "mean")).reset_index()
     run["run_throughput_GiBps"] = run["bytes"] / run["total_s"] / GiB
     return per, run
+
+
+def verdict(read_mode: str) -> str:
+    """What a read phase's numbers say: nothing about the storage when it was served from the
+    page cache (or the tier is memory)."""
+    return "no storage verdict: served from the page cache" if read_mode == "cache-served" else "storage"
+
+
+def summary_md(lo: L.Layout, r: dict) -> str:
+    """The command's report of one run: the rules' metrics beside DLIO's, the residency."""
+    per, run = metrics(r["steps"])
+    ev = r["eviction"]
+    lines = [f"# {lo.model.name}: {lo.ranks} ranks, scale 1/{lo.scale:g}, "
+             f"{lo.total_bytes / GiB:.3f} GiB a checkpoint",
+             "", f"eviction before the reads: {ev['method']} (asked: {ev['requested']}); resident then: "
+             f"{'n/a' if ev['resident_fraction'] is None else format(ev['resident_fraction'], '.1%')}"
+             f"{' (memory-backed tier)' if ev['memory_backed'] else ''}; reads: {r['read']} "
+             f"({verdict(r['read'])})", "",
+             "| phase | checkpoints | GiB | run throughput GiB/s (rules) | median GiB/s | min GiB/s "
+             "| DLIO's rank-0 mean of rates GiB/s |", "|---|---|---|---|---|---|---|"]
+    for _, x in run.iterrows():
+        lines.append(f"| {x['op']} | {x['checkpoints']} | {x['bytes'] / GiB:.3f} | "
+                     f"{x['run_throughput_GiBps']:.3f} | {x['median_GiBps']:.3f} | {x['min_GiBps']:.3f} | "
+                     f"{x['dlio_rank0_mean_GiBps']:.3f} |")
+    rss = r["files"].groupby("rank")["peak_rss_bytes"].max()
+    lines += ["", f"peak RSS a rank: {rss.max() / 1e6:.0f} MB (largest file {lo.largest_file / 1e6:.1f} MB)"]
+    return "\n".join(lines) + "\n"
+
+
+def write_run(out: Path, lo: L.Layout, r: dict) -> None:
+    """A command run's folder: ``rank-NNNN.csv`` per rank (every file: bytes, open-to-close,
+    fsync time), ``checkpoints.csv`` (the rules' per-checkpoint metrics), ``summary.json``,
+    ``summary.md``; each written atomically."""
+    from ..results import atomic_write, write_json
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cols = ["op", "step", "file", "kind", "bytes", "t_open", "t_close", "open_to_close_s", "fsync_s", "gen_s"]
+    for rank, g in r["files"].groupby("rank"):
+        atomic_write(out / f"rank-{rank:04d}.csv", lambda p, g=g: g[cols].to_csv(p, index=False))
+    per, run = metrics(r["steps"])
+    atomic_write(out / "checkpoints.csv", lambda p: per.to_csv(p, index=False))
+    write_json(out / "summary.json", {"model": lo.model.name, "ranks": lo.ranks, "scale": lo.scale,
+                                      "checkpoint_bytes": lo.total_bytes, "eviction": r["eviction"],
+                                      "read": r["read"], "runs": run.to_dict("records")})
+    md = summary_md(lo, r)
+    atomic_write(out / "summary.md", lambda p: p.write_text(md))
