@@ -52,3 +52,107 @@ def test_scale_keeps_names_counts_and_mix():
 def test_bad_layout_input_names_value_and_allowed(kw, word):
     with pytest.raises(ValueError, match=word):
         L.layout(**kw)
+
+
+# ---------------------------------------------------------------- checks before any write
+
+def test_run_refused_for_disk_and_memory_before_writing(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from experiments.config import ConfigError
+    from experiments.emulator import llm_checkpoint as C
+
+    lo = L.layout("llama3-8b", scale=1000)
+    run_dir = tmp_path / "llm"
+    monkeypatch.setattr(C.os, "statvfs", lambda p: SimpleNamespace(f_bavail=100, f_frsize=4096))
+    with pytest.raises(ConfigError, match=r"--tier = .*need 0\.\d+ GB but 0\.00 GB are free"):
+        C.check(lo, run_dir, 3)
+    monkeypatch.undo()
+    monkeypatch.setattr(C, "mem_available", lambda: 1 << 20)
+    with pytest.raises(ConfigError, match=r"--ranks = 8: the ranks need .* GB of memory"):
+        C.check(lo, run_dir, 3)
+    assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--model", "llama3-7b"], "--model = 'llama3-7b': unknown model; allowed: llama3-8b"),
+    (["--model", "llama3-405b", "--ranks", "100"], "--ranks = 100: llama3-405b has TP 8 x PP 32"),
+    (["--model", "llama3-8b", "--scale", "0.5"], "--scale = 0.5"),
+    (["--model", "llama3-8b", "--tier", "FILE/sub"], "not a writable folder"),
+])
+def test_cli_bad_input_stops_with_one_line(argv, word, tmp_path, capsys):
+    from experiments.emulator.__main__ import main
+
+    f = tmp_path / "file"
+    f.write_text("x")
+    argv = [a.replace("FILE", str(f)) for a in argv]
+    if "--tier" not in argv:
+        argv += ["--tier", str(tmp_path)]
+    assert main(["checkpoint", *argv, "--scale" if "--scale" not in argv else "--checkpoints",
+                 "100000" if "--scale" not in argv else "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and word in err
+    assert not list(tmp_path.glob("llm-*"))
+
+
+# ---------------------------------------------------------------- runs (2 MPI ranks, tiny)
+
+@pytest.fixture(scope="module")
+def pool():
+    from experiments import launcher
+    from experiments.emulator import llm_checkpoint as C
+
+    with launcher.RankPool(2, C.RANK_PROGRAM) as p:
+        yield p
+
+
+@pytest.mark.parametrize("evict, expect", [("none", "cache-served"), ("fadvise", "cold")])
+def test_read_phase_flagged_cache_served_without_eviction(evict, expect, pool, tmp_path):
+    from experiments import cache
+    from experiments.emulator import llm_checkpoint as C
+
+    if cache.memory_backed(tmp_path):
+        pytest.skip("tmp_path is memory-backed: nothing can be evicted there")
+    lo = L.layout("llama3-8b", ranks=2, scale=50000)
+    r = C.run_variant(lo, tmp_path / "llm", evict=evict, checkpoints=2, pause_s=0, pool=pool)
+    assert r["read"] == expect
+    assert (r["resident_fraction"] > cache.COLD_LIMIT) == (expect == "cache-served")
+    assert C.verdict(r["read"]).startswith("no storage verdict") == (expect == "cache-served")
+    f = r["files"]
+    # both phases, every rank's files of every checkpoint, with their sizes on disk
+    assert len(f) == 2 * 2 * 2 * 2 and (f["bytes"] >= f.groupby("file")["bytes"].transform("min")).all()
+    w = f[f["op"] == "write"]
+    assert (w["fsync_s"] > 0).all() and (w["open_to_close_s"] >= w["fsync_s"]).all()
+    per, run = C.metrics(r["steps"])
+    # the rules' duration is the slowest rank's; DLIO's figure uses rank 0's
+    assert (per["duration_s"] >= per["rank0_s"]).all()
+    assert run["run_throughput_GiBps"].gt(0).all() and set(run["op"]) == {"write", "read"}
+    assert not (tmp_path / "llm").exists()
+
+
+def test_metrics_follow_the_rules():
+    import pandas as pd
+
+    from experiments.emulator import llm_checkpoint as C
+
+    s = pd.DataFrame({"op": "write", "step": [1, 1, 2, 2], "rank": [0, 1, 0, 1],
+                      "io_s": [1.0, 2.0, 1.0, 1.0], "bytes": [C.GiB] * 4})
+    per, run = C.metrics(s)
+    assert list(per["duration_s"]) == [2.0, 1.0] and list(per["throughput_GiBps"]) == [1.0, 2.0]
+    assert run["run_throughput_GiBps"].item() == pytest.approx(4 / 3)      # 4 GiB over 3 s
+    assert run["dlio_rank0_mean_GiBps"].item() == pytest.approx(2.0)       # mean of 2/1, 2/1
+
+
+def test_burst_buffer_stalls_when_the_drain_lags(tmp_path):
+    from experiments.emulator import llm_burst_buffer as B
+
+    lo = L.layout("llama3-8b", scale=100000)       # ~1.5 MB a checkpoint, 16 files
+    fast, slow = tmp_path / "fast", tmp_path / "slow"
+    fast.mkdir(), slow.mkdir()
+    # the slow tier at 8 MB/s: a drain takes ~0.2 s, longer than the 0.02 s step interval
+    df = B.stalls(lo, fast, slow, [1, 2], 0.02, 2, slow_MBps=8)
+    d, k1 = df[df["mode"] == "direct"], df[df["keep"] == 1]
+    assert (d["stall_s"] >= d["bytes"] / 8e6 * 0.95).all()      # held to the slow rate
+    assert k1["wait_s"].iloc[1:].min() > 0.1                     # keep 1: waits for the drain
+    assert B.smallest_keep(df) == 2
+    assert not any(fast.iterdir()) and not any(slow.iterdir())
