@@ -10,7 +10,8 @@ of checkpoints not yet drained (``wait_s``). A checkpoint's ``stall_s`` is every
 waited for.
 
 All ranks' files of one checkpoint (:mod:`.llm_layout`, DeepSpeed's names) are written by
-this one process, each generated as it is written. ``slow_MBps`` > 0 emulates a slow tier:
+this one process from a state generated once (:func:`states`: the training state is in memory
+already; its generation is no part of a stall). ``slow_MBps`` > 0 emulates a slow tier:
 the direct write and the drain's copy are held to that rate (the drain's ``throttle_MBps``).
 Units: seconds, bytes.
 """
@@ -29,22 +30,33 @@ from . import llm_layout as L
 NO_STALL_S = 0.02   # a wait for the drain shorter than this (or 10 % of the fast write) is none
 
 
-def write_files(lo: L.Layout, folder: Path, seed: int = 0) -> int:
-    """Every rank's files of one checkpoint into ``folder`` with ``torch.save`` (not synced:
-    the caller makes them durable); the bytes written."""
+def states(lo: L.Layout, seed: int = 0) -> list[tuple[str, dict]]:
+    """Every rank's files of one checkpoint as (name, tensors), generated once: the training
+    state a checkpoint saves is in memory already, so its generation is not part of a stall
+    (memory: one checkpoint, ``lo.total_bytes``)."""
     import torch
 
     gen = torch.Generator().manual_seed(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    n = 0
+    out = []
     for fs in lo.files:
         for f in fs:
             dt = torch.float16 if f.dtype_bytes == 2 else torch.float32
-            state = {str(i): torch.rand(b // f.dtype_bytes, dtype=dt, generator=gen)
-                     for i, b in enumerate(f.tensors)}
-            with open(folder / f.name, "wb") as fh:
-                torch.save(state, fh)
-            n += (folder / f.name).stat().st_size
+            out.append((f.name, {str(i): torch.rand(b // f.dtype_bytes, dtype=dt, generator=gen)
+                                 for i, b in enumerate(f.tensors)}))
+    return out
+
+
+def write_files(state: list[tuple[str, dict]], folder: Path) -> int:
+    """The files of one checkpoint into ``folder`` with ``torch.save`` (not synced: the caller
+    makes them durable); the bytes written."""
+    import torch
+
+    folder.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for name, tensors in state:
+        with open(folder / name, "wb") as fh:
+            torch.save(tensors, fh)
+        n += (folder / name).stat().st_size
     return n
 
 
@@ -56,11 +68,9 @@ def _hold(t0: float, nbytes: int, MBps: float) -> None:
             time.sleep(left)
 
 
-def direct(lo: L.Layout, slow: Path, interval_s: float, checkpoints: int,
+def direct(state: list, slow: Path, interval_s: float, checkpoints: int,
            slow_MBps: float = 0, run: str = "llm-bb-direct") -> list[dict]:
     """Checkpoints written and fsynced straight to ``slow``: training waits for all of it."""
-    import torch  # noqa: F401  (imported before the first timed write, not in it)
-
     rows, base = [], Path(slow) / run
     shutil.rmtree(base, ignore_errors=True)
     try:
@@ -68,7 +78,7 @@ def direct(lo: L.Layout, slow: Path, interval_s: float, checkpoints: int,
             time.sleep(interval_s)
             t0 = time.perf_counter()
             folder = base / L.checkpoint_dir(step)
-            n = write_files(lo, folder, step)
+            n = write_files(state, folder)
             t1 = time.perf_counter()
             bb.make_durable(folder, "fsync")
             bb._fsync_path(base)
@@ -81,11 +91,10 @@ def direct(lo: L.Layout, slow: Path, interval_s: float, checkpoints: int,
     return rows
 
 
-def buffered(lo: L.Layout, fast: Path, slow: Path, keep: int, interval_s: float, checkpoints: int,
+def buffered(state: list, fast: Path, slow: Path, keep: int, interval_s: float, checkpoints: int,
              slow_MBps: float = 0, run: str = "llm-bb") -> list[dict]:
     """Checkpoints through the burst buffer with ``keep`` on the fast tier."""
-    import torch  # noqa: F401  (imported before the first timed write, not in it)
-
+    expect = sum(t.numel() * t.element_size() for _, d in state for t in d.values())
     run = f"{run}-k{keep}"
     for t in (fast, slow):
         shutil.rmtree(Path(t) / run, ignore_errors=True)
@@ -95,8 +104,8 @@ def buffered(lo: L.Layout, fast: Path, slow: Path, keep: int, interval_s: float,
     try:
         for step in range(1, checkpoints + 1):
             time.sleep(interval_s)
-            ev = mgr.save(step, lambda prefix, s=step: write_files(lo, Path(prefix).parent, s),
-                          expect_bytes=lo.total_bytes)
+            ev = mgr.save(step, lambda prefix: write_files(state, Path(prefix).parent),
+                          expect_bytes=expect)
             rows.append({"mode": "burst buffer", "keep": keep, "step": step, "bytes": ev["bytes"],
                          "write_s": ev["write_s"], "sync_s": ev["sync_s"], "wait_s": ev["wait_s"],
                          "stall_s": ev["stall_s"]})
@@ -111,9 +120,10 @@ def buffered(lo: L.Layout, fast: Path, slow: Path, keep: int, interval_s: float,
 def stalls(lo: L.Layout, fast: Path, slow: Path, keeps: list[int], interval_s: float,
            checkpoints: int, slow_MBps: float = 0) -> pd.DataFrame:
     """One row per checkpoint: direct to ``slow``, then through the burst buffer for each keep."""
-    rows = direct(lo, slow, interval_s, checkpoints, slow_MBps)
+    state = states(lo)
+    rows = direct(state, slow, interval_s, checkpoints, slow_MBps)
     for k in keeps:
-        rows += buffered(lo, fast, slow, k, interval_s, checkpoints, slow_MBps)
+        rows += buffered(state, fast, slow, k, interval_s, checkpoints, slow_MBps)
     return pd.DataFrame(rows)
 
 

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from .. import cache
 from ..config import ConfigError, Section
@@ -41,6 +41,7 @@ class BurstBufferConfig(Section):
     interval_s: float = Field(0.5, ge=0)          # compute between checkpoints (a sleep)
     checkpoints: int = Field(4, ge=1)
     slow_MBps: float = Field(0, ge=0)             # > 0: the drain and the direct write held to this rate
+    scale: float | None = Field(None, ge=1)       # None: the stage's scale
 
     @field_validator("keeps")
     @classmethod
@@ -68,6 +69,12 @@ class LLMCheckpointConfig(Section):
         if v not in L.MODELS:
             raise ValueError(f"model = {v!r}; allowed: {', '.join(L.MODELS)}")
         return v
+
+    @model_validator(mode="after")
+    def _ranks(self):
+        if self.ranks is not None:
+            L.check_ranks(L.MODELS[self.model], self.ranks)
+        return self
 
 
 # ------------------------------------------------------------------------------ checks
