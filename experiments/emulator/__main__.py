@@ -214,6 +214,7 @@ class CheckpointArgs(_Args):
     checkpoints: int = Field(10, ge=1, le=1000)
     pause_s: float = Field(0.0, ge=0)
     eviction: Literal["auto", "drop_caches", "fadvise", "none"] = "auto"
+    nodes: int | None = Field(None, ge=1, le=4096)
     out: _Name | None = None
 
     @field_validator("model")
@@ -407,20 +408,27 @@ def cmd_checkpoint(a) -> int:
     from . import llm_checkpoint as C, llm_layout as L
     from .. import paths
 
+    from .. import launcher
+
     lo = L.layout(a.model, a.ranks, a.scale)
+    nodes = a.nodes or launcher.allocation_nodes()
+    launcher.check_nodes([nodes], "--nodes")
+    if nodes > lo.ranks:
+        raise ConfigError(f"--nodes = {nodes}: more nodes than the {lo.ranks} ranks; allowed: 1..{lo.ranks}")
+    here = -(-lo.ranks // nodes)   # ranks a node, dealt in blocks
     tier = paths.resolve(a.tier)
     run_dir = tier / f"llm-{a.model}"
     if a.dry_run:
         print(L.describe(lo, L.layout(a.model, a.ranks) if a.scale != 1 else None))
-        n = C.needs(lo, a.checkpoints)
+        n = C.needs(lo, a.checkpoints, here, direct=a.read_direct)
         print(f"  this run needs: {n['disk_bytes'] / 1e9:.3f} GB of disk in {run_dir} "
-              f"({a.checkpoints} checkpoints), {n['memory_bytes'] / 1e9:.2f} GB of memory "
-              f"({n['per_rank_memory_bytes'] / 1e6:.0f} MB a rank)")
+              f"({a.checkpoints} checkpoints), {n['memory_bytes'] / 1e9:.2f} GB of memory a node "
+              f"({here} ranks of {n['per_rank_memory_bytes'] / 1e6:.0f} MB, {nodes} node(s))")
         return 0
-    C.check(lo, run_dir, a.checkpoints)
+    C.check(lo, run_dir, a.checkpoints, here, a.read_direct)
     out = Path(a.out).resolve() if a.out else paths.data_dir("emulator_runs") / f"llm-{a.model}-s{a.scale:g}"
     r = C.run_variant(lo, run_dir, fsync=not a.no_fsync, evict=a.eviction, direct=a.read_direct,
-                      checkpoints=a.checkpoints, pause_s=a.pause_s, label=str(tier))
+                      checkpoints=a.checkpoints, pause_s=a.pause_s, label=str(tier), nodes=nodes)
     C.write_run(out, lo, r)
     print((out / "summary.md").read_text())
     print(f"results: {out}")
@@ -512,6 +520,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-fsync", action="store_true", help="no fsync of files and folders (what a "
                    "benchmark that forgets it measures)")
     p.add_argument("--read-direct", action="store_true", help="read with O_DIRECT, then torch.load")
+    p.add_argument("--nodes", type=int, default=None, help="nodes of the Slurm allocation to run the "
+                   "ranks on (srun; default: all of them, 1 off Slurm)")
     p.add_argument("--out", default=None, help="results folder (default data/emulator_runs/llm-...)")
     p.set_defaults(fn=cmd_checkpoint)
     sub.add_parser("bench", help="emulator with zero compute vs fio on the same files, per tier "

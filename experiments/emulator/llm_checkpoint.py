@@ -88,19 +88,20 @@ def mem_available() -> int:
 
 
 def needs(lo: L.Layout, checkpoints: int, ranks_here: int | None = None,
-          memory_backed: bool = False) -> dict:
+          memory_backed: bool = False, direct: bool = False) -> dict:
     """Disk (all checkpoints stay until they are read back) and memory (every rank on this
-    host: its runtime and twice its largest file, a direct read's buffer and the loaded copy;
-    plus the files themselves on a memory-backed tier) a run needs, in bytes."""
+    host: its runtime and its largest file, twice with ``direct``: the aligned buffer and the
+    loaded copy; plus the files themselves on a memory-backed tier) a run needs, in bytes."""
     ranks_here = ranks_here or lo.ranks
     files = sum(map(len, lo.files))
     disk = (lo.total_bytes + files * HEADER_BYTES) * checkpoints
-    per_rank = RANK_OVERHEAD_BYTES + 2 * lo.largest_file
+    per_rank = RANK_OVERHEAD_BYTES + (2 if direct else 1) * lo.largest_file
     return {"disk_bytes": disk, "memory_bytes": ranks_here * per_rank + (disk if memory_backed else 0),
             "per_rank_memory_bytes": per_rank}
 
 
-def check(lo: L.Layout, folder: Path, checkpoints: int, ranks_here: int | None = None) -> dict:
+def check(lo: L.Layout, folder: Path, checkpoints: int, ranks_here: int | None = None,
+          direct: bool = False) -> dict:
     """Stop before any write, with one line, when ``folder`` is not writable or the run would
     not fit its free space or this host's available memory; the needs (:func:`needs`)."""
     folder = Path(folder)
@@ -111,7 +112,7 @@ def check(lo: L.Layout, folder: Path, checkpoints: int, ranks_here: int | None =
         raise ConfigError(f"--tier = {str(folder)!r}: not a writable folder; allowed: a folder this "
                           "user may write (or create)")
     mem = cache.memory_backed(probe)
-    n = needs(lo, checkpoints, ranks_here, mem)
+    n = needs(lo, checkpoints, ranks_here, mem, direct)
     st = os.statvfs(probe)
     free = st.f_bavail * st.f_frsize
     if n["disk_bytes"] > free:
@@ -138,12 +139,14 @@ def _frames(rows: list[dict], **labels) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def run_variant(lo: L.Layout, run_dir: Path, *, fsync: bool = True, evict: str = "auto",
                 direct: bool = False, checkpoints: int = 3, pause_s: float = 0.2, seed: int = 0,
-                pool=None, label: str | None = None, keep: bool = False, **labels) -> dict:
+                pool=None, label: str | None = None, keep: bool = False, nodes: int = 1,
+                **labels) -> dict:
     """Write ``checkpoints`` checkpoints into ``run_dir`` from every rank, handle the cache
     (``evict``: a method of :func:`experiments.cache.evict`, ``none`` leaves it), measure the
     residency, read them back. Returns ``files`` and ``steps`` (per rank, both phases),
     ``eviction`` (its facts) and ``cache_served``. ``run_dir`` is removed afterwards unless
-    ``keep``. ``pool``: a :class:`experiments.launcher.RankPool` of ``lo.ranks`` ranks."""
+    ``keep``. ``pool``: a :class:`experiments.launcher.RankPool` of ``lo.ranks`` ranks (else
+    ranks started for this run over ``nodes`` nodes: ``srun`` in a Slurm allocation)."""
     from .. import launcher
 
     run_dir = Path(run_dir)
@@ -153,9 +156,9 @@ def run_variant(lo: L.Layout, run_dir: Path, *, fsync: bool = True, evict: str =
             "steps": list(range(1, checkpoints + 1)), "pause_s": pause_s, "fsync": fsync,
             "direct": direct}
     try:
-        w = launcher.call(RANK_PROGRAM, {**spec, "op": "write"}, lo.ranks, pool=pool)
+        w = launcher.call(RANK_PROGRAM, {**spec, "op": "write"}, lo.ranks, nodes, pool)
         ev = cache.evict([run_dir], evict, label=label or str(run_dir))
-        r = launcher.call(RANK_PROGRAM, {**spec, "op": "read"}, lo.ranks, pool=pool)
+        r = launcher.call(RANK_PROGRAM, {**spec, "op": "read"}, lo.ranks, nodes, pool)
     finally:
         if not keep:
             shutil.rmtree(run_dir, ignore_errors=True)
