@@ -63,10 +63,10 @@ def _save(path: Path, f, gen, fsync: bool, t_base: float) -> dict:
     with open(path, "wb") as fh:
         torch.save(state, fh)
         fh.flush()
-        t1 = time.perf_counter()
+        t1 = t2 = time.perf_counter()
         if fsync:
             os.fsync(fh.fileno())
-        t2 = time.perf_counter()
+            t2 = time.perf_counter()
     t3 = time.perf_counter()
     del state
     return {"t_open": t0 - t_base, "t_close": t3 - t_base, "open_to_close_s": t3 - t0,
