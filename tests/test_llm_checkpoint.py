@@ -156,3 +156,25 @@ def test_burst_buffer_stalls_when_the_drain_lags(tmp_path):
     assert k1["wait_s"].iloc[1:].min() > 0.1                     # keep 1: waits for the drain
     assert B.smallest_keep(df) == 2
     assert not any(fast.iterdir()) and not any(slow.iterdir())
+
+
+def test_bound_verdict_against_fio_and_none_for_cache_served_reads():
+    import pandas as pd
+
+    from experiments.emulator import llm_checkpoint as C, llm_report as R
+
+    rows = [{"tier": "disk", "variant": v, "read": rd, "op": op, "step": k, "rank": r,
+             "io_s": 1.0, "bytes": C.GiB // 2, "cpu_s": 0.95}
+            for v, rd in (("fsync", "cold"), ("no-fsync", "cache-served")) for op in ("write", "read")
+            for k in (1, 2) for r in (0, 1)]
+    per, run = R.summarize(pd.DataFrame(rows))
+    fio = pd.DataFrame({"tier": "disk", "job": ["seqwrite", "seqread"], "bw_MBps": [1000.0, 5000.0]})
+    b = R.bounds(run, pd.DataFrame(rows), fio).set_index(["variant", "op"])
+    # 1 GiB/s against fio's 1,000 MB/s: the storage's pace
+    assert b.loc[("fsync", "write"), "bound"] == "storage"
+    assert b.loc[("fsync", "write"), "client_fraction_of_fio"] == pytest.approx(1.0737, rel=1e-3)
+    # 0.21 of fio's read with every rank's one thread at 95 % of a core: the client's CPU
+    assert b.loc[("fsync", "read"), "bound"] == "client"
+    assert b.loc[("no-fsync", "read"), "bound"] == "no verdict"
+    rows_ = R.engineer_rows(b.reset_index(), "llama3-8b")
+    assert len(rows_) == 3 and rows_["workload"].str.startswith("llama3-8b checkpoint").all()

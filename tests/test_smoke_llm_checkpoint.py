@@ -26,6 +26,10 @@ def test_llm_checkpoint_wrote_every_variant_with_its_residency(stage_results):
     assert s.loc[("disk", "no-fsync", "read"), "verdict"].startswith("no storage verdict")
     assert s.loc[("mem", "fsync", "read"), "read"] == "cache-served"   # memory cannot be evicted
     assert (s["run_throughput_GiBps"] > 0).all()
+    # the bound verdict against fio's sequential jobs where the storage was reached, none elsewhere
+    assert s.loc[("disk", "no-fsync", "read"), "bound"] == "no verdict"
+    assert set(s.loc[("disk", "fsync"), "bound"]) <= {"storage", "client", "undetermined"}
+    assert (s.loc[("disk", "fsync"), "fio_MBps"] > 0).all()
     per = pd.read_csv(d / "checkpoints.csv")
     assert (per["duration_s"] >= per["rank0_s"]).all()                # the slowest rank's
     env = json.loads((d / "env.json").read_text())

@@ -68,6 +68,53 @@ def summarize(steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return per, run
 
 
+JOB = {"write": "seqwrite", "read": "seqread"}   # the fio_baseline job a phase is judged against
+
+
+def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> pd.DataFrame:
+    """``run`` with the emulator's bound verdict (:func:`experiments.emulator.bound.verdict`) of
+    each phase that reached the storage: its run throughput against fio's sequential write or
+    read on the same tier (``fio_MBps``, ``client_fraction_of_fio``), a rank's busiest demand
+    (its CPU seconds over its I/O seconds: torch.save and torch.load run on the rank's one
+    thread; the median over checkpoints of the largest over ranks) and the ranks' share of the
+    host's cores. The timed part of a rank does nothing but I/O, so its data wait is all of it.
+    A cache-served phase gets no verdict."""
+    from ..claims import fio_MBps
+    from .bound import host_cores, verdict
+
+    s = steps.assign(demand=steps["cpu_s"] / steps["io_s"])
+    keys = ["tier", "variant", "read", "op"]
+    g = s.groupby(keys + ["step"])
+    per = pd.DataFrame({"busiest": g["demand"].max(),
+                        "share": g["cpu_s"].sum() / (g["io_s"].max() * host_cores())}).reset_index()
+    med = per.groupby(keys)[["busiest", "share"]].median()
+    rows = []
+    for _, r in run.iterrows():
+        mb = fio_MBps(fio, r["tier"], JOB[r["op"]])
+        ref = {"bytes_per_s": mb * 1e6, "how": f"fio_baseline {JOB[r['op']]} on tier {r['tier']}"}
+        m = med.loc[tuple(r[k] for k in keys)]
+        b, why, frac = (("no verdict", C.verdict(r["read"]), float("nan")) if r["verdict"] != "storage" else
+                        verdict(r["run_throughput_GiBps"] * C.GiB, ref, 1.0, m["busiest"], m["share"],
+                                "main thread"))
+        rows.append({"fio_MBps": mb, "client_fraction_of_fio": frac, "bound": b, "bound_why": why,
+                     "busiest_demand": m["busiest"], "cpu_share": m["share"]})
+    return pd.concat([run.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
+
+
+def engineer_rows(summary: pd.DataFrame, model: str) -> pd.DataFrame:
+    """The stage's phases that reached the storage as rows of the storage engineer's table
+    (:func:`experiments.emulator.bench.engineer_table`'s columns; no accelerators here)."""
+    s = summary[summary["bound"] != "no verdict"]
+    return pd.DataFrame({
+        "tier": s["tier"], "workload": f"{model} checkpoint " + s["op"] + " (" + s["variant"] + ")",
+        "compute_model": "none", "max_accelerators": float("nan"), "limit_of": s["bound"],
+        "client_cold_MBps": s["run_throughput_GiBps"] * C.GiB / 1e6, "fio_cold_MBps": s["fio_MBps"],
+        "client_fraction_of_fio_cold": s["client_fraction_of_fio"], "bound": s["bound"],
+        "where_time_went": [f"torch.{'save' if o == 'write' else 'load'}: the busiest rank used "
+                            f"{d:.0%} of a core over its I/O" for o, d in zip(s["op"], s["busiest_demand"])],
+        "stopped_because": ""})
+
+
 def burst_buffer(cfg, tiers: dict[str, Path]) -> pd.DataFrame:
     """The burst buffer's stalls (:func:`.llm_burst_buffer.stalls`) with the stage's layout."""
     b = cfg.burst_buffer
