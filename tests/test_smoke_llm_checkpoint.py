@@ -21,7 +21,7 @@ def test_llm_checkpoint_wrote_every_variant_with_its_residency(stage_results):
     w = raw[raw["op"] == "write"]
     assert (w.loc[w["variant"] != "no-fsync", "fsync_s"] > 0).all()
     assert (w.loc[w["variant"] == "no-fsync", "fsync_s"] == 0).all()
-    s = pd.read_csv(d / "summary.csv").set_index(["tier", "variant", "op"])
+    s = pd.read_csv(d / "summary.csv").set_index(["tier", "variant", "op"]).sort_index()
     assert s.loc[("disk", "fsync", "read"), "read"] == "cold"
     assert s.loc[("disk", "no-fsync", "read"), "verdict"].startswith("no storage verdict")
     assert s.loc[("mem", "fsync", "read"), "read"] == "cache-served"   # memory cannot be evicted
