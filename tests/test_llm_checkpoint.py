@@ -164,7 +164,7 @@ def test_bound_verdict_against_fio_and_none_for_cache_served_reads():
     from experiments.emulator import llm_checkpoint as C, llm_report as R
 
     rows = [{"tier": "disk", "variant": v, "read": rd, "op": op, "step": k, "rank": r,
-             "io_s": 1.0, "bytes": C.GiB // 2, "cpu_s": 0.95}
+             "io_s": 1.0, "bytes": C.GiB // 2, "cpu_s": 0.5, "demand_s": 0.95}
             for v, rd in (("fsync", "cold"), ("no-fsync", "cache-served")) for op in ("write", "read")
             for k in (1, 2) for r in (0, 1)]
     per, run = R.summarize(pd.DataFrame(rows))
@@ -173,7 +173,7 @@ def test_bound_verdict_against_fio_and_none_for_cache_served_reads():
     # 1 GiB/s against fio's 1,000 MB/s: the storage's pace
     assert b.loc[("fsync", "write"), "bound"] == "storage"
     assert b.loc[("fsync", "write"), "client_fraction_of_fio"] == pytest.approx(1.0737, rel=1e-3)
-    # 0.21 of fio's read with every rank's one thread at 95 % of a core: the client's CPU
+    # 0.21 of fio's read with every rank's one thread wanting 95 % of a core: the client's CPU
     assert b.loc[("fsync", "read"), "bound"] == "client"
     assert b.loc[("no-fsync", "read"), "bound"] == "no verdict"
     rows_ = R.engineer_rows(b.reset_index(), "llama3-8b")

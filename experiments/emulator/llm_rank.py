@@ -20,8 +20,9 @@ state is in memory at a time: the peak RSS (``ru_maxrss``) is recorded.
 Each rank's row: ``rank``, ``host``, ``peak_rss_bytes`` and ``files``, one dict per file and
 checkpoint (``step``, ``file``, ``kind``, ``bytes`` on disk, ``t_open``/``t_close`` in s from the
 checkpoint's start barrier, ``open_to_close_s``, ``fsync_s``, ``gen_s``, ``cpu_s``: the rank's CPU
-seconds from open to close), and ``steps``, one dict per checkpoint (``step``, ``io_s``,
-``dir_fsync_s``, ``span_s``: first open to last close, ``bytes``, ``cpu_s``).
+seconds from open to close, ``demand_s``: its thread's on-CPU and run-queue seconds), and
+``steps``, one dict per checkpoint (``step``, ``io_s``, ``dir_fsync_s``, ``span_s``: first open
+to last close, ``bytes``, ``cpu_s``, ``demand_s``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ from pathlib import Path
 
 _ALIGN = 4096
 _CHUNK = 8 << 20
+
+
+def _demand() -> float:
+    """This thread's on-CPU plus run-queue seconds so far (``/proc/thread-self/schedstat``): what
+    it wanted of a core, waiting for one included; its CPU time where schedstat is missing."""
+    try:
+        on, queued = open("/proc/thread-self/schedstat").read().split()[:2]
+        return (int(on) + int(queued)) / 1e9
+    except (OSError, ValueError):
+        return time.thread_time()
 
 
 def _state(f, gen) -> dict:
@@ -60,7 +71,7 @@ def _save(path: Path, f, gen, fsync: bool, t_base: float) -> dict:
 
     g0 = time.perf_counter()
     state = _state(f, gen)
-    c0, t0 = time.process_time(), time.perf_counter()
+    d0, c0, t0 = _demand(), time.process_time(), time.perf_counter()
     with open(path, "wb") as fh:
         torch.save(state, fh)
         fh.flush()
@@ -68,10 +79,10 @@ def _save(path: Path, f, gen, fsync: bool, t_base: float) -> dict:
         if fsync:
             os.fsync(fh.fileno())
             t2 = time.perf_counter()
-    t3, c3 = time.perf_counter(), time.process_time()
+    t3, c3, d3 = time.perf_counter(), time.process_time(), _demand()
     del state
     return {"t_open": t0 - t_base, "t_close": t3 - t_base, "open_to_close_s": t3 - t0,
-            "fsync_s": t2 - t1, "gen_s": t0 - g0, "cpu_s": c3 - c0}
+            "fsync_s": t2 - t1, "gen_s": t0 - g0, "cpu_s": c3 - c0, "demand_s": d3 - d0}
 
 
 def _read_direct(path: Path) -> bytes | memoryview:
@@ -94,16 +105,16 @@ def _read_direct(path: Path) -> bytes | memoryview:
 def _load(path: Path, direct: bool, t_base: float) -> dict:
     import torch
 
-    c0, t0 = time.process_time(), time.perf_counter()
+    d0, c0, t0 = _demand(), time.process_time(), time.perf_counter()
     if direct:
         state = torch.load(io.BytesIO(_read_direct(path)), weights_only=True)
     else:
         state = torch.load(path, weights_only=True)
-    t1, c1 = time.perf_counter(), time.process_time()
+    t1, c1, d1 = time.perf_counter(), time.process_time(), _demand()
     assert state, f"{path}: empty checkpoint file"
     del state
     return {"t_open": t0 - t_base, "t_close": t1 - t_base, "open_to_close_s": t1 - t0,
-            "fsync_s": 0.0, "gen_s": 0.0, "cpu_s": c1 - c0}
+            "fsync_s": 0.0, "gen_s": 0.0, "cpu_s": c1 - c0, "demand_s": d1 - d0}
 
 
 def work(world, spec: dict) -> dict:
@@ -138,7 +149,8 @@ def work(world, spec: dict) -> dict:
         out_steps.append({"step": step, "io_s": io_s, "dir_fsync_s": dir_s,
                           "span_s": (rows[-1]["t_close"] - rows[0]["t_open"]) + dir_s if rows else 0.0,
                           "bytes": sum(r["bytes"] for r in rows),
-                          "cpu_s": sum(r["cpu_s"] for r in rows)})
+                          "cpu_s": sum(r["cpu_s"] for r in rows),
+                          "demand_s": sum(r["demand_s"] for r in rows)})
     world.Barrier()
     return {"rank": rank, "host": socket.gethostname(), "op": spec["op"],
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,

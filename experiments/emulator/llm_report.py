@@ -75,14 +75,14 @@ def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> 
     """``run`` with the emulator's bound verdict (:func:`experiments.emulator.bound.verdict`) of
     each phase that reached the storage: its run throughput against fio's sequential write or
     read on the same tier (``fio_MBps``, ``client_fraction_of_fio``), a rank's busiest demand
-    (its CPU seconds over its I/O seconds: torch.save and torch.load run on the rank's one
-    thread; the median over checkpoints of the largest over ranks) and the ranks' share of the
-    host's cores. The timed part of a rank does nothing but I/O, so its data wait is all of it.
+    (its thread's on-CPU and run-queue seconds over its I/O seconds: torch.save and torch.load
+    run on the rank's one thread; the median over checkpoints of the largest over ranks) and the
+    ranks' CPU share of the host's cores. The timed part of a rank does nothing but I/O, so its data wait is all of it.
     A cache-served phase gets no verdict."""
     from ..claims import fio_MBps
     from .bound import host_cores, verdict
 
-    s = steps.assign(demand=steps["cpu_s"] / steps["io_s"])
+    s = steps.assign(demand=steps["demand_s"] / steps["io_s"])
     keys = ["tier", "variant", "read", "op"]
     g = s.groupby(keys + ["step"])
     per = pd.DataFrame({"busiest": g["demand"].max(),
@@ -110,7 +110,7 @@ def engineer_rows(summary: pd.DataFrame, model: str) -> pd.DataFrame:
         "compute_model": "none", "max_accelerators": float("nan"), "limit_of": s["bound"],
         "client_cold_MBps": s["run_throughput_GiBps"] * C.GiB / 1e6, "fio_cold_MBps": s["fio_MBps"],
         "client_fraction_of_fio_cold": s["client_fraction_of_fio"], "bound": s["bound"],
-        "where_time_went": [f"torch.{'save' if o == 'write' else 'load'}: the busiest rank used "
+        "where_time_went": [f"torch.{'save' if o == 'write' else 'load'}: the busiest rank wanted "
                             f"{d:.0%} of a core over its I/O" for o, d in zip(s["op"], s["busiest_demand"])],
         "stopped_because": ""})
 
