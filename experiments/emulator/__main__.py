@@ -426,6 +426,8 @@ def cmd_checkpoint(a) -> int:
               f"({here} ranks of {n['per_rank_memory_bytes'] / 1e6:.0f} MB, {nodes} node(s))")
         return 0
     C.check(lo, run_dir, a.checkpoints, here, a.read_direct)
+    print(f"checkpoint: {a.checkpoints} checkpoints of {lo.total_bytes / 1e6:.1f} MB from {lo.ranks} "
+          f"ranks to {run_dir}, then the cache ({a.eviction}) and the reads", flush=True)
     out = Path(a.out).resolve() if a.out else paths.data_dir("emulator_runs") / f"llm-{a.model}-s{a.scale:g}"
     r = C.run_variant(lo, run_dir, fsync=not a.no_fsync, evict=a.eviction, direct=a.read_direct,
                       checkpoints=a.checkpoints, pause_s=a.pause_s, label=str(tier), nodes=nodes)
