@@ -121,7 +121,11 @@ def buffered(state: list, fast: Path, slow: Path, keep: int, interval_s: float, 
 
 def stalls(lo: L.Layout, fast: Path, slow: Path, keeps: list[int], interval_s: float,
            checkpoints: int, slow_MBps: float = 0) -> pd.DataFrame:
-    """One row per checkpoint: direct to ``slow``, then through the burst buffer for each keep."""
+    """One row per checkpoint: direct to ``slow``, then through the burst buffer for each keep.
+    Stops first (ConfigError) when the fast tier cannot hold one checkpoint or the slow tier
+    all of them."""
+    bb.CheckpointManager(fast, slow, run="llm-bb-check", keep=max(keeps)).check(
+        lo.total_bytes + sum(map(len, lo.files)) * (64 << 10), checkpoints)
     state = states(lo)
     rows = direct(state, slow, interval_s, checkpoints, slow_MBps)
     for k in keeps:
