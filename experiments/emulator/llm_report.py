@@ -33,14 +33,27 @@ VARIANTS = {"fsync": dict(fsync=True, evict="auto", direct=False),
             "direct": dict(fsync=True, evict="auto", direct=True)}
 
 
+def check(cfg, tiers: dict[str, Path]) -> None:
+    """Stop before any work (ConfigError, one line) when a tier of the stage cannot take its
+    checkpoints (:func:`.llm_checkpoint.check`: writable, disk, memory) or the burst buffer's
+    fast tier one checkpoint and its slow tier all of them."""
+    lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
+    for t in cfg.tiers:
+        C.check(lo, tiers[t] / "llm_checkpoint", cfg.checkpoints, direct=cfg.read_direct)
+    b = cfg.burst_buffer
+    blo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
+    from ..chien.burst_buffer import CheckpointManager
+    CheckpointManager(tiers[b.fast], tiers[b.slow], run="llm-bb-check", keep=max(b.keeps)).check(
+        blo.total_bytes + sum(map(len, blo.files)) * C.HEADER_BYTES, b.checkpoints)
+
+
 def measure(cfg, tiers: dict[str, Path], seed: int = 0, progress=print) -> dict:
     """Every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder), one pool of
     ranks for all; ``files``, ``steps`` (labelled by tier and variant) and ``evictions``."""
     from .. import cache, launcher
 
     lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
-    for t in cfg.tiers:
-        C.check(lo, tiers[t] / "llm_checkpoint", cfg.checkpoints)
+    check(cfg, tiers)
     files, steps, evs = [], [], []
     with launcher.RankPool(lo.ranks, C.RANK_PROGRAM) as pool:
         for t in cfg.tiers:
