@@ -80,11 +80,10 @@ class LLMCheckpointConfig(Section):
 # ------------------------------------------------------------------------------ checks
 
 def mem_available() -> int:
-    """MemAvailable of /proc/meminfo, in bytes."""
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    """Memory available to new processes on this host (``MemAvailable``, through psutil), B."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
 
 
 def needs(lo: L.Layout, checkpoints: int, ranks_here: int | None = None,
