@@ -52,9 +52,10 @@ default: setup
 # console, every line in data/bench/<module>.stderr.log (experiments/quietrun.py)
 # First the stale stages the tables read: tf.data and fio (experiments.bench), the traced
 # comparison with its workload data, compute model and checkpoint patterns
-# (experiments.sidebyside.bench); from a fresh clone most of the thesis's stages run first.
+# (experiments.sidebyside.bench) and LLM checkpointing (its rows in the storage engineer's table);
+# from a fresh clone most of the thesis's stages run first.
 bench: setup
-	$(RUN) dvc repro tfdata_read_report traced_comparison
+	$(RUN) dvc repro tfdata_read_report traced_comparison llm_checkpoint
 	$(RUN) python -m experiments.quietrun python -m experiments.bench
 	$(RUN) python -m experiments.quietrun python -m experiments.trace.bench
 	$(RUN) python -m experiments.quietrun python -m experiments.sidebyside.bench

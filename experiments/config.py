@@ -49,6 +49,7 @@ SECTIONS: dict[str, str] = {
     "tracing_patterns": "experiments.trace.stage:TracingPatternsConfig",
     "emulator": "experiments.emulator.config:EmulatorSection",
     "traced_comparison": "experiments.sidebyside.settings:TracedComparisonConfig",
+    "llm_checkpoint": "experiments.emulator.llm_checkpoint:LLMCheckpointConfig",
 }
 
 

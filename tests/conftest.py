@@ -89,7 +89,7 @@ def apart_from(stage: str, running) -> bool:
 HINT_S = {"traced_comparison": 150, "workload_sleep": 100, "emulator_patterns": 70,
           "workload_random": 60, "dlrm": 50, "bert": 45, "tracing_patterns": 30, "blog": 30,
           "workload_fits": 25, "unet3d": 25, "workload_validation": 25, "alexnet_prefetch": 20,
-          "alexnet_checkpoint": 20, "tfdata_read": 15}
+          "alexnet_checkpoint": 20, "tfdata_read": 15, "llm_checkpoint": 30}
 
 
 def critical_path(deps: dict[str, set[str]]) -> dict[str, float]:
@@ -300,7 +300,8 @@ def _needs_smoke(item) -> bool:
 # one of the first stages, and overlap the rest of the pipeline instead of following it. Tests
 # that read the whole run (every stage, the log, the claims table) come last.
 SMOKE_ORDER = ["test_smoke_emulator.py", "test_smoke_workloads.py", "test_smoke_traced_comparison.py",
-               "test_smoke_alexnet.py", "test_smoke_deepio_lmdbio_blog.py", "test_smoke_tracing.py",
+               "test_smoke_alexnet.py", "test_smoke_llm_checkpoint.py", "test_smoke_deepio_lmdbio_blog.py",
+               "test_smoke_tracing.py",
                "test_smoke_pipeline.py", "test_smoke_first_hour.py"]
 
 

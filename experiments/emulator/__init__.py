@@ -18,6 +18,12 @@ Public API (imported lazily, so ``from experiments.emulator import checkpoint`` 
     emulator.datasize("unet3d", None, accelerators=8, batch_size=4)
     pat, rows = emulator.derive_pattern(trace, checkpoint_dir, "dlrm", ranks=2, app_log=run_dir)
 
+LLM checkpointing as MLPerf Storage defines it (llama3 8B to 1T, DeepSpeed's files, fsync,
+reads kept off the page cache, the burst buffer in front): :mod:`.llm_layout` (the files),
+:mod:`.llm_rank` (an MPI rank), :mod:`.llm_checkpoint` (a run, its checks and metrics),
+:mod:`.llm_burst_buffer`, :mod:`.llm_report` (the ``llm_checkpoint`` stage); ``python -m
+experiments.emulator checkpoint --help``.
+
 Command line: ``python -m experiments.emulator --help``.
 """
 

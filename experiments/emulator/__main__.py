@@ -11,6 +11,8 @@
         --checkpoint data/checkpoints/dlrm --app-log RUN_DIR --ranks 2 -o my_patterns.json
     python -m experiments.emulator pattern show traced
     python -m experiments.emulator bench                            # zero compute vs fio, per tier
+    python -m experiments.emulator checkpoint --model llama3-8b --tier /mnt/nvme/ckpt \\
+        --scale 64 --checkpoints 10 [--ranks 8] [--dry-run] [--no-fsync] [--read-direct]
 
 Across machines (UNET3D, DLRM) run the same ``run`` on every node with ``--nnodes N
 --node-rank K --rdzv-endpoint HOST:PORT`` and one ``--out`` folder on a shared file system;
@@ -202,7 +204,38 @@ class SummarizeArgs(_Args):
         return v
 
 
-MODELS = {"run": RunOnlyArgs, "max-accelerators": SearchArgs, "datasize": DatasizeArgs,
+class CheckpointArgs(_Args):
+    """``checkpoint``: LLM checkpointing as MLPerf Storage defines it (:mod:`.llm_checkpoint`)."""
+
+    model: _Name
+    tier: _Name
+    ranks: int | None = Field(None, ge=1, le=65536)
+    scale: float = Field(1.0, ge=1)
+    checkpoints: int = Field(10, ge=1, le=1000)
+    pause_s: float = Field(0.0, ge=0)
+    eviction: Literal["auto", "drop_caches", "fadvise", "none"] = "auto"
+    nodes: int | None = Field(None, ge=1, le=4096)
+    out: _Name | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v):
+        from .llm_layout import MODELS as LLMS
+
+        if v not in LLMS:
+            raise ValueError(f"unknown model; allowed: {', '.join(LLMS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _ranks(self):
+        from .llm_layout import MODELS as LLMS, check_ranks
+
+        if self.ranks is not None:
+            check_ranks(LLMS[self.model], self.ranks)   # ValueError: names --ranks and what divides
+        return self
+
+
+MODELS = {"checkpoint": CheckpointArgs, "run": RunOnlyArgs, "max-accelerators": SearchArgs, "datasize": DatasizeArgs,
           "pattern": PatternArgs, "summarize": SummarizeArgs, "gather": GatherArgs}
 
 
@@ -371,6 +404,39 @@ def cmd_summarize(a) -> int:
     return 0
 
 
+def cmd_checkpoint(a) -> int:
+    from . import llm_checkpoint as C, llm_layout as L
+    from .. import paths
+
+    from .. import launcher
+
+    lo = L.layout(a.model, a.ranks, a.scale)
+    nodes = a.nodes or launcher.allocation_nodes()
+    launcher.check_nodes([nodes], "--nodes")
+    if nodes > lo.ranks:
+        raise ConfigError(f"--nodes = {nodes}: more nodes than the {lo.ranks} ranks; allowed: 1..{lo.ranks}")
+    here = -(-lo.ranks // nodes)   # ranks a node, dealt in blocks
+    tier = paths.resolve(a.tier)
+    run_dir = tier / f"llm-{a.model}"
+    if a.dry_run:
+        print(L.describe(lo, L.layout(a.model, a.ranks) if a.scale != 1 else None))
+        n = C.needs(lo, a.checkpoints, here, direct=a.read_direct)
+        print(f"  this run needs: {n['disk_bytes'] / 1e9:.3f} GB of disk in {run_dir} "
+              f"({a.checkpoints} checkpoints), {n['memory_bytes'] / 1e9:.2f} GB of memory a node "
+              f"({here} ranks of {n['per_rank_memory_bytes'] / 1e6:.0f} MB, {nodes} node(s))")
+        return 0
+    C.check(lo, run_dir, a.checkpoints, here, a.read_direct)
+    print(f"checkpoint: {a.checkpoints} checkpoints of {lo.total_bytes / 1e6:.1f} MB from {lo.ranks} "
+          f"ranks to {run_dir}, then the cache ({a.eviction}) and the reads", flush=True)
+    out = Path(a.out).resolve() if a.out else paths.data_dir("emulator_runs") / f"llm-{a.model}-s{a.scale:g}"
+    r = C.run_variant(lo, run_dir, fsync=not a.no_fsync, evict=a.eviction, direct=a.read_direct,
+                      checkpoints=a.checkpoints, pause_s=a.pause_s, label=str(tier), nodes=nodes)
+    C.write_run(out, lo, r)
+    print((out / "summary.md").read_text())
+    print(f"results: {out}")
+    return 0
+
+
 def _common(p) -> None:
     p.add_argument("workload", help="unet3d, bert or dlrm")
     p.add_argument("-B", "--batch-size", type=int, default=None,
@@ -442,6 +508,24 @@ def main(argv=None) -> int:
                        "run and summarize it (the batch script's last step)")
     p.add_argument("run_dir")
     p.set_defaults(fn=cmd_gather)
+    p = sub.add_parser("checkpoint", help="LLM checkpointing as MLPerf Storage defines it (llama3 "
+                       "8B..1T, DeepSpeed files, torch.save + fsync, reads off the page cache)")
+    p.add_argument("--model", required=True, help="llama3-8b, llama3-70b, llama3-405b or llama3-1t")
+    p.add_argument("--tier", required=True, help="the folder to write the checkpoints in")
+    p.add_argument("--ranks", type=int, default=None, help="MPI ranks (default: the rules' count)")
+    p.add_argument("--scale", type=float, default=1.0, help="divide every tensor by this (>= 1)")
+    p.add_argument("--checkpoints", type=int, default=10, help="written, then read back (rules: 10)")
+    p.add_argument("--pause-s", type=float, default=0.0, help="untimed pause before each checkpoint")
+    p.add_argument("--eviction", default="auto", help="before the reads: auto, drop_caches, fadvise "
+                   "or none (reads then likely served from the page cache, and flagged)")
+    p.add_argument("--dry-run", action="store_true", help="print the layout and what the run needs")
+    p.add_argument("--no-fsync", action="store_true", help="no fsync of files and folders (what a "
+                   "benchmark that forgets it measures)")
+    p.add_argument("--read-direct", action="store_true", help="read with O_DIRECT, then torch.load")
+    p.add_argument("--nodes", type=int, default=None, help="nodes of the Slurm allocation to run the "
+                   "ranks on (srun; default: all of them, 1 off Slurm)")
+    p.add_argument("--out", default=None, help="results folder (default data/emulator_runs/llm-...)")
+    p.set_defaults(fn=cmd_checkpoint)
     sub.add_parser("bench", help="emulator with zero compute vs fio on the same files, per tier "
                    "(bench --help for its options)")
     a = ap.parse_args(argv)

@@ -101,6 +101,20 @@ def stage_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def llm_checkpoint_rows() -> pd.DataFrame:
+    """The ``llm_checkpoint`` stage's phases that reached the storage, as rows of the storage
+    engineer's table (:func:`experiments.emulator.llm_report.engineer_rows`); empty when that
+    stage has not run."""
+    from .. import results
+    from ..emulator import llm_report
+
+    try:
+        s, env = results.load("llm_checkpoint"), results.load("llm_checkpoint", "env.json")
+    except FileNotFoundError:
+        return pd.DataFrame()
+    return llm_report.engineer_rows(s, env["layout"]["model"])
+
+
 def max_accelerators_table(tiers, workloads, limit: int, out_root: Path) -> pd.DataFrame:
     """Per tier, workload and compute model: the most emulated accelerators at AU >= 90 %
     (searched up to ``limit``), at the traced_comparison point's batch size."""
@@ -173,7 +187,9 @@ def main(argv=None) -> int:
         with pd.option_context(*sum(wide.items(), ())):
             print(m.to_string(index=False))
         if not a.skip_client:
-            print("\n" + emu_bench.engineer_markdown(emu_bench.engineer_table(m, load)))
+            # and LLM checkpointing's write and read phases, from results/llm_checkpoint
+            t = pd.concat([emu_bench.engineer_table(m, load), llm_checkpoint_rows()], ignore_index=True)
+            print("\n" + emu_bench.engineer_markdown(t))
     import shutil
 
     shutil.rmtree(out, ignore_errors=True)          # the runs' folders; the tables are printed

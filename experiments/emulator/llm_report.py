@@ -1,0 +1,257 @@
+"""The ``llm_checkpoint`` stage (notebook 53): measure the LLM checkpoint workload on each tier
+in its variants, the burst buffer in front, and report it with claims.
+
+Variants per tier (:func:`measure`), each a run of :func:`.llm_checkpoint.run_variant`:
+
+- ``fsync``: writes with fsync of files and folder; the cache evicted before the reads
+  (``cold`` reads; a memory-backed tier cannot be evicted and is flagged ``cache-served``);
+- ``no-fsync``: writes without fsync (what a benchmark that forgets it measures); the reads
+  right after, cache not dropped (``cache-served``, as DLIO's issue 277 found);
+- ``direct`` (``read_direct``, tiers that are not memory-backed): as ``fsync``, reads with
+  O_DIRECT.
+
+Claims (``extension``: MLPerf Storage's checkpointing, not one of the five papers): how much a
+missing fsync inflates the write throughput, how much a cache-served read phase inflates the
+read throughput (each a ratio of the per-checkpoint medians with its bootstrap interval, on the
+storage tier), the burst buffer's stall against writing to the slow tier directly, and a check
+that the layout's full-size totals match the published sizes. Units: GiB/s = 2^30 B/s, s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import claims as C_, stats
+from . import llm_burst_buffer as B, llm_checkpoint as C, llm_layout as L
+
+SOURCE = "MLPerf Storage v2.0 checkpointing (extension)"
+VARIANTS = {"fsync": dict(fsync=True, evict="auto", direct=False),
+            "no-fsync": dict(fsync=False, evict="none", direct=False),
+            "direct": dict(fsync=True, evict="auto", direct=True)}
+
+
+def check(cfg, tiers: dict[str, Path]) -> None:
+    """Stop before any work (ConfigError, one line) when a tier of the stage cannot take its
+    checkpoints (:func:`.llm_checkpoint.check`: writable, disk, memory) or the burst buffer's
+    fast tier one checkpoint and its slow tier all of them."""
+    lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
+    for t in cfg.tiers:
+        C.check(lo, tiers[t] / "llm_checkpoint", cfg.checkpoints, direct=cfg.read_direct)
+    b = cfg.burst_buffer
+    blo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
+    from ..chien.burst_buffer import CheckpointManager
+    CheckpointManager(tiers[b.fast], tiers[b.slow], run="llm-bb-check", keep=max(b.keeps)).check(
+        blo.total_bytes + sum(map(len, blo.files)) * C.HEADER_BYTES, b.checkpoints)
+
+
+def measure(cfg, tiers: dict[str, Path], seed: int = 0, progress=print) -> dict:
+    """Every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder), one pool of
+    ranks for all; ``files``, ``steps`` (labelled by tier and variant) and ``evictions``."""
+    from .. import cache, launcher
+
+    lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
+    check(cfg, tiers)
+    files, steps, evs = [], [], []
+    with launcher.RankPool(lo.ranks, C.RANK_PROGRAM) as pool:
+        for t in cfg.tiers:
+            mem = cache.memory_backed(tiers[t])
+            for v, kw in VARIANTS.items():
+                if v == "direct" and (mem or not cfg.read_direct):
+                    continue
+                progress(f"llm_checkpoint: tier {t}, {v}: {cfg.checkpoints} checkpoints of "
+                         f"{lo.total_bytes / 1e6:.1f} MB from {lo.ranks} ranks")
+                r = C.run_variant(lo, tiers[t] / "llm_checkpoint", checkpoints=cfg.checkpoints,
+                                  pause_s=cfg.pause_s, seed=seed, pool=pool, label=t, tier=t,
+                                  variant=v, **kw)
+                files.append(r["files"])
+                steps.append(r["steps"])
+                evs.append({"tier": t, "variant": v, "read": r["read"], **r["eviction"]})
+    return {"layout": lo, "files": pd.concat(files, ignore_index=True),
+            "steps": pd.concat(steps, ignore_index=True), "evictions": pd.DataFrame(evs)}
+
+
+def summarize(steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per checkpoint and per run (tier, variant, phase) metrics (:func:`.llm_checkpoint.metrics`),
+    with the read mode and the phase's verdict."""
+    per, run = C.metrics(steps, ["tier", "variant", "read"])
+    run["verdict"] = [C.verdict(r) if op == "read" else "storage" for r, op in zip(run["read"], run["op"])]
+    return per, run
+
+
+JOB = {"write": "seqwrite", "read": "seqread"}   # the fio_baseline job a phase is judged against
+
+
+def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> pd.DataFrame:
+    """``run`` with the emulator's bound verdict (:func:`experiments.emulator.bound.verdict`) of
+    each phase that reached the storage: its run throughput against fio's sequential write or
+    read on the same tier (``fio_MBps``, ``client_fraction_of_fio``), a rank's busiest demand
+    (its thread's on-CPU and run-queue seconds over its I/O seconds: torch.save and torch.load
+    run on the rank's one thread; the median over checkpoints of the largest over ranks) and the
+    ranks' CPU share of the host's cores. The timed part of a rank does nothing but I/O, so its data wait is all of it.
+    A cache-served phase gets no verdict."""
+    from ..claims import fio_MBps
+    from .bound import host_cores, verdict
+
+    s = steps.assign(demand=steps["demand_s"] / steps["io_s"])
+    keys = ["tier", "variant", "read", "op"]
+    g = s.groupby(keys + ["step"])
+    per = pd.DataFrame({"busiest": g["demand"].max(),
+                        "share": g["cpu_s"].sum() / (g["io_s"].max() * host_cores())}).reset_index()
+    med = per.groupby(keys)[["busiest", "share"]].median()
+    rows = []
+    for _, r in run.iterrows():
+        mb = fio_MBps(fio, r["tier"], JOB[r["op"]])
+        ref = {"bytes_per_s": mb * 1e6, "how": f"fio_baseline {JOB[r['op']]} on tier {r['tier']}"}
+        m = med.loc[tuple(r[k] for k in keys)]
+        b, why, frac = (("no verdict", C.verdict(r["read"]), float("nan")) if r["verdict"] != "storage" else
+                        verdict(r["run_throughput_GiBps"] * C.GiB, ref, 1.0, m["busiest"], m["share"],
+                                "main thread"))
+        rows.append({"fio_MBps": mb, "client_fraction_of_fio": frac, "bound": b, "bound_why": why,
+                     "busiest_demand": m["busiest"], "cpu_share": m["share"]})
+    return pd.concat([run.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
+
+
+def engineer_rows(summary: pd.DataFrame, model: str) -> pd.DataFrame:
+    """The stage's phases that reached the storage as rows of the storage engineer's table
+    (:func:`experiments.emulator.bench.engineer_table`'s columns; no accelerators here)."""
+    s = summary[summary["bound"] != "no verdict"]
+    return pd.DataFrame({
+        "tier": s["tier"], "workload": f"{model} checkpoint " + s["op"] + " (" + s["variant"] + ")",
+        "compute_model": "none", "max_accelerators": float("nan"), "limit_of": s["bound"],
+        "client_cold_MBps": s["run_throughput_GiBps"] * C.GiB / 1e6, "fio_cold_MBps": s["fio_MBps"],
+        "client_fraction_of_fio_cold": s["client_fraction_of_fio"], "bound": s["bound"],
+        "where_time_went": [f"torch.{'save' if o == 'write' else 'load'}: the busiest rank wanted "
+                            f"{d:.0%} of a core over its I/O" for o, d in zip(s["op"], s["busiest_demand"])],
+        "stopped_because": ""})
+
+
+def burst_buffer(cfg, tiers: dict[str, Path]) -> pd.DataFrame:
+    """The burst buffer's stalls (:func:`.llm_burst_buffer.stalls`) with the stage's layout."""
+    b = cfg.burst_buffer
+    lo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
+    return B.stalls(lo, tiers[b.fast], tiers[b.slow], b.keeps, b.interval_s, b.checkpoints, b.slow_MBps)
+
+
+def _ratio(per: pd.DataFrame, tier: str, op: str, num: str, den: str):
+    sel = lambda v: per[(per["tier"] == tier) & (per["op"] == op) & (per["variant"] == v)]["throughput_GiBps"]  # noqa: E731
+    a, b = sel(num).to_numpy(), sel(den).to_numpy()
+    if len(a) < 2 or len(b) < 2:
+        return float("nan"), None
+    return stats.ratio_of_medians(a, b)
+
+
+def claims(per: pd.DataFrame, evictions: pd.DataFrame, stalls: pd.DataFrame, storage: str) -> list[dict]:
+    """The stage's claims (module docstring), judged on the ``storage`` tier."""
+    out = []
+    v, ci = _ratio(per, storage, "write", "no-fsync", "fsync")
+    out.append(C_.claim(
+        "llm_ckpt_nofsync_inflates_writes", SOURCE, "write throughput",
+        f"writes without fsync report a higher checkpoint write throughput than with fsync of "
+        f"files and folder (tier {storage}; no-fsync over fsync, per-checkpoint medians)",
+        v, "x", "> 1", interval=ci, kind="finding", basis="extension",
+        note="DLIO's configs ask for fsync: True, but its loader stores it as checkpoint_sync "
+             "while the save reads checkpoint_fsync (default False), so it never fsyncs "
+             "(argonne-lcf/dlio_benchmark utils/config.py, checkpointing/base_checkpointing.py)",
+        why_not="the tier absorbs the writes at the rate it syncs them here"))
+    v, ci = _ratio(per, storage, "read", "no-fsync", "fsync")
+    e = evictions[(evictions["tier"] == storage) & (evictions["variant"] == "fsync")]
+    rf = float(e["resident_fraction"].iloc[0]) if len(e) and e["resident_fraction"].notna().all() else None
+    out.append(C_.claim(
+        "llm_ckpt_cache_inflates_reads", SOURCE, "read throughput",
+        f"reads right after the writes, cache not dropped, report a higher read throughput than "
+        f"reads after eviction (tier {storage}; cache-served over cold, per-checkpoint medians)",
+        v, "x", "> 1", interval=ci, kind="finding", basis="extension",
+        resident_fraction=rf, memory_backed=bool(len(e) and e["memory_backed"].all()),
+        note="dlio_benchmark issue 277: the whole checkpoint resident when the read phase starts",
+        why_not="torch.load's deserialization, not the device, bounds the reads here"))
+    d = stalls[stalls["mode"] == "direct"]["stall_s"].to_numpy()
+    k = B.smallest_keep(stalls)
+    bb = stalls[(stalls["mode"] == "burst buffer") & (stalls["keep"] == (k if k is not None else stalls["keep"].max()))]
+    v, ci = (stats.ratio_of_medians(d, bb["stall_s"].to_numpy()) if len(d) > 1 and len(bb) > 1
+             else (float("nan"), None))
+    out.append(C_.claim(
+        "llm_ckpt_burst_buffer_stall", SOURCE, "burst buffer",
+        "the burst buffer cuts the stall a checkpoint costs training (direct to the slow tier over "
+        f"through the fast tier, keep {k if k is not None else 'max'}; per-checkpoint medians)",
+        v, "x", "> 1", interval=ci, kind="finding", basis="extension",
+        note="Chien et al. Fig 9 at LLM scale: the crash-safe drain of chien/burst_buffer.py",
+        why_not="the fast tier is not faster than the slow one for these files here"))
+    err = max(abs(L.layout(n).total_bytes / 2**30 / g - 1) for n, g in L.PUBLISHED_GIB.items())
+    out.append(C_.claim(
+        "llm_ckpt_layout_totals", SOURCE, "layout",
+        "the layout's full-size checkpoint totals match the published 8B, 70B, 405B sizes "
+        "(largest relative difference)", err, "fraction", "<= 0.01", kind="check",
+        note="105, 912 and 5,292 GiB (the rules' 'GB' and '5.29 TB' are binary, in thousands of GiB)"))
+    return out
+
+
+# ------------------------------------------------------------------------------ figures
+
+def plot_throughput(run: pd.DataFrame):
+    """Run throughput (the rules') per tier, phase and variant; DLIO's rank-0 mean as a dot."""
+    import matplotlib.pyplot as plt
+
+    run = run.assign(what=run["op"] + " " + run["variant"] + " (" + np.where(run["op"] == "read", run["read"], "") + ")")
+    run["what"] = run["what"].str.replace(" ()", "", regex=False)
+    tiers = list(dict.fromkeys(run["tier"]))
+    whats = list(dict.fromkeys(run["what"]))
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    w = 0.8 / max(1, len(whats))
+    for i, wt in enumerate(whats):
+        s = run[run["what"] == wt].set_index("tier").reindex(tiers)
+        x = np.arange(len(tiers)) + i * w
+        ax.bar(x, s["run_throughput_GiBps"], w, label=wt)
+        ax.plot(x, s["dlio_rank0_mean_GiBps"], "k.", label="DLIO's rank-0 mean of rates" if i == 0 else None)
+    ax.set_xticks(np.arange(len(tiers)) + w * (len(whats) - 1) / 2, tiers)
+    ax.set_xlabel("tier")
+    ax.set_ylabel("run throughput, GiB/s")
+    ax.set_title("LLM checkpoint throughput (total bytes / total time)")
+    from .. import style
+    style.legend_beside(ax)
+    fig.tight_layout()
+    return fig
+
+
+def plot_timeline(files: pd.DataFrame, tier: str, variant: str = "fsync", step: int | None = None):
+    """Every rank's files of one checkpoint write: open to close, the fsync part darker."""
+    import matplotlib.pyplot as plt
+
+    f = files[(files["tier"] == tier) & (files["variant"] == variant) & (files["op"] == "write")]
+    step = step if step is not None else int(f["step"].max())
+    f = f[f["step"] == step]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * f["rank"].nunique() + 1.4))
+    colors = {"model": "C0", "optim": "C1"}
+    for _, r in f.iterrows():
+        ax.barh(r["rank"], r["t_close"] - r["t_open"] - r["fsync_s"], left=r["t_open"], color=colors[r["kind"]],
+                label=f"{r['kind']} file: torch.save")
+        ax.barh(r["rank"], r["fsync_s"], left=r["t_close"] - r["fsync_s"], color=colors[r["kind"]],
+                alpha=0.45, hatch="//", label=f"{r['kind']} file: fsync")
+    ax.set_xlabel("time from the checkpoint's barrier, s")
+    ax.set_ylabel("rank")
+    ax.invert_yaxis()
+    ax.set_title(f"one checkpoint write per rank (tier {tier}, checkpoint {step})")
+    from .. import style
+    style.legend_beside(ax)
+    fig.tight_layout()
+    return fig
+
+
+def plot_stalls(stalls: pd.DataFrame):
+    """Stall per checkpoint: direct to the slow tier and through the burst buffer per keep."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    s = stalls.assign(what=np.where(stalls["mode"] == "direct", "direct to the slow tier",
+                                    "burst buffer, keep " + stalls["keep"].fillna(0).astype(int).astype(str)))
+    for wt, g in s.groupby("what", sort=False):
+        ax.plot(g["step"], g["stall_s"], "o-", label=wt)
+    ax.set_xlabel("checkpoint")
+    ax.set_ylabel("stall, s")
+    ax.set_title("time training waits per checkpoint")
+    from .. import style
+    style.legend_beside(ax)
+    fig.tight_layout()
+    return fig
