@@ -39,7 +39,7 @@ from . import claims, paths
 # from themselves); `--stages` takes any of these
 MEASURING = ("fio_baseline", "tfdata_read", "deepio", "lmdbio", "blog", "alexnet_prefetch",
              "alexnet_checkpoint", "unet3d", "bert", "dlrm", "workload_sleep", "workload_random",
-             "tracing_patterns", "emulator_patterns", "traced_comparison")
+             "tracing_patterns", "emulator_patterns", "traced_comparison", "llm_checkpoint")
 COLUMNS = ["stage", "id", "value_1", "low_1", "high_1", "verdict_1", "value_2", "low_2", "high_2",
            "verdict_2", "agree", "covers", "disjoint", "same"]
 

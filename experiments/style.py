@@ -186,6 +186,9 @@ CATEGORIES: dict[str, tuple] = {
     "ranks": (1, 2, 4, 8, 16, 32, 64),                                # accelerators G
     "source": ("ours", "paper"),
     "fio_job": ("seqread", "seqwrite", "randread", "randread16k"),
+    "llm_variant": ("fsync", "no-fsync", "direct"),                   # LLM checkpointing's variants
+    "checkpoint_file": ("model", "optim"),
+    "bb_keep": ("direct", 1, 2, 3, 4, 5, 6, 7, 8),                    # straight to the slow tier, or keep k
 }
 _MARKERS = "osD^vP*X<>"
 _LINES = ("-", "--", ":", "-.")

@@ -1,4 +1,4 @@
-"""The LLM checkpoint stage (notebook 53) on the smoke profile: 8 ranks of llama3 8B at
+"""The LLM checkpoint stages (notebooks 55, 56) on the smoke profile: 8 ranks of llama3 8B at
 1/100,000, every tier and variant, the burst buffer; assertions on what it wrote."""
 
 import json
@@ -40,8 +40,9 @@ def test_llm_checkpoint_wrote_every_variant_with_its_residency(stage_results):
     assert env["launcher"]["launcher"] in ("mpiexec", "srun") and env["layout"]["ranks"] == 8
     bb = pd.read_csv(d / "burst_buffer.csv")
     assert set(bb["mode"]) == {"direct", "burst buffer"} and set(bb["keep"].dropna()) == {1, 2}
-    cl = {c["id"]: c for c in json.loads((d / "claims.json").read_text())}
+    rep = stage_results("llm_checkpoint_report")   # figures and claims, from what the stage wrote
+    cl = {c["id"]: c for c in json.loads((rep / "claims.json").read_text())}
     assert {c["basis"] for c in cl.values() if c["kind"] == "finding"} == {"extension"}
     assert cl["llm_ckpt_layout_totals"]["verdict"] == "holds"
     for f in ("llm_checkpoint_throughput", "llm_checkpoint_timeline", "llm_checkpoint_burst_buffer"):
-        assert (d / f"{f}.png").exists()
+        assert (rep / f"{f}.png").exists() and not (d / f"{f}.png").exists()

@@ -200,16 +200,21 @@ def plot_throughput(run: pd.DataFrame):
     whats = list(dict.fromkeys(run["what"]))
     fig, ax = plt.subplots(figsize=(8, 3.6))
     w = 0.8 / max(1, len(whats))
+    from .. import style
+
     for i, wt in enumerate(whats):
         s = run[run["what"] == wt].set_index("tier").reindex(tiers)
         x = np.arange(len(tiers)) + i * w
-        ax.bar(x, s["run_throughput_GiBps"], w, label=wt)
+        one = run[run["what"] == wt].iloc[0]
+        # colour: the variant; hatch: the phase (write; read cold; read served from the cache)
+        hatch = "" if one["op"] == "write" else ("//" if one["read"] == "cold" else "..")
+        ax.bar(x, s["run_throughput_GiBps"], w, label=wt, color=style.category("llm_variant", one["variant"])["color"],
+               hatch=hatch, edgecolor="0.2")
         ax.plot(x, s["dlio_rank0_mean_GiBps"], "k.", label="DLIO's rank-0 mean of rates" if i == 0 else None)
     ax.set_xticks(np.arange(len(tiers)) + w * (len(whats) - 1) / 2, tiers)
     ax.set_xlabel("tier")
     ax.set_ylabel("run throughput, GiB/s")
     ax.set_title("LLM checkpoint throughput (total bytes / total time)")
-    from .. import style
     style.legend_beside(ax)
     fig.tight_layout()
     return fig
@@ -222,8 +227,10 @@ def plot_timeline(files: pd.DataFrame, tier: str, variant: str = "fsync", step: 
     f = files[(files["tier"] == tier) & (files["variant"] == variant) & (files["op"] == "write")]
     step = step if step is not None else int(f["step"].max())
     f = f[f["step"] == step]
+    from .. import style
+
     fig, ax = plt.subplots(figsize=(8, 0.35 * f["rank"].nunique() + 1.4))
-    colors = {"model": "C0", "optim": "C1"}
+    colors = style.colors("checkpoint_file", ("model", "optim"))
     for _, r in f.iterrows():
         ax.barh(r["rank"], r["t_close"] - r["t_open"] - r["fsync_s"], left=r["t_open"], color=colors[r["kind"]],
                 label=f"{r['kind']} file: torch.save")
@@ -233,7 +240,6 @@ def plot_timeline(files: pd.DataFrame, tier: str, variant: str = "fsync", step: 
     ax.set_ylabel("rank")
     ax.invert_yaxis()
     ax.set_title(f"one checkpoint write per rank (tier {tier}, checkpoint {step})")
-    from .. import style
     style.legend_beside(ax)
     fig.tight_layout()
     return fig
@@ -246,12 +252,15 @@ def plot_stalls(stalls: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(7, 3.4))
     s = stalls.assign(what=np.where(stalls["mode"] == "direct", "direct to the slow tier",
                                     "burst buffer, keep " + stalls["keep"].fillna(0).astype(int).astype(str)))
+    from .. import style
+
     for wt, g in s.groupby("what", sort=False):
-        ax.plot(g["step"], g["stall_s"], "o-", label=wt)
+        key = "direct" if g["mode"].iloc[0] == "direct" else int(g["keep"].fillna(0).iloc[0])
+        st = style.category("bb_keep", key)
+        ax.plot(g["step"], g["stall_s"], marker=st["marker"], color=st["color"], label=wt)
     ax.set_xlabel("checkpoint")
     ax.set_ylabel("stall, s")
     ax.set_title("time training waits per checkpoint")
-    from .. import style
     style.legend_beside(ax)
     fig.tight_layout()
     return fig
