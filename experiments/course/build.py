@@ -5,7 +5,9 @@ For each lab ``course/<lab>/<lab>.ipynb`` (an otter-assign master notebook) this
 tests, rubric answers and outputs stripped) and ``labkit.py`` (the lab's plumbing; it holds no
 graded mechanism and imports nothing from ``experiments``), and nothing else: the package with
 the graded references is not in it. ``course/dist/<lab>/autograder/`` holds the solution
-notebook, every test and ``<lab>-autograder_*.zip``, which ``make grade`` runs. otter assign runs
+notebook, every test and ``<lab>-autograder_*.zip``, which ``make grade`` runs; the zip carries
+``gradekit/`` (:func:`grader_kit`), the grader's side of the hidden tests, so that they pass where
+the package is not importable (the grader's sandbox). otter assign runs
 each solution against its own tests while building (on the smoke profile, seconds a lab), so a
 lab whose solution fails its tests stops the build. The rubric (``course/<lab>/rubric.md``) is
 copied beside the autograder, never into the student folder.
@@ -16,10 +18,15 @@ copied beside the autograder, never into the student folder.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
+import re
 import shutil
 import sys
+import zipfile
 from pathlib import Path
+
+import nbformat
 
 from .. import paths
 from . import LABS, Lab, labkit
@@ -28,6 +35,7 @@ from .labkit import DIR_ENV, PROFILE_ENV
 
 STUDENT_FILES = ("labkit.py",)   # what a bundle holds beside the notebook
 KIT_ENV = "DLIO_COURSE_KIT"      # a folder holding labkit.py (the grader gives each submission its own)
+GRADER_PKG = "gradekit"          # the grader's side of the hidden tests, in the autograder zip
 
 
 def course_dir() -> Path:
@@ -73,6 +81,87 @@ def kit_dir() -> Path:
     return d
 
 
+def _module_file(pkg_root: Path, mod: str) -> Path:
+    """The source file of ``mod`` (``experiments.a.b``) under ``pkg_root`` (``experiments/``)."""
+    p = pkg_root.joinpath(*mod.split(".")[1:])
+    return p / "__init__.py" if p.is_dir() else p.with_suffix(".py")
+
+
+def _relative_imports(pkg_root: Path, mod: str) -> set[str]:
+    """The modules of the package ``mod`` imports, at its top or inside a function (relative
+    imports: the package uses no other kind)."""
+    f = _module_file(pkg_root, mod)
+    here = mod.split(".") if f.name == "__init__.py" else mod.split(".")[:-1]
+    out = set()
+    for n in ast.walk(ast.parse(f.read_text())):
+        if isinstance(n, ast.ImportFrom) and n.level:
+            base = here[:len(here) - n.level + 1]
+            names = [n.module] if n.module else [a.name for a in n.names]
+            for x in names:
+                cand = ".".join(base + x.split("."))
+                out.add(cand if _module_file(pkg_root, cand).is_file() else ".".join(base))
+    return {m for m in out if _module_file(pkg_root, m).is_file() and _module_file(pkg_root, m).name != "__init__.py"}
+
+
+def _imports_of(src: str) -> set[str]:
+    """The modules of ``gradekit`` a hidden test imports (``import gradekit.a.b``, ``from
+    gradekit.a import b``: both ``gradekit.a`` and ``gradekit.a.b``)."""
+    out = set()
+    for n in ast.walk(ast.parse(src)):
+        if isinstance(n, ast.Import):
+            out |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            out |= {n.module, *(f"{n.module}.{a.name}" for a in n.names)}
+    return {m for m in out if m.split(".")[0] == GRADER_PKG}
+
+
+def grader_modules(lab: Lab) -> list[str]:
+    """The package's modules ``lab``'s hidden tests import (as ``gradekit.X``: the references
+    they compare with, mincore) and every module those import in turn, as ``experiments.X``."""
+    pkg_root = Path(__file__).resolve().parents[1]
+    found = set()
+    for c in nbformat.read(master(lab), 4).cells:
+        src = "".join(c.source)
+        if c.cell_type == "code" and re.search(r"^hidden:\s*true", src, re.MULTILINE):
+            found |= _imports_of(src)
+    found = {"experiments" + m[len(GRADER_PKG):] for m in found}
+    found = {m for m in found if _module_file(pkg_root, m).suffix == ".py" and _module_file(pkg_root, m).name != "__init__.py"
+             and _module_file(pkg_root, m).is_file()}
+    todo, seen = sorted(found), set()
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += sorted(_relative_imports(pkg_root, m))
+    return sorted(seen)
+
+
+def grader_kit(lab: Lab) -> Path:
+    """``course/dist/_gradekit/<lab>/``: a folder holding the package ``gradekit``, a copy of
+    :func:`grader_modules` (same layout and source as in ``experiments``; package
+    ``__init__`` files empty), made afresh; returns the folder to put on ``sys.path``."""
+    pkg_root = Path(__file__).resolve().parents[1]
+    out = dist_dir() / "_gradekit" / lab.name
+    shutil.rmtree(out, ignore_errors=True)
+    dest = out / GRADER_PKG
+    for m in grader_modules(lab):
+        rel = _module_file(pkg_root, m).relative_to(pkg_root)
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(pkg_root / rel, dest / rel)
+    for d in [dest, *(p for p in dest.rglob("*") if p.is_dir())]:
+        if not (d / "__init__.py").exists():
+            (d / "__init__.py").write_text(f'"""The grader\'s side of {lab.name}\'s hidden tests (copied from experiments)."""\n')
+    return out
+
+
+def _add_to_zip(zip_path: Path, kit: Path) -> None:
+    """Put ``kit``'s ``gradekit/`` under ``files/`` in the autograder zip (otter copies
+    ``files/`` beside the submission before it runs it)."""
+    with zipfile.ZipFile(zip_path, "a") as z:
+        for f in sorted(kit.rglob("*.py")):
+            z.write(f, f"files/{f.relative_to(kit)}")
+
+
 def otter_env() -> None:
     """Set up this process's environment for the kernels otter starts (they inherit it): this
     checkout's package and root, ``labkit`` importable as a plain module, and the smoke profile
@@ -100,18 +189,23 @@ def build(lab: Lab, run_tests: bool = True) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     otter_env()
     from otter.assign import main as assign
+    kit = grader_kit(lab)   # on the path of the kernels otter starts to check the solution
+    saved_path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(kit), saved_path) if x)
     scratch = dist_dir() / "_scratch" / lab.name   # where the solution's run writes while otter checks it
     saved = os.environ.get(DIR_ENV)
     os.environ[DIR_ENV] = str(scratch)
     try:
         assign(str(src), str(out), no_pdfs=True, no_run_tests=not run_tests)
     finally:
+        os.environ["PYTHONPATH"] = saved_path
         shutil.rmtree(labkit.mem_root(), ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
         if saved is None:
             os.environ.pop(DIR_ENV, None)
         else:
             os.environ[DIR_ENV] = saved
+    _add_to_zip(autograder_zip(lab), kit)
     student = out / "student"
     for f in STUDENT_FILES:
         shutil.copy(Path(labkit.__file__).parent / f, student / f)
