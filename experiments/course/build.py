@@ -125,8 +125,7 @@ def grader_modules(lab: Lab) -> list[str]:
         if c.cell_type == "code" and re.search(r"^hidden:\s*true", src, re.MULTILINE):
             found |= _imports_of(src)
     found = {"experiments" + m[len(GRADER_PKG):] for m in found}
-    found = {m for m in found if _module_file(pkg_root, m).suffix == ".py" and _module_file(pkg_root, m).name != "__init__.py"
-             and _module_file(pkg_root, m).is_file()}
+    found = {m for m in found if _module_file(pkg_root, m).is_file() and _module_file(pkg_root, m).name != "__init__.py"}
     todo, seen = sorted(found), set()
     while todo:
         m = todo.pop()
@@ -136,12 +135,13 @@ def grader_modules(lab: Lab) -> list[str]:
     return sorted(seen)
 
 
-def grader_kit(lab: Lab) -> Path:
-    """``course/dist/_gradekit/<lab>/``: a folder holding the package ``gradekit``, a copy of
-    :func:`grader_modules` (same layout and source as in ``experiments``; package
-    ``__init__`` files empty), made afresh; returns the folder to put on ``sys.path``."""
+def grader_kit(lab: Lab, out: Path | None = None) -> Path:
+    """``out`` (default ``course/dist/_gradekit/<lab>/``): a folder holding the package
+    ``gradekit``, a copy of :func:`grader_modules` (same layout and source as in
+    ``experiments``; package ``__init__`` files empty), made afresh; returns the folder to put
+    on ``sys.path``."""
     pkg_root = Path(__file__).resolve().parents[1]
-    out = dist_dir() / "_gradekit" / lab.name
+    out = out or dist_dir() / "_gradekit" / lab.name
     shutil.rmtree(out, ignore_errors=True)
     dest = out / GRADER_PKG
     for m in grader_modules(lab):

@@ -68,7 +68,7 @@ def command(work: Path, argv: list[str], env: dict[str, str]) -> list[str]:
             cmd += ["--ro-bind", str(p), str(p)]
     for hook in _editable_hooks():
         cmd += ["--ro-bind", "/dev/null", str(hook)]
-    cmd += ["--bind", str(work), str(work), "--chdir", str(work)]
+    cmd += ["--bind", str(work), str(work), "--remount-ro", "/", "--chdir", str(work)]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
     return cmd + ["--", *argv]
