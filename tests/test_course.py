@@ -587,6 +587,15 @@ def test_solution_gets_full_points(graded, x):
 
 # ---- cheap checks -----------------------------------------------------------------------------
 
+def test_course_build_keeps_kernel_start_up_noise_off_the_console():
+    """`make course`: otter's kernels warn that they run over TCP; that line (and TensorFlow's
+    start-up lines) go to the lab's build.log only, a real error still reaches the console."""
+    noise = cb._build_noise()
+    assert noise("[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication "
+                 "(including code and outputs) is sent in plain text")
+    assert not noise("RuntimeError: Some autograder tests failed in the autograder notebook")
+
+
 def test_bad_lab_name_stops_with_the_allowed_names():
     with pytest.raises(ValueError, match=r"LAB = 'lab99'; allowed: lab01"):
         lab("lab99")

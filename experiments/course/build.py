@@ -9,7 +9,8 @@ notebook, every test and ``<lab>-autograder_*.zip``, which ``make grade`` runs; 
 ``gradekit/`` (:func:`grader_kit`), the grader's side of the hidden tests, so that they pass where
 the package is not importable (the grader's sandbox). otter assign runs
 each solution against its own tests while building (on the smoke profile, seconds a lab), so a
-lab whose solution fails its tests stops the build. The rubric (``course/<lab>/rubric.md``) is
+lab whose solution fails its tests stops the build; the stderr of the kernels it starts goes to
+``course/dist/<lab>/build.log``, known start-up noise kept off the console. The rubric (``course/<lab>/rubric.md``) is
 copied beside the autograder, never into the student folder.
 
     python -m experiments.course.build [LAB ...]      # all labs when none named
@@ -29,6 +30,7 @@ from pathlib import Path
 import nbformat
 
 from .. import paths
+from ..run_notebook import _StderrTee
 from . import LABS, Lab, labkit
 from . import lab as find_lab
 from .labkit import DIR_ENV, PROFILE_ENV
@@ -178,6 +180,19 @@ def otter_env() -> None:
             os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (p, os.environ.get("PYTHONPATH", "")) if x)
 
 
+# the kernel's warning when it talks over TCP (otter's kernels do; the pipeline's use IPC)
+KERNEL_TCP = re.compile(r"\[IPKernelApp\] WARNING \| Kernel is running over TCP without encryption")
+
+
+def _build_noise():
+    """True for a line of a build's stderr that is known start-up noise: the pipeline's
+    (experiments.run_notebook.NOISE) and :data:`KERNEL_TCP`."""
+    from ..envinfo import gpus
+    from ..run_notebook import noise_filter
+    pipeline = noise_filter(bool(gpus()))
+    return lambda line: bool(KERNEL_TCP.search(line)) or pipeline(line)
+
+
 def build(lab: Lab, run_tests: bool = True) -> Path:
     """Build ``lab``'s release and autograder into :func:`dist_dir`; return that folder.
     With ``run_tests`` otter runs the solution against every test first and raises
@@ -195,9 +210,18 @@ def build(lab: Lab, run_tests: bool = True) -> Path:
     scratch = dist_dir() / "_scratch" / lab.name   # where the solution's run writes while otter checks it
     saved = os.environ.get(DIR_ENV)
     os.environ[DIR_ENV] = str(scratch)
+    log = dist_dir() / f"_{lab.name}.build.log"
+    log.unlink(missing_ok=True)
+    # the kernels otter starts to check the solution: their start-up lines (ipykernel's "running
+    # over TCP without encryption", TensorFlow's) in the lab's build.log, off the console
+    tee = _StderrTee(log, _build_noise()) if run_tests else None
     try:
         assign(str(src), str(out), no_pdfs=True, no_run_tests=not run_tests)
     finally:
+        if tee is not None:
+            tee.close()
+            if out.is_dir():
+                os.replace(log, out / "build.log")
         os.environ["PYTHONPATH"] = saved_path
         shutil.rmtree(labkit.mem_root(), ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -225,7 +249,9 @@ def main(argv=None) -> int:
     for lab in labs:
         build(lab, run_tests=not a.no_run_tests)
         print(f"{lab.name}: student bundle (hand out this folder) {student_notebook(lab).parent.relative_to(paths.root())}/, "
-              f"autograder {autograder_zip(lab).relative_to(paths.root())}")
+              f"autograder {autograder_zip(lab).relative_to(paths.root())}"
+              + (f" (kernels' stderr: {(dist_dir(lab) / 'build.log').relative_to(paths.root())})"
+                 if (dist_dir(lab) / "build.log").is_file() else ""))
     return 0
 
 
