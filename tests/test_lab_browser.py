@@ -175,6 +175,11 @@ def test_an_explorer_runs_a_report_in_jupyterlab(stage_results, smoke_run, diges
     proc, url, log = start_lab(project, tmp_path)
     try:
         seen = run_report_in_browser(url, shot)
+    except Exception as e:   # a step that timed out (60 s each): say which, with the server's log
+        if isinstance(e, pytest.fail.Exception):
+            raise
+        pytest.fail(f"in the browser: {type(e).__name__}: {str(e)[:1500]}\nJupyterLab's log ends:\n"
+                    f"{log.read_text(errors='replace')[-2000:]}")
     finally:
         _stop(proc)
     assert KERNEL in seen["kernels"], f"the launcher shows {seen['kernels']}, not {KERNEL}"

@@ -1,12 +1,17 @@
 """``make grade LAB=... SUB=...``: grade one submitted notebook, or a folder of them, without Docker.
 
 Each submission is graded by ``otter run`` (otter's non-containerized grader) with the lab's
-autograder zip, in a process of its own: its own scratch folder (``DLIO_COURSE_DIR``, its own
-``/dev/shm`` folder, its own ``HOME``), a time limit (``--timeout``, default
-:data:`TIMEOUT_S`; the whole process group is killed at it), as the unprivileged user ``nobody``
-when the grader runs as root (with a world-readable copy of the interpreter, made once under
+autograder zip, in a process of its own, in a bubblewrap sandbox of its own
+(:mod:`experiments.course.sandbox`: its own folder with its copy of the notebook, ``labkit.py``
+and the zip; the grading environment read-only *without* the package ``experiments``; private
+``/tmp``, ``/dev/shm`` and ``/proc``; no network; as ``nobody``), with a time limit
+(``--timeout``, default :data:`TIMEOUT_S`; every process of it is killed at it); up to
+``--jobs`` (default: the cores) at a time. Where bubblewrap cannot run, it says so once and
+runs each submission as before: its own scratch folder (``DLIO_COURSE_DIR``, its own
+``/dev/shm`` folder, its own ``HOME``), as the unprivileged user ``nobody`` when the grader runs
+as root (with a world-readable copy of the interpreter, made once under
 ``/var/lib/dlio-grade/python`` or ``$DLIO_GRADE_PYTHON_DIR``, where the interpreter lives under a
-folder nobody cannot enter, as pyenv's under /root); up to ``--jobs`` (default: the cores) at a time. The notebook is
+folder nobody cannot enter, as pyenv's under /root). The notebook is
 re-executed top to bottom (smoke profile unless ``DLIO_COURSE_PROFILE`` says otherwise), each
 question's public and hidden tests running after its cell. A hang, a crash or a notebook that
 does not run is a row with its reason, never a stopped run.
@@ -19,7 +24,7 @@ Writes, in the output folder it prints (default ``explore/course/grades/<lab>/<S
 
 - ``grades.csv``: one row per submission: points per question, ``total``, ``max``,
   ``seconds`` (wall), ``error`` (empty, or why points are missing: timeout, crash, integrity),
-  ``ran_as`` (the user and uid the submission ran as);
+  ``ran_as`` (the user and uid the submission ran as, and in what: the sandbox, or why none);
 - ``answers/<question>.md``: the written answers (manual questions and the prediction),
   collected across submissions, one file per question, to grade with the lab's ``rubric.md``;
 - ``<submission>/results.json`` and ``feedback.md`` (per question points and what failed).
