@@ -372,7 +372,8 @@ try:
     _seen["import"] = "imported"
 except ImportError as _e:
     _seen["import"] = "refused: " + type(_e).__name__
-_seen["other graders"] = [_p for _p in glob.glob("/tmp/dlio-grade-*") if not os.getcwd().startswith(_p)]
+_own = os.path.dirname(os.environ.get("DLIO_COURSE_DIR", "/nowhere"))
+_seen["other graders"] = [_p for _p in glob.glob("/tmp/dlio-grade-*") if _p != _own]
 try:
     import nbformat as _nbf
     for _c in _nbf.read({classmate!r}, 4).cells:
@@ -385,11 +386,14 @@ print({SNOOP_MARK!r} + json.dumps(_seen), file=sys.__stderr__, flush=True)
 '''
 
 
-def _snoop_targets(x, folder: Path) -> tuple[dict[str, str], list[str]]:
-    return ({"classmate": str(folder / "solution.ipynb"), "master notebook": str(cb.master(x)),
+def _snoop_targets(x, root: Path) -> tuple[dict[str, str], list[str]]:
+    """What the snooping submission of lab ``x`` tries to read and write, in the built course
+    ``root`` (its class folder ``root/submissions/<lab>/``): {what: path}, [paths]."""
+    folder, course = root / "submissions" / x.name, root / "course" / x.name
+    return ({"classmate": str(folder / "solution.ipynb"), "master notebook": str(course / f"{x.name}.ipynb"),
              "repository": str(ROOT / "experiments" / "cache.py"),
-             "autograder of the course": str(cb.autograder_zip(x))},
-            [str(folder / "snooped.txt"), str(ROOT / "snooped.txt"), str(cb.master(x).parent / "snooped.txt")])
+             "autograder of the course": str(next((root / "course" / "dist" / x.name / "autograder").glob("*.zip")))},
+            [str(folder / "snooped.txt"), str(ROOT / "snooped.txt"), str(course / "snooped.txt")])
 
 
 def _synthetic_folder(x, folder: Path) -> dict[str, str]:
@@ -427,7 +431,7 @@ def _synthetic_folder(x, folder: Path) -> dict[str, str]:
         nbformat.write(nb, folder / "runtime.ipynb")
         made["runtime"] = "no hidden"
         nb = nbformat.read(cb.student_notebook(x), 4)
-        targets, writes = _snoop_targets(x, folder)
+        targets, writes = _snoop_targets(x, folder.parent.parent)
         nb.cells.insert(0, nbformat.v4.new_code_cell(_snoop_cell(targets, targets["classmate"], writes)))
         nbformat.write(nb, folder / "snoop.ipynb")
         made["snoop"] = "refused"
@@ -544,7 +548,7 @@ def test_a_folder_of_submissions_grades_in_one_command(graded, name):
     if "runtime" in made:   # the reference behind a name built at run time: no hidden point
         assert all(rows["runtime"][n] <= public[n] for n in auto), rows["runtime"]
     if "snoop" in made:
-        _assert_snoop_refused(g["dir"], rows["snoop"], made)
+        _assert_snoop_refused(g["dir"], rows["snoop"], lab(name))
 
     answers = g["dir"] / "answers"
     manual = [n for n, v in q.items() if v["manual"]]
@@ -554,7 +558,7 @@ def test_a_folder_of_submissions_grades_in_one_command(graded, name):
     assert "Autograded score" in (g["dir"] / "solution" / "feedback.md").read_text()
 
 
-def _assert_snoop_refused(out: Path, row: dict, made: dict) -> None:
+def _assert_snoop_refused(out: Path, row: dict, x) -> None:
     """The snooping submission's own record (its log): every read, write and import refused,
     no other grader's folder seen; nothing written where it tried; none of the classmate's points."""
     if not sandbox.available():
@@ -566,7 +570,8 @@ def _assert_snoop_refused(out: Path, row: dict, made: dict) -> None:
     assert len(tried) >= 9 and all(str(v).startswith("refused") for v in tried.values()), seen
     assert seen["other graders"] == [], seen
     assert row["total"] == 0, row
-    assert not list(Path(json.loads(json.dumps(str(out)))).parent.rglob("snooped.txt"))
+    _, writes = _snoop_targets(x, out.parent.parent)
+    assert not [w for w in writes if Path(w).exists()], writes
 
 
 @pytest.mark.smoke
