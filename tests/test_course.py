@@ -16,7 +16,8 @@
 - The other labs: the solution gets full points (one grading command each); in labs 2 and 6 a
   second submission, a faked pipeline (reader) with a table typed in the paper's shape, gets no
   hidden point.
-- grades.csv says who each submission ran as (``nobody`` where the grader is root).
+- grades.csv says who each submission ran as, and in what (``nobody`` in the bubblewrap sandbox;
+  without one, ``nobody`` where the grader is root).
 - The crash-safe checkpoint test of lab 4 kills a writer: it passes a save through a temporary
   file and rename, and fails an in-place one.
 
@@ -171,6 +172,20 @@ def test_sandbox_hides_the_package_and_the_repository(tmp_path):
                        capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(p.stdout) == {"spec": True, "repo": False, "uid": 65534, "net": False, "root_w": False}, p.stderr
     assert (tmp_path / "mine").read_text() == "x"
+
+
+def test_without_bubblewrap_the_grader_says_why_in_ran_as(monkeypatch):
+    """Where bwrap is missing, the sandbox is off with the reason, and ran_as records the
+    fallback (nobody where the grader is root)."""
+    monkeypatch.setattr(sandbox, "_OK", [])
+    monkeypatch.setattr(sandbox, "WHY_NOT", [])
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(cg, "_PREFIX", [["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]])
+    monkeypatch.setattr(cg, "_PUBLIC", {})
+    assert not sandbox.available() and "bubblewrap (bwrap) is not installed" in sandbox.WHY_NOT[0]
+    said = cg.ran_as()
+    assert "no sandbox (bubblewrap (bwrap) is not installed" in said
+    assert said.startswith("nobody (uid 65534") if os.geteuid() == 0 else "the grader's own" in said
 
 
 def test_grader_kit_carries_what_the_hidden_tests_import_without_the_package(tmp_path):

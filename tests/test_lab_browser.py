@@ -140,7 +140,7 @@ def run_report_in_browser(url: str, shot: Path) -> dict:
             prompts = _wait_all_ran(page, nb)
             errors = nb.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
                                 ":has-text('Traceback')").all_inner_texts()
-            errors += [t for t in nb.locator(".jp-OutputArea-output").all_inner_texts() if "Traceback" in t]
+            errors += [t for t in nb.locator(".jp-OutputArea-output").all_text_contents() if "Traceback" in t]
             images = nb.locator(".jp-RenderedImage img")
             n = images.count()
             if n:
@@ -158,9 +158,10 @@ def _wait_all_ran(page, nb) -> list[str]:
     """Every code cell's prompt once none is ``[*]`` and the kernel is idle (RUN_S at most)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < RUN_S:
-        prompts = [p.strip() for p in nb.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
+        # textContent: a cell scrolled out of view may have no rendered text (innerText "")
+        prompts = [p.strip() for p in nb.locator(".jp-CodeCell .jp-InputPrompt").all_text_contents()]
         idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
-        if idle and prompts and not any("*" in p for p in prompts) and all(p != "[ ]:" and p for p in prompts):
+        if idle and prompts and not any("*" in p for p in prompts) and prompts[-1].strip("[]:").isdigit():
             return prompts
         time.sleep(1)
     pytest.fail(f"the notebook did not finish within {RUN_S} s; prompts: {prompts}")
