@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 NOTEBOOK = "04-tfdata-read-report.ipynb"
 STAGE = "tfdata_read_report"
-PARAMETER = 'figures = {"dpi": 60}'          # the first cell's parameter, as an explorer changes it
-EXPLORED = Path("explore") / "04-tfdata-read-report" / "figures.dpi=60"
+PARAMETER = 'figures = {"dpi": 72}'          # the first cell's parameter, as an explorer changes it
+EXPLORED = Path("explore") / "04-tfdata-read-report" / "figures.dpi=72"
 KERNEL = "Python (dlio-artifact)"           # env/setup.sh installs it under this name
 START_S, RUN_S = 90, 150                     # the server's start, the notebook's run: fail after these
 CHROMIUM = "chromium"                        # Debian's package (env/system-tools.sh)
@@ -135,8 +135,9 @@ def run_report_in_browser(url: str, shot: Path) -> dict:
             page.keyboard.press("Control+A")
             page.keyboard.type(PARAMETER)
             page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()   # kernel up
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+            typed = first.locator(".cm-content").text_content()
+            assert PARAMETER in typed, f"the first cell reads {typed!r} after typing {PARAMETER!r}"
+            _run_all(page, nb)
             prompts = _wait_all_ran(page, nb)
             errors = nb.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
                                 ":has-text('Traceback')").all_inner_texts()
@@ -150,16 +151,37 @@ def run_report_in_browser(url: str, shot: Path) -> dict:
             news = page.get_by_text("official Jupyter news").count()   # env/jupyterlab-overrides.json turns it off
             return {"kernels": kernels, "prompts": prompts, "errors": errors, "images": n, "news": news,
                     "png": [images.nth(i).get_attribute("src")[:22] for i in range(n)]}
+        except Exception:
+            page.screenshot(path=str(shot.with_name("lab-browser-failure.png")))   # what the page showed
+            raise
         finally:
             browser.close()
+
+
+def _prompts(nb) -> list[str]:
+    # textContent: a cell scrolled out of view may have no rendered text (innerText "")
+    return [p.strip() for p in nb.locator(".jp-CodeCell .jp-InputPrompt").all_text_contents()]
+
+
+def _run_all(page, nb, tries: int = 3) -> None:
+    """Run > Run All Cells, until a cell starts (a click that lands while the kernel is still
+    connecting starts nothing)."""
+    for _ in range(tries):
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 15:
+            if any(p != "[ ]:" for p in _prompts(nb)):
+                return
+            time.sleep(0.5)
+    pytest.fail(f"Run > Run All Cells started no cell ({tries} tries)")
 
 
 def _wait_all_ran(page, nb) -> list[str]:
     """Every code cell's prompt once none is ``[*]`` and the kernel is idle (RUN_S at most)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < RUN_S:
-        # textContent: a cell scrolled out of view may have no rendered text (innerText "")
-        prompts = [p.strip() for p in nb.locator(".jp-CodeCell .jp-InputPrompt").all_text_contents()]
+        prompts = _prompts(nb)
         idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
         if idle and prompts and not any("*" in p for p in prompts) and prompts[-1].strip("[]:").isdigit():
             return prompts
