@@ -6,7 +6,8 @@ token), in the smoke run's copy of the project once the Chien report's stage is 
 What a person does, and what they must see: log in with the token; the project kernel in the
 launcher; open ``04-tfdata-read-report.ipynb`` from the file browser; set a parameter in its
 first cell; run all; no "official Jupyter news" pop-up (the project's settings, set-up); every code cell ran (a number in its prompt), no error, the figures drawn
-as images; the run wrote under ``explore/`` and left ``results/`` and ``dvc status`` as they were.
+as images; the run wrote under ``explore/`` and left ``results/`` (the report's folder and those
+it reads; the pipeline may still run other stages beside it) and ``dvc status`` as they were.
 A screenshot of the first figure is kept as the test's artifact (``$DLIO_TEST_ARTIFACTS``, else
 ``explore/test-artifacts/`` of this checkout, which git ignores); README shows one.
 A server that does not start or a missing browser fails with a message naming it, never hangs.
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 NOTEBOOK = "04-tfdata-read-report.ipynb"
 STAGE = "tfdata_read_report"
+READS = ("tfdata_read", "fio_baseline", "imagenet_like")   # the stages whose results it draws
 PARAMETER = 'figures = {"dpi": 72}'          # the first cell's parameter, as an explorer changes it
 EXPLORED = Path("explore") / "04-tfdata-read-report" / "figures.dpi=72"
 KERNEL = "Python (dlio-artifact)"           # env/setup.sh installs it under this name
@@ -110,8 +112,15 @@ def chromium() -> str:
 
 
 def _dvc_status(project: Path) -> str:
-    return subprocess.run([str(BIN / "dvc"), "status"], cwd=project, capture_output=True, text=True,
-                          check=True).stdout
+    """``dvc status`` of the report's stage (the pipeline may still run other stages beside
+    this test: their changes are not the explorer's)."""
+    return subprocess.run([str(BIN / "dvc"), "--wait-for-lock", "status", STAGE], cwd=project, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def _results_digest(project: Path, digest) -> dict[str, str]:
+    """The digest of the report's results folder and of those it reads."""
+    return {s: digest(project / "results" / s) for s in (STAGE, *READS)}
 
 
 def run_report_in_browser(url: str, shot: Path) -> dict:
@@ -193,7 +202,7 @@ def test_an_explorer_runs_a_report_in_jupyterlab(stage_results, smoke_run, diges
     stage_results(STAGE)   # the report's inputs, made by the smoke pipeline
     project = smoke_run.root
     chromium()
-    results_before, status_before = digest(project / "results"), _dvc_status(project)
+    results_before, status_before = _results_digest(project, digest), _dvc_status(project)
     shot = Path(os.environ.get("DLIO_TEST_ARTIFACTS", ROOT / "explore" / "test-artifacts")) / "lab-browser-figure.png"
     proc, url, log = start_lab(project, tmp_path)
     try:
@@ -213,5 +222,5 @@ def test_an_explorer_runs_a_report_in_jupyterlab(stage_results, smoke_run, diges
     assert shot.is_file() and shot.stat().st_size > 1000
     wrote = project / EXPLORED
     assert (wrote / "metrics.json").is_file() and list(wrote.glob("*.png")), sorted(p.name for p in wrote.parent.glob("*"))
-    assert digest(project / "results") == results_before
+    assert _results_digest(project, digest) == results_before
     assert _dvc_status(project) == status_before
