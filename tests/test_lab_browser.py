@@ -28,8 +28,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.smoke
-
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 NOTEBOOK = "04-tfdata-read-report.ipynb"
@@ -198,6 +196,21 @@ def _wait_all_ran(page, nb) -> list[str]:
     pytest.fail(f"the notebook did not finish within {RUN_S} s; prompts: {prompts}")
 
 
+def test_a_server_that_does_not_start_fails_with_its_log(tmp_path):
+    """No notebooks/ folder: JupyterLab exits at once, and the failure shows its log's end."""
+    (tmp_path / "project").mkdir()
+    (tmp_path / "home").mkdir()
+    with pytest.raises(pytest.fail.Exception, match=r"JupyterLab exited \(\d+\) before it served"):
+        start_lab(tmp_path / "project", tmp_path / "home")
+
+
+def test_a_missing_browser_fails_naming_the_package(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="chromium is not installed: env/system-tools.sh installs it"):
+        chromium()
+
+
+@pytest.mark.smoke
 def test_an_explorer_runs_a_report_in_jupyterlab(stage_results, smoke_run, digest, tmp_path):
     stage_results(STAGE)   # the report's inputs, made by the smoke pipeline
     project = smoke_run.root
