@@ -189,10 +189,11 @@ def test_without_bubblewrap_the_grader_says_why_in_ran_as(monkeypatch):
 
 
 def test_grader_kit_carries_what_the_hidden_tests_import_without_the_package(tmp_path):
-    """Lab 1's gradekit: the integrity check and mincore, nothing of the graded mechanisms
-    (no eviction); lab 8's the compute model; no module of it imports ``experiments``."""
+    """Lab 1's gradekit: the integrity check and cache.py's mincore reader alone, nothing of the
+    graded mechanisms (no eviction); lab 8's the compute model; no module of it imports
+    ``experiments``."""
     one = cb.grader_modules(lab("lab01"))
-    assert one == ["experiments.course.integrity", "experiments.residency"], one
+    assert one == ["experiments.course.integrity"], one
     assert "experiments.workloads.compute_model" in cb.grader_modules(lab("lab08"))
     kit = cb.grader_kit(lab("lab01"), tmp_path / "gk")
     assert sorted(str(p.relative_to(kit)) for p in kit.rglob("*.py")) == [
@@ -202,6 +203,8 @@ def test_grader_kit_carries_what_the_hidden_tests_import_without_the_package(tmp
                 if isinstance(n, (ast.Import, ast.ImportFrom)) and not getattr(n, "level", 0)
                 and "experiments" in (n.module or "" if isinstance(n, ast.ImportFrom) else " ".join(a.name for a in n.names))]
     assert not absolute, absolute
+    residency = (kit / "gradekit" / "residency.py").read_text()
+    assert "def resident_pages" in residency and "def evict" not in residency
 
 
 # ---- integrity ------------------------------------------------------------------------------

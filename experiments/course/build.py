@@ -38,6 +38,9 @@ from .labkit import DIR_ENV, PROFILE_ENV
 STUDENT_FILES = ("labkit.py",)   # what a bundle holds beside the notebook
 KIT_ENV = "DLIO_COURSE_KIT"      # a folder holding labkit.py (the grader gives each submission its own)
 GRADER_PKG = "gradekit"          # the grader's side of the hidden tests, in the autograder zip
+# modules of gradekit made of a few definitions of a package module (not the whole of it: lab
+# 1's hidden tests need cache.py's mincore reader, not its eviction, lab 1's graded mechanism)
+EXTRACTS = {"residency": ("cache", ("_libc", "_c", "resident_pages"))}
 
 
 def course_dir() -> Path:
@@ -117,16 +120,38 @@ def _imports_of(src: str) -> set[str]:
     return {m for m in out if m.split(".")[0] == GRADER_PKG}
 
 
+def _hidden_cells(lab: Lab) -> list[str]:
+    """The source of each hidden test of ``lab``'s master notebook."""
+    return [src for c in nbformat.read(master(lab), 4).cells
+            if c.cell_type == "code" and re.search(r"^hidden:\s*true", src := "".join(c.source), re.MULTILINE)]
+
+
+def _extract(module: Path, names: tuple[str, ...]) -> str:
+    """A standalone module: ``module``'s absolute imports and its top-level definitions of
+    ``names`` (functions, classes, assignments), in their order, as written there."""
+    text = module.read_text()
+    body = ast.parse(text).body
+
+    def named(n) -> bool:
+        if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+            return n.name in names
+        return isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in n.targets)
+
+    imports = [ast.get_source_segment(text, n) for n in body
+               if isinstance(n, (ast.Import, ast.ImportFrom)) and not getattr(n, "level", 0)]
+    defs = [ast.get_source_segment(text, n) for n in body if named(n)]
+    head = f'"""{", ".join(names)} of experiments/{module.name}, for the grader (made by make course)."""\n\n'
+    return head + "\n".join(imports) + "\n\n\n" + "\n\n\n".join(defs) + "\n"
+
+
 def grader_modules(lab: Lab) -> list[str]:
     """The package's modules ``lab``'s hidden tests import (as ``gradekit.X``: the references
     they compare with, mincore) and every module those import in turn, as ``experiments.X``."""
     pkg_root = Path(__file__).resolve().parents[1]
     found = set()
-    for c in nbformat.read(master(lab), 4).cells:
-        src = "".join(c.source)
-        if c.cell_type == "code" and re.search(r"^hidden:\s*true", src, re.MULTILINE):
-            found |= _imports_of(src)
-    found = {"experiments" + m[len(GRADER_PKG):] for m in found}
+    for src in _hidden_cells(lab):
+        found |= _imports_of(src)
+    found = {"experiments" + m[len(GRADER_PKG):] for m in found if m.split(".", 1)[-1] not in EXTRACTS}
     found = {m for m in found if _module_file(pkg_root, m).is_file() and _module_file(pkg_root, m).name != "__init__.py"}
     todo, seen = sorted(found), set()
     while todo:
@@ -150,6 +175,10 @@ def grader_kit(lab: Lab, out: Path | None = None) -> Path:
         rel = _module_file(pkg_root, m).relative_to(pkg_root)
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(pkg_root / rel, dest / rel)
+    for name, (mod, names) in EXTRACTS.items():
+        if any(re.search(rf"\b{GRADER_PKG}\b.*\b{name}\b", c) for c in _hidden_cells(lab)):
+            dest.mkdir(parents=True, exist_ok=True)
+            (dest / f"{name}.py").write_text(_extract(pkg_root / f"{mod}.py", names))
     for d in [dest, *(p for p in dest.rglob("*") if p.is_dir())]:
         if not (d / "__init__.py").exists():
             (d / "__init__.py").write_text(f'"""The grader\'s side of {lab.name}\'s hidden tests (copied from experiments)."""\n')
