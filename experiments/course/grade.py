@@ -327,12 +327,11 @@ def _child_env(work: Path) -> dict[str, str]:
     """What the child's environment holds besides PATH: its own home, scratch folder and
     labkit, the profile, TensorFlow's start-up lines off."""
     home = work / "home"
-    env = {"HOME": str(home), DIR_ENV: str(work / "scratch"), KIT_ENV: str(work / "kit"),
+    return {"HOME": str(home), DIR_ENV: str(work / "scratch"), KIT_ENV: str(work / "kit"),
            PROFILE_ENV: os.environ.get(PROFILE_ENV, "smoke"), "TF_CPP_MIN_LOG_LEVEL": "3",
            "MPLCONFIGDIR": str(home / ".mpl"), "JUPYTER_RUNTIME_DIR": str(home / ".jupyter-rt"),
            "IPYTHONDIR": str(home / ".ipython"), "XDG_CACHE_HOME": str(home / ".cache"),
            "PYTHONPATH": str(work / "kit"), "LANG": "C.UTF-8"}
-    return env
 
 
 def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> dict:
