@@ -167,10 +167,12 @@ def test_sandbox_hides_the_package_and_the_repository(tmp_path):
             "except OSError:\n    out['net'] = False\n"
             "open('mine', 'w').write('x')\n"
             "try:\n    open('/mine', 'w'); out['root_w'] = True\nexcept OSError:\n    out['root_w'] = False\n"
+            "out['shadow'] = os.path.exists('/etc/shadow') or os.path.exists('/etc/ssl/private')\n"
             "print(json.dumps(out))")
     p = subprocess.run(sandbox.command(tmp_path, [sys.executable, "-c", code], {"PATH": "/usr/bin:/bin"}),
                        capture_output=True, text=True, timeout=120, check=True)
-    assert json.loads(p.stdout) == {"spec": True, "repo": False, "uid": 65534, "net": False, "root_w": False}, p.stderr
+    assert json.loads(p.stdout) == {"spec": True, "repo": False, "uid": 65534, "net": False, "root_w": False,
+                                      "shadow": False}, p.stderr
     assert (tmp_path / "mine").read_text() == "x"
 
 

@@ -6,7 +6,7 @@ What a submission's process sees (:func:`command`):
   autograder zip (the tests and the grader's side of them, ``gradekit``), ``kit/labkit.py``
   (the student bundle), its ``HOME`` and its scratch folder (``DLIO_COURSE_DIR``: the lab's
   folder on the disk tier);
-- read-only: the system (``/usr``, ``/etc``), the interpreter (``sys.base_prefix``) and the
+- read-only: the system (``/usr``, a few files of ``/etc``: :data:`ETC`), the interpreter (``sys.base_prefix``) and the
   grading environment (``sys.prefix``: numpy, pandas, TensorFlow, PyTorch, otter), with the
   editable install of the package ``experiments`` blanked: the repository is not mounted, so
   the package cannot be imported;
@@ -34,10 +34,16 @@ WHY_NOT: list[str] = []   # why bubblewrap cannot run here (filled by available(
 _OK: list[bool] = []
 
 
+# what of /etc a sandbox sees (read-only): the loader's, the users' names, time, certificates,
+# fonts and the alternatives /usr/bin links through; never shadow, ssh keys or services' secrets
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "hosts",
+       "localtime", "timezone", "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "fonts", "alternatives", "mime.types",
+       "os-release", "debian_version", "matplotlibrc", "xdg")
+
+
 def _system_binds() -> list[str]:
     """``/usr`` read-only, and ``/bin``, ``/lib``, ... as on the host (links into /usr on a
-    merged-/usr system, read-only binds otherwise); ``/etc`` read-only (the loader's cache,
-    ``passwd`` for ``nobody``, certificates, fonts)."""
+    merged-/usr system, read-only binds otherwise); of ``/etc`` only :data:`ETC`."""
     out = ["--ro-bind", "/usr", "/usr"]
     for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         p = Path("/") / d
@@ -45,7 +51,13 @@ def _system_binds() -> list[str]:
             out += ["--symlink", os.readlink(p), str(p)]
         elif p.is_dir():
             out += ["--ro-bind", str(p), str(p)]
-    return out + ["--ro-bind", "/etc", "/etc"]
+    for name in ETC:
+        p = Path("/etc") / name
+        if p.is_symlink():
+            out += ["--symlink", os.readlink(p), str(p)]
+        elif p.exists():
+            out += ["--ro-bind", str(p), str(p)]
+    return out
 
 
 def _editable_hooks() -> list[Path]:
