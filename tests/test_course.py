@@ -160,6 +160,8 @@ def test_sandbox_hides_the_package_and_the_repository(tmp_path):
     if not sandbox.available():
         pytest.skip(f"no sandbox here: {sandbox.WHY_NOT[0]}")
     os.chmod(tmp_path, 0o755)
+    if os.geteuid() == 0:   # the grader gives nobody its folder
+        os.chown(tmp_path, 65534, 65534)
     code = ("import importlib.util, json, os, socket\n"
             f"out = {{'spec': importlib.util.find_spec('experiments') is None, 'repo': os.path.exists({str(ROOT / 'experiments')!r}),"
             " 'uid': os.getuid()}\n"

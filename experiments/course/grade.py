@@ -274,8 +274,11 @@ def _probe_prefix() -> list[str]:
 def ran_as() -> str:
     """Who a submission runs as, and in what, in words (grades.csv's ``ran_as``)."""
     if sandbox.available():
-        return (f"{UNPRIVILEGED[0]} (uid {sandbox.UID}) in a bubblewrap sandbox: its own folder, the grading "
-                "environment read-only without experiments, no network")
+        import pwd
+        who = (f"{UNPRIVILEGED[0]} (uid {sandbox.UID})" if os.geteuid() == 0
+               else f"{pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()}, the grader's own)")
+        return (f"{who} in a bubblewrap sandbox: its own folder, the grading environment read-only "
+                "without experiments, no network")
     return f"{_ran_as_plain()}; no sandbox ({sandbox.WHY_NOT[0]})"
 
 
@@ -346,6 +349,9 @@ def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> di
     args = ["-c", CHILD, str(nb), str(zip_), str(work)]
     if sandbox.available():
         # bubblewrap: this folder, the environment read-only without the package, nothing else
+        if os.geteuid() == 0:   # the submission runs as nobody: its folder is nobody's
+            os.chmod(work, 0o755)
+            _chown_tree(work)
         python = sys.executable
         env = dict(_child_env(work), PATH=os.pathsep.join([str(Path(python).parent), "/usr/bin", "/bin"]))
         cmd = sandbox.command(work, [python, *args], env)
