@@ -44,6 +44,7 @@ import pytest
 from experiments.course import LABS, lab, sandbox
 from experiments.course import build as cb
 from experiments.course import grade as cg
+from experiments.course import graderkit as gk
 from experiments.course.integrity import check_own, imports_package
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,10 +197,10 @@ def test_grader_kit_carries_what_the_hidden_tests_import_without_the_package(tmp
     """Lab 1's gradekit: the integrity check and cache.py's mincore reader alone, nothing of the
     graded mechanisms (no eviction); lab 8's the compute model; no module of it imports
     ``experiments``."""
-    one = cb.grader_modules(lab("lab01"))
+    one = gk.grader_modules(lab("lab01"))
     assert one == ["experiments.course.integrity"], one
-    assert "experiments.workloads.compute_model" in cb.grader_modules(lab("lab08"))
-    kit = cb.grader_kit(lab("lab01"), tmp_path / "gk")
+    assert "experiments.workloads.compute_model" in gk.grader_modules(lab("lab08"))
+    kit = gk.grader_kit(lab("lab01"), tmp_path / "gk")
     assert sorted(str(p.relative_to(kit)) for p in kit.rglob("*.py")) == [
         "gradekit/__init__.py", "gradekit/course/__init__.py", "gradekit/course/integrity.py", "gradekit/residency.py"]
     # it imports with the standard library alone (-S: no site-packages, so no package either)
@@ -272,7 +273,7 @@ def test_crash_safe_checkpoint_test_kills_a_writer(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_COURSE_DIR", str(tmp_path))
     x = lab("lab04")
     # the hidden test imports the grader's side from the bundle's gradekit, as in the sandbox
-    monkeypatch.syspath_prepend(str(cb.grader_kit(x, tmp_path / "gradekit")))
+    monkeypatch.syspath_prepend(str(gk.grader_kit(x, tmp_path / "gradekit")))
     for m in [m for m in sys.modules if m.split(".")[0] == "gradekit"]:
         monkeypatch.delitem(sys.modules, m)
     gi = importlib.import_module("gradekit.course.integrity")
