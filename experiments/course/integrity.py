@@ -7,7 +7,7 @@ closure, its defaults) or the notebook's own namespace references a module or ob
 package ``experiments`` or of ``gradekit`` (``labkit`` is allowed: it is the bundle's plumbing),
 or when a module of either was loaded before the first hidden test ran (a name built at run time
 that no scan of the code sees). The package holds the references; ``gradekit`` is the grader's
-side the autograder bundle carries (experiments/course/build.py): a notebook that calls either
+side the autograder bundle carries (experiments/course/graderkit.py): a notebook that calls either
 gets no hidden points.
 
 The hidden tests import this module as ``gradekit.course.integrity`` (a copy in the bundle): in
