@@ -15,7 +15,7 @@ help:
 	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio, UNET3D CPU convolution path, LMDBIO's hand-over under MPICH's wait settings (first runs the stale stages they read)"
 	@echo "make ae-table  README's time and disk figures and docs/ae-table.md, from the last run"
 	@echo "make course  the course: student bundle (hand out) and autograder of every lab (course/dist/)"
-	@echo "make grade LAB=lab01 SUB=folder/|one.ipynb [TIMEOUT=600] [JOBS=cores]  grade a class: grades.csv, answers/ (otter, no Docker)"
+	@echo "make grade LAB=lab01 SUB=folder/|one.ipynb [TIMEOUT=600] [JOBS=cores]  grade a class: grades.csv, answers/ (otter, each submission in a bubblewrap sandbox, no Docker)"
 	@echo "make replicate STAGES=\"blog lmdbio\"  re-measure those stages (default all) into replicate/ and compare the findings with results/"
 	@echo "make course-bench  time each lab's solution (default profile) into course/README.md"
 	@echo "make lock    re-pin env/requirements.lock (and env/dlio.lock) from env/*.in"

@@ -39,6 +39,15 @@ else
   echo "$want" > "$STAMP"
 fi
 
+# The project's JupyterLab settings (`make lab`): the "official Jupyter news" pop-up and the
+# update check off (the pop-up covers the notebook's lower right corner on a first start).
+# JupyterLab reads overrides.json from the environment's share/jupyter/lab/settings.
+LAB_SETTINGS=$VENV/share/jupyter/lab/settings
+if ! cmp -s env/jupyterlab-overrides.json "$LAB_SETTINGS/overrides.json"; then
+  mkdir -p "$LAB_SETTINGS"
+  cp env/jupyterlab-overrides.json "$LAB_SETTINGS/overrides.json"
+fi
+
 # DLIO (the anchor of the emulator comparison) in its own environment, .venv-dlio.
 [ "${SETUP_DLIO:-1}" = "0" ] || bash env/setup-dlio.sh
 bash env/system-tools.sh

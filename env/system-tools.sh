@@ -15,8 +15,12 @@ if [ ! -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/debug/tracing/event
 fi
 # slurmctld/slurmd/sbatch (slurm-wlm, which brings munge): the emulator's --launcher slurm and
 # its test, which starts a one-node cluster on this host (tests/test_emulator_slurm.py).
-declare -A PKG=([fio]=fio [bpftrace]=bpftrace [strace]=strace [iostat]=sysstat [slurmctld]=slurm-wlm)
-TOOLS="fio bpftrace strace iostat slurmctld"
+# bwrap (bubblewrap): `make grade` runs each submission in a sandbox of its own
+# (experiments/course/sandbox.py). chromium + chromedriver: the JupyterLab browser test
+# (tests/test_lab_browser.py, Selenium drives Debian's headless Chromium; nothing downloads a browser).
+declare -A PKG=([fio]=fio [bpftrace]=bpftrace [strace]=strace [iostat]=sysstat [slurmctld]=slurm-wlm
+                [bwrap]=bubblewrap [chromium]=chromium [chromedriver]=chromium-driver)
+TOOLS="fio bpftrace strace iostat slurmctld bwrap chromium chromedriver"
 missing=()
 for tool in $TOOLS; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${PKG[$tool]}")

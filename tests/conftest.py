@@ -301,8 +301,7 @@ def _needs_smoke(item) -> bool:
 # that read the whole run (every stage, the log, the claims table) come last.
 SMOKE_ORDER = ["test_smoke_emulator.py", "test_smoke_workloads.py", "test_smoke_traced_comparison.py",
                "test_smoke_alexnet.py", "test_smoke_llm_checkpoint.py", "test_smoke_deepio_lmdbio_blog.py",
-               "test_smoke_tracing.py",
-               "test_smoke_pipeline.py", "test_smoke_first_hour.py"]
+               "test_smoke_tracing.py", "test_lab_browser.py", "test_smoke_pipeline.py", "test_smoke_first_hour.py"]
 
 
 def _smoke_rank(item) -> tuple[bool, int]:

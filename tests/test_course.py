@@ -6,11 +6,18 @@
   one that calls the package's reference; one whose mechanism is faked and whose table is
   typed in; one with the paper's number typed in; one that hangs) is graded in one command to
   the expected points, the hang killed at its limit; grades.csv and the written answers per
-  question are written.
+  question are written. Lab 1's folder has two more: one that reaches the reference by a module
+  name built at run time (no hidden point), and one that tries to read a classmate's
+  submission, the master notebook and the repository, to import the package and to write
+  outside its folder, and writes what it saw to its kernel's stderr (the grader's log): every
+  attempt refused, so its copy of the classmate's functions gets no point.
+- Each submission runs in a bubblewrap sandbox without the package (``ran_as`` says so); a
+  sandbox cannot import ``experiments`` nor see the repository.
 - The other labs: the solution gets full points (one grading command each); in labs 2 and 6 a
   second submission, a faked pipeline (reader) with a table typed in the paper's shape, gets no
   hidden point.
-- grades.csv says who each submission ran as (``nobody`` where the grader is root).
+- grades.csv says who each submission ran as, and in what (``nobody`` in the bubblewrap sandbox;
+  without one, ``nobody`` where the grader is root).
 - The crash-safe checkpoint test of lab 4 kills a writer: it passes a save through a temporary
   file and rename, and fails an in-place one.
 
@@ -34,9 +41,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from experiments.course import LABS, lab
+from experiments.course import LABS, lab, sandbox
 from experiments.course import build as cb
 from experiments.course import grade as cg
+from experiments.course import graderkit as gk
 from experiments.course.integrity import check_own, imports_package
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,6 +155,61 @@ def test_labkit_runs_alone(built, tmp_path):
     assert out[0][1] != out[1][1] and all(o[1].startswith("/dev/shm/dlio-course-") for o in out)
 
 
+def test_sandbox_hides_the_package_and_the_repository(tmp_path):
+    """In the grader's sandbox the package does not import, the repository and /root's other
+    folders are not there, the network is down, and only its own folder is writable."""
+    if not sandbox.available():
+        pytest.skip(f"no sandbox here: {sandbox.WHY_NOT[0]}")
+    os.chmod(tmp_path, 0o755)
+    if os.geteuid() == 0:   # the grader gives nobody its folder
+        os.chown(tmp_path, 65534, 65534)
+    code = ("import importlib.util, json, os, socket\n"
+            f"out = {{'spec': importlib.util.find_spec('experiments') is None, 'repo': os.path.exists({str(ROOT / 'experiments')!r}),"
+            " 'uid': os.getuid()}\n"
+            "try:\n    socket.create_connection(('192.0.2.1', 80), timeout=2); out['net'] = True\n"
+            "except OSError:\n    out['net'] = False\n"
+            "open('mine', 'w').write('x')\n"
+            "try:\n    open('/mine', 'w'); out['root_w'] = True\nexcept OSError:\n    out['root_w'] = False\n"
+            "out['shadow'] = os.path.exists('/etc/shadow') or os.path.exists('/etc/ssl/private')\n"
+            "print(json.dumps(out))")
+    p = subprocess.run(sandbox.command(tmp_path, [sys.executable, "-c", code], {"PATH": "/usr/bin:/bin"}),
+                       capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(p.stdout) == {"spec": True, "repo": False, "uid": 65534, "net": False, "root_w": False,
+                                      "shadow": False}, p.stderr
+    assert (tmp_path / "mine").read_text() == "x"
+
+
+def test_without_bubblewrap_the_grader_says_why_in_ran_as(monkeypatch):
+    """Where bwrap is missing, the sandbox is off with the reason, and ran_as records the
+    fallback (nobody where the grader is root)."""
+    monkeypatch.setattr(sandbox, "_OK", [])
+    monkeypatch.setattr(sandbox, "WHY_NOT", [])
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(cg, "_PREFIX", [["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]])
+    monkeypatch.setattr(cg, "_PUBLIC", {})
+    assert not sandbox.available() and "bubblewrap (bwrap) is not installed" in sandbox.WHY_NOT[0]
+    said = cg.ran_as()
+    assert "no sandbox (bubblewrap (bwrap) is not installed" in said
+    assert said.startswith("nobody (uid 65534") if os.geteuid() == 0 else "the grader's own" in said
+
+
+def test_grader_kit_carries_what_the_hidden_tests_import_without_the_package(tmp_path):
+    """Lab 1's gradekit: the integrity check and cache.py's mincore reader alone, nothing of the
+    graded mechanisms (no eviction); lab 8's the compute model; no module of it imports
+    ``experiments``."""
+    one = gk.grader_modules(lab("lab01"))
+    assert one == ["experiments.course.integrity"], one
+    assert "experiments.workloads.compute_model" in gk.grader_modules(lab("lab08"))
+    kit = gk.grader_kit(lab("lab01"), tmp_path / "gk")
+    assert sorted(str(p.relative_to(kit)) for p in kit.rglob("*.py")) == [
+        "gradekit/__init__.py", "gradekit/course/__init__.py", "gradekit/course/integrity.py", "gradekit/residency.py"]
+    # it imports with the standard library alone (-S: no site-packages, so no package either)
+    subprocess.run([sys.executable, "-S", "-c", ("import sys; sys.path.insert(0, sys.argv[1]); "
+                    "import gradekit.residency, gradekit.course.integrity"), str(kit)], cwd=tmp_path, check=True)
+    residency = (kit / "gradekit" / "residency.py").read_text()
+    assert "def resident_pages" in residency and "def evict" not in residency
+
+
 # ---- integrity ------------------------------------------------------------------------------
 
 def _main_ns(src: str) -> dict:
@@ -202,11 +265,19 @@ def save_checkpoint(directory, name, data):
 def test_crash_safe_checkpoint_test_kills_a_writer(tmp_path, monkeypatch):
     """Lab 4's hidden test forks a process that saves in a loop and SIGKILLs it at random
     instants: a save through a temporary file and a rename passes, an in-place one is torn."""
+    import importlib
+
     import numpy as np
 
     from experiments.course import labkit
     monkeypatch.setenv("DLIO_COURSE_DIR", str(tmp_path))
     x = lab("lab04")
+    # the hidden test imports the grader's side from the bundle's gradekit, as in the sandbox
+    monkeypatch.syspath_prepend(str(gk.grader_kit(x, tmp_path / "gradekit")))
+    for m in [m for m in sys.modules if m.split(".")[0] == "gradekit"]:
+        monkeypatch.delitem(sys.modules, m)
+    gi = importlib.import_module("gradekit.course.integrity")
+    monkeypatch.setattr(gi, "_LOADED_FIRST", [[]])   # this process holds the package: not a notebook's doing
     code = _hidden_test_code(cb.master(x), "SIGKILL")
     for src, ok in ((SAFE_SAVE, True), (IN_PLACE_SAVE, False)):
         ns = _main_ns(src)
@@ -289,8 +360,66 @@ INVENTED = {
 INVENTED_OTHERS = ("lab02-tfdata-threads", "lab06-formats-lmdb")
 
 
+# a module name no scan can read: the reference reached at run time (lab 1)
+RUNTIME = [("evict", ("def evict(path):\n    import importlib\n"
+                      "    m = importlib.import_module(''.join(['exp', 'eri', 'ments']) + '.cache')\n"
+                      "    m.evict([path], 'fadvise')")),
+           ("resident_fraction", ("def resident_fraction(path):\n    import importlib\n"
+                                  "    m = importlib.import_module(''.join(['exp', 'eri', 'ments']) + '.cache')\n"
+                                  "    r, n = m.resident_pages(path)\n    return r / n if n else None"))]
+SNOOP_MARK = "SNOOP-RECORD "
+
+
+def _snoop_cell(targets: dict[str, str], classmate: str, writes: list[str]) -> str:
+    """A first cell that tries every read of ``targets`` ({what: path}) and every write of
+    ``writes``, imports the package, lists the other graders' folders, then executes the
+    classmate's code cells (their functions, if the read worked); it prints what it saw, one
+    JSON line on the kernel's stderr (the grader keeps it in log.txt)."""
+    return f'''import glob, json, os, sys
+_seen = {{}}
+for _what, _p in {targets!r}.items():
+    try:
+        _seen[_what] = "read %d bytes" % len(open(_p, "rb").read())
+    except OSError as _e:
+        _seen[_what] = "refused: " + type(_e).__name__
+for _p in {writes!r}:
+    try:
+        open(_p, "w").write("x")
+        _seen["write " + _p] = "written"
+    except OSError as _e:
+        _seen["write " + _p] = "refused: " + type(_e).__name__
+try:
+    __import__("".join(["exp", "eri", "ments"]))
+    _seen["import"] = "imported"
+except ImportError as _e:
+    _seen["import"] = "refused: " + type(_e).__name__
+_own = os.path.dirname(os.environ.get("DLIO_COURSE_DIR", "/nowhere"))
+_seen["other graders"] = [_p for _p in glob.glob("/tmp/dlio-grade-*") if _p != _own]
+try:
+    import nbformat as _nbf
+    for _c in _nbf.read({classmate!r}, 4).cells:
+        if _c.cell_type == "code" and "def " in _c.source:
+            exec(_c.source, globals())
+    _seen["copied"] = True
+except Exception as _e:
+    _seen["copied"] = "refused: " + type(_e).__name__
+print({SNOOP_MARK!r} + json.dumps(_seen), file=sys.__stderr__, flush=True)
+'''
+
+
+def _snoop_targets(x, root: Path) -> tuple[dict[str, str], list[str]]:
+    """What the snooping submission of lab ``x`` tries to read and write, in the built course
+    ``root`` (its class folder ``root/submissions/<lab>/``): {what: path}, [paths]."""
+    folder, course = root / "submissions" / x.name, root / "course" / x.name
+    return ({"classmate": str(folder / "solution.ipynb"), "master notebook": str(course / f"{x.name}.ipynb"),
+             "repository": str(ROOT / "experiments" / "cache.py"),
+             "autograder of the course": str(next((root / "course" / "dist" / x.name / "autograder").glob("*.zip")))},
+            [str(folder / "snooped.txt"), str(ROOT / "snooped.txt"), str(course / "snooped.txt")])
+
+
 def _synthetic_folder(x, folder: Path) -> dict[str, str]:
-    """Write the six submissions of lab ``x`` into ``folder``; returns {name: what it is}."""
+    """Write the six submissions of lab ``x`` into ``folder`` (lab 1: eight); returns {name:
+    what it is}."""
     folder.mkdir(parents=True)
     def sol():
         return nbformat.read(cb.solution_notebook(x), 4)
@@ -316,6 +445,17 @@ def _synthetic_folder(x, folder: Path) -> dict[str, str]:
     first.source = "import time\ntime.sleep(100_000)\n" + first.source
     nbformat.write(nb, folder / "hang.ipynb")
     made["hang"] = "killed"
+    if x.name == SYNTHETIC[0]:
+        nb = sol()
+        for name, src in RUNTIME:
+            _replace_def(nb, name, src)
+        nbformat.write(nb, folder / "runtime.ipynb")
+        made["runtime"] = "no hidden"
+        nb = nbformat.read(cb.student_notebook(x), 4)
+        targets, writes = _snoop_targets(x, folder.parent.parent)
+        nb.cells.insert(0, nbformat.v4.new_code_cell(_snoop_cell(targets, targets["classmate"], writes)))
+        nbformat.write(nb, folder / "snoop.ipynb")
+        made["snoop"] = "refused"
     return made
 
 
@@ -409,8 +549,12 @@ def test_a_folder_of_submissions_grades_in_one_command(graded, name):
         csv_rows = {r["submission"]: r for r in csv.DictReader(f)}
     assert set(csv_rows) == set(made) and float(csv_rows["solution"]["total"]) == top
     assert list(next(iter(csv_rows.values()))) == ["submission", *auto, "total", "max", "seconds", "error", "ran_as"]
-    # who the submissions ran as: nobody where the grader is root, else the grader's own user
-    want = "nobody (uid 65534" if os.geteuid() == 0 else f"(uid {os.geteuid()}, the grader's own)"
+    # who the submissions ran as: nobody in a bubblewrap sandbox; where bubblewrap cannot run,
+    # nobody where the grader is root, else the grader's own user, and the row says why
+    if sandbox.available():
+        want = "nobody (uid 65534) in a bubblewrap sandbox"
+    else:
+        want = "nobody (uid 65534" if os.geteuid() == 0 else f"(uid {os.geteuid()}, the grader's own)"
     assert all(want in r["ran_as"] for r in csv_rows.values()), {r["ran_as"] for r in csv_rows.values()}
 
     assert rows["solution"]["total"] == top and not rows["solution"]["error"], rows["solution"]
@@ -422,6 +566,10 @@ def test_a_folder_of_submissions_grades_in_one_command(graded, name):
     assert rows["typed"]["total"] < top, rows["typed"]
     assert rows["hang"]["total"] == 0 and "time limit" in rows["hang"]["error"], rows["hang"]
     assert HANG_LIMIT_S <= rows["hang"]["seconds"] < HANG_LIMIT_S + 60
+    if "runtime" in made:   # the reference behind a name built at run time: no hidden point
+        assert all(rows["runtime"][n] <= public[n] for n in auto), rows["runtime"]
+    if "snoop" in made:
+        _assert_snoop_refused(g["dir"], rows["snoop"], lab(name))
 
     answers = g["dir"] / "answers"
     manual = [n for n, v in q.items() if v["manual"]]
@@ -429,6 +577,22 @@ def test_a_folder_of_submissions_grades_in_one_command(graded, name):
     text = (answers / f"{manual[-1]}.md").read_text()
     assert all(f"## {s}" in text for s in made) and "Rubric answer" in text   # the solution's answer
     assert "Autograded score" in (g["dir"] / "solution" / "feedback.md").read_text()
+
+
+def _assert_snoop_refused(out: Path, row: dict, x) -> None:
+    """The snooping submission's own record (its log): every read, write and import refused,
+    no other grader's folder seen; nothing written where it tried; none of the classmate's points."""
+    if not sandbox.available():
+        pytest.skip(f"no sandbox here ({sandbox.WHY_NOT[0]}): a submission sees what nobody may read")
+    lines = [ln for ln in (out / "snoop" / "log.txt").read_text().splitlines() if ln.startswith(SNOOP_MARK)]
+    assert len(lines) == 1, (out / "snoop" / "log.txt").read_text()[-3000:]
+    seen = json.loads(lines[0][len(SNOOP_MARK):])
+    tried = {k: v for k, v in seen.items() if k != "other graders"}
+    assert len(tried) >= 9 and all(str(v).startswith("refused") for v in tried.values()), seen
+    assert seen["other graders"] == [], seen
+    assert row["total"] == 0, row
+    _, writes = _snoop_targets(x, out.parent.parent)
+    assert not [w for w in writes if Path(w).exists()], writes
 
 
 @pytest.mark.smoke
@@ -439,6 +603,8 @@ def test_solution_gets_full_points(graded, x):
     rows = {r["submission"]: r for r in g["rows"]}
     failed = {n: q["output"][-3000:] for n, q in rows["solution"]["questions"].items() if q["score"] < q["max_score"]}
     assert rows["solution"]["max"] > 0 and rows["solution"]["total"] == rows["solution"]["max"], failed
+    if sandbox.available():   # full points without the package: the sandbox cannot import it
+        assert "bubblewrap sandbox" in rows["solution"]["ran_as"], rows["solution"]["ran_as"]
     if "invented" in rows:   # a faked mechanism and a typed table: no hidden point on any question
         q = g["questions"]
         assert all(rows["invented"][n] <= q[n]["public"] for n in q if not q[n]["manual"]), rows["invented"]
@@ -446,6 +612,15 @@ def test_solution_gets_full_points(graded, x):
 
 
 # ---- cheap checks -----------------------------------------------------------------------------
+
+def test_course_build_keeps_kernel_start_up_noise_off_the_console():
+    """`make course`: otter's kernels warn that they run over TCP; that line (and TensorFlow's
+    start-up lines) go to the lab's build.log only, a real error still reaches the console."""
+    noise = cb._build_noise()
+    assert noise("[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication "
+                 "(including code and outputs) is sent in plain text")
+    assert not noise("RuntimeError: Some autograder tests failed in the autograder notebook")
+
 
 def test_bad_lab_name_stops_with_the_allowed_names():
     with pytest.raises(ValueError, match=r"LAB = 'lab99'; allowed: lab01"):

@@ -8,8 +8,11 @@ package holds what the labs and the instructor's commands share:
 - :mod:`.integrity`: ``check_own``, which every hidden test calls first (the graded functions are
   the notebook's own and reach nothing of ``experiments``), and the grader's static import check;
 - :mod:`.build`: ``make course`` (per lab the student bundle and the autograder, with otter assign);
-- :mod:`.grade`: ``make grade LAB=... SUB=...`` (a notebook or a folder of them: sandboxed otter
-  runs in parallel, grades.csv, the written answers per question);
+- :mod:`.graderkit`: ``gradekit``, the grader's side of the hidden tests the autograder zip
+  carries (copied from the package, so that they pass where it is absent);
+- :mod:`.grade`: ``make grade LAB=... SUB=...`` (a notebook or a folder of them: otter runs in
+  parallel, each in the bubblewrap sandbox of :mod:`.sandbox`, grades.csv, the written answers
+  per question);
 - :mod:`.bench`: the measured time table of the course guide (runs each solution).
 """
 

@@ -5,9 +5,12 @@ For each lab ``course/<lab>/<lab>.ipynb`` (an otter-assign master notebook) this
 tests, rubric answers and outputs stripped) and ``labkit.py`` (the lab's plumbing; it holds no
 graded mechanism and imports nothing from ``experiments``), and nothing else: the package with
 the graded references is not in it. ``course/dist/<lab>/autograder/`` holds the solution
-notebook, every test and ``<lab>-autograder_*.zip``, which ``make grade`` runs. otter assign runs
+notebook, every test and ``<lab>-autograder_*.zip``, which ``make grade`` runs; the zip carries
+``gradekit/`` (:func:`experiments.course.graderkit.grader_kit`), the grader's side of the hidden tests, so that they pass where
+the package is not importable (the grader's sandbox). otter assign runs
 each solution against its own tests while building (on the smoke profile, seconds a lab), so a
-lab whose solution fails its tests stops the build. The rubric (``course/<lab>/rubric.md``) is
+lab whose solution fails its tests stops the build; the stderr of the kernels it starts goes to
+``course/dist/<lab>/build.log``, known start-up noise kept off the console. The rubric (``course/<lab>/rubric.md``) is
 copied beside the autograder, never into the student folder.
 
     python -m experiments.course.build [LAB ...]      # all labs when none named
@@ -17,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
 
 from .. import paths
+from ..run_notebook import _StderrTee
 from . import LABS, Lab, labkit
 from . import lab as find_lab
 from .labkit import DIR_ENV, PROFILE_ENV
@@ -89,6 +94,19 @@ def otter_env() -> None:
             os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (p, os.environ.get("PYTHONPATH", "")) if x)
 
 
+# the kernel's warning when it talks over TCP (otter's kernels do; the pipeline's use IPC)
+KERNEL_TCP = re.compile(r"\[IPKernelApp\] WARNING \| Kernel is running over TCP without encryption")
+
+
+def _build_noise():
+    """True for a line of a build's stderr that is known start-up noise: the pipeline's
+    (experiments.run_notebook.NOISE) and :data:`KERNEL_TCP`."""
+    from ..envinfo import gpus
+    from ..run_notebook import noise_filter
+    pipeline = noise_filter(bool(gpus()))
+    return lambda line: bool(KERNEL_TCP.search(line)) or pipeline(line)
+
+
 def build(lab: Lab, run_tests: bool = True) -> Path:
     """Build ``lab``'s release and autograder into :func:`dist_dir`; return that folder.
     With ``run_tests`` otter runs the solution against every test first and raises
@@ -100,18 +118,34 @@ def build(lab: Lab, run_tests: bool = True) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     otter_env()
     from otter.assign import main as assign
+
+    from .graderkit import add_to_zip, grader_kit  # it reads this module's paths
+    kit = grader_kit(lab)   # on the path of the kernels otter starts to check the solution
+    saved_path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(kit), saved_path) if x)
     scratch = dist_dir() / "_scratch" / lab.name   # where the solution's run writes while otter checks it
     saved = os.environ.get(DIR_ENV)
     os.environ[DIR_ENV] = str(scratch)
+    log = dist_dir() / f"_{lab.name}.build.log"
+    log.unlink(missing_ok=True)
+    # the kernels otter starts to check the solution: their start-up lines (ipykernel's "running
+    # over TCP without encryption", TensorFlow's) in the lab's build.log, off the console
+    tee = _StderrTee(log, _build_noise()) if run_tests else None
     try:
         assign(str(src), str(out), no_pdfs=True, no_run_tests=not run_tests)
     finally:
+        if tee is not None:
+            tee.close()
+            if out.is_dir():
+                os.replace(log, out / "build.log")
+        os.environ["PYTHONPATH"] = saved_path
         shutil.rmtree(labkit.mem_root(), ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
         if saved is None:
             os.environ.pop(DIR_ENV, None)
         else:
             os.environ[DIR_ENV] = saved
+    add_to_zip(autograder_zip(lab), kit)
     student = out / "student"
     for f in STUDENT_FILES:
         shutil.copy(Path(labkit.__file__).parent / f, student / f)
@@ -131,7 +165,9 @@ def main(argv=None) -> int:
     for lab in labs:
         build(lab, run_tests=not a.no_run_tests)
         print(f"{lab.name}: student bundle (hand out this folder) {student_notebook(lab).parent.relative_to(paths.root())}/, "
-              f"autograder {autograder_zip(lab).relative_to(paths.root())}")
+              f"autograder {autograder_zip(lab).relative_to(paths.root())}"
+              + (f" (kernels' stderr: {(dist_dir(lab) / 'build.log').relative_to(paths.root())})"
+                 if (dist_dir(lab) / "build.log").is_file() else ""))
     return 0
 
 

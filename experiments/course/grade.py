@@ -1,12 +1,17 @@
 """``make grade LAB=... SUB=...``: grade one submitted notebook, or a folder of them, without Docker.
 
 Each submission is graded by ``otter run`` (otter's non-containerized grader) with the lab's
-autograder zip, in a process of its own: its own scratch folder (``DLIO_COURSE_DIR``, its own
-``/dev/shm`` folder, its own ``HOME``), a time limit (``--timeout``, default
-:data:`TIMEOUT_S`; the whole process group is killed at it), as the unprivileged user ``nobody``
-when the grader runs as root (with a world-readable copy of the interpreter, made once under
+autograder zip, in a process of its own, in a bubblewrap sandbox of its own
+(:mod:`experiments.course.sandbox`: its own folder with its copy of the notebook, ``labkit.py``
+and the zip; the grading environment read-only *without* the package ``experiments``; private
+``/tmp``, ``/dev/shm`` and ``/proc``; no network; as ``nobody``), with a time limit
+(``--timeout``, default :data:`TIMEOUT_S`; every process of it is killed at it); up to
+``--jobs`` (default: the cores) at a time. Where bubblewrap cannot run, it says so once and
+runs each submission as before: its own scratch folder (``DLIO_COURSE_DIR``, its own
+``/dev/shm`` folder, its own ``HOME``), as the unprivileged user ``nobody`` when the grader runs
+as root (with a world-readable copy of the interpreter, made once under
 ``/var/lib/dlio-grade/python`` or ``$DLIO_GRADE_PYTHON_DIR``, where the interpreter lives under a
-folder nobody cannot enter, as pyenv's under /root); up to ``--jobs`` (default: the cores) at a time. The notebook is
+folder nobody cannot enter, as pyenv's under /root). The notebook is
 re-executed top to bottom (smoke profile unless ``DLIO_COURSE_PROFILE`` says otherwise), each
 question's public and hidden tests running after its cell. A hang, a crash or a notebook that
 does not run is a row with its reason, never a stopped run.
@@ -19,7 +24,7 @@ Writes, in the output folder it prints (default ``explore/course/grades/<lab>/<S
 
 - ``grades.csv``: one row per submission: points per question, ``total``, ``max``,
   ``seconds`` (wall), ``error`` (empty, or why points are missing: timeout, crash, integrity),
-  ``ran_as`` (the user and uid the submission ran as);
+  ``ran_as`` (the user and uid the submission ran as, and in what: the sandbox, or why none);
 - ``answers/<question>.md``: the written answers (manual questions and the prediction),
   collected across submissions, one file per question, to grade with the lab's ``rubric.md``;
 - ``<submission>/results.json`` and ``feedback.md`` (per question points and what failed).
@@ -47,11 +52,11 @@ from pathlib import Path
 import nbformat
 
 from .. import paths
-from . import Lab
+from . import Lab, sandbox
 from . import lab as find_lab
-from .build import KIT_ENV, autograder_zip, kit_dir, master, otter_env, student_notebook
+from .build import KIT_ENV, autograder_zip, kit_dir, master, student_notebook
 from .integrity import imports_package
-from .labkit import DIR_ENV, mem_root
+from .labkit import DIR_ENV, PROFILE_ENV, mem_root
 
 TIMEOUT_S = 600          # per submission; a smoke-profile lab grades in well under a minute
 UNPRIVILEGED = ("nobody", "nogroup")
@@ -267,7 +272,17 @@ def _probe_prefix() -> list[str]:
 
 
 def ran_as() -> str:
-    """Who a submission runs as, in words (grades.csv's ``ran_as``)."""
+    """Who a submission runs as, and in what, in words (grades.csv's ``ran_as``)."""
+    if sandbox.available():
+        import pwd
+        who = (f"{UNPRIVILEGED[0]} (uid {sandbox.UID})" if os.geteuid() == 0
+               else f"{pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()}, the grader's own)")
+        return (f"{who} in a bubblewrap sandbox: its own folder, the grading environment read-only "
+                "without experiments, no network")
+    return f"{_ran_as_plain()}; no sandbox ({sandbox.WHY_NOT[0]})"
+
+
+def _ran_as_plain() -> str:
     prefix = _unprivileged_prefix()
     if not prefix:
         import pwd
@@ -306,6 +321,22 @@ def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
+# the child: otter run on the submission, nothing of the package (in the sandbox it is absent)
+CHILD = ("import sys; from otter.run import main; "
+         "main(sys.argv[1], autograder=sys.argv[2], output_dir=sys.argv[3], no_logo=True)")
+
+
+def _child_env(work: Path) -> dict[str, str]:
+    """What the child's environment holds besides PATH: its own home, scratch folder and
+    labkit, the profile, TensorFlow's start-up lines off."""
+    home = work / "home"
+    return {"HOME": str(home), DIR_ENV: str(work / "scratch"), KIT_ENV: str(work / "kit"),
+           PROFILE_ENV: os.environ.get(PROFILE_ENV, "smoke"), "TF_CPP_MIN_LOG_LEVEL": "3",
+           "MPLCONFIGDIR": str(home / ".mpl"), "JUPYTER_RUNTIME_DIR": str(home / ".jupyter-rt"),
+           "IPYTHONDIR": str(home / ".ipython"), "XDG_CACHE_HOME": str(home / ".cache"),
+           "PYTHONPATH": str(work / "kit"), "LANG": "C.UTF-8"}
+
+
 def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> dict:
     (work / "home").mkdir()
     (work / "scratch").mkdir()
@@ -315,21 +346,27 @@ def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> di
     shutil.copy(sub, nb)
     zip_ = work / "autograder.zip"
     shutil.copy(autograder_zip(lab), zip_)
-    prefix = _unprivileged_prefix()
-    if prefix and "--reuid=nobody" in prefix:
-        os.chmod(work, 0o755)
-        _chown_tree(work)
-    env = dict(os.environ, HOME=str(work / "home"), **{DIR_ENV: str(work / "scratch"), KIT_ENV: str(work / "kit")},
-               MPLCONFIGDIR=str(work / "home" / ".mpl"), JUPYTER_RUNTIME_DIR=str(work / "home" / ".jupyter-rt"),
-               IPYTHONDIR=str(work / "home" / ".ipython"), XDG_CACHE_HOME=str(work / "home" / ".cache"))
-    pkg = str(Path(__file__).resolve().parents[2])   # the child runs this module from the scratch folder
-    env["PYTHONPATH"] = os.pathsep.join(x for x in (pkg, env.get("PYTHONPATH", "")) if x)
-    python = sys.executable
-    if prefix and _PUBLIC:   # nobody runs the world-readable copy of the interpreter
-        python = _PUBLIC["python"]
-        env["LD_LIBRARY_PATH"] = _PUBLIC["LD_LIBRARY_PATH"]
-        env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
-    cmd = [*prefix, python, "-m", "experiments.course.grade", "--child", str(nb), str(zip_), str(work)]
+    args = ["-c", CHILD, str(nb), str(zip_), str(work)]
+    if sandbox.available():
+        # bubblewrap: this folder, the environment read-only without the package, nothing else
+        if os.geteuid() == 0:   # the submission runs as nobody: its folder is nobody's
+            os.chmod(work, 0o755)
+            _chown_tree(work)
+        python = sys.executable
+        env = dict(_child_env(work), PATH=os.pathsep.join([str(Path(python).parent), "/usr/bin", "/bin"]))
+        cmd = sandbox.command(work, [python, *args], env)
+    else:
+        prefix = _unprivileged_prefix()
+        if prefix and "--reuid=nobody" in prefix:
+            os.chmod(work, 0o755)
+            _chown_tree(work)
+        env = dict(os.environ, **_child_env(work))
+        python = sys.executable
+        if prefix and _PUBLIC:   # nobody runs the world-readable copy of the interpreter
+            python = _PUBLIC["python"]
+            env["LD_LIBRARY_PATH"] = _PUBLIC["LD_LIBRARY_PATH"]
+            env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
+        cmd = [*prefix, python, *args]
     t0 = time.perf_counter()
     error = ""
     with open(work / "log.txt", "wb") as log:
@@ -385,14 +422,6 @@ def _cleanup_memory(scratch: Path) -> None:
     for d in Path("/dev/shm").glob(f"dlio-course-*-{h}"):
         shutil.rmtree(d, ignore_errors=True)
     shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _child(nb: str, zip_: str, out: str) -> int:
-    """The child process: otter run, writing results.json into ``out``."""
-    otter_env()
-    from otter.run import main as otter_run
-    otter_run(nb, autograder=zip_, output_dir=out, no_logo=True)
-    return 0
 
 
 # ---- one lab, many submissions ----------------------------------------------------------------
@@ -461,6 +490,9 @@ def grade_many(lab_name: str, sub: str | Path, out: Path | None = None, timeout_
               + (f" ({row['error']})" if row["error"] else ""), flush=True)
         return {**row, "questions": qs}
 
+    if not sandbox.available():
+        print(f"grade: {sandbox.WHY_NOT[0]}: each submission runs without a sandbox, as before "
+              "(grades.csv's ran_as says how)", file=sys.stderr)
     print(f"grading {len(subs)} submission(s) of {lab.name}, {min(jobs, len(subs))} at a time, "
           f"{timeout_s:g} s each at most, into {out}", flush=True)
     with ThreadPoolExecutor(max_workers=min(jobs, len(subs))) as ex:
@@ -521,8 +553,6 @@ def grade(lab_name: str, submission: str | Path, out: Path | None = None, timeou
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--child"]:
-        return _child(*argv[1:4])
     ap = argparse.ArgumentParser(prog="python -m experiments.course.grade", description=__doc__.split("\n\n")[0])
     ap.add_argument("lab")
     ap.add_argument("submission", help="one .ipynb, or a folder: every .ipynb under it")

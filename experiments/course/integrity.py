@@ -4,8 +4,15 @@
 it found) when a named function is missing or not defined in the notebook
 (``__module__ != "__main__"``), or when a named function (or a notebook function it calls, its
 closure, its defaults) or the notebook's own namespace references a module or object of the
-package ``experiments`` (``labkit`` is allowed: it is the bundle's plumbing). The package holds
-the references the hidden tests compare with; a notebook that calls them gets no hidden points.
+package ``experiments`` or of ``gradekit`` (``labkit`` is allowed: it is the bundle's plumbing),
+or when a module of either was loaded before the first hidden test ran (a name built at run time
+that no scan of the code sees). The package holds the references; ``gradekit`` is the grader's
+side the autograder bundle carries (experiments/course/graderkit.py): a notebook that calls either
+gets no hidden points.
+
+The hidden tests import this module as ``gradekit.course.integrity`` (a copy in the bundle): in
+the grader's sandbox (experiments/course/sandbox.py) the package is not importable at all, and
+this check is the second line.
 
 The grader adds a static check (``experiments.course.grade``): a submission whose code imports
 ``experiments`` gets zero hidden points whatever its tests say.
@@ -15,12 +22,16 @@ from __future__ import annotations
 
 import dis
 import re
+import sys
 import types
 
 PACKAGE = "experiments"
+PACKAGES = (PACKAGE, "gradekit")   # the references, and the grader's side of the hidden tests
 # hidden tests import the package into the notebook's namespace (otter runs them there); the
 # names present at a namespace's first check are the notebook's, later ones the tests'
 _FIRST_SEEN: dict[int, frozenset[str]] = {}
+# the modules of PACKAGES loaded when the first hidden test ran (the notebook's doing), but this one
+_LOADED_FIRST: list[list[str]] = []
 _IPYTHON = {"In", "Out", "get_ipython", "exit", "quit"}
 _IMPORT_RE = re.compile(rf"(^|[^\w.])(from|import)\s+{PACKAGE}\b|__import__\(\s*['\"]{PACKAGE}\b|"
                         rf"import_module\(\s*['\"]{PACKAGE}\b", re.MULTILINE)
@@ -28,6 +39,17 @@ _IMPORT_RE = re.compile(rf"(^|[^\w.])(from|import)\s+{PACKAGE}\b|__import__\(\s*
 
 def _is_labkit(name: str) -> bool:
     return name == "labkit" or name.endswith(".labkit")
+
+
+def _ours(name: str) -> bool:
+    """Whether the module ``name`` is of :data:`PACKAGES`."""
+    return any(name == p or name.startswith(p + ".") for p in PACKAGES)
+
+
+def _integrity_chain(name: str) -> bool:
+    """This module and the packages above it (a hidden test imports them to check)."""
+    parts = __name__.split(".")
+    return name in {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
 
 
 def _origin(obj) -> str | None:
@@ -40,7 +62,7 @@ def _origin(obj) -> str | None:
         if not isinstance(name, str):
             owner = getattr(obj, "__self__", None)   # a bound method of a package object
             name = getattr(type(owner), "__module__", None) if owner is not None else None
-    if not isinstance(name, str) or not (name == PACKAGE or name.startswith(PACKAGE + ".")):
+    if not isinstance(name, str) or not _ours(name):
         return None
     if _is_labkit(name) or name == __name__:
         return None
@@ -74,7 +96,7 @@ def _function_refs(fn, seen: set[int]) -> list[str]:
         for ins in dis.get_instructions(code):
             n = ins.argval
             if ins.opname == "IMPORT_NAME":
-                if n == PACKAGE or n.startswith(PACKAGE + "."):
+                if _ours(n):
                     found.append(f"{fn.__name__} imports {n}")
                 continue
             # globals only: an attribute of the same name (x.evict) is not the package's evict
@@ -87,7 +109,7 @@ def _function_refs(fn, seen: set[int]) -> list[str]:
             elif isinstance(v, (types.FunctionType, type)) and getattr(v, "__module__", "") == "__main__":
                 found += _function_refs(v, seen)
         for c in code.co_consts:
-            if isinstance(c, str) and re.match(rf"{PACKAGE}(\.|$)", c):
+            if isinstance(c, str) and re.match(rf"({'|'.join(PACKAGES)})(\.|$)", c):
                 found.append(f"{fn.__name__} names the module {c!r}")
     others = [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
     others += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
@@ -113,7 +135,10 @@ def check_own(namespace: dict, names: list[str] | tuple[str, ...]) -> None:
     package ``experiments`` (see the module's docstring). Raises AssertionError naming each
     problem; returns None when there is none."""
     first = _FIRST_SEEN.setdefault(id(namespace), frozenset(namespace))
-    problems: list[str] = []
+    if not _LOADED_FIRST and not __name__.startswith(PACKAGE + "."):   # the bundle's copy, in a kernel
+        _LOADED_FIRST.append(sorted(m for m in list(sys.modules) if _ours(m) and not _integrity_chain(m)))
+    problems: list[str] = [f"the notebook loaded {m} (a module of the graded references or the grader's)"
+                           for m in (_LOADED_FIRST or [[]])[0]]
     seen: set[int] = set()
     for n in names:
         fn = namespace.get(n)
