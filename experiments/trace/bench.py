@@ -37,15 +37,17 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 
-from .. import envinfo, paths
+from .. import envinfo, paths, stats
 from ..results import atomic_write, write_json
 from . import bpftrace_backend as bt
+from . import read_jobs
 from .tracer import Tracer, backend_status, wait_cpu
 
 
@@ -55,60 +57,82 @@ def fio_cmd(path: Path, bs_kib: int, io_mib: int, file_mib: int) -> list[str]:
             "--output=/dev/null"]
 
 
-def warm(path: Path) -> None:
-    """Read ``path`` once, so it is in the page cache (other jobs on a shared box drop caches)."""
-    with open(path, "rb", buffering=0) as f:
-        while f.read(1 << 20):
-            pass
+def warm(*files: Path) -> None:
+    """Read ``files`` once, so they are in the page cache (other jobs on a shared box drop caches)."""
+    for path in files:
+        with open(path, "rb", buffering=0) as f:
+            while f.read(1 << 20):
+                pass
 
 
-def untraced(cmd: list[str]) -> tuple[float, float]:
+def untraced(cmd: list[str], cwd=None) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of ``cmd`` run untraced."""
     t = time.perf_counter()
     meta: dict = {}
-    rc = wait_cpu(subprocess.Popen(cmd, stdout=subprocess.DEVNULL), meta)
+    rc = wait_cpu(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, cwd=cwd), meta)
     if rc != 0:
         raise RuntimeError(f"{cmd[0]} exited with {rc}")
     return time.perf_counter() - t, meta["command_cpu_s"]
 
 
-def measure(directory: Path, repeats: int = 5, io_mib: int = 2048, file_mib: int = 256,
-            block_sizes=(128, 4), backends=None, block_watch=None, floor: bool | None = None
-            ) -> pd.DataFrame:
-    """One row per (block size, back end, repeat): ``command_s`` (wall), ``command_cpu_s`` and the
-    calls traced. ``block_watch``: paths whose device the block layer is traced on (default
-    ``directory``'s)."""
+def fio_jobs(directory: Path, io_mib: int = 2048, file_mib: int = 256, block_sizes=(128, 4)) -> list[dict]:
+    """fio reading a ``file_mib`` MiB file (written once in ``directory``) at each block size."""
     directory.mkdir(parents=True, exist_ok=True)
     data = directory / "bench.bin"
     if not data.exists() or data.stat().st_size != file_mib << 20:
         with open(data, "wb") as f:
             for _ in range(file_mib):
                 f.write(os.urandom(1 << 20))
+    out = []
+    for bs in block_sizes:
+        io = io_mib if bs >= 64 else max(io_mib // 8, 16)
+        out.append({"job": f"fio_{bs}k", "cmd": fio_cmd(data, bs, io, file_mib), "block_kib": bs,
+                    "io_mib": io, "warm": [data]})
+    return out
+
+
+def python_jobs(folder: Path, epochs: int = 1, workers: int = 2, names=read_jobs.JOBS) -> list[dict]:
+    """The Python read jobs of :mod:`.read_jobs` over the ImageNet-like set in ``folder``."""
+    files = [Path(f) for f in read_jobs.files_of(folder)]
+    io = sum(f.stat().st_size for f in files) * epochs / 2**20
+    return [{"job": n, "cmd": [sys.executable, "-m", "experiments.trace.read_jobs", n, str(folder),
+                               "--epochs", str(epochs), "--workers", str(workers), "--quiet"],
+             "block_kib": float("nan"), "io_mib": round(io, 1), "warm": files, "cwd": str(paths.root())}
+            for n in names]
+
+
+def measure(jobs: list[dict], repeats: int = 5, backends=None, block_watch=None,
+            floor: bool | None = None, repeats_of=None) -> pd.DataFrame:
+    """One row per (job, back end, repeat): ``command_s`` (wall), ``command_cpu_s`` and the
+    calls traced; untraced and traced runs alternate within each repeat. ``block_watch``: paths
+    whose device the block layer is traced on. ``repeats_of``: job -> repeats (default ``repeats``)."""
     if backends is None:
         backends = default_backends()
     if floor is None:
         floor = backend_status()["bpftrace"]["ok"]
     rows = []
-    for bs in block_sizes:
-        io = io_mib if bs >= 64 else max(io_mib // 8, 16)
-        cmd = fio_cmd(data, bs, io, file_mib)
-        untraced(cmd)  # warm the page cache and fio
-        for r in range(repeats):
-            warm(data)
-            wall, cpu = untraced(cmd)
-            rows.append({"block_kib": bs, "io_mib": io, "backend": "none", "repeat": r,
-                         "command_s": wall, "command_cpu_s": cpu, "calls": 0,
-                         "loadavg_1m": os.getloadavg()[0]})
+    for job in jobs:
+        cmd, cwd = job["cmd"], job.get("cwd")
+        base = {"job": job["job"], "block_kib": job["block_kib"], "io_mib": job["io_mib"]}
+        untraced(cmd, cwd)  # warm the page cache and the program
+        n_rep = (repeats_of or {}).get(job["job"], repeats)
+        for r in range(n_rep):
+            progress_line(f"{job['job']}: repeat {r + 1}/{n_rep}")
+            warm(*job["warm"])
+            wall, cpu = untraced(cmd, cwd)
+            rows.append({**base, "backend": "none", "repeat": r, "command_s": wall, "command_cpu_s": cpu,
+                         "calls": 0, "loadavg_1m": os.getloadavg()[0]})
             if floor:
-                warm(data)
-                wall, cpu, n = probe_floor(cmd)
-                rows.append({"block_kib": bs, "io_mib": io, "backend": "bpftrace_floor", "repeat": r,
-                             "command_s": wall, "command_cpu_s": cpu, "calls": n,
-                             "loadavg_1m": os.getloadavg()[0]})
+                warm(*job["warm"])
+                wall, cpu, n = probe_floor(cmd, cwd)
+                rows.append({**base, "backend": "bpftrace_floor", "repeat": r, "command_s": wall,
+                             "command_cpu_s": cpu, "calls": n, "loadavg_1m": os.getloadavg()[0]})
             for b, kw in backends:
-                warm(data)
-                tr, rc = Tracer(watch=block_watch or [directory], sample=False, quiet=True, **kw).run(cmd)
-                rows.append({"block_kib": bs, "io_mib": io, "backend": b, "repeat": r,
+                warm(*job["warm"])
+                tr, rc = Tracer(watch=block_watch or job["warm"][:1], sample=False, quiet=True, **kw).run(cmd, cwd=cwd)
+                if rc != 0:
+                    raise RuntimeError(f"{job['job']} under {b} exited with {rc}")
+                rows.append({**base, "backend": b, "repeat": r,
                              "command_s": tr.meta["command_s"], "command_cpu_s": tr.meta["command_cpu_s"],
                              "calls": traced_calls(tr),
                              "block_requests": int((tr.events["layer"] == "block").sum()),
@@ -119,11 +143,15 @@ def measure(directory: Path, repeats: int = 5, io_mib: int = 2048, file_mib: int
     return pd.DataFrame(rows)
 
 
+def progress_line(msg: str) -> None:
+    print(f"trace bench: {msg}", file=sys.stderr, flush=True)
+
+
 FLOOR_SYSCALLS = ("read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev",
                   "pwritev", "pwritev2")
 
 
-def probe_floor(cmd: list[str]) -> tuple[float, float, int]:
+def probe_floor(cmd: list[str], cwd=None) -> tuple[float, float, int]:
     """(wall s, CPU s, calls) of ``cmd`` run with the least a syscall tracer can attach: the
     same exit tracepoints as the vector mode, each with a program that only counts the
     command's calls (``comm`` filter). What that costs per call is the floor of any
@@ -144,7 +172,7 @@ def probe_floor(cmd: list[str]) -> tuple[float, float, int]:
                 if p.poll() is not None or time.monotonic() - t0 > 120:
                     raise RuntimeError("bpftrace (probe floor) did not start")
                 time.sleep(0.02)
-            wall, cpu = untraced(cmd)
+            wall, cpu = untraced(cmd, cwd)
         finally:
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
@@ -164,6 +192,8 @@ def default_backends() -> list[tuple[str, dict]]:
             out.append(("bpftrace_vector", {"backend": "bpftrace", "mode": "vector"}))
     if status["strace"]["ok"]:
         out.append(("strace", {"backend": "strace"}))
+    if status["dftracer"]["ok"]:
+        out.append(("dftracer", {"backend": "dftracer"}))
     return out
 
 
@@ -175,23 +205,34 @@ def traced_calls(tr) -> int:
 
 
 def table(raw: pd.DataFrame) -> pd.DataFrame:
-    """Per (block size, back end): median command seconds, calls, overhead in percent over the
-    untraced median, and the tracer's CPU microseconds per traced call."""
+    """Per (job, back end): median command seconds, calls, the wall-time and CPU overhead in
+    percent over the untraced medians with their 95 % bootstrap intervals (ratio of medians,
+    :func:`experiments.stats.ratio_of_medians`; ``*_lo``/``*_hi``), and the per-call CPU."""
     raw = raw.assign(tracer_cpu_s=raw.get("tracer_cpu_s"))
-    med = raw.groupby(["block_kib", "backend"], sort=False).agg(
+    med = raw.groupby(["job", "backend"], sort=False).agg(
+        block_kib=("block_kib", "first"), io_mib=("io_mib", "first"), runs=("command_s", "size"),
         median_s=("command_s", "median"), cpu_s=("command_cpu_s", "median"), calls=("calls", "median"),
         tracer_cpu_s=("tracer_cpu_s", "median"), loadavg_1m=("loadavg_1m", "median")).reset_index()
-    base = med[med.backend == "none"].set_index("block_kib")
-    med["overhead_pct"] = [100 * (m / base.loc[b, "median_s"] - 1) for b, m in zip(med.block_kib, med.median_s)]
-    med["cpu_overhead_pct"] = [100 * (m / base.loc[b, "cpu_s"] - 1) for b, m in zip(med.block_kib, med.cpu_s)]
+    base = med[med.backend == "none"].set_index("job")
+    for col, key in (("command_s", "overhead"), ("command_cpu_s", "cpu_overhead")):
+        pts, los, his = [], [], []
+        for job, b in zip(med.job, med.backend):
+            x = raw[(raw.job == job) & (raw.backend == b)][col]
+            y = raw[(raw.job == job) & (raw.backend == "none")][col]
+            pt, ci = stats.ratio_of_medians(x, y, level=0.95)
+            pts.append(100 * (pt - 1))
+            los.append(100 * (ci.low - 1))
+            his.append(100 * (ci.high - 1))
+        med[f"{key}_pct"], med[f"{key}_lo"], med[f"{key}_hi"] = pts, los, his
     # what the probes cost inside each traced call (the traced command's extra CPU per call)
-    med["probe_cpu_us_per_call"] = [1e6 * (m - base.loc[b, "cpu_s"]) / n if n else float("nan")
-                                    for b, m, n in zip(med.block_kib, med.cpu_s, med.calls)]
+    med["probe_cpu_us_per_call"] = [1e6 * (m - base.loc[j, "cpu_s"]) / n if n else float("nan")
+                                    for j, m, n in zip(med.job, med.cpu_s, med.calls)]
     med["tracer_cpu_us_per_call"] = 1e6 * med["tracer_cpu_s"] / med["calls"].where(med["calls"] > 0)
     return med.drop(columns=["tracer_cpu_s"])
 
 
-GOALS = {("bpftrace_vector", 128): 5.0, ("bpftrace_vector", 4): 25.0}
+# the vector mode's goals (issue 42): wall-time overhead in percent, per fio job
+GOALS = {("bpftrace_vector", "fio_128k"): 3.0, ("bpftrace_vector", "fio_4k"): 15.0}
 
 
 def main(argv=None) -> int:
