@@ -47,7 +47,7 @@ import pandas as pd
 from .. import envinfo, paths, stats
 from ..results import atomic_write, write_json
 from . import bpftrace_backend as bt
-from . import read_jobs
+from . import dftracer_backend, read_jobs
 from .tracer import Tracer, backend_status, wait_cpu
 
 
@@ -235,49 +235,110 @@ def table(raw: pd.DataFrame) -> pd.DataFrame:
 GOALS = {("bpftrace_vector", "fio_128k"): 3.0, ("bpftrace_vector", "fio_4k"): 15.0}
 
 
+def image_set(directory: Path, n_images: int) -> Path:
+    """A small ImageNet-like JPEG set (params.yaml's size mix and seed) in ``directory``, made once."""
+    from .. import config
+    from ..datasets import imagenet_like
+    out = directory / f"imagenet_like-{n_images}"
+    if not (out / imagenet_like.MANIFEST).exists():
+        cfg = config.load(seed=None, imagenet_size_mix=None)
+        imagenet_like.generate(out, imagenet_like.ImageNetLikeConfig(n_images=n_images, n_classes=4),
+                               cfg.imagenet_size_mix, cfg.seed)
+    return out
+
+
+JOB_NAMES = ("fio_128k", "fio_4k") + read_jobs.JOBS
+
+
+def check_args(a) -> None:
+    """Stops before any work on a bad argument (one line: the argument, its value, what is allowed)."""
+    for name in ("repeats", "py_repeats", "py_images", "io_mib", "epochs"):
+        if getattr(a, name) < 1:
+            raise SystemExit(f"error: --{name.replace('_', '-')} = {getattr(a, name)}; allowed: an integer >= 1")
+    bad = [j for j in a.jobs if j not in JOB_NAMES]
+    if bad:
+        raise SystemExit(f"error: --jobs {' '.join(bad)}: unknown; allowed: {', '.join(JOB_NAMES)}")
+
+
+def print_tables(t: pd.DataFrame, cov: pd.DataFrame | None, load: tuple, a) -> None:
+    loaded = max(load[0][0], load[1][0]) > 0.5 * (os.cpu_count() or 1)
+    print(f"\nTracing overhead, same alternating run: fio psync reads of a page-cached file (median of "
+          f"{a.repeats}), the Python read jobs over {a.py_images} ImageNet-like JPEGs (median of "
+          f"{a.py_repeats}; wall includes the interpreter's imports); host {os.uname().nodename}, "
+          f"{os.cpu_count()} CPUs, load average {load[0][0]:.1f} before and {load[1][0]:.1f} after: "
+          f"{'a loaded box, wall-time overheads are noisy' if loaded else 'an idle box'}")
+    cols = ["job", "backend", "runs", "median_s", "overhead_pct", "overhead_lo", "overhead_hi", "cpu_s",
+            "cpu_overhead_pct", "cpu_overhead_lo", "cpu_overhead_hi", "calls", "probe_cpu_us_per_call",
+            "tracer_cpu_us_per_call"]
+    print(t[cols].to_string(index=False, float_format=lambda x: f"{x:,.2f}"))
+    for (b, job), goal in GOALS.items():
+        row = t[(t.backend == b) & (t.job == job)]
+        if len(row):
+            v, c = float(row.overhead_pct.iloc[0]), float(row.cpu_overhead_pct.iloc[0])
+            print(f"{b} overhead on {job}: {v:.1f} % wall, {c:.1f} % CPU (goal < {goal:g} %: "
+                  f"{'met' if v < goal else 'not met'})")
+    if cov is not None:
+        from .coverage import summary
+        print("\nWhat each back end attributes (known I/O job; worse verdict of a case's data and "
+              "output file; per file in coverage.csv):")
+        print(summary(cov).to_string())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.trace.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=None,
-                    help="folder for the 256 MiB test file (default: a folder in /dev/shm, so that no "
-                         "other job's cache dropping turns the page-cache reads into disk reads)")
-    ap.add_argument("--repeats", type=int, default=5)
+                    help="folder for the 256 MiB test file and the JPEGs (default: a folder in "
+                         "/dev/shm, so that no other job's cache dropping turns the page-cache reads "
+                         "into disk reads)")
+    ap.add_argument("--repeats", type=int, default=5, help="repeats of each fio job")
     ap.add_argument("--io-mib", type=int, default=2048)
-    ap.add_argument("--out", default=None, help="folder for overhead.csv, raw.csv, env.json "
-                                                "(default: results/trace_bench)")
+    ap.add_argument("--py-repeats", type=int, default=3, help="repeats of each Python read job")
+    ap.add_argument("--py-images", type=int, default=256, help="JPEGs the Python jobs read")
+    ap.add_argument("--epochs", type=int, default=2, help="epochs of the Python jobs")
+    ap.add_argument("--jobs", nargs="+", default=list(JOB_NAMES), help=f"of {', '.join(JOB_NAMES)}")
+    ap.add_argument("--no-coverage", action="store_true", help="leave out the coverage table")
+    ap.add_argument("--out", default=None, help="folder for overhead.csv, raw.csv, coverage.csv, "
+                                                "env.json (default: results/trace_bench)")
     a = ap.parse_args(argv)
+    check_args(a)
     shm = Path("/dev/shm")
     d = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(
         prefix=f"dlio-trace-bench-{paths.checkout_id()}-", dir=shm if shm.is_dir() else None))
     if not shutil.which("fio"):
         print("fio is not installed; nothing to measure")
         return 1
-    for name, s in backend_status().items():
-        if not s["ok"]:
-            print(f"{name}: not measured ({s['why']})")
+    not_measured = {name: s["why"] for name, s in backend_status().items() if not s["ok"]}
+    for name, why in not_measured.items():
+        print(f"{name}: not measured ({why})")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the tf.data job's start-up lines
     load0 = os.getloadavg()
+    jobs = [j for j in fio_jobs(d, a.io_mib) if j["job"] in a.jobs]
+    py = [n for n in read_jobs.JOBS if n in a.jobs]
+    if py:
+        jobs += python_jobs(image_set(d, a.py_images), a.epochs, names=py)
     # the block layer is traced on the project's disk (every request on it, as the thesis did)
-    raw = measure(d, a.repeats, a.io_mib, block_watch=[paths.root()])
+    raw = measure(jobs, a.repeats, block_watch=[paths.root()], repeats_of={n: a.py_repeats for n in py})
+    cov = None
+    if not a.no_coverage:
+        from . import coverage
+        progress_line("coverage: the known I/O job under each back end")
+        cov = coverage.measure(directory=d)
     load1 = os.getloadavg()
     t = table(raw)
-    print(f"\nTracing overhead: fio sequential psync reads of a page-cached file, median of "
-          f"{a.repeats} (host {os.uname().nodename}, {os.cpu_count()} CPUs, load average "
-          f"{load0[0]:.1f} before and {load1[0]:.1f} after: "
-          f"{'a loaded box, wall-time overheads are noisy' if max(load0[0], load1[0]) > 0.5 * (os.cpu_count() or 1) else 'an idle box'})")
-    print(t.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
-    for (b, bs), goal in GOALS.items():
-        row = t[(t.backend == b) & (t.block_kib == bs)]
-        if len(row):
-            v = float(row.overhead_pct.iloc[0])
-            print(f"{b} overhead at {bs} KiB reads: {v:.1f} % (goal < {goal:g} %: "
-                  f"{'met' if v < goal else 'not met'})")
+    print_tables(t, cov, (load0, load1), a)
     out = Path(a.out) if a.out else paths.results_dir("trace_bench")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "overhead.csv", lambda p: t.to_csv(p, index=False))
     atomic_write(out / "raw.csv", lambda p: raw.to_csv(p, index=False))
-    write_json(out / "env.json", envinfo.capture(stage="trace_bench", repeats=a.repeats, io_mib=a.io_mib,
-                                                 loadavg_before=load0, loadavg_after=load1))
-    print(f"\n-> {out}/overhead.csv, raw.csv, env.json")
+    if cov is not None:
+        atomic_write(out / "coverage.csv", lambda p: cov.to_csv(p, index=False))
+    write_json(out / "env.json", envinfo.capture(
+        stage="trace_bench", repeats=a.repeats, py_repeats=a.py_repeats, py_images=a.py_images,
+        epochs=a.epochs, io_mib=a.io_mib, jobs=a.jobs, not_measured=not_measured,
+        dftracer_library=None if "dftracer" in not_measured else str(dftracer_backend.preload_library()[0]),
+        loadavg_before=load0, loadavg_after=load1))
+    print(f"\n-> {out}/overhead.csv, raw.csv{', coverage.csv' if cov is not None else ''}, env.json")
     if not a.dir:
         shutil.rmtree(d, ignore_errors=True)
     return 0
