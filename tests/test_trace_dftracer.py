@@ -69,3 +69,19 @@ def test_backend_traces_a_tiny_job_and_its_child(tmp_path):
 def test_backend_refuses_the_python_block_it_cannot_preload():
     with pytest.raises(TraceError, match="command only"):
         tracer.Tracer(backend="dftracer", sample=False, quiet=True).start()
+
+
+def test_coverage_verdicts_and_summary():
+    from experiments.trace import coverage
+    k = {"known_calls": 5, "known_bytes": 13288, "mapped": False}
+    assert coverage.verdict(k, 5, 13288, False) == "exact"
+    assert coverage.verdict(k, 4, 13288, False) == "partial"     # a call lost
+    assert coverage.verdict(k, 5, 9192, False) == "partial"
+    assert coverage.verdict(k, 0, 0, False) == "missed"
+    assert coverage.verdict({**k, "known_calls": None}, 2, 13288, False) == "exact"  # count unknown
+    m = {"known_calls": 0, "known_bytes": 13288, "mapped": True}
+    assert (coverage.verdict(m, 0, 0, True), coverage.verdict(m, 0, 0, False)) == ("partial", "missed")
+    import pandas as pd
+    cov = pd.DataFrame({"backend": ["a", "a", "b", "b"], "case": ["c", "c", "c", "c"],
+                        "verdict": ["exact", "missed", "exact", "exact"]})
+    assert coverage.summary(cov).loc["c"].to_dict() == {"a": "missed", "b": "exact"}

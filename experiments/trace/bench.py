@@ -1,34 +1,46 @@
-"""Benchmark (not a test): run-time overhead of each tracing back end and mode on a read-heavy
-workload.
+"""Benchmark (not a test): run-time overhead of each tracing back end and mode, and what each
+one sees (issue 42).
 
-``python -m experiments.trace.bench [--dir DIR] [--repeats N] [--io-mib M] [--out DIR]`` prints,
-for fio reading a page-cached file (in ``/dev/shm`` by default: other jobs dropping the page
-cache cannot turn its reads into disk reads) with ``psync`` at 128 KiB (sample-sized reads, as a
-DataLoader does) and at 4 KiB (the worst case: one call per 4 KiB), the median wall time of the
-command alone (from its start to its exit; the tracer's own start-up and parsing are not
-counted) untraced and under each back end and mode that can run here, and the overhead in
-percent, all measured in the same run:
+``python -m experiments.trace.bench [--dir DIR] [--repeats N] [--io-mib M] [--py-repeats N]
+[--py-images N] [--epochs N] [--jobs ...] [--no-coverage] [--out DIR]`` prints, for each job,
+the median wall time of the command alone (from its start to its exit; a tracer's own start-up
+and parsing are not counted, except DFTracer's, which runs inside the command) untraced and
+under each back end and mode that can run here, and the overhead in percent with its 95 %
+bootstrap interval (ratio of medians), all measured in the same alternating run. The jobs:
 
-- ``bpftrace_timeline``: one printed line per call and per block request (today's mode, what
-  timelines need);
+- ``fio_128k``, ``fio_4k``: fio reading a page-cached file (in ``/dev/shm`` by default: other
+  jobs dropping the page cache cannot turn its reads into disk reads) with ``psync`` at 128 KiB
+  (sample-sized reads, as a DataLoader does) and at 4 KiB (the worst case: one call per 4 KiB);
+- ``dataloader``, ``tfdata``: :mod:`.read_jobs` over a small ImageNet-like JPEG set (made in the
+  same folder), through a PyTorch DataLoader with 2 worker processes and through tf.data (whose
+  reads happen in TensorFlow's C++ threads); their wall time includes the interpreter's imports.
+
+The back ends and modes:
+
+- ``bpftrace_timeline``: one printed line per call and per block request (what timelines need);
 - ``bpftrace_vector``: calls counted in the kernel by (operation, file, size), one line per
-  block request (all Table 4.2 needs); goal: < 5 % at 128 KiB and < 25 % at 4 KiB;
+  block request (all Table 4.2 needs); goal: < 3 % at 128 KiB and < 15 % at 4 KiB (:data:`GOALS`);
 - ``strace`` (ptrace; VFS only);
-- ``bpftrace_floor``: not a tracer, the floor under any of them: the same exit tracepoints as
-  the vector mode with programs that only count the command's calls (:func:`probe_floor`).
+- ``dftracer``: DFTracer's ``LD_PRELOAD`` library (:mod:`.dftracer_backend`; libc calls of
+  every file, its trace written by the traced process itself);
+- ``bpftrace_floor``: not a tracer, the floor under the bpftrace ones: the same exit
+  tracepoints as the vector mode with programs that only count the command's calls
+  (:func:`probe_floor`; by process name, so TensorFlow's renamed threads' calls fire the probes
+  but are not counted).
 
-Both bpftrace modes trace the block layer of the whole device too (every process's requests,
-as the thesis did). Untraced and traced runs alternate, so drifting machine load hits both
-alike. ``overhead_pct`` is the wall-time overhead (the goal's measure); ``cpu_overhead_pct``
-the overhead in the command's own CPU seconds (user + system of fio and its children, from
-``wait4``): the probes run inside the traced calls, so their cost is there, and on a loaded
-box, where a process waits for a core as long as the others make it, it is far stabler than
-wall time (on an idle box with a spare core the two agree). ``tracer_cpu_us_per_call``:
-bpftrace's own CPU (user + system of the bpftrace process, start-up excluded) per traced
-call, the user-space side that a machine with a spare core absorbs and a saturated one pays
-in wall time; ``probe_cpu_us_per_call``: the traced command's extra CPU per traced call, the
-kernel side (for strace: ptrace's stops, strace's own CPU included). The table, the raw rows and the host's load are written to ``--out`` (default
-``results/trace_bench/``: ``overhead.csv``, ``raw.csv``, ``env.json``).
+A back end that cannot run here is printed with its reason and recorded in ``env.json``
+(``not_measured``). Both bpftrace modes trace the block layer of the whole device too (every
+process's requests, as the thesis did). ``overhead_pct`` is the wall-time overhead (the goal's
+measure); ``cpu_overhead_pct`` the overhead in the command's own CPU seconds (user + system of
+it and its children, from ``wait4``): the probes run inside the traced calls, so their cost is
+there, and on a loaded box, where a process waits for a core as long as the others make it, it
+is far stabler than wall time. ``tracer_cpu_us_per_call``: bpftrace's own CPU (start-up
+excluded) per traced call, the user-space side; ``probe_cpu_us_per_call``: the traced
+command's extra CPU per traced call (for strace: ptrace's stops, strace's own CPU included; for
+DFTracer: all of its cost). Then the coverage table (:mod:`.coverage`): the known I/O job once
+under each back end, per case and file the calls and bytes attributed and a verdict. Written to
+``--out`` (default ``results/trace_bench/``): ``overhead.csv``, ``raw.csv``, ``coverage.csv``,
+``env.json``.
 """
 
 from __future__ import annotations
