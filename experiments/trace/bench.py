@@ -39,8 +39,8 @@ excluded) per traced call, the user-space side; ``probe_cpu_us_per_call``: the t
 command's extra CPU per traced call (for strace: ptrace's stops, strace's own CPU included; for
 DFTracer: all of its cost). Then the coverage table (:mod:`.coverage`): the known I/O job once
 under each back end, per case and file the calls and bytes attributed and a verdict. Written to
-``--out`` (default ``results/trace_bench/``): ``overhead.csv``, ``raw.csv``, ``coverage.csv``,
-``env.json``.
+``--out`` (default ``results/trace_bench/``): ``overhead.csv``, ``raw.csv``, ``goals.csv`` (each
+goal's verdict from its interval: met, not met, undecided), ``coverage.csv``, ``env.json``.
 """
 
 from __future__ import annotations
@@ -259,6 +259,31 @@ def image_set(directory: Path, n_images: int) -> Path:
     return out
 
 
+def goal_verdict(lo: float, hi: float, goal: float) -> str:
+    """``met`` when the whole 95 % interval lies below the goal, ``not met`` when it lies at or
+    above it, else ``undecided`` (the interval spans the goal, or there is none)."""
+    if hi < goal:
+        return "met"
+    if lo >= goal:
+        return "not met"
+    return "undecided"
+
+
+def goals(t: pd.DataFrame) -> pd.DataFrame:
+    """The goals of :data:`GOALS` against the table's rows, each with its verdict on the wall
+    and on the CPU overhead interval."""
+    rows = []
+    for (b, job), goal in GOALS.items():
+        r = t[(t.backend == b) & (t.job == job)]
+        if len(r):
+            r = r.iloc[0]
+            rows.append({"backend": b, "job": job, "goal_pct": goal, **{k: r[k] for k in (
+                "overhead_pct", "overhead_lo", "overhead_hi", "cpu_overhead_pct", "cpu_overhead_lo",
+                "cpu_overhead_hi")}, "wall_verdict": goal_verdict(r.overhead_lo, r.overhead_hi, goal),
+                "cpu_verdict": goal_verdict(r.cpu_overhead_lo, r.cpu_overhead_hi, goal)})
+    return pd.DataFrame(rows)
+
+
 JOB_NAMES = ("fio_128k", "fio_4k") + read_jobs.JOBS
 
 
@@ -283,12 +308,10 @@ def print_tables(t: pd.DataFrame, cov: pd.DataFrame | None, load: tuple, a) -> N
             "cpu_overhead_pct", "cpu_overhead_lo", "cpu_overhead_hi", "calls", "probe_cpu_us_per_call",
             "tracer_cpu_us_per_call"]
     print(t[cols].to_string(index=False, float_format=lambda x: f"{x:,.2f}"))
-    for (b, job), goal in GOALS.items():
-        row = t[(t.backend == b) & (t.job == job)]
-        if len(row):
-            v, c = float(row.overhead_pct.iloc[0]), float(row.cpu_overhead_pct.iloc[0])
-            print(f"{b} overhead on {job}: {v:.1f} % wall, {c:.1f} % CPU (goal < {goal:g} %: "
-                  f"{'met' if v < goal else 'not met'})")
+    for g in goals(t).itertuples():
+        print(f"{g.backend} overhead on {g.job}: wall {g.overhead_pct:.1f} % [{g.overhead_lo:.1f}, "
+              f"{g.overhead_hi:.1f}], CPU {g.cpu_overhead_pct:.1f} % [{g.cpu_overhead_lo:.1f}, "
+              f"{g.cpu_overhead_hi:.1f}]; goal < {g.goal_pct:g} %: wall {g.wall_verdict}, CPU {g.cpu_verdict}")
     if cov is not None:
         from .coverage import summary
         print("\nWhat each back end attributes (known I/O job; worse verdict of a case's data and "
@@ -343,6 +366,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "overhead.csv", lambda p: t.to_csv(p, index=False))
     atomic_write(out / "raw.csv", lambda p: raw.to_csv(p, index=False))
+    atomic_write(out / "goals.csv", lambda p: goals(t).to_csv(p, index=False))
     if cov is not None:
         atomic_write(out / "coverage.csv", lambda p: cov.to_csv(p, index=False))
     write_json(out / "env.json", envinfo.capture(
@@ -350,7 +374,7 @@ def main(argv=None) -> int:
         epochs=a.epochs, io_mib=a.io_mib, jobs=a.jobs, not_measured=not_measured,
         dftracer_library=None if "dftracer" in not_measured else str(dftracer_backend.preload_library()[0]),
         loadavg_before=load0, loadavg_after=load1))
-    print(f"\n-> {out}/overhead.csv, raw.csv{', coverage.csv' if cov is not None else ''}, env.json")
+    print(f"\n-> {out}/overhead.csv, raw.csv, goals.csv{', coverage.csv' if cov is not None else ''}, env.json")
     if not a.dir:
         shutil.rmtree(d, ignore_errors=True)
     return 0
