@@ -163,35 +163,47 @@ FLOOR_SYSCALLS = ("read", "pread64", "readv", "preadv", "preadv2", "write", "pwr
                   "pwritev", "pwritev2")
 
 
+READY_TOKEN = "__READY_FILE__"
+
+
 def probe_floor(cmd: list[str], cwd=None) -> tuple[float, float, int]:
     """(wall s, CPU s, calls) of ``cmd`` run with the least a syscall tracer can attach: the
     same exit tracepoints as the vector mode, each with a program that only counts the
     command's calls (``comm`` filter). What that costs per call is the floor of any
     bpftrace tracer built on syscall tracepoints on this kernel."""
+    wall, cpu, text = under_program(probe_program(os.path.basename(cmd[0])[:15]), cmd, cwd)
+    n = [int(x.split(":")[1]) for x in text.splitlines() if x.startswith("@n:")]
+    return wall, cpu, n[0] if n else 0
+
+
+def probe_program(comm: str) -> str:
+    """The floor's bpftrace program: every read/write exit tracepoint counts process ``comm``'s calls."""
+    probes = ",".join(f"tracepoint:syscalls:sys_exit_{x}" for x in FLOOR_SYSCALLS
+                      if x in (bt._probe()["syscalls"] or FLOOR_SYSCALLS))
+    return (f'BEGIN {{ system("touch {READY_TOKEN}"); }} {probes} /comm == "{comm}"/ {{ @n = count(); }} '
+            'END { print(@n); clear(@n); }')
+
+
+def under_program(prog: str, cmd: list[str], cwd=None) -> tuple[float, float, str]:
+    """(wall s, CPU s, bpftrace's output) of ``cmd`` run untraced while the bpftrace program
+    ``prog`` is attached (its ``BEGIN`` must touch the file :data:`READY_TOKEN`, replaced by a path)."""
     import signal
-    comm = os.path.basename(cmd[0])[:15]
     with tempfile.TemporaryDirectory(prefix="dlio-trace-floor-") as tmp:
         ready, out = Path(tmp, "ready"), Path(tmp, "out")
-        probes = ",".join(f"tracepoint:syscalls:sys_exit_{x}" for x in FLOOR_SYSCALLS
-                          if x in (bt._probe()["syscalls"] or FLOOR_SYSCALLS))
-        prog = (f'BEGIN {{ system("touch {ready}"); }} {probes} /comm == "{comm}"/ {{ @n = count(); }} '
-                'END { print(@n); clear(@n); }')
-        p = subprocess.Popen(["bpftrace", "--unsafe", "-o", str(out), "-e", prog],
+        p = subprocess.Popen(["bpftrace", "--unsafe", "-o", str(out), "-e", prog.replace(READY_TOKEN, str(ready))],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             t0 = time.monotonic()
             while not ready.exists():
                 if p.poll() is not None or time.monotonic() - t0 > 120:
-                    raise RuntimeError("bpftrace (probe floor) did not start")
+                    raise RuntimeError("bpftrace (a bench program) did not start")
                 time.sleep(0.02)
             wall, cpu = untraced(cmd, cwd)
         finally:
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
             p.wait(timeout=60)
-        text = out.read_text() if out.exists() else ""
-    n = [int(x.split(":")[1]) for x in text.splitlines() if x.startswith("@n:")]
-    return wall, cpu, n[0] if n else 0
+        return wall, cpu, out.read_text() if out.exists() else ""
 
 
 def default_backends() -> list[tuple[str, dict]]:
