@@ -85,3 +85,14 @@ def test_coverage_verdicts_and_summary():
     cov = pd.DataFrame({"backend": ["a", "a", "b", "b"], "case": ["c", "c", "c", "c"],
                         "verdict": ["exact", "missed", "exact", "exact"]})
     assert coverage.summary(cov).loc["c"].to_dict() == {"a": "missed", "b": "exact"}
+
+
+def test_missing_library_says_why_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("DFTRACER_PRELOAD", str(tmp_path / "nope.so"))
+    lib, why = dft.preload_library()
+    assert lib is None and "nope.so: no such file" in why
+    monkeypatch.delenv("DFTRACER_PRELOAD")
+    (tmp_path / "UNAVAILABLE").write_text("glibc 2.31 is older than 2.34\n")
+    monkeypatch.setenv("DLIO_VENV", str(tmp_path))
+    lib, why = dft.preload_library()
+    assert lib is None and "glibc 2.31" in why and "\n" not in why
