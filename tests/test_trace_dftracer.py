@@ -85,6 +85,9 @@ def test_coverage_verdicts_and_summary():
     cov = pd.DataFrame({"backend": ["a", "a", "b", "b"], "case": ["c", "c", "c", "c"],
                         "verdict": ["exact", "missed", "exact", "exact"]})
     assert coverage.summary(cov).loc["c"].to_dict() == {"a": "missed", "b": "exact"}
+    cov = cov.assign(file=["d", "o", "d", "o"], known_bytes=[10, 5, 10, 5], bytes=[10, 0, 10, 5])
+    pf = coverage.per_file(cov)
+    assert pf.loc[("c", "o", 5)].to_dict() == {"a": "0 missed", "b": "5 exact"}
 
 
 def test_missing_library_says_why_in_one_line(tmp_path, monkeypatch):

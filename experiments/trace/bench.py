@@ -325,10 +325,10 @@ def print_tables(t: pd.DataFrame, cov: pd.DataFrame | None, load: tuple, a) -> N
               f"{g.overhead_hi:.1f}], CPU {g.cpu_overhead_pct:.1f} % [{g.cpu_overhead_lo:.1f}, "
               f"{g.cpu_overhead_hi:.1f}]; goal < {g.goal_pct:g} %: wall {g.wall_verdict}, CPU {g.cpu_verdict}")
     if cov is not None:
-        from .coverage import summary
-        print("\nWhat each back end attributes (known I/O job; worse verdict of a case's data and "
-              "output file; per file in coverage.csv):")
-        print(summary(cov).to_string())
+        from .coverage import per_file
+        print("\nWhat each back end attributes on the known I/O job: per case and file, the bytes it "
+              "attributed and its verdict against what the job did (calls too in coverage.csv):")
+        print(per_file(cov).to_string())
 
 
 def main(argv=None) -> int:
