@@ -142,9 +142,12 @@ def measure(jobs: list[dict], repeats: int = 5, backends=None, block_watch=None,
             for b, kw in backends:
                 warm(*job["warm"])
                 tr, rc = Tracer(watch=block_watch or job["warm"][:1], sample=False, quiet=True, **kw).run(cmd, cwd=cwd)
-                if rc != 0:
-                    raise RuntimeError(f"{job['job']} under {b} exited with {rc}")
-                rows.append({**base, "backend": b, "repeat": r,
+                if rc != 0:  # a tracer that breaks the job: counted, not timed
+                    progress_line(f"{job['job']} under {b} exited with {rc}; counted in failed_runs")
+                    rows.append({**base, "backend": b, "repeat": r, "exit_status": rc,
+                                 "loadavg_1m": os.getloadavg()[0]})
+                    continue
+                rows.append({**base, "backend": b, "repeat": r, "exit_status": 0,
                              "command_s": tr.meta["command_s"], "command_cpu_s": tr.meta["command_cpu_s"],
                              "calls": traced_calls(tr),
                              "block_requests": int((tr.events["layer"] == "block").sum()),
@@ -229,12 +232,15 @@ def traced_calls(tr) -> int:
 
 
 def table(raw: pd.DataFrame) -> pd.DataFrame:
-    """Per (job, back end): median command seconds, calls, the wall-time and CPU overhead in
+    """Per (job, back end): runs timed, runs the traced job failed in (``failed_runs``: a tracer
+    that crashed it), median command seconds, calls, the wall-time and CPU overhead in
     percent over the untraced medians with their 95 % bootstrap intervals (ratio of medians,
     :func:`experiments.stats.ratio_of_medians`; ``*_lo``/``*_hi``), and the per-call CPU."""
-    raw = raw.assign(tracer_cpu_s=raw.get("tracer_cpu_s"))
+    raw = raw.assign(tracer_cpu_s=raw.get("tracer_cpu_s"),
+                     failed=(raw.get("exit_status", pd.Series(0, index=raw.index)).fillna(0) != 0))
     med = raw.groupby(["job", "backend"], sort=False).agg(
-        block_kib=("block_kib", "first"), io_mib=("io_mib", "first"), runs=("command_s", "size"),
+        block_kib=("block_kib", "first"), io_mib=("io_mib", "first"), runs=("command_s", "count"),
+        failed_runs=("failed", "sum"),
         median_s=("command_s", "median"), cpu_s=("command_cpu_s", "median"), calls=("calls", "median"),
         tracer_cpu_s=("tracer_cpu_s", "median"), loadavg_1m=("loadavg_1m", "median")).reset_index()
     base = med[med.backend == "none"].set_index("job")
@@ -316,7 +322,7 @@ def print_tables(t: pd.DataFrame, cov: pd.DataFrame | None, load: tuple, a) -> N
           f"{a.py_repeats}; wall includes the interpreter's imports); host {os.uname().nodename}, "
           f"{os.cpu_count()} CPUs, load average {load[0][0]:.1f} before and {load[1][0]:.1f} after: "
           f"{'a loaded box, wall-time overheads are noisy' if loaded else 'an idle box'}")
-    cols = ["job", "backend", "runs", "median_s", "overhead_pct", "overhead_lo", "overhead_hi", "cpu_s",
+    cols = ["job", "backend", "runs", "failed_runs", "median_s", "overhead_pct", "overhead_lo", "overhead_hi", "cpu_s",
             "cpu_overhead_pct", "cpu_overhead_lo", "cpu_overhead_hi", "calls", "probe_cpu_us_per_call",
             "tracer_cpu_us_per_call"]
     print(t[cols].to_string(index=False, float_format=lambda x: f"{x:,.2f}"))

@@ -54,15 +54,17 @@ def known(directory: Path, cases=ALL_CASES) -> list[dict]:
     out = []
     for c, e in exp.items():
         exact_calls = all(x.get("calls_known", True) for x in log if x["case"] == c)
+        crashed = [x["child_exit"] for x in log if x["case"] == c and x.get("child_exit")]
         rb, wb = e["read_bytes"] + e["copy_read_bytes"], e["write_bytes"] + e["copy_write_bytes"]
         rc, wc = e["reads"] + e["copy_reads"], e["writes"] + e["copy_writes"]
         if e["mapped"]:
             rb = known_io.FILE_BYTES  # every page touched through the mapping
         out.append({"case": c, "file": e["data"], "role": "read", "known_calls": rc if exact_calls else None,
-                    "known_bytes": rb, "mapped": e["mapped"]})
+                    "known_bytes": rb, "mapped": e["mapped"],
+                    "child_exit": crashed[0] if crashed else 0})
         if wb or wc:
             out.append({"case": c, "file": e["out"], "role": "written", "known_calls": wc,
-                        "known_bytes": wb, "mapped": False})
+                        "known_bytes": wb, "mapped": False, "child_exit": 0})
     return out
 
 
@@ -115,6 +117,8 @@ def measure(configs=None, directory: Path | None = None, quiet: bool = True) -> 
                 v = verdict(k, calls, nbytes, seen)
                 if v == "missed" and not note:
                     note = WHY_MISSED.get(name, {}).get(k["case"], "")
+                if k["child_exit"]:
+                    note = f"the case's child process exited with {k['child_exit']} under {name}"
                 if tr.mode != kw.get("mode", tr.mode):
                     note = (note + "; " if note else "") + f"ran in {tr.mode} mode"
                 rows.append({"backend": name, **k, "calls": calls, "bytes": nbytes,
