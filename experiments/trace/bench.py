@@ -305,14 +305,15 @@ def goals(t: pd.DataFrame) -> pd.DataFrame:
 JOB_NAMES = ("fio_128k", "fio_4k") + read_jobs.JOBS
 
 
-def check_args(a) -> None:
-    """Stops before any work on a bad argument (one line: the argument, its value, what is allowed)."""
+def check_args(a) -> str:
+    """The first bad argument as one line (the argument, its value, what is allowed), or ""."""
     for name in ("repeats", "py_repeats", "py_images", "io_mib", "epochs"):
         if getattr(a, name) < 1:
-            raise SystemExit(f"error: --{name.replace('_', '-')} = {getattr(a, name)}; allowed: an integer >= 1")
+            return f"error: --{name.replace('_', '-')} = {getattr(a, name)}; allowed: an integer >= 1"
     bad = [j for j in a.jobs if j not in JOB_NAMES]
     if bad:
-        raise SystemExit(f"error: --jobs {' '.join(bad)}: unknown; allowed: {', '.join(JOB_NAMES)}")
+        return f"error: --jobs {' '.join(bad)}: unknown; allowed: {', '.join(JOB_NAMES)}"
+    return ""
 
 
 def print_tables(t: pd.DataFrame, cov: pd.DataFrame | None, load: tuple, a) -> None:
@@ -354,7 +355,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="folder for overhead.csv, raw.csv, coverage.csv, "
                                                 "env.json (default: results/trace_bench)")
     a = ap.parse_args(argv)
-    check_args(a)
+    if check_args(a):  # before any work
+        print(check_args(a), file=sys.stderr)
+        return 2
     shm = Path("/dev/shm")
     d = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(
         prefix=f"dlio-trace-bench-{paths.checkout_id()}-", dir=shm if shm.is_dir() else None))
