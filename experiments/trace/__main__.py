@@ -63,7 +63,7 @@ class _OneTrace(_Filters):
 class RunArgs(BaseModel):
     model_config = ConfigDict(extra="ignore")
     output: _Text
-    backend: Literal["auto", "bpftrace", "strace", "proc"] = "auto"
+    backend: Literal["auto", "bpftrace", "strace", "dftracer", "proc"] = "auto"
     watch: list[_Text] = []
     block_scope: Literal["device", "tree"] = "device"
     mode: Literal["timeline", "vector"] = "timeline"
@@ -290,7 +290,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="trace a command and all its children",
                        description="python -m experiments.trace run -o trace.parquet [options] -- CMD [ARGS...]")
     p.add_argument("-o", "--output", required=True, help="trace file to write (parquet)")
-    p.add_argument("--backend", default="auto", choices=["auto", "bpftrace", "strace", "proc"])
+    p.add_argument("--backend", default="auto", choices=["auto", "bpftrace", "strace", "dftracer", "proc"])
     p.add_argument("--watch", action="append", default=[], metavar="PATH",
                    help="file/dir the command uses: its device is traced at the block level")
     p.add_argument("--block-scope", default="device", choices=["device", "tree"],

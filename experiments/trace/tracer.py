@@ -14,6 +14,10 @@ and records the choice and the reasons in ``trace.meta``):
               the kernel's ``struct file`` where the kernel has BTF (``files="kernel"``), else
               from descriptor numbers followed through ``dup``/``fcntl``/``fork``;
 ``strace``    VFS system calls only (ptrace allowed); files named by ``strace -y``;
+``dftracer``  DFTracer, the field's user-space tracer (an ``LD_PRELOAD`` library from
+              ``pydftracer``, in DLIO's environment): libc's POSIX calls of a command and its
+              ``exec``-ed children (:mod:`experiments.trace.dftracer_backend` says what it
+              misses); a command only, never chosen by ``auto``;
 ``proc``      no events: only the ``/proc`` sampler below (and, for a command, the exact
               ``/proc/<pid>/io`` totals of its whole tree, read before it is reaped).
 
@@ -46,10 +50,10 @@ import pandas as pd
 
 from .. import dstat
 from . import bpftrace_backend as bt
-from . import proc_backend, resolve, strace_backend
+from . import dftracer_backend, proc_backend, resolve, strace_backend
 from .schema import Trace, TraceError, conform
 
-BACKENDS = ("auto", "bpftrace", "strace", "proc")
+BACKENDS = ("auto", "bpftrace", "strace", "dftracer", "proc")
 # block probes see the device before a trace starts and after it ends: requests this close (s) are kept
 BLOCK_MARGIN_S = 0.01
 MODES = bt.MODES
@@ -69,6 +73,7 @@ def backend_status() -> dict[str, dict]:
     sok, swhy = strace_backend.available()
     return {"bpftrace": {"ok": ok, "why": why, "block": block},
             "strace": {"ok": sok, "why": swhy, "block": False},
+            "dftracer": dict(zip(("ok", "why"), dftracer_backend.available()), block=False),
             "proc": {"ok": Path("/proc/self/io").exists(), "why": "" if Path("/proc/self/io").exists()
                      else "/proc/<pid>/io is missing (kernel without task I/O accounting)", "block": False}}
 
@@ -187,6 +192,8 @@ class Tracer:
             why_files = "" if files == "kernel" else (kwhy if not kok else "descriptors requested")
         elif self.backend == "strace":
             files = "strace -y"
+        elif self.backend == "dftracer":
+            files = "dftracer fname (libc calls, LD_PRELOAD)"
         mode, why_mode = self.requested_mode, ""
         if mode == "vector" and files != "kernel":
             mode = "timeline"
@@ -213,6 +220,9 @@ class Tracer:
             self._maps = proc_backend.MapsWatcher(pid, min(self.interval_s, 0.5)).start()
 
     def start(self, pid: int | None = None, command=None) -> "Tracer":
+        if self.backend == "dftracer":  # its library must be preloaded when the process starts
+            raise TraceError("trace backend 'dftracer' traces a command only (LD_PRELOAD at its "
+                             "start); use Tracer.run / `python -m experiments.trace run`")
         pid = os.getpid() if pid is None else pid
         self._begin_meta(pid, command)
         self._initial = {pid: resolve.fd_table(pid)}
@@ -317,6 +327,12 @@ class Tracer:
         elif self.backend == "strace":
             raw, forks = strace_backend.parse(self._session.out_file, pid, self.meta.get("comm", ""))
             vfs = resolve.resolve(raw, forks, self._initial, self.meta["cwd"], self._t0_ns)
+        elif self.backend == "dftracer":
+            files = dftracer_backend.trace_files(self._dir / "dftracer")
+            raw, self.meta["unparsed_lines"] = dftracer_backend.read_events(files)
+            vfs, self.meta["dftracer_other_calls"] = dftracer_backend.to_rows(raw, self._t0_ns)
+            self.meta["dftracer_files"] = len(files)
+            raw = dftracer_backend.mmaps(raw)
         elif self._maps is not None:  # no events: the mappings only name the mapped files
             raw = self._maps.frame()
             vfs = self._maps.rows(self._t0_ns)
@@ -365,6 +381,8 @@ class Tracer:
             self.meta["command_s"] = time.perf_counter() - t_cmd  # strace's start-up included
             self.meta["root_pid"] = None  # strace's children carry the command's pids
             self._session = _Done(self._session)
+        elif self.backend == "dftracer":
+            rc = self._run_dftracer(cmd, env, cwd)
         else:
             # start the command held at a gate, so its pid is known before it does anything
             r, w = os.pipe()
@@ -399,6 +417,27 @@ class Tracer:
             self.meta["command_s"] = time.perf_counter() - t_cmd
         self.meta["returncode"] = rc
         return self.stop(), rc
+
+
+    def _run_dftracer(self, cmd: list[str], env: dict, cwd) -> int:
+        """Run ``cmd`` with DFTracer preloaded (its trace files go to this tracer's folder)."""
+        self._begin_meta(None, cmd)
+        self.meta["comm"] = os.path.basename(cmd[0])[:15]
+        self._offset_ns, self.meta["clock_uncertainty_ns"] = bt.clock_offset_ns()
+        self.meta["clock_offset_ns"] = self._offset_ns
+        self.meta["dftracer_library"] = str(dftracer_backend.preload_library()[0])
+        self.meta["dftracer_data_dir"] = "all"
+        env = {**env, **dftracer_backend.environment(self._dir / "dftracer")}
+        self._t0_ns = time.time_ns()
+        self.meta["started"] = self._t0_ns / 1e9
+        t_cmd = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+        self.meta["root_pid"] = proc.pid
+        self._initial = {}
+        self._start_sampler(proc.pid)
+        rc = wait_cpu(proc, self.meta)
+        self.meta["command_s"] = time.perf_counter() - t_cmd  # its initialization included
+        return rc
 
 
 def wait_cpu(proc: subprocess.Popen, meta: dict | None = None) -> int:

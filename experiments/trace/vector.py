@@ -357,8 +357,8 @@ def not_measured(trace: Trace | pd.DataFrame, data=None, checkpoint=None, device
                 out[k] = why
     elif not bool(meta.get("block_traced", backend in ("bpftrace", "events"))):
         why = meta.get("why_no_block") or "the block layer was not traced"
-        if backend == "strace":
-            why = "strace sees system calls only, not the block layer"
+        if backend in ("strace", "dftracer"):
+            why = f"{backend} sees {'system' if backend == 'strace' else 'libc'} calls only, not the block layer"
         for k in BIO_KEYS + ["bio_vfs_read_pct"]:
             out[k] = why
     lost = int(meta.get("agg_lost_calls") or 0)
@@ -400,7 +400,7 @@ def characteristic_vector(trace: Trace | pd.DataFrame, data=None, checkpoint=Non
         trace = Trace(trace, pd.DataFrame(), {"backend": "events", "block_traced": True})
     ev = trace.events
     backend = trace.meta.get("backend", "events")
-    has_vfs = backend in ("bpftrace", "strace", "events")
+    has_vfs = backend in ("bpftrace", "strace", "dftracer", "events")
     has_block = bool(trace.meta.get("block_traced", backend in ("bpftrace", "events")))
     nan = float("nan")
     v: dict[str, float] = {k: nan for k in KEYS}
@@ -470,7 +470,7 @@ def describe(trace: Trace, data=None, checkpoint=None, devices=None, block_files
     br = block_rows(trace.events, "read", devices, file_sectors(block_files) if block_files else None)
     brnd, bseq = num_ranseq_accesses(br)
     out["bio_random_reads"], out["bio_sequential_reads"] = float(brnd), float(bseq)
-    has_calls = trace.backend in ("bpftrace", "strace", "events")
+    has_calls = trace.backend in ("bpftrace", "strace", "dftracer", "events")
     c = counts_of(trace) if has_calls else None
     for key, ops, spec in (("copy_read", COPY_IN, data), ("copy_write", COPY_OUT, checkpoint)):
         if c is None:
