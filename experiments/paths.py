@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 CHECKOUT = "{checkout}"
@@ -58,3 +59,21 @@ def resolve(path: str | os.PathLike) -> Path:
     to the project root."""
     p = Path(expand(path))
     return p if p.is_absolute() else root() / p
+
+
+DLIO_VENV = ".venv-dlio"
+
+
+def dlio_venv() -> Path:
+    """DLIO's environment (DLIO 2.0 and pydftracer): ``$DLIO_VENV`` if set, else ``.venv-dlio`` of
+    the project root, else the one beside the running Python's environment (the smoke tests run
+    the pipeline in a copy of the project, ``DLIO_ROOT``, that has no ``.venv-dlio`` of its own)
+    or beside this package. Here, not in :mod:`experiments.dlio`, so that the tracer finds
+    DFTracer's library without importing DLIO's driver."""
+    if os.environ.get("DLIO_VENV"):
+        return Path(os.environ["DLIO_VENV"])
+    here = root() / DLIO_VENV
+    for cand in (here, Path(sys.prefix).parent / DLIO_VENV, Path(__file__).resolve().parents[1] / DLIO_VENV):
+        if (cand / "bin" / "dlio_benchmark").exists() or (cand / "UNAVAILABLE").exists():
+            return cand
+    return here

@@ -19,6 +19,7 @@ package holds what the labs and the instructor's commands share:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -51,3 +52,22 @@ def lab(name: str) -> Lab:
         if name in (x.name, x.name.split("-")[0], x.name[3:5].lstrip("0")):
             return x
     raise ValueError(f"LAB = {name!r}; allowed: {', '.join(x.name for x in LABS)}")
+
+
+# where the labs live: the one place build, graderkit and grade take them from
+def course_dir() -> Path:
+    """``course/`` at the project root: the master notebooks and rubrics."""
+    from .. import paths
+
+    return paths.root() / "course"
+
+
+def dist_dir(lab: Lab | None = None) -> Path:
+    """``course/dist/`` (generated, not in git), or one lab's folder in it."""
+    d = course_dir() / "dist"
+    return d / lab.name if lab else d
+
+
+def master(lab: Lab) -> Path:
+    """The master notebook of ``lab`` (solutions and hidden tests)."""
+    return course_dir() / lab.name / f"{lab.name}.ipynb"

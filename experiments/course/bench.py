@@ -35,7 +35,8 @@ from .. import envinfo, paths
 from ..ae_table import _replace_block
 from . import LABS
 from . import lab as find_lab
-from .build import autograder_zip, build, course_dir, otter_env, solution_notebook
+from . import course_dir
+from .build import autograder_zip, build, otter_env, solution_notebook
 from .grade import grade
 from .labkit import PROFILE_ENV
 

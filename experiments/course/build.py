@@ -27,27 +27,12 @@ from pathlib import Path
 
 from .. import paths
 from ..run_notebook import _StderrTee
-from . import LABS, Lab, labkit
+from . import LABS, Lab, dist_dir, labkit, master
 from . import lab as find_lab
 from .labkit import DIR_ENV, PROFILE_ENV
 
 STUDENT_FILES = ("labkit.py",)   # what a bundle holds beside the notebook
 KIT_ENV = "DLIO_COURSE_KIT"      # a folder holding labkit.py (the grader gives each submission its own)
-
-
-def course_dir() -> Path:
-    """``course/`` at the project root: the master notebooks and rubrics."""
-    return paths.root() / "course"
-
-
-def dist_dir(lab: Lab | None = None) -> Path:
-    """``course/dist/`` (generated, not in git), or one lab's folder in it."""
-    d = course_dir() / "dist"
-    return d / lab.name if lab else d
-
-
-def master(lab: Lab) -> Path:
-    return course_dir() / lab.name / f"{lab.name}.ipynb"
 
 
 def student_notebook(lab: Lab) -> Path:
@@ -119,7 +104,7 @@ def build(lab: Lab, run_tests: bool = True) -> Path:
     otter_env()
     from otter.assign import main as assign
 
-    from .graderkit import add_to_zip, grader_kit  # it reads this module's paths
+    from .graderkit import add_to_zip, grader_kit
     kit = grader_kit(lab)   # on the path of the kernels otter starts to check the solution
     saved_path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(kit), saved_path) if x)

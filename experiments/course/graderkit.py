@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 
 from . import Lab
-from .build import dist_dir, master
+from . import dist_dir, master
 
 GRADER_PKG = "gradekit"          # the grader's side of the hidden tests, in the autograder zip
 # modules of gradekit made of a few definitions of a package module (not the whole of it: lab

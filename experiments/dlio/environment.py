@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
 
-VENV = ".venv-dlio"
+VENV = paths.DLIO_VENV
 LOCK = "env/dlio.lock"
 PACKAGE = "dlio_benchmark"
 
@@ -56,16 +55,8 @@ class Status:
 
 
 def venv_dir() -> Path:
-    """DLIO's environment: ``$DLIO_VENV`` if set, else ``.venv-dlio`` of the project root, else
-    the one beside the running Python's environment (the smoke tests run the pipeline in a copy
-    of the project, ``DLIO_ROOT``, that has no ``.venv-dlio`` of its own) or beside this package."""
-    if os.environ.get("DLIO_VENV"):
-        return Path(os.environ["DLIO_VENV"])
-    here = paths.root() / VENV
-    for cand in (here, Path(sys.prefix).parent / VENV, Path(__file__).resolve().parents[2] / VENV):
-        if (cand / "bin" / "dlio_benchmark").exists() or (cand / "UNAVAILABLE").exists():
-            return cand
-    return here
+    """DLIO's environment (:func:`experiments.paths.dlio_venv`)."""
+    return paths.dlio_venv()
 
 
 def installed_version(venv: Path) -> str | None:

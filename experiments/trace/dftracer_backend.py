@@ -55,8 +55,8 @@ def preload_library() -> tuple[Path | None, str]:
     if os.environ.get("DFTRACER_PRELOAD"):
         p = Path(os.environ["DFTRACER_PRELOAD"])
         return (p, "") if p.is_file() else (None, f"DFTRACER_PRELOAD={p}: no such file")
-    from ..dlio.environment import VENV, venv_dir
-    v = venv_dir()
+    from ..paths import DLIO_VENV as VENV, dlio_venv
+    v = dlio_venv()
     if (v / "UNAVAILABLE").exists():
         return None, (f"pydftracer is installed only in DLIO's environment, which could not be "
                       f"installed here: {(v / 'UNAVAILABLE').read_text().strip()}")
