@@ -175,7 +175,7 @@ CATEGORIES: dict[str, tuple] = {
     "tier": ("mem", "disk"),
     "strategy": ("lmdb", "lmm", "dio_prov", "coal", "stag"),          # LMDBIO
     "side": ("real", "sleep", "emulator", "dlio"),                    # the thesis's four sides
-    "run": ("real", "random", "sleep", "emulator"),                   # workload_validation's rows
+X
     "loader": ("sleep", "prep-none", "prep-sleep"),                   # Fig A.3's loader variants
     "prefetch": ("prefetch", "no prefetch"),                          # AlexNet
     "mode": ("ordered", "opportunistic"),                             # DeepIO
@@ -449,8 +449,12 @@ def series_problems(fig) -> list[str]:
         out.append("labelled series in no legend: " + ", ".join(map(repr, missing)))
     for k, ax in enumerate(fig.axes):
         if ax.get_visible() and ax.get_xscale() == "log":
-            xs = [ln.get_xdata() for ln in ax.get_lines() if ln.get_transform() == ax.transData]
-            xs += [[p.get_x() + p.get_width() / 2] for c in ax.containers if hasattr(c, "patches") for p in c.patches]
+            # the x values of every panel sharing this axis: a panel with one point on an axis
+            # shared with panels that span several is placed on their scale, which is fine
+            group = ax.get_shared_x_axes().get_siblings(ax)
+            xs = [ln.get_xdata() for a in group for ln in a.get_lines() if ln.get_transform() == a.transData]
+            xs += [[p.get_x() + p.get_width() / 2] for a in group for c in a.containers if hasattr(c, "patches")
+                   for p in c.patches]
             x = np.unique(np.concatenate([np.asarray(v, float).ravel() for v in xs])) if xs else np.array([])
             x = x[np.isfinite(x)]
             if len(x) <= 1:
