@@ -175,7 +175,7 @@ CATEGORIES: dict[str, tuple] = {
     "tier": ("mem", "disk"),
     "strategy": ("lmdb", "lmm", "dio_prov", "coal", "stag"),          # LMDBIO
     "side": ("real", "sleep", "emulator", "dlio"),                    # the thesis's four sides
-X
+    "run": ("real", "random", "sleep", "emulator", "prep-none", "prep-sleep"),   # workload_validation's rows
     "loader": ("sleep", "prep-none", "prep-sleep"),                   # Fig A.3's loader variants
     "prefetch": ("prefetch", "no prefetch"),                          # AlexNet
     "mode": ("ordered", "opportunistic"),                             # DeepIO
