@@ -31,9 +31,9 @@ def load(stage_dir=None) -> dict:
     (``similarity``, ``throughput``, ``components`` DataFrames; ``vectors`` and ``why`` dicts;
     ``steps`` and ``windows`` DataFrames)."""
     d = _dir(stage_dir)
-    sim = pd.read_csv(d / "similarity.csv", keep_default_na=False, na_values=[""])
-    sim["why"] = sim["why"].fillna("")
-    sim["backend"] = sim["backend"].fillna("")
+    # text columns read as text: an all-empty column is not a float column to fill with ""
+    sim = pd.read_csv(d / "similarity.csv", dtype={"why": str, "backend": str})
+    sim[["why", "backend"]] = sim[["why", "backend"]].fillna("")
     windows = d / "windows.csv"
     return {"similarity": sim, "throughput": pd.read_csv(d / "throughput.csv"),
             "components": pd.read_csv(d / "components.csv"),
