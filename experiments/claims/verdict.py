@@ -1,0 +1,186 @@
+"""A claim's verdict, computed from our value, its interval and the declared rule
+(:func:`claim`); never typed in."""
+
+from __future__ import annotations
+
+import math
+
+from ..cache import COLD_LIMIT  # a run with more of its data set resident in the page cache is not cold
+from ..stats import Interval
+from .rules import (_decide, _margin_words, _min_n, _missing, _parse, _parse_magnitude,
+                    _to_decide_words, default_margin, samples_to_decide)
+
+KINDS = ("finding", "check")
+VERDICTS = ("holds", "direction only", "inconclusive", "fails", "not measured")
+# stated: the paper says it in words or numbers; implied: we read it from the paper's figures or
+# argument; extension: a configuration the paper did not run (no paper value).
+BASES = ("stated", "implied", "extension")
+COLUMNS = ["id", "kind", "basis", "source", "figure", "statement", "paper_value", "our_value",
+           "ci_low", "ci_high", "n", "n_to_decide", "ci_method", "ci_coverage", "unit", "ratio", "rule", "margin", "negligible",
+           "holds", "magnitude",
+           "magnitude_holds", "verdict", "cold", "resident_fraction", "memory_backed", "note"]
+NO_INTERVAL = "no interval; a point value alone does not decide"
+
+
+def claim(id: str, source: str, figure: str, statement: str, our_value, unit: str, rule: str,
+          paper_value=None, note: str = "", why_not: str = "", *, kind: str,
+          magnitude: str | None = None, resident_fraction: float | None = None,
+          memory_backed: bool = False, interval: Interval | None = None,
+          basis: str | None = None, margin: float | None = None, margin_why: str = "") -> dict:
+    """One claim with its verdicts computed from ``our_value`` and its ``interval``.
+
+    ``kind``: ``finding`` (a paper's result, reproduced here or not) or ``check`` (a property of
+    our own generators, metric or tools, which the code was built to satisfy). ``rule`` decides
+    the direction (the effect exists here); for a finding it is judged on ``interval`` (a
+    :class:`experiments.stats.Interval` of our value, same unit): ``holds`` when the whole
+    interval satisfies the rule, ``fails`` when none of it does, ``inconclusive`` when it
+    straddles; with no interval (or one sample, or NaN bounds) a measured finding is
+    ``inconclusive``. A check is judged on the point (an interval given is shown).
+    ``magnitude`` (for a finding whose paper states a number) decides, on the point ratio and
+    only when the direction holds, whether ours / paper is within a stated tolerance
+    (``direction only`` when not). No value (None/NaN) gives the verdict ``not measured``, and
+    ``why_not`` (or ``note``) must say why. ``why_not`` is added to the note when a verdict
+    fails; it should say what on this host bounds the value, from a measurement.
+    ``resident_fraction``: the page-cache residency measured after the cold-run eviction
+    (:func:`cold_run`); over 5 % marks the claim as measured warm. ``memory_backed``: the data
+    lay on a memory-backed tier (tmpfs), which cannot be evicted, so the claim is not a
+    cold-cache measurement (``cold`` is left empty and the note says so). ``basis`` (findings):
+    ``stated`` (the paper says it), ``implied`` (we infer it from the paper's figures or
+    argument) or ``extension`` (a configuration the paper did not run; no paper value).
+
+    ``margin`` (findings): the smallest effect the statement means, as a share of the rule's
+    threshold (absolute, in the value's unit, for a threshold of 0); None takes
+    :func:`default_margin` (5 % for a ratio against 1, else no band). A margin other than the
+    default needs ``margin_why`` (one line, shown in the note). When the whole interval lies
+    in [X - d, X + d] around the threshold X the verdict is ``fails`` with
+    ``negligible`` = True and the note "no effect beyond ... here" (the statement claims an
+    effect; this box shows none that matters), even when the interval straddles X.
+    An interval whose method cannot reach its level with its samples
+    (:attr:`experiments.stats.Interval.enough`: e.g. a bootstrap of 4 repeats) decides
+    nothing: ``inconclusive``, and the note says how many samples it needs.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"claim {id!r}: kind = {kind!r}; allowed: {', '.join(KINDS)}")
+    if basis is not None and basis not in BASES:
+        raise ValueError(f"claim {id!r}: basis = {basis!r}; allowed: {', '.join(BASES)} (or None)")
+    if basis == "extension" and paper_value is not None:
+        raise ValueError(f"claim {id!r}: basis = 'extension' with paper_value = {paper_value!r}; "
+                         "allowed: no paper value for a configuration the paper did not run")
+    if interval is not None and not isinstance(interval, Interval):
+        raise ValueError(f"claim {id!r}: interval = {interval!r}; allowed: an "
+                         "experiments.stats.Interval or None")
+    test = _parse(rule)
+    dflt = default_margin(rule)
+    if margin is not None:
+        if kind == "check":
+            raise ValueError(f"claim {id!r}: margin = {margin!r} on a check; allowed: a margin only "
+                             "on a finding (a check is judged on its point)")
+        if not (isinstance(margin, (int, float)) and not isinstance(margin, bool)
+                and math.isfinite(margin) and margin >= 0):
+            raise ValueError(f"claim {id!r}: margin = {margin!r}; allowed: a number >= 0 (a share "
+                             "of the rule's threshold, e.g. 0.05) or None for the default")
+        if margin and test.threshold is None:
+            raise ValueError(f"claim {id!r}: margin = {margin!r} with the rule {rule!r}; allowed: a "
+                             "margin only on a comparison rule ('> X', '<= X', ...): a 'between' or "
+                             "'within' rule is a band itself")
+        if margin != dflt and not margin_why.strip():
+            raise ValueError(f"claim {id!r}: margin = {margin!r} differs from the default "
+                             f"({dflt!r} for the rule {rule!r}); allowed: with margin_why = one line "
+                             "saying why")
+    m = (dflt if margin is None else float(margin)) if kind == "finding" else None
+    band = test.band(m)
+    mag_test = _parse_magnitude(magnitude) if magnitude else None
+    numeric_paper = isinstance(paper_value, (int, float)) and not isinstance(paper_value, bool) \
+        and not _missing(paper_value)
+    if mag_test and not numeric_paper:
+        raise ValueError(f"claim {id!r}: magnitude {magnitude!r} needs a numeric paper_value")
+    value = None if _missing(our_value) else float(our_value)
+    ratio = value / paper_value if value is not None and numeric_paper and paper_value else None
+    has_ci = interval is not None and interval.ok
+    too_few = has_ci and kind == "finding" and not interval.enough
+    # a value outside its own interval: the two came from different computations (a stage's
+    # bug); shown, never decided on
+    outside = has_ci and kind == "finding" and value is not None and not interval.contains(value)
+    n = interval.n if interval is not None else (1 if value is not None and kind == "finding" else None)
+    negligible = None
+    short = False
+    to_decide = None
+    if value is None:
+        holds = None
+    elif kind == "check":
+        holds = test(value)
+    elif not has_ci or too_few or outside:
+        holds = None
+    else:
+        holds, negligible, short = _decide(test, band, interval.low, interval.high)
+        if holds is None:
+            to_decide = samples_to_decide(test, band, value, interval)
+    mag = None if value is None or mag_test is None or ratio is None else mag_test(ratio)
+    if value is None:
+        verdict = "not measured"
+    elif holds is None:
+        verdict = "inconclusive"
+    elif not holds:
+        verdict = "fails"
+    elif mag is False:
+        verdict = "direction only"
+    else:
+        verdict = "holds"
+    rf = None if resident_fraction is None or _missing(resident_fraction) else float(resident_fraction)
+    cold = None if rf is None or memory_backed else bool(rf <= COLD_LIMIT)
+    parts = [note] if note else []
+    if value is None:
+        parts.append("not measured on this run: " + (why_not or "(the stage gave no reason)"))
+    else:
+        if verdict == "inconclusive" and not has_ci:
+            parts.append(f"n = {n or 1}: {NO_INTERVAL}")
+        elif verdict == "inconclusive" and outside:
+            parts.append(f"our value {value:.4g} lies outside its own interval [{interval.low:.4g}, "
+                         f"{interval.high:.4g}]: they come from different computations, so neither "
+                         "decides")
+        elif verdict == "inconclusive" and too_few:
+            parts.append(f"n = {n}: {interval.method} covers at most {interval.coverage:.0%}, below "
+                         f"{interval.level:.0%}; it decides nothing (at least {_min_n(interval)} "
+                         "independent samples are needed)")
+        elif verdict == "inconclusive":
+            reach = (f", reaching beyond the margin [{band[0]:.4g}, {band[1]:.4g}]" if band else "")
+            parts.append(f"the interval [{interval.low:.4g}, {interval.high:.4g}] straddles the "
+                         f"rule '{rule}'{reach}")
+            parts.append(_to_decide_words(to_decide, n))
+        if negligible:
+            parts.append(f"no effect beyond {_margin_words(test, m)} here: the whole interval "
+                         f"[{interval.low:.4g}, {interval.high:.4g}] lies within [{band[0]:.4g}, "
+                         f"{band[1]:.4g}] of the rule's threshold")
+        elif short:
+            edge = band[1] if math.isinf(test.upper) else band[0]
+            parts.append(f"no effect beyond {_margin_words(test, m)} in the statement's direction here: "
+                         f"the interval [{interval.low:.4g}, {interval.high:.4g}] ends short of "
+                         f"{edge:.4g}, the margin's edge, so the effect the rule '{rule}' means is "
+                         "ruled out")
+        elif holds is False:
+            where = (f"the whole interval [{interval.low:.4g}, {interval.high:.4g}]"
+                     if has_ci and kind == "finding" else f"our value {value:.4g}")
+            parts.append(f"{where} fails the rule '{rule}'")
+        if holds and mag is False:
+            parts.append(f"ours / paper = {ratio:.3g}, outside '{magnitude}'")
+        if verdict in ("fails", "direction only", "inconclusive") and why_not and not negligible:
+            parts.append(why_not)
+        if margin is not None and m != dflt:
+            parts.append(f"margin {_margin_words(test, m)}: {margin_why.strip()}")
+    if cold is False:
+        parts.append(f"not a cold run: {rf:.0%} of the data set was in the page cache "
+                     "after eviction")
+    if memory_backed:
+        parts.append("memory-backed tier (tmpfs): its data cannot be evicted, so this is not a "
+                     "cold-cache measurement")
+    ci = interval if interval is not None else None
+    return {"id": id, "kind": kind, "basis": basis, "source": source, "figure": figure,
+            "statement": statement, "paper_value": paper_value, "our_value": value,
+            "ci_low": ci.low if ci and ci.ok else None, "ci_high": ci.high if ci and ci.ok else None,
+            "n": n, "n_to_decide": to_decide, "ci_method": ci.method if ci else None,
+            "ci_coverage": ci.coverage if ci and ci.ok else None, "unit": unit, "ratio": ratio,
+            "rule": rule, "margin": m, "negligible": negligible,
+            "holds": holds, "magnitude": magnitude, "magnitude_holds": mag,
+            "verdict": verdict, "cold": cold, "resident_fraction": rf,
+            "memory_backed": bool(memory_backed), "note": "; ".join(parts)}
+

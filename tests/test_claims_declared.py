@@ -1,0 +1,127 @@
+"""The papers' side of the claims (experiments/claims/papers/*.yaml): it loads, each stated
+finding's quote is in its paper's text, each paper value its quote does not hold is marked
+derived, and the join of a stage's measurements with it rejects what is not declared."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from experiments.claims import declared as D
+
+REPO = Path(__file__).resolve().parents[1]
+TEXTS = Path(os.environ.get("DLIO_PAPERS") or REPO.parent / "shared" / "papers")
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def normalized(text: str) -> str:
+    """A text as quotes are matched in it: markdown emphasis and superscripts out, a word
+    hyphenated at a line's end joined, typographic quotes and dashes straight, whitespace one
+    space."""
+    t = re.sub(r"<sup>.*?</sup>", "", text)
+    t = re.sub(r"(\w)-\s*\n\s*(\w)", r"\1\2", t)
+    t = t.replace("*", "").replace("\u2019", "'").replace("\u2018", "'")
+    t = t.replace("\u201c", '"').replace("\u201d", '"').replace("\u2013", "-").replace("\u2014", "-")
+    return re.sub(r"\s+", " ", t).strip()
+
+
+def numbers(text: str) -> set[float]:
+    return {float(x.replace(",", "")) for x in _NUMBER.findall(text)}
+
+
+def test_every_declaration_loads_and_names_a_stage_of_the_pipeline():
+    stages = set(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
+    rows = D.declared()
+    assert rows, "no claim declared"
+    unknown = {i: d.stage for i, (_, d) in rows.items() if d.stage not in stages}
+    assert not unknown, f"declared for stages dvc.yaml does not have: {unknown}"
+
+
+def _stated():
+    return [(s, d) for s in D.sources() for d in s.claims if d.quote]
+
+
+@pytest.mark.parametrize("source", [s.file.stem for s in D.sources()])
+def test_every_quote_is_in_its_papers_text(source):
+    src = next(s for s in D.sources() if s.file.stem == source)
+    quoted = [d for d in src.claims if d.quote]
+    if not quoted:
+        pytest.skip(f"{source}: no quotes")
+    if src.text is None:
+        pytest.fail(f"{source}: quotes but no text named ('text:' in {src.file.name})")
+    f = TEXTS / f"{src.text}.txt"
+    if not f.exists():
+        pytest.skip(f"the papers' texts are not at hand ({f}): set DLIO_PAPERS to their folder")
+    text = normalized(f.read_text())
+    missing = [d.id for d in quoted if normalized(d.quote) not in text]
+    assert not missing, f"{source}: quotes not found verbatim in {f.name}: {missing}"
+
+
+def _paper_numbers(v) -> set[float]:
+    if isinstance(v, bool) or v is None:
+        return set()
+    if isinstance(v, (int, float)):
+        return {float(v)}
+    return numbers(str(v).split("(")[0])
+
+
+def test_a_paper_value_its_quote_does_not_hold_is_marked_derived():
+    bad = []
+    for s, d in _stated():
+        want = _paper_numbers(d.paper_value)
+        have = numbers(normalized(d.quote))
+        if want and not all(any(math.isclose(w, h, rel_tol=1e-9) for h in have) for w in want) \
+                and not (d.derived or "").strip():
+            bad.append(f"{d.id} ({d.paper_value!r})")
+    for s in D.sources():
+        for d in s.claims:
+            if d.basis == "stated" and d.paper_value is not None and not d.quote:
+                bad.append(f"{d.id}: stated with a paper value and no quote")
+    assert not bad, "paper values their quote does not hold, with no 'derived': " + ", ".join(bad)
+
+
+def _write(tmp_path, rows, name="x.yaml"):
+    (tmp_path / name).write_text(yaml.safe_dump({"source": "X", "text": None, "claims": rows}))
+    return tmp_path / name
+
+
+ROW = dict(id="x_faster", kind="finding", stage="s", where="Fig 1", statement="A is faster",
+           unit="x", rule="> 1", basis="stated", quote="A is faster than B.")
+
+
+@pytest.mark.parametrize("change,words", [
+    ({"colour": "red"}, "colour"),
+    ({"quote": None}, "quote"),
+    ({"rule": "bigger than 1"}, "not understood"),
+    ({"basis": "extension", "quote": None, "paper_value": 2.0}, "extension has no paper value"),
+    ({"kind": "check"}, "basis"),
+])
+def test_a_bad_declaration_stops_with_its_id(tmp_path, change, words):
+    f = _write(tmp_path, [{**ROW, **change}])
+    with pytest.raises(ValueError, match=words) as e:
+        D._load(f)
+    assert "x_faster" in str(e.value)
+
+
+def test_join_judges_the_measured_fills_the_unmeasured_and_rejects_the_undeclared(monkeypatch, tmp_path):
+    from experiments.stats import Interval
+
+    src = D._load(_write(tmp_path, [
+        ROW, {**ROW, "id": "x_faster_{tier}", "basis": "extension", "quote": None,
+              "statement": "A is faster on {tier}"},
+        {**ROW, "id": "x_at_scale", "needs": "9,216 processes"}]))
+    monkeypatch.setattr(D, "sources", lambda: (src,))
+    iv = Interval(1.2, 1.5, 10, "bootstrap")
+    out = {c["id"]: c for c in D.join("s", [D.Measured("x_faster", 1.3, iv),
+                                            D.Measured("x_faster_nvme", 0.5, Interval(0.4, 0.6, 10, "bootstrap"))])}
+    assert out["x_faster"]["verdict"] == "holds" and out["x_faster"]["basis"] == "stated"
+    assert out["x_faster_nvme"]["verdict"] == "fails" and out["x_faster_nvme"]["statement"] == "A is faster on nvme"
+    assert out["x_faster_nvme"]["basis"] == "extension"
+    assert out["x_at_scale"]["verdict"] == "not measured" and "9,216 processes" in out["x_at_scale"]["note"]
+    with pytest.raises(ValueError, match="x_slower"):
+        D.join("s", [D.Measured("x_slower", 1.0)])
