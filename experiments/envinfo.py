@@ -82,6 +82,15 @@ def host_label() -> str:
     return f"{socket.gethostname()} · {os.cpu_count()} CPUs · {cpu_model()}"
 
 
+def host_cores() -> int:
+    """Cores this process may run on (the affinity mask, which containers and Slurm set); the
+    machine's count where the platform has no affinity."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def capture(**extra) -> dict:
     """Everything ``env.json`` records; ``extra`` adds stage facts (parameters, eviction, tracer).
 
@@ -95,7 +104,7 @@ def capture(**extra) -> dict:
         "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "cpu": {"model": cpu_model(), "count": os.cpu_count(),
-                "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None},
+                "affinity": host_cores() if hasattr(os, "sched_getaffinity") else None},
         "memory_bytes": memory_bytes(),
         "kernel": platform.release(),
         "os": platform.platform(),

@@ -27,6 +27,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator
 
+from . import envinfo
 from .config import ConfigError
 
 ALL = "all"  # a ``nodes`` entry: every node of the allocation (1 off Slurm)
@@ -118,7 +119,7 @@ HEAVY_YIELD = "MPIR_CVAR_ENABLE_HEAVY_YIELD"
 def oversubscribed(ranks: int) -> bool:
     """Whether ``ranks`` ranks on this host outnumber the cores this process may use (off Slurm,
     where every rank runs here)."""
-    return not in_slurm() and ranks > len(os.sched_getaffinity(0))
+    return not in_slurm() and ranks > envinfo.host_cores()
 
 
 class RankPool:
@@ -419,4 +420,4 @@ def record(nodes: list[int], ranks_per_node: int | None = None) -> dict:
             "oversubscribed_waits": (f"{HEAVY_YIELD}={os.environ[HEAVY_YIELD]} (set by the user)"
                                      if HEAVY_YIELD in os.environ else
                                      f"{HEAVY_YIELD}=1 for pools whose ranks outnumber this host's "
-                                     f"{len(os.sched_getaffinity(0))} cores (off Slurm)")}
+                                     f"{envinfo.host_cores()} cores (off Slurm)")}

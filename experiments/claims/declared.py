@@ -15,7 +15,6 @@ not parse, an id declared twice stop with the row's id and file.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -26,7 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from ..stats import Interval
-from .rules import _parse, _parse_magnitude
+from .rules import _missing, _parse, _parse_magnitude
 from .verdict import claim
 
 PAPERS = Path(__file__).with_name("papers")
@@ -200,9 +199,7 @@ def join(stage: str, measured: Iterable[Measured]) -> list[dict]:
 
 
 def _claim(s: Source, d: Declaration, fields: dict[str, str], m: Measured) -> dict:
-    value = m.value
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        value = None
+    value = None if _missing(m.value) else m.value
     statement = d.statement.format(**fields) if fields else d.statement
     statement = f"{statement} ({m.context})" if m.context else statement
     c = claim(m.id, s.name, d.where, statement, value, d.unit, d.rule, paper_value=d.paper_value,

@@ -200,7 +200,7 @@ def _margin_words(rule: _Rule, m: float) -> str:
 def rule_text(rule: str, margin) -> str:
     """A direction rule with its margin beside it, as the claims table shows it:
     "> 1 (margin 5 %)"; the rule alone when it has none."""
-    if margin is None or (isinstance(margin, float) and math.isnan(margin)) or not margin:
+    if _missing(margin) or not margin:
         return rule
     return f"{rule} (margin {_margin_words(_parse(rule), float(margin))})"
 

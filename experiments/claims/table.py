@@ -63,7 +63,7 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
 
 def _is_negligible(x) -> bool:
     return x is True or (isinstance(x, str) and x.lower() == "true") or (
-        not isinstance(x, (bool, str)) and x is not None and x == x and bool(x))
+        not isinstance(x, (bool, str)) and not _missing(x) and bool(x))
 
 
 def shown_verdict(verdict, negligible) -> str:
@@ -97,7 +97,7 @@ def _counts(df: pd.DataFrame) -> str:
 
 
 def _fmt(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if _missing(v):
         return "–"
     if isinstance(v, bool):
         return "yes" if v else "**no**"
@@ -109,12 +109,11 @@ def _fmt(v) -> str:
 def _ours(r) -> str:
     """Our value with its interval and sample count: "1.2 [1.1, 1.3] n=5"."""
     txt = _fmt(r.our_value)
-    if r.our_value is None or (isinstance(r.our_value, float) and math.isnan(r.our_value)):
+    if _missing(r.our_value):
         return txt
     n = r.n
-    n = None if n is None or (isinstance(n, float) and math.isnan(n)) else int(n)
-    if r.ci_low is not None and r.ci_high is not None and not (
-            isinstance(r.ci_low, float) and math.isnan(r.ci_low)):
+    n = None if _missing(n) else int(n)
+    if not _missing(r.ci_low) and r.ci_high is not None:
         return f"{txt} [{float(r.ci_low):.3g}, {float(r.ci_high):.3g}] n={n}"
     return txt if n is None else f"{txt} n={n}"
 
@@ -124,7 +123,7 @@ def _resident(r) -> str:
     rf = getattr(r, "resident_fraction", None)
     if r.memory_backed is True:
         return "tmpfs (not evictable)"
-    if rf is None or (isinstance(rf, float) and math.isnan(rf)):
+    if _missing(rf):
         return "–"
     txt = f"{rf:.0%}"
     return txt if rf <= COLD_LIMIT else f"**{txt} (warm)**"

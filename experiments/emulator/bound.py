@@ -37,11 +37,12 @@ the storage.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ..envinfo import host_cores  # noqa: F401  (the one core count; callers import it from here)
 
 # client bytes/s over the storage's (same files, same requests) at which the storage is the
 # limit: issue 12's goal for the emulator; fio's own repeats differ by ~10 % on a shared box
@@ -58,14 +59,6 @@ WAIT_MATTERS = 0.1
 VERDICTS = ("storage", "client", "undetermined")
 # which fio_baseline job stands for a workload's requests where no same-files job ran
 BASELINE_JOB = {"unet3d": "seqread", "bert": "seqread", "dlrm": "randread"}
-
-
-def host_cores() -> int:
-    """Cores this process may run on (the affinity mask, which containers and Slurm set)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def reference(workload: str, data_dir) -> dict:

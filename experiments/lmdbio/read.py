@@ -56,6 +56,7 @@ from pydantic import Field, field_validator, model_validator
 from .. import cache, launcher
 from ..cache import EvictionMethod
 from ..common_config import check_counts
+from ..envinfo import host_cores
 from ..config import ConfigError, Section
 from .mpi_rank import node_plan
 from ..progress import progress
@@ -329,7 +330,7 @@ def judging_env(cfg: LMDBIOConfig) -> dict:
     """The part of env.json the report's claims read, for :func:`decide` while measuring: this
     process's usable cores (as :func:`experiments.envinfo.capture` records them), the hand-over
     and the ranks per node."""
-    return {"cpu": {"count": os.cpu_count(), "affinity": len(os.sched_getaffinity(0))},
+    return {"cpu": {"count": os.cpu_count(), "affinity": host_cores()},
             "handover": cfg.handover,
             "params": {"lmdbio": {"ranks_per_node": cfg.ranks_per_node, "handover": cfg.handover}}}
 

@@ -22,7 +22,7 @@ import sys
 import pandas as pd
 
 from .. import cache, launcher, paths
-from ..envinfo import host_label
+from ..envinfo import host_cores, host_label
 from . import read as lm
 
 SETTINGS = {"MPICH default": {},
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="cold runs per strategy and P (default 5)")
     a = ap.parse_args(argv)
     df = measure(a.procs, a.runs)
-    print(f"LMDBIO hand-over under MPICH's wait settings, {host_label()}, {len(os.sched_getaffinity(0))} "
+    print(f"LMDBIO hand-over under MPICH's wait settings, {host_label()}, {host_cores()} "
           f"usable cores; median of {a.runs} cold runs (s), switches per rank (voluntary / involuntary)")
     print("| setting | strategy | P | more ranks than cores | s | switches / rank |\n|---|---|---|---|---|---|")
     for r in df.itertuples():
