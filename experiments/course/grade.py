@@ -101,11 +101,6 @@ def questions(master_nb: Path) -> dict[str, dict]:
     return out
 
 
-def manual_questions(master_nb: Path) -> list[str]:
-    """Names of the manually graded questions of a lab (``manual: true``)."""
-    return [n for n, q in questions(master_nb).items() if q["manual"]]
-
-
 # ---- what a submission holds ------------------------------------------------------------------
 
 def code_of(nb_path: Path) -> str:
