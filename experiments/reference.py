@@ -1,4 +1,7 @@
-"""The papers' own numbers, in one place. They appear only in columns that say they are the paper's.
+"""The papers' own numbers that the code uses: generator targets, parameters, figure references.
+They appear only in columns that say they are the paper's. What a paper *claims* (its quote, the
+value, the rule that judges ours) is declared in ``experiments/claims/papers/<source>.yaml``
+instead; a constant no module reads any more is removed (``tests/test_reference.py``).
 
 Sources are in ``../shared/papers/``. Every constant names its source in the comment block
 directly above it (or on its line): the paper (Chien, Zhu, Pumma, Nelson, Ho-Von) and the
@@ -43,10 +46,6 @@ ZHU_SOURCE = "Zhu 2018 (DeepIO)"
 # Zhu et al. 2018 (DeepIO poster), Fig 7 caption and the text beside it: randomization level of orders kept constant in blocks of k
 # images ("RL = 73%, 49%, and 16% imply that 4, 16, and 256 images are concatenated"), percent.
 ZHU_DEEPIO_RL_PERCENT = {4: 73, 16: 49, 256: 16}
-
-# Pumma et al. (LMDBIO), Abstract and Section 3 (Fig 2, CIFAR10-Large): Caffe/LMDBIO-...-STAG
-# over Caffe/LMDB at 9,216 processes.
-PUMMA_LMDBIO_SPEEDUP_9216 = 77
 
 # Nelson's blog, the ImageNet size histogram: "Roughly 80% of the images are in the 64KB or
 # 128KB size bins".
@@ -203,11 +202,6 @@ HOVON_BENCHMARK_COMPUTE = {"unet3d": "very similar (Sec 5.1.3)", "bert": "matche
                            "dlrm": "similar except at G=4 (Sec 5.3.2)"}
 
 # ---- headline numbers of the four smaller works (issue 24) ------------------------------------
-
-# Pumma et al., Sec 1 (Fig 1): Caffe/LMDB at 9,216 processes is "nearly 660-fold worse compared
-# to ideal strong scaling", and the read time "takes approximately 90% of the training time".
-PUMMA_CAFFE_FROM_IDEAL_9216 = 660
-PUMMA_READ_SHARE_9216_PERCENT = 90
 
 # The blog's headline numbers (Nelson, "Conclusion" and the fio/threads sections), checked
 # against the blog's text. (Kept here, not in reference.py,

@@ -118,6 +118,18 @@ def _ours(r) -> str:
     return txt if n is None else f"{txt} n={n}"
 
 
+def _statement(r) -> str:
+    """The statement with the text it rests on, quoted (experiments/claims/papers/)."""
+    q = getattr(r, "quote", None)
+    return _fmt(r.statement) + (f"<br>*\"{_fmt(' '.join(str(q).split()))}\"*" if not _missing(q) and q else "")
+
+
+def _paper(r) -> str:
+    """The paper's value, marked *derived* (with how) where its quote does not hold it."""
+    d = getattr(r, "derived", None)
+    return _fmt(r.paper_value) + (f" (derived: {_fmt(d)})" if not _missing(d) and d else "")
+
+
 def _resident(r) -> str:
     """The residency column: measured fraction after eviction, or why there is none."""
     rf = getattr(r, "resident_fraction", None)
@@ -173,7 +185,10 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
              "A *finding* is a paper's result measured again here; a *check* is a property of our own "
              "generators, metric or tools (it could only fail through a bug). *basis*: whether the paper "
              "*states* the finding, only *implies* it (we read it from its figures or argument), or it is "
-             "our *extension* (a configuration the paper did not run, no paper value). *ours*: our value "
+             "our *extension* (a configuration the paper did not run, no paper value); under a statement, in "
+             "italics, the sentence of the text it rests on, verbatim (declared with the paper's value, "
+             "rule and margin in experiments/claims/papers/<source>.yaml, and checked against the texts "
+             "by tests/test_claims_declared.py); a paper value *derived* from the text says how. *ours*: our value "
              "with its 95 % confidence interval and the number of samples it came from (repeats, steps "
              "or reads; docs/statistics.md). *direction*: the effect exists here (the rule), judged on "
              "the interval: *holds* when the whole interval satisfies the rule, *fails* when none of it "
@@ -199,7 +214,7 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
         sv = shown_verdict(r.verdict, r.negligible)
         v = sv if sv == "holds" else f"**{sv}**"
         lines.append("| " + " | ".join([v] + [_fmt(x) for x in (
-            r.basis, r.source, r.figure, r.statement, r.paper_value)] + [_ours(r)] + [_fmt(x) for x in (
+            r.basis, r.source, r.figure)] + [_statement(r), _paper(r), _ours(r)] + [_fmt(x) for x in (
             r.unit, r.ratio, rule_text(r.rule, r.margin), r.holds, r.magnitude, r.magnitude_holds)] + [_resident(r)] + [
             _fmt(x) for x in (r.note, r.stage)]) + " |")
     lines += ["", f"## Checks ({len(chk)}: {_counts(chk)})", "",
