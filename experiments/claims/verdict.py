@@ -59,34 +59,7 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     (:attr:`experiments.stats.Interval.enough`: e.g. a bootstrap of 4 repeats) decides
     nothing: ``inconclusive``, and the note says how many samples it needs.
     """
-    if kind not in KINDS:
-        raise ValueError(f"claim {id!r}: kind = {kind!r}; allowed: {', '.join(KINDS)}")
-    if basis is not None and basis not in BASES:
-        raise ValueError(f"claim {id!r}: basis = {basis!r}; allowed: {', '.join(BASES)} (or None)")
-    if basis == "extension" and paper_value is not None:
-        raise ValueError(f"claim {id!r}: basis = 'extension' with paper_value = {paper_value!r}; "
-                         "allowed: no paper value for a configuration the paper did not run")
-    if interval is not None and not isinstance(interval, Interval):
-        raise ValueError(f"claim {id!r}: interval = {interval!r}; allowed: an "
-                         "experiments.stats.Interval or None")
-    test = _parse(rule)
-    dflt = default_margin(rule)
-    if margin is not None:
-        if kind == "check":
-            raise ValueError(f"claim {id!r}: margin = {margin!r} on a check; allowed: a margin only "
-                             "on a finding (a check is judged on its point)")
-        if not (isinstance(margin, (int, float)) and not isinstance(margin, bool)
-                and math.isfinite(margin) and margin >= 0):
-            raise ValueError(f"claim {id!r}: margin = {margin!r}; allowed: a number >= 0 (a share "
-                             "of the rule's threshold, e.g. 0.05) or None for the default")
-        if margin and test.threshold is None:
-            raise ValueError(f"claim {id!r}: margin = {margin!r} with the rule {rule!r}; allowed: a "
-                             "margin only on a comparison rule ('> X', '<= X', ...): a 'between' or "
-                             "'within' rule is a band itself")
-        if margin != dflt and not margin_why.strip():
-            raise ValueError(f"claim {id!r}: margin = {margin!r} differs from the default "
-                             f"({dflt!r} for the rule {rule!r}); allowed: with margin_why = one line "
-                             "saying why")
+    test, dflt = _validated(id, kind, basis, paper_value, interval, rule, margin, margin_why)
     m = (dflt if margin is None else float(margin)) if kind == "finding" else None
     band = test.band(m)
     mag_test = _parse_magnitude(magnitude) if magnitude else None
@@ -128,6 +101,67 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
         verdict = "holds"
     rf = None if resident_fraction is None or _missing(resident_fraction) else float(resident_fraction)
     cold = None if rf is None or memory_backed else bool(rf <= COLD_LIMIT)
+    parts = _note_parts(note, why_not, kind, verdict, value, interval, has_ci, outside, too_few, n, rule,
+                        band, to_decide, negligible, short, holds, test, m, mag, ratio, magnitude,
+                        margin, dflt, margin_why)
+    if cold is False:
+        parts.append(f"not a cold run: {rf:.0%} of the data set was in the page cache "
+                     "after eviction")
+    if memory_backed:
+        parts.append("memory-backed tier (tmpfs): its data cannot be evicted, so this is not a "
+                     "cold-cache measurement")
+    ci = interval if interval is not None else None
+    return {"id": id, "kind": kind, "basis": basis, "source": source, "figure": figure,
+            "statement": statement, "paper_value": paper_value, "our_value": value,
+            "ci_low": ci.low if ci and ci.ok else None, "ci_high": ci.high if ci and ci.ok else None,
+            "n": n, "n_to_decide": to_decide, "ci_method": ci.method if ci else None,
+            "ci_coverage": ci.coverage if ci and ci.ok else None, "unit": unit, "ratio": ratio,
+            "rule": rule, "margin": m, "negligible": negligible,
+            "holds": holds, "magnitude": magnitude, "magnitude_holds": mag,
+            "verdict": verdict, "cold": cold, "resident_fraction": rf,
+            "memory_backed": bool(memory_backed), "note": "; ".join(parts)}
+
+
+def _validated(id, kind, basis, paper_value, interval, rule, margin, margin_why):
+    """The parsed rule and its default margin, after checking :func:`claim`'s arguments (a
+    ValueError names the claim, the argument, its value and what is allowed)."""
+    if kind not in KINDS:
+        raise ValueError(f"claim {id!r}: kind = {kind!r}; allowed: {', '.join(KINDS)}")
+    if basis is not None and basis not in BASES:
+        raise ValueError(f"claim {id!r}: basis = {basis!r}; allowed: {', '.join(BASES)} (or None)")
+    if basis == "extension" and paper_value is not None:
+        raise ValueError(f"claim {id!r}: basis = 'extension' with paper_value = {paper_value!r}; "
+                         "allowed: no paper value for a configuration the paper did not run")
+    if interval is not None and not isinstance(interval, Interval):
+        raise ValueError(f"claim {id!r}: interval = {interval!r}; allowed: an "
+                         "experiments.stats.Interval or None")
+    test = _parse(rule)
+    dflt = default_margin(rule)
+    if margin is not None:
+        if kind == "check":
+            raise ValueError(f"claim {id!r}: margin = {margin!r} on a check; allowed: a margin only "
+                             "on a finding (a check is judged on its point)")
+        if not (isinstance(margin, (int, float)) and not isinstance(margin, bool)
+                and math.isfinite(margin) and margin >= 0):
+            raise ValueError(f"claim {id!r}: margin = {margin!r}; allowed: a number >= 0 (a share "
+                             "of the rule's threshold, e.g. 0.05) or None for the default")
+        if margin and test.threshold is None:
+            raise ValueError(f"claim {id!r}: margin = {margin!r} with the rule {rule!r}; allowed: a "
+                             "margin only on a comparison rule ('> X', '<= X', ...): a 'between' or "
+                             "'within' rule is a band itself")
+        if margin != dflt and not margin_why.strip():
+            raise ValueError(f"claim {id!r}: margin = {margin!r} differs from the default "
+                             f"({dflt!r} for the rule {rule!r}); allowed: with margin_why = one line "
+                             "saying why")
+    return test, dflt
+
+
+def _note_parts(note, why_not, kind, verdict, value, interval, has_ci, outside, too_few, n, rule, band,
+                to_decide, negligible, short, holds, test, m, mag, ratio, magnitude, margin, dflt,
+                margin_why) -> list[str]:
+    """The note of a claim: the stage's own, then why the verdict is what it is (no interval,
+    too few samples, a straddle and its forecast, a negligible effect, a failed rule, a
+    magnitude outside its tolerance, the host's reason, a margin other than the default)."""
     parts = [note] if note else []
     if value is None:
         parts.append("not measured on this run: " + (why_not or "(the stage gave no reason)"))
@@ -167,20 +201,4 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
             parts.append(why_not)
         if margin is not None and m != dflt:
             parts.append(f"margin {_margin_words(test, m)}: {margin_why.strip()}")
-    if cold is False:
-        parts.append(f"not a cold run: {rf:.0%} of the data set was in the page cache "
-                     "after eviction")
-    if memory_backed:
-        parts.append("memory-backed tier (tmpfs): its data cannot be evicted, so this is not a "
-                     "cold-cache measurement")
-    ci = interval if interval is not None else None
-    return {"id": id, "kind": kind, "basis": basis, "source": source, "figure": figure,
-            "statement": statement, "paper_value": paper_value, "our_value": value,
-            "ci_low": ci.low if ci and ci.ok else None, "ci_high": ci.high if ci and ci.ok else None,
-            "n": n, "n_to_decide": to_decide, "ci_method": ci.method if ci else None,
-            "ci_coverage": ci.coverage if ci and ci.ok else None, "unit": unit, "ratio": ratio,
-            "rule": rule, "margin": m, "negligible": negligible,
-            "holds": holds, "magnitude": magnitude, "magnitude_holds": mag,
-            "verdict": verdict, "cold": cold, "resident_fraction": rf,
-            "memory_backed": bool(memory_backed), "note": "; ".join(parts)}
-
+    return parts
