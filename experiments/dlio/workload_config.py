@@ -124,7 +124,6 @@ def build(workload: str, section, ranks: int, batch_size: int, data: DataFacts, 
     run it (more ranks than files, more steps than one pass over the data, ...)."""
     _check_common(workload, ranks, batch_size)
     s = _section(section)
-    tr = s["train"]
     notes = list(compute.notes)
     G, B = ranks, batch_size
     cfg: dict = {"model": f"{workload}_artifact",
@@ -139,109 +138,8 @@ def build(workload: str, section, ranks: int, batch_size: int, data: DataFacts, 
                                 "optimization_groups": []},
                  "output": {"folder": output_folder, "log_file": "dlio.log"}}
     ck = cfg["checkpoint"]
-    per = 1
-    gen = False
-    if workload == "unet3d":
-        per = data.extra.get("files_per_case", 2)
-        cases = data.extra["cases"]
-        if G > cases or B * G > cases:
-            raise ConfigError(f"DLIO unet3d: batch {B} x {G} ranks needs more than the {cases} "
-                              f"training cases in {data.folder}; allowed: batch x ranks <= {cases}")
-        workers = int(tr["workers"])
-        crop = int(s["model"]["crop"])
-        cfg["framework"] = "pytorch"
-        cfg["dataset"].update(format="npy", num_files_train=data.train_files, num_samples_per_file=1,
-                              record_length=int(round(data.bytes_per_sample)),
-                              record_length_stdev=int(round(data.bytes_std)),
-                              record_length_resize=min(int(round(data.bytes_per_sample)), 4 * crop ** 3))
-        cfg["reader"].update(data_loader="pytorch", batch_size=per * B, read_threads=workers,
-                             prefetch_size=2 * max(1, workers), batch_size_eval=per)
-        cfg["train"]["epochs"] = int(tr["epochs"])
-        notes.append(f"a DLIO sample is one .npy file; a case is {per} files (image, mask), so DLIO's "
-                     f"batch is {per} x {B} files and its samples/s are divided by {per}")
-        if data.eval_files:
-            every = int(tr["eval_every"])
-            cfg["workflow"]["evaluation"] = True
-            cfg["dataset"]["num_files_eval"] = data.eval_files
-            cfg["evaluation"] = {"eval_time": 0.0, "eval_after_epoch": every or int(tr["epochs"]),
-                                 "epochs_between_evals": every or int(tr["epochs"])}
-            notes.append("evaluation reads every evaluation case once (batch = one case) with "
-                         "eval_time 0: no compute model covers the sliding-window inference")
-            if data.eval_files // per < G:
-                notes.append(f"only {data.eval_files // per} evaluation cases for {G} ranks: DLIO "
-                             "reads whole batches (one case) per rank, so some ranks read none "
-                             "(the real run pads the split)")
-        ck.update(checkpoint_after_epoch=int(tr["epochs"]), epochs_between_checkpoints=1,
-                  type="rank_zero")
-    elif workload == "bert":
-        gen = True
-        if G > data.train_files:
-            raise ConfigError(f"DLIO bert: {G} ranks but {data.train_files} files; DLIO shards "
-                              f"files over ranks; allowed: ranks <= {data.train_files}")
-        per_pass = data.train_files * data.samples_per_file // (B * G)
-        steps = int(tr["steps"])
-        if steps > per_pass:
-            raise ConfigError(f"DLIO bert: bert.train.steps = {steps} is more than one pass over "
-                              f"the data ({data.train_files} files x {data.samples_per_file} samples "
-                              f"/ (batch {B} x {G} ranks) = {per_pass} steps), which DLIO 2.0 refuses; "
-                              f"allowed: steps <= {per_pass} (or more data)")
-        cfg["framework"] = "tensorflow"
-        cfg["dataset"].update(format="tfrecord", num_files_train=data.train_files,
-                              num_samples_per_file=data.samples_per_file,
-                              record_length=dlio_record_length(data.bytes_per_sample),
-                              record_length_stdev=0, file_prefix="part")
-        cfg["reader"].update(data_loader="tensorflow", batch_size=B,
-                             read_threads=min(int(tr["cycle_length"]), data.train_files),
-                             computation_threads=int(tr["map_threads"]),
-                             shuffle_size=int(tr["shuffle_buffer"]), transfer_size=TF_READ_BUFFER,
-                             prefetch_size=0)
-        cfg["train"].update(epochs=1, total_training_steps=steps, seed_change_epoch=False)
-        ck.update(steps_between_checkpoints=steps, type="all_ranks")
-        notes.append("DLIO's TFRecord reader parses every record for features 'image' and 'size', "
-                     "which our BERT records do not have: DLIO reads a TFRecord set it generated "
-                     f"({data.train_files} files x {data.samples_per_file} samples, record_length "
-                     f"{cfg['dataset']['record_length']} B for our {data.bytes_per_sample:.0f} B per "
-                     "serialized sample)")
-        notes.append("no evaluation: DLIO 2.0 reads whole evaluation files (num_samples_per_file is "
-                     f"shared with training); the real run reads {tr['eval_steps']} batches")
-        notes.append("checkpoint at the last step only (DLIO cannot checkpoint before step 1; the "
-                     "real run also writes one at the start)")
-    else:  # dlrm
-        if B % G:
-            raise ConfigError(f"DLIO dlrm: the global batch {B} is split over {G} ranks; allowed: "
-                              f"a batch size that is a multiple of ranks")
-        per_rank = B // G
-        per_pass = data.samples_per_file // (per_rank * G)
-        steps = int(tr["steps"])
-        if steps > per_pass:
-            raise ConfigError(f"DLIO dlrm: dlrm.train.steps = {steps} is more than one pass over "
-                              f"the {data.samples_per_file} samples at global batch {B} "
-                              f"({per_pass} steps), which DLIO 2.0 refuses; allowed: steps <= {per_pass}")
-        # DLIO's PyTorch path, as MLPerf's dlrm.yaml, with DLIO's reader plugin hook naming
-        # IndexedBinaryReaderQuietMap (plugins/dlio_artifact_plugins.py): DLIO's own reader
-        # minus a debug f-string that formats the whole sample map on every sample.
-        cfg["framework"] = "pytorch"
-        cfg["dataset"].update(format="indexed_binary", num_files_train=1,
-                              num_samples_per_file=data.samples_per_file,
-                              record_length=int(data.bytes_per_sample), record_length_stdev=0)
-        cfg["reader"].update(data_loader="pytorch", batch_size=per_rank, read_threads=0,
-                             prefetch_size=0, reader_classname=DLRM_READER)
-        cfg["train"].update(epochs=1, total_training_steps=steps)
-        every = int(tr["eval_every"]) or steps
-        ck.update(steps_between_checkpoints=every, type="rank_zero")
-        notes.append("reader plugin IndexedBinaryReaderQuietMap (DLIO's reader_classname hook): "
-                     "DLIO 2.0's read_index formats the rank's whole sample map into a debug "
-                     "message on every sample (O(samples) per sample: 10 ms at 4,096 samples, "
-                     "1 s at 500,000); the plugin drops that line and nothing else")
-        notes.append(f"DLIO reads each sample with its own open/seek/read/close ({per_rank} per "
-                     "step and rank, 160 B through a buffered file, in a shuffled order); the real "
-                     "loader reads one global batch with one pread per step")
-        notes.append("no evaluation: DLIO 2.0 has one num_samples_per_file for training and "
-                     f"evaluation (ours: {data.samples_per_file} and {data.eval_samples_per_file}); "
-                     "its dlrm.yaml keys eval_num_samples_per_file, total_eval_steps and "
-                     "steps_between_evals are not read by its config loader")
-        notes.append(f"checkpoints every {every} steps under new names (the real run overwrites "
-                     "one file)")
+    per = _PARTS[workload](cfg, s, G, B, data, notes)
+    gen = workload == "bert"   # DLIO reads a TFRecord set it generated (the note says why)
     if checkpoint_bytes is not None:
         if not isinstance(checkpoint_bytes, int) or checkpoint_bytes < 1:
             raise ConfigError(f"DLIO checkpoint_bytes = {checkpoint_bytes!r}; allowed: an integer "
@@ -254,3 +152,124 @@ def build(workload: str, section, ranks: int, batch_size: int, data: DataFacts, 
         notes.append("no checkpoint: the size of the real run's checkpoint is not known (run the "
                      "workload's stage first, or pass checkpoint_bytes)")
     return Built(workload, G, B, cfg, compute, per, data.bytes_per_sample, gen, notes)
+
+
+def _unet3d(cfg: dict, s: dict, G: int, B: int, data: DataFacts, notes: list[str]) -> int:
+    """UNET3D's part of DLIO's config (PyTorch, one .npy file per sample, a case = ``per``
+    files, evaluation every ``eval_every`` epochs); returns ``per``."""
+    tr, ck = s["train"], cfg["checkpoint"]
+    per = data.extra.get("files_per_case", 2)
+    cases = data.extra["cases"]
+    if G > cases or B * G > cases:
+        raise ConfigError(f"DLIO unet3d: batch {B} x {G} ranks needs more than the {cases} "
+                          f"training cases in {data.folder}; allowed: batch x ranks <= {cases}")
+    workers = int(tr["workers"])
+    crop = int(s["model"]["crop"])
+    cfg["framework"] = "pytorch"
+    cfg["dataset"].update(format="npy", num_files_train=data.train_files, num_samples_per_file=1,
+                          record_length=int(round(data.bytes_per_sample)),
+                          record_length_stdev=int(round(data.bytes_std)),
+                          record_length_resize=min(int(round(data.bytes_per_sample)), 4 * crop ** 3))
+    cfg["reader"].update(data_loader="pytorch", batch_size=per * B, read_threads=workers,
+                         prefetch_size=2 * max(1, workers), batch_size_eval=per)
+    cfg["train"]["epochs"] = int(tr["epochs"])
+    notes.append(f"a DLIO sample is one .npy file; a case is {per} files (image, mask), so DLIO's "
+                 f"batch is {per} x {B} files and its samples/s are divided by {per}")
+    if data.eval_files:
+        every = int(tr["eval_every"])
+        cfg["workflow"]["evaluation"] = True
+        cfg["dataset"]["num_files_eval"] = data.eval_files
+        cfg["evaluation"] = {"eval_time": 0.0, "eval_after_epoch": every or int(tr["epochs"]),
+                             "epochs_between_evals": every or int(tr["epochs"])}
+        notes.append("evaluation reads every evaluation case once (batch = one case) with "
+                     "eval_time 0: no compute model covers the sliding-window inference")
+        if data.eval_files // per < G:
+            notes.append(f"only {data.eval_files // per} evaluation cases for {G} ranks: DLIO "
+                         "reads whole batches (one case) per rank, so some ranks read none "
+                         "(the real run pads the split)")
+    ck.update(checkpoint_after_epoch=int(tr["epochs"]), epochs_between_checkpoints=1,
+              type="rank_zero")
+    return per
+
+
+def _bert(cfg: dict, s: dict, G: int, B: int, data: DataFacts, notes: list[str]) -> int:
+    """BERT's part of DLIO's config (TensorFlow, a TFRecord set DLIO generates, checkpoint at
+    the last step); returns the files per sample (1)."""
+    tr, ck = s["train"], cfg["checkpoint"]
+    if G > data.train_files:
+        raise ConfigError(f"DLIO bert: {G} ranks but {data.train_files} files; DLIO shards "
+                          f"files over ranks; allowed: ranks <= {data.train_files}")
+    per_pass = data.train_files * data.samples_per_file // (B * G)
+    steps = int(tr["steps"])
+    if steps > per_pass:
+        raise ConfigError(f"DLIO bert: bert.train.steps = {steps} is more than one pass over "
+                          f"the data ({data.train_files} files x {data.samples_per_file} samples "
+                          f"/ (batch {B} x {G} ranks) = {per_pass} steps), which DLIO 2.0 refuses; "
+                          f"allowed: steps <= {per_pass} (or more data)")
+    cfg["framework"] = "tensorflow"
+    cfg["dataset"].update(format="tfrecord", num_files_train=data.train_files,
+                          num_samples_per_file=data.samples_per_file,
+                          record_length=dlio_record_length(data.bytes_per_sample),
+                          record_length_stdev=0, file_prefix="part")
+    cfg["reader"].update(data_loader="tensorflow", batch_size=B,
+                         read_threads=min(int(tr["cycle_length"]), data.train_files),
+                         computation_threads=int(tr["map_threads"]),
+                         shuffle_size=int(tr["shuffle_buffer"]), transfer_size=TF_READ_BUFFER,
+                         prefetch_size=0)
+    cfg["train"].update(epochs=1, total_training_steps=steps, seed_change_epoch=False)
+    ck.update(steps_between_checkpoints=steps, type="all_ranks")
+    notes.append("DLIO's TFRecord reader parses every record for features 'image' and 'size', "
+                 "which our BERT records do not have: DLIO reads a TFRecord set it generated "
+                 f"({data.train_files} files x {data.samples_per_file} samples, record_length "
+                 f"{cfg['dataset']['record_length']} B for our {data.bytes_per_sample:.0f} B per "
+                 "serialized sample)")
+    notes.append("no evaluation: DLIO 2.0 reads whole evaluation files (num_samples_per_file is "
+                 f"shared with training); the real run reads {tr['eval_steps']} batches")
+    notes.append("checkpoint at the last step only (DLIO cannot checkpoint before step 1; the "
+                 "real run also writes one at the start)")
+    return 1
+
+
+def _dlrm(cfg: dict, s: dict, G: int, B: int, data: DataFacts, notes: list[str]) -> int:
+    """DLRM's part of DLIO's config (PyTorch, one indexed binary file, the global batch split
+    over the ranks); returns the files per sample (1)."""
+    tr, ck = s["train"], cfg["checkpoint"]
+    if B % G:
+        raise ConfigError(f"DLIO dlrm: the global batch {B} is split over {G} ranks; allowed: "
+                          f"a batch size that is a multiple of ranks")
+    per_rank = B // G
+    per_pass = data.samples_per_file // (per_rank * G)
+    steps = int(tr["steps"])
+    if steps > per_pass:
+        raise ConfigError(f"DLIO dlrm: dlrm.train.steps = {steps} is more than one pass over "
+                          f"the {data.samples_per_file} samples at global batch {B} "
+                          f"({per_pass} steps), which DLIO 2.0 refuses; allowed: steps <= {per_pass}")
+    # DLIO's PyTorch path, as MLPerf's dlrm.yaml, with DLIO's reader plugin hook naming
+    # IndexedBinaryReaderQuietMap (plugins/dlio_artifact_plugins.py): DLIO's own reader
+    # minus a debug f-string that formats the whole sample map on every sample.
+    cfg["framework"] = "pytorch"
+    cfg["dataset"].update(format="indexed_binary", num_files_train=1,
+                          num_samples_per_file=data.samples_per_file,
+                          record_length=int(data.bytes_per_sample), record_length_stdev=0)
+    cfg["reader"].update(data_loader="pytorch", batch_size=per_rank, read_threads=0,
+                         prefetch_size=0, reader_classname=DLRM_READER)
+    cfg["train"].update(epochs=1, total_training_steps=steps)
+    every = int(tr["eval_every"]) or steps
+    ck.update(steps_between_checkpoints=every, type="rank_zero")
+    notes.append("reader plugin IndexedBinaryReaderQuietMap (DLIO's reader_classname hook): "
+                 "DLIO 2.0's read_index formats the rank's whole sample map into a debug "
+                 "message on every sample (O(samples) per sample: 10 ms at 4,096 samples, "
+                 "1 s at 500,000); the plugin drops that line and nothing else")
+    notes.append(f"DLIO reads each sample with its own open/seek/read/close ({per_rank} per "
+                 "step and rank, 160 B through a buffered file, in a shuffled order); the real "
+                 "loader reads one global batch with one pread per step")
+    notes.append("no evaluation: DLIO 2.0 has one num_samples_per_file for training and "
+                 f"evaluation (ours: {data.samples_per_file} and {data.eval_samples_per_file}); "
+                 "its dlrm.yaml keys eval_num_samples_per_file, total_eval_steps and "
+                 "steps_between_evals are not read by its config loader")
+    notes.append(f"checkpoints every {every} steps under new names (the real run overwrites "
+                 "one file)")
+    return 1
+
+
+_PARTS = {"unet3d": _unet3d, "bert": _bert, "dlrm": _dlrm}
