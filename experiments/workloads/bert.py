@@ -232,26 +232,7 @@ def main(argv=None, replay=None) -> None:
     lp.io_stop()
     lp.checkpoint(write_checkpoint, barrier=False, tag="end")
     if tc["eval_steps"]:
-        with lp.phase("eval"):
-            t0 = time.perf_counter_ns()
-            spec = feature_spec(tf, dc["seq_len"], dc["max_predictions"])
-            ev = (tf.data.TFRecordDataset(str(Path(run["data_dir"]) / "eval" / "eval.tfrecord"))
-                  .map(lambda r: {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
-                                  for k, v in tf.io.parse_single_example(r, spec).items()})
-                  .batch(B).take(tc["eval_steps"]))
-            hits = seen = 0.0
-            n = 0
-            for f in ev:
-                n += 1
-                if sleep is not None:
-                    sleep.evaluate()
-                    continue
-                mlm, _ = model(f, training=False)
-                w = f["masked_lm_weights"].numpy()
-                hits += float(((tf.argmax(mlm, -1, output_type=tf.int32).numpy() == f["masked_lm_ids"].numpy()) * w).sum())
-                seen += float(w.sum())
-            lp.facts["evals"].append({"seconds": (time.perf_counter_ns() - t0) / 1e9, "batches": n,
-                                      "mlm_accuracy": hits / seen if seen else float("nan")})
+        _evaluate(tf, run, lp, B, model, sleep)
     lp.finish()
     if world > 1:
         # Leave together: a last collective, then exit without TensorFlow's shutdown handshake
@@ -264,6 +245,32 @@ def main(argv=None, replay=None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+def _evaluate(tf, run: dict, lp, B: int, model, sleep) -> None:
+    """The evaluation pass: ``eval_steps`` batches of the evaluation file, the model's masked-LM
+    accuracy (or the sleep's evaluation time); its seconds go to ``lp.facts["evals"]``."""
+    dc, tc = run["config"]["data"], run["config"]["train"]
+    with lp.phase("eval"):
+        t0 = time.perf_counter_ns()
+        spec = feature_spec(tf, dc["seq_len"], dc["max_predictions"])
+        ev = (tf.data.TFRecordDataset(str(Path(run["data_dir"]) / "eval" / "eval.tfrecord"))
+              .map(lambda r: {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+                              for k, v in tf.io.parse_single_example(r, spec).items()})
+              .batch(B).take(tc["eval_steps"]))
+        hits = seen = 0.0
+        n = 0
+        for f in ev:
+            n += 1
+            if sleep is not None:
+                sleep.evaluate()
+                continue
+            mlm, _ = model(f, training=False)
+            w = f["masked_lm_weights"].numpy()
+            hits += float(((tf.argmax(mlm, -1, output_type=tf.int32).numpy() == f["masked_lm_ids"].numpy()) * w).sum())
+            seen += float(w.sum())
+        lp.facts["evals"].append({"seconds": (time.perf_counter_ns() - t0) / 1e9, "batches": n,
+                                  "mlm_accuracy": hits / seen if seen else float("nan")})
 
 
 if __name__ == "__main__":
