@@ -191,19 +191,7 @@ def work(world, spec: dict) -> dict:
         lo = plan["lo"] + r0 * plan["per_round"]
         hi = min(plan["hi"], plan["lo"] + rounds.stop * plan["per_round"])
         if is_reader:  # fill the shared window with records lo..hi-1
-            if strategy == "lmm":
-                with env.begin(buffers=True) as txn:
-                    for j, v in enumerate(_cursor_read(txn, lo, hi - lo)):
-                        buf[j * size:(j + 1) * size] = v
-            elif strategy == "dio_prov":  # one pread per record, straight into the window
-                for j in range(lo, hi):
-                    os.preadv(fd, [buf[(j - lo) * size:(j - lo + 1) * size]], int(offs[j]))
-            else:
-                if tokens is not None:
-                    waiting(tokens.acquire, s)
-                _read_span(fd, offs, sizes, lo, hi, buf, size)
-                if tokens is not None:
-                    tokens.release(s)
+            _fill(strategy, env, fd, offs, sizes, lo, hi, buf, size, tokens, waiting, s)
         handover()  # the buffer is full
         for r in rounds:  # every rank copies its batch of each round out
             first = plan["lo"] + r * plan["per_round"] + local * batch
@@ -223,6 +211,38 @@ def work(world, spec: dict) -> dict:
     if tokens is not None:
         tokens.close()
     t0, t1 = host_times(world, t0, t1)
+    _release(env, fd, barrier, win, buf, readers, node)
+    return {"proc": world.rank, "node": nid, "reader": bool(is_reader), "t0": t0, "t1": t1,
+            "bytes": nbytes, "context_switches": vol + invol, "cs_voluntary": vol,
+            "cs_involuntary": invol, "cs_wait_voluntary": waited[0], "cs_wait_involuntary": waited[1],
+            "records": plan["hi"] - plan["lo"],
+            "host": socket.gethostname(), **({"crc32": crc} if crc is not None else {})}
+
+
+def _fill(strategy, env, fd, offs, sizes, lo: int, hi: int, buf, size: int, tokens, waiting, s: int) -> None:
+    """The node's reader fills the shared window with records lo..hi-1: LMM through LMDB's
+    cursor (mmap), DIO-PROV with one pread per record at its provenance offset, COAL and STAG
+    with one span read (STAG holding its group's token, its wait counted by ``waiting``)."""
+    if strategy == "lmm":
+        with env.begin(buffers=True) as txn:
+            for j, v in enumerate(_cursor_read(txn, lo, hi - lo)):
+                buf[j * size:(j + 1) * size] = v
+    elif strategy == "dio_prov":  # one pread per record, straight into the window
+        for j in range(lo, hi):
+            os.preadv(fd, [buf[(j - lo) * size:(j - lo + 1) * size]], int(offs[j]))
+    else:
+        if tokens is not None:
+            waiting(tokens.acquire, s)
+        _read_span(fd, offs, sizes, lo, hi, buf, size)
+        if tokens is not None:
+            tokens.release(s)
+
+
+def _release(env, fd, barrier, win, buf, readers, node) -> None:
+    """Close what a run opened: a pool's ranks serve hundreds of runs, so no file, window or
+    communicator may leak."""
+    from mpi4py import MPI
+
     if env is not None:
         env.close()
     if fd is not None:
@@ -235,12 +255,7 @@ def work(world, spec: dict) -> dict:
         win.Free()
     if readers not in (None, MPI.COMM_NULL):
         readers.Free()
-    node.Free()  # a pool's ranks serve hundreds of runs: no communicator may leak
-    return {"proc": world.rank, "node": nid, "reader": bool(is_reader), "t0": t0, "t1": t1,
-            "bytes": nbytes, "context_switches": vol + invol, "cs_voluntary": vol,
-            "cs_involuntary": invol, "cs_wait_voluntary": waited[0], "cs_wait_involuntary": waited[1],
-            "records": plan["hi"] - plan["lo"],
-            "host": socket.gethostname(), **({"crc32": crc} if crc is not None else {})}
+    node.Free()
 
 
 if __name__ == "__main__":
