@@ -2,8 +2,9 @@
 
 Reads what ``caltech_like``, ``alexnet_prefetch`` and ``alexnet_checkpoint`` measured; draws
 in the paper's way (Fig 6: run time with prefetch as the bar, the excess without prefetch on
-top; Fig 9: run time per checkpoint target with the no-checkpoint time shaded) and checks the
-paper's claims with written rules.
+top; Fig 9: run time per checkpoint target with the no-checkpoint time shaded) and measures the
+paper's claims (``measure_*``), joined with their declarations in
+``experiments/claims/papers/chien2018-tensorflow-io.yaml``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ import pandas as pd
 
 from .. import claims as C
 from .. import reference, stats, style
-from ..claims import claim
-
-SOURCE = "Chien 2018"
+from ..claims.declared import Measured, join
 
 
 def plot_sizes(manifest: pd.DataFrame, hist: pd.DataFrame):
@@ -255,26 +254,38 @@ def prefetch_ratio(raw: pd.DataFrame | None, tier: str, threads, col: str, fallb
                            method="ratio of summed medians, bootstrap over repeats")
 
 
+STAGE = "alexnet_report"
+
+
 def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast: str,
            slow: str, env: dict | None = None, fio: pd.DataFrame | None = None,
            ck_env: dict | None = None, raw: pd.DataFrame | None = None,
            saves: pd.DataFrame | None = None, steps: pd.DataFrame | None = None,
            ck_runs: pd.DataFrame | None = None) -> list[dict]:
     """The paper's claims for Fig 6, 7, 9 and 10 against our medians, each emitted whether or
-    not its data was measured. ``env``: alexnet_prefetch's env.json (cores, cold-run
-    residency, the warm-up count); ``fio``: the device baseline, for the burst buffer's measured
-    reason; ``ck_env``: alexnet_checkpoint's env.json. The 95 % intervals come from the samples:
-    ``raw`` (alexnet_prefetch's raw.parquet, one row per run and repeat), ``saves``
-    (alexnet_checkpoint's saves.csv, one row per checkpoint) and ``steps`` (alexnet_prefetch's
-    steps.csv, one row per training step) and ``ck_runs`` (alexnet_checkpoint's raw.parquet, one
-    row per run: the run times Fig 9 compares); a finding whose samples are not given has no
-    interval and is ``inconclusive``."""
+    not its data was measured (the paper's side:
+    ``experiments/claims/papers/chien2018-tensorflow-io.yaml``). ``env``: alexnet_prefetch's
+    env.json (cores, cold-run residency, the warm-up count); ``fio``: the device baseline, for
+    the burst buffer's measured reason; ``ck_env``: alexnet_checkpoint's env.json. The 95 %
+    intervals come from the samples: ``raw`` (alexnet_prefetch's raw.parquet, one row per run
+    and repeat), ``saves`` (alexnet_checkpoint's saves.csv, one row per checkpoint) and
+    ``steps`` (alexnet_prefetch's steps.csv, one row per training step) and ``ck_runs``
+    (alexnet_checkpoint's raw.parquet, one row per run: the run times Fig 9 compares); a
+    finding whose samples are not given has no interval and is ``inconclusive``."""
     env, ck_env = env or {}, ck_env or {}
     n = C.cores(env or ck_env)
+    return join(STAGE, [*measure_prefetch(summary, env, n, raw),
+                        *measure_batch_size(batches, env, n, raw, steps),
+                        *measure_checkpoint(ck, fast, slow, env, n, fio, saves, ck_runs)])
+
+
+def measure_prefetch(summary: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame | None) -> list[Measured]:
+    """Fig 6 per tier: the run time without prefetch over with it and the same of the wait for
+    data (x, summed over the thread counts' medians); over every tier and thread count, the
+    spread of the prefetch runs' median run times (%, max / min - 1). ``n``: the cores."""
     out = []
     d = summary[summary["experiment"] == "prefetch"]
-    tiers = list(dict.fromkeys(d["tier"]))
-    for tier in tiers:
+    for tier in dict.fromkeys(d["tier"]):
         g = d[d["tier"] == tier]
         p = g[g["prefetch"] > 0]
         ratio = float(p["no_prefetch_seconds"].sum() / p["seconds"].sum()) \
@@ -283,27 +294,20 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
         comp = float(p["compute_s"].sum() / p["seconds"].sum()) if "compute_s" in p and len(p) else np.nan
         w0, w1 = g.loc[g["prefetch"] == 0, "data_s"].sum(), g.loc[g["prefetch"] > 0, "data_s"].sum()
         wait, wci = prefetch_ratio(raw, tier, p["threads"], "data_s",
-                                    float(w0 / w1) if w0 > 0 and w1 > 0 else np.nan)
+                                   float(w0 / w1) if w0 > 0 and w1 > 0 else np.nan)
         why = (f"{n} CPU cores run both the input threads and the training step, so prefetching "
                "overlaps little: the step takes "
                + (f"{comp:.0%} of the run with prefetch" if np.isfinite(comp) else "most of the run"))
-        out.append(claim(
-            f"alexnet-prefetch-faster-{tier}", SOURCE, "Fig 6",
-            f"Prefetching one batch shortens the AlexNet epoch; the excess without it is the "
-            f"cost of I/O (tier {tier}, summed over thread counts)",
-            our_value=ratio, unit="x (no prefetch / prefetch)", rule="> 1", interval=ci,
-            why_not=why if np.isfinite(ratio) else "alexnet.prefetch lacks 0 or 1 on this tier",
-            kind="finding", basis="stated", **C.cold_run(env, tier)))
-        out.append(claim(
-            f"alexnet-prefetch-less-data-wait-{tier}", SOURCE, "Fig 6, 8",
-            f"With prefetch the training loop waits less for its input batches (tier {tier}, "
-            "summed over thread counts)",
-            our_value=wait, interval=wci,
-            unit="x (data wait without / with prefetch)", rule="> 1",
+        cold = C.cold_run(env, tier)
+        out.append(Measured(
+            f"alexnet-prefetch-faster-{tier}", ratio, ci,
+            why_not=why if np.isfinite(ratio) else "alexnet.prefetch lacks 0 or 1 on this tier", **cold))
+        out.append(Measured(
+            f"alexnet-prefetch-less-data-wait-{tier}", wait, wci,
             note="the wait for next(iterator), measured per step; less sensitive to other "
                  "load on the box than the run time",
             why_not=why if w0 > 0 and w1 > 0 else "no data wait recorded with and without prefetch",
-            kind="finding", basis="implied", **C.cold_run(env, tier)))
+            **cold))
     p = d[d["prefetch"] > 0]
     spread = float(p["seconds"].max() / p["seconds"].min() - 1) * 100 if len(p) > 1 else np.nan
     slowest = p.loc[p["seconds"].idxmax()] if len(p) > 1 else None
@@ -313,16 +317,21 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
         spread, sci = stats.bootstrap(_spread, *[
             stats.samples(r, "seconds", tier=x.tier, threads=int(x.threads), prefetch=int(x.prefetch))
             for x in p.itertuples()], method="spread of medians, bootstrap over repeats")
-    out.append(claim(
-        "alexnet-prefetch-hides-io", SOURCE, "Fig 6; Sec. V, VII",
-        "With prefetch the run time is about the same whatever the thread count and tier",
-        our_value=spread, unit="% spread (max/min - 1) of prefetch run times", rule="< 10",
-        interval=sci,
+    out.append(Measured(
+        "alexnet-prefetch-hides-io", spread, sci,
         why_not=(f"the slowest prefetch run ({slowest['tier']}, {int(slowest['threads'])} threads) "
                  f"shares {n} cores between its input threads and the step"
-                 if slowest is not None else "fewer than two prefetch configurations were run"),
-        kind="finding", basis="stated"))
+                 if slowest is not None else "fewer than two prefetch configurations were run")))
+    return out
+
+
+def measure_batch_size(batches: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame | None,
+                       steps: pd.DataFrame | None) -> list[Measured]:
+    """Fig 7 per prefetch setting: the run time of the smallest batch over the largest's (x,
+    ratio of medians over the repeats); Sec. VII's compute per batch (s), not measured: shown
+    beside what a measurement would need."""
     bp = ((env.get("params") or {}).get("alexnet") or {})
+    out = []
     for p_ in sorted(set(batches["prefetch"])) or [1]:
         g = batches[batches["prefetch"] == p_].sort_values("batch_size")
         ok = len(g) > 1
@@ -337,16 +346,12 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
             # corrected level (the notebook's block sets that for the prefetch findings)
             v, bci = stats.ratio_of_medians(one(g["batch_size"].iloc[0]), one(g["batch_size"].iloc[-1]),
                                             level=stats.LEVEL)
-        out.append(claim(
-            f"alexnet-batch-size-prefetch{p_}", SOURCE, "Fig 7",
-            f"A larger batch shortens the epoch (prefetch {p_}"
-            + (f", batch {int(g['batch_size'].iloc[0])} vs {int(g['batch_size'].iloc[-1])})" if ok else ")"),
-            our_value=v, interval=bci,
-            unit="x (smallest / largest batch run time)", rule="> 1",
+        out.append(Measured(
+            f"alexnet-batch-size-prefetch{p_}", v, bci,
+            context=(f"batch {int(g['batch_size'].iloc[0])} vs {int(g['batch_size'].iloc[-1])}" if ok else ""),
             why_not=(f"on {n} CPU cores a larger batch adds no parallel hardware to fill "
                      f"({ips.min():.0f} to {ips.max():.0f} images/s over the batch sizes)"
-                     if ok and len(ips) else "alexnet.batch_sizes has fewer than two sizes"),
-            kind="finding", basis="stated"))
+                     if ok and len(ips) else "alexnet.batch_sizes has fewer than two sizes")))
     # Sec. VII: "the computation for one batch ... spans over 1-2 seconds period in most of the
     # benchmark configurations"; ours is the median step compute of the prefetch runs.
     comp_v, comp_ci = np.nan, None
@@ -364,13 +369,36 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
              + (f", 95 % CI [{comp_ci.low:.2f}, {comp_ci.high:.2f}], n = {comp_ci.n})" if comp_ci is not None and comp_ci.ok else ")")
              + f" on {n} CPU cores" if np.isfinite(comp_v) else
              "alexnet_prefetch's steps.csv was not given" if steps is None else "no prefetch step was recorded")
-    out.append(claim(
-        "alexnet-compute-per-batch", SOURCE, "Sec. VII",
-        "The computation for one batch of AlexNet lasts 1-2 s, long enough to overlap the I/O",
-        our_value=np.nan, unit="s per batch (training-step compute, full AlexNet on a GPU)",
-        rule="between 1 and 2", paper_value="1-2",
-        why_not="needs the full-width AlexNet on the paper's GPUs (Quadro K4000 and Tegner's); "
-                + shown, kind="finding", basis="stated"))
+    out.append(Measured(
+        "alexnet-compute-per-batch",
+        why_not="needs the full-width AlexNet on the paper's GPUs (Quadro K4000 and Tegner's); " + shown))
+    return out
+
+
+def _run_ratio(ck: pd.DataFrame, ck_runs: pd.DataFrame | None, num: tuple[str, str],
+               den: tuple[str, str]) -> tuple[float, stats.Interval | None]:
+    """Median run seconds of (mode, target) ``num`` over ``den``, with its interval from the
+    timed runs of ``ck_runs`` (warm-ups left out); the summary's ratio without them."""
+    def med(mode, target):
+        g = ck[(ck["mode"] == mode) & (ck["target"] == target)] if len(ck) else ck
+        return float(g["seconds"].iloc[0]) if len(g) else np.nan
+    v = med(*num) / med(*den)
+    if ck_runs is None or not len(ck_runs) or not np.isfinite(v):
+        return v, None
+    timed = ck_runs[~ck_runs["warmup"].astype(bool)] if "warmup" in ck_runs else ck_runs
+    one = lambda m, t: stats.samples(timed, "seconds", mode=m, target=t)   # noqa: E731
+    # a fixed count of checkpoint runs, looked at once: the plain 95 % level
+    return stats.ratio_of_medians(one(*num), one(*den), level=stats.LEVEL)
+
+
+def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int,
+                       fio: pd.DataFrame | None, saves: pd.DataFrame | None,
+                       ck_runs: pd.DataFrame | None) -> list[Measured]:
+    """Fig 9 and Sec. VII: the burst buffer's median stall per checkpoint over the fast tier's
+    (x); the run time with checkpoints straight to the slow tier over through the burst buffer,
+    to the slow tier over to the fast one, to the fast tier over no checkpoint (x, ratios of
+    median run times); the checkpoint's size (MB, not measured: ours is scaled)."""
+    bp = ((env.get("params") or {}).get("alexnet") or {})
     r = stall_ratios(ck, fast, slow) if len(ck) else {}
     fw, sw = C.fio_MBps(fio, fast, "seqwrite"), C.fio_MBps(fio, slow, "seqwrite")
     mb = float(ck["checkpoint_MB"].max()) if "checkpoint_MB" in ck and len(ck) else np.nan
@@ -379,44 +407,23 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
     paper_slow = next(x["write_MBps"] for x in reference.CHIEN_TABLE_I if x["device"] == "HDD")
     close, close_ci = r.get("stall_ratio_to_fast_burst", np.nan), None
     sp, sp_ci = r.get("burst_speedup_stall_vs_slow", np.nan), None
+    bb = f"{fast}>{slow}"
     if r and saves is not None and len(saves):
         stall = lambda t: stats.samples(saves, "stall_s", target=t)   # noqa: E731 (warm-ups left out)
-        bb = f"{fast}>{slow}"
-        # alexnet_checkpoint's runs: a fixed count, looked at once (95 %, as in run_ratio)
+        # alexnet_checkpoint's runs: a fixed count, looked at once (95 %, as in _run_ratio)
         close, close_ci = stats.ratio_of_medians(stall(bb), stall(fast), level=stats.LEVEL)
         sp, sp_ci = stats.ratio_of_medians(stall(slow), stall(bb), level=stats.LEVEL)
-    out.append(claim(
-        "burst-buffer-close-to-fast", SOURCE, "Fig 9",
-        f"Checkpointing through the burst buffer stalls training about as little as the fast "
-        f"tier alone ({fast})", our_value=close, interval=close_ci,
-        unit="x (median stall per checkpoint, burst / fast alone)", rule="< 1.5",
+    serial = (f"a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s on {fast}: serializing the state "
+              f"on {n} cores takes most of a stall on either tier")
+    out = [Measured(
+        "burst-buffer-close-to-fast", close, close_ci, context=f"fast tier {fast}",
         why_not=(f"the background drain (copy, checksum, read-back) runs on the same {n} cores "
-                 "as training" if r else "alexnet_checkpoint.burst_buffer is off or no run was made"),
-        kind="finding", basis="stated"))
+                 "as training" if r else "alexnet_checkpoint.burst_buffer is off or no run was made"))]
     # Fig 9 and the 2.6x (Abstract, Sec. VII) are of the total run time of the 100 iterations
     # with five checkpoints: ours is the same quantity, the run time of the checkpoint runs.
-    def run_ratio(num: tuple[str, str], den: tuple[str, str]) -> tuple[float, stats.Interval | None]:
-        """median run seconds of (mode, target) ``num`` over ``den``, with its interval from the
-        timed runs of ``ck_runs`` (warm-ups left out); the summary's ratio without them."""
-        def med(mode, target):
-            g = ck[(ck["mode"] == mode) & (ck["target"] == target)] if len(ck) else ck
-            return float(g["seconds"].iloc[0]) if len(g) else np.nan
-        v = med(*num) / med(*den)
-        if ck_runs is None or not len(ck_runs) or not np.isfinite(v):
-            return v, None
-        timed = ck_runs[~ck_runs["warmup"].astype(bool)] if "warmup" in ck_runs else ck_runs
-        one = lambda m, t: stats.samples(timed, "seconds", mode=m, target=t)   # noqa: E731
-        # a fixed count of checkpoint runs, looked at once: the plain 95 % level
-        return stats.ratio_of_medians(one(*num), one(*den), level=stats.LEVEL)
-
-    bb = f"{fast}>{slow}"
-    tot, tot_ci = run_ratio(("direct", slow), ("burst", bb))
-    out.append(claim(
-        "burst-buffer-speedup-vs-slow", SOURCE, "Fig 9; Abstract, Sec. VII",
-        f"The burst buffer is faster than checkpointing straight to the slow tier ({slow})",
-        our_value=tot, interval=tot_ci,
-        paper_value=reference.CHIEN_BURST_BUFFER_SPEEDUP, magnitude="within 2x",
-        unit="x (total run time with checkpoints, slow / burst)", rule="> 1",
+    tot, tot_ci = _run_ratio(ck, ck_runs, ("direct", slow), ("burst", bb))
+    out.append(Measured(
+        "burst-buffer-speedup-vs-slow", tot, tot_ci, context=f"slow tier {slow}",
         note=(f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD; the 2.6x and ours are "
               "of the total run time (Fig 9); per checkpoint, the median stall is "
               + (f"{sp:.2f}x" + (f" [{sp_ci.low:.2f}, {sp_ci.high:.2f}]" if sp_ci is not None and sp_ci.ok else "")
@@ -426,42 +433,25 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
                  f"(Table I); and a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s even on "
                  f"{fast}, where fio would write it in {mb / fw:.2f} s: serializing the state on "
                  f"{n} cores, not the device, takes most of a stall"
-                 if r else "alexnet_checkpoint.burst_buffer is off or no run was made"),
-        kind="finding", basis="stated"))
+                 if r else "alexnet_checkpoint.burst_buffer is off or no run was made")))
     # Sec. V-C: "checkpoint to Intel Optane gave the lowest run time on Blackdog, followed by
     # checkpoint to SSD"; Sec. VII: checkpointing "depends on the I/O device in use and impacts
     # the overall performance".
-    dev, dev_ci = run_ratio(("direct", slow), ("direct", fast))
-    out.append(claim(
-        "checkpoint-run-time-follows-device", SOURCE, "Fig 9, Sec. V-C, VII",
-        f"Checkpointing to the faster device gives the shorter run (the paper: Optane lowest, then "
-        f"SSD, then HDD; here {fast} against {slow}: run time slow / fast)",
-        our_value=dev, interval=dev_ci, unit="x (total run time with checkpoints, slow / fast)",
-        rule="> 1",
-        why_not=(f"fio sequential write: {fast} {fw:,.0f} MB/s, {slow} {sw:,.0f} MB/s; a "
-                 f"{mb:.0f} MB checkpoint stalls {stall_fast:.2f} s on {fast}: serializing the state "
-                 f"on {n} cores takes most of a stall on either tier" if r else
-                 "alexnet_checkpoint.targets lacks the fast or the slow tier, or no run was made"),
-        kind="finding", basis="stated"))
-    over, over_ci = run_ratio(("direct", fast), ("none", "none"))
-    out.append(claim(
-        "checkpoint-overhead-vs-none", SOURCE, "Fig 9 (gray area), Sec. V-C, VII",
-        f"Checkpointing lengthens the run even on the fastest device ({fast}; run time with "
-        "checkpoints over the run without any)",
-        our_value=over, interval=over_ci, unit="x (run time with checkpoints / without)", rule="> 1",
-        note="Sec. V-C: 'since training must stop in favor for saving it can seriously hamper "
-             "training speed'",
+    dev, dev_ci = _run_ratio(ck, ck_runs, ("direct", slow), ("direct", fast))
+    out.append(Measured(
+        "checkpoint-run-time-follows-device", dev, dev_ci, context=f"{fast} against {slow}",
+        why_not=(f"fio sequential write: {fast} {fw:,.0f} MB/s, {slow} {sw:,.0f} MB/s; " + serial if r else
+                 "alexnet_checkpoint.targets lacks the fast or the slow tier, or no run was made")))
+    over, over_ci = _run_ratio(ck, ck_runs, ("direct", fast), ("none", "none"))
+    out.append(Measured(
+        "checkpoint-overhead-vs-none", over, over_ci, context=f"fast tier {fast}",
         why_not=(f"a {mb:.0f} MB checkpoint of our scaled AlexNet stalls {stall_fast:.2f} s on {fast}"
-                 if r else "alexnet_checkpoint has no run without checkpoints, or none to the fast tier"),
-        kind="finding", basis="stated"))
+                 if r else "alexnet_checkpoint has no run without checkpoints, or none to the fast tier")))
     # Sec. VII: "roughly 600 MB in the case of AlexNet": the full model's; ours is scaled.
-    out.append(claim(
-        "checkpoint-size-600mb", SOURCE, "Sec. VII",
-        "AlexNet's checkpoint is roughly 600 MB", np.nan, "MB",
-        "between 300 and 1200", paper_value=reference.CHIEN_ALEXNET_CHECKPOINT_MB, magnitude="within 2x",
+    out.append(Measured(
+        "checkpoint-size-600mb",
         why_not=(f"needs the full-width AlexNet; ours is scaled for {n} CPU cores (conv width "
                  f"x{bp.get('width', '?')}, dense x{bp.get('dense_width', '?')}) and its checkpoint is "
                  f"{mb:.0f} MB (alexnet_checkpoint)" if np.isfinite(mb) else
-                 "needs the full-width AlexNet; alexnet_checkpoint wrote no checkpoint"),
-        kind="finding", basis="stated"))
+                 "needs the full-width AlexNet; alexnet_checkpoint wrote no checkpoint")))
     return out

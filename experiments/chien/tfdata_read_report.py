@@ -1,4 +1,6 @@
-"""Figures and claims for the tf.data read micro-benchmark (Chien et al. Fig 4, 5, Table I)."""
+"""Figures and claims for the tf.data read micro-benchmark (Chien et al. Fig 4, 5, Table I; DeepIO's
+Fig 2). The papers' side of the claims: ``experiments/claims/papers/chien2018-tensorflow-io.yaml``
+and ``zhu2018-deepio-poster.yaml``; this module measures (``measure_*``) and joins."""
 
 from __future__ import annotations
 
@@ -8,9 +10,7 @@ import pandas as pd
 
 from .. import claims as C
 from .. import reference, stats, style
-from ..claims import claim
-
-SOURCE = "Chien 2018"
+from ..claims.declared import Measured, join
 
 
 def _fio(fio: pd.DataFrame, tier: str, job: str) -> float:
@@ -152,11 +152,16 @@ def _ratio(raw: pd.DataFrame | None, tier: str, a: tuple[str, int], b: tuple[str
     return stats.ratio_of_medians(num, den)
 
 
+STAGE = "tfdata_read_report"
+
+
 def claims(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None = None,
            fio_env: dict | None = None, raw: pd.DataFrame | None = None,
            fio_raw: pd.DataFrame | None = None) -> list[dict]:
-    """The paper's Abstract and Section VII claims (Fig 4, 5) against our medians: one claim per
-    tier and thread count the paper states, emitted whether or not it was measured.
+    """The paper's Abstract and Section VII claims (Fig 4, 5) and DeepIO's Fig 2 against our
+    medians: one claim per tier and thread count the paper states, emitted whether or not it
+    was measured (the papers' side: ``experiments/claims/papers/chien2018-tensorflow-io.yaml``
+    and ``zhu2018-deepio-poster.yaml``).
 
     ``reads``: tfdata_read's summary; ``raw``: its raw.parquet (one row per repeat), from which
     each ratio's 95 % interval is computed (without it every finding is ``inconclusive``);
@@ -164,6 +169,16 @@ def claims(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None = None,
     (bandwidth and file-system type per tier), from which a failing claim's reason is computed;
     ``fio_raw``: fio_baseline's raw.parquet (one row per fio run), the device side of the tf.data
     against the device baseline (Table I) ratio."""
+    return join(STAGE, [*measure_speedups(reads, env, fio, fio_env, raw),
+                        *measure_pipeline(reads, env, fio, raw, fio_raw),
+                        *[measure_wrappers_cost(reads, raw, t, env) for t in dict.fromkeys(reads["tier"])]])
+
+
+def measure_speedups(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
+                     fio_env: dict | None, raw: pd.DataFrame | None) -> list[Measured]:
+    """Fig 4's strong scaling: the full pipeline's images/s at each thread count the paper
+    states (2, 4, 8) over 1 thread on every tier (x, ratio of medians over the repeats), and
+    at 8 threads on the best tier that is a parallel file system (the paper's Lustre)."""
     n = C.cores(env)
     threads = sorted(set(reads["threads"]))
     tiers = list(dict.fromkeys(reads["tier"]))
@@ -171,54 +186,57 @@ def claims(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None = None,
     out = []
     for tier in tiers:
         full, ro = _speedups(reads, tier, "full"), _speedups(reads, tier, "read_only")
-        cold = C.cold_run(env, tier)
-        for k, paper in reference.CHIEN_HDD_SPEEDUP.items():
+        mb1 = reads[(reads["tier"] == tier) & (reads["variant"] == "full") & (reads["threads"] == 1)]["MBps"]
+        rnd = C.fio_MBps(fio, tier, "randread")
+        for k in reference.CHIEN_HDD_SPEEDUP:
             v, ci = _ratio(raw, tier, ("full", k), ("full", 1), full.get(k, np.nan))
-            mb1 = reads[(reads["tier"] == tier) & (reads["variant"] == "full") & (reads["threads"] == 1)]["MBps"]
             why = (f"the full pipeline decodes and resizes on the CPU: {n} cores here for {k} "
                    f"threads; reading alone on the same tier speeds up "
                    f"{ro.get(k, np.nan):.2f}x at {k} threads, and fio's random read on {tier} "
-                   f"({C.fio_MBps(fio, tier, 'randread'):,.0f} MB/s) is "
-                   f"{C.fio_MBps(fio, tier, 'randread') / float(mb1.iloc[0]) if len(mb1) else np.nan:.0f}x "
+                   f"({rnd:,.0f} MB/s) is "
+                   f"{rnd / float(mb1.iloc[0]) if len(mb1) else np.nan:.0f}x "
                    "what the pipeline reads at 1 thread, so the device is not the limit"
                    if not np.isnan(v) else
                    f"tfdata_read.threads = {threads} has no run with {'1' if not len(full) else k} "
                    f"thread(s) on tier {tier}")
-            out.append(claim(
-                f"tfdata-speedup-{k}t-{tier}", SOURCE, "Fig 4; Abstract, Sec. VII",
-                f"{k} tf.data threads read (and decode) faster than 1 (tier {tier}; paper: HDD)",
-                our_value=v, unit="x over 1 thread", rule="> 1", paper_value=paper,
-                magnitude="within 25%", why_not=why, kind="finding", basis="stated",
-                interval=ci, **cold))
+            out.append(Measured(f"tfdata-speedup-{k}t-{tier}", v, ci, why_not=why,
+                                **C.cold_run(env, tier)))
     par = [t for t in tiers if fstype.get(t, "").lower() in PARALLEL_FS]
     best = max(par, key=lambda t: _speedups(reads, t, "full").get(8, np.nan)) if par else None
     v, ci = (_ratio(raw, best, ("full", 8), ("full", 1), _speedups(reads, best, "full").get(8, np.nan))
              if best else (np.nan, None))
-    out.append(claim(
-        "tfdata-speedup-8t-parallel-fs", SOURCE, "Fig 4; Abstract, Sec. VII",
-        "8 threads give a large speed-up on a parallel file system (paper: 7.8x on Lustre)",
-        our_value=v, unit="x over 1 thread", rule="> 2.3",
-        paper_value=reference.CHIEN_LUSTRE_SPEEDUP_8, magnitude="within 25%",
+    out.append(Measured(
+        "tfdata-speedup-8t-parallel-fs", v, ci,
         note=f"tier {best} ({fstype.get(best)})" if best else "",
         why_not=("no tier is on a parallel file system (tiers here: "
                  + ", ".join(f"{t} {fstype.get(t, '?')}" for t in tiers) + "); add one in params.yaml"
                  if not par else
                  f"on {best} ({fstype.get(best)}) with {n} cores the decode, not the file system, "
                  "bounds the speed-up"),
-        kind="finding", basis="stated", interval=ci, **(C.cold_run(env, best) if best else {})))
-    for tier in tiers:
+        **(C.cold_run(env, best) if best else {})))
+    return out
+
+
+def measure_pipeline(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
+                     raw: pd.DataFrame | None, fio_raw: pd.DataFrame | None) -> list[Measured]:
+    """Per tier, Sec. V-A's findings: 2 threads over 1 (x), the best read-only images/s over
+    the best full-pipeline images/s (Fig 5 against Fig 4, x), 8 threads over 4 (x: the HDD's
+    flattening) and the full pipeline's best MB/s over fio's sequential read (x: "unfavorable"
+    against IOR)."""
+    n = C.cores(env)
+    threads = sorted(set(reads["threads"]))
+    hdd = reference.CHIEN_HDD_SPEEDUP
+    out = []
+    for tier in dict.fromkeys(reads["tier"]):
         full, ro = _speedups(reads, tier, "full"), _speedups(reads, tier, "read_only")
+        cold = C.cold_run(env, tier)
         v, ci = _ratio(raw, tier, ("full", 2), ("full", 1), full.get(2, np.nan))
-        out.append(claim(
-            f"tfdata-one-to-two-threads-doubles-{tier}", SOURCE, "Fig 4, Sec. V",
-            f"going from one to two threads almost doubles the bandwidth (tier {tier}; full "
-            "pipeline, 2 threads over 1; the paper: 'on most devices', 2x taken as its value)",
-            v, "x over 1 thread", "> 1", paper_value=2.0, magnitude="within 25%", interval=ci,
+        out.append(Measured(
+            f"tfdata-one-to-two-threads-doubles-{tier}", v, ci,
             why_not=(f"{n} cores here decode and resize for both threads; reading alone speeds up "
                      f"{ro.get(2, np.nan):.2f}x at 2 threads"
                      if 2 in full.index else
-                     f"tfdata_read.threads = {threads} lacks 1 or 2 threads on tier {tier}"),
-            kind="finding", basis="stated", **C.cold_run(env, tier)))
+                     f"tfdata_read.threads = {threads} lacks 1 or 2 threads on tier {tier}"), **cold))
         g = reads[reads["tier"] == tier]
         bf = g[g["variant"] == "full"]
         br = g[g["variant"] == "read_only"]
@@ -226,32 +244,21 @@ def claims(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None = None,
         val, ci = (_ratio(raw, tier, ("read_only", int(br.loc[br["images_per_s"].idxmax(), "threads"])),
                           ("full", int(bf.loc[bf["images_per_s"].idxmax(), "threads"])), val)
                    if len(bf) and len(br) else (np.nan, None))
-        out.append(claim(
-            f"tfdata-read-only-faster-{tier}", SOURCE, "Fig 5",
-            f"Reading alone is faster than reading, decoding and resizing (tier {tier}; best "
-            "thread count of each)", our_value=val, unit="x (best read-only / best full)",
-            rule="> 1", why_not=f"tfdata_read.variants measured here: {sorted(set(g['variant']))}",
-            kind="finding", basis="implied", interval=ci, **C.cold_run(env, tier)))
-        # Sec V-A: "On HDD the effect of scaling is also visible but soon flattens when the number
-        # of threads used exceeds four" (Abstract, Sec VII: 1.95x at 4 threads, 2.3x at 8).
-        hdd = reference.CHIEN_HDD_SPEEDUP
+        out.append(Measured(f"tfdata-read-only-faster-{tier}", val, ci,
+                            why_not=f"tfdata_read.variants measured here: {sorted(set(g['variant']))}", **cold))
         v, ci = _ratio(raw, tier, ("full", 8), ("full", 4),
                        float(full.get(8, np.nan) / full.get(4, np.nan)) if len(full) else np.nan)
-        out.append(claim(
-            f"tfdata-flattens-beyond-4-threads-{tier}", SOURCE, "Fig 4, Sec. V-A",
-            f"beyond four threads the tf.data bandwidth flattens (tier {tier}; paper: HDD; 8 threads "
-            "over 4, full pipeline)", v, "x (8 threads / 4 threads)", "between 0.8 and 1.25",
-            paper_value=round(hdd[8] / hdd[4], 3), magnitude="within 25%", interval=ci,
+        out.append(Measured(
+            f"tfdata-flattens-beyond-4-threads-{tier}", v, ci,
             note=f"paper value: {hdd[8]:g}x / {hdd[4]:g}x over 1 thread (Abstract, Sec. VII); "
                  "'flattens' judged on the band every 'unchanged' row uses"
                  + (f"; reading alone, 8 over 4 threads: {ro.get(8, np.nan) / ro.get(4, np.nan):.2f}x"
                     if 4 in ro.index and 8 in ro.index else ""),
             why_not=(f"{n} cores here: the decode and resize of 8 threads share them" if 4 in full.index
                      and 8 in full.index else f"tfdata_read.threads = {threads} lacks 4 or 8 on tier {tier}"),
-            kind="finding", basis="stated", **C.cold_run(env, tier)))
-        # Sec V-A: "The bandwidth when comparing to I/O performance measured with IOR is
-        # unfavorable. One reason is due to preprocessing functions such as decoding": the full
-        # pipeline's best MB/s over the device's sequential read (fio, our Table I).
+            **cold))
+        # "One reason is due to preprocessing functions such as decoding": the full pipeline's
+        # best MB/s over the device's sequential read (fio, our Table I).
         seq = C.fio_MBps(fio, tier, "seqread")
         best = bf.loc[bf["MBps"].idxmax()] if len(bf) and "MBps" in bf else None
         v = float(best["MBps"]) / seq if best is not None and seq > 0 else np.nan
@@ -264,11 +271,8 @@ def claims(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None = None,
                 dev["bw_MBps"].to_numpy(dtype=float))
         rnd = C.fio_MBps(fio, tier, "randread")
         ro_best = float(br["MBps"].max()) if len(br) and "MBps" in br else np.nan
-        out.append(claim(
-            f"tfdata-below-device-baseline-{tier}", SOURCE, "Fig 4, Table I, Sec. V-A",
-            f"tf.data's bandwidth is unfavourable against the device's own (IOR in the paper; here "
-            f"fio's sequential read, tier {tier}; best full-pipeline MB/s over it)", v,
-            "x (tf.data MB/s / fio sequential read MB/s)", "< 1", interval=ci,
+        out.append(Measured(
+            f"tfdata-below-device-baseline-{tier}", v, ci,
             note=(f"best full pipeline {float(best['MBps']):,.1f} MB/s at {int(best['threads'])} threads; "
                   f"fio sequential read {seq:,.0f} MB/s, random read with the size mix {rnd:,.0f} MB/s; "
                   f"reading alone reaches {ro_best / rnd:.2f} of the random read (make bench's ratio)"
@@ -277,15 +281,14 @@ def claims(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None = None,
                       "or fio's direct I/O is slower than buffered reads here" if v >= 1 else "")
                      if best is not None and seq > 0
                      else f"no full-pipeline run or no fio sequential read on tier {tier}"),
-            kind="finding", basis="stated", **C.cold_run(env, tier)))
-        out.append(_wrappers_cost(reads, raw, tier, env))
+            **cold))
     return out
 
 
-def _wrappers_cost(reads: pd.DataFrame, raw: pd.DataFrame | None, tier: str, env: dict) -> dict:
+def measure_wrappers_cost(reads: pd.DataFrame, raw: pd.DataFrame | None, tier: str, env: dict) -> Measured:
     """DeepIO Fig 2 on ``tier``: tf.data's read-only pipeline against plain Python reads of the
     same files (variant ``raw``), one thread each: images/s of tf.data over images/s of the raw
-    reads (< 1: the Dataset API costs time of its own)."""
+    reads (x; < 1: the Dataset API costs time of its own)."""
     g = reads[reads["tier"] == tier].set_index(["variant", "threads"])["images_per_s"]
     fallback = float(g[("read_only", 1)] / g[("raw", 1)]) if {("read_only", 1), ("raw", 1)} <= set(g.index) else np.nan
     v, ci = _ratio(raw, tier, ("read_only", 1), ("raw", 1), fallback)
@@ -298,17 +301,10 @@ def _wrappers_cost(reads: pd.DataFrame, raw: pd.DataFrame | None, tier: str, env
                    if ("read_only", most) in g.index else np.nan)
         secs = (f"one pass over the data set takes {t['read_only']:.3f} s through tf.data and "
                 f"{t['raw']:.3f} s with plain reads (medians); at {most} threads the ratio is {at_most:.2f}")
-    return claim(
-        f"deepio_fig2_tf_wrappers_cost_{tier}", reference.ZHU_SOURCE, "Fig 2, Problem Statement panel",
-        "TensorFlow's Dataset API loads slower than raw reads of the same data: the cost of its "
-        f"Python wrappers around C++ is not trivial when the total execution time is short (tier "
-        f"{tier}; tf.data's read-only pipeline against Python's open/read of the same files, one "
-        "thread each)", v, "x (Dataset API / raw read images/s)", "< 1", interval=ci,
-        note="the poster: 'While TensorFlow provides wrappers to execute C++ code in python, the "
-             "cost of executing the wrappers to invoke the c++ code is not trivial when the total "
-             "execution time is short'" + (f"; {secs}" if secs else ""),
+    return Measured(
+        f"deepio_fig2_tf_wrappers_cost_{tier}", v, ci, note=secs,
         why_not=("tfdata_read.variants lacks read_only or raw at 1 thread on this tier"
                  if not np.isfinite(v) else
                  "tf.data's read-only pipeline keeps up with plain reads of the same files here: "
                  "its per-element overhead is small against a file's read"),
-        kind="finding", basis="stated", **C.cold_run(env, tier))
+        **C.cold_run(env, tier))

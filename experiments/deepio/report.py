@@ -1,4 +1,6 @@
-"""Figures and claims for DeepIO (Zhu et al. 2018): RL table, Fig 7, Fig 8, Fig 10/11 style."""
+"""Figures and claims for DeepIO (Zhu et al. 2018): RL table, Fig 7, Fig 8, Fig 10/11 style. The
+poster's side of the claims: ``experiments/claims/papers/zhu2018-deepio-poster.yaml``; this module
+measures (``measure_*``) and joins."""
 
 from __future__ import annotations
 
@@ -8,9 +10,8 @@ import pandas as pd
 
 from .. import claims as C
 from .. import reference, sequential, stats, style
-from ..claims import claim
+from ..claims.declared import Measured, join
 
-SOURCE = reference.ZHU_SOURCE
 # The poster's BeeGFS nodes (Problem Statement panel: 512 MB per node, 8 GB in total).
 BEEGFS_NODES = 16
 
@@ -146,15 +147,27 @@ def _min_mean_ratio(base, *groups) -> float:
     return min(float(np.mean(g)) for g in groups) / float(np.mean(base))
 
 
+STAGE = "deepio_report"
+
+
 def loader_claims(loader: pd.DataFrame, tier: str, env: dict | None = None,
                   fio: pd.DataFrame | None = None, raw: pd.DataFrame | None = None) -> list[dict]:
-    """The loader's bandwidth findings (Fig 10): opportunistic over ordered MB/s per R at the
-    largest P on ``tier``, and the lowest ratio over every P and R < 1 on every tier; each
-    ratio's interval bootstrapped over the repeats of ``raw`` (at the level in force:
+    """The loader's bandwidth findings (Fig 10) as claims, and only those
+    (:func:`measure_loader` joined with the poster's declarations): what the loader's
+    repeats-until-decided loop judges (:func:`experiments.deepio.experiment.loader_decided`) on
+    the runs so far."""
+    measured = measure_loader(loader, tier, env, fio, raw)
+    ids = {m.id for m in measured}
+    return [c for c in join(STAGE, measured) if c["id"] in ids]
+
+
+def measure_loader(loader: pd.DataFrame, tier: str, env: dict | None = None,
+                   fio: pd.DataFrame | None = None, raw: pd.DataFrame | None = None) -> list[Measured]:
+    """Fig 10: opportunistic over ordered MB/s (ratio of medians) per R at the largest P on
+    ``tier``, and the lowest ratio over every P and R < 1 on every tier; each ratio's interval
+    bootstrapped over the repeats of ``raw`` (at the level in force:
     :func:`experiments.stats.corrected_level`). ``loader``: :func:`summarize_loader` of ``raw``.
-    What :func:`claims` reports and what the loader's repeats-until-decided loop judges
-    (:func:`experiments.deepio.experiment.loader_decided`) on the runs so far. Judged on the
-    one-node runs (:func:`experiments.claims.one_node`)."""
+    Judged on the one-node runs (:func:`experiments.claims.one_node`)."""
     env = env or {}
     loader, raw = C.one_node(loader), C.one_node(raw)
     out = []
@@ -182,13 +195,11 @@ def loader_claims(loader: pd.DataFrame, tier: str, env: dict | None = None,
                 if raw is not None and np.isfinite(v):
                     v, ci = stats.ratio_of_medians(bw("opportunistic", r, pmax), bw("ordered", r, pmax))
                 fits = r >= 1   # the whole data set fits in the shuffling memory
-                out.append(claim(
-                    f"deepio_fig10_opp_faster_R{r:g}", SOURCE, "Fig 10",
-                    f"opportunistic batches read faster than ordered ones (R = {r:g}, "
-                    f"P = {pmax:g}, tier {t})", v, "ratio", "> 1", interval=ci,
+                out.append(Measured(
+                    f"deepio_fig10_opp_faster_R{r:g}", v, ci, context=f"P = {pmax:g}, tier {t}",
                     note=(f"our extension: at R = {r:g} the data set fits in memory; {ORDERED_PENALTY}"
                           if fits else ORDERED_PENALTY),
-                    why_not=dev, kind="finding", basis="extension" if fits else "implied", **cold))
+                    why_not=dev, **cold))
         # The poster's argument is of backend storage and a data set that does not fit in
         # memory: every P and every R < 1; on a memory-backed tier there is no backend storage.
         ratio = ratio[[r < 1 for r, _ in ratio.index]] if len(ratio) else ratio
@@ -200,17 +211,15 @@ def loader_claims(loader: pd.DataFrame, tier: str, env: dict | None = None,
                                     *[bw("ordered", r, p) for r, p in keys],
                                     method="lowest ratio of medians over R < 1 and P, bootstrap over repeats")
         mem = bool(cold.get("memory_backed"))
-        out.append(claim(
-            f"deepio_opp_faster_every_p_{t}", SOURCE, "Fig 10",
-            f"opportunistic batches read faster than ordered ones at every P and every R < 1 (tier "
-            f"{t}; lowest opportunistic / ordered bandwidth)", v, "ratio", "> 1", interval=ci,
+        out.append(Measured(
+            f"deepio_opp_faster_every_p_{t}", v, ci,
             note="; ".join(x for x in (
                 f"lowest at R = {worst[0]:g}, P = {worst[1]:g}; highest {ratio.max():.2f}"
                 if worst is not None else "",
                 "our extension: a memory-backed tier has no backend storage to read from" if mem else "",
                 ORDERED_PENALTY) if x),
             why_not=dev if worst is not None else f"no loader runs of both modes with R < 1 on tier {t}",
-            kind="finding", basis="extension" if mem else "implied", **cold))
+            **cold))
     return out
 
 
@@ -218,27 +227,41 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
            env: dict | None = None, fio: pd.DataFrame | None = None,
            raw: pd.DataFrame | None = None) -> list[dict]:
     """The poster's claims against our measurements, each emitted whether or not it was
-    measured. ``tier``: the storage tier of the Fig 10 claims (:func:`storage_tier`); the
+    measured (the poster's side: ``experiments/claims/papers/zhu2018-deepio-poster.yaml``).
+    ``tier``: the storage tier of the Fig 10 claims (:func:`storage_tier`); the
     ordered-vs-opportunistic claim over every P is made on every tier. ``env``: deepio's
     env.json (cold-run residency); ``fio``: the device baseline (a failing claim's reason).
     ``raw``: deepio's raw.parquet (one loader run per row and repeat), from which the bandwidth
     ratios' intervals come (bootstrap over repeats, at the level of the loader's looks:
     :func:`experiments.sequential.level_of`); the accuracy findings' intervals come
-    from ``curves`` (one training per seed: bootstrap over seeds). The poster states the figures'
-    directions only through its plots: those findings are marked ``implied``."""
+    from ``curves`` (one training per seed: bootstrap over seeds)."""
     env = env or {}
+    # the loader's runs went in rounds until its findings were decided (experiments.sequential):
+    # their intervals at the level its looks used (Bonferroni over looks; 95 % for a fixed
+    # count); the accuracy findings rest on a fixed count of seeds, at 95 %
+    with stats.corrected_level(sequential.level_of(raw)):
+        loader_m = measure_loader(loader, tier, env, fio, raw)
+    return join(STAGE, [*measure_rl(rl), *measure_accuracy(curves), *loader_m,
+                        measure_opp_rl(loader, tier), *measure_beegfs(env)])
+
+
+def measure_rl(rl: pd.DataFrame) -> list[Measured]:
+    """The randomization level (%) of k-sample constant-order blocks, per k the poster states."""
     out = []
-    for k, paper in reference.ZHU_DEEPIO_RL_PERCENT.items():
+    for k in reference.ZHU_DEEPIO_RL_PERCENT:
         r = rl[rl["k"] == k]
-        out.append(claim(f"deepio_rl_k{k}", SOURCE, "RL definition",
-                         f"keeping {k} images in constant order gives RL = {paper:.0f}%",
-                         float(r["RL_percent"].iloc[0]) if len(r) else np.nan, "%",
-                         f"within 25% of {paper}", paper_value=paper,
-                         note=f"RL = mean log2 candidates per draw / log2(N!)/N, N = {int(r['n'].iloc[0])}"
-                         if len(r) else "",
-                         why_not="the poster does not state N nor the exact estimator of H" if len(r)
-                         else f"deepio.block_sizes = {sorted(set(rl['k']))} has no k = {k}",
-                         kind="check"))
+        out.append(Measured(
+            f"deepio_rl_k{k}", float(r["RL_percent"].iloc[0]) if len(r) else None,
+            note=f"RL = mean log2 candidates per draw / log2(N!)/N, N = {int(r['n'].iloc[0])}" if len(r) else "",
+            why_not="the poster does not state N nor the exact estimator of H" if len(r)
+            else f"deepio.block_sizes = {sorted(set(rl['k']))} has no k = {k}"))
+    return out
+
+
+def measure_accuracy(curves: pd.DataFrame) -> list[Measured]:
+    """Fig 7: full shuffle's last-epoch accuracy minus the largest k's (accuracy points, a
+    fraction); Fig 8: the worst opportunistic (R, P) accuracy over the full shuffle's (ratio);
+    intervals bootstrapped over the training seeds."""
     fa = final_accuracy(curves)
     last = curves[curves["epoch"] == curves["epoch"].max()] if len(curves) else curves
     per_seed = lambda **eq: stats.samples(last, "val_accuracy", **eq)  # noqa: E731  one per seed
@@ -249,17 +272,14 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     if np.isfinite(gap):
         gap, gci = stats.bootstrap(_mean_gap, per_seed(figure="fig7", k=1), per_seed(figure="fig7", k=kmax),
                                    method="difference of means over training seeds, bootstrap")
-    out.append(claim("deepio_fig7_low_rl_hurts", SOURCE, "Fig 7",
-                     "a low randomization level lowers validation accuracy (full shuffle minus "
-                     "the largest k, last epoch)", gap, "accuracy points (fraction)", "> 0.01",
-                     interval=gci,
-                     note=(f"k = {kmax:g}; " if np.isfinite(kmax) else "")
-                     + "the poster plots Fig 7 without stating the accuracies in its text",
-                     why_not=(f"full shuffle {f7.get(1, np.nan):.3f}, k = {kmax:g} "
-                              f"{f7.get(kmax, np.nan):.3f}: the classifier learns the digits even "
-                              "from long constant runs" if np.isfinite(gap)
-                              else "deepio.block_sizes needs 1 and a larger k"),
-                     kind="finding", basis="implied"))
+    out = [Measured(
+        "deepio_fig7_low_rl_hurts", gap, gci,
+        note=(f"k = {kmax:g}; " if np.isfinite(kmax) else "")
+        + "the poster plots Fig 7 without stating the accuracies in its text",
+        why_not=(f"full shuffle {f7.get(1, np.nan):.3f}, k = {kmax:g} "
+                 f"{f7.get(kmax, np.nan):.3f}: the classifier learns the digits even "
+                 "from long constant runs" if np.isfinite(gap)
+                 else "deepio.block_sizes needs 1 and a larger k"))]
     f8 = fa[fa["figure"] == "fig8"]
     worst = f8["val_accuracy"].min() / f7.get(1, np.nan) if len(f8) else np.nan
     wci = None
@@ -269,36 +289,35 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
             _min_mean_ratio, per_seed(figure="fig7", k=1),
             *[per_seed(figure="fig8", R=r, P=p) for r, p in keys],
             method="lowest ratio of mean accuracies over training seeds, bootstrap")
-    out.append(claim("deepio_fig8_opportunistic_keeps_accuracy", SOURCE, "Fig 8",
-                     "opportunistic ordering does not hurt accuracy (worst R, P over full shuffle, "
-                     "last epoch)", worst, "ratio", ">= 0.95", interval=wci,
-                     why_not=(f"worst opportunistic accuracy {f8['val_accuracy'].min():.3f} "
-                              f"against {f7.get(1, np.nan):.3f} with a full shuffle" if len(f8)
-                              else "no Fig 8 training run (deepio.train_procs, ratios)"),
-                     kind="finding", basis="implied"))
-    # the loader's runs went in rounds until its findings were decided (experiments.sequential):
-    # their intervals at the level its looks used (Bonferroni over looks; 95 % for a fixed
-    # count); the accuracy findings rest on a fixed count of seeds, at 95 %
-    with stats.corrected_level(sequential.level_of(raw)):
-        out += loader_claims(loader, tier, env, fio, raw)
+    out.append(Measured(
+        "deepio_fig8_opportunistic_keeps_accuracy", worst, wci,
+        why_not=(f"worst opportunistic accuracy {f8['val_accuracy'].min():.3f} "
+                 f"against {f7.get(1, np.nan):.3f} with a full shuffle" if len(f8)
+                 else "no Fig 8 training run (deepio.train_procs, ratios)")))
+    return out
+
+
+def measure_opp_rl(loader: pd.DataFrame, tier: str) -> Measured:
+    """The lowest RL (%) of the opportunistic loader's orders over R, at the smallest P."""
     t = loader[loader["tier"] == tier]
     o = t[(t["mode"] == "opportunistic") & (t["P"] == t["P"].min())] if len(t) else t
     low = o.loc[o["RL_percent"].idxmin()] if len(o) else None
-    out.append(claim("deepio_opp_rl_high", SOURCE, "Fig 8",
-                     "the opportunistic orders stay well randomized (lowest RL over R, "
-                     "smallest P)", float(low["RL_percent"]) if low is not None else np.nan, "%",
-                     f">= {reference.ZHU_DEEPIO_RL_PERCENT[4]}",
-                     note="compared with the poster's RL for k = 4, which trained like a full shuffle",
-                     why_not=(f"at R = {low['R']:g}, P = {low['P']:g} each process draws among at most "
-                              f"{low['R'] * low['samples'] / low['P']:.0f} samples in memory"
-                              + (f" of {low['samples']:.0f}" if "samples" in low else ""))
-                     if low is not None and "samples" in low else
-                     f"no opportunistic loader run on tier {tier}",
-                     kind="check"))
-    # The poster's BeeGFS numbers: 16 nodes reading a parallel file system, whose client and
-    # server caches hold the small set. Not reproducible on one box without such a file system.
-    # The row says what it needs (16 nodes: 8 GB / 512 MB per node) and what this run had
-    # (env.json's scale), and what would make it measurable; it stays not measured here.
+    return Measured(
+        "deepio_opp_rl_high", float(low["RL_percent"]) if low is not None else None,
+        note="compared with the poster's RL for k = 4, which trained like a full shuffle",
+        why_not=(f"at R = {low['R']:g}, P = {low['P']:g} each process draws among at most "
+                 f"{low['R'] * low['samples'] / low['P']:.0f} samples in memory"
+                 + (f" of {low['samples']:.0f}" if "samples" in low else ""))
+        if low is not None and "samples" in low else
+        f"no opportunistic loader run on tier {tier}")
+
+
+def measure_beegfs(env: dict) -> list[Measured]:
+    """The poster's BeeGFS bandwidths (MB/s): not measured on one box, with what this run had.
+
+    16 nodes reading a parallel file system, whose client and server caches hold the small
+    set. The row says what it needs (16 nodes: 8 GB / 512 MB per node) and what this run had
+    (env.json's scale), and what would make it measurable."""
     why = (f"needs {BEEGFS_NODES} nodes reading BeeGFS (the poster's cluster; it does not state the "
            f"processes per node, so at least {BEEGFS_NODES}, one a "
            f"node); {C.scale_had(env)}, and no tier here is a parallel file system. To measure "
@@ -307,13 +326,5 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
            "node (nodes: [1, all]); it also needs a tier on the BeeGFS mount and a loader "
            "data set of 512 MB (small) or 10 GB (large) per node. The cache effect behind the "
            "gap is what blog_warm_faster measures on this box")
-    for size, v, per_node in (("small", reference.ZHU_BEEGFS_SMALL_MBPS, "512 MB per node, 8 GB in total"),
-                              ("large", reference.ZHU_BEEGFS_LARGE_MBPS, "10 GB per node, 160 GB in total")):
-        out.append(claim(
-            f"deepio_beegfs_{size}_dataset_MBps", SOURCE, "Problem Statement panel",
-            f"reading the {size} data set from BeeGFS ({per_node}) gives {v:,.2f} MB/s"
-            + (": the small set is served from the file system's caches" if size == "small" else ""),
-            np.nan, "MB/s", "> 0", paper_value=v, magnitude="within 25%", why_not=why,
-            kind="finding", basis="stated"))
     # Fig 2 (the Dataset API against raw reads) is measured by tfdata_read (variant raw).
-    return out
+    return [Measured(f"deepio_beegfs_{size}_dataset_MBps", why_not=why) for size in ("small", "large")]
