@@ -9,9 +9,9 @@ import pandas as pd
 
 from .. import claims as C
 from .. import reference, stats, style
-from ..claims import claim
+from ..claims.declared import Measured, join, lookup
 
-SOURCE = "Nelson (blog)"
+STAGE = "blog_report"
 
 
 def plot_histogram(hist: pd.DataFrame):
@@ -176,14 +176,33 @@ def _interval_samples(dstat_rows: pd.DataFrame | None, tier: str, framework: str
     return d[col].to_numpy(dtype=float)
 
 
+def _needs(claim_id: str) -> str:
+    """The declared ``needs`` of one of this stage's claims (what a measurement would need)."""
+    return lookup(STAGE, claim_id)[1].needs or ""
+
+
+def _cold(summary: pd.DataFrame, tier: str) -> pd.DataFrame:
+    return summary[(summary["cache"] == "cold") & (summary["tier"] == tier)]
+
+
+def _cpu_words(summary: pd.DataFrame, tier: str, n: int, fio: pd.DataFrame | None) -> str:
+    """Why the runs' findings can fail on this box: decoding, not the device, bounds them."""
+    c = _cold(summary, tier)
+    best_MBps = float(c["MBps"].max()) if len(c) and "MBps" in c else np.nan
+    rnd = C.fio_MBps(fio, tier, "randread")
+    return (f"decoding bounds these runs on {n} cores: the best cold run reads {best_MBps:,.0f} "
+            f"MB/s, fio's random read on {tier} gives {rnd:,.0f} MB/s")
+
+
 def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
            wc: pd.DataFrame, tier: str, reads: pd.DataFrame | None = None,
            env: dict | None = None, fio: pd.DataFrame | None = None,
            raw: pd.DataFrame | None = None, dstat_rows: pd.DataFrame | None = None,
            fio_raw: pd.DataFrame | None = None) -> list[dict]:
     """The blog's findings on ``tier`` (the first with a block device), each emitted whether or
-    not its data was measured. ``env``: the blog stage's env.json (cores, memory, cold-run
-    residency); ``fio``: the device baseline, from which failing claims get their reason.
+    not its data was measured (declared in ``experiments/claims/papers/nelson-dl-io-blog.yaml``).
+    ``env``: the blog stage's env.json (cores, memory, cold-run residency); ``fio``: the device
+    baseline, from which failing claims get their reason.
 
     Intervals (95 %): the throughput ratios from ``raw`` (the blog stage's raw.parquet, one row
     per run and repeat: ratio of medians, bootstrap); the collectl ratios from ``dstat_rows``
@@ -193,25 +212,11 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
     The blog's headline numbers that need its hardware (8 V100 GPUs, a 96-vCPU instance, network
     persistent storage) are rows too, not measured, each with what this box shows instead;
     ``fio_raw`` (fio_baseline's raw.parquet, one row per fio run) gives the interval of the fio
-    row this box can measure (small random reads slower than large sequential ones)."""
-    n = C.cores(env or {})
-    out = []
-    has_hist = len(hist) and {"bucket", "files_percent"} <= set(hist)
-    share = hist.loc[hist["bucket"].isin(["64K", "128K"]), "files_percent"].sum() if has_hist else np.nan
-    out.append(claim("blog_size_64k_128k", SOURCE, "size histogram",
-                     "roughly 80% of the images are in the 64 KB or 128 KB bins", share, "%",
-                     f"within 15% of {reference.NELSON_64K_128K_SHARE_PERCENT}",
-                     paper_value=reference.NELSON_64K_128K_SHARE_PERCENT,
-                     note=f"the blog's own bssplit puts "
-                          f"{hist.loc[hist['bucket'].isin(['64K', '128K']), 'mix_percent'].sum():g}% there"
-                     if has_hist and "mix_percent" in hist else "",
-                     why_not="the sizes are drawn from the blog's bssplit mix" if has_hist
-                     else "the blog stage wrote no size histogram", kind="check"))
-    out += measured_findings(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows)
-    c = summary[(summary["cache"] == "cold") & (summary["tier"] == tier)]
-    out += _headline_rows(c, tier, n, fio)
-    out.append(_fio_small_reads_row(tier, fio, fio_raw))
-    return out
+    row this box can measure."""
+    return join(STAGE, [measure_histogram(hist),
+                        *_measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows),
+                        *measure_headlines(summary, tier, env or {}, fio),
+                        measure_fio_small_reads(tier, fio, fio_raw)])
 
 
 def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.DataFrame, tier: str,
@@ -221,19 +226,42 @@ def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.Data
     """The findings the blog stage's runs measure on ``tier`` (threads, format, workers, the
     collectl ratios, warm vs cold), each with its interval (see :func:`claims`, which adds them
     to its rows, and :func:`decided`, which judges the runs so far with them)."""
+    ms = _measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows)
+    ids = {m.id for m in ms}
+    return [c for c in join(STAGE, ms) if c["id"] in ids]
+
+
+def _measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows) -> list[Measured]:
     env = env or {}
-    n, gib = C.cores(env), C.memory_gib(env)
+    cpu = _cpu_words(summary, tier, C.cores(env), fio)
+    return [*measure_throughput(summary, tier, env, raw, cpu),
+            *measure_collectl(collectl, tier, env, dstat_rows, cpu),
+            *measure_page_cache(wc, reads, tier, env, cpu)]
+
+
+def measure_histogram(hist: pd.DataFrame) -> Measured:
+    """The share of our JPEGs in the 64K and 128K bins, percent."""
+    has_hist = len(hist) and {"bucket", "files_percent"} <= set(hist)
+    big = hist["bucket"].isin(["64K", "128K"]) if has_hist else None
+    share = hist.loc[big, "files_percent"].sum() if has_hist else np.nan
+    return Measured("blog_size_64k_128k", share,
+                    note=f"the blog's own bssplit puts {hist.loc[big, 'mix_percent'].sum():g}% there"
+                    if has_hist and "mix_percent" in hist else "",
+                    why_not="the sizes are drawn from the blog's bssplit mix" if has_hist
+                    else "the blog stage wrote no size histogram")
+
+
+def measure_throughput(summary: pd.DataFrame, tier: str, env: dict, raw: pd.DataFrame | None,
+                       cpu: str) -> list[Measured]:
+    """Images/s of the cold runs on ``tier``: most over fewest tf.data private threads
+    (TFRecords), TFRecord over JPEG at the most threads, most over fewest DataLoader workers;
+    each a ratio of medians (x) with its bootstrap interval over the repeats of ``raw``."""
     cold = C.cold_run(env, tier)
-    out = []
-    c = summary[(summary["cache"] == "cold") & (summary["tier"] == tier)]
+    c = _cold(summary, tier)
     tf = c[c["framework"] == "tensorflow"]
     tr = tf[tf["format"] == "tfrecord"].set_index("threads")["images_per_s"].sort_index()
     jp = tf[tf["format"] == "jpeg"].set_index("threads")["images_per_s"].sort_index()
     pt = c[c["framework"] == "pytorch"].set_index("workers")["images_per_s"].sort_index()
-    best_MBps = float(c["MBps"].max()) if len(c) and "MBps" in c else np.nan
-    rnd = C.fio_MBps(fio, tier, "randread")
-    cpu = (f"decoding bounds these runs on {n} cores: the best cold run reads {best_MBps:,.0f} "
-           f"MB/s, fio's random read on {tier} gives {rnd:,.0f} MB/s")
 
     def ratio(fallback, num: dict, den: dict):
         """images/s of the cold runs ``num`` over ``den`` on ``tier``, with its interval."""
@@ -242,41 +270,49 @@ def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.Data
         return stats.ratio_of_medians(stats.samples(raw, "images_per_s", tier=tier, cache="cold", **num),
                                       stats.samples(raw, "images_per_s", tier=tier, cache="cold", **den))
 
+    out = []
     tf_kw = dict(framework="tensorflow", format="tfrecord")
     v, ci = ratio(tr.iloc[-1] / tr.iloc[0] if len(tr) > 1 else np.nan,
                   {**tf_kw, "threads": tr.index.max() if len(tr) else 0},
                   {**tf_kw, "threads": tr.index.min() if len(tr) else 0})
-    out.append(claim("blog_private_threads_help", SOURCE, "tf.data private threads",
-                     f"more private threads raise tf.data throughput over TFRecords (tier {tier}"
-                     + (f"; {int(tr.index.max())} over {int(tr.index.min())} threads)" if len(tr) > 1 else ")"),
-                     v, "x", "> 1.2", interval=ci,
-                     why_not=cpu if len(tr) > 1 else "blog.threads has fewer than two counts, or no "
-                     f"TFRecord run on tier {tier}", kind="finding", basis="stated", **cold))
+    out.append(Measured(
+        "blog_private_threads_help", v, ci,
+        context=f"tier {tier}" + (f"; {int(tr.index.max())} over {int(tr.index.min())} threads"
+                                  if len(tr) > 1 else ""),
+        why_not=cpu if len(tr) > 1 else "blog.threads has fewer than two counts, or no "
+        f"TFRecord run on tier {tier}", **cold))
     t = tr.index.max() if len(tr) else None
     v, ci = ratio(tr[t] / jp[t] if t is not None and t in jp.index else np.nan,
                   {**tf_kw, "threads": t}, {"framework": "tensorflow", "format": "jpeg", "threads": t})
-    out.append(claim("blog_tfrecord_not_slower", SOURCE, "Conclusion, item 1",
-                     f"TFRecords are at least as fast as individual JPEG files (tier {tier}"
-                     + (f", {int(t)} threads)" if t is not None else ")"),
-                     v, "x", ">= 0.95", interval=ci,
-                     note="the blog's Conclusion, item 1: 'Pre-processing data into a format like "
-                          "TFRecords on fast local storage is a big win from an IO perspective'; "
-                          "it does not time JPEG files in tf.data",
-                     why_not=(f"{cpu}; the {int(c['images_per_s'].count())} cold runs open "
-                              "files from a local disk, where per-file metadata costs little")
-                     if t is not None and t in jp.index else f"no TFRecord and JPEG runs on tier {tier}",
-                     kind="finding", basis="implied", **cold))
+    out.append(Measured(
+        "blog_tfrecord_not_slower", v, ci,
+        context=f"tier {tier}" + (f", {int(t)} threads" if t is not None else ""),
+        note="the blog's Conclusion, item 1: 'Pre-processing data into a format like "
+             "TFRecords on fast local storage is a big win from an IO perspective'; "
+             "it does not time JPEG files in tf.data",
+        why_not=(f"{cpu}; the {int(c['images_per_s'].count())} cold runs open "
+                 "files from a local disk, where per-file metadata costs little")
+        if t is not None and t in jp.index else f"no TFRecord and JPEG runs on tier {tier}", **cold))
     pt_kw = dict(framework="pytorch", format="jpeg")
     v, ci = ratio(pt.iloc[-1] / pt.iloc[0] if len(pt) > 1 else np.nan,
                   {**pt_kw, "workers": pt.index.max() if len(pt) else 0},
                   {**pt_kw, "workers": pt.index.min() if len(pt) else 0})
-    out.append(claim("blog_workers_help", SOURCE, "PyTorch workers",
-                     f"more DataLoader workers raise throughput (tier {tier}"
-                     + (f"; {int(pt.index.max())} over {int(pt.index.min())} workers)" if len(pt) > 1 else ")"),
-                     v, "x", "> 1.2", interval=ci,
-                     note="our extension: the blog ran PyTorch but never varied its DataLoader workers",
-                     why_not=cpu if len(pt) > 1 else "blog.workers has fewer than two counts",
-                     kind="finding", basis="extension", **cold))
+    out.append(Measured(
+        "blog_workers_help", v, ci,
+        context=f"tier {tier}" + (f"; {int(pt.index.max())} over {int(pt.index.min())} workers"
+                                  if len(pt) > 1 else ""),
+        note="our extension: the blog ran PyTorch but never varied its DataLoader workers",
+        why_not=cpu if len(pt) > 1 else "blog.workers has fewer than two counts", **cold))
+    return out
+
+
+def measure_collectl(collectl: pd.DataFrame, tier: str, env: dict, dstat_rows: pd.DataFrame | None,
+                     cpu: str) -> list[Measured]:
+    """The collectl tables' comparisons on ``tier``'s device during the cold runs, TensorFlow
+    (TFRecords) against PyTorch (JPEG files): KB per read (TF over PyTorch), queue length
+    (PyTorch over TF), read KB/s (TF over PyTorch); each a ratio of medians (x) with its
+    interval over the sampled intervals (consecutive, so optimistic)."""
+    cold = C.cold_run(env, tier)
     q = (collectl[collectl["tier"] == tier].set_index(["framework", "format"])
          if len(collectl) and "tier" in collectl else pd.DataFrame())
     both = len(q) and ("tensorflow", "tfrecord") in q.index and ("pytorch", "jpeg") in q.index
@@ -296,52 +332,49 @@ def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.Data
         return stats.ratio_of_medians(sa, sb)
 
     TF, PT = ("tensorflow", "tfrecord"), ("pytorch", "jpeg")
-    v, ci = per_interval("KB_per_read", TF, PT, a["KB_per_read"] / b["KB_per_read"] if both else np.nan)
+    out = []
     # The blog: "When just looking at the IO sizes, both runs appear similar ... It is likely
     # that Tensorflow is doing much larger reads that are broken up into contiguous 128KB chunks
     # by the block layer based on the underlying device's max_sectors_kb setting." Its similar
     # request sizes are its device's cap; the inference is that TF's reads are larger, which a
     # device with a larger cap shows in the request size itself.
-    out.append(claim("blog_collectl_tf_reads_larger", SOURCE, "collectl table",
-                     "TensorFlow's TFRecord reads are larger than PyTorch's JPEG reads (as the blog "
-                     "infers; KB per device read, TF over PyTorch)",
-                     v, "x", "> 1", interval=ci,
-                     note="the blog's device capped both at 128 KB (max_sectors_kb), so its request "
-                          f"sizes 'appear similar' ({ref['tensorflow']['KB_per_read']} and "
-                          f"{ref['pytorch']['KB_per_read']} KB) and it infers TF's larger reads from "
-                          "the queue; the device here splits reads at its own max_sectors_kb, so "
-                          "its request size shows the reads up to that cap"
-                          + (f" (here TF {a['KB_per_read']:.0f} KB, PyTorch {b['KB_per_read']:.0f} KB"
-                             " per read)" if both else "") + f"; {_SAMPLED}",
-                     why_not=(f"KB per read here: TF {a['KB_per_read']:.0f}, PyTorch {b['KB_per_read']:.0f}: "
-                              "where the device's max_sectors_kb caps both below TF's read size, the "
-                              "request sizes cannot show it" if both else nodev),
-                     # "It is likely that ...": the blog infers it, it does not measure it
-                     kind="finding", basis="implied", **cold))
+    v, ci = per_interval("KB_per_read", TF, PT, a["KB_per_read"] / b["KB_per_read"] if both else np.nan)
+    out.append(Measured(
+        "blog_collectl_tf_reads_larger", v, ci, context=f"tier {tier}",
+        note="the blog's device capped both at 128 KB (max_sectors_kb), so its request "
+             f"sizes 'appear similar' ({ref['tensorflow']['KB_per_read']} and "
+             f"{ref['pytorch']['KB_per_read']} KB) and it infers TF's larger reads from "
+             "the queue; the device here splits reads at its own max_sectors_kb, so "
+             "its request size shows the reads up to that cap"
+             + (f" (here TF {a['KB_per_read']:.0f} KB, PyTorch {b['KB_per_read']:.0f} KB"
+                " per read)" if both else "") + f"; {_SAMPLED}",
+        why_not=(f"KB per read here: TF {a['KB_per_read']:.0f}, PyTorch {b['KB_per_read']:.0f}: "
+                 "where the device's max_sectors_kb caps both below TF's read size, the "
+                 "request sizes cannot show it" if both else nodev), **cold))
     v, ci = per_interval("queue_len", PT, TF, b["queue_len"] / max(a["queue_len"], 1e-9) if both else np.nan)
-    out.append(claim("blog_collectl_tf_shorter_queue", SOURCE, "collectl table",
-                     "TensorFlow's TFRecord reads keep a shorter device queue than "
-                     "PyTorch's JPEG reads (queue length, PyTorch over TF)",
-                     v, "x", "> 1", interval=ci,
-                     paper_value=ref["pytorch"]["queue_len"] / ref["tensorflow"]["queue_len"],
-                     magnitude="within 2x", note=_SAMPLED,
-                     why_not=(f"queue length here: TF {a['queue_len']:.2f}, PyTorch {b['queue_len']:.2f} "
-                              f"(the blog: {ref['tensorflow']['queue_len']}, {ref['pytorch']['queue_len']} "
-                              f"with 8 GPUs to feed); {cpu}") if both else nodev,
-                     kind="finding", basis="stated", **cold))
-    # The collectl tables: TF's device throughput ~0.9-1.08 GB/s against PyTorch's ~0.70-0.76.
+    out.append(Measured(
+        "blog_collectl_tf_shorter_queue", v, ci, context=f"tier {tier}", note=_SAMPLED,
+        why_not=(f"queue length here: TF {a['queue_len']:.2f}, PyTorch {b['queue_len']:.2f} "
+                 f"(the blog: {ref['tensorflow']['queue_len']}, {ref['pytorch']['queue_len']} "
+                 f"with 8 GPUs to feed); {cpu}") if both else nodev, **cold))
     v, ci = per_interval("read_MBps", TF, PT, a["read_KBps"] / b["read_KBps"] if both else np.nan)
-    out.append(claim("blog_collectl_tf_reads_device_faster", SOURCE, "collectl table",
-                     "during training TensorFlow's TFRecord reads draw more device throughput than "
-                     "PyTorch's JPEG reads (read KB/s, TF over PyTorch)",
-                     v, "x", "> 1", interval=ci,
-                     paper_value=round(ref["tensorflow"]["read_KBps"] / ref["pytorch"]["read_KBps"], 3),
-                     magnitude="within 25%",
-                     note="the blog's tables: TF 913,512-1,081,324 KB/s, PyTorch 695,636-761,136 KB/s (medians "
-                          f"{ref['tensorflow']['read_KBps']:,} and {ref['pytorch']['read_KBps']:,}), each "
-                          f"feeding 8 V100s; {_SAMPLED}",
-                     why_not=(f"read KB/s here: TF {a['read_KBps']:,.0f}, PyTorch {b['read_KBps']:,.0f}; {cpu}"
-                              if both else nodev), kind="finding", basis="stated", **cold))
+    out.append(Measured(
+        "blog_collectl_tf_reads_device_faster", v, ci, context=f"tier {tier}",
+        note="the blog's tables: TF 913,512-1,081,324 KB/s, PyTorch 695,636-761,136 KB/s (medians "
+             f"{ref['tensorflow']['read_KBps']:,} and {ref['pytorch']['read_KBps']:,}), each "
+             f"feeding 8 V100s; {_SAMPLED}",
+        why_not=(f"read KB/s here: TF {a['read_KBps']:,.0f}, PyTorch {b['read_KBps']:,.0f}; {cpu}"
+                 if both else nodev), **cold))
+    return out
+
+
+def measure_page_cache(wc: pd.DataFrame, reads: pd.DataFrame | None, tier: str, env: dict,
+                       cpu: str) -> list[Measured]:
+    """Conclusion item 5 on ``tier``: the lowest warm over cold images/s ratio across frameworks
+    and formats (x, median over paired repeats) and the largest warm-run storage MB over the cold
+    run's (ratio, own processes' reads), each with its bootstrap interval."""
+    cold = C.cold_run(env, tier)
+    gib = C.memory_gib(env)
     w = wc[wc["tier"] == tier] if len(wc) else wc
     warm_res = float(w["warm_resident_fraction"].min()) \
         if len(w) and "warm_resident_fraction" in w and w["warm_resident_fraction"].notna().any() else np.nan
@@ -354,15 +387,11 @@ def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.Data
     v, ci = (stats.bootstrap(_lowest_median, *groups,
                              method="lowest median of paired warm/cold ratios, bootstrap over repeats")
              if groups else (np.nan, None))
-    out.append(claim("blog_warm_faster", SOURCE, "finding 5",
-                     f"a warm page cache makes the same run faster (tier {tier}; lowest warm "
-                     "over cold ratio across frameworks and formats, median over repeats)",
-                     v, "x", "> 1", interval=ci,
-                     note=f"residency when the warm runs started: at least {warm_res:.0%}"
-                     if np.isfinite(warm_res) else "",
-                     why_not="; ".join(x for x in (evicted, cpu) if x) if len(w)
-                     else f"no warm run on tier {tier}",
-                     kind="finding", basis="stated", **cold))
+    faster = Measured(
+        "blog_warm_faster", v, ci, context=f"tier {tier}",
+        note=f"residency when the warm runs started: at least {warm_res:.0%}" if np.isfinite(warm_res) else "",
+        why_not="; ".join(x for x in (evicted, cpu) if x) if len(w) else f"no warm run on tier {tier}",
+        **cold)
     r = reads[reads["tier"] == tier] if reads is not None and len(reads) else pd.DataFrame()
     r = r.assign(share=r["warm_storage_MB"] / r["cold_storage_MB"].clip(lower=1e-9)) if len(r) else r
     k = r["share"].idxmax() if len(r) else None
@@ -379,26 +408,23 @@ def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.Data
                          f"before them {x.cold:.1f} MB, of {x.data:.1f} MB of data (median of "
                          f"{int(x.runs)} warm runs)" for (fw, fm), x in per_cfg.iterrows())
     read_some = k is not None and r.loc[k, "share"] >= 0.1
-    out.append(claim("blog_warm_reads_nothing", SOURCE, "finding 5",
-                     f"once the data set is cached the run stops reading storage (tier "
-                     f"{tier}; largest warm-run storage MB over the cold run's, own processes, "
-                     "median over repeats)", v, "ratio", "< 0.1", interval=ci,
-                     note="; ".join(x for x in (measured, "this is why each cold run drops the "
-                                                "cache first, as the blog did") if x),
-                     why_not=(f"the warm {r.loc[k, 'framework']} {r.loc[k, 'format']} run made "
-                              f"storage read {r.loc[k, 'warm_storage_MB']:.1f} of "
-                              f"{r.loc[k, 'data_MB']:.1f} MB: "
-                              + (evicted if evicted else
-                                 f"{warm_res:.0%} of the data set was cached when it started, so the "
-                                 "reads came during the run (pages dropped meanwhile: drop_caches "
-                                 "by any process is system-wide; or files other than the data set)"
-                                 if np.isfinite(warm_res) else
-                                 f"its pages left the cache ({gib:.0f} GiB of memory, shared with "
-                                 "other processes)"))
-                     if read_some else "" if k is not None
-                     else f"no per-process read counters for warm runs on tier {tier}",
-                     kind="finding", basis="stated"))
-    return out
+    nothing = Measured(
+        "blog_warm_reads_nothing", v, ci, context=f"tier {tier}",
+        note="; ".join(x for x in (measured, "this is why each cold run drops the "
+                                   "cache first, as the blog did") if x),
+        why_not=(f"the warm {r.loc[k, 'framework']} {r.loc[k, 'format']} run made "
+                 f"storage read {r.loc[k, 'warm_storage_MB']:.1f} of "
+                 f"{r.loc[k, 'data_MB']:.1f} MB: "
+                 + (evicted if evicted else
+                    f"{warm_res:.0%} of the data set was cached when it started, so the "
+                    "reads came during the run (pages dropped meanwhile: drop_caches "
+                    "by any process is system-wide; or files other than the data set)"
+                    if np.isfinite(warm_res) else
+                    f"its pages left the cache ({gib:.0f} GiB of memory, shared with "
+                    "other processes)"))
+        if read_some else "" if k is not None
+        else f"no per-process read counters for warm runs on tier {tier}")
+    return [faster, nothing]
 
 
 def run_tables(raw: pd.DataFrame, dstat_rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -427,7 +453,7 @@ def decided(raw: pd.DataFrame, dstat_rows: pd.DataFrame, level: float) -> dict[s
             if c["our_value"] is not None and np.isfinite(c["our_value"])}
 
 
-def _fio_small_reads_row(tier: str, fio: pd.DataFrame | None, fio_raw: pd.DataFrame | None) -> dict:
+def measure_fio_small_reads(tier: str, fio: pd.DataFrame | None, fio_raw: pd.DataFrame | None) -> Measured:
     """The blog's "16K IOPS was somewhat slower in both cases" (than large reads), on this box's
     tier: fio's random read of 16 KiB blocks (fio_baseline's ``randread16k``, the blog's job)
     over its 1 MiB sequential read, MB/s, with the interval of the ratio of medians over
@@ -442,68 +468,41 @@ def _fio_small_reads_row(tier: str, fio: pd.DataFrame | None, fio_raw: pd.DataFr
         v, ci = stats.ratio_of_medians(d.loc[d["job"] == "randread16k", "bw_MBps"].to_numpy(dtype=float),
                                        d.loc[d["job"] == "seqread", "bw_MBps"].to_numpy(dtype=float),
                                        level=stats.LEVEL)
-    return claim("blog_fio_small_reads_slower", SOURCE, "FIO - Baseline IO Results",
-                 f"small random reads are somewhat slower than large reads, on local and persistent "
-                 f"storage alike (tier {tier}: fio's random read of 16 KiB blocks over its 1 MiB "
-                 "sequential read)", v, "x (16K random / sequential read MB/s)", "< 1",
-                 interval=ci,
-                 note="the blog: '16K IOPS was somewhat slower in both cases'"
-                      + (f"; with the blog's ImageNet size mix (bssplit) the random read gives "
-                         f"{mix / seq:.2f} of the sequential read" if np.isfinite(mix) and seq > 0 else ""),
-                 why_not=(f"fio on {tier}: 16K random read {rnd:,.0f} MB/s, sequential {seq:,.0f} MB/s"
-                          if np.isfinite(v) else
-                          f"fio_baseline has no 16K random read (job randread16k) and sequential read on tier {tier}"),
-                 kind="finding", basis="stated")
+    return Measured(
+        "blog_fio_small_reads_slower", v, ci, context=f"tier {tier}",
+        note="the blog: '16K IOPS was somewhat slower in both cases'"
+             + (f"; with the blog's ImageNet size mix (bssplit) the random read gives "
+                f"{mix / seq:.2f} of the sequential read" if np.isfinite(mix) and seq > 0 else ""),
+        why_not=(f"fio on {tier}: 16K random read {rnd:,.0f} MB/s, sequential {seq:,.0f} MB/s"
+                 if np.isfinite(v) else
+                 f"fio_baseline has no 16K random read (job randread16k) and sequential read on tier {tier}"))
 
 
-def _headline_rows(cold_runs: pd.DataFrame, tier: str, n: int, fio: pd.DataFrame | None) -> list[dict]:
-    """The blog's headline numbers, as rows with the paper's value: each needs hardware this
-    box lacks (8 V100 GPUs, a many-core instance, network persistent storage), so each is not
-    measured, and its note says what this box shows instead."""
-    best = float(cold_runs["images_per_s"].max()) if len(cold_runs) else np.nan
+def measure_headlines(summary: pd.DataFrame, tier: str, env: dict, fio: pd.DataFrame | None) -> list[Measured]:
+    """The blog's headline numbers: each needs hardware this box lacks (8 V100 GPUs, a
+    many-core instance, network persistent storage), so each is not measured; its reason is the
+    declared need and what this box shows instead (images/s, cores, fio's MB/s and reads/s)."""
+    n = C.cores(env)
+    c = _cold(summary, tier)
+    best = float(c["images_per_s"].max()) if len(c) else np.nan
     rnd = C.fio_MBps(fio, tier, "randread")
-    iops = (float(fio[(fio["tier"] == tier) & (fio["job"] == "randread")]["iops"].iloc[0])
-            if fio is not None and len(fio) and "iops" in fio
-            and len(fio[(fio["tier"] == tier) & (fio["job"] == "randread")]) else np.nan)
+    f = fio[(fio["tier"] == tier) & (fio["job"] == "randread")] if fio is not None and len(fio) else None
+    iops = float(f["iops"].iloc[0]) if f is not None and "iops" in f and len(f) else np.nan
     here = f"here: the best cold run on {tier} gives {best:,.0f} images/s on {n} cores"
-    gpus = "needs ResNet-50 training on 8 V100 GPUs (Lambda's instance); this box has no GPU"
-    rows = [
-        ("blog_gbps_for_8_v100", "conclusion 2",
-         "about 1-1.3 GB/s of raw disk throughput keeps 8 V100 GPUs busy (ImageNet, fp16)",
-         "GB/s", "between 1 and 1.3", reference.NELSON_GBPS_FOR_8_V100, None, gpus),
-        ("blog_local_tops_8600_images_per_s", "tf.data private threads",
-         "with many private threads, local NVMe tops out at about 8,600 images/s",
-         "images/s", "> 0", reference.NELSON_LOCAL_TOP_IMAGES_PER_S, "within 25%", f"{gpus}; {here}"),
-        ("blog_persistent_tops_7000_8000_images_per_s", "tf.data private threads",
-         "persistent (network) storage tops out at 7,000-8,000 images/s, with more variability",
-         "images/s", "between 7000 and 8000", reference.NELSON_PERSISTENT_TOP_IMAGES_PER_S, None,
-         f"{gpus}, and network persistent storage; {here}"),
-        ("blog_cpu_linear_in_threads_to_30_cores", "tf.data private threads",
-         "TensorFlow's CPU use grows almost linearly with private threads up to about 30 cores",
-         "cores", "> 0", reference.NELSON_CPU_LINEAR_TO_CORES, "within 25%",
-         f"this box has {n} cores: CPU use cannot grow past {n}"),
-        ("blog_jpeg_decode_51pct_of_cpu", "perf profile",
-         "51.18 % of the private threads' cycles are in JPEG decoding (tensorflow::jpeg::Uncompress)",
-         "% of CPU cycles", "> 25", reference.NELSON_JPEG_DECODE_PERCENT, "within 25%",
-         "the blog stage does not profile the pipeline (the blog used perf on its tf.data private threads); not built here"),
-        ("blog_fio_persistent_10k_reads_per_s", "fio bssplit",
-         "fio with the ImageNet size mix reads about 10K reads/s at about 750 MB/s from persistent storage",
-         "reads/s", "> 0", reference.NELSON_FIO_PERSISTENT_READS_PER_S, "within 25%",
-         f"no network persistent storage here; fio's bssplit random read on {tier}: {iops:,.0f} reads/s, "
-         f"{rnd:,.0f} MB/s (fio_baseline)"),
-        ("blog_fio_persistent_over_1gbps_large_reads", "FIO - Baseline IO Results",
-         "persistent (network) storage reads a little over 1 GB/s with large reads",
-         "GB/s", "> 1", reference.NELSON_FIO_PERSISTENT_LARGE_READ_GBPS, "within 25%",
-         f"no network persistent storage here; fio's 1 MiB sequential read on the local {tier}: "
-         f"{C.fio_MBps(fio, tier, 'seqread') / 1e3:,.2f} GB/s (fio_baseline)"),
-        ("blog_fio_local_3_4x_persistent", "fio bssplit",
-         "local NVMe is about 3-4 times faster than persistent storage under the same fio job",
-         "x", "between 3 and 4", reference.NELSON_FIO_LOCAL_OVER_PERSISTENT, None,
-         "needs both a local NVMe and a network persistent tier; the tiers here are memory and one local disk"),
-    ]
-    return [claim(i, SOURCE, fig, st, np.nan, unit, rule, paper_value=pv, magnitude=mag, why_not=why,
-                  kind="finding", basis="stated")
-            for i, fig, st, unit, rule, pv, mag, why in rows]
+    run = {
+        "blog_gbps_for_8_v100": "",
+        "blog_local_tops_8600_images_per_s": here,
+        "blog_persistent_tops_7000_8000_images_per_s": here,
+        "blog_cpu_linear_in_threads_to_30_cores": f"this box has {n} cores: CPU use cannot grow past {n}",
+        "blog_jpeg_decode_51pct_of_cpu": "",
+        "blog_fio_persistent_10k_reads_per_s":
+            f"fio's bssplit random read on {tier}: {iops:,.0f} reads/s, {rnd:,.0f} MB/s (fio_baseline)",
+        "blog_fio_persistent_over_1gbps_large_reads":
+            f"fio's 1 MiB sequential read on the local {tier}: "
+            f"{C.fio_MBps(fio, tier, 'seqread') / 1e3:,.2f} GB/s (fio_baseline)",
+        "blog_fio_local_3_4x_persistent": "",
+    }
+    return [Measured(i, why_not="; ".join(x for x in (_needs(i), shown) if x)) for i, shown in run.items()]
 
 
 def storage_tier(raw: pd.DataFrame) -> str:

@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import claims as C_, stats
+from .. import stats
+from ..claims.declared import Measured, join
 from . import llm_burst_buffer as B, llm_checkpoint as C, llm_layout as L
 
-SOURCE = "MLPerf Storage v2.0 checkpointing (extension)"
+STAGE = "llm_checkpoint_report"
 VARIANTS = {"fsync": dict(fsync=True, evict="auto", direct=False),
             "no-fsync": dict(fsync=False, evict="none", direct=False),
             "direct": dict(fsync=True, evict="auto", direct=True)}
@@ -144,48 +145,56 @@ def _ratio(per: pd.DataFrame, tier: str, op: str, num: str, den: str):
 
 
 def claims(per: pd.DataFrame, evictions: pd.DataFrame, stalls: pd.DataFrame, storage: str) -> list[dict]:
-    """The stage's claims (module docstring), judged on the ``storage`` tier."""
-    out = []
+    """The stage's claims (module docstring; declared in
+    ``experiments/claims/papers/mlperf-storage-checkpointing.yaml``), judged on the ``storage``
+    tier."""
+    return join(STAGE, [*measure_throughput(per, evictions, storage), measure_burst_buffer(stalls),
+                        measure_layout()])
+
+
+def measure_throughput(per: pd.DataFrame, evictions: pd.DataFrame, storage: str) -> list[Measured]:
+    """What a missing fsync does to the write throughput and a cache-served read phase to the
+    read throughput on ``storage``: ratios of the per-checkpoint medians (x, GiB/s over GiB/s),
+    each with its bootstrap interval."""
     v, ci = _ratio(per, storage, "write", "no-fsync", "fsync")
-    out.append(C_.claim(
-        "llm_ckpt_nofsync_inflates_writes", SOURCE, "write throughput",
-        f"writes without fsync report a higher checkpoint write throughput than with fsync of "
-        f"files and folder (tier {storage}; no-fsync over fsync, per-checkpoint medians)",
-        v, "x", "> 1", interval=ci, kind="finding", basis="extension",
+    writes = Measured(
+        "llm_ckpt_nofsync_inflates_writes", v, ci, context=f"tier {storage}",
         note="DLIO's configs ask for fsync: True, but its loader stores it as checkpoint_sync "
              "while the save reads checkpoint_fsync (default False), so it never fsyncs "
              "(argonne-lcf/dlio_benchmark utils/config.py, checkpointing/base_checkpointing.py)",
-        why_not="the tier absorbs the writes at the rate it syncs them here"))
+        why_not="the tier absorbs the writes at the rate it syncs them here")
     v, ci = _ratio(per, storage, "read", "no-fsync", "fsync")
     e = evictions[(evictions["tier"] == storage) & (evictions["variant"] == "fsync")]
     rf = float(e["resident_fraction"].iloc[0]) if len(e) and e["resident_fraction"].notna().all() else None
-    out.append(C_.claim(
-        "llm_ckpt_cache_inflates_reads", SOURCE, "read throughput",
-        f"reads right after the writes, cache not dropped, report a higher read throughput than "
-        f"reads after eviction (tier {storage}; cache-served over cold, per-checkpoint medians)",
-        v, "x", "> 1", interval=ci, kind="finding", basis="extension",
+    reads = Measured(
+        "llm_ckpt_cache_inflates_reads", v, ci, context=f"tier {storage}",
         resident_fraction=rf, memory_backed=bool(len(e) and e["memory_backed"].all()),
         note="dlio_benchmark issue 277: the whole checkpoint resident when the read phase starts",
-        why_not="torch.load's deserialization, not the device, bounds the reads here"))
+        why_not="torch.load's deserialization, not the device, bounds the reads here")
+    return [writes, reads]
+
+
+def measure_burst_buffer(stalls: pd.DataFrame) -> Measured:
+    """The stall a checkpoint costs training written straight to the slow tier over the stall
+    through the burst buffer at its smallest keep that does not fall behind (x, s over s, per
+    checkpoint medians, bootstrap interval)."""
     d = stalls[stalls["mode"] == "direct"]["stall_s"].to_numpy()
     k = B.smallest_keep(stalls)
     bb = stalls[(stalls["mode"] == "burst buffer") & (stalls["keep"] == (k if k is not None else stalls["keep"].max()))]
     v, ci = (stats.ratio_of_medians(d, bb["stall_s"].to_numpy()) if len(d) > 1 and len(bb) > 1
              else (float("nan"), None))
-    out.append(C_.claim(
-        "llm_ckpt_burst_buffer_stall", SOURCE, "burst buffer",
-        "the burst buffer cuts the stall a checkpoint costs training (direct to the slow tier over "
-        f"through the fast tier, keep {k if k is not None else 'max'}; per-checkpoint medians)",
-        v, "x", "> 1", interval=ci, kind="finding", basis="extension",
-        note="Chien et al. Fig 9 at LLM scale: the crash-safe drain of chien/burst_buffer.py",
-        why_not="the fast tier is not faster than the slow one for these files here"))
+    return Measured("llm_ckpt_burst_buffer_stall", v, ci, context=f"keep {k if k is not None else 'max'}",
+                    note="Chien et al. Fig 9 at LLM scale: the crash-safe drain of chien/burst_buffer.py",
+                    why_not="the fast tier is not faster than the slow one for these files here")
+
+
+def measure_layout() -> Measured:
+    """The largest relative difference of the layout's full-size totals from the published
+    sizes (a fraction)."""
     err = max(abs(L.layout(n).total_bytes / 2**30 / g - 1) for n, g in L.PUBLISHED_GIB.items())
-    out.append(C_.claim(
-        "llm_ckpt_layout_totals", SOURCE, "layout",
-        "the layout's full-size checkpoint totals match the published 8B, 70B, 405B sizes "
-        "(largest relative difference)", err, "fraction", "<= 0.01", kind="check",
-        note="105, 912 and 5,292 GiB (the rules' 'GB' and '5.29 TB' are binary, in thousands of GiB)"))
-    return out
+    return Measured("llm_ckpt_layout_totals", err,
+                    note="105, 912 and 5,292 GiB (the rules' 'GB' and '5.29 TB' are binary, in "
+                         "thousands of GiB)")
 
 
 # ------------------------------------------------------------------------------ figures
