@@ -18,11 +18,14 @@ import numpy as np
 import pandas as pd
 
 from .. import reference, stats, style
-from ..claims import claim
+from ..claims.declared import Measured, join
 from . import compute_model as cm
 from . import fits
 
 SOURCE = "Ho-Von 2023"
+# the stages whose claims this module measures (declared in
+# experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml)
+STAGE_DATA, STAGE_FITS, STAGE_VALIDATION = "workload_data", "workload_fits", "workload_validation"
 TITLES = {"unet3d": "UNET3D", "bert": "BERT", "dlrm": "DLRM"}
 # What the thesis states of the VFS measures on generated (random-content) data.
 VFS_SAME_TEXT = {
@@ -329,44 +332,44 @@ def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tup
 
 def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None = None,
            phases: pd.DataFrame | None = None) -> list[dict]:
-    """Linear compute time (R^2 of the mean model), the data-loading share of the step, and the
-    thesis's headline numbers of each workload (Sec 5.1.2, 5.2.2, 5.3.2). ``steps`` (the
-    workloads' raw.parquet) give each finding its value and interval (one function of the steps,
-    bootstrapped: :func:`configs_stat`); ``phases`` (UNET3D's phases.csv) its evaluation and epoch durations.
-    Without them the findings have no interval (``inconclusive``, n = 1)."""
-    out = []
+    """The claims of ``workload_fits`` (declared in ``experiments/claims/papers/
+    hovon2023-thesis-dl-io-patterns.yaml``): linear compute time (R^2 of the mean and std
+    models), the data-loading share of the step, and the thesis's headline numbers of each
+    workload (Sec 5.1.2, 5.2.2, 5.3.2). ``steps`` (the workloads' raw.parquet) give each finding
+    its value and interval (one function of the steps, bootstrapped: :func:`configs_stat`);
+    ``phases`` (UNET3D's phases.csv) its evaluation and epoch durations. Without them the
+    findings have no interval (``inconclusive``, n = 1)."""
     st = steps.assign(row="real") if steps is not None and len(steps) else None
-    eq = {"unet3d": "Eq 5.1", "bert": "Eq 5.3", "dlrm": "Eq 5.5"}
+    return join(STAGE_FITS, [*measure_compute_fits(models, nfits, steps), *measure_data_share(summary, st),
+                             *measure_headlines(summary, st, phases), *measure_dlrm_steps(st)])
+
+
+def measure_compute_fits(models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None) -> list[Measured]:
+    """Per workload with a fitted model: the R² of the mean compute-time model (Eq 5.1, 5.3,
+    5.5) and of the standard-deviation model (Eq 5.2, 5.4, 5.6), each with its bootstrap
+    interval over the steps (:func:`r2_interval`); the fitted model's own R² (its configurations
+    may hold other steps) only where there are no steps."""
+    out = []
     for w, m in models.items():
         nf = nfits[nfits["workload"] == w]
-        # point and interval from the same steps through one function; the fitted model's own
-        # R² (its configurations may hold other steps) only where there are no steps
+        grid = f"{nf['batch_size'].nunique()} batch sizes x {nf['ranks'].nunique()} rank counts"
         r2, r2_ci = r2_interval(steps, w)
-        out.append(claim(
-            f"{w}-compute-linear-in-batch", SOURCE, eq[w],
-            f"{TITLES[w]} compute time is linear in batch size and rank count (R² of the mean model)",
-            our_value=m["mean"]["r2"] if r2_ci is None else r2, unit="R²", rule=">= 0.9",
-            paper_value=reference.HOVON_COMPUTE_FITS[w]["mean"]["r2"], kind="finding", magnitude="within 10%",
-            interval=r2_ci, basis="stated",
-            note=f"{nf['batch_size'].nunique()} batch sizes x {nf['ranks'].nunique()} rank counts",
+        out.append(Measured(
+            f"{w}-compute-linear-in-batch", m["mean"]["r2"] if r2_ci is None else r2, r2_ci, note=grid,
             why_not=_not_linear_reason(nf, w) + "; ranks share this host's cores with any other load"))
-        # Eq 5.2, 5.4, 5.6: the standard-deviation models fit less well (R² 0.63, 0.64, 0.71).
-        std_eq = {"unet3d": "Eq 5.2", "bert": "Eq 5.4", "dlrm": "Eq 5.6"}
-        ref_std = reference.HOVON_COMPUTE_FITS[w]["std"]["r2"]
         sd_r2, sd_ci = r2_interval(steps, w, "std")
-        out.append(claim(
-            f"{w}-compute-std-model-r2", SOURCE, std_eq[w],
-            f"{TITLES[w]}: the standard deviation of the compute time is less linear in batch size and "
-            f"rank count than its mean (R² of the std model below the 0.9 the mean rows take as linear; "
-            f"thesis: {ref_std:g})",
-            our_value=(m.get("std") or {}).get("r2", np.nan) if sd_ci is None else sd_r2, unit="R²",
-            rule="< 0.9", paper_value=ref_std, magnitude="within 25%", kind="finding", basis="stated",
-            interval=sd_ci,
-            note=f"R² of our mean model {m['mean']['r2']:.2f}; {nf['batch_size'].nunique()} batch sizes x "
-                 f"{nf['ranks'].nunique()} rank counts",
+        out.append(Measured(
+            f"{w}-compute-std-model-r2", (m.get("std") or {}).get("r2", np.nan) if sd_ci is None else sd_r2,
+            sd_ci, note=f"R² of our mean model {m['mean']['r2']:.2f}; {grid}",
             why_not="the spread of the compute time on this host's CPUs follows G and B as closely as its "
                     "mean does; ranks share the host's cores with any other load"))
-    fig = {"unet3d": "Fig 5.2", "bert": "Fig 5.9", "dlrm": "Fig 5.14"}
+    return out
+
+
+def measure_data_share(summary: pd.DataFrame, st: pd.DataFrame | None) -> list[Measured]:
+    """Per workload: the median over configurations of the median data-loading share of the
+    step (data wait / step time, per step), bootstrapped over the real runs' steps ``st``."""
+    out = []
     share = lambda d: (d["data_ns"] / d["step_ns"]).to_numpy(dtype=float)  # noqa: E731
     for w, g in summary.groupby("workload"):
         sh, ci = from_steps(float(g["data_share"].median()),
@@ -378,25 +381,16 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.D
             b, G = int(g["batch_size"].max()), int(g["ranks"].min())
             v100 = cm.resolve("thesis-v100", "dlrm", G, b)["mean_s"]
             big = g[(g["batch_size"] == b) & (g["ranks"] == G)]
-            out.append(claim(
-                "dlrm-data-share-about-10pct", SOURCE, fig[w],
-                "DLRM's synchronous data loading is a visible share of the step, about 10 %",
-                our_value=sh, unit="fraction of step (median over configurations)",
-                rule=">= 0.05", paper_value=reference.HOVON_DLRM_DATA_SHARE, kind="finding",
-                magnitude="within 2x", interval=ci, basis="stated",
+            out.append(Measured(
+                "dlrm-data-share-about-10pct", sh, ci,
                 note="direction: at least half the thesis's share (the other workloads' loading is "
                      "negligible, < 1 %)",
                 why_not=f"{measured}; at G={G}, B={b} this CPU computes a step in "
                         f"{float(big['compute_s'].iloc[0]):.3g} s where the thesis's V100 model (Eq 5.5) "
                         f"gives {v100:.3g} s, while the batch is read from the page cache"))
         else:
-            out.append(claim(
-                f"{w}-data-share-small", SOURCE, fig[w],
-                f"{TITLES[w]} data loading is a small share of the step (overlapped by compute)",
-                our_value=sh, unit="fraction of step (median over configurations)", rule="< 0.1",
-                kind="finding", interval=ci, basis="stated",
-                why_not=f"{measured}; the loader's CPU work shares the host's cores with compute"))
-    out += headline_claims(summary, st, phases)
+            out.append(Measured(f"{w}-data-share-small", sh, ci,
+                                why_not=f"{measured}; the loader's CPU work shares the host's cores with compute"))
     return out
 
 
@@ -416,26 +410,19 @@ def eval_over_epoch(phases: pd.DataFrame | None) -> tuple[float, stats.Interval 
                    f"{tr.median():.3g} s over {len(tr)} epochs (all configurations)")
 
 
-def headline_claims(summary: pd.DataFrame, steps: pd.DataFrame | None, phases: pd.DataFrame | None) -> list[dict]:
+def measure_headlines(summary: pd.DataFrame, steps: pd.DataFrame | None, phases: pd.DataFrame | None) -> list[Measured]:
     """The thesis's headline numbers of the workload stages (issues 24, 31): UNET3D's evaluations
-    ~8x longer than epochs (Sec 5.1.2), its compute of 0.6-1.6 s per step and its evaluation fit
-    (Sec 5.1.3), BERT's data and compute throughputs (Sec 5.2.2), DLRM's compute asymptote, its
-    forward pass's ~80 % of the computation and its step time growing with the GPU count (Sec
-    5.3.2). Those that are absolute figures of the thesis's DGX-1 (V100s, 40 cores) are not
-    measured on this host, and say what it shows instead."""
+    ~8x longer than epochs (Sec 5.1.2, from ``phases``), and, not measured on this host (absolute
+    figures of the thesis's DGX-1, V100s and 40 cores: the declarations say what a measurement
+    would need), BERT's data and compute throughputs (Sec 5.2.2), DLRM's compute asymptote (Sec
+    5.3.2), UNET3D's compute of 0.6-1.6 s per step and its evaluation fit (Sec 5.1.3), each with
+    what this host shows instead in its note."""
     out = []
     v, ci, measured = eval_over_epoch(phases)
-    ref = reference.HOVON_UNET3D_EVAL_OVER_EPOCH
-    out.append(claim(
-        "unet3d-eval-longer-than-epoch", SOURCE, "Sec 5.1.2, Fig 5.1",
-        f"UNET3D: an evaluation lasts longer than a training epoch (thesis: about {ref} times, "
-        "the sliding-window inference being heavier than a training step)",
-        our_value=v, unit="median evaluation / median training epoch (s / s)", rule="> 1",
-        paper_value=ref, magnitude="within 2x", interval=ci, kind="finding", basis="stated",
-        note=measured if v == v else "",
+    out.append(Measured(
+        "unet3d-eval-longer-than-epoch", v, ci, note=measured if v == v else "",
         why_not=measured + "; the ratio also depends on the evaluation cases over the training cases "
                 "of the generated data set (the thesis: 42 over 168)"))
-    lo, hi = reference.HOVON_BERT_DATA_SPS
     b = summary[summary["workload"] == "bert"]
     dv, ci = from_steps(float(b["data_sps"].median()) if len(b) and "data_sps" in b else np.nan,
                         configs_stat(config_samples(steps, "bert", ("real",), _rate("data_ns")), np.median,
@@ -446,60 +433,24 @@ def headline_claims(summary: pd.DataFrame, steps: pd.DataFrame | None, phases: p
              "configurations" + (f", 95 % CI [{ci.low:,.0f}, {ci.high:,.0f}]" if ci is not None and ci.ok else "")
              + "; per configuration: " + _configs(b, "data_sps") + ")") if len(b) and np.isfinite(dv) \
         else "no BERT runs (workload bert)"
-    out.append(claim(
-        "bert-data-throughput-range", SOURCE, "Sec 5.2.2, Fig 5.11",
-        f"BERT: the data pipeline delivers {lo:,} to {hi:,} samples/s depending on the batch size",
-        our_value=np.nan, unit="samples/s (the thesis's DGX-1)", rule=f"between {lo} and {hi}",
-        paper_value=f"{lo:,}-{hi:,}", kind="finding", basis="stated",
-        why_not="the data throughput of the thesis's DGX-1 (40 CPU cores feeding 8 V100s) at its "
-                "batch sizes; " + shown))
-    lo, hi = reference.HOVON_BERT_COMPUTE_SPS
-    out.append(claim(
-        "bert-compute-throughput-range", SOURCE, "Sec 5.2.2, Fig 5.11",
-        f"BERT: compute throughput rises from about {lo:g} samples/s at batch 1 to about {hi:g} at "
-        "batch 6 (the thesis's V100 DGX-1)", our_value=None, unit="samples/s", rule=f"between {lo} and {hi}",
-        paper_value=f"{lo:g}-{hi:g}", kind="finding", basis="stated",
-        why_not="the compute throughput of the thesis's V100s: this host has no GPU and runs a scaled-down "
-                "BERT on its CPUs (the bert section's model), so its compute throughput is not the "
-                "thesis's quantity"))
-    asym = reference.HOVON_DLRM_COMPUTE_ASYMPTOTE_SPS
-    eq55 = 1 / reference.HOVON_COMPUTE_FITS["dlrm"]["mean"]["B"]
-    out.append(claim(
-        "dlrm-compute-asymptote", SOURCE, "Sec 5.3.2, Fig 5.17",
-        f"DLRM: the compute throughput of the sleep and benchmark runs levels off around {asym:,} "
-        "samples/s", our_value=None, unit="samples/s", rule=f"within 25% of {asym}", paper_value=asym,
-        magnitude="within 25%", kind="finding", basis="stated",
-        note=f"Eq 5.5's batch coefficient alone gives 1 / {reference.HOVON_COMPUTE_FITS['dlrm']['mean']['B']:g} s "
-             f"= {eq55:,.0f} samples/s at large batches",
-        why_not="an asymptote of the V100 compute model (Eq 5.5) at batches up to 128k: this profile's "
-                "DLRM batches and CPU-fitted model do not reach it; a sleep run under the thesis's model "
-                "(compute_model: thesis-v100) at those batches would"))
-    out += _dlrm_step_rows(summary, steps)
+    out.append(Measured("bert-data-throughput-range", note=shown))
+    out.append(Measured("bert-compute-throughput-range"))
+    eq55 = reference.HOVON_COMPUTE_FITS["dlrm"]["mean"]["B"]
+    out.append(Measured("dlrm-compute-asymptote",
+                        note=f"Eq 5.5's batch coefficient alone gives 1 / {eq55:g} s = {1 / eq55:,.0f} "
+                             "samples/s at large batches"))
     # Sec 5.1.3: "the model computation time is between 0.6 and 1.6 seconds" (V100s) and the
     # evaluation fit Normal(8.403 s, 4.442 s): the thesis's hardware; what this box shows instead.
     u = summary[summary["workload"] == "unet3d"]
     here = (f"here UNET3D's median compute per step ranges {u['compute_s'].min():.3g}-{u['compute_s'].max():.3g} s "
             f"over {len(u)} configurations on this host's CPUs (scaled-down model)" if len(u) else
             "no UNET3D runs (workload unet3d)")
-    out.append(claim(
-        "unet3d-compute-0.6-1.6s", SOURCE, "Sec 5.1.3",
-        "UNET3D: the model's computation per step takes between 0.6 and 1.6 s (so preprocessing above "
-        "that makes data loading the bottleneck)", our_value=None, unit="s per step (the thesis's V100s)",
-        rule="between 0.6 and 1.6", paper_value="0.6-1.6", kind="finding", basis="stated",
-        why_not="the compute time of the full UNET3D on the thesis's V100s; " + here))
-    ev = reference.HOVON_UNET3D_EVAL_S
-    out.append(claim(
-        "unet3d-eval-time-normal-fit", SOURCE, "Sec 5.1.3, Fig 5.3",
-        f"UNET3D: an evaluation's time fits a normal distribution of mean {ev['mean']:g} s and standard "
-        f"deviation {ev['std']:g} s", our_value=None, unit="s (mean of the fitted normal, the thesis's V100s)",
-        rule=f"within 25% of {ev['mean']}", paper_value=ev["mean"], magnitude="within 25%",
-        kind="finding", basis="stated",
-        why_not="the sliding-window evaluation of the full UNET3D on the thesis's V100s over its 42 "
-                f"evaluation cases; here: {measured}"))
+    out.append(Measured("unet3d-compute-0.6-1.6s", note=here))
+    out.append(Measured("unet3d-eval-time-normal-fit", note=f"here: {measured}"))
     return out
 
 
-def _dlrm_step_rows(summary: pd.DataFrame, steps: pd.DataFrame | None) -> list[dict]:
+def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
     """Sec 5.3.2 (Fig 5.14): DLRM's forward pass is about 80 % of its computation, and for a
     given batch size the step time grows with the GPU count. Both from the real runs' steady
     steps (``steps`` with ``row``), bootstrapped over steps per configuration."""
@@ -507,17 +458,15 @@ def _dlrm_step_rows(summary: pd.DataFrame, steps: pd.DataFrame | None) -> list[d
     fwd = config_samples(steps, "dlrm", ("real",), lambda d: (d["forward_ns"] / d["compute_ns"].clip(lower=1))
                          .to_numpy(dtype=float)) if steps is not None and "forward_ns" in steps else {}
     v, ci = configs_stat(fwd, np.median, np.median, what="median forward / compute")
-    out.append(claim(
-        "dlrm-forward-80pct-of-compute", SOURCE, "Sec 5.3.2, Fig 5.14",
-        "DLRM: the forward pass is the majority of the computation time, about 80 %",
-        our_value=v, unit="forward / compute time per step (median over configurations)", rule="> 0.5",
-        paper_value=0.8, magnitude="within 25%", interval=ci, kind="finding", basis="stated",
+    out.append(Measured(
+        "dlrm-forward-80pct-of-compute", v, ci,
         note=("per configuration: " + ", ".join(f"G={g} B={b}: {np.median(a):.2f}" for (g, b), (a,) in fwd.items()))
         if fwd else "",
         why_not="our DLRM is scaled down and runs on this host's CPUs: its embedding look-ups and MLPs "
                 "weigh otherwise than on the thesis's V100s" if fwd else
                 "no DLRM steps with a timed forward pass (workload dlrm, compute real)"))
-    sec = config_samples(steps, "dlrm", ("real",), lambda d: d["step_ns"].to_numpy(dtype=float) / 1e9)         if steps is not None and "step_ns" in steps else {}
+    sec = config_samples(steps, "dlrm", ("real",), lambda d: d["step_ns"].to_numpy(dtype=float) / 1e9) \
+        if steps is not None and "step_ns" in steps else {}
     pairs = []
     for b in sorted({b for _, b in sec}):
         gs = sorted(g for g, bb in sec if bb == b)
@@ -532,12 +481,8 @@ def _dlrm_step_rows(summary: pd.DataFrame, steps: pd.DataFrame | None) -> list[d
                                 "sizes, bootstrap over steps")
         shown = ", ".join(f"B={b}: G={g0} {np.median(sec[(g0, b)][0]):.3g} s, G={g1} "
                           f"{np.median(sec[(g1, b)][0]):.3g} s" for (g0, b), (g1, _) in pairs)
-    out.append(claim(
-        "dlrm-step-time-grows-with-gpus", SOURCE, "Sec 5.3.2, Fig 5.14",
-        "DLRM: for a given batch size, the more GPUs (ranks), the longer each step (lowest ratio over "
-        "batch sizes of the step time at the most ranks over the fewest)",
-        our_value=v, unit="x (step time, most / fewest ranks)", rule="> 1", interval=ci,
-        kind="finding", basis="stated",
+    out.append(Measured(
+        "dlrm-step-time-grows-with-gpus", v, ci,
         note="; ".join(x for x in (shown, "the thesis: 'most likely due to the extra communication overhead "
                                            "necessary given the model-parallel distribution', except its 4-GPU "
                                            "case; here ranks also share the host's CPU cores") if x),
@@ -548,24 +493,17 @@ def _dlrm_step_rows(summary: pd.DataFrame, steps: pd.DataFrame | None) -> list[d
 
 
 def data_claims(facts: dict, image_MB_at_paper_scale: float, cfg) -> list[dict]:
-    """Checks of the generators (notebook 30): sample sizes at paper scale as Table 4.1 and
-    Sec 4.1 state them. ``facts``: what each generator returned; ``cfg``: the loaded sections."""
-    ref = reference.HOVON_DATASETS
-    img, bert_b, dlrm_b = ref["unet3d"]["image_MB_mean"], ref["bert"]["sample_bytes"], ref["dlrm"]["sample_bytes"]
-    return [
-        claim("unet3d-image-size", SOURCE, "Sec. 4.1.1",
-              f"Generated UNET3D images at paper scale average ~{img} MB like KiTS19's",
-              our_value=image_MB_at_paper_scale, unit="MB", rule=f"within 20% of {img}", paper_value=img,
-              kind="check", note=f"shape distribution at scale 1; the data set here is generated at "
-                                 f"scale {cfg.unet3d.data.scale}"),
-        claim("bert-sample-size", SOURCE, "Sec. 4.1.2", f"A serialized BERT sample is about {bert_b:,} B",
-              our_value=facts["bert"]["bytes_per_sample"], unit="B", rule=f"within 15% of {bert_b}",
-              paper_value=bert_b, kind="check",
-              note=f"seq_len {cfg.bert.data.seq_len}, max_predictions {cfg.bert.data.max_predictions}"),
-        claim("dlrm-sample-size", SOURCE, "Sec. 4.1.3", f"A DLRM sample is 40 int32 = {dlrm_b} B",
-              our_value=facts["dlrm"]["bytes"] / facts["dlrm"]["samples"], unit="B",
-              rule=f"within 0.1% of {dlrm_b}", paper_value=dlrm_b, kind="check"),
-    ]
+    """The claims of ``workload_data`` (notebook 30): checks of the generators, sample sizes at
+    paper scale as Table 4.1 and Sec 4.1 state them. ``facts``: what each generator returned;
+    ``cfg``: the loaded sections."""
+    return join(STAGE_DATA, [
+        Measured("unet3d-image-size", image_MB_at_paper_scale,
+                 note=f"shape distribution at scale 1; the data set here is generated at scale "
+                      f"{cfg.unet3d.data.scale}"),
+        Measured("bert-sample-size", facts["bert"]["bytes_per_sample"],
+                 note=f"seq_len {cfg.bert.data.seq_len}, max_predictions {cfg.bert.data.max_predictions}"),
+        Measured("dlrm-sample-size", facts["dlrm"]["bytes"] / facts["dlrm"]["samples"]),
+    ])
 
 
 # ----------------------------------------------------------------------------- validation rows
@@ -739,11 +677,22 @@ def sleep_cpu_excess(rank_usage: list[dict], steps: pd.DataFrame) -> list[float]
     return [float(x) for x in sleep_cpu_table(rank_usage, steps)["cpu_excess"]]
 
 
+NONE = "no {} runs of {} in this pipeline (workload_sleep / workload_random workloads, or the stage did not run)"
+
+
+def _of(fallback, tab, w, a, b, value, per_config, reduce=np.median, what=""):
+    """(value, interval) of rows ``a`` and ``b`` of workload ``w`` from the samples of ``tab``
+    (:func:`config_samples`, :func:`configs_stat`); ``fallback`` without samples (:func:`from_steps`)."""
+    return from_steps(fallback, configs_stat(config_samples(tab, w, (a, b), value), per_config, reduce, what))
+
+
 def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFrame, model,
                       rank_usage: list[dict], datasets: pd.DataFrame | None,
                       runs: pd.DataFrame | None = None, steps: pd.DataFrame | None = None,
                       loader: pd.DataFrame | None = None) -> list[dict]:
-    """Claims of the sleep and generated-data rows (thesis Sec 4.7, 5.1.3, 5.3.2, Fig A.3; Eq 3.1).
+    """The claims of ``workload_validation``: the sleep and generated-data rows (thesis Sec 4.7,
+    5.1.3, 5.3.2, Fig A.3; Eq 3.1), declared in ``experiments/claims/papers/
+    hovon2023-thesis-dl-io-patterns.yaml``.
 
     ``s``: the rows' summaries (:func:`.validation.load_rows`, Fig A.3 variants as rows
     ``prep-none`` / ``prep-sleep``); ``au``: :func:`.validation.utilization` of every run;
@@ -754,22 +703,22 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
     loader reads (loader.csv), column ``row``, from which each finding's 95 % interval is
     bootstrapped, the value from the same samples through the same function
     (:func:`configs_stat`); without them a finding has the summaries' value and no interval
-    (inconclusive).
-    A claim whose rows are missing is emitted as not measured.
+    (inconclusive). A claim whose rows are missing is not measured, and says which.
     """
+    return join(STAGE_VALIDATION, [
+        *measure_sleep_compute(s, model, runs, steps), *measure_sleep_data(s, steps),
+        *measure_sleep_unchanged(s, runs, steps, loader), *measure_random_vfs(s, runs, loader),
+        *measure_random_unet3d(s, steps, loader), *measure_utilization(s, au),
+        *measure_fig_a3(s, steps), *measure_sleep_checks(sleep_steps, model, rank_usage, datasets)])
+
+
+def measure_sleep_compute(s: pd.DataFrame, model, runs, steps) -> list[Measured]:
+    """Per workload: the largest |sleep / real - 1| over configurations of the median per-step
+    compute throughput (Sec 5.1.3, 5.3.2; BERT our extension)."""
     out = []
-    none = "no {} runs of {} in this pipeline (workload_sleep / workload_random workloads, or the stage did not run)"
-    fig_t = {"unet3d": "Fig 5.6", "bert": "Fig 5.11", "dlrm": "Fig 5.17"}
-    fig_l = {"unet3d": "Fig 5.5", "bert": "Fig 5.11", "dlrm": "Fig 5.16"}
-
-    def of(fallback, tab, w, a, b, value, per_config, reduce=np.median, what=""):
-        """(value, interval) of rows ``a`` and ``b`` from the samples (:func:`from_steps`)."""
-        return from_steps(fallback, configs_stat(config_samples(tab, w, (a, b), value), per_config, reduce, what))
-
-    # 1. sleep reproduces the real compute throughput (Sec 5.1.3, 5.3.2); BERT is our extension.
     for w in TITLES:
         p = _pair(s, w, "real", "sleep")
-        v, why = np.nan, none.format("sleep", w)
+        v, why = np.nan, NONE.format("sleep", w)
         if len(p):
             p = p.assign(r=p["compute_sps_b"] / p["compute_sps_a"] - 1)
             worst = p.loc[p["r"].abs().idxmax()]
@@ -779,133 +728,114 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
                    f"{worst['compute_s_a']:.3g} s, the model's mean there {mu:.3g} s "
                    f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2') or float('nan'):.2f})"
                    + _loads(runs, w, "real", "sleep"))
-        bert = w == "bert"
-        v, ci = of(v, steps, w, "real", "sleep", _rate("compute_ns"),
-                   lambda a, b: abs(_med_ratio(b, a) - 1), np.max, "max over configurations")
-        out.append(claim(
-            f"{w}-sleep-compute-throughput", SOURCE, "Sec 5.2.2" if bert else fig_t[w],
-            f"{TITLES[w]}: a sleep of the compute model's time gives the real run's compute throughput "
-            "(median per G, B within 10 %)" + (" (our extension: the thesis could not sleep in BERT, "
-                                               "TensorFlow drops a sleep() when it compiles the graph)"
-                                               if bert else ""),
-            our_value=v, unit="max |sleep / real - 1| over configurations",
-            rule="<= 0.1", kind="finding", basis="extension" if bert else "stated",
-            interval=ci,
-            note=("sleep / real - 1 per configuration: " + _configs(p, "r")) if len(p) else "", why_not=why))
-    # 2. UNET3D: sleep lowers the median data latency 1-3x and narrows its IQR (Sec 5.1.3).
+        v, ci = _of(v, steps, w, "real", "sleep", _rate("compute_ns"),
+                    lambda a, b: abs(_med_ratio(b, a) - 1), np.max, "max over configurations")
+        out.append(Measured(f"{w}-sleep-compute-throughput", v, ci, why_not=why,
+                            note=("sleep / real - 1 per configuration: " + _configs(p, "r")) if len(p) else ""))
+    return out
+
+
+def measure_sleep_data(s: pd.DataFrame, steps) -> list[Measured]:
+    """UNET3D, real against sleep: the ratio of median data latencies and of their
+    inter-quartile ranges (Sec 5.1.3, Fig 5.5), medians over configurations."""
     p = _pair(s, "unet3d", "real", "sleep")
     lo, hi = reference.HOVON_SLEEP_DATA_LATENCY_RATIO
-    ratio, ci = of(_ratio(p, "data_s_a", "data_s_b"), steps, "unet3d", "real", "sleep", _secs("data_ns"), _med_ratio)
-    out.append(claim(
-        "unet3d-sleep-data-latency-lower", SOURCE, "Sec 5.1.3, Fig 5.5",
-        f"UNET3D: with sleep the median data latency is {lo:g} to {hi:g} times lower than with real compute",
-        our_value=ratio, unit="real / sleep median data latency (median over configurations)",
-        rule=f"between {lo:g} and {hi:g}", paper_value=f"{lo:g}-{hi:g}", kind="finding", basis="stated",
-        interval=ci,
+    ratio, ci = _of(_ratio(p, "data_s_a", "data_s_b"), steps, "unet3d", "real", "sleep", _secs("data_ns"), _med_ratio)
+    out = [Measured(
+        "unet3d-sleep-data-latency-lower", ratio, ci,
         note=f"judged against the thesis's range, {lo:g} to {hi:g} times lower"
              + ("; per configuration: " + _configs(p.assign(x=p["data_s_a"] / p["data_s_b"]), "x") if len(p) else ""),
         why_not=(f"median data latency real {p['data_s_a'].median():.3g} s, sleep {p['data_s_b'].median():.3g} s"
-                 if len(p) else none.format("sleep", "unet3d"))))
+                 if len(p) else NONE.format("sleep", "unet3d")))]
     iqr = (p["data_s_q3_a"] - p["data_s_q1_a"]) / (p["data_s_q3_b"] - p["data_s_q1_b"]).clip(lower=1e-9) if len(p) else []
-    ref_iqr = reference.HOVON_SLEEP_DATA_IQR_S
-    v, ci = of(float(np.median(iqr)) if len(p) else np.nan, steps, "unet3d", "real", "sleep", _secs("data_ns"),
-               lambda a, b: _iqr(a) / max(_iqr(b), 1e-9))
-    out.append(claim(
-        "unet3d-sleep-data-iqr-narrower", SOURCE, "Sec 5.1.3, Fig 5.5",
-        "UNET3D: with sleep the data latency's inter-quartile range is much narrower "
-        f"(thesis: ~{ref_iqr['sleep']:g} s against ~{ref_iqr['real']:g} s)",
-        our_value=v, unit="real IQR / sleep IQR (median over configurations)",
-        rule="> 1", paper_value=ref_iqr["real"] / ref_iqr["sleep"], magnitude="within 10x", kind="finding",
-        basis="stated",
-        interval=ci,
+    v, ci = _of(float(np.median(iqr)) if len(p) else np.nan, steps, "unet3d", "real", "sleep", _secs("data_ns"),
+                lambda a, b: _iqr(a) / max(_iqr(b), 1e-9))
+    out.append(Measured(
+        "unet3d-sleep-data-iqr-narrower", v, ci,
         why_not=(f"median IQR real {(p['data_s_q3_a'] - p['data_s_q1_a']).median():.3g} s, sleep "
-                 f"{(p['data_s_q3_b'] - p['data_s_q1_b']).median():.3g} s" if len(p) else none.format("sleep", "unet3d"))))
-    # 3. VFS unchanged by sleep (UNET3D), DLRM's latencies and throughputs very similar (Sec 5.3.2).
-    for w, col, what, fig in (("unet3d", "vfs_sps", "VFS throughput", "Sec 5.1.3, Fig 5.6"),
-                              ("dlrm", "vfs_sps", "VFS throughput", "Sec 5.3.2, Fig 5.17"),
-                              ("dlrm", "data_s", "median data latency", "Sec 5.3.2, Fig 5.16")):
+                 f"{(p['data_s_q3_b'] - p['data_s_q1_b']).median():.3g} s" if len(p) else NONE.format("sleep", "unet3d"))))
+    return out
+
+
+def measure_sleep_unchanged(s: pd.DataFrame, runs, steps, loader) -> list[Measured]:
+    """Sleep / real, median over configurations: UNET3D's and DLRM's VFS throughput (from the
+    loader's reads) and DLRM's median data latency (from the steps) (Sec 5.1.3, 5.3.2)."""
+    out = []
+    for w, col in (("unet3d", "vfs_sps"), ("dlrm", "vfs_sps"), ("dlrm", "data_s")):
         p = _pair(s, w, "real", "sleep")
-        v, ci = (of(_ratio(p, f"{col}_b", f"{col}_a"), loader, w, "real", "sleep", _vfs_rate,
-                    lambda a, b: _med_ratio(b, a)) if col == "vfs_sps"
-                 else of(_ratio(p, f"{col}_b", f"{col}_a"), steps, w, "real", "sleep", _secs("data_ns"),
-                         lambda a, b: _med_ratio(b, a)))
-        out.append(claim(
-            f"{w}-sleep-{col.replace('_', '-')}-unchanged", SOURCE, fig,
-            f"{TITLES[w]}: replacing compute with sleep leaves the {what} unchanged",
-            our_value=v, unit="sleep / real (median over configurations)", rule="between 0.8 and 1.25",
-            kind="finding", basis="stated", interval=ci,
+        v, ci = (_of(_ratio(p, f"{col}_b", f"{col}_a"), loader, w, "real", "sleep", _vfs_rate,
+                     lambda a, b: _med_ratio(b, a)) if col == "vfs_sps"
+                 else _of(_ratio(p, f"{col}_b", f"{col}_a"), steps, w, "real", "sleep", _secs("data_ns"),
+                          lambda a, b: _med_ratio(b, a)))
+        out.append(Measured(
+            f"{w}-sleep-{col.replace('_', '-')}-unchanged", v, ci,
             note=("per configuration: " + _configs(p.assign(x=p[f"{col}_b"] / p[f"{col}_a"]), "x"))
             if len(p) else "",
             why_not=(f"real {p[f'{col}_a'].median():.3g}, sleep {p[f'{col}_b'].median():.3g} (medians)"
-                     + _loads(runs, w, "real", "sleep") if len(p) else none.format("sleep", w))))
-    # 4. Random content: VFS latency and throughput within the real runs' spread (Sec 5.1.3, 5.3.2).
-    for w in TITLES:
+                     + _loads(runs, w, "real", "sleep") if len(p) else NONE.format("sleep", w))))
+    return out
+
+
+def measure_random_vfs(s: pd.DataFrame, runs, loader) -> list[Measured]:
+    """UNET3D and DLRM: the share of configurations whose median VFS latency and throughput on
+    random-content data lie inside the real runs' inter-quartile ranges (Sec 5.1.3, 5.3.2),
+    bootstrapped over the loader's reads. BERT has no synchronous VFS read to time."""
+    out = [Measured("bert-random-vfs-within-real-spread")]
+    for w in ("unet3d", "dlrm"):
         p = _pair(s, w, "real", "random")
-        if w == "bert":
-            v, why = np.nan, ("tf.data reads inside its graph: no synchronous VFS read to time (the thesis had "
-                              "no VFS measure for BERT either)")
-        elif not len(p):
-            v, why = np.nan, none.format("random-content", w)
+        if not len(p):
+            v, why = np.nan, NONE.format("random-content", w)
         else:
             inside = ((p["vfs_s_b"].between(p["vfs_s_q1_a"], p["vfs_s_q3_a"]))
                       & (p["vfs_sps_b"].between(p["vfs_sps_q1_a"], p["vfs_sps_q3_a"])))
             v = float(inside.mean())
             why = ("random / real median VFS latency per configuration: "
                    + _configs(p.assign(x=p["vfs_s_b"] / p["vfs_s_a"]), "x") + _loads(runs, w, "real", "random"))
-        bert = w == "bert"
-        ci = None
-        if not bert:
-            v, ci = from_steps(v, configs_stat(_joined(
-                config_samples(loader, w, ("real", "random"), lambda d: d["vfs_ns"].to_numpy(dtype=float)),
-                config_samples(loader, w, ("real", "random"), _vfs_rate)),
-                lambda lat_a, lat_b, sps_a, sps_b: float(_inside_iqr(lat_b, lat_a) and _inside_iqr(sps_b, sps_a)),
-                np.mean, "share of configurations whose median VFS latency and throughput are inside the "
-                         "real IQRs"))
-        out.append(claim(
-            f"{w}-random-vfs-within-real-spread", SOURCE, "Sec 5.2.2" if bert else fig_l[w],
-            f"{TITLES[w]}: on random-content data the VFS latency and throughput stay within the real runs' "
-            "inter-quartile range" + (" (our extension: the thesis was unable to get the VFS throughput "
-                                      "for BERT)" if bert else ""),
-            our_value=v, unit="share of configurations inside", rule=">= 0.75",
-            kind="finding", basis="extension" if bert else "stated",
-            interval=ci,
-            note="" if bert else VFS_SAME_TEXT[w],
-            why_not=why))
-    # 5. UNET3D preprocessing and data latency grow with random content (Sec 5.1.3).
+        v, ci = from_steps(v, configs_stat(_joined(
+            config_samples(loader, w, ("real", "random"), lambda d: d["vfs_ns"].to_numpy(dtype=float)),
+            config_samples(loader, w, ("real", "random"), _vfs_rate)),
+            lambda lat_a, lat_b, sps_a, sps_b: float(_inside_iqr(lat_b, lat_a) and _inside_iqr(sps_b, sps_a)),
+            np.mean, "share of configurations whose median VFS latency and throughput are inside the "
+                     "real IQRs"))
+        out.append(Measured(f"{w}-random-vfs-within-real-spread", v, ci, note=VFS_SAME_TEXT[w], why_not=why))
+    return out
+
+
+def measure_random_unet3d(s: pd.DataFrame, steps, loader) -> list[Measured]:
+    """UNET3D, random / real content: the 3rd quartile of the preprocessing latency (loader
+    reads) and the median data latency (steps), medians over configurations (Sec 5.1.3)."""
     p = _pair(s, "unet3d", "real", "random")
     q3 = lambda x: float(np.quantile(x, 0.75))  # noqa: E731
-    v, ci = of(_ratio(p, "prep_s_q3_b", "prep_s_q3_a"), loader, "unet3d", "real", "random", _secs("prep_ns"),
-               lambda a, b: q3(b) / q3(a) if q3(a) else np.nan)
-    out.append(claim(
-        "unet3d-random-preprocessing-longer", SOURCE, "Sec 5.1.3, Sec 6.3, Fig 5.5",
-        "UNET3D: preprocessing takes much longer on random-content data (the thesis's hypothesis: the "
-        "distribution of pixel values, uniform noise against a real image's structure)", our_value=v, unit="random / real 3rd quartile of preprocessing latency "
-        "(median over configurations)", rule="> 2", kind="finding", basis="stated",
-        interval=ci,
+    v, ci = _of(_ratio(p, "prep_s_q3_b", "prep_s_q3_a"), loader, "unet3d", "real", "random", _secs("prep_ns"),
+                lambda a, b: q3(b) / q3(a) if q3(a) else np.nan)
+    out = [Measured(
+        "unet3d-random-preprocessing-longer", v, ci,
         note=f"thesis: real preprocessing mostly below {reference.HOVON_UNET3D_PREP_REAL_S} s, generated "
              "data multiple seconds" + (f"; ours, 3rd quartiles real {p['prep_s_q3_a'].median():.3g} s, random "
                                         f"{p['prep_s_q3_b'].median():.3g} s" if len(p) else ""),
-        why_not="" if len(p) else none.format("random-content", "unet3d")))
-    v, ci = of(_ratio(p, "data_s_b", "data_s_a"), steps, "unet3d", "real", "random", _secs("data_ns"),
-               lambda a, b: _med_ratio(b, a))
-    out.append(claim(
-        "unet3d-random-data-latency-higher", SOURCE, "Sec 5.1.3, Fig 5.5",
-        "UNET3D: median data latency rises on random-content data (thesis: up to 4 orders of magnitude), "
-        "so compute waits for data", our_value=v, unit="random / real median data latency (median over "
-        "configurations)", rule="> 1", kind="finding", basis="stated",
-        interval=ci,
+        why_not="" if len(p) else NONE.format("random-content", "unet3d"))]
+    v, ci = _of(_ratio(p, "data_s_b", "data_s_a"), steps, "unet3d", "real", "random", _secs("data_ns"),
+                lambda a, b: _med_ratio(b, a))
+    out.append(Measured(
+        "unet3d-random-data-latency-higher", v, ci,
         note=f"thesis: up to {reference.HOVON_GENERATED_DATA_LATENCY_RATIO_MAX:g}x (a maximum, not compared)",
         why_not=(f"median data latency real {p['data_s_a'].median():.3g} s, random {p['data_s_b'].median():.3g} s"
-                 if len(p) else none.format("random-content", "unet3d"))))
-    # 6. AU of the sleep runs >= 90 % where the real run's data share is small: MLPerf Storage's pass
-    # condition (Eq 3.1), a check of our sleep emulation, not a result the thesis reports.
+                 if len(p) else NONE.format("random-content", "unet3d"))))
+    return out
+
+
+def measure_utilization(s: pd.DataFrame, au: pd.DataFrame) -> list[Measured]:
+    """Per workload: the lowest accelerator utilization (Eq 3.1, fraction) of the sleep runs
+    over the configurations whose real run's data share is below 10 %, and where the lowest
+    run's train time went."""
+    out = []
     for w in TITLES:
         real = s[(s["workload"] == w) & (s["row"] == "real")]
         small = real[real["data_share"] < 0.1][["ranks", "batch_size"]]
         a = au[(au["workload"] == w) & (au["row"] == "sleep")].merge(small, on=["ranks", "batch_size"])
         v = float(a["au"].min()) if len(a) else np.nan
         if not (au["row"] == "sleep").any() or not len(real):
-            why = none.format("sleep", w)
+            why = NONE.format("sleep", w)
         elif not len(a):
             why = "no configuration whose real data share is below 10 %"
         else:
@@ -914,31 +844,35 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
                    f"{x['train_s']:.3g} s = ideal compute {x['ideal_s']:.3g} s + data waits {x['data_wait_s']:.3g} s "
                    f"(the epochs' first batches {x['epoch_start_wait_s']:.3g} s) + per-step barrier "
                    f"{x['barrier_s']:.3g} s + the rest (the rank's own work, the slowest rank)")
-        out.append(claim(
-            f"{w}-sleep-au-above-90pct", SOURCE, "Eq 3.1",
-            f"{TITLES[w]}: our sleep runs pass MLPerf Storage's {cm.MLPERF_AU_PASS:.0%} accelerator utilization "
-            "(its pass condition, Eq 3.1) where the real run's data share is small", our_value=v,
-            unit="lowest AU (fraction)", rule=f">= {cm.MLPERF_AU_PASS}", kind="check",
+        out.append(Measured(
+            f"{w}-sleep-au-above-90pct", v, why_not=why,
             note=f"a check of our emulation: 90 % is the benchmark's pass condition, not a result the thesis "
-                 f"reports; {len(a)} configurations with a real data share < 10 %", why_not=why))
-    # 7. Fig A.3: a sleep standing in for preprocessing leaves data latency unchanged.
+                 f"reports; {len(a)} configurations with a real data share < 10 %"))
+    return out
+
+
+def measure_fig_a3(s: pd.DataFrame, steps) -> list[Measured]:
+    """Fig A.3: UNET3D (compute: sleep) with / without an extra loader sleep standing in for
+    preprocessing, ratio of median data latencies, median over configurations."""
     p = _pair(s, "unet3d", "prep-none", "prep-sleep")
-    v, ci = of(_ratio(p, "data_s_b", "data_s_a"), steps, "unet3d", "prep-none", "prep-sleep", _secs("data_ns"),
-               lambda a, b: _med_ratio(b, a))
-    out.append(claim(
-        "unet3d-fig-a3-prep-sleep-no-change", SOURCE, "Fig A.3",
-        "UNET3D (sleep compute): an extra sleep in the loader standing in for preprocessing does not change "
-        "the data latency significantly", our_value=v, unit="with / without the extra sleep, median data "
-        "latency (median over configurations)", rule="between 0.8 and 1.25", kind="finding", basis="stated",
-        interval=ci,
+    v, ci = _of(_ratio(p, "data_s_b", "data_s_a"), steps, "unet3d", "prep-none", "prep-sleep", _secs("data_ns"),
+                lambda a, b: _med_ratio(b, a))
+    return [Measured(
+        "unet3d-fig-a3-prep-sleep-no-change", v, ci,
         note="; ".join(x for x in (
             "Sec 5.1.3: Fig A.3 'results in no significant change in overall data latency'; judged on "
             "the band every 'unchanged' row uses",
             ("per configuration: " + _configs(p.assign(x=p["data_s_b"] / p["data_s_a"]), "x")) if len(p) else "")
             if x),
         why_not=(f"loader sleep {p['prep_s_b'].median():.3g} s per sample against a step of "
-                 f"{p['compute_s_b'].median():.3g} s" if len(p) else none.format("Fig A.3", "unet3d"))))
-    # Checks of our own sleep mode and generators.
+                 f"{p['compute_s_b'].median():.3g} s" if len(p) else NONE.format("Fig A.3", "unet3d")))]
+
+
+def measure_sleep_checks(sleep_steps: pd.DataFrame, model, rank_usage: list[dict],
+                         datasets: pd.DataFrame | None) -> list[Measured]:
+    """Checks of our own sleep mode and generators: the slept time per step against the model
+    (z-like score), the CPU a sleeping rank burns per second asleep, and the random-content
+    data sets' names, sizes and bytes against the realistic ones."""
     z = []
     if len(sleep_steps):
         st = sleep_steps[sleep_steps["steady"]] if "steady" in sleep_steps else sleep_steps
@@ -948,30 +882,19 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
             mu, sd = c["mean_s"], c["std_s"]
             want = floored_normal_mean(mu, sd)
             z.append(abs(d["sleep_ns"].mean() / 1e9 - want) / (sd / np.sqrt(len(d)) + SLEEP_SLACK_S))
-    out.append(claim(
-        "sleep-follows-compute-model", SOURCE, "Sec 3, Fig 3.1",
-        "A sleep run's compute time follows the compute model it was given (mean slept time per step)",
-        our_value=max(z) if z else np.nan, unit=f"max |mean slept - model| / (standard error + {SLEEP_SLACK_S * 1e3:g} ms)",
-        rule="< 4", kind="check",
-        note=f"model: {model.source}; the model mean is that of max(0, Normal(mean, std)); {SLEEP_SLACK_S * 1e3:g} ms "
-             "allows for the kernel waking a sleeper late", why_not="" if z else "no sleep run"))
     busy = sleep_cpu_excess(rank_usage, sleep_steps)
-    out.append(claim(
-        "sleep-ranks-do-not-burn-cpu", SOURCE, "Sec 3",
-        "A sleeping rank uses little CPU while it sleeps (the sleep blocks in the kernel)",
-        our_value=max(busy) if busy else np.nan,
-        unit="max over ranks of (train-phase CPU s - the phase's s not asleep) / s asleep",
-        rule="< 0.5", kind="check",
-        note="1 for a rank that spins through its sleeps; the rank process only (BERT's includes its "
-             "in-process tf.data pipeline; UNET3D's loader workers are separate processes)",
-        why_not="" if busy else "no sleep run with both its rank usage and its steps"))
     if datasets is not None and len(datasets):
         ok = datasets["same_names"] & datasets["same_sizes"] & (datasets["digest_random"] != datasets["digest_realistic"])
-        v, why = float(ok.mean()), ""
+        same, why = float(ok.mean()), ""
     else:
-        v, why = np.nan, "no random-content data set generated (workload_random)"
-    out.append(claim(
-        "random-content-same-sizes-other-bytes", SOURCE, "Sec 4.7",
-        "Random-content data sets have the realistic ones' file names and sizes and different bytes",
-        our_value=v, unit="share of workloads", rule=">= 1", kind="check", why_not=why))
-    return out
+        same, why = np.nan, "no random-content data set generated (workload_random)"
+    return [
+        Measured("sleep-follows-compute-model", max(z) if z else np.nan, why_not="" if z else "no sleep run",
+                 note=f"model: {model.source}; the model mean is that of max(0, Normal(mean, std)); "
+                      f"{SLEEP_SLACK_S * 1e3:g} ms allows for the kernel waking a sleeper late"),
+        Measured("sleep-ranks-do-not-burn-cpu", max(busy) if busy else np.nan,
+                 note="1 for a rank that spins through its sleeps; the rank process only (BERT's includes its "
+                      "in-process tf.data pipeline; UNET3D's loader workers are separate processes)",
+                 why_not="" if busy else "no sleep run with both its rank usage and its steps"),
+        Measured("random-content-same-sizes-other-bytes", same, why_not=why),
+    ]
