@@ -214,24 +214,18 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
     ``fio_raw`` (fio_baseline's raw.parquet, one row per fio run) gives the 16K random reads'
     IOPS this box shows beside the blog's 16K row."""
     return join(STAGE, [measure_histogram(hist),
-                        *_measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows),
+                        *measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows),
                         *measure_headlines(summary, tier, env or {}, fio),
                         measure_fio_small_reads(tier, fio, fio_raw)])
 
 
-def measured_findings(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.DataFrame, tier: str,
-                      reads: pd.DataFrame | None = None, env: dict | None = None,
-                      fio: pd.DataFrame | None = None, raw: pd.DataFrame | None = None,
-                      dstat_rows: pd.DataFrame | None = None) -> list[dict]:
-    """The findings the blog stage's runs measure on ``tier`` (threads, format, workers, the
-    collectl ratios, warm vs cold), each with its interval (see :func:`claims`, which adds them
-    to its rows, and :func:`decided`, which judges the runs so far with them)."""
-    ms = _measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows)
-    ids = {m.id for m in ms}
-    return [c for c in join(STAGE, ms) if c["id"] in ids]
-
-
-def _measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows) -> list[Measured]:
+def measure_runs(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.DataFrame, tier: str,
+                 reads: pd.DataFrame | None = None, env: dict | None = None,
+                 fio: pd.DataFrame | None = None, raw: pd.DataFrame | None = None,
+                 dstat_rows: pd.DataFrame | None = None) -> list[Measured]:
+    """What the blog stage's runs measure on ``tier`` (threads, format, workers, the collectl
+    ratios, warm vs cold), each with its interval: the rows :func:`claims` adds to the others and
+    those :func:`decided` judges the runs so far with."""
     env = env or {}
     cpu = _cpu_words(summary, tier, C.cores(env), fio)
     return [*measure_throughput(summary, tier, env, raw, cpu),
@@ -441,14 +435,16 @@ def run_tables(raw: pd.DataFrame, dstat_rows: pd.DataFrame) -> dict[str, pd.Data
 
 def decided(raw: pd.DataFrame, dstat_rows: pd.DataFrame, level: float) -> dict[str, bool]:
     """{finding: decided} on the blog's runs so far, for :func:`experiments.sequential.run`: the
-    findings of :func:`measured_findings` on the storage tier (:func:`storage_tier`), computed
+    findings of :func:`measure_runs` on the storage tier (:func:`storage_tier`), computed
     from ``raw`` and ``dstat_rows`` as this report computes them (:func:`run_tables`), with
     intervals at ``level``; a finding with a value is decided when its verdict is not
     ``inconclusive`` (one without a value is left out: more repeats cannot give it one)."""
     t = run_tables(raw, dstat_rows)
     with stats.corrected_level(level):
-        found = measured_findings(t["summary"], t["collectl"], t["wc"], storage_tier(raw), t["reads"],
-                                  raw=raw, dstat_rows=dstat_rows)
+        ms = measure_runs(t["summary"], t["collectl"], t["wc"], storage_tier(raw), t["reads"],
+                          raw=raw, dstat_rows=dstat_rows)
+        ids = {m.id for m in ms}
+        found = [c for c in join(STAGE, ms) if c["id"] in ids]
     return {c["id"]: c["verdict"] != "inconclusive" for c in found
             if c["our_value"] is not None and np.isfinite(c["our_value"])}
 
@@ -465,8 +461,8 @@ def measure_fio_small_reads(tier: str, fio: pd.DataFrame | None, fio_raw: pd.Dat
     f = (fio[(fio["tier"] == tier) & (fio["job"] == "randread16k")]
          if fio is not None and len(fio) and "iops" in fio else pd.DataFrame())
     if len(d):
-        iops = (f"{d['iops'].median():,.0f} IOPS (median of {len(d)} runs, "
-                f"{d['iops'].min():,.0f}-{d['iops'].max():,.0f})")
+        iops = (f"{d['iops'].median():,.0f} IOPS" + (f" (median of {len(d)} runs, {d['iops'].min():,.0f}-"
+                                                     f"{d['iops'].max():,.0f})" if len(d) > 1 else " (1 run)"))
     else:
         iops = f"{float(f['iops'].iloc[0]):,.0f} IOPS" if len(f) else ""
     here = (f"here fio's 16K random read on {tier} gives {iops}, {mb:,.0f} MB/s, against "
