@@ -283,3 +283,18 @@ def test_blog_repeats_bad_input():
     assert bt.repeat_plan(bt.BlogConfig(repeats=3)).max_repeats == 3     # no max: a fixed count
     p = bt.repeat_plan(bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390))
     assert (p.min_repeats, p.max_repeats, p.budget_s) == (6, 9, 390)
+
+
+def test_collectl_paper_values_follow_from_the_blogs_tables():
+    """The two collectl rows' paper values are the arithmetic their ``derived`` says, on the
+    tables' medians the report shows beside ours (reference.NELSON_COLLECTL)."""
+    from experiments import reference
+    from experiments.claims.declared import declared
+
+    ref, d = reference.NELSON_COLLECTL, declared("blog_report")
+    q = d["blog_collectl_tf_shorter_queue"][1]
+    assert q.paper_value == pytest.approx(ref["pytorch"]["queue_len"] / ref["tensorflow"]["queue_len"])
+    assert "604 / 7" in q.derived
+    t = d["blog_collectl_tf_reads_device_faster"][1]
+    assert t.paper_value == round(ref["tensorflow"]["read_KBps"] / ref["pytorch"]["read_KBps"], 3)
+    assert "968,776 / 747,824" in t.derived
