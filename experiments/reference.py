@@ -47,9 +47,6 @@ ZHU_SOURCE = "Zhu 2018 (DeepIO)"
 # images ("RL = 73%, 49%, and 16% imply that 4, 16, and 256 images are concatenated"), percent.
 ZHU_DEEPIO_RL_PERCENT = {4: 73, 16: 49, 256: 16}
 
-# Nelson's blog, the ImageNet size histogram: "Roughly 80% of the images are in the 64KB or
-# 128KB size bins".
-NELSON_64K_128K_SHARE_PERCENT = 80
 # Nelson's blog, the collectl disk read statistics (PyTorch and TensorFlow runs), median of the
 # five 1-s rows of each table.
 NELSON_COLLECTL = {
@@ -203,20 +200,8 @@ HOVON_BENCHMARK_COMPUTE = {"unet3d": "very similar (Sec 5.1.3)", "bert": "matche
 
 # ---- headline numbers of the four smaller works (issue 24) ------------------------------------
 
-# The blog's headline numbers (Nelson, "Conclusion" and the fio/threads sections), checked
-# against the blog's text. (Kept here, not in reference.py,
-# which another line of work edits at the same time.)
-NELSON_GBPS_FOR_8_V100 = "1-1.3"           # conclusion 2: raw disk GB/s to keep 8 V100 busy (fp16)
-NELSON_LOCAL_TOP_IMAGES_PER_S = 8600       # "local storage ... topping out at around 8600 images/second"
-NELSON_PERSISTENT_TOP_IMAGES_PER_S = "7000-8000"
-NELSON_CPU_LINEAR_TO_CORES = 30            # "CPU usage increases almost linearly ... up to around 30 cores"
-NELSON_JPEG_DECODE_PERCENT = 51.18         # perf: tensorflow::jpeg::Uncompress
-NELSON_FIO_PERSISTENT_READS_PER_S = 10_000  # fio bssplit: "approximately 10K reads/second"
-NELSON_FIO_PERSISTENT_MBPS = 750           # "... at a throughput rate of around 750MB/s"
-NELSON_FIO_LOCAL_OVER_PERSISTENT = "3-4"   # "The local storage is about 3-4 times faster"
-# Nelson's blog, "FIO - Baseline IO Results": "The persistent storage is slower, but still might be
-# fast enough at a little over 1GB/s for large reads", GB/s.
-NELSON_FIO_PERSISTENT_LARGE_READ_GBPS = 1.0
+# Nelson's blog's other numbers (its headline rows) are declared with their quotes in
+# experiments/claims/papers/nelson-dl-io-blog.yaml.
 
 # Zhu et al., poster text beside Fig 10/11: BeeGFS read bandwidth of the "small dataset" (every
 # node reads 512 MB, 8 GB in total) and the "large dataset" (10 GB per node, 160 GB in total), MB/s.

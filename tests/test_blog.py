@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from experiments import config, stats
+from experiments import config
 from experiments.blog import report as blog_report
 from experiments.blog import tfrecord as bt
 from experiments.config import ConfigError
@@ -157,10 +157,11 @@ def test_request_size_row_tests_the_blogs_inference_and_warm_note_says_what_was_
     collectl = bt.collectl_table(dev, pd.DataFrame()).assign(tier="disk")
     reads = pd.DataFrame([{"framework": "tensorflow", "tier": "disk", "format": "tfrecord",
                            "cold_storage_MB": 100.0, "warm_storage_MB": 0.0, "data_MB": 113.8}] * 3)
-    fio_raw = pd.DataFrame([{"tier": "disk", "job": j, "warmup": i == 0, "bw_MBps": v * (1 + 0.01 * i)}
+    fio_raw = pd.DataFrame([{"tier": "disk", "job": j, "warmup": i == 0, "bw_MBps": v * (1 + 0.01 * i),
+                             "iops": v * (1 + 0.01 * i) * 64}
                             for j, v in (("seqread", 900.0), ("randread", 300.0), ("randread16k", 180.0))
                             for i in range(7)])
-    fio = fio_raw[~fio_raw["warmup"]].groupby(["tier", "job"], as_index=False)["bw_MBps"].median()
+    fio = fio_raw[~fio_raw["warmup"]].groupby(["tier", "job"], as_index=False)[["bw_MBps", "iops"]].median()
     c = {x["id"]: x for x in blog_report.claims(
         pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), pd.DataFrame(
             columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
@@ -171,20 +172,17 @@ def test_request_size_row_tests_the_blogs_inference_and_warm_note_says_what_was_
     w = c["blog_warm_reads_nothing"]
     assert w["our_value"] == 0 and "warm runs read 0.0 MB" in w["note"]
     assert "came during the run" not in w["note"]
-    # the collectl tables' throughput, and fio's small reads slower than large ones (n = 6 runs:
-    # the fewest a 95 % median interval needs)
+    # the collectl tables' throughput; the blog's 16K row sets its IOPS against its Ceph
+    # QEMU/KVM post, which is not at hand: not measured, with fio's 16K IOPS here in the reason
     t = c["blog_collectl_tf_reads_device_faster"]
     assert t["our_value"] > 10 and t["verdict"] == "direction only" and t["paper_value"] == pytest.approx(1.295, abs=1e-3)
     f = c["blog_fio_small_reads_slower"]
-    assert f["our_value"] == pytest.approx(0.2, rel=0.02) and f["verdict"] == "holds" and f["n"] == 6
-    assert "16 KiB" in f["statement"] and "size mix (bssplit) the random read gives 0.33" in f["note"]
-    # judged at 95 % even where the blog's rounds corrected the report's level (fio ran 6 times, once)
-    with stats.corrected_level(0.983):
-        g = {x["id"]: x for x in blog_report.claims(
-            pd.DataFrame({"bucket": ["64K"], "files_percent": [80.0]}), pd.DataFrame(
-                columns=["framework", "tier", "format", "threads", "workers", "cache", "images_per_s"]),
-            collectl, pd.DataFrame(), "disk", reads, dstat_rows=dev, fio=fio, fio_raw=fio_raw)}
-    assert g["blog_fio_small_reads_slower"]["verdict"] == "holds"
+    assert f["verdict"] == "not measured" and f["basis"] == "implied" and "Ceph QEMU/KVM" in f["note"]
+    assert "IOPS (median of 6 runs" in f["note"] and "932 MB/s for its 1 MiB sequential read" in f["note"]
+    # the blog's synthetic-data and XLA results: rows, not measured, with what they need
+    for k in ("blog_imagenet_slower_than_synthetic", "blog_no_xla_25pct_slower"):
+        assert c[k]["verdict"] == "not measured" and "GPU" in c[k]["note"], k
+    assert c["blog_no_xla_25pct_slower"]["paper_value"] == 25
     p = c["blog_fio_persistent_over_1gbps_large_reads"]
     assert p["verdict"] == "not measured" and "0.93 GB/s" in p["note"]   # median of 909 ... 954
     assert c["blog_tfrecord_not_slower"]["figure"] == "Conclusion, item 1"
@@ -285,3 +283,18 @@ def test_blog_repeats_bad_input():
     assert bt.repeat_plan(bt.BlogConfig(repeats=3)).max_repeats == 3     # no max: a fixed count
     p = bt.repeat_plan(bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390))
     assert (p.min_repeats, p.max_repeats, p.budget_s) == (6, 9, 390)
+
+
+def test_collectl_paper_values_follow_from_the_blogs_tables():
+    """The two collectl rows' paper values are the arithmetic their ``derived`` says, on the
+    tables' medians the report shows beside ours (reference.NELSON_COLLECTL)."""
+    from experiments import reference
+    from experiments.claims.declared import declared
+
+    ref, d = reference.NELSON_COLLECTL, declared("blog_report")
+    q = d["blog_collectl_tf_shorter_queue"][1]
+    assert q.paper_value == pytest.approx(ref["pytorch"]["queue_len"] / ref["tensorflow"]["queue_len"])
+    assert "604 / 7" in q.derived
+    t = d["blog_collectl_tf_reads_device_faster"][1]
+    assert t.paper_value == round(ref["tensorflow"]["read_KBps"] / ref["pytorch"]["read_KBps"], 3)
+    assert "968,776 / 747,824" in t.derived
