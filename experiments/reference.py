@@ -22,27 +22,19 @@ CHIEN_TABLE_I = [
 ]
 
 # Chien et al. 2018, Abstract and Section VII: speed-up of tf.data read bandwidth over one thread
-# (HDD on Blackdog with 2, 4, 8 threads; Lustre on Tegner with 8).
+# (HDD on Blackdog with 2, 4, 8 threads). The claims' paper values (this, Lustre's 7.8x, the
+# burst buffer's 2.6x, the data sets' sizes, DeepIO's BeeGFS bandwidths) are declared with their
+# quotes in experiments/claims/papers/; what stays here, code reads.
 CHIEN_HDD_SPEEDUP = {2: 1.65, 4: 1.95, 8: 2.3}
-CHIEN_LUSTRE_SPEEDUP_8 = 7.8
 
 # Chien et al. 2018, Section IV-A: the ImageNet subset.
 CHIEN_IMAGENET_SUBSET_IMAGES = 16_384
-CHIEN_IMAGENET_MEDIAN_KB = 112  # "median image size 112KB"
-
-# Chien et al. 2018, Abstract and Section VII: burst buffer speed-up over checkpointing straight
-# to HDD.
-CHIEN_BURST_BUFFER_SPEEDUP = 2.6
 
 # Nelson's blog, the fio command line after the ImageNet size histogram: the file-size mix as
 # fio's bssplit.
 NELSON_IMAGENET_BSSPLIT = "2K/1:4K/2:8K/4:16K/8:32K/13:64K/38:128K/33:256K/1"
 
 # ---- issue 6: DeepIO, LMDBIO, Nelson's blog -------------------------------------------------
-# Zhu et al. 2018 (DeepIO poster, MASCOTS 2018), its title block: the name the claims' source column
-# gives the poster (the DeepIO and tf.data reports, whose raw reads answer its Fig 2).
-ZHU_SOURCE = "Zhu 2018 (DeepIO)"
-
 # Zhu et al. 2018 (DeepIO poster), Fig 7 caption and the text beside it: randomization level of orders kept constant in blocks of k
 # images ("RL = 73%, 49%, and 16% imply that 4, 16, and 256 images are concatenated"), percent.
 ZHU_DEEPIO_RL_PERCENT = {4: 73, 16: 49, 256: 16}
@@ -107,20 +99,17 @@ DLIO_COMPUTATION_TIME_S = {"unet3d_v100_b4": 1.3604, "bert_v100_b48": 0.968, "dl
 HOVON_GRID_RANKS = [1, 4, 8]
 
 # ---- Chien et al. 2018, AlexNet mini-application (Sections IV-B, IV-C, V-B, V-C, VII) ----
-# Chien et al. 2018, Section IV-B: the Caltech 101 set: 9,144 images, 101 classes + background, median ~12 kB, mean ~14 kB.
+# Chien et al. 2018, Section IV-B: the Caltech 101 set: 9,144 images, 101 classes + background
+# (its median ~12 kB and mean ~14 kB: papers/chien2018-tensorflow-io.yaml).
 CHIEN_CALTECH_IMAGES = 9_144
 CHIEN_CALTECH_CLASSES = 102
-CHIEN_CALTECH_MEDIAN_KB = 12
-CHIEN_CALTECH_MEAN_KB = 14
 # Chien et al. 2018, Section IV-B: batch 64, one epoch = 142 iterations (9,088 images); six runs,
 # the first a warm-up.
 CHIEN_ALEXNET_BATCH = 64
 CHIEN_ALEXNET_ITERATIONS = 142
-# Chien et al. 2018, Section IV-C (100 iterations, a checkpoint every 20) and Section VII
-# (AlexNet's checkpoint "roughly 600 MB").
+# Chien et al. 2018, Section IV-C (100 iterations, a checkpoint every 20).
 CHIEN_CKPT_ITERATIONS = 100
 CHIEN_CKPT_INTERVAL = 20
-CHIEN_ALEXNET_CHECKPOINT_MB = 600
 
 # --- Ho-Von 2023, tracing and the similarity metric (Sections 4.2, 4.6; Tables 4.2, 5.1-5.3) ---
 # Ho-Von 2023, Sec 5.1.4 (95 %), 5.2.3 (96 %), 5.3.3 (98 %) and the Abstract ("95 % or more"):
@@ -202,8 +191,3 @@ HOVON_BENCHMARK_COMPUTE = {"unet3d": "very similar (Sec 5.1.3)", "bert": "matche
 
 # Nelson's blog's other numbers (its headline rows) are declared with their quotes in
 # experiments/claims/papers/nelson-dl-io-blog.yaml.
-
-# Zhu et al., poster text beside Fig 10/11: BeeGFS read bandwidth of the "small dataset" (every
-# node reads 512 MB, 8 GB in total) and the "large dataset" (10 GB per node, 160 GB in total), MB/s.
-ZHU_BEEGFS_SMALL_MBPS = 7411.98
-ZHU_BEEGFS_LARGE_MBPS = 4662.49

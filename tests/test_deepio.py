@@ -252,3 +252,24 @@ def test_beegfs_rows_say_the_nodes_they_need_and_had():
         assert c[f"deepio_beegfs_{size}_dataset_MBps"]["verdict"] == "not measured"
         assert "16 nodes" in note and "at most 8 processes over 1 node(s)" in note, note
         assert "allocation of 1 node(s)" in note and "salloc -N 16" in note
+
+
+def test_fig10_rows_say_what_the_ratio_is_of_and_nodes_row_measures_more_than_one_node():
+    rows = _loader_rows(6, 3.0, 0.02)
+    rows = pd.concat([rows, rows[rows["P"] == 2].assign(nodes=2, P=4, MBps=lambda d: d["MBps"] * 1.8)],
+                     ignore_index=True)
+    loader = deepio.summarize_loader(rows)
+    c = {x["id"]: x for x in deepio_report.claims(deepio.rl_table(100, [1], 0, {}), pd.DataFrame(
+        columns=["figure", "k", "R", "P", "train_seed", "epoch", "val_accuracy", "RL_percent"]),
+        loader, "disk", {}, raw=rows)}
+    f = c["deepio_fig10_opp_faster_R0.25"]
+    assert "ordered 10 (one read per sample" in f["note"] and "R = 0.5: 3.0" in f["note"]
+    n = c["deepio_bandwidth_grows_with_nodes"]
+    assert n["our_value"] == pytest.approx(1.8, rel=0.05) and n["verdict"] == "holds" and n["n"] == 6
+    assert "2 nodes (P = 4) over 1 node (P = 2)" in n["statement"]
+    one = {x["id"]: x for x in deepio_report.loader_claims(deepio.summarize_loader(_loader_rows(6, 3.0, 0.02)),
+                                                           "disk", raw=_loader_rows(6, 3.0, 0.02))}
+    assert "deepio_bandwidth_grows_with_nodes" not in one   # the loop judges Fig 10's rows alone
+    for i in ("deepio_faster_than_memory_storage", "deepio_fig11_tf_api_slower_than_raw",
+              "deepio_fig9_cifar10_read_share"):
+        assert c[i]["verdict"] == "not measured" and c[i]["note"], i

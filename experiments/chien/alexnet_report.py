@@ -394,10 +394,11 @@ def _run_ratio(ck: pd.DataFrame, ck_runs: pd.DataFrame | None, num: tuple[str, s
 def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int,
                        fio: pd.DataFrame | None, saves: pd.DataFrame | None,
                        ck_runs: pd.DataFrame | None) -> list[Measured]:
-    """Fig 9 and Sec. VII: the burst buffer's median stall per checkpoint over the fast tier's
-    (x); the run time with checkpoints straight to the slow tier over through the burst buffer,
-    to the slow tier over to the fast one, to the fast tier over no checkpoint (x, ratios of
-    median run times); the checkpoint's size (MB, not measured: ours is scaled)."""
+    """Fig 9 and Sec. VII, ratios (x) of median run times with checkpoints: through the burst
+    buffer over to the fast tier alone, straight to the slow tier over through the burst buffer,
+    to the slow tier over to the fast one, to the fast tier over no checkpoint; the slow tier's
+    median stall per checkpoint over the burst buffer's (x: the 2.6x's other reading); the
+    checkpoint's size (MB, not measured: ours is scaled)."""
     bp = ((env.get("params") or {}).get("alexnet") or {})
     r = stall_ratios(ck, fast, slow) if len(ck) else {}
     fw, sw = C.fio_MBps(fio, fast, "seqwrite"), C.fio_MBps(fio, slow, "seqwrite")
@@ -415,25 +416,39 @@ def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int
         sp, sp_ci = stats.ratio_of_medians(stall(slow), stall(bb), level=stats.LEVEL)
     serial = (f"a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s on {fast}: serializing the state "
               f"on {n} cores takes most of a stall on either tier")
+    ci_words = lambda iv: (f" [{iv.low:.2f}, {iv.high:.2f}]" if iv is not None and iv.ok else "")  # noqa: E731
+    # Sec. V-C's "little difference" is of Fig 9's run time: the row judges the run time; the
+    # stall per checkpoint, the mechanism, is in its note
+    near, near_ci = _run_ratio(ck, ck_runs, ("burst", bb), ("direct", fast))
     out = [Measured(
-        "burst-buffer-close-to-fast", close, close_ci, context=f"fast tier {fast}",
+        "burst-buffer-close-to-fast", near, near_ci, context=f"fast tier {fast}",
+        note=("median stall per checkpoint, burst / fast alone: "
+              + (f"{close:.2f}x{ci_words(close_ci)}" if np.isfinite(close) else "not measured")),
         why_not=(f"the background drain (copy, checksum, read-back) runs on the same {n} cores "
                  "as training" if r else "alexnet_checkpoint.burst_buffer is off or no run was made"))]
-    # Fig 9 and the 2.6x (Abstract, Sec. VII) are of the total run time of the 100 iterations
-    # with five checkpoints: ours is the same quantity, the run time of the checkpoint runs.
+    drive = (f"fio sequential write: {fast} {fw:,.0f} MB/s, {slow} {sw:,.0f} MB/s "
+             f"({fw / sw:.1f}x); the paper's Optane over HDD: {paper_fast / paper_slow:.1f}x "
+             f"(Table I); and a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s even on "
+             f"{fast}, where fio would write it in {mb / fw:.2f} s: serializing the state on "
+             f"{n} cores, not the device, takes most of a stall")
+    # The 2.6x (Abstract, Sec. VII) is a "performance improvement": the text does not say of
+    # what. Both readings are judged: the total run time of Fig 9 (100 iterations, five
+    # checkpoints) and the median checkpoint time (Sec. IV-C reports both).
     tot, tot_ci = _run_ratio(ck, ck_runs, ("direct", slow), ("burst", bb))
     out.append(Measured(
         "burst-buffer-speedup-vs-slow", tot, tot_ci, context=f"slow tier {slow}",
-        note=(f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD; the 2.6x and ours are "
-              "of the total run time (Fig 9); per checkpoint, the median stall is "
-              + (f"{sp:.2f}x" + (f" [{sp_ci.low:.2f}, {sp_ci.high:.2f}]" if sp_ci is not None and sp_ci.ok else "")
-                 if np.isfinite(sp) else "not measured") + " (slow / burst)"),
-        why_not=(f"fio sequential write: {fast} {fw:,.0f} MB/s, {slow} {sw:,.0f} MB/s "
-                 f"({fw / sw:.1f}x); the paper's Optane over HDD: {paper_fast / paper_slow:.1f}x "
-                 f"(Table I); and a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s even on "
-                 f"{fast}, where fio would write it in {mb / fw:.2f} s: serializing the state on "
-                 f"{n} cores, not the device, takes most of a stall"
-                 if r else "alexnet_checkpoint.burst_buffer is off or no run was made")))
+        note=(f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD; this row reads the "
+              "2.6x as of the total run time (Fig 9); per checkpoint, the median stall is "
+              + (f"{sp:.2f}x{ci_words(sp_ci)}" if np.isfinite(sp) else "not measured")
+              + " (slow / burst: burst-buffer-stall-speedup-vs-slow)"),
+        why_not=drive if r else "alexnet_checkpoint.burst_buffer is off or no run was made"))
+    out.append(Measured(
+        "burst-buffer-stall-speedup-vs-slow", sp, sp_ci, context=f"slow tier {slow}",
+        note=(f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD; this row reads the "
+              "2.6x as of the checkpoint time; the total run time's ratio is "
+              + (f"{tot:.2f}x{ci_words(tot_ci)}" if np.isfinite(tot) else "not measured")
+              + " (burst-buffer-speedup-vs-slow)"),
+        why_not=drive if r else "alexnet_checkpoint.burst_buffer is off or no run was made"))
     # Sec. V-C: "checkpoint to Intel Optane gave the lowest run time on Blackdog, followed by
     # checkpoint to SSD"; Sec. VII: checkpointing "depends on the I/O device in use and impacts
     # the overall performance".
