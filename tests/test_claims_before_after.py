@@ -9,6 +9,11 @@ the same ids, values, intervals, sample counts and verdicts, and the same paper 
 value, rule, margin, magnitude, basis, kind). A change a commit means to make is listed in
 :data:`EXPECTED` with its reason; anything else fails, naming the claim and the field.
 
+The stored run must still answer at the folder it was made in where its results name files by
+absolute path (the traces of ``tracing_patterns`` name their phase logs): keep a run made for
+this (``DLIO_ROOT=<folder> dvc repro``, or a ``make repro`` checkout) rather than a copy of
+pytest's temporary project, which pytest deletes.
+
 It runs where a stored run is at hand (``DLIO_STORED_RUN=/path/to/project``) and is skipped with
 a message elsewhere (CI has none): the comparison is a tool for changing the claims layer, not a
 property of a fresh clone. ``-k <stage>`` replays one stage.
