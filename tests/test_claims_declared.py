@@ -125,3 +125,11 @@ def test_join_judges_the_measured_fills_the_unmeasured_and_rejects_the_undeclare
     assert out["x_at_scale"]["verdict"] == "not measured" and "9,216 processes" in out["x_at_scale"]["note"]
     with pytest.raises(ValueError, match="x_slower"):
         D.join("s", [D.Measured("x_slower", 1.0)])
+
+
+def test_a_measurement_on_a_configuration_the_paper_did_not_run_is_an_extension(monkeypatch, tmp_path):
+    src = D._load(_write(tmp_path, [{**ROW, "paper_value": 2.0, "magnitude": "within 2x",
+                                     "derived": "x"}]))
+    monkeypatch.setattr(D, "sources", lambda: (src,))
+    c = D.join("s", [D.Measured("x_faster", 1.3, extension=True)])[0]
+    assert (c["basis"], c["paper_value"], c["magnitude"], c["quote"]) == ("extension", None, None, None)

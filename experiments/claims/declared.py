@@ -158,6 +158,10 @@ class Measured:
     context: str = ""
     resident_fraction: float | None = None
     memory_backed: bool = False
+    # this run's configuration is one the paper did not run (a memory-backed tier where the
+    # paper read from storage): the claim is our extension whatever its declared basis, with no
+    # paper value, quote or magnitude
+    extension: bool = False
 
 
 def lookup(stage: str, claim_id: str) -> tuple[Source, Declaration, dict[str, str]] | None:
@@ -202,6 +206,9 @@ def _claim(s: Source, d: Declaration, fields: dict[str, str], m: Measured) -> di
     value = None if _missing(m.value) else m.value
     statement = d.statement.format(**fields) if fields else d.statement
     statement = f"{statement} ({m.context})" if m.context else statement
+    if m.extension and d.kind == "finding":
+        d = d.model_copy(update={"basis": "extension", "paper_value": None, "quote": None,
+                                 "magnitude": None, "derived": None})
     c = claim(m.id, s.name, d.where, statement, value, d.unit, d.rule, paper_value=d.paper_value,
               note=m.note, why_not=m.why_not or (d.needs or "" if value is None else ""),
               kind=d.kind, magnitude=d.magnitude, resident_fraction=m.resident_fraction,

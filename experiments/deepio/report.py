@@ -208,7 +208,7 @@ def measure_loader(loader: pd.DataFrame, tier: str, env: dict | None = None,
                 "our extension: a memory-backed tier has no backend storage to read from" if mem else "",
                 ORDERED_PENALTY) if x),
             why_not=dev if worst is not None else f"no loader runs of both modes with R < 1 on tier {t}",
-            **cold))
+            extension=mem, **cold))
     return out
 
 
