@@ -337,3 +337,24 @@ def test_trace_findings_take_value_and_interval_from_windows():
     # emulator's replay, judged on its value (here the sides' vectors are equal: 0, not > 0)
     assert k["kind"] == "check" and k["ci_low"] is None and "1 window(s)" in k["note"]
     assert k["our_value"] == 0 and k["verdict"] == "fails" and "check of the replay" in k["note"]
+
+
+@pytest.mark.parametrize("share,verdict", [(50.0, "holds"), (100.0, "fails")])
+def test_unet3d_storage_reads_are_judged_in_passes_over_the_data_set(share, verdict):
+    """Sec 5.1.4: ~30 GB from storage, "the approximate size of the dataset". The BIO / VFS
+    share times the epochs: 50 % over 2 epochs is one pass (the second epoch cached) and holds;
+    100 % is two passes (nothing cached) and fails, where the old "< 10 %" failed both."""
+    vs = {"unet3d": {"real": vec(bio_vfs_read_pct=share), "emulator": vec(), "dlio": vec()}}
+    sims = compare.similarity_table("unet3d", vs["unet3d"])
+    tp = pd.DataFrame([{"workload": "unet3d", "side": k, "data_sps": 1.0, "compute_sps": 1.0}
+                       for k in ("real", "emulator", "dlio")])
+    win = pd.DataFrame([{"workload": "unet3d", "side": "real", "window": i, "vfs_read_bytes": 1e6,
+                         "bio_read_bytes": share / 100 * 1e6} for i in range(compare.WINDOWS)])
+    phases = pd.DataFrame([{"workload": "unet3d", "variant": "real", "phase": p, "epoch": e}
+                           for p, e in (("init", None), ("train", 0), ("train", 1), ("eval", 1))])
+    c = {x["id"]: x for x in compare.claims_for(sims, tp, vs, windows=win, phases=phases)}[
+        "traced-unet3d-vfs-reads-to-storage"]
+    assert c["our_value"] == pytest.approx(share / 50) and c["verdict"] == verdict
+    assert "2 training epochs" in c["statement"]
+    c = {x["id"]: x for x in compare.claims_for(sims, tp, vs, windows=win)}["traced-unet3d-vfs-reads-to-storage"]
+    assert c["verdict"] == "not measured" and "phases" in c["note"]
