@@ -3,7 +3,7 @@ pattern and the replay claim.
 
 - :func:`write_sizes` / :func:`write_size_figure`: the VFS write sizes (bytes) one writer issues
   per checkpoint when the emulator replays a pattern, drawn as one empirical CDF per workload.
-- :func:`replay_claims`: ``emulator-checkpoint-replay``, the fraction of workloads whose
+- :func:`claims`: ``emulator-checkpoint-replay``, the fraction of workloads whose
   replayed writes, traced and derived again, give the stored pattern
   (:func:`.stage.replay_check`).
 """
@@ -40,7 +40,7 @@ def write_size_figure(patterns: dict):
     return fig
 
 
-def replay_claims(check: pd.DataFrame, backend: str, pattern_ranks: int) -> list[dict]:
+def claims(check: pd.DataFrame, backend: str, pattern_ranks: int) -> list[dict]:
     """The stage's claims (``emulator-checkpoint-replay``), joined with
     ``papers/hovon2023-thesis-dl-io-patterns.yaml``."""
     return join(STAGE, measure_replay(check, backend, pattern_ranks))

@@ -18,7 +18,7 @@ laid out with one column per side:
   :data:`WINDOWS` windows, equal shares of its reads of the data set,
   :func:`.stage.window_vectors`): window i of a side
   against window i of the real run;
-- :func:`claims_for`: the stage's claims: the ``measure_*`` functions measure (value, interval,
+- :func:`claims`: the stage's claims: the ``measure_*`` functions measure (value, interval,
   note) and :func:`experiments.claims.declared.join` joins them with the declarations.
 """
 
@@ -217,7 +217,7 @@ def _benchmark_data_gap(w: str):
 GAP_WHERE = {"unet3d": "Sec 5.1.3, Fig 5.5", "bert": "Sec 5.2.2, Fig 5.11", "dlrm": "Sec 5.3.2, Fig 5.17"}
 
 
-def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, dict[str, dict | None]],
+def claims(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, dict[str, dict | None]],
                why: dict[str, dict[str, str]] | None = None, note: str = "",
                steps: pd.DataFrame | None = None, windows: pd.DataFrame | None = None,
                phases: pd.DataFrame | None = None) -> list[dict]:
@@ -243,7 +243,7 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
 
 @dataclass
 class _Tables:
-    """The stage's tables as :func:`claims_for` takes them (``why``: {workload: {side: why}})."""
+    """The stage's tables as :func:`claims` takes them (``why``: {workload: {side: why}})."""
 
     sims: pd.DataFrame
     throughput: pd.DataFrame

@@ -56,7 +56,7 @@ def thesis_tables() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_claims(summary: pd.DataFrame, check: pd.DataFrame, backend: str) -> list[dict]:
+def claims(summary: pd.DataFrame, check: pd.DataFrame, backend: str) -> list[dict]:
     """Claims of the tracing stages, joined with ``papers/hovon2023-thesis-dl-io-patterns.yaml``.
     All are checks of our tracer and metric (they hold by construction unless there is a bug,
     or, for the repeat and the different pattern, unless this box's noise moves a trace); the
