@@ -218,9 +218,9 @@ GAP_WHERE = {"unet3d": "Sec 5.1.3, Fig 5.5", "bert": "Sec 5.2.2, Fig 5.11", "dlr
 
 
 def claims(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, dict[str, dict | None]],
-               why: dict[str, dict[str, str]] | None = None, note: str = "",
-               steps: pd.DataFrame | None = None, windows: pd.DataFrame | None = None,
-               phases: pd.DataFrame | None = None) -> list[dict]:
+           why: dict[str, dict[str, str]] | None = None, note: str = "",
+           steps: pd.DataFrame | None = None, windows: pd.DataFrame | None = None,
+           phases: pd.DataFrame | None = None) -> list[dict]:
     """The stage's claims from its tables: ``sims`` (:func:`similarity_table` of every
     workload), ``throughput`` (one row per workload and side with ``data_sps``, ``compute_sps``:
     the thesis's Sec 4.4 throughputs, samples/s), ``vectors`` ({workload: {side: vector}}), the
@@ -233,9 +233,9 @@ def claims(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, dict
     the whole-run similarity stays in ``similarity.csv`` and the tables). Without windows a
     trace finding has one sample and stays ``inconclusive``, its note saying why; ``phases``
     (``phases.csv``: each side's phases, column ``variant`` = the side) gives the epochs a run
-    trained. The measures
-    (``measure_*``) are joined with the declarations of ``papers/hovon2023-thesis-dl-io-patterns.yaml``;
-    a declared claim no measure names is ``not measured`` with its declared need."""
+    trained. The measures (``measure_*``) are joined with the declarations of
+    ``experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml``; a declared claim no
+    measure names is ``not measured`` with its declared need."""
     t = _Tables(sims, throughput, vectors, why or {}, note, steps, windows, phases)
     return join(STAGE, [*measure_similarity(t), *measure_throughput(t), *measure_checkpoint(t),
                         *measure_storage_share(t)])
