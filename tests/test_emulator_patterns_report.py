@@ -36,12 +36,12 @@ def test_write_size_figure_has_a_cdf_panel_per_workload():
 @pytest.mark.parametrize("match,value,verdict_ok", [([True, True, True], 1.0, True), ([True, False, True], 2 / 3, False)])
 def test_replay_claim_is_computed_from_the_check(match, value, verdict_ok):
     from experiments.emulator import patterns_report as pr
-    [c] = pr.replay_claims(pd.DataFrame({"workload": ["unet3d", "bert", "dlrm"], "match": match}), "strace", 2)
+    [c] = pr.claims(pd.DataFrame({"workload": ["unet3d", "bert", "dlrm"], "match": match}), "strace", 2)
     assert c["id"] == "emulator-checkpoint-replay" and c["our_value"] == pytest.approx(value)
     # the thesis's benchmark broke its checkpoint into smaller writes (Sec 6.4), not one file only
     assert "broken up into multiple smaller writes" in c["note"] and "Table 5.2" in c["note"]
     assert "traced with strace" in c["note"]
-    [none] = pr.replay_claims(pd.DataFrame({"workload": [], "match": []}), "strace", 2)
+    [none] = pr.claims(pd.DataFrame({"workload": [], "match": []}), "strace", 2)
     assert none["our_value"] is None or none["our_value"] != none["our_value"]
 
 

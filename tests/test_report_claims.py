@@ -230,7 +230,7 @@ def test_trace_claims_are_checks_and_survive_missing_runs():
     v = {k: 1.0 for k in KEYS}
     summary = pd.DataFrame([{"run": "fio_seq_rand", **v}, {"run": "fio_seq_rand_repeat", **v}])
     check = pd.DataFrame({"quantity": ["reads"], "traced": [1.0], "expected": [1.0], "match": [True]})
-    cl = {c["id"]: c for c in trace_report.make_claims(summary, check, "bpftrace")}
+    cl = {c["id"]: c for c in trace_report.claims(summary, check, "bpftrace")}
     assert {c["kind"] for c in cl.values()} == {"check"}
     assert cl["trace_self_similarity"]["verdict"] == "holds"
     assert cl["trace_repeat_similarity"]["verdict"] == "holds"

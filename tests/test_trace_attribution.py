@@ -234,7 +234,9 @@ def test_unparsed_bpftrace_lines_are_counted(tmp_path):
                    "V\t1\t11\tgarbage\n"
                    "something unexpected\n"
                    "Lost 3 events\n")
-    p = bt.parse_output(out, 0)
+    from experiments.trace.bpftrace_output import parse_output
+
+    p = parse_output(out, 0)
     assert len(p.vfs) == 1 and p.unparsed == 2
     assert p.unparsed_examples == ["V\t1\t11\tgarbage", "something unexpected"]
 

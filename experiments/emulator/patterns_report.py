@@ -3,7 +3,7 @@ pattern and the replay claim.
 
 - :func:`write_sizes` / :func:`write_size_figure`: the VFS write sizes (bytes) one writer issues
   per checkpoint when the emulator replays a pattern, drawn as one empirical CDF per workload.
-- :func:`replay_claims`: ``emulator-checkpoint-replay``, the fraction of workloads whose
+- :func:`claims`: ``emulator-checkpoint-replay``, the fraction of workloads whose
   replayed writes, traced and derived again, give the stored pattern
   (:func:`.stage.replay_check`).
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..claims import claim
+from ..claims.declared import Measured, join
 
-SOURCE = "Ho-Von 2023"
+STAGE = "emulator_patterns_report"
 
 
 def write_sizes(pattern) -> np.ndarray:
@@ -40,17 +40,19 @@ def write_size_figure(patterns: dict):
     return fig
 
 
-def replay_claims(check: pd.DataFrame, backend: str, pattern_ranks: int) -> list[dict]:
-    """``emulator-checkpoint-replay`` from :func:`.stage.replay_check`'s table (one row per
-    workload, ``match`` True when the replayed writes derive the stored pattern again); its
-    value is the fraction of workloads that match, not measured when there is none."""
+def claims(check: pd.DataFrame, backend: str, pattern_ranks: int) -> list[dict]:
+    """The stage's claims (``emulator-checkpoint-replay``), joined with
+    ``papers/hovon2023-thesis-dl-io-patterns.yaml``."""
+    return join(STAGE, measure_replay(check, backend, pattern_ranks))
+
+
+def measure_replay(check: pd.DataFrame, backend: str, pattern_ranks: int) -> list[Measured]:
+    """The fraction of workloads whose replayed writes, traced and derived again, give the
+    stored pattern (:func:`.stage.replay_check`: one row per workload, ``match``); not measured
+    when there is none."""
     value = float(check["match"].mean()) if len(check) else np.nan
-    return [claim(
-        "emulator-checkpoint-replay", SOURCE, "Sec. 6.4, Tables 5.1-5.3",
-        "The emulator replays each traced checkpoint write for write: same files, calls and sizes "
-        "(the thesis's benchmark broke its one checkpoint file into smaller writes that did not "
-        "follow the real run's sizes)",
-        our_value=value, unit="fraction of workloads", rule=">= 1", kind="check",
+    return [Measured(
+        "emulator-checkpoint-replay", value,
         note=f"traced with {backend}; pattern ranks {pattern_ranks}. The thesis's benchmark first wrote "
              "each checkpoint as one file of the right size; Sec 6.4: it \"was modified and broken up "
              "into multiple smaller writes\", whose sizes followed no distribution of the real run's: "

@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ..workloads import compute_model as cm
@@ -244,7 +243,3 @@ def write(run_dir, summary: dict | None = None) -> dict:
 def steps_table(run_dir) -> pd.DataFrame:
     """Every rank's step records of a run folder (the real run's columns, plus ``sleep_ns``)."""
     return collect(run_dir)["steps"]
-
-
-def nan_to_none(x):
-    return None if isinstance(x, float) and not np.isfinite(x) else x

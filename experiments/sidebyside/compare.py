@@ -18,18 +18,20 @@ laid out with one column per side:
   :data:`WINDOWS` windows, equal shares of its reads of the data set,
   :func:`.stage.window_vectors`): window i of a side
   against window i of the real run;
-- :func:`claims_for`: the stage's claims, verdicts computed by :func:`experiments.claims.claim`.
+- :func:`claims`: the stage's claims: the ``measure_*`` functions measure (value, interval,
+  note) and :func:`experiments.claims.declared.join` joins them with the declarations.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .. import reference
-from ..claims import claim
+from .. import reference, stats
+from ..claims.declared import Measured, join
 from ..trace.similarity import component_table as pair_table
 from ..trace.similarity import weighted_cosine
 from ..trace.vector import KEYS
@@ -38,7 +40,8 @@ from .settings import SIDES
 CHECKPOINT_KEYS = ("vfs_writes", "vfs_write_size_q1", "vfs_write_size_median", "vfs_write_size_q3")
 THESIS_TABLE = {"unet3d": "Table 5.1", "bert": "Table 5.2", "dlrm": "Table 5.3"}
 THESIS_TIMELINE = {"unet3d": "Fig 5.7", "bert": "Fig 5.12", "dlrm": "Fig 5.18"}
-SOURCE = "Ho-Von 2023"
+STAGE = "traced_comparison_report"
+ONE_RUN = "one traced run per side"
 # windows a side's trace is cut into: the fewest samples whose median interval reaches 95 %
 # (experiments.stats.MIN_N)
 WINDOWS = 6
@@ -214,9 +217,10 @@ def _benchmark_data_gap(w: str):
 GAP_WHERE = {"unet3d": "Sec 5.1.3, Fig 5.5", "bert": "Sec 5.2.2, Fig 5.11", "dlrm": "Sec 5.3.2, Fig 5.17"}
 
 
-def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, dict[str, dict | None]],
-               why: dict[str, dict[str, str]] | None = None, note: str = "",
-               steps: pd.DataFrame | None = None, windows: pd.DataFrame | None = None) -> list[dict]:
+def claims(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, dict[str, dict | None]],
+           why: dict[str, dict[str, str]] | None = None, note: str = "",
+           steps: pd.DataFrame | None = None, windows: pd.DataFrame | None = None,
+           phases: pd.DataFrame | None = None) -> list[dict]:
     """The stage's claims from its tables: ``sims`` (:func:`similarity_table` of every
     workload), ``throughput`` (one row per workload and side with ``data_sps``, ``compute_sps``:
     the thesis's Sec 4.4 throughputs, samples/s), ``vectors`` ({workload: {side: vector}}), the
@@ -224,29 +228,60 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
     steps, :func:`step_rates`), whose per-step throughputs give each throughput ratio its 95 %
     interval (ratio of medians, bootstrap over blocks of consecutive steps), and ``windows``
     (:func:`.stage.window_vectors`: each side's trace cut into :data:`WINDOWS` windows, equal
-    shares of its reads of the data set), whose per-window similarities, checkpoint distances and storage shares give the
-    trace findings their value and interval (:func:`window_samples`; the whole-run similarity
-    stays in ``similarity.csv`` and the tables). Without windows a trace finding has one
-    sample and stays ``inconclusive``, its note saying why. Every claim is emitted; a missing
-    side gives ``not measured`` with its reason."""
-    from .. import stats
+    shares of its reads of the data set), whose per-window similarities, checkpoint distances
+    and storage shares give the trace findings their value and interval (:func:`window_samples`;
+    the whole-run similarity stays in ``similarity.csv`` and the tables). Without windows a
+    trace finding has one sample and stays ``inconclusive``, its note saying why; ``phases``
+    (``phases.csv``: each side's phases, column ``variant`` = the side) gives the epochs a run
+    trained. The measures (``measure_*``) are joined with the declarations of
+    ``experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml``; a declared claim no
+    measure names is ``not measured`` with its declared need."""
+    t = _Tables(sims, throughput, vectors, why or {}, note, steps, windows, phases)
+    return join(STAGE, [*measure_similarity(t), *measure_throughput(t), *measure_checkpoint(t),
+                        *measure_storage_share(t)])
 
-    why = why or {}
-    out = []
 
-    def get(df, w, side, col):
+@dataclass
+class _Tables:
+    """The stage's tables as :func:`claims` takes them (``why``: {workload: {side: why}})."""
+
+    sims: pd.DataFrame
+    throughput: pd.DataFrame
+    vectors: dict
+    why: dict
+    note: str = ""
+    steps: pd.DataFrame | None = None
+    windows: pd.DataFrame | None = None
+    phases: pd.DataFrame | None = None
+
+    def epochs(self, w: str, side: str = "real") -> int:
+        """The training epochs ``side`` of ``w`` ran (distinct ``epoch`` of its ``train``
+        phases in ``phases.csv``, column ``variant`` = the side); 0 when none are recorded."""
+        p = self.phases
+        if p is None or not len(p) or not {"workload", "variant", "phase", "epoch"} <= set(p.columns):
+            return 0
+        d = p[(p["workload"] == w) & (p["variant"] == side) & (p["phase"] == "train")]
+        return int(d["epoch"].dropna().nunique())
+
+    def get(self, df, w, side, col) -> float:
         r = df[(df["workload"] == w) & (df["side"] == side)]
         return float(r[col].iloc[0]) if len(r) and not _nan(r[col].iloc[0]) else float("nan")
 
-    def reason(w, *sides):
-        parts = [f"{s}: {why.get(w, {}).get(s) or 'not measured'}" for s in sides
-                 if vectors.get(w, {}).get(s) is None]
+    def pre(self, text: str = "") -> str:
+        """The stage's note (back ends, tier) before ``text``."""
+        return "; ".join(x for x in (self.note, text) if x)
+
+    def reason(self, w, *sides) -> str:
+        """Why a claim of ``w`` that needs ``sides`` has no value: each missing side's reason."""
+        parts = [f"{s}: {self.why.get(w, {}).get(s) or 'not measured'}" for s in sides
+                 if self.vectors.get(w, {}).get(s) is None]
         return "; ".join(parts) or "a value is missing (see throughput.csv)"
 
-    def farthest(w, side, n=3):
-        real, v = vectors.get(w, {}).get("real"), vectors.get(w, {}).get(side)
+    def farthest(self, w, side, n=3) -> str:
+        """The ``n`` components of ``side`` farthest from the real run's (1 - min/max)."""
+        real, v = self.vectors.get(w, {}).get("real"), self.vectors.get(w, {}).get(side)
         if real is None or v is None:
-            return reason(w, "real", side)
+            return self.reason(w, "real", side)
         d = []
         for k in KEYS:
             a, b = real.get(k), v.get(k)
@@ -256,12 +291,12 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
         return "farthest components (real vs " + side + "): " + ", ".join(
             f"{k} {a:.4g} vs {b:.4g}" for _, k, a, b in top)
 
-    def ratio(w, side, col):
+    def ratio(self, w, side, col):
         """side / real throughput ``col``: the tables' value, and the interval of the ratio of
-        the per-step medians (None without steps)."""
-        e, r = get(throughput, w, side, col), get(throughput, w, "real", col)
+        the per-step medians (None without steps); with the two throughputs (samples/s)."""
+        e, r = self.get(self.throughput, w, side, col), self.get(self.throughput, w, "real", col)
         v = e / r if r and not (_nan(e) or _nan(r)) else float("nan")
-        a, b = step_rates(steps, w, side, col), step_rates(steps, w, "real", col)
+        a, b = step_rates(self.steps, w, side, col), step_rates(self.steps, w, "real", col)
         ci = None
         if len(a) and len(b) and not _nan(v):
             # value and interval from the same steps (consecutive steps of one run are not
@@ -269,16 +304,17 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
             v, ci = stats.ratio_of_medians(a, b, block="auto")
         return v, ci, (e, r)
 
-    def window_ci(w, side, what, other=None):
-        """(value, interval, note) of a trace finding from its per-window samples; the value
-        alone (the whole run) and why there is no interval where windows cannot be had."""
+    def window_ci(self, w, side, what, other=None):
+        """((value, interval) or None, why not) of a trace finding from its per-window samples
+        (:func:`window_samples`): None and why there is no interval where windows cannot be had."""
+        windows = self.windows
         x = window_samples(windows, w, side, what, other)
         k = int(windows[windows["workload"] == w]["window"].nunique()) if windows is not None and len(windows) else 0
         how = WINDOW_METHOD.format(k=k)
         if what == "bio_vfs":
             x = x[np.isfinite(x).all(axis=1) & (x[:, 1] > 0)] if len(x) else x
             if len(x) < 2:
-                return None, f"{len(x)} window(s) with VFS reads: no interval ({one_run})"
+                return None, f"{len(x)} window(s) with VFS reads: no interval ({ONE_RUN})"
             share = lambda i: 100 * x[i.astype(int), 0].sum() / x[i.astype(int), 1].sum()  # noqa: E731
             v, ci = stats.bootstrap(share, np.arange(len(x)), method="BIO / VFS read bytes summed over the "
                                     "windows, bootstrap of the windows " + how)
@@ -290,139 +326,127 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
                     else f"{len(x)} window(s) in which a side wrote a checkpoint (the checkpoints fall in "
                          "too few windows to give samples)" if what == "distance_minus"
                     else f"{len(x)} window(s) measured on both sides")
-            return None, f"{why_}: no interval ({one_run})"
+            return None, f"{why_}: no interval ({ONE_RUN})"
         v, ci = stats.median_ci(x)
         return (v, stats.Interval(ci.low, ci.high, ci.n, "median " + how + ", " + ci.method, ci.level,
                                   ci.coverage)), ""
 
-    one_run = "one traced run per side"
-    for w in vectors:
-        emu, dl = get(sims, w, "emulator", "similarity"), get(sims, w, "dlio", "similarity")
-        paper = reference.HOVON_SIMILARITY[w]
-        pre = note + "; " if note else ""
-        got, why_w = window_ci(w, "emulator", "similarity") if not _nan(emu) else (None, "")
+
+def measure_similarity(t: _Tables) -> list[Measured]:
+    """Per workload: the emulator's weighted cosine similarity to the real run (Eq 4.1, 0-1),
+    emulator minus DLIO, and the real run against itself; the first two as the median over the
+    windows (:func:`window_samples`) with its 95 % interval, the whole run's in the note."""
+    out = []
+    for w in t.vectors:
+        emu, dl = t.get(t.sims, w, "emulator", "similarity"), t.get(t.sims, w, "dlio", "similarity")
+        got, why_w = t.window_ci(w, "emulator", "similarity") if not _nan(emu) else (None, "")
         v, ci = got or (emu, None)
-        out.append(claim(
-            f"traced-similarity-emulator-{w}", SOURCE, THESIS_TABLE[w],
-            f"{w.upper()}: our emulator's traced I/O is as similar to the real run's as the thesis's "
-            f"emulation (weighted cosine similarity of the Table 4.2 vectors, Eq 4.1, >= 0.95)",
-            # magnitude: ours / paper is at most 1 / 0.95, so every value >= 0.95 is within 6 %
-            v, "similarity (0-1)", ">= 0.95", paper_value=paper, magnitude="within 6%", interval=ci,
-            why_not=farthest(w, "emulator"),
-            note=pre + (why_w or f"whole run {emu:.4g}; value: the median over the windows"),
-            kind="finding", basis="stated"))
+        out.append(Measured(f"traced-similarity-emulator-{w}", v, ci, why_not=t.farthest(w, "emulator"),
+                            note=t.pre(why_w or f"whole run {emu:.4g}; value: the median over the windows")))
         both = not (_nan(emu) or _nan(dl))
-        got, why_w = window_ci(w, "emulator", "similarity_minus", "dlio") if both else (None, "")
+        got, why_w = t.window_ci(w, "emulator", "similarity_minus", "dlio") if both else (None, "")
         v, ci = got or (emu - dl if both else float("nan"), None)
-        out.append(claim(
-            f"traced-similarity-emulator-vs-dlio-{w}", SOURCE, THESIS_TABLE[w],
-            f"{w.upper()}: our emulator's similarity to the real run is not lower than DLIO's "
-            "(MLPerf Storage's base) on the same data: emulator minus DLIO, at most 0.01 lower",
-            # non-inferiority: "not lower" is judged against the smallest difference the thesis's
-            # similarities show (it quotes them to two decimals), so equal sides hold
-            v, "similarity difference", ">= -0.01", interval=ci,
-            why_not=farthest(w, "emulator") if both else reason(w, "real", "emulator", "dlio"),
-            note=pre + (why_w or (f"whole run {emu - dl:.4g}" if both else "")), kind="finding",
-            basis="extension"))
-        gap, gap_where = _benchmark_data_gap(w), GAP_WHERE[w]
-        gap_words = (f"{gap:g} of the real run's" if isinstance(gap, float) else gap)
-        # DLRM's gap holds only from batch 16k up (Sec 5.3.2); below, the thesis's benchmark
-        # and real run were "all very similar": the paper value follows our batch size.
-        batch = get(throughput, w, "real", "batch_size") if "batch_size" in throughput else float("nan")
-        similar = w == "dlrm" and not (batch >= reference.HOVON_DLRM_BENCHMARK_GAP_FROM_BATCH)
-        if w == "dlrm":
-            at_b = f"batch {batch:g}" if not _nan(batch) else "batch not recorded"
-            gap_words = (f"about the real run's data throughput below batch 16k (ours: {at_b}), and "
-                         f"{gap:g} of it only at its highest batch"
-                         if similar else f"{gap_words} data throughput from batch 16k up (ours: {at_b})")
-        else:
-            gap_words = f"{gap_words} data throughput"
-        for col, what in (("data_sps", "data throughput (samples per step / median data wait)"),
-                          ("compute_sps", "compute throughput (samples per step / median compute time)")):
-            kind_ = "data" if col == "data_sps" else "compute"
-            v, ci, (e, r) = ratio(w, "emulator", col)
-            sl = get(throughput, w, "sleep", col)
+        out.append(Measured(
+            f"traced-similarity-emulator-vs-dlio-{w}", v, ci,
+            why_not=t.farthest(w, "emulator") if both else t.reason(w, "real", "emulator", "dlio"),
+            note=t.pre(why_w or (f"whole run {emu - dl:.4g}" if both else ""))))
+        out.append(Measured(f"traced-self-similarity-{w}", t.get(t.sims, w, "real", "similarity"),
+                            why_not=t.reason(w, "real")))
+    return out
+
+
+def _dlrm_below_gap(t: _Tables, w: str) -> tuple[bool, float]:
+    """(whether workload ``w`` is DLRM run below the thesis's batch 16k, where its benchmark's
+    data throughput was "all very similar" to the real run's; the global batch)."""
+    batch = t.get(t.throughput, w, "real", "batch_size") if "batch_size" in t.throughput else float("nan")
+    return w == "dlrm" and not (batch >= reference.HOVON_DLRM_BENCHMARK_GAP_FROM_BATCH), batch
+
+
+def _gap_words(t: _Tables, w: str) -> str:
+    """What the thesis's MLPerf Storage emulation reached of the real run's data throughput."""
+    gap = _benchmark_data_gap(w)
+    words = f"{gap:g} of the real run's" if isinstance(gap, float) else gap
+    if w != "dlrm":
+        return f"{words} data throughput"
+    similar, batch = _dlrm_below_gap(t, w)
+    at_b = f"batch {batch:g}" if not _nan(batch) else "batch not recorded"
+    return (f"about the real run's data throughput below batch 16k (ours: {at_b}), and {gap:g} of it "
+            "only at its highest batch" if similar else f"{words} data throughput from batch 16k up (ours: {at_b})")
+
+
+def measure_throughput(t: _Tables) -> list[Measured]:
+    """Per workload: the emulator's data and compute throughputs (Sec 4.4: samples per step /
+    median data wait, / median compute time) over the real run's, and DLIO's data throughput
+    over the real run's (DLRM: the row of the thesis's batch range, below or from 16k); each a
+    ratio of the per-step medians with its 95 % interval (:meth:`_Tables.ratio`)."""
+    out = []
+    for w in t.vectors:
+        similar, _ = _dlrm_below_gap(t, w)
+        gap_where = GAP_WHERE[w]
+        for col in ("data_sps", "compute_sps"):
+            v, ci, (e, r) = t.ratio(w, "emulator", col)
+            sl = t.get(t.throughput, w, "sleep", col)
             measured = (f"{col}: real {r:.4g}, emulator {e:.4g}, sleep run {sl:.4g} samples/s; a sleep run "
                         "as far off says the compute model (or the load on the box when it was fitted) "
                         "differs from this run, not the emulator's data path")
-            if col == "data_sps":
-                # The thesis reports its benchmark's data throughput as a miss (UNET3D "an order
-                # of magnitude higher" latency, BERT "consistently 5 times lower"): within 10 %
-                # is our goal for our emulator, an extension; the thesis's gap is its context.
-                said = "within 10 % of the real run's (our goal)"
-                paper_v, basis = None, "extension"
-                context = (f"context: the thesis's MLPerf Storage emulation reached {gap_words} "
-                           f"({gap_where})" + ("" if similar else ", a gap it reports, not a target"))
-            else:
-                said = (f"the thesis's MLPerf Storage emulation matched the real compute throughput "
-                        f"({reference.HOVON_BENCHMARK_COMPUTE[w]}); ours is within 10 % of the real run's")
-                paper_v, basis = reference.HOVON_BENCHMARK_COMPUTE[w], "stated"
-                context = "paper value: the thesis's benchmark against its real run"
-            out.append(claim(
-                f"traced-{kind_}-throughput-emulator-{w}", SOURCE, gap_where,
-                f"{w.upper()}: our emulator's {what}: {said}", v, "emulator / real", "between 0.9 and 1.1",
-                paper_value=paper_v, interval=ci,
-                why_not=measured if not _nan(v) else reason(w, "real", "emulator"),
-                note=(note + "; " if note else "") + context,
-                kind="finding", basis=basis))
+            # The thesis reports its benchmark's data throughput as a miss (UNET3D "an order of
+            # magnitude higher" latency, BERT "consistently 5 times lower"): within 10 % is our
+            # goal for our emulator, an extension; the thesis's gap is its context.
+            context = (f"context: the thesis's MLPerf Storage emulation reached {_gap_words(t, w)} ({gap_where})"
+                       + ("" if similar else ", a gap it reports, not a target") if col == "data_sps"
+                       else "paper value: the thesis's benchmark against its real run")
+            out.append(Measured(f"traced-{col.split('_')[0]}-throughput-emulator-{w}", v, ci,
+                                why_not=measured if not _nan(v) else t.reason(w, "real", "emulator"),
+                                note=t.pre(context)))
         # The thesis's own finding, reproduced with MLPerf Storage's base on this box.
-        v, ci, (d_, r) = ratio(w, "dlio", "data_sps")
-        if similar:   # "all very similar": the band every "unchanged" row uses
-            less, rule_, pv, mag = "about the same", "between 0.8 and 1.25", "~1 (batch < 16k)", None
-        else:
-            less, rule_, pv = "less", "< 1", gap
-            mag = "within 2x" if isinstance(gap, float) else None
-        out.append(claim(
-            f"traced-data-throughput-dlio-{w}", SOURCE, gap_where,
-            f"{w.upper()}: MLPerf Storage's base (DLIO) delivers "
-            + ("about the same data throughput as" if similar else f"{less} data throughput than")
-            + f" the real run (thesis: its benchmark reached {gap_words})", v, "DLIO / real",
-            rule_, paper_value=pv, magnitude=mag,
-            interval=ci, kind="finding", basis="stated",
-            note="; ".join(x for x in (note, (
-                "Sec 5.3.2: 'the median latencies and throughputs are all very similar. This does not "
-                "hold for the benchmark starting at batch sizes of 16k and up'" if w == "dlrm" else "")) if x),
+        v, ci, (d_, r) = t.ratio(w, "dlio", "data_sps")
+        out.append(Measured(
+            "traced-data-throughput-dlio-dlrm-from-16k" if w == "dlrm" and not similar
+            else f"traced-data-throughput-dlio-{w}", v, ci,
+            context=f"thesis: its benchmark reached {_gap_words(t, w)}",
+            note=t.pre("Sec 5.3.2: 'the median latencies and throughputs are all very similar. This does "
+                       "not hold for the benchmark starting at batch sizes of 16k and up'" if w == "dlrm" else ""),
             why_not=(f"data_sps: real {r:.4g}, DLIO {d_:.4g} samples/s (DLIO: its per-step load time)"
-                     if not _nan(v) else reason(w, "real", "dlio"))))
-        de = checkpoint_distance(vectors[w].get("real"), vectors[w].get("emulator"))
-        dd = checkpoint_distance(vectors[w].get("real"), vectors[w].get("dlio"))
+                     if not _nan(v) else t.reason(w, "real", "dlio"))))
+    return out
+
+
+def measure_checkpoint(t: _Tables) -> list[Measured]:
+    """Per workload: DLIO's checkpoint distance from the real run minus the emulator's
+    (:func:`checkpoint_distance`, 0-1), the median over the windows with a checkpoint."""
+    out = []
+    for w in t.vectors:
+        de = checkpoint_distance(t.vectors[w].get("real"), t.vectors[w].get("emulator"))
+        dd = checkpoint_distance(t.vectors[w].get("real"), t.vectors[w].get("dlio"))
         both = not (_nan(dd) or _nan(de))
-        got, why_w = window_ci(w, "emulator", "distance_minus", "dlio") if both else (None, "")
+        got, why_w = t.window_ci(w, "emulator", "distance_minus", "dlio") if both else (None, "")
         v, ci = got or (dd - de if both else float("nan"), None)
         # a check, not a finding: why, in its note and docs/statistics.md
-        out.append(claim(
-            f"traced-checkpoint-closer-than-dlio-{w}", SOURCE, f"{THESIS_TABLE[w]}, Sec 6.4",
-            f"{w.upper()}: the emulator's checkpoint components (VFS write count, write-size "
-            "quartiles), replayed from the pattern traced from the real run, are closer to the "
-            "real run's than DLIO's: DLIO's distance minus ours "
-            f"(distance: mean of 1 - min/max over {', '.join(CHECKPOINT_KEYS)})",
-            v, "distance difference", "> 0", interval=ci,
-            why_not=reason(w, "real", "emulator", "dlio"),
-            note=pre + f"whole-run distance emulator {de:.3g}, DLIO {dd:.3g}"
-                 + (f"; {why_w}" if why_w else "; value: the median over the windows with a checkpoint")
-                 + "; a check of the replay (the emulator writes the pattern traced from the real "
-                   "run, and every checkpoint of a run writes the same calls), judged on its value",
-            kind="check", basis="extension"))
-        self_sim = get(sims, w, "real", "similarity")
-        out.append(claim(
-            f"traced-self-similarity-{w}", SOURCE, "Eq 4.1",
-            f"{w.upper()}: the real run's vector compared with itself scores 1 (the metric and the "
-            "tables are self-consistent)", self_sim, "similarity (0-1)", ">= 0.999999",
-            why_not=reason(w, "real"), kind="check"))
-    if "bert" in vectors:
-        # Table 5.2 and Sec 5.2.3: "The benchmark also seems to make better use of caching, with
-        # about 13% less data being read from storage than requested from the file system,
-        # whereas the original workload actually reads more data from storage than requested"
-        # (BIO / VFS read bytes 86.97 % against 107.0 %). Reproduced with MLPerf Storage's base.
-        t52 = reference.HOVON_TABLES_5["bert"]
-        pct = {side: (vectors["bert"].get(side) or {}).get("bio_vfs_read_pct", float("nan"))
+        out.append(Measured(
+            f"traced-checkpoint-closer-than-dlio-{w}", v, ci, why_not=t.reason(w, "real", "emulator", "dlio"),
+            note=t.pre(f"whole-run distance emulator {de:.3g}, DLIO {dd:.3g}"
+                       + (f"; {why_w}" if why_w else "; value: the median over the windows with a checkpoint")
+                       + "; a check of the replay (the emulator writes the pattern traced from the real "
+                         "run, and every checkpoint of a run writes the same calls), judged on its value")))
+    return out
+
+
+def measure_storage_share(t: _Tables) -> list[Measured]:
+    """The share of the requested (VFS) read bytes that went to storage (BIO), Tables 5.1-5.2's
+    row: BERT's DLIO over its real run (ratio of shares), and UNET3D's real run in passes over
+    the data set (:func:`_storage_passes`); summed over the windows, the windows bootstrapped
+    for the 95 % interval."""
+    out = []
+    if "bert" in t.vectors:
+        # Table 5.2 and Sec 5.2.3: BIO / VFS read bytes 86.97 % (benchmark) against 107.0 %.
+        pct = {side: (t.vectors["bert"].get(side) or {}).get("bio_vfs_read_pct", float("nan"))
                for side in ("real", "emulator", "dlio")}
         r_, d_ = pct["real"], pct["dlio"]
         v = d_ / r_ if not (_nan(r_) or _nan(d_)) and r_ > 0 else float("nan")
         ci, why_b = None, ""
         if not _nan(v):
             # each side's share summed over its windows, the two sides' windows resampled apart
-            xd, xr = (window_samples(windows, "bert", s_, "bio_vfs") for s_ in ("dlio", "real"))
+            xd, xr = (window_samples(t.windows, "bert", s_, "bio_vfs") for s_ in ("dlio", "real"))
             xd, xr = ([x[np.isfinite(x).all(axis=1) & (x[:, 1] > 0)] if len(x) else x for x in (xd, xr)])
             if min(len(xd), len(xr)) >= 2:
                 share = lambda x, i: x[i.astype(int), 0].sum() / x[i.astype(int), 1].sum()  # noqa: E731
@@ -431,41 +455,50 @@ def claims_for(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, 
                                         "summed over their windows, bootstrap of each side's windows "
                                         + WINDOW_METHOD.format(k=min(len(xd), len(xr))))
             else:
-                why_b = f"{min(len(xd), len(xr))} window(s) with VFS reads on a side: no interval ({one_run})"
-        out.append(claim(
-            "traced-bio-vfs-dlio-below-real-bert", SOURCE, "Table 5.2, Sec 5.2.3",
-            "BERT: the benchmark reads a smaller share of its requested bytes from storage than the "
-            "real run (BIO / VFS read bytes, MLPerf Storage's base (DLIO) over the real run; thesis: "
-            f"{t52['emulation']['bio_vfs_read_pct']:g} % against {t52['workload']['bio_vfs_read_pct']:g} %)",
-            v, "DLIO / real (BIO / VFS read bytes)", "< 1",
-            paper_value=round(t52["emulation"]["bio_vfs_read_pct"] / t52["workload"]["bio_vfs_read_pct"], 3),
-            magnitude="within 25%", kind="finding", basis="stated", interval=ci,
-            note=(note + "; " if note else "") + (why_b or "value: the windows' sums") + "; BIO / VFS read bytes here: " + ", ".join(
+                why_b = f"{min(len(xd), len(xr))} window(s) with VFS reads on a side: no interval ({ONE_RUN})"
+        out.append(Measured(
+            "traced-bio-vfs-dlio-below-real-bert", v, ci,
+            note=t.pre(why_b or "value: the windows' sums") + "; BIO / VFS read bytes here: " + ", ".join(
                 f"{k} {x:.3g} %" for k, x in pct.items() if not _nan(x)),
-            why_not=(reason("bert", "real", "dlio") if _nan(r_) or _nan(d_) else
+            why_not=(t.reason("bert", "real", "dlio") if _nan(r_) or _nan(d_) else
                      "the real run read nothing from storage (a memory-backed tier has no block device)"
                      if r_ <= 0 else
                      f"BIO / VFS read bytes: real {r_:.3g} %, DLIO {d_:.3g} %: "
                      + ("DLIO read about all it requested from storage, so its data did not stay in "
                         "the page cache between its reads, where the real run's did" if d_ >= 90 else
                         "the page cache held more of the real run's data than of DLIO's"))))
-    if "unet3d" in vectors:
-        real = vectors["unet3d"].get("real")
-        v = float("nan") if real is None else real.get("bio_vfs_read_pct", float("nan"))
-        got, why_w = window_ci("unet3d", "real", "bio_vfs") if not _nan(v) else (None, "")
-        v, ci = got or (v, None)
-        out.append(claim(
-            "traced-unet3d-vfs-reads-to-storage", SOURCE, "Sec 5.1.4, Table 5.1",
-            "UNET3D: only a small share of the VFS read bytes go to storage (the data set stays in "
-            f"the page cache across epochs; thesis: about {reference.HOVON_UNET3D_VFS_TO_STORAGE_PCT:g} % "
-            "over 50 epochs)", v, "BIO read bytes / VFS read bytes, %", "< 10",
-            paper_value=reference.HOVON_UNET3D_VFS_TO_STORAGE_PCT, magnitude="within 2x",
-            kind="finding", basis="stated", interval=ci,
-            note=(note + "; " if note else "") + (why_w + "; " if why_w else "") + "the share is about "
-                 "1 / epochs when the data set fits in the page cache, and 0 on a memory-backed tier "
-                 "(no block device)",
-            why_not=reason("unet3d", "real")))
+    if "unet3d" in t.vectors:
+        out.append(_storage_passes(t))
     return out
+
+
+def _storage_passes(t: _Tables) -> Measured:
+    """UNET3D's real run: the bytes read from storage (BIO) over the bytes one training epoch
+    requests (VFS read bytes / epochs), i.e. the BIO / VFS share times the epochs: about 1 when
+    the data set crosses from storage once and the later epochs read it from the page cache,
+    the epoch count when nothing is cached. The share alone is about 1 / epochs even with
+    perfect caching, so it tests the run's epoch count, not the caching Sec 5.1.4 states."""
+    real = t.vectors["unet3d"].get("real")
+    share = float("nan") if real is None else real.get("bio_vfs_read_pct", float("nan"))
+    k = t.epochs("unet3d")
+    if real is None or _nan(share) or not k:
+        why_ = t.reason("unet3d", "real") if real is None or _nan(share) else (
+            "the run's phases (phases.csv) hold no training epoch of the real UNET3D run")
+        return Measured("traced-unet3d-vfs-reads-to-storage", why_not=why_)
+    got, why_w = t.window_ci("unet3d", "real", "bio_vfs")
+    v, ci = got or (share, None)
+    passes = v * k / 100
+    if ci is not None:
+        ci = stats.Interval(ci.low * k / 100, ci.high * k / 100, ci.n, f"{ci.method}, times {k} epochs / 100",
+                            ci.level, ci.coverage)
+    return Measured(
+        "traced-unet3d-vfs-reads-to-storage", passes, ci, context=f"{k} training epochs",
+        note=t.pre(why_w) + ("; " if t.pre(why_w) else "") + f"BIO / VFS read bytes {v:.3g} % over {k} "
+             f"epochs (whole run {share:.3g} %); 0 on a memory-backed tier (no block device)",
+        why_not="" if passes <= 1 else (
+            f"BIO / VFS read bytes {v:.3g} % over {k} epochs: more than one pass came from storage (the "
+            "page cache did not hold all of the data set between epochs, or other programs on the "
+            "box evicted its pages)"))
 
 
 def headline_similarity(sims: pd.DataFrame) -> float | None:

@@ -6,7 +6,7 @@
   and phases;
 - :func:`throughput_figure`: the four sides' data and compute throughputs at each workload's
   one measured point, with the 95 % interval of each median;
-- :func:`claims`: the side-by-side claims (:func:`.compare.claims_for`).
+- :func:`claims`: the side-by-side claims (:func:`.compare.claims`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _dir(stage_dir=None):
 def load(stage_dir=None) -> dict:
     """The tables the measuring stage wrote, under :func:`.stage.tables`' keys
     (``similarity``, ``throughput``, ``components`` DataFrames; ``vectors`` and ``why`` dicts;
-    ``steps`` and ``windows`` DataFrames)."""
+    ``steps``, ``windows`` and ``phases`` DataFrames)."""
     d = _dir(stage_dir)
     # text columns read as text: an all-empty column is not a float column to fill with ""
     sim = pd.read_csv(d / "similarity.csv", dtype={"why": str, "backend": str})
@@ -40,7 +40,8 @@ def load(stage_dir=None) -> dict:
             "vectors": _vectors(json.loads((d / "vectors.json").read_text())),
             "why": json.loads((d / "why.json").read_text()),
             "steps": pd.read_csv(d / "side_steps.csv"),
-            "windows": pd.read_csv(windows) if windows.exists() else None}
+            "windows": pd.read_csv(windows) if windows.exists() else None,
+            "phases": pd.read_csv(d / "phases.csv") if (d / "phases.csv").exists() else None}
 
 
 def _vectors(obj: dict) -> dict:
@@ -119,6 +120,6 @@ def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
 
 
 def claims(tabs: dict, note: str = "") -> list[dict]:
-    """The side-by-side claims of :func:`load`'s tables (:func:`.compare.claims_for`)."""
-    return compare.claims_for(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
-                              steps=tabs.get("steps"), windows=tabs.get("windows"))
+    """The side-by-side claims of :func:`load`'s tables (:func:`.compare.claims`)."""
+    return compare.claims(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
+                              steps=tabs.get("steps"), windows=tabs.get("windows"), phases=tabs.get("phases"))

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import cache, paths
+from .. import cache
 from ..config import ConfigError, merge
 
 
@@ -308,11 +308,3 @@ def clean(done: dict) -> None:
     tables keep what was measured."""
     for got in done.values():
         shutil.rmtree(got["checkpoint_root"], ignore_errors=True)
-
-
-def root_relative(p) -> str:
-    """``p`` relative to the project root where it is inside it (results stay portable)."""
-    try:
-        return str(Path(p).resolve().relative_to(paths.root()))
-    except ValueError:
-        return str(p)

@@ -44,24 +44,20 @@ What it traces (the thesis's Section 4.2, made portable):
   smallest gap; that offset maps every kernel timestamp to wall-clock time (the thesis's
   "time alignment", to well under a microsecond of uncertainty instead of one second).
 - Lines of bpftrace's output that do not parse are counted (``unparsed_lines`` in the trace's
-  metadata, with up to five examples), never silently dropped.
+  metadata, with up to five examples), never silently dropped (the parsing:
+  :mod:`.bpftrace_output`).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import pandas as pd
-
 from ..procs import interrupt
-from . import resolve
 
 TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 # the tracepoints every variant needs (the rest are used where the kernel has them)
@@ -214,17 +210,6 @@ def disk_of(device: str) -> str:
     return device
 
 
-def _dev_names() -> dict[int, str]:
-    out = {}
-    for d in Path("/sys/class/block").glob("*"):
-        try:
-            major, minor = map(int, (d / "dev").read_text().split(":"))
-            out[(major << 20) | minor] = d.name
-        except (OSError, ValueError):
-            continue
-    return out
-
-
 # ----------------------------------------------------------------------------- the program
 
 _NAME_FMT = '"P\\t%llu\\t%llu\\t%llu\\t%llu\\t%llu\\t%u\\t%s\\n"'
@@ -300,7 +285,12 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
     checked): vector mode then needs one probe per read or write, at its exit, instead of two
     (half the probe cost, see :func:`_probe`). ``sequential``: vector mode also counts the
     calls that start where the same process's previous call on the file ended (a map lookup
-    and update per call)."""
+    and update per call). One group of probes per helper, in this order: the tree
+    (:func:`_tree_probes`), single-file reads and writes (:func:`_io_probes_at_exit`,
+    :func:`_io_probes`), copies (:func:`_copy_probes`), ``mmap`` (:func:`_mmap_probes`), the
+    descriptors' life cycle (timeline mode: :func:`_open_close_probes`,
+    :func:`_descriptor_probes`), block requests (:func:`_block_probes`) and END
+    (:func:`_end_probe`)."""
     if mode not in MODES:
         raise ValueError(f"mode = {mode!r}; allowed: {', '.join(MODES)}")
     if files not in ("kernel", "descriptors"):
@@ -308,185 +298,245 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
     if mode == "vector" and files != "kernel":
         raise ValueError("vector mode needs files='kernel' (BTF)")
     have = set(syscalls or SYSCALLS + OPTIONAL_SYSCALLS)
-    ins = "/@tree[pid]/"
+    vec, kern = mode == "vector", files == "kernel"
+    io = [s for s in _IO if s in have]
+    lines = _tree_probes(ready_file)
+    if vec and exit_regs:  # one probe per call: the arguments from the saved registers
+        lines += _io_probes_at_exit(io, exit_regs, sequential)
+    else:
+        lines += _io_probes(io, vec, kern, sequential)
+    lines += _copy_probes([s for s in _COPIES if s in have], vec, kern)
+    if "mmap" in have:
+        lines += _mmap_probes(kern)
+    if not vec:
+        lines += _open_close_probes() if kern else _descriptor_probes(have)
+    if block:
+        lines += _block_probes(devices, block_scope, vec)
+    lines.append(_end_probe(block, kern, vec, sequential, exit_regs))
+    return "\n".join(lines) + "\n"
+
+
+_IN_TREE = "/@tree[pid]/"
+
+
+def _fdt(kern: bool) -> str:
+    return "$fdt = curtask->files->fdt; " if kern else ""
+
+
+def _tree_probes(ready_file: str | None) -> list[str]:
+    """BEGIN (seed the tree with ``$1``, say READY, touch ``ready_file``) and the tree's
+    forks and execs (``F`` and ``E`` lines)."""
     touch = f' system("touch {ready_file}");' if ready_file else ""
-    vec = mode == "vector"
-    kern = files == "kernel"
-    lines = [
+    return [
         f'BEGIN {{ @tree[$1] = 1; printf("READY\\t%llu\\n", nsecs);{touch} }}',
         'tracepoint:sched:sched_process_fork /@tree[pid]/ { @tree[args->child_pid] = 1; '
         'printf("F\\t%llu\\t%d\\t%d\\t%s\\n", nsecs, pid, args->child_pid, comm); }',
         'tracepoint:sched:sched_process_exec /@tree[pid]/ { printf("E\\t%llu\\t%d\\t%s\\n", nsecs, pid, comm); }',
     ]
-    fdt = "$fdt = curtask->files->fdt; " if kern else ""
-    # --- single-file reads and writes
-    io = [s for s in _IO if s in have]
-    if vec and exit_regs:  # one probe per call: the arguments from the saved registers
-        for s in io:
-            op = OP_ID[s]
-            how = _IO[s]
-            regs = _REGS.format(size=int(exit_regs))
-            body = (f"$r = {regs}; if ((int64)$r->orig_ax != (int64)args->__syscall_nr) {{ @badregs = count(); }} "
-                    f"else {{ $ret = (int64)args->ret; $fdt = curtask->files->fdt; "
-                    + _file_of("$f", "$r->di")
-                    + "$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; $pos = (int64)-1; "
-                    "if ($f) { $i = ((struct file *)$f)->f_inode; $dev = (uint64)$i->i_sb->s_dev; "
-                    "$ino = (uint64)$i->i_ino; $gen = (uint64)$i->i_generation; ")
-            if how == "fpos":
-                body += "$pos = ((struct file *)$f)->f_pos - $ret; "
-            else:
-                body += f"$pos = (int64)$r->{ARG_REGS[3]}; "
-                if how == "pos_l2":  # offset -1: the file's position, already advanced
-                    body += "if ($pos == -1) { $pos = ((struct file *)$f)->f_pos - $ret; } "
-            body += _name_walk("$f", "$dev", "$ino", "$gen") + "} "
-            body += _vector_count(str(op), "$dev", "$ino", "$gen", "$ret", "$pos" if sequential else None) + "} "
-            lines.append(f"tracepoint:syscalls:sys_exit_{s} {ins} {{ {body}}}")
-        io = []
+
+
+def _io_probes_at_exit(io: list[str], exit_regs: int, sequential: bool) -> list[str]:
+    """Vector mode with checked saved registers: one probe per single-file read or write, at
+    its exit, counting it in the kernel (descriptor and offset from the saved registers)."""
+    lines = []
+    regs = _REGS.format(size=int(exit_regs))
     for s in io:
-        op = OP_ID[s]
+        how = _IO[s]
+        body = (f"$r = {regs}; if ((int64)$r->orig_ax != (int64)args->__syscall_nr) {{ @badregs = count(); }} "
+                f"else {{ $ret = (int64)args->ret; $fdt = curtask->files->fdt; "
+                + _file_of("$f", "$r->di")
+                + "$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; $pos = (int64)-1; "
+                "if ($f) { $i = ((struct file *)$f)->f_inode; $dev = (uint64)$i->i_sb->s_dev; "
+                "$ino = (uint64)$i->i_ino; $gen = (uint64)$i->i_generation; ")
+        if how == "fpos":
+            body += "$pos = ((struct file *)$f)->f_pos - $ret; "
+        else:
+            body += f"$pos = (int64)$r->{ARG_REGS[3]}; "
+            if how == "pos_l2":  # offset -1: the file's position, already advanced
+                body += "if ($pos == -1) { $pos = ((struct file *)$f)->f_pos - $ret; } "
+        body += _name_walk("$f", "$dev", "$ino", "$gen") + "} "
+        body += _vector_count(str(OP_ID[s]), "$dev", "$ino", "$gen", "$ret", "$pos" if sequential else None) + "} "
+        lines.append(f"tracepoint:syscalls:sys_exit_{s} {_IN_TREE} {{ {body}}}")
+    return lines
+
+
+def _io_probes(io: list[str], vec: bool, kern: bool, sequential: bool) -> list[str]:
+    """Single-file reads and writes, two probes each: the file and offset stashed at entry;
+    at exit a ``V`` line (timeline) or an in-kernel count (vector)."""
+    lines = []
+    for s in io:
         how = _IO[s]
         pos = {"pos": "args->pos", "pos_l": "(int64)args->pos_l", "pos_l2": "(int64)args->pos_l",
                "fpos": "-1"}[how]
-        body = fdt + (_file_of("$f", "args->fd") if kern else "$f = (uint64)0; ")
+        body = _fdt(kern) + (_file_of("$f", "args->fd") if kern else "$f = (uint64)0; ")
         body += f"$pos = (int64){pos}; "
         if kern and how in ("fpos", "pos_l2"):  # the file's own position (preadv2: offset -1)
             body += "if ($f && $pos < 0) { $pos = ((struct file *)$f)->f_pos; } "
-        body += _stash("nsecs", op, "$f", "$pos", "args->fd")
-        lines.append(f"tracepoint:syscalls:sys_enter_{s} {ins} {{ {body}}}")
-    if io:
-        exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in io)
-        body = "$s = @s[tid]; delete(@s[tid]); $ret = (int64)args->ret; "
-        if kern:
-            body += _inode("$s.2", "$dev", "$ino", "$gen") + "if ($s.2) {" + \
-                _name_walk("$s.2", "$dev", "$ino", "$gen") + "} "
-        else:
-            body += "$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; "
-        if vec:
-            body += _vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", "$s.3" if sequential else None)
-        else:
-            body += (f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, $dev, $ino, $gen, "
-                     f"$ret, $s.3); ")
-        lines.append(f"{exits} /@s[tid].0/ {{ {body}}}")
-    # --- copies: two files, bytes moved between them without passing through user space
-    cps = [s for s in _COPIES if s in have]
+        body += _stash("nsecs", OP_ID[s], "$f", "$pos", "args->fd")
+        lines.append(f"tracepoint:syscalls:sys_enter_{s} {_IN_TREE} {{ {body}}}")
+    if not io:
+        return lines
+    exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in io)
+    body = "$s = @s[tid]; delete(@s[tid]); $ret = (int64)args->ret; "
+    if kern:
+        body += _inode("$s.2", "$dev", "$ino", "$gen") + "if ($s.2) {" + \
+            _name_walk("$s.2", "$dev", "$ino", "$gen") + "} "
+    else:
+        body += "$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; "
+    if vec:
+        body += _vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", "$s.3" if sequential else None)
+    else:
+        body += (f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, $dev, $ino, $gen, "
+                 f"$ret, $s.3); ")
+    lines.append(f"{exits} /@s[tid].0/ {{ {body}}}")
+    return lines
+
+
+def _copy_probes(cps: list[str], vec: bool, kern: bool) -> list[str]:
+    """Copies: two files, bytes moved between them without passing through user space (two
+    rows or counts per call, ``<call>_in`` and ``<call>_out``)."""
+    lines = []
     for s in cps:
         name, fin, fout, cnt = _COPIES[s]
-        op = OP_ID[name + "_in"]
-        body = fdt
+        body = _fdt(kern)
         if kern:
             body += _file_of("$f", f"args->{fin}") + _file_of("$g", f"args->{fout}")
         else:
             body += "$f = (uint64)0; $g = (uint64)0; "
-        body += _stash("nsecs", op, "$f", "-1", f"args->{fin}", "$g", f"args->{fout}", f"args->{cnt}")
-        lines.append(f"tracepoint:syscalls:sys_enter_{s} {ins} {{ {body}}}")
-    if cps:
-        exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in cps)
-        body = "$s = @s[tid]; delete(@s[tid]); $ret = (int64)args->ret; "
-        if kern:
-            body += (_inode("$s.2", "$dev", "$ino", "$gen") + "if ($s.2) {" +
-                     _name_walk("$s.2", "$dev", "$ino", "$gen") + "} " +
-                     _inode("$s.5", "$dev2", "$ino2", "$gen2") + "if ($s.5) {" +
-                     _name_walk("$s.5", "$dev2", "$ino2", "$gen2") + "} ")
-        else:
-            body += ("$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; "
-                     "$dev2 = (uint64)0; $ino2 = (uint64)0; $gen2 = (uint64)0; ")
-        if vec:
-            body += (_vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", None) +
-                     _vector_count("$s.1 + 1", "$dev2", "$ino2", "$gen2", "$ret", None))
-        else:
-            body += (f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, $dev, $ino, $gen, $ret, -1); "
-                     f"printf({_V_FMT}, $s.1 + 1, $s.0, nsecs - $s.0, pid, tid, $s.6, $dev2, $ino2, $gen2, "
-                     f"$ret, -1); ")
-        lines.append(f"{exits} /@s[tid].0/ {{ {body}}}")
-    # --- mmap of a file (both modes: reads through a mapping are page faults, never calls)
-    if "mmap" in have:
-        body = fdt + f"if ((int64)args->fd >= 0 && !(args->flags & {MAP_ANONYMOUS})) {{ "
-        body += (_file_of("$f", "args->fd") if kern else "$f = (uint64)0; ")
-        body += _stash("nsecs", OP_ID["mmap"], "$f", "(int64)args->off", "(int64)args->fd",
-                       "args->prot", "(int64)args->flags", "(int64)args->len") + "} "
-        lines.append(f"tracepoint:syscalls:sys_enter_mmap {ins} {{ {body}}}")
-        body = "$s = @s[tid]; delete(@s[tid]); "
-        body += _inode("$s.2", "$dev", "$ino", "$gen")
-        if kern:
-            body += "if ($s.2) {" + _name_walk("$s.2", "$dev", "$ino", "$gen") + "} "
-        body += ('printf("M\\t%llu\\t%d\\t%d\\t%lld\\t%llu\\t%llu\\t%llu\\t%lld\\t%lld\\t%llu\\t%lld\\t%lld\\n", '
-                 "$s.0, pid, tid, $s.4, $dev, $ino, $gen, $s.7, $s.3, $s.5, $s.6, (int64)args->ret); ")
-        lines.append(f"tracepoint:syscalls:sys_exit_mmap /@s[tid].0/ {{ {body}}}")
-    # --- descriptor life cycle (timeline: openat/close rows; descriptors: the bookkeeping)
+        body += _stash("nsecs", OP_ID[name + "_in"], "$f", "-1", f"args->{fin}", "$g", f"args->{fout}",
+                       f"args->{cnt}")
+        lines.append(f"tracepoint:syscalls:sys_enter_{s} {_IN_TREE} {{ {body}}}")
+    if not cps:
+        return lines
+    exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in cps)
+    body = "$s = @s[tid]; delete(@s[tid]); $ret = (int64)args->ret; "
+    if kern:
+        body += (_inode("$s.2", "$dev", "$ino", "$gen") + "if ($s.2) {" +
+                 _name_walk("$s.2", "$dev", "$ino", "$gen") + "} " +
+                 _inode("$s.5", "$dev2", "$ino2", "$gen2") + "if ($s.5) {" +
+                 _name_walk("$s.5", "$dev2", "$ino2", "$gen2") + "} ")
+    else:
+        body += ("$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; "
+                 "$dev2 = (uint64)0; $ino2 = (uint64)0; $gen2 = (uint64)0; ")
+    if vec:
+        body += (_vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", None) +
+                 _vector_count("$s.1 + 1", "$dev2", "$ino2", "$gen2", "$ret", None))
+    else:
+        body += (f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, $dev, $ino, $gen, $ret, -1); "
+                 f"printf({_V_FMT}, $s.1 + 1, $s.0, nsecs - $s.0, pid, tid, $s.6, $dev2, $ino2, $gen2, "
+                 f"$ret, -1); ")
+    lines.append(f"{exits} /@s[tid].0/ {{ {body}}}")
+    return lines
+
+
+def _mmap_probes(kern: bool) -> list[str]:
+    """``mmap`` of a file, an ``M`` line in both modes (reads through a mapping are page
+    faults, never calls)."""
+    body = _fdt(kern) + f"if ((int64)args->fd >= 0 && !(args->flags & {MAP_ANONYMOUS})) {{ "
+    body += (_file_of("$f", "args->fd") if kern else "$f = (uint64)0; ")
+    body += _stash("nsecs", OP_ID["mmap"], "$f", "(int64)args->off", "(int64)args->fd",
+                   "args->prot", "(int64)args->flags", "(int64)args->len") + "} "
+    enter = f"tracepoint:syscalls:sys_enter_mmap {_IN_TREE} {{ {body}}}"
+    body = "$s = @s[tid]; delete(@s[tid]); "
+    body += _inode("$s.2", "$dev", "$ino", "$gen")
+    if kern:
+        body += "if ($s.2) {" + _name_walk("$s.2", "$dev", "$ino", "$gen") + "} "
+    body += ('printf("M\\t%llu\\t%d\\t%d\\t%lld\\t%llu\\t%llu\\t%llu\\t%lld\\t%lld\\t%llu\\t%lld\\t%lld\\n", '
+             "$s.0, pid, tid, $s.4, $dev, $ino, $gen, $s.7, $s.3, $s.5, $s.6, (int64)args->ret); ")
+    return [enter, f"tracepoint:syscalls:sys_exit_mmap /@s[tid].0/ {{ {body}}}"]
+
+
+def _open_close_probes() -> list[str]:
+    """Timeline mode, kernel file naming: ``openat`` and ``close`` rows (the file from the
+    descriptor table: the new descriptor's at ``openat``'s exit, the closed one's at entry)."""
+    lines = [f"tracepoint:syscalls:sys_enter_openat {_IN_TREE} {{ "
+             + _stash("nsecs", OP_ID["openat"], "0", "-1", "args->dfd", "0", "-1", "args->flags") + "}"]
+    body = ("$s = @s[tid]; delete(@s[tid]); $ret = (int64)args->ret; $fdt = curtask->files->fdt; "
+            "$f = (uint64)0; if ($ret >= 0) { " + _file_of("$f", "$ret") + "} "
+            + _inode("$f", "$dev", "$ino", "$gen") + "if ($f) {" + _name_walk("$f", "$dev", "$ino", "$gen")
+            + "} " + f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $ret, $dev, $ino, $gen, $ret, -1); ")
+    lines.append(f"tracepoint:syscalls:sys_exit_openat /@s[tid].0/ {{ {body}}}")
+    body = _fdt(True) + _file_of("$f", "args->fd") + _stash("nsecs", OP_ID["close"], "$f", "-1", "args->fd")
+    lines.append(f"tracepoint:syscalls:sys_enter_close {_IN_TREE} {{ {body}}}")
+    body = ("$s = @s[tid]; delete(@s[tid]); " + _inode("$s.2", "$dev", "$ino", "$gen")
+            + "if ($s.2) {" + _name_walk("$s.2", "$dev", "$ino", "$gen") + "} "
+            + f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, $dev, $ino, $gen, "
+            "(int64)args->ret, -1); ")
+    lines.append(f"tracepoint:syscalls:sys_exit_close /@s[tid].0/ {{ {body}}}")
+    return lines
+
+
+def _descriptor_probes(have: set[str]) -> list[str]:
+    """Timeline mode, descriptor naming: what :func:`experiments.trace.resolve.resolve` needs
+    to follow descriptors (``openat`` with its path in an ``N`` line, ``close``, ``lseek``,
+    ``dup*``, ``fcntl``)."""
+    lines = [f"tracepoint:syscalls:sys_enter_openat {_IN_TREE} {{ "
+             + _stash("nsecs", OP_ID["openat"], "0", "-1", "args->dfd", "0", "-1", "args->flags")
+             + 'printf("N\\t%d\\t%s\\n", tid, str(args->filename)); }']
+    simple = {"close": "args->fd", "lseek": "args->fd"}
+    dups = {"dup": ("args->fildes", "-1", "0"), "dup2": ("args->oldfd", "args->newfd", "0"),
+            "dup3": ("args->oldfd", "args->newfd", "0"), "fcntl": ("args->fd", "-1", "args->cmd")}
+    for s, fd in simple.items():
+        lines.append(f"tracepoint:syscalls:sys_enter_{s} {_IN_TREE} {{ "
+                     + _stash("nsecs", OP_ID[s], "0", "-1", fd) + "}")
+    for s, (fd, fd2, x) in dups.items():
+        if s in have:
+            lines.append(f"tracepoint:syscalls:sys_enter_{s} {_IN_TREE} {{ "
+                         + _stash("nsecs", OP_ID[s], "0", "-1", fd, "0", fd2, x) + "}")
+    ex = ["openat", "close", "lseek"] + [s for s in dups if s in have]
+    exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in ex)
+    # fcntl's command goes out in the offset column, the second descriptor in `ino`
+    body = ("$s = @s[tid]; delete(@s[tid]); "
+            f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, (uint64)0, (uint64)$s.6, "
+            "(uint64)0, (int64)args->ret, $s.1 == 17 ? $s.7 : ($s.1 == 24 ? $s.7 : (int64)-1)); ")
+    lines.append(f"{exits} /@s[tid].0/ {{ {body}}}")
+    return lines
+
+
+def _block_probes(devices: list[str] | None, block_scope: str, vec: bool) -> list[str]:
+    """Block requests on ``devices`` (all when none is known): the submitter at
+    ``block_getrq``, a ``B`` (vector) or ``BI`` (timeline) line at issue, ``BC`` at completion
+    (timeline)."""
+    devs = [kernel_dev(d) for d in (devices or [])]
+    devs = [d for d in devs if d is not None]
+    dev_pred = " || ".join(f"args->dev == {d}" for d in devs)
+    # the submitter of each request, in its own context (block_getrq: a new request for a
+    # bio); requests are often issued later from a kernel worker
+    qconds = [f"({dev_pred})"] if devs else []
+    if block_scope == "tree":
+        qconds.append("@tree[pid]")
+    qpred = f"/{' && '.join(qconds)}/ " if qconds else ""
+    lines = [f"tracepoint:block:block_getrq {qpred}{{ @q[args->dev, args->sector] = pid; }}"]
+    pred = f"/{dev_pred}/ " if devs else ""
+    pick = "$p = @q[args->dev, args->sector]; delete(@q[args->dev, args->sector]); "
+    if vec:
+        out = ('printf("B\\t%llu\\t%u\\t%llu\\t%u\\t%u\\t%s\\t%d\\n", nsecs, args->dev, args->sector, '
+               "args->nr_sector, args->bytes, args->rwbs, $p); ")
+    else:
+        out = ('printf("BI\\t%llu\\t%u\\t%llu\\t%u\\t%u\\t%s\\t%d\\t%d\\t%d\\t%s\\n", nsecs, args->dev, '
+               "args->sector, args->nr_sector, args->bytes, args->rwbs, $p, pid, tid, comm); ")
+    if block_scope == "tree":
+        body = pick + "if ($p != 0) { " + out + "} "
+    else:
+        body = pick + "if ($p == 0) { $p = pid; } " + out
+    lines.append(f"tracepoint:block:block_rq_issue {pred}{{ {body}}}")
     if not vec:
-        if kern:
-            lines.append(f"tracepoint:syscalls:sys_enter_openat {ins} {{ "
-                         + _stash("nsecs", OP_ID["openat"], "0", "-1", "args->dfd", "0", "-1", "args->flags") + "}")
-            body = ("$s = @s[tid]; delete(@s[tid]); $ret = (int64)args->ret; $fdt = curtask->files->fdt; "
-                    "$f = (uint64)0; if ($ret >= 0) { " + _file_of("$f", "$ret") + "} "
-                    + _inode("$f", "$dev", "$ino", "$gen") + "if ($f) {" + _name_walk("$f", "$dev", "$ino", "$gen")
-                    + "} " + f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $ret, $dev, $ino, $gen, $ret, -1); ")
-            lines.append(f"tracepoint:syscalls:sys_exit_openat /@s[tid].0/ {{ {body}}}")
-            body = fdt + _file_of("$f", "args->fd") + _stash("nsecs", OP_ID["close"], "$f", "-1", "args->fd")
-            lines.append(f"tracepoint:syscalls:sys_enter_close {ins} {{ {body}}}")
-            body = ("$s = @s[tid]; delete(@s[tid]); " + _inode("$s.2", "$dev", "$ino", "$gen")
-                    + "if ($s.2) {" + _name_walk("$s.2", "$dev", "$ino", "$gen") + "} "
-                    + f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, $dev, $ino, $gen, "
-                    "(int64)args->ret, -1); ")
-            lines.append(f"tracepoint:syscalls:sys_exit_close /@s[tid].0/ {{ {body}}}")
-        else:
-            lines.append(f"tracepoint:syscalls:sys_enter_openat {ins} {{ "
-                         + _stash("nsecs", OP_ID["openat"], "0", "-1", "args->dfd", "0", "-1", "args->flags")
-                         + 'printf("N\\t%d\\t%s\\n", tid, str(args->filename)); }')
-            simple = {"close": "args->fd", "lseek": "args->fd"}
-            dups = {"dup": ("args->fildes", "-1", "0"), "dup2": ("args->oldfd", "args->newfd", "0"),
-                    "dup3": ("args->oldfd", "args->newfd", "0"), "fcntl": ("args->fd", "-1", "args->cmd")}
-            for s, fd in simple.items():
-                lines.append(f"tracepoint:syscalls:sys_enter_{s} {ins} {{ "
-                             + _stash("nsecs", OP_ID[s], "0", "-1", fd) + "}")
-            for s, (fd, fd2, x) in dups.items():
-                if s in have:
-                    lines.append(f"tracepoint:syscalls:sys_enter_{s} {ins} {{ "
-                                 + _stash("nsecs", OP_ID[s], "0", "-1", fd, "0", fd2, x) + "}")
-            ex = ["openat", "close", "lseek"] + [s for s in dups if s in have]
-            exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in ex)
-            # fcntl's command goes out in the offset column, the second descriptor in `ino`
-            body = ("$s = @s[tid]; delete(@s[tid]); "
-                    f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, (uint64)0, (uint64)$s.6, "
-                    "(uint64)0, (int64)args->ret, $s.1 == 17 ? $s.7 : ($s.1 == 24 ? $s.7 : (int64)-1)); ")
-            lines.append(f"{exits} /@s[tid].0/ {{ {body}}}")
-    if block:
-        devs = [kernel_dev(d) for d in (devices or [])]
-        devs = [d for d in devs if d is not None]
-        dev_pred = " || ".join(f"args->dev == {d}" for d in devs)
-        # the submitter of each request, in its own context (block_getrq: a new request for a
-        # bio); requests are often issued later from a kernel worker
-        qconds = [f"({dev_pred})"] if devs else []
-        if block_scope == "tree":
-            qconds.append("@tree[pid]")
-        qpred = f"/{' && '.join(qconds)}/ " if qconds else ""
-        lines.append(f"tracepoint:block:block_getrq {qpred}{{ @q[args->dev, args->sector] = pid; }}")
-        pred = f"/{dev_pred}/ " if devs else ""
-        pick = "$p = @q[args->dev, args->sector]; delete(@q[args->dev, args->sector]); "
-        if vec:
-            out = ('printf("B\\t%llu\\t%u\\t%llu\\t%u\\t%u\\t%s\\t%d\\n", nsecs, args->dev, args->sector, '
-                   "args->nr_sector, args->bytes, args->rwbs, $p); ")
-        else:
-            out = ('printf("BI\\t%llu\\t%u\\t%llu\\t%u\\t%u\\t%s\\t%d\\t%d\\t%d\\t%s\\n", nsecs, args->dev, '
-                   "args->sector, args->nr_sector, args->bytes, args->rwbs, $p, pid, tid, comm); ")
-        if block_scope == "tree":
-            body = pick + "if ($p != 0) { " + out + "} "
-        else:
-            body = pick + "if ($p == 0) { $p = pid; } " + out
-        lines.append(f"tracepoint:block:block_rq_issue {pred}{{ {body}}}")
-        if not vec:
-            lines.append(
-                f"tracepoint:block:block_rq_complete {pred}{{ "
-                'printf("BC\\t%llu\\t%u\\t%llu\\t%u\\t%s\\n", nsecs, args->dev, args->sector, '
-                "args->nr_sector, args->rwbs); }")
+        lines.append(
+            f"tracepoint:block:block_rq_complete {pred}{{ "
+            'printf("BC\\t%llu\\t%u\\t%llu\\t%u\\t%s\\n", nsecs, args->dev, args->sector, '
+            "args->nr_sector, args->rwbs); }")
+    return lines
+
+
+def _end_probe(block: bool, kern: bool, vec: bool, sequential: bool, exit_regs: int) -> str:
+    """END: clear the working maps; vector mode prints the aggregation (after ``AGG``)."""
     maps = (["@tree", "@s"] + (["@q"] if block else []) + (["@seen"] if kern else [])
             + (["@end"] if vec and sequential else []))
     end = " ".join(f"clear({m});" for m in maps)
     if vec:
         end += (' printf("AGG\\n"); print(@agg); print(@tot); clear(@agg); clear(@tot);'
                 + (" print(@badregs); clear(@badregs);" if exit_regs else ""))
-    lines.append(f"END {{ {end} }}")
-    return "\n".join(lines) + "\n"
+    return f"END {{ {end} }}"
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -586,181 +636,3 @@ class BpftraceSession:
                             except ValueError:
                                 pass
         return n
-
-
-# ----------------------------------------------------------------------------- parsing
-
-_MAP_LINE = re.compile(r"^@(\w+)\[([-\d, ]+)\]: (\d+)$")
-_SCALAR_LINE = re.compile(r"^@(\w+): (\d+)$")
-_IGNORED = ("Attaching ", "Lost ", "READY")
-
-
-@dataclass
-class Parsed:
-    """What one bpftrace output file holds, parsed.
-
-    ``vfs``: one row per call (timeline mode) with ``op, ts, latency_ns, pid, tid, fd, ret,
-    pos`` and, with kernel file naming, ``path``; ``block``: one row per request; ``forks``:
-    (wall ns, parent, child); ``counts``: the in-kernel aggregation (vector mode: ``op, path,
-    size, error, calls, sequential``); ``mmaps``: one row per ``mmap`` of a file;
-    ``totals``: exact calls per operation counted beside the aggregation (vector mode);
-    ``unparsed``: lines that matched no known record (``unparsed_examples``: the first five).
-    """
-
-    vfs: pd.DataFrame
-    block: pd.DataFrame
-    forks: list
-    counts: pd.DataFrame = field(default_factory=pd.DataFrame)
-    mmaps: pd.DataFrame = field(default_factory=pd.DataFrame)
-    totals: dict = field(default_factory=dict)
-    unparsed: int = 0
-    unparsed_examples: list = field(default_factory=list)
-    names: "resolve.KernelNames | None" = None
-
-
-def parse_output(out_file: Path, offset_ns: int, comms: dict[int, str] | None = None,
-                 tree_only: bool = False, mountinfo: str | None = None) -> Parsed:
-    """Parse bpftrace's output (either mode, either file naming); timestamps mapped to wall
-    clock with ``offset_ns``; paths put together from the ``P`` lines and ``mountinfo``
-    (the text of ``/proc/<pid>/mountinfo``, default this process's)."""
-    vfs, issues, completes, forks, mm, aggs = [], [], [], [], [], []
-    totals: dict[str, int] = {}  # tot, badregs
-    names_of_tid: dict[int, str] = {}  # tid -> file name of its pending openat (descriptors)
-    comms: dict[int, str] = dict(comms or {})
-    kn = resolve.KernelNames(mountinfo)
-    unparsed, examples = 0, []
-    in_maps = False
-    with open(out_file, errors="replace") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            parts = line.split("\t")
-            kind = parts[0]
-            try:
-                if kind == "V":
-                    op, ts, lat, pid, tid, fd, dev, ino, gen, ret, pos = parts[1:12]
-                    op = OPS[int(op)]
-                    row = {"op": op, "ts": int(ts), "latency_ns": int(lat), "pid": int(pid),
-                           "tid": int(tid), "fd": int(fd), "dev": int(dev), "ino": int(ino),
-                           "gen": int(gen), "ret": int(ret), "pos": int(pos),
-                           "comm": comms.get(int(pid), "")}
-                    if op == "openat" and row["dev"] == 0:  # descriptors: resolved later
-                        row["dfd"], row["flags"] = row["fd"], row["pos"]
-                        row["fd"], row["pos"] = row["ret"], -1
-                        row["filename"] = names_of_tid.pop(row["tid"], "")
-                    vfs.append(row)
-                elif kind == "P":
-                    kn.add(*map(int, parts[1:7]), parts[7] if len(parts) > 7 else "")
-                elif kind == "N":
-                    names_of_tid[int(parts[1])] = parts[2] if len(parts) > 2 else ""
-                elif kind == "M":
-                    ts, pid, tid, fd, dev, ino, gen, length, off, prot, flags, ret = map(int, parts[1:13])
-                    mm.append({"ts": ts, "pid": pid, "tid": tid, "fd": fd, "dev": dev, "ino": ino,
-                               "gen": gen, "length": length, "pos": off, "prot": prot, "flags": flags,
-                               "ret": ret, "comm": comms.get(pid, "")})
-                elif kind == "BI":
-                    ts, dev, sector, nr, nbytes, rwbs, pid, ipid, tid = parts[1:10]
-                    comm = parts[10] if len(parts) > 10 else ""
-                    if pid != ipid:  # queued by another process than the one issuing it
-                        tid, comm = pid, comms.get(int(pid), "")
-                    issues.append({"ts": int(ts), "dev": int(dev), "sector": int(sector),
-                                   "nr_sector": int(nr), "bytes": int(nbytes), "rwbs": rwbs,
-                                   "pid": int(pid), "tid": int(tid), "comm": comm})
-                elif kind == "B":
-                    ts, dev, sector, nr, nbytes, rwbs, pid = parts[1:8]
-                    issues.append({"ts": int(ts), "dev": int(dev), "sector": int(sector),
-                                   "nr_sector": int(nr), "bytes": int(nbytes), "rwbs": rwbs,
-                                   "pid": int(pid), "tid": int(pid), "comm": comms.get(int(pid), "")})
-                elif kind == "BC":
-                    ts, dev, sector, nr, rwbs = parts[1:6]
-                    completes.append((int(ts), int(dev), int(sector)))
-                elif kind == "F":
-                    forks.append((int(parts[1]), int(parts[2]), int(parts[3])))
-                    comms.setdefault(int(parts[3]), parts[4] if len(parts) > 4 else comms.get(int(parts[2]), ""))
-                elif kind == "E":
-                    comms[int(parts[2])] = parts[3] if len(parts) > 3 else ""
-                elif kind == "AGG":
-                    in_maps = True
-                elif in_maps and line.startswith("@"):
-                    m = _MAP_LINE.match(line)
-                    sc = _SCALAR_LINE.match(line)
-                    if m and m.group(1) == "agg":
-                        aggs.append((*[int(x) for x in m.group(2).split(",")], int(m.group(3))))
-                    elif sc and sc.group(1) in ("tot", "badregs"):
-                        # the explicit print comes first; bpftrace prints a cleared scalar again
-                        # (as 0) when it exits
-                        totals.setdefault(sc.group(1), int(sc.group(2)))
-                    else:
-                        raise ValueError(line)
-                elif not line.strip() or line.startswith(_IGNORED):
-                    continue
-                else:
-                    raise ValueError(line)
-            except (ValueError, IndexError, KeyError):
-                unparsed += 1  # e.g. a line cut by a lost event or a signal
-                if len(examples) < 5:
-                    examples.append(line[:200])
-    vdf = pd.DataFrame(vfs)
-    if len(vdf):
-        vdf["timestamp_ns"] = vdf["ts"] + offset_ns
-        vdf["latency_s"] = vdf["latency_ns"] / 1e9
-        if (vdf["dev"] != 0).any() or (vdf["ino"] != 0).any():
-            vdf["path"] = [kn.path(d, i, g) if i else None for d, i, g in zip(vdf["dev"], vdf["ino"], vdf["gen"])]
-    mdf = pd.DataFrame(mm)
-    if len(mdf):
-        mdf["op"], mdf["latency_ns"], mdf["latency_s"] = "mmap", 0, float("nan")
-        mdf["timestamp_ns"] = mdf["ts"] + offset_ns
-        mdf["path"] = [kn.path(d, i, g) if i else None for d, i, g in zip(mdf["dev"], mdf["ino"], mdf["gen"])]
-    counts = pd.DataFrame(aggs, columns=["op", "dev", "ino", "gen", "ret", "sequential", "calls"])
-    if len(counts):
-        counts["op"] = counts["op"].map(OPS)
-        counts["path"] = [kn.path(d, i, g) if i else None
-                          for d, i, g in zip(counts["dev"], counts["ino"], counts["gen"])]
-    bdf = _block_rows(issues, completes, offset_ns, comms)
-    forks = [(ts + offset_ns, parent, child) for ts, parent, child in forks]
-    return Parsed(vdf, bdf, forks, counts, mdf, totals, unparsed, examples, kn)
-
-
-def parse(out_file: Path, offset_ns: int, comms: dict[int, str] | None = None, tree_only: bool = False
-          ) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple]]:
-    """(vfs rows, block rows, forks): :func:`parse_output` without the rest."""
-    p = parse_output(out_file, offset_ns, comms, tree_only)
-    return p.vfs, p.block, p.forks
-
-
-def _block_rows(issues: list[dict], completes: list[tuple], offset_ns: int, comms=None) -> pd.DataFrame:
-    """One row per request: issue matched to the first later completion of the same
-    (device, sector); pid = the process that asked for the request (found in the kernel at
-    ``block_getrq``), else the one current at issue."""
-    if not issues:
-        return pd.DataFrame()
-    issues = sorted(issues, key=lambda r: r["ts"])
-    pending: dict[tuple[int, int], list[int]] = {}
-    done = sorted(completes)
-    names = _dev_names()
-    ii = sorted(range(len(issues)), key=lambda i: issues[i]["ts"])
-    lat = [float("nan")] * len(issues)
-    # merge the two time-ordered streams
-    ci = 0
-    for i in ii:
-        t = issues[i]["ts"]
-        while ci < len(done) and done[ci][0] < t:
-            key = (done[ci][1], done[ci][2])
-            if pending.get(key):
-                j = pending[key].pop(0)
-                lat[j] = (done[ci][0] - issues[j]["ts"]) / 1e9
-            ci += 1
-        pending.setdefault((issues[i]["dev"], issues[i]["sector"]), []).append(i)
-    for ts, dev, sector in done[ci:]:
-        if pending.get((dev, sector)):
-            j = pending[(dev, sector)].pop(0)
-            lat[j] = (ts - issues[j]["ts"]) / 1e9
-    rows = []
-    for i, r in enumerate(issues):
-        rw = r["rwbs"]
-        op = "read" if "R" in rw else "write" if "W" in rw else "other"
-        size = r["bytes"] or r["nr_sector"] * 512
-        rows.append({"timestamp_ns": r["ts"] + offset_ns, "pid": r["pid"], "tid": r["tid"],
-                     "comm": r["comm"], "layer": "block", "op": op, "size": float(size),
-                     "latency_s": lat[i], "device": names.get(r["dev"], str(r["dev"])),
-                     "sector": float(r["sector"]), "fd": -1, "rwbs": rw})
-    return pd.DataFrame(rows)

@@ -50,6 +50,7 @@ import pandas as pd
 
 from .. import dstat
 from . import bpftrace_backend as bt
+from . import bpftrace_output
 from . import dftracer_backend, proc_backend, resolve, strace_backend
 from .schema import Trace, TraceError, conform
 
@@ -291,8 +292,8 @@ class Tracer:
         block = conform(pd.DataFrame())
         counts = None
         if self.backend == "bpftrace":
-            p = bt.parse_output(self._session.out_file, self._offset_ns, {pid: self._root_comm},
-                                tree_only=self.block_scope == "tree", mountinfo=self._mountinfo)
+            p = bpftrace_output.parse_output(self._session.out_file, self._offset_ns, {pid: self._root_comm},
+                                mountinfo=self._mountinfo)
             self.meta["lost_events"] = self._session.lost_events()
             self.meta["unparsed_lines"] = p.unparsed
             self.meta["unparsed_examples"] = p.unparsed_examples

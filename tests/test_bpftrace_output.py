@@ -1,0 +1,32 @@
+"""bpftrace's output parsed (experiments.trace.bpftrace_output) on a hand-written file: each
+record goes to its parser, a line none takes is counted, never dropped; no bpftrace needed."""
+
+from experiments.trace import bpftrace_output as bo
+
+LINES = [
+    "Attaching 12 probes...", "READY\t100", "",
+    "F\t110\t1\t2\tpython", "E\t112\t2\tworker",
+    "V\t1\t200\t50\t2\t2\t3\t0\t0\t0\t4096\t0",          # read of 4096 B by the worker
+    "V\t17\t210\t5\t2\t5\t-100\t0\t0\t0\t7\t524288",     # openat (descriptors): path from N
+    "V\t99\t220\t5\t2\t5\t7\t0\t0\t0\t10\t-1",           # unknown operation id
+    "BI\t240\t8388608\t100\t8\t4096\tR\t1\t1\t1\tpython",
+    "BC\t250\t8388608\t100\t8\tR",
+    "garbage line",
+    "AGG", "@agg[1, 0, 0, 0, 4096, 1]: 5", "@tot: 7", "@tot: 0", "@other: 3",
+]
+
+
+def test_each_record_goes_to_its_parser_and_the_rest_is_counted(tmp_path):
+    out = tmp_path / "bt.out"
+    # the openat's path (N) comes before its exit line (V), as the program prints them
+    lines = LINES[:6] + ["N\t5\t/data/x"] + LINES[6:]
+    out.write_text("\n".join(lines) + "\n")
+    p = bo.parse_output(out, 1000, {1: "root"}, mountinfo="")
+    assert p.forks == [(1110, 1, 2)]
+    v = p.vfs.set_index("op")
+    assert v.loc["read", "comm"] == "worker" and v.loc["read", "timestamp_ns"] == 1200
+    assert v.loc["openat", "filename"] == "/data/x" and v.loc["openat", "fd"] == 7
+    assert len(p.block) == 1 and p.block["latency_s"].iloc[0] == 10 / 1e9
+    assert p.counts[["op", "ret", "sequential", "calls"]].values.tolist() == [["read", 4096, 1, 5]]
+    assert p.totals == {"tot": 7}   # the cleared scalar bpftrace prints again at exit is not kept
+    assert p.unparsed == 3 and p.unparsed_examples[1] == "garbage line"
