@@ -16,8 +16,8 @@ import pytest
 
 from experiments import claims, config
 from experiments.config import ConfigError
-from experiments.workloads import (compute_model as cm, data_bert, data_dlrm, data_unet3d, datasets, report,
-                                   settings, step_compute, steptimer, validation)
+from experiments.workloads import (compute_model as cm, data_bert, data_dlrm, data_unet3d, datasets, plots,
+                                   report, settings, step_compute, steptimer, validation)
 
 
 def _model_file(path, workloads=("unet3d", "bert", "dlrm"), mean=(0.0, 0.01, 0.02), std=0.002, **extra):
@@ -554,7 +554,7 @@ def test_a_rank_count_has_one_color_in_every_row():
     s = _summary({"real": {}, "emulator": {}})
     s = s[~((s["row"] == "emulator") & (s["ranks"] == 1))]
     s = pd.concat([s, s.assign(batch_size=8)])
-    fig = report.plot_rows(s, validation.ROWS, "unet3d", "Fig X", [("compute_sps", "compute")],
+    fig = plots.plot_rows(s, validation.ROWS, "unet3d", "Fig X", [("compute_sps", "compute")],
                            "samples/s", "throughputs")
     try:
         axes = fig.axes
