@@ -537,6 +537,10 @@ def test_eval_over_epoch_from_the_phases():
     assert v == pytest.approx(8.2) and ci.n == 2 and "2 evaluations" in what
     v, ci, what = report.eval_over_epoch(ph[ph["phase"] == "train"])
     assert math.isnan(v) and ci is None and "no evaluation" in what
+    # the setup beside Fig 5.1's (8 GPUs, batch 4, 50 epochs) goes into the statement
+    runs = pd.concat([ph.assign(ranks=g, batch_size=2, repeat=0) for g in (1, 2)])
+    assert report._eval_setup(runs) == "ours: 2 runs, G = 1, 2, batch 2, 3 epochs and 2 evaluations per run"
+    assert report._eval_setup(ph) == ""          # no configuration columns: nothing to say
 
 
 def test_unet3d_batch1_faster_at_batch2_names_the_cpu_convolution_path():
