@@ -16,8 +16,8 @@ import pytest
 
 from experiments import claims, config
 from experiments.config import ConfigError
-from experiments.workloads import (compute_model as cm, data_bert, data_dlrm, data_unet3d, datasets, report,
-                                   settings, step_compute, steptimer, validation)
+from experiments.workloads import (compute_model as cm, data_bert, data_dlrm, data_unet3d, datasets, plots,
+                                   report, settings, step_compute, steptimer, validation)
 
 
 def _model_file(path, workloads=("unet3d", "bert", "dlrm"), mean=(0.0, 0.01, 0.02), std=0.002, **extra):
@@ -410,11 +410,13 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     assert got["unet3d-sleep-data-latency-lower"]["our_value"] == pytest.approx(2.0, rel=0.02)
     _each_value_inside_its_interval(got)
     assert got["unet3d-sleep-data-latency-lower"]["verdict"] == "holds"
-    # judged against the thesis's range, "between 1 to 3 times lower"
+    # judged against the thesis's range, "between 1 to 3 times lower": 1 itself is no effect
     assert got["unet3d-sleep-data-latency-lower"]["paper_value"] == "1-3"
-    assert got["unet3d-sleep-data-latency-lower"]["rule"] == "between 1 and 3"
-    # 90 % AU is MLPerf Storage's pass condition (Eq 3.1), not a thesis result: a check, no paper value
-    assert got["unet3d-sleep-au-above-90pct"]["kind"] == "check"
+    assert got["unet3d-sleep-data-latency-lower"]["rule"] == "between 1.05 and 3"
+    # 90 % AU is MLPerf Storage's pass condition (Eq 3.1), not a thesis result: no paper value; a
+    # finding implied by it (it can fail for a reason of the run), one run deciding nothing
+    assert got["unet3d-sleep-au-above-90pct"]["kind"] == "finding"
+    assert got["unet3d-sleep-au-above-90pct"]["basis"] == "implied"
     assert got["unet3d-sleep-au-above-90pct"]["paper_value"] is None
     # the thesis could neither sleep in BERT nor get its VFS throughput: our extensions
     for cid in ("bert-sleep-compute-throughput", "bert-random-vfs-within-real-spread"):
@@ -430,8 +432,18 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     assert got["unet3d-random-vfs-within-real-spread"]["basis"] == "stated"
     assert "contained within the same ranges" in got["unet3d-random-vfs-within-real-spread"]["note"]
     assert "pixel values" in got["unet3d-random-preprocessing-longer"]["statement"]
-    assert got["unet3d-sleep-au-above-90pct"]["verdict"] == "holds"
+    assert got["unet3d-sleep-au-above-90pct"]["verdict"] == "inconclusive"     # one run
+    assert got["unet3d-sleep-au-above-90pct"]["n"] == 1
     assert got["random-content-same-sizes-other-bytes"]["verdict"] == "holds"
+    # Sec 5.3.2 "virtually identical" compute on generated data; Sec 5.1.3's UNET3D drop: the same
+    # compute throughput here, so DLRM's holds and UNET3D's drop is ruled out (no effect beyond 5 %)
+    assert got["dlrm-random-compute-throughput-same"]["verdict"] == "holds"
+    assert got["unet3d-random-compute-throughput-lower"]["verdict"] == "fails"
+    assert got["unet3d-random-compute-throughput-lower"]["negligible"]
+    assert got["bert-random-data-throughput-same"]["verdict"] == "not measured"   # no BERT rows here
+    # the benchmark's DLRM data-throughput gap begins at 16k: batch 4 does not measure it
+    gap = got["dlrm-emulator-data-throughput-half"]
+    assert gap["verdict"] == "not measured" and "16,384" in gap["note"] and gap["paper_value"] == 0.5
     assert got["sleep-ranks-do-not-burn-cpu"]["verdict"] == "not measured"   # usage without its steps
     # rows that did not run: the claims are there, not measured, with the reason
     for cid in ("bert-sleep-compute-throughput", "bert-random-vfs-within-real-spread",
@@ -440,6 +452,38 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     assert all(c["kind"] in claims.KINDS for c in got.values())
     none = report.validation_claims(_summary({"real": {}}), au.iloc[:0].assign(row=[]), pd.DataFrame(), m, [], None)
     assert len(none) == len(got) and {c["verdict"] for c in none} == {"not measured"}
+
+
+def test_dlrm_emulator_data_throughput_at_the_largest_batch(tmp_path):
+    """Sec 5.3.2: the benchmark's DLRM data throughput, 2.5M against the real run's 5M samples/s
+    at its largest batch: emulator / real at the largest batch of 16k or more that both ran."""
+    m = cm.load(_model_file(tmp_path / "m.json"))
+    s = pd.concat([_summary({"real": {}}), pd.DataFrame([
+        {**_summary({"real": {}}).iloc[0].to_dict(), "workload": "dlrm", "row": r, "variant": r, "ranks": 1,
+         "batch_size": 32768, "data_s": d, "data_s_q1": d * 0.9, "data_s_q3": d * 1.1}
+        for r, d in (("real", 0.01), ("emulator", 0.02))])], ignore_index=True)
+    steps, loader = _samples_of(s)
+    au = pd.DataFrame(columns=["row", "workload", "ranks", "batch_size", "au"])
+    got = {c["id"]: c for c in report.validation_claims(s, au, pd.DataFrame(), m, [], None, steps=steps,
+                                                        loader=loader)}
+    c = got["dlrm-emulator-data-throughput-half"]
+    assert c["our_value"] == pytest.approx(0.5, rel=0.02) and c["verdict"] == "holds", c["note"]
+    assert "B=32768" in c["note"]
+
+
+@pytest.mark.parametrize("level,verdict", [(0.97, "holds"), (0.5, "fails")])
+def test_sleep_au_is_a_finding_decided_over_repeats(tmp_path, level, verdict):
+    """Issue 38 (6): a sleep run's AU below 90 % is a result of the run (load, start-up waits),
+    not a bug: a finding, judged on the repeats of its lowest configuration."""
+    m = cm.load(_model_file(tmp_path / "m.json"))
+    s = _summary({"real": {}})
+    au = pd.DataFrame([{"row": "sleep", "workload": "unet3d", "ranks": g, "batch_size": 4, "repeat": r,
+                        "au": level + 0.002 * r + 0.01 * g, "steps": 10, "ideal_s": 1, "train_s": 1,
+                        "data_wait_s": 0, "epoch_start_wait_s": 0, "barrier_s": 0}
+                       for g in (1, 2) for r in range(8)])
+    c = {x["id"]: x for x in report.validation_claims(s, au, pd.DataFrame(), m, [], None)}["unet3d-sleep-au-above-90pct"]
+    assert c["kind"] == "finding" and c["verdict"] == verdict and c["n"] == 8
+    assert c["our_value"] == pytest.approx(level + 0.007 + 0.01)    # G=1's median over its repeats
 
 
 def test_sleep_follows_model_check_can_fail(tmp_path):
@@ -493,6 +537,10 @@ def test_eval_over_epoch_from_the_phases():
     assert v == pytest.approx(8.2) and ci.n == 2 and "2 evaluations" in what
     v, ci, what = report.eval_over_epoch(ph[ph["phase"] == "train"])
     assert math.isnan(v) and ci is None and "no evaluation" in what
+    # the setup beside Fig 5.1's (8 GPUs, batch 4, 50 epochs) goes into the statement
+    runs = pd.concat([ph.assign(ranks=g, batch_size=2, repeat=0) for g in (1, 2)])
+    assert report._eval_setup(runs) == "ours: 2 runs, G = 1, 2, batch 2, 3 epochs and 2 evaluations per run"
+    assert report._eval_setup(ph) == ""          # no configuration columns: nothing to say
 
 
 def test_unet3d_batch1_faster_at_batch2_names_the_cpu_convolution_path():
@@ -510,7 +558,7 @@ def test_a_rank_count_has_one_color_in_every_row():
     s = _summary({"real": {}, "emulator": {}})
     s = s[~((s["row"] == "emulator") & (s["ranks"] == 1))]
     s = pd.concat([s, s.assign(batch_size=8)])
-    fig = report.plot_rows(s, validation.ROWS, "unet3d", "Fig X", [("compute_sps", "compute")],
+    fig = plots.plot_rows(s, validation.ROWS, "unet3d", "Fig X", [("compute_sps", "compute")],
                            "samples/s", "throughputs")
     try:
         axes = fig.axes
@@ -572,10 +620,45 @@ def test_dlrm_forward_share_step_time_over_ranks_and_the_std_model_rows():
     s = got["dlrm-compute-std-model-r2"]
     # value and interval from the same steps through one function (not the fitted model's 0.4)
     assert s["ci_low"] <= s["our_value"] <= s["ci_high"] and s["our_value"] != 0.4
-    assert s["paper_value"] == 0.71 and s["figure"] == "Eq 5.6"
-    assert s["ci_method"].startswith("R² of the std model")
+    assert s["paper_value"] == pytest.approx(0.71 - 0.95) and s["figure"] == "Eq 5.6"
+    assert s["rule"] == "< 0" and s["ci_method"].startswith("the std model's R² minus the mean model's")
     for cid in ("unet3d-compute-0.6-1.6s", "unet3d-eval-time-normal-fit", "bert-data-throughput-range"):
         assert got[cid]["verdict"] == "not measured", cid
+
+
+@pytest.mark.parametrize("means,stds,verdict", [
+    ((1, 2, 2, 3), (0.1, 0.1, 0.1, 0.5), "holds"),    # mean linear in G and B, std not: less linear
+    ((1, 1, 1, 5), (0.1, 0.2, 0.2, 0.3), "fails"),    # std linear, mean not: the statement fails
+])
+def test_std_model_row_compares_its_r2_with_the_mean_models(means, stds, verdict):
+    """Issue 38 (6): "the std is less linear than its mean" is judged on R²(std) - R²(mean) of
+    the same steps, so a std model that fits better than the mean's fails (the old '< 0.9' on
+    the std model alone held then)."""
+    cfgs = [(1, 1), (2, 1), (1, 2), (2, 2)]
+    rng = np.random.default_rng(1)
+    steps = pd.DataFrame([{"workload": "dlrm", "ranks": g, "batch_size": b, "repeat": 0, "rank": 0, "epoch": 0,
+                           "step": i + 1, "steady": True, "samples": b, "compute_ns": c * 1e9,
+                           "data_ns": 1e6, "step_ns": c * 1e9 + 1e6}
+                          for (g, b), m, sd in zip(cfgs, means, stds) for i, c in enumerate(rng.normal(m, sd, 200))])
+    summ = pd.DataFrame([{"workload": "dlrm", "ranks": g, "batch_size": b, "data_share": 0.01, "data_s": 0.001,
+                          "compute_s": m} for (g, b), m in zip(cfgs, means)])
+    nf = pd.DataFrame([{"workload": "dlrm", "ranks": g, "batch_size": b, "mean_s": m} for (g, b), m in zip(cfgs, means)])
+    got = {c["id"]: c for c in report.claims(summ, {"dlrm": {"mean": {"r2": 0.9}, "std": {"r2": 0.5}}}, nf, steps=steps)}
+    c = got["dlrm-compute-std-model-r2"]
+    assert c["verdict"] == verdict, c["note"]
+    assert c["ci_low"] <= c["our_value"] <= c["ci_high"]
+    assert abs(c["our_value"]) == pytest.approx(1 / 3, abs=0.1)
+
+
+def test_the_data_share_rows_are_exclusive():
+    """Issue 38 (6): a share is either negligible (UNET3D's and BERT's rows) or visible (DLRM's
+    'about 10 %'), never both: the declared rules split at one share."""
+    from experiments.claims import declared, rules
+    rule = {i: d.rule for i, (_, d) in declared.declared("workload_fits").items() if "data-share" in i}
+    for v in np.linspace(0, 0.3, 301):
+        small = rules.evaluate(rule["unet3d-data-share-small"], v)
+        assert small == rules.evaluate(rule["bert-data-share-small"], v)
+        assert small != rules.evaluate(rule["dlrm-data-share-about-10pct"], v), v
 
 
 def test_data_share_forward_share_and_bert_throughput_take_value_and_interval_from_the_steps():

@@ -8,5 +8,7 @@ ranks, and the linear fits of compute time (Eq 5.1 to 5.6).
 Modules: ``settings`` (the params sections, no framework import), ``data_*`` (generators),
 ``unet3d``, ``bert``, ``dlrm`` (one rank's training program), ``steptimer`` (instrumentation
 and the JSON-lines application log), ``launch`` (torchrun / multi-process TF launcher and the
-sweep), ``fits`` (normal fits and statsmodels OLS), ``report`` (figures and claims).
+sweep), ``fits`` (normal fits and statsmodels OLS), ``validation`` (the real, generated-data and sleep
+rows), ``plots`` (the stages' figures), ``intervals`` (findings' values and intervals from
+their samples), ``report`` (the stages' claims: measurements joined with the declarations).
 """

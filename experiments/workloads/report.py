@@ -1,32 +1,32 @@
-"""Figures and claims for the three workloads (thesis Fig 5.2, 5.5, 5.6, 5.9, 5.11, 5.14, 5.16,
-5.17, A.2, A.3, A.4, A.5; Eq 3.1, 3.2, 5.1 to 5.6).
+"""The claims of the workload stages (thesis Sec 3, 4.1, 4.7, 5.1-5.3; Eq 3.1, 5.1 to 5.6):
+``workload_data`` (:func:`data_claims`), ``workload_fits`` (:func:`claims`) and
+``workload_validation`` (:func:`validation_claims`), each the join of its measurements
+(``measure_*``: :class:`~experiments.claims.declared.Measured`, value, interval, note) with the
+declarations in ``experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml``. Values and
+intervals from the samples: :mod:`.intervals`; the stages' figures: :mod:`.plots`.
 
-The thesis's Fig 5.5, 5.6, 5.11, 5.16 and 5.17 have one row per source: real data, generated
-data, sleep, benchmark. The real data sets (KiTS19, Wikipedia, Criteo) cannot be downloaded
-here; our realistic generators stand in for them (the "real" row), the ``random`` content
-for the thesis's generated data, and ``compute: sleep`` for its sleep row
-(:mod:`.validation`, whose :data:`~.validation.ROWS` list the rows drawn). The
-``workload_fits`` figures show the real row alone.
+The validation rows: real (our realistic generators stand in for KiTS19, Wikipedia and
+Criteo), ``random`` content for the thesis's generated data, ``compute: sleep`` for its sleep
+row, and the emulator for its benchmark (:data:`.validation.ROWS`).
 """
 
 from __future__ import annotations
 
 import os
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import reference, stats, style
+from .. import reference, stats
 from ..claims.declared import Measured, join
 from . import compute_model as cm
-from . import fits
+from . import intervals as iv
 
-SOURCE = "Ho-Von 2023"
 # the stages whose claims this module measures (declared in
 # experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml)
 STAGE_DATA, STAGE_FITS, STAGE_VALIDATION = "workload_data", "workload_fits", "workload_validation"
-TITLES = {"unet3d": "UNET3D", "bert": "BERT", "dlrm": "DLRM"}
+
+
 # What the thesis states of the VFS measures on generated (random-content) data.
 VFS_SAME_TEXT = {
     "unet3d": "Sec 5.1.3: 'we are happy to see that the VFS latency and throughputs are contained within "
@@ -34,148 +34,6 @@ VFS_SAME_TEXT = {
     "dlrm": "Sec 5.3.2: 'even though the median values are in line with each other, the variation is "
             "larger for the original workload'",
 }
-ROW_NOTE = "real row: realistic generated data, real compute (the other rows: workload_validation)"
-PART_LABELS = {"to_device_s": "to device", "forward_s": "forward", "loss_s": "loss",
-               "backward_s": "backward (+DDP all-reduce)", "optimizer_s": "optimizer step",
-               "allreduce_s": "cumulative-loss all-reduce", "sleep_s": "sleep (compute: sleep)"}
-
-
-def rank_colors(s: pd.DataFrame) -> dict:
-    """One color per rank count in ``s`` (:func:`experiments.style.category`), so that G=2 has
-    the same color in every panel, row and figure, also where a row ran only some rank counts."""
-    return style.colors("ranks", sorted(s["ranks"].unique()))
-
-
-def _lines(ax, s: pd.DataFrame, col: str, ylabel: str, logy=False, colors: dict | None = None):
-    colors = colors or rank_colors(s)
-    for g, d in s.groupby("ranks"):
-        d = d.sort_values("batch_size")
-        ax.plot(d["batch_size"], d[col], marker="o", label=f"G={g}", color=colors[g])
-        if f"{col}_q1" in d:
-            ax.fill_between(d["batch_size"], d[f"{col}_q1"], d[f"{col}_q3"], alpha=0.2, color=colors[g])
-    ax.set_xlabel("batch size (samples)")
-    ax.set_ylabel(ylabel)
-    if logy:
-        style.log_axis(ax, "y")
-    if s["batch_size"].max() / max(1, s["batch_size"].min()) >= 16:
-        ax.set_xscale("log", base=2)
-
-
-def plot_breakdown(s: pd.DataFrame, workload: str, figure: str):
-    """Step breakdown: step, data and compute (top), compute's parts (bottom); median, IQR fill."""
-    parts = [p for p in PART_LABELS if p in s and s[p].max() > 0]
-    ncol = max(3, len(parts))
-    fig, axes = plt.subplots(2 if parts else 1, ncol, figsize=(3.2 * ncol, 6 if parts else 3.2), squeeze=False)
-    for ax, (col, name) in zip(axes[0], [("step_s", "whole step"), ("data_s", "data wait"),
-                                         ("compute_s", "compute")]):
-        _lines(ax, s, col, f"{name}, s")
-        ax.set_title(name, fontsize=9)
-    for ax in axes[0][3:]:
-        ax.axis("off")
-    if parts:
-        for ax, col in zip(axes[1], parts):
-            _lines(ax, s, col, f"{PART_LABELS[col]}, s")
-            ax.set_title(PART_LABELS[col], fontsize=9)   # "backward (+DDP all-reduce)" was wider than its panel
-        for ax in axes[1][len(parts):]:
-            ax.axis("off")
-    style.legend_beside(axes[0][2], axes=[axes[0][0]], title="ranks")
-    fig.suptitle(f"{figure}: {TITLES[workload]} step breakdown (median, IQR) — {ROW_NOTE}", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def _panel_row(s: pd.DataFrame, cols: list[tuple[str, str, str]], title: str):
-    """One log-scale panel per (column, panel title, y label) present in ``s``, against batch size."""
-    cols = [c for c in cols if c[0] in s and s[c[0]].notna().any()]
-    fig, axes = plt.subplots(1, len(cols), figsize=(3.6 * len(cols), 3.4), squeeze=False)
-    for ax, (col, name, ylabel) in zip(axes[0], cols):
-        _lines(ax, s, col, ylabel, logy=True)
-        ax.set_title(name)
-    style.legend_beside(axes[0][-1], axes=[axes[0][0]], title="ranks")
-    fig.suptitle(f"{title} — {ROW_NOTE}", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def plot_latencies(s: pd.DataFrame, workload: str, figure: str):
-    """Data wait, VFS read and preprocessing latencies (Fig 5.5, 5.16)."""
-    names = [("data_s", "data latency"), ("vfs_s", "VFS read latency"), ("prep_s", "preprocessing latency")]
-    return _panel_row(s, [(c, n, f"{n}, s (median)") for c, n in names],
-                      f"{figure}: {TITLES[workload]} latencies")
-
-
-def plot_throughputs(s: pd.DataFrame, workload: str, figure: str):
-    """VFS, data and compute throughputs, samples/s (Fig 5.6, 5.11, 5.17)."""
-    names = [("vfs_sps", "VFS throughput"), ("data_sps", "data throughput"), ("compute_sps", "compute throughput")]
-    return _panel_row(s, [(c, n, "samples/s (median)") for c, n in names],
-                      f"{figure}: {TITLES[workload]} throughputs")
-
-
-def plot_distributions(steps: pd.DataFrame, nfits: pd.DataFrame, workload: str, figure: str):
-    """Compute-time histograms per (G, B) with the fitted normal (Fig A.2, A.4, A.5)."""
-    from scipy import stats
-
-    st = fits.steady(steps[steps["workload"] == workload])
-    f = nfits[nfits["workload"] == workload]
-    Gs, Bs = sorted(f["ranks"].unique()), sorted(f["batch_size"].unique())
-    fig, axes = plt.subplots(len(Gs), len(Bs), figsize=(2.6 * len(Bs), 2.2 * len(Gs)), squeeze=False)
-    for i, g in enumerate(Gs):
-        for j, b in enumerate(Bs):
-            ax = axes[i][j]
-            v = st[(st["ranks"] == g) & (st["batch_size"] == b)]["compute_ns"] / 1e9
-            r = f[(f["ranks"] == g) & (f["batch_size"] == b)]
-            if len(v) and len(r):
-                ax.hist(v, bins=min(20, max(3, len(v) // 2)), density=True, alpha=0.6,
-                        color=style.category("source", "ours")["color"])
-                x = np.linspace(v.min(), v.max(), 100)
-                sd = max(float(r["std_s"].iloc[0]), 1e-9)
-                ax.plot(x, stats.norm.pdf(x, float(r["mean_s"].iloc[0]), sd), color="k", lw=1)
-            ax.set_title(f"G={g}, B={b}", fontsize=8)
-            style.few_ticks(ax, "x")   # narrow compute-time ranges give long labels
-            ax.tick_params(labelsize=7)
-            if i == len(Gs) - 1:
-                ax.set_xlabel("compute time, s", fontsize=8)
-    fig.suptitle(f"{figure}: {TITLES[workload]} compute times with fitted normals", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def plot_fit(nfits: pd.DataFrame, models: dict, workload: str):
-    """Fitted mean and std of compute time against the linear models in G and B."""
-    f = nfits[nfits["workload"] == workload]
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
-    for ax, stat, col in ((axes[0], "mean", "mean_s"), (axes[1], "std", "std_s")):
-        for g, d in f.groupby("ranks"):
-            d = d.sort_values("batch_size")
-            c = style.category("ranks", g)["color"]
-            ax.plot(d["batch_size"], d[col], "o", color=c, label=f"G={g} measured")
-            ax.plot(d["batch_size"], fits.predict(models[workload][stat], g, d["batch_size"]), "-",
-                    color=c, label=f"G={g} model")
-        ax.set_xlabel("batch size (samples)")
-        ax.set_ylabel(f"compute time {stat}, s")
-        ax.set_title(f"{stat}: R² = {models[workload][stat]['r2']:.2f}")
-    style.legend_beside(axes[1], axes=[axes[0]], fontsize=7)
-    fig.suptitle(f"{TITLES[workload]}: linear model of compute time (cf. Eq 5.1-5.6)", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def plot_eval(evals: pd.DataFrame, model: dict):
-    """UNET3D evaluation: sliding-window time per case against its image size (cf. Fig 5.3)."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
-    mb = evals["bytes"] / 1e6
-    ax.scatter(mb, evals["window_s"], s=14, alpha=0.6)
-    if "s_per_MB" in model:
-        x = np.linspace(mb.min(), mb.max(), 10)
-        ax.plot(x, model["intercept_s"] + model["s_per_MB"] * x, color="k", lw=1,
-                label=f"{model['s_per_MB']:.3g} s/MB, R² = {model['r2']:.2f}")
-        style.legend_beside(ax)
-    ax.set_xlabel("case image size, MB")
-    ax.set_ylabel("sliding-window inference, s")
-    ax.set_title(f"UNET3D evaluation at batch 1: N({model['mean_s']:.3g} s, {model['std_s']:.2g} s)",
-                 fontsize=9)
-    fig.tight_layout()
-    return fig
 
 
 def _not_linear_reason(nf: pd.DataFrame, workload: str = "") -> str:
@@ -198,145 +56,13 @@ def _not_linear_reason(nf: pd.DataFrame, workload: str = "") -> str:
     return out
 
 
-# ----------------------------------------------------------------------------- intervals
-# A claim over several configurations (G, B) is a statistic of per-configuration statistics (the
-# median over configurations of a ratio of medians, say). Its interval resamples the steps (or
-# the loader's reads) of every configuration and row independently and recomputes the whole
-# statistic (experiments.stats.bootstrap), so the interval carries the noise of every sample.
-
-def steady_rows(tab: pd.DataFrame) -> pd.DataFrame:
-    """The samples a summary is computed from: for steps, the steady ones (the ``steady``
-    column where the stage wrote it, else :func:`.fits.steady`); for the loader's reads
-    (``vfs_ns``), the training reads, UNET3D's first epoch left out, as
-    :func:`.fits.step_summary` keeps them."""
-    if tab is None or not len(tab):
-        return pd.DataFrame()
-    if "vfs_ns" in tab.columns:
-        d = tab[tab["split"].fillna("train") == "train"] if "split" in tab.columns else tab
-        if "epoch" in d.columns:
-            keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat") if k in d.columns]
-            first = d.groupby(keys)["epoch"].transform("min")
-            d = d[~((d["workload"] == "unet3d") & (d["epoch"] == first))]
-        return d
-    if "steady" in tab.columns:
-        return tab[tab["steady"].fillna(False).astype(bool)]
-    return fits.steady(tab)
-
-
-def config_samples(tab: pd.DataFrame, w: str, rows: tuple[str, ...], value) -> dict:
-    """{(G, B): [``value(d)`` of row r's samples for r in ``rows``]} for every configuration of
-    workload ``w`` that every row ran (``tab``: steps or loader reads with column ``row``, see
-    :func:`steady_rows`; ``value``: DataFrame -> array, in the claim's unit)."""
-    d = steady_rows(tab)
-    if not len(d) or "row" not in d.columns:
-        return {}
-    d = d[d["workload"] == w]
-    out = {}
-    for (g, b), x in d.groupby(["ranks", "batch_size"]):
-        got = [np.asarray(value(x[x["row"] == r]), dtype=float) for r in rows]
-        if all(len(v) for v in got):
-            out[(int(g), int(b))] = got
-    return out
-
-
-def configs_stat(groups: dict, per_config, reduce=np.median, what: str = "") -> tuple[float, stats.Interval | None]:
-    """``reduce([per_config(*samples of (G, B)) for each (G, B)])`` (``groups``:
-    :func:`config_samples`) and its bootstrap interval, every sample resampled independently:
-    the point and the interval from the same samples through the same function
-    (:func:`experiments.stats.bootstrap`). (NaN, None) when there is no configuration.
-    ``n``: the smallest sample."""
-    if not groups:
-        return float("nan"), None
-    k = len(next(iter(groups.values())))
-    flat = [a for v in groups.values() for a in v]
-
-    def stat(*arrs):
-        return float(reduce([per_config(*arrs[i:i + k]) for i in range(0, len(arrs), k)]))
-
-    return stats.bootstrap(stat, *flat, method=f"bootstrap over steps of {len(groups)} configurations"
-                           + (f" ({what})" if what else ""))
-
-
-def from_steps(fallback: float, got: tuple[float, stats.Interval | None]) -> tuple[float, stats.Interval | None]:
-    """A finding's (value, interval): :func:`configs_stat`'s, both from the steps; without steps
-    (no interval) the summary's ``fallback`` value, with no interval (inconclusive)."""
-    v, ci = got
-    return (fallback, None) if ci is None else (v, ci)
-
-
-def _joined(*groups: dict) -> dict:
-    """The configurations in every one of ``groups`` (:func:`config_samples`), each with its
-    samples of every group in turn: one statistic of several quantities of the same runs."""
-    keys = [k for k in groups[0] if all(k in g for g in groups)]
-    return {k: [a for g in groups for a in g[k]] for k in keys}
-
-
-def _inside_iqr(x, ref) -> bool:
-    """Whether the median of ``x`` lies inside the inter-quartile range of ``ref``."""
-    return bool(np.quantile(ref, .25) <= np.median(x) <= np.quantile(ref, .75))
-
-
-def _med_ratio(a, b) -> float:
-    mb = np.median(b)
-    return float(np.median(a) / mb) if mb else np.nan
-
-
-def _iqr(x) -> float:
-    q1, q3 = np.quantile(x, [0.25, 0.75])
-    return float(q3 - q1)
-
-
-def _secs(col: str):
-    return lambda d: d[col].to_numpy(dtype=float) / 1e9
-
-
-def _rate(col: str):
-    """Per-step throughput, samples/s, as :func:`.fits.step_summary` computes it."""
-    return lambda d: (d["samples"] / (d[col].clip(lower=1) / 1e9)).to_numpy(dtype=float)
-
-
-def _vfs_rate(d):
-    per = d["samples"] if "samples" in d.columns and d["samples"].notna().all() else 1
-    return (per / (d["vfs_ns"].clip(lower=1) / 1e9)).to_numpy(dtype=float)
-
-
-def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tuple[float, stats.Interval | None]:
-    """The R² of workload ``w``'s ``moment`` (``mean`` or ``std``) compute-time model (OLS of the
-    per-configuration mean, or standard deviation, of the compute time, s, on G and B, as
-    :func:`.fits.ols` of :func:`.fits.normal_fits`) and its bootstrap interval, both from one
-    selection of steps (:func:`steady_rows`, the real variant) through one function: the point
-    is that function on the steps, the interval resamples each configuration's steps in blocks
-    of consecutive steps (they are not independent). (NaN, None) without steps or with fewer
-    than 3 configurations."""
-    if steps is None or not len(steps):
-        return float("nan"), None
-    st = steady_rows(steps[steps["workload"] == w])
-    if "variant" in st.columns:
-        st = st[st["variant"] == "real"]
-    g = [(int(k[0]), int(k[1]), x["compute_ns"].to_numpy(dtype=float) / 1e9)
-         for k, x in st.groupby(["ranks", "batch_size"])]
-    if len(g) < 3:
-        return float("nan"), None
-    X = np.array([[G, B] for G, B, _ in g], dtype=float)
-    X = np.column_stack([np.ones(len(X))] + [X[:, j] for j in range(2) if np.ptp(X[:, j]) > 0])
-
-    def r2(*arrs):
-        y = np.array([a.mean() if moment == "mean" else a.std() for a in arrs])   # norm.fit: ddof 0
-        beta = np.linalg.lstsq(X, y, rcond=None)[0]
-        tot = ((y - y.mean()) ** 2).sum()
-        return float(1 - ((y - X @ beta) ** 2).sum() / tot) if tot > 0 else np.nan
-
-    return stats.bootstrap(r2, *(a for *_, a in g), block="auto",
-                           method=f"R² of the {moment} model, bootstrap over steps of {len(g)} configurations")
-
-
 def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None = None,
            phases: pd.DataFrame | None = None) -> list[dict]:
     """The claims of ``workload_fits`` (declared in ``experiments/claims/papers/
     hovon2023-thesis-dl-io-patterns.yaml``): linear compute time (R^2 of the mean and std
     models), the data-loading share of the step, and the thesis's headline numbers of each
     workload (Sec 5.1.2, 5.2.2, 5.3.2). ``steps`` (the workloads' raw.parquet) give each finding
-    its value and interval (one function of the steps, bootstrapped: :func:`configs_stat`);
+    its value and interval (one function of the steps, bootstrapped: :func:`iv.configs_stat`);
     ``phases`` (UNET3D's phases.csv) its evaluation and epoch durations. Without them the
     findings have no interval (``inconclusive``, n = 1)."""
     st = steps.assign(row="real") if steps is not None and len(steps) else None
@@ -347,23 +73,35 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.D
 def measure_compute_fits(models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None) -> list[Measured]:
     """Per workload with a fitted model: the R² of the mean compute-time model (Eq 5.1, 5.3,
     5.5) and of the standard-deviation model (Eq 5.2, 5.4, 5.6), each with its bootstrap
-    interval over the steps (:func:`r2_interval`); the fitted model's own R² (its configurations
+    interval over the steps (:func:`iv.r2_interval`); the fitted model's own R² (its configurations
     may hold other steps) only where there are no steps."""
     out = []
     for w, m in models.items():
         nf = nfits[nfits["workload"] == w]
         grid = f"{nf['batch_size'].nunique()} batch sizes x {nf['ranks'].nunique()} rank counts"
-        r2, r2_ci = r2_interval(steps, w)
+        r2, r2_ci = iv.r2_interval(steps, w)
         out.append(Measured(
             f"{w}-compute-linear-in-batch", m["mean"]["r2"] if r2_ci is None else r2, r2_ci, note=grid,
             why_not=_not_linear_reason(nf, w) + "; ranks share this host's cores with any other load"))
-        sd_r2, sd_ci = r2_interval(steps, w, "std")
+        # the statement compares the two models: the std model's R² minus the mean model's, both
+        # on the same resampled steps (the fitted models' own R² only where there are no steps)
+        gap, gap_ci = iv.r2_interval(steps, w, "std - mean")
+        sd_r2, _ = iv.r2_interval(steps, w, "std")
+        fitted = _r2_or_nan((m.get("std") or {}).get("r2")) - _r2_or_nan(m["mean"].get("r2"))
         out.append(Measured(
-            f"{w}-compute-std-model-r2", (m.get("std") or {}).get("r2", np.nan) if sd_ci is None else sd_r2,
-            sd_ci, note=f"R² of our mean model {m['mean']['r2']:.2f}; {grid}",
+            f"{w}-compute-std-model-r2", fitted if gap_ci is None else gap, gap_ci,
+            note=(f"R² of the std model {sd_r2:.2f} against the mean model's {r2:.2f} on the steps; "
+                  if gap_ci is not None else "")
+                 + (f"fitted models: std {(m.get('std') or {}).get('r2'):.2f}, mean {m['mean']['r2']:.2f}; "
+                    if np.isfinite(fitted) else "") + grid,
             why_not="the spread of the compute time on this host's CPUs follows G and B as closely as its "
                     "mean does; ranks share the host's cores with any other load"))
     return out
+
+
+def _r2_or_nan(x) -> float:
+    """A fitted model's R² as a float: NaN where the fit wrote none (null)."""
+    return float("nan") if x is None else float(x)
 
 
 def measure_data_share(summary: pd.DataFrame, st: pd.DataFrame | None) -> list[Measured]:
@@ -372,8 +110,9 @@ def measure_data_share(summary: pd.DataFrame, st: pd.DataFrame | None) -> list[M
     out = []
     share = lambda d: (d["data_ns"] / d["step_ns"]).to_numpy(dtype=float)  # noqa: E731
     for w, g in summary.groupby("workload"):
-        sh, ci = from_steps(float(g["data_share"].median()),
-                            configs_stat(config_samples(st, w, ("real",), share), np.median, what="median data share"))
+        sh, ci = iv.from_steps(float(g["data_share"].median()),
+                               iv.configs_stat(iv.config_samples(st, w, ("real",), share), np.median,
+                                               what="median data share"))
         data_s, comp_s = float(g["data_s"].median()), float(g["compute_s"].median())
         measured = (f"median data wait {data_s:.3g} s against median compute {comp_s:.3g} s per step "
                     f"on this host")
@@ -383,8 +122,8 @@ def measure_data_share(summary: pd.DataFrame, st: pd.DataFrame | None) -> list[M
             big = g[(g["batch_size"] == b) & (g["ranks"] == G)]
             out.append(Measured(
                 "dlrm-data-share-about-10pct", sh, ci,
-                note="direction: at least half the thesis's share (the other workloads' loading is "
-                     "negligible, < 1 %)",
+                note="direction: at least half the thesis's share, where the other workloads' negligible share ends "
+                     "(< 5 %)",
                 why_not=f"{measured}; at G={G}, B={b} this CPU computes a step in "
                         f"{float(big['compute_s'].iloc[0]):.3g} s where the thesis's V100 model (Eq 5.5) "
                         f"gives {v100:.3g} s, while the batch is read from the page cache"))
@@ -410,6 +149,23 @@ def eval_over_epoch(phases: pd.DataFrame | None) -> tuple[float, stats.Interval 
                    f"{tr.median():.3g} s over {len(tr)} epochs (all configurations)")
 
 
+def _eval_setup(phases: pd.DataFrame | None) -> str:
+    """Our UNET3D runs' setup beside Fig 5.1's (8 GPUs, batch 4, 50 epochs): the rank counts
+    and batch sizes of the runs whose phases are timed, epochs and evaluations per run."""
+    need = {"workload", "phase", "ranks", "batch_size", "rank"}
+    if phases is None or not len(phases) or not need <= set(phases.columns):
+        return ""
+    p = phases[(phases["workload"] == "unet3d") & (phases["rank"] == phases["rank"].min())]
+    runs = p.groupby([k for k in ("variant", "ranks", "batch_size", "repeat") if k in p.columns])
+    if not len(p) or not runs.ngroups:
+        return ""
+    per = runs["phase"].agg(lambda x: ((x == "train").sum(), (x == "eval").sum()))
+    ep, ev = sorted({e for e, _ in per}), sorted({e for _, e in per})
+    words = lambda xs: ", ".join(map(str, xs))  # noqa: E731
+    return (f"ours: {runs.ngroups} runs, G = {words(sorted(p['ranks'].unique()))}, batch "
+            f"{words(sorted(p['batch_size'].unique()))}, {words(ep)} epochs and {words(ev)} evaluations per run")
+
+
 def measure_headlines(summary: pd.DataFrame, steps: pd.DataFrame | None, phases: pd.DataFrame | None) -> list[Measured]:
     """The thesis's headline numbers of the workload stages (issues 24, 31): UNET3D's evaluations
     ~8x longer than epochs (Sec 5.1.2, from ``phases``), and, not measured on this host (absolute
@@ -420,13 +176,13 @@ def measure_headlines(summary: pd.DataFrame, steps: pd.DataFrame | None, phases:
     out = []
     v, ci, measured = eval_over_epoch(phases)
     out.append(Measured(
-        "unet3d-eval-longer-than-epoch", v, ci, note=measured if v == v else "",
+        "unet3d-eval-longer-than-epoch", v, ci, note=measured if v == v else "", context=_eval_setup(phases),
         why_not=measured + "; the ratio also depends on the evaluation cases over the training cases "
                 "of the generated data set (the thesis: 42 over 168)"))
     b = summary[summary["workload"] == "bert"]
-    dv, ci = from_steps(float(b["data_sps"].median()) if len(b) and "data_sps" in b else np.nan,
-                        configs_stat(config_samples(steps, "bert", ("real",), _rate("data_ns")), np.median,
-                                     what="median per-step data throughput"))
+    dv, ci = iv.from_steps(float(b["data_sps"].median()) if len(b) and "data_sps" in b else np.nan,
+                           iv.configs_stat(iv.config_samples(steps, "bert", ("real",), iv.rate("data_ns")),
+                                           np.median, what="median per-step data throughput"))
     # An absolute throughput of the thesis's DGX-1 (40 cores, 8 V100s): not this box's quantity,
     # so not measured, with what this box shows (as the compute rows below).
     shown = (f"here tf.data on this host's CPUs delivers {dv:,.0f} samples/s (median over "
@@ -455,9 +211,9 @@ def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
     given batch size the step time grows with the GPU count. Both from the real runs' steady
     steps (``steps`` with ``row``), bootstrapped over steps per configuration."""
     out = []
-    fwd = config_samples(steps, "dlrm", ("real",), lambda d: (d["forward_ns"] / d["compute_ns"].clip(lower=1))
+    fwd = iv.config_samples(steps, "dlrm", ("real",), lambda d: (d["forward_ns"] / d["compute_ns"].clip(lower=1))
                          .to_numpy(dtype=float)) if steps is not None and "forward_ns" in steps else {}
-    v, ci = configs_stat(fwd, np.median, np.median, what="median forward / compute")
+    v, ci = iv.configs_stat(fwd, np.median, np.median, what="median forward / compute")
     out.append(Measured(
         "dlrm-forward-80pct-of-compute", v, ci,
         note=("per configuration: " + ", ".join(f"G={g} B={b}: {np.median(a):.2f}" for (g, b), (a,) in fwd.items()))
@@ -465,7 +221,7 @@ def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
         why_not="our DLRM is scaled down and runs on this host's CPUs: its embedding look-ups and MLPs "
                 "weigh otherwise than on the thesis's V100s" if fwd else
                 "no DLRM steps with a timed forward pass (workload dlrm, compute real)"))
-    sec = config_samples(steps, "dlrm", ("real",), lambda d: d["step_ns"].to_numpy(dtype=float) / 1e9) \
+    sec = iv.config_samples(steps, "dlrm", ("real",), lambda d: d["step_ns"].to_numpy(dtype=float) / 1e9) \
         if steps is not None and "step_ns" in steps else {}
     pairs = []
     for b in sorted({b for _, b in sec}):
@@ -504,108 +260,6 @@ def data_claims(facts: dict, image_MB_at_paper_scale: float, cfg) -> list[dict]:
                  note=f"seq_len {cfg.bert.data.seq_len}, max_predictions {cfg.bert.data.max_predictions}"),
         Measured("dlrm-sample-size", facts["dlrm"]["bytes"] / facts["dlrm"]["samples"]),
     ])
-
-
-# ----------------------------------------------------------------------------- validation rows
-
-LATENCIES = [("data_s", "data latency"), ("vfs_s", "VFS read latency"), ("prep_s", "preprocessing latency")]
-THROUGHPUTS = [("vfs_sps", "VFS throughput"), ("data_sps", "data throughput"),
-               ("compute_sps", "compute throughput")]
-
-
-def plot_rows(s: pd.DataFrame, rows, workload: str, figure: str, panels, unit: str, what: str):
-    """The thesis's multi-row figure: one row per entry of ``rows`` (:class:`.validation.Row`)
-    that has runs in ``s`` (column ``row``), one panel per column of ``panels`` measured in any
-    row, against batch size, one line per rank count, median with inter-quartile fill; panels of
-    a column share their y axis. A row without runs is not drawn (the caption says which)."""
-    s = s[s["workload"] == workload]
-    drawn = [r for r in rows if (s["row"] == r.key).any()]
-    cols = [(c, n) for c, n in panels if c in s and s[c].notna().any()]
-    if not drawn or not cols:
-        raise ValueError(f"{figure}: no runs of {workload} with {', '.join(c for c, _ in panels)}")
-    fig, axes = plt.subplots(len(drawn), len(cols), figsize=(3.6 * len(cols), 2.9 * len(drawn)),
-                             squeeze=False, sharex=True, sharey="col")
-    colors = rank_colors(s)
-    for i, r in enumerate(drawn):
-        d = s[s["row"] == r.key]
-        for j, (c, name) in enumerate(cols):
-            ax = axes[i][j]
-            if d[c].notna().any():
-                _lines(ax, d, c, "", logy=True, colors=colors)
-            else:
-                ax.text(0.5, 0.5, "not measured in this row", ha="center", va="center",
-                        transform=ax.transAxes, fontsize=8, color="0.4")
-            ax.set_title(f"{chr(65 + i)}) {name}", fontsize=9)
-            ax.set_ylabel(f"{r.label}\n{unit}" if j == 0 else "", fontsize=8)
-            if i < len(drawn) - 1:
-                ax.set_xlabel("")
-    # entries from every panel: a rank count that only a later row ran is named too
-    style.legend_beside(axes[0][-1], axes=list(axes.ravel()), fontsize=7, title="ranks", title_fontsize=7)
-    missing = [r.label for r in rows if r not in drawn]
-    note = f" (no runs: {', '.join(missing)})" if missing else ""
-    fig.suptitle(f"{figure}: {TITLES[workload]} {what}, median with IQR{note}", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def plot_fig_a3(s: pd.DataFrame, labels: dict):
-    """Fig A.3: UNET3D data latency (and the loader's preprocessing latency) with the loader's
-    preprocessing done, skipped, or replaced by a sleep, all with compute: sleep; one panel
-    row per rank count, one line per variant, median with IQR fill."""
-    s = s[(s["workload"] == "unet3d") & s["variant"].isin(list(labels))]
-    if not len(s):
-        raise ValueError("Fig A.3: no UNET3D sleep runs with the loader variants")
-    variants = s[s["variant"] != "sleep"]                   # rank counts with a loader variant
-    Gs = sorted((variants if len(variants) else s)["ranks"].unique())
-    fig, axes = plt.subplots(len(Gs), 2, figsize=(8, 3 * len(Gs)), squeeze=False, sharex=True, sharey="col")
-    for i, g in enumerate(Gs):
-        for j, (col, name) in enumerate((("data_s", "data latency"), ("prep_s", "preprocessing latency"))):
-            ax = axes[i][j]
-            for v, label in labels.items():
-                d = s[(s["ranks"] == g) & (s["variant"] == v)].sort_values("batch_size")
-                if not len(d):
-                    continue
-                st = style.category("loader", v)
-                ax.plot(d["batch_size"], d[col], marker=st["marker"], color=st["color"], label=label)
-                ax.fill_between(d["batch_size"], d[f"{col}_q1"], d[f"{col}_q3"], alpha=0.2, color=st["color"])
-            style.log_axis(ax, "y")
-            ax.set_xticks(sorted(s["batch_size"].unique()))    # every batch size run (1 was unlabelled)
-            ax.set_title(f"G={g}: {name}", fontsize=9)
-            ax.set_ylabel(f"{name}, s" if j == 0 else "s", fontsize=8)
-            if i == len(Gs) - 1:
-                ax.set_xlabel("batch size (samples)")
-    style.legend_beside(axes[0][-1], axes=list(axes.ravel()), fontsize=7)
-    fig.suptitle("Fig A.3: UNET3D with compute: sleep, effect of an extra sleep in the loader "
-                 "standing in for preprocessing (median, IQR)", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def plot_utilization(au: pd.DataFrame, rows):
-    """Accelerator utilization (Eq 3.1) of every run against batch size: one panel per
-    workload, one line per (row, rank count); the MLPerf Storage pass mark at 90 %."""
-    ws = [w for w in TITLES if (au["workload"] == w).any()]
-    fig, axes = plt.subplots(1, len(ws), figsize=(4 * len(ws) + 1.4, 3.4), squeeze=False)
-    styles = {r.key: ls for r, ls in zip(rows, ["-", ":", "--", "-."] * 3)}
-    for ax, w in zip(axes[0], ws):
-        d = au[au["workload"] == w]
-        for (row, g), x in d.groupby(["row", "ranks"], sort=False):
-            x = x.groupby("batch_size", as_index=False)["au"].median()
-            # colour: the row (run kind), marker: G; the same look in every panel
-            ax.plot(x["batch_size"], 100 * x["au"], styles.get(row, "-"), color=style.category("run", row)["color"],
-                    marker=style.category("ranks", g)["marker"], label=f"{row}, G={g}")
-        ax.axhline(100 * cm.MLPERF_AU_PASS, color="k", lw=0.8)
-        ax.set_title(TITLES[w], fontsize=9)
-        ax.set_xlabel("batch size (samples)")
-        ax.set_ylabel("accelerator utilization, %")
-        if d["batch_size"].nunique() > 1 and d["batch_size"].max() / max(1, d["batch_size"].min()) >= 16:
-            ax.set_xscale("log", base=2)
-    style.legend_beside(axes[0][-1], axes=list(axes[0]), fontsize=6)   # one legend: one look per line
-    fig.suptitle("Accelerator utilization (Eq 3.1, 3.2): ideal compute time over the train phases' wall time;\n"
-                 "runs that slept: the compute model's mean per step; runs with real compute: their own measured "
-                 "compute; line: MLPerf Storage's 90 %", fontsize=9)
-    fig.tight_layout()
-    return fig
 
 
 SLEEP_SLACK_S = 0.002
@@ -682,8 +336,8 @@ NONE = "no {} runs of {} in this pipeline (workload_sleep / workload_random work
 
 def _of(fallback, tab, w, a, b, value, per_config, reduce=np.median, what=""):
     """(value, interval) of rows ``a`` and ``b`` of workload ``w`` from the samples of ``tab``
-    (:func:`config_samples`, :func:`configs_stat`); ``fallback`` without samples (:func:`from_steps`)."""
-    return from_steps(fallback, configs_stat(config_samples(tab, w, (a, b), value), per_config, reduce, what))
+    (:func:`iv.config_samples`, :func:`iv.configs_stat`); ``fallback`` without samples (:func:`iv.from_steps`)."""
+    return iv.from_steps(fallback, iv.configs_stat(iv.config_samples(tab, w, (a, b), value), per_config, reduce, what))
 
 
 def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFrame, model,
@@ -702,21 +356,22 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
     averages go into the reasons; ``steps`` and ``loader``: every row's steps (raw.parquet) and
     loader reads (loader.csv), column ``row``, from which each finding's 95 % interval is
     bootstrapped, the value from the same samples through the same function
-    (:func:`configs_stat`); without them a finding has the summaries' value and no interval
+    (:func:`iv.configs_stat`); without them a finding has the summaries' value and no interval
     (inconclusive). A claim whose rows are missing is not measured, and says which.
     """
     return join(STAGE_VALIDATION, [
         *measure_sleep_compute(s, model, runs, steps), *measure_sleep_data(s, steps),
         *measure_sleep_unchanged(s, runs, steps, loader), *measure_random_vfs(s, runs, loader),
         *measure_random_unet3d(s, steps, loader), *measure_utilization(s, au),
-        *measure_fig_a3(s, steps), *measure_sleep_checks(sleep_steps, model, rank_usage, datasets)])
+        *measure_fig_a3(s, steps), *measure_random_throughputs(s, runs, steps), *measure_emulator_gap(s, steps),
+        *measure_sleep_checks(sleep_steps, model, rank_usage, datasets)])
 
 
 def measure_sleep_compute(s: pd.DataFrame, model, runs, steps) -> list[Measured]:
     """Per workload: the largest |sleep / real - 1| over configurations of the median per-step
     compute throughput (Sec 5.1.3, 5.3.2; BERT our extension)."""
     out = []
-    for w in TITLES:
+    for w in cm.WORKLOADS:
         p = _pair(s, w, "real", "sleep")
         v, why = np.nan, NONE.format("sleep", w)
         if len(p):
@@ -728,8 +383,8 @@ def measure_sleep_compute(s: pd.DataFrame, model, runs, steps) -> list[Measured]
                    f"{worst['compute_s_a']:.3g} s, the model's mean there {mu:.3g} s "
                    f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2') or float('nan'):.2f})"
                    + _loads(runs, w, "real", "sleep"))
-        v, ci = _of(v, steps, w, "real", "sleep", _rate("compute_ns"),
-                    lambda a, b: abs(_med_ratio(b, a) - 1), np.max, "max over configurations")
+        v, ci = _of(v, steps, w, "real", "sleep", iv.rate("compute_ns"),
+                    lambda a, b: abs(iv.med_ratio(b, a) - 1), np.max, "max over configurations")
         out.append(Measured(f"{w}-sleep-compute-throughput", v, ci, why_not=why,
                             note=("sleep / real - 1 per configuration: " + _configs(p, "r")) if len(p) else ""))
     return out
@@ -740,7 +395,8 @@ def measure_sleep_data(s: pd.DataFrame, steps) -> list[Measured]:
     inter-quartile ranges (Sec 5.1.3, Fig 5.5), medians over configurations."""
     p = _pair(s, "unet3d", "real", "sleep")
     lo, hi = reference.HOVON_SLEEP_DATA_LATENCY_RATIO
-    ratio, ci = _of(_ratio(p, "data_s_a", "data_s_b"), steps, "unet3d", "real", "sleep", _secs("data_ns"), _med_ratio)
+    ratio, ci = _of(_ratio(p, "data_s_a", "data_s_b"), steps, "unet3d", "real", "sleep", iv.secs("data_ns"),
+                    iv.med_ratio)
     out = [Measured(
         "unet3d-sleep-data-latency-lower", ratio, ci,
         note=f"judged against the thesis's range, {lo:g} to {hi:g} times lower"
@@ -748,8 +404,8 @@ def measure_sleep_data(s: pd.DataFrame, steps) -> list[Measured]:
         why_not=(f"median data latency real {p['data_s_a'].median():.3g} s, sleep {p['data_s_b'].median():.3g} s"
                  if len(p) else NONE.format("sleep", "unet3d")))]
     iqr = (p["data_s_q3_a"] - p["data_s_q1_a"]) / (p["data_s_q3_b"] - p["data_s_q1_b"]).clip(lower=1e-9) if len(p) else []
-    v, ci = _of(float(np.median(iqr)) if len(p) else np.nan, steps, "unet3d", "real", "sleep", _secs("data_ns"),
-                lambda a, b: _iqr(a) / max(_iqr(b), 1e-9))
+    v, ci = _of(float(np.median(iqr)) if len(p) else np.nan, steps, "unet3d", "real", "sleep", iv.secs("data_ns"),
+                lambda a, b: iv.iqr(a) / max(iv.iqr(b), 1e-9))
     out.append(Measured(
         "unet3d-sleep-data-iqr-narrower", v, ci,
         why_not=(f"median IQR real {(p['data_s_q3_a'] - p['data_s_q1_a']).median():.3g} s, sleep "
@@ -763,10 +419,10 @@ def measure_sleep_unchanged(s: pd.DataFrame, runs, steps, loader) -> list[Measur
     out = []
     for w, col in (("unet3d", "vfs_sps"), ("dlrm", "vfs_sps"), ("dlrm", "data_s")):
         p = _pair(s, w, "real", "sleep")
-        v, ci = (_of(_ratio(p, f"{col}_b", f"{col}_a"), loader, w, "real", "sleep", _vfs_rate,
-                     lambda a, b: _med_ratio(b, a)) if col == "vfs_sps"
-                 else _of(_ratio(p, f"{col}_b", f"{col}_a"), steps, w, "real", "sleep", _secs("data_ns"),
-                          lambda a, b: _med_ratio(b, a)))
+        v, ci = (_of(_ratio(p, f"{col}_b", f"{col}_a"), loader, w, "real", "sleep", iv.vfs_rate,
+                     lambda a, b: iv.med_ratio(b, a)) if col == "vfs_sps"
+                 else _of(_ratio(p, f"{col}_b", f"{col}_a"), steps, w, "real", "sleep", iv.secs("data_ns"),
+                          lambda a, b: iv.med_ratio(b, a)))
         out.append(Measured(
             f"{w}-sleep-{col.replace('_', '-')}-unchanged", v, ci,
             note=("per configuration: " + _configs(p.assign(x=p[f"{col}_b"] / p[f"{col}_a"]), "x"))
@@ -791,10 +447,10 @@ def measure_random_vfs(s: pd.DataFrame, runs, loader) -> list[Measured]:
             v = float(inside.mean())
             why = ("random / real median VFS latency per configuration: "
                    + _configs(p.assign(x=p["vfs_s_b"] / p["vfs_s_a"]), "x") + _loads(runs, w, "real", "random"))
-        v, ci = from_steps(v, configs_stat(_joined(
-            config_samples(loader, w, ("real", "random"), lambda d: d["vfs_ns"].to_numpy(dtype=float)),
-            config_samples(loader, w, ("real", "random"), _vfs_rate)),
-            lambda lat_a, lat_b, sps_a, sps_b: float(_inside_iqr(lat_b, lat_a) and _inside_iqr(sps_b, sps_a)),
+        v, ci = iv.from_steps(v, iv.configs_stat(iv.joined(
+            iv.config_samples(loader, w, ("real", "random"), lambda d: d["vfs_ns"].to_numpy(dtype=float)),
+            iv.config_samples(loader, w, ("real", "random"), iv.vfs_rate)),
+            lambda lat_a, lat_b, sps_a, sps_b: float(iv.inside_iqr(lat_b, lat_a) and iv.inside_iqr(sps_b, sps_a)),
             np.mean, "share of configurations whose median VFS latency and throughput are inside the "
                      "real IQRs"))
         out.append(Measured(f"{w}-random-vfs-within-real-spread", v, ci, note=VFS_SAME_TEXT[w], why_not=why))
@@ -806,7 +462,7 @@ def measure_random_unet3d(s: pd.DataFrame, steps, loader) -> list[Measured]:
     reads) and the median data latency (steps), medians over configurations (Sec 5.1.3)."""
     p = _pair(s, "unet3d", "real", "random")
     q3 = lambda x: float(np.quantile(x, 0.75))  # noqa: E731
-    v, ci = _of(_ratio(p, "prep_s_q3_b", "prep_s_q3_a"), loader, "unet3d", "real", "random", _secs("prep_ns"),
+    v, ci = _of(_ratio(p, "prep_s_q3_b", "prep_s_q3_a"), loader, "unet3d", "real", "random", iv.secs("prep_ns"),
                 lambda a, b: q3(b) / q3(a) if q3(a) else np.nan)
     out = [Measured(
         "unet3d-random-preprocessing-longer", v, ci,
@@ -814,8 +470,8 @@ def measure_random_unet3d(s: pd.DataFrame, steps, loader) -> list[Measured]:
              "data multiple seconds" + (f"; ours, 3rd quartiles real {p['prep_s_q3_a'].median():.3g} s, random "
                                         f"{p['prep_s_q3_b'].median():.3g} s" if len(p) else ""),
         why_not="" if len(p) else NONE.format("random-content", "unet3d"))]
-    v, ci = _of(_ratio(p, "data_s_b", "data_s_a"), steps, "unet3d", "real", "random", _secs("data_ns"),
-                lambda a, b: _med_ratio(b, a))
+    v, ci = _of(_ratio(p, "data_s_b", "data_s_a"), steps, "unet3d", "real", "random", iv.secs("data_ns"),
+                lambda a, b: iv.med_ratio(b, a))
     out.append(Measured(
         "unet3d-random-data-latency-higher", v, ci,
         note=f"thesis: up to {reference.HOVON_GENERATED_DATA_LATENCY_RATIO_MAX:g}x (a maximum, not compared)",
@@ -829,11 +485,14 @@ def measure_utilization(s: pd.DataFrame, au: pd.DataFrame) -> list[Measured]:
     over the configurations whose real run's data share is below 10 %, and where the lowest
     run's train time went."""
     out = []
-    for w in TITLES:
+    for w in cm.WORKLOADS:
         real = s[(s["workload"] == w) & (s["row"] == "real")]
         small = real[real["data_share"] < 0.1][["ranks", "batch_size"]]
         a = au[(au["workload"] == w) & (au["row"] == "sleep")].merge(small, on=["ranks", "batch_size"])
-        v = float(a["au"].min()) if len(a) else np.nan
+        # the lowest over configurations of the median over repeats, bootstrapped over the
+        # repeats (one run per configuration: no interval, so it decides nothing)
+        groups = {k: [x["au"].to_numpy(dtype=float)] for k, x in a.groupby(["ranks", "batch_size"])}
+        v, ci = iv.configs_stat(groups, np.median, np.min, what="lowest median AU over repeats")
         if not (au["row"] == "sleep").any() or not len(real):
             why = NONE.format("sleep", w)
         elif not len(a):
@@ -845,9 +504,9 @@ def measure_utilization(s: pd.DataFrame, au: pd.DataFrame) -> list[Measured]:
                    f"(the epochs' first batches {x['epoch_start_wait_s']:.3g} s) + per-step barrier "
                    f"{x['barrier_s']:.3g} s + the rest (the rank's own work, the slowest rank)")
         out.append(Measured(
-            f"{w}-sleep-au-above-90pct", v, why_not=why,
-            note=f"a check of our emulation: 90 % is the benchmark's pass condition, not a result the thesis "
-                 f"reports; {len(a)} configurations with a real data share < 10 %"))
+            f"{w}-sleep-au-above-90pct", v, ci if len(a) else None, why_not=why,
+            note=f"90 % is the benchmark's pass condition, not a result the thesis reports; {len(groups)} "
+                 f"configurations with a real data share < 10 %, {len(a)} runs"))
     return out
 
 
@@ -855,8 +514,8 @@ def measure_fig_a3(s: pd.DataFrame, steps) -> list[Measured]:
     """Fig A.3: UNET3D (compute: sleep) with / without an extra loader sleep standing in for
     preprocessing, ratio of median data latencies, median over configurations."""
     p = _pair(s, "unet3d", "prep-none", "prep-sleep")
-    v, ci = _of(_ratio(p, "data_s_b", "data_s_a"), steps, "unet3d", "prep-none", "prep-sleep", _secs("data_ns"),
-                lambda a, b: _med_ratio(b, a))
+    v, ci = _of(_ratio(p, "data_s_b", "data_s_a"), steps, "unet3d", "prep-none", "prep-sleep", iv.secs("data_ns"),
+                lambda a, b: iv.med_ratio(b, a))
     return [Measured(
         "unet3d-fig-a3-prep-sleep-no-change", v, ci,
         note="; ".join(x for x in (
@@ -866,6 +525,53 @@ def measure_fig_a3(s: pd.DataFrame, steps) -> list[Measured]:
             if x),
         why_not=(f"loader sleep {p['prep_s_b'].median():.3g} s per sample against a step of "
                  f"{p['compute_s_b'].median():.3g} s" if len(p) else NONE.format("Fig A.3", "unet3d")))]
+
+
+def measure_random_throughputs(s: pd.DataFrame, runs, steps) -> list[Measured]:
+    """Random / real content, median over configurations of the ratio of median per-step
+    throughputs (samples/s): BERT's data and compute throughputs (Sec 5.2.2), DLRM's and
+    UNET3D's compute throughputs (Sec 5.3.2, 5.1.3), bootstrapped over the steps."""
+    out = []
+    for w, col in (("bert", "data_sps"), ("bert", "compute_sps"), ("dlrm", "compute_sps"), ("unet3d", "compute_sps")):
+        p = _pair(s, w, "real", "random")
+        v, ci = _of(_ratio(p, f"{col}_b", f"{col}_a"), steps, w, "real", "random",
+                    iv.rate(col.replace("_sps", "_ns")), lambda a, b: iv.med_ratio(b, a))
+        what = col.split("_")[0]
+        cid = f"{w}-random-{what}-throughput-" + ("lower" if w == "unet3d" else "same")
+        out.append(Measured(
+            cid, v, ci,
+            note=("random / real per configuration: " + _configs(p.assign(x=p[f"{col}_b"] / p[f"{col}_a"]), "x"))
+            if len(p) else "",
+            why_not=(f"median {what} throughput real {p[f'{col}_a'].median():.4g}, random "
+                     f"{p[f'{col}_b'].median():.4g} samples/s" + _loads(runs, w, "real", "random"))
+            if len(p) else NONE.format("random-content", w)))
+    return out
+
+
+def measure_emulator_gap(s: pd.DataFrame, steps) -> list[Measured]:
+    """DLRM, emulator / real median per-step data throughput at the largest global batch both
+    ran at one G, when that batch is at least the thesis's 16k (Sec 5.3.2: 2.5M against 5M
+    samples/s at its largest batch), bootstrapped over the two runs' steps."""
+    gap = reference.HOVON_DLRM_BENCHMARK_GAP_FROM_BATCH
+    both = _pair(s, "dlrm", "real", "emulator")
+    if len(both) and "data_sps_a" in both:
+        both = both.assign(x=both["data_sps_b"] / both["data_sps_a"])
+    big = both[both["batch_size"] >= gap].sort_values(["batch_size", "ranks"])
+    if not len(big):
+        ran = _configs(both, "x") if "x" in both and len(both) else "none"
+        return [Measured("dlrm-emulator-data-throughput-half",
+                         why_not=f"no configuration with a global batch of {gap:,} or more run by both the "
+                                 f"real DLRM and the emulator (emulator / real data throughput where both ran: "
+                                 f"{ran}); the thesis's gap begins at 16k")]
+    G, B = int(big["ranks"].iloc[-1]), int(big["batch_size"].iloc[-1])
+    got = iv.config_samples(steps, "dlrm", ("real", "emulator"), iv.rate("data_ns")).get((G, B)) \
+        if steps is not None and {"data_ns", "samples"} <= set(steps.columns) else None
+    x = big.iloc[-1]
+    v, ci = (float(x.get("x", np.nan)), None) if got is None else stats.ratio_of_medians(got[1], got[0], block="auto")
+    shown = (f"real {x['data_sps_a']:,.0f}, emulator {x['data_sps_b']:,.0f} samples/s (medians of the summaries)"
+             if "x" in x else "")
+    return [Measured("dlrm-emulator-data-throughput-half", v, ci,
+                     note=f"G={G} B={B}" + (f": {shown}" if shown else ""))]
 
 
 def measure_sleep_checks(sleep_steps: pd.DataFrame, model, rank_usage: list[dict],

@@ -1,0 +1,150 @@
+"""Values and 95 % intervals of the workload findings from their samples (steps or the
+loader's reads), as the claims of :mod:`.report` use them.
+
+A claim over several configurations (G, B) is a statistic of per-configuration statistics (the
+median over configurations of a ratio of medians, say). Its interval resamples the steps (or
+the loader's reads) of every configuration and row independently and recomputes the whole
+statistic (:func:`experiments.stats.bootstrap`), so the interval carries the noise of every
+sample, and the value is the same function on the samples themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from . import fits
+
+def steady_rows(tab: pd.DataFrame) -> pd.DataFrame:
+    """The samples a summary is computed from: for steps, the steady ones (the ``steady``
+    column where the stage wrote it, else :func:`.fits.steady`); for the loader's reads
+    (``vfs_ns``), the training reads, UNET3D's first epoch left out, as
+    :func:`.fits.step_summary` keeps them."""
+    if tab is None or not len(tab):
+        return pd.DataFrame()
+    if "vfs_ns" in tab.columns:
+        d = tab[tab["split"].fillna("train") == "train"] if "split" in tab.columns else tab
+        if "epoch" in d.columns:
+            keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat") if k in d.columns]
+            first = d.groupby(keys)["epoch"].transform("min")
+            d = d[~((d["workload"] == "unet3d") & (d["epoch"] == first))]
+        return d
+    if "steady" in tab.columns:
+        return tab[tab["steady"].fillna(False).astype(bool)]
+    return fits.steady(tab)
+
+
+def config_samples(tab: pd.DataFrame, w: str, rows: tuple[str, ...], value) -> dict:
+    """{(G, B): [``value(d)`` of row r's samples for r in ``rows``]} for every configuration of
+    workload ``w`` that every row ran (``tab``: steps or loader reads with column ``row``, see
+    :func:`steady_rows`; ``value``: DataFrame -> array, in the claim's unit)."""
+    d = steady_rows(tab)
+    if not len(d) or "row" not in d.columns:
+        return {}
+    d = d[d["workload"] == w]
+    out = {}
+    for (g, b), x in d.groupby(["ranks", "batch_size"]):
+        got = [np.asarray(value(x[x["row"] == r]), dtype=float) for r in rows]
+        if all(len(v) for v in got):
+            out[(int(g), int(b))] = got
+    return out
+
+
+def configs_stat(groups: dict, per_config, reduce=np.median, what: str = "") -> tuple[float, stats.Interval | None]:
+    """``reduce([per_config(*samples of (G, B)) for each (G, B)])`` (``groups``:
+    :func:`config_samples`) and its bootstrap interval, every sample resampled independently:
+    the point and the interval from the same samples through the same function
+    (:func:`experiments.stats.bootstrap`). (NaN, None) when there is no configuration.
+    ``n``: the smallest sample."""
+    if not groups:
+        return float("nan"), None
+    k = len(next(iter(groups.values())))
+    flat = [a for v in groups.values() for a in v]
+
+    def stat(*arrs):
+        return float(reduce([per_config(*arrs[i:i + k]) for i in range(0, len(arrs), k)]))
+
+    return stats.bootstrap(stat, *flat, method=f"bootstrap over steps of {len(groups)} configurations"
+                           + (f" ({what})" if what else ""))
+
+
+def from_steps(fallback: float, got: tuple[float, stats.Interval | None]) -> tuple[float, stats.Interval | None]:
+    """A finding's (value, interval): :func:`configs_stat`'s, both from the steps; without steps
+    (no interval) the summary's ``fallback`` value, with no interval (inconclusive)."""
+    v, ci = got
+    return (fallback, None) if ci is None else (v, ci)
+
+
+def joined(*groups: dict) -> dict:
+    """The configurations in every one of ``groups`` (:func:`config_samples`), each with its
+    samples of every group in turn: one statistic of several quantities of the same runs."""
+    keys = [k for k in groups[0] if all(k in g for g in groups)]
+    return {k: [a for g in groups for a in g[k]] for k in keys}
+
+
+def inside_iqr(x, ref) -> bool:
+    """Whether the median of ``x`` lies inside the inter-quartile range of ``ref``."""
+    return bool(np.quantile(ref, .25) <= np.median(x) <= np.quantile(ref, .75))
+
+
+def med_ratio(a, b) -> float:
+    mb = np.median(b)
+    return float(np.median(a) / mb) if mb else np.nan
+
+
+def iqr(x) -> float:
+    q1, q3 = np.quantile(x, [0.25, 0.75])
+    return float(q3 - q1)
+
+
+def secs(col: str):
+    return lambda d: d[col].to_numpy(dtype=float) / 1e9
+
+
+def rate(col: str):
+    """Per-step throughput, samples/s, as :func:`.fits.step_summary` computes it."""
+    return lambda d: (d["samples"] / (d[col].clip(lower=1) / 1e9)).to_numpy(dtype=float)
+
+
+def vfs_rate(d):
+    per = d["samples"] if "samples" in d.columns and d["samples"].notna().all() else 1
+    return (per / (d["vfs_ns"].clip(lower=1) / 1e9)).to_numpy(dtype=float)
+
+
+def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tuple[float, stats.Interval | None]:
+    """The R² of workload ``w``'s ``moment`` compute-time model (OLS of the per-configuration
+    mean, or standard deviation, of the compute time, s, on G and B, as :func:`.fits.ols` of
+    :func:`.fits.normal_fits`) and its bootstrap interval, both from one selection of steps
+    (:func:`steady_rows`, the real variant) through one function: the point is that function on
+    the steps, the interval resamples each configuration's steps in blocks of consecutive steps
+    (they are not independent). ``moment``: ``mean``, ``std``, or ``std - mean`` (the std
+    model's R² minus the mean model's, both on the same resampled steps). (NaN, None) without
+    steps or with fewer than 3 configurations."""
+    if moment not in ("mean", "std", "std - mean"):
+        raise ValueError(f"r2_interval: moment = {moment!r}; allowed: mean, std, std - mean")
+    if steps is None or not len(steps):
+        return float("nan"), None
+    st = steady_rows(steps[steps["workload"] == w])
+    if "variant" in st.columns:
+        st = st[st["variant"] == "real"]
+    g = [(int(k[0]), int(k[1]), x["compute_ns"].to_numpy(dtype=float) / 1e9)
+         for k, x in st.groupby(["ranks", "batch_size"])]
+    if len(g) < 3:
+        return float("nan"), None
+    X = np.array([[G, B] for G, B, _ in g], dtype=float)
+    X = np.column_stack([np.ones(len(X))] + [X[:, j] for j in range(2) if np.ptp(X[:, j]) > 0])
+
+    def fit(y):
+        beta = np.linalg.lstsq(X, y, rcond=None)[0]
+        tot = ((y - y.mean()) ** 2).sum()
+        return float(1 - ((y - X @ beta) ** 2).sum() / tot) if tot > 0 else np.nan
+
+    def r2(*arrs):
+        mean = fit(np.array([a.mean() for a in arrs])) if moment != "std" else 0.0
+        std = fit(np.array([a.std() for a in arrs])) if moment != "mean" else 0.0   # norm.fit: ddof 0
+        return {"mean": mean, "std": std}.get(moment, std - mean)
+
+    what = "the std model's R² minus the mean model's" if moment == "std - mean" else f"R² of the {moment} model"
+    return stats.bootstrap(r2, *(a for *_, a in g), block="auto",
+                           method=f"{what}, bootstrap over steps of {len(g)} configurations")
