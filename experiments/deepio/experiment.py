@@ -245,8 +245,9 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
 LOOK_EVERY = 4
 
 
-def loader_decided(rows: pd.DataFrame, level: float) -> dict[str, bool]:
-    """{finding id: decided} for the loader's bandwidth findings on the runs so far (``rows``:
+def loader_decided(rows: pd.DataFrame, level: float) -> dict:
+    """{finding id: :class:`experiments.sequential.Judged`} (decided, and the forecast that
+    steers the repeats) for the loader's bandwidth findings on the runs so far (``rows``:
     :func:`measure_loader`'s rows), judged at ``level`` by the report's own computation
     (:func:`experiments.deepio.report.loader_claims` on :func:`summarize_loader` of the rows,
     on the tier the report judges: :func:`experiments.deepio.report.storage_tier`)."""
@@ -259,7 +260,7 @@ def loader_decided(rows: pd.DataFrame, level: float) -> dict[str, bool]:
     loader = summarize_loader(rows)
     tier = report.storage_tier(loader, set(rows.loc[rows["memory_backed"].astype(bool), "tier"]))
     with stats.corrected_level(level):
-        return sequential.decided(report.loader_claims(loader, tier, raw=rows))
+        return sequential.judged(report.loader_claims(loader, tier, raw=rows))
 
 
 def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,

@@ -271,8 +271,9 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
 LOOK_EVERY = 4
 
 
-def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict[str, bool]:
-    """{finding id: decided} for LMDBIO's findings on the runs so far (``rows``: :func:`measure`'s
+def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict:
+    """{finding id: :class:`experiments.sequential.Judged`} (decided, and the forecast that
+    steers the repeats) for LMDBIO's findings on the runs so far (``rows``: :func:`measure`'s
     rows), judged at ``level`` by the report's own computation (:func:`experiments.lmdbio.report.claims`
     on :func:`summarize` of the rows, on the tier the report judges). ``env``: what the report
     reads from env.json (``cpu``: the cores that pick the P of the step findings; ``handover``;
@@ -284,7 +285,7 @@ def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict[st
     if not len(rows):
         return {}
     with stats.corrected_level(level):
-        return sequential.decided(report.claims(summarize(rows), report.storage_tier(rows), env,
+        return sequential.judged(report.claims(summarize(rows), report.storage_tier(rows), env,
                                                 raw=rows.assign(level=level)))
 
 
