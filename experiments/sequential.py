@@ -54,20 +54,23 @@ STOPS = ("decided", "futile", "budget", "maximum")
 class Judged:
     """One finding at a look, as ``decide`` may return it (a plain bool still works):
     ``decided``; ``n``, the samples its interval stands on; ``n_to_decide``, the claim's
-    forecast of the samples that would decide it (None with an ``n``: never, the value sits at
-    a rule's edge). True when decided, so ``if judged:`` reads as before."""
+    forecast of the samples that would decide it; ``never``: the forecast is that no count
+    would (the value sits at a rule's or margin's edge). True when decided, so ``if judged:``
+    reads as before."""
 
     decided: bool
     n: int | None = None
     n_to_decide: int | None = None
+    never: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.decided)
 
     @property
     def forecast(self) -> bool:
-        """Whether a forecast was made: an undecided finding with samples."""
-        return not self.decided and bool(self.n)
+        """Whether a forecast was made: an undecided finding with samples and a count or "never"
+        (none where its interval cannot decide yet: too few samples for its level)."""
+        return not self.decided and bool(self.n) and (self.n_to_decide is not None or self.never)
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ class Reach:
 def rounds_needed(j: Judged, rounds_run: int) -> int | None:
     """Rounds more that ``j``'s forecast asks for: its missing samples (``n_to_decide - n``)
     at the samples per round it gained so far (``n / rounds_run``); None for "never"."""
-    if j.n_to_decide is None:
+    if j.never or j.n_to_decide is None:
         return None
     rate = j.n / max(1, rounds_run)
     return max(1, math.ceil((j.n_to_decide - j.n) / rate - 1e-9))
@@ -419,27 +422,38 @@ def plan_for(repeats: int, max_repeats: int | None, budget_s: float | None, step
     return Plan(repeats, max_repeats, math.inf if budget_s is None else float(budget_s), step)
 
 
-def judged(claim_list: list[dict]) -> dict[str, Judged]:
+def judged(claim_list: list[dict], level: float) -> dict[str, Judged]:
     """{finding id: :class:`Judged`} for the findings of ``claim_list`` (a report's claims on the
-    rows so far, dicts of :func:`experiments.claims.claim`) that have a value: decided when the
-    verdict is not ``inconclusive``, with the claim's ``n`` and forecast ``n_to_decide``, for
-    the futility stop and the budget's share (:func:`allot`). What a stage's ``decide``
-    returns when it judges its findings with the report's own functions."""
+    rows so far, dicts of :func:`experiments.claims.claim`, judged at ``level``) that have a
+    value: decided when the verdict is not ``inconclusive``, with the claim's ``n`` and forecast
+    ``n_to_decide``, for the futility stop and the budget's share (:func:`allot`). No count is
+    "never" only where the interval could have decided (it holds the value and its method
+    reaches ``level``); with too few samples for the level there is no forecast yet. What a
+    stage's ``decide`` returns when it judges its findings with the report's own functions."""
     out = {}
     for c in claim_list:
         if c.get("kind") != "finding" or c.get("verdict") == "not measured":
             continue
         n, m = _count(c.get("n")), _count(c.get("n_to_decide"))
-        out[c["id"]] = Judged(c["verdict"] != "inconclusive", n, m)
+        lo, hi, v, cov = (_num(c.get(k)) for k in ("ci_low", "ci_high", "our_value", "ci_coverage"))
+        could = (None not in (lo, hi, v) and lo - 1e-9 * abs(lo) <= v <= hi + 1e-9 * abs(hi)
+                 and (cov is None or cov >= level - 1e-12))
+        undecided = c["verdict"] == "inconclusive"
+        out[c["id"]] = Judged(not undecided, n, m, never=bool(undecided and n and m is None and could))
     return out
 
 
-def _count(x) -> int | None:
+def _num(x) -> float | None:
     try:
         x = float(x)
     except (TypeError, ValueError):
         return None
-    return None if math.isnan(x) or x <= 0 else int(x)
+    return None if math.isnan(x) else x
+
+
+def _count(x) -> int | None:
+    x = _num(x)
+    return None if x is None or x <= 0 else int(x)
 
 
 def decided(claim_list: list[dict]) -> dict[str, bool]:

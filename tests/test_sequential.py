@@ -261,7 +261,7 @@ def test_allot_stops_the_futile_and_gives_the_budget_to_the_cheapest():
     J = sequential.Judged
     cfg = {"never": frozenset({0}), "far": frozenset({0}), "dear": frozenset({0, 1, 2, 3}),
            "cheap": frozenset({1}), "mid": frozenset({2, 3}), "plain": frozenset({4})}
-    pending = {"never": J(False, 8, None), "far": J(False, 8, 80), "dear": J(False, 8, 12),
+    pending = {"never": J(False, 8, None, never=True), "far": J(False, 8, 80), "dear": J(False, 8, 12),
                "cheap": J(False, 8, 10), "mid": J(False, 8, 12), "plain": False}
     r = sequential.allot(pending, {k: 8 for k in cfg}, cfg, rounds_left=10, seconds_left=100, per_run_s=2.0)
     # far: 72 more rounds > 10; dear: 4 rounds x 4 runs x 2 s = 32 s fits alone; cheap: 2 x 1 x 2 =
@@ -287,7 +287,7 @@ def test_a_finding_that_cannot_decide_stops_the_loop_at_the_first_look():
     says why. With a plain False (no forecast) it runs to the maximum, as before."""
     plan = sequential.Plan(min_repeats=3, max_repeats=20, step=1)
     res = sequential.run(["A", "B"], lambda c, r: {"config": c},
-                         lambda rows, lv: {"f": sequential.Judged(False, int(rows["repeat"].nunique()), None)},
+                         lambda rows, lv: {"f": sequential.Judged(False, int(rows["repeat"].nunique()), never=True)},
                          plan, seed=0)
     o = res.outcomes["f"]
     assert (o.stopped, o.repeats, o.looks) == ("futile", plan.first_look, 1)
@@ -308,7 +308,7 @@ def test_the_budget_moves_to_the_finding_within_reach():
     def decide(rows, lv):
         n = {c: int((rows["config"] == c).sum()) for c in "ABC"}
         y = min(n["B"], n["C"])
-        return {"x": sequential.Judged(False, n["A"], None),
+        return {"x": sequential.Judged(False, n["A"], never=True),
                 "y": sequential.Judged(y >= 12, y, None if y >= 12 else 12)}
 
     def focus(pending, rows):
@@ -333,7 +333,13 @@ def test_judged_reads_the_claims_forecast():
     iv = lambda lo, hi: Interval(lo, hi, 8, "ratio of medians, bootstrap")  # noqa: E731
     cs = [claim("a", "", "", "", 2.0, "x", "> 1", kind="finding", interval=iv(1.5, 2.5)),
           claim("b", "", "", "", 1.2, "x", "> 1", kind="finding", interval=iv(0.95, 1.45)),
-          claim("c", "", "", "", float("nan"), "x", "> 1", kind="finding", why_not="not here")]
-    j = sequential.judged(cs)
-    assert set(j) == {"a", "b"} and j["a"] and not j["b"]
+          claim("c", "", "", "", float("nan"), "x", "> 1", kind="finding", why_not="not here"),
+          # on the edge: never; the same with too few samples for its level: no forecast yet
+          claim("d", "", "", "", 1.05, "x", "> 1", kind="finding", interval=iv(0.5, 3.0)),
+          claim("e", "", "", "", 1.05, "x", "> 1", kind="finding",
+                interval=Interval(0.5, 3.0, 4, "median", stats.LEVEL, 0.875))]
+    j = sequential.judged(cs, stats.LEVEL)
+    assert set(j) == {"a", "b", "d", "e"} and j["a"] and not j["b"]
     assert j["b"].n == 8 and j["b"].n_to_decide == cs[1]["n_to_decide"] and j["b"].n_to_decide > 8
+    assert j["d"].never and j["d"].forecast and sequential.rounds_needed(j["d"], 8) is None
+    assert not j["e"].never and not j["e"].forecast   # keeps the loop going, as before

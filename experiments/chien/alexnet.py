@@ -375,7 +375,7 @@ def prefetch_decided(runs: pd.DataFrame, level: float) -> dict:
         with stats.corrected_level(level):
             v, ci = prefetch_ratio(r, tier, threads, "seconds", 1.0)
         c = claims.claim(f"alexnet-prefetch-faster-{tier}", "", "", "", v, "x", "> 1", kind="finding", interval=ci)
-        out.update(sequential.judged([c]))
+        out.update(sequential.judged([c], level))
     return out
 
 

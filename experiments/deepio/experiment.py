@@ -260,7 +260,7 @@ def loader_decided(rows: pd.DataFrame, level: float) -> dict:
     loader = summarize_loader(rows)
     tier = report.storage_tier(loader, set(rows.loc[rows["memory_backed"].astype(bool), "tier"]))
     with stats.corrected_level(level):
-        return sequential.judged(report.loader_claims(loader, tier, raw=rows))
+        return sequential.judged(report.loader_claims(loader, tier, raw=rows), level)
 
 
 def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,

@@ -286,7 +286,7 @@ def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict:
         return {}
     with stats.corrected_level(level):
         return sequential.judged(report.claims(summarize(rows), report.storage_tier(rows), env,
-                                                raw=rows.assign(level=level)))
+                                               raw=rows.assign(level=level)), level)
 
 
 def focus(pending: list[str], configs: list[tuple], rows: pd.DataFrame, env: dict | None) -> list[int] | None:
