@@ -88,6 +88,13 @@ def _z(level: float) -> float:
     return float(norm.ppf(1 - (1 - level) / 2))
 
 
+def _least_n(level: float) -> int:
+    """The fewest samples a median's interval needs to reach ``level``."""
+    from .stats import reachable
+
+    return next(k for k in range(2, 10_000) if reachable(k) >= level - 1e-12)
+
+
 def _hook(stage: str):
     if stage not in NEEDS:
         return None
@@ -115,9 +122,14 @@ def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_le
     judged = sequential.judged(mine.to_dict("records"), level)
     pending = {k: sequential.Judged(j.decided, j.n, None if j.n_to_decide is None else math.ceil(j.n_to_decide * grow),
                                     j.never) for k, j in judged.items()}
+    least = _least_n(nxt)
     for k, j in pending.items():
-        if not j.forecast:
-            skipped[k] = "no forecast (too few samples for its level, or no interval)"
+        if not j.forecast and j.n and not j.decided:
+            # no interval yet, or one too short for its level: at least the samples a median's
+            # interval needs at the new look's level (a lower bound, priced as a forecast)
+            pending[k] = sequential.Judged(False, j.n, max(j.n + 1, least))
+        elif not j.forecast:
+            skipped[k] = "no samples to forecast from"
     pending = {k: j for k, j in pending.items() if j.forecast}
     hook, every = _hook(stage), frozenset(range(len(configs)))
     configs_of, rounds_run = {}, {}
@@ -156,6 +168,18 @@ def overhead_s(stages: list[str]) -> float:
     return out
 
 
+def own_overhead_s(stage: str) -> float:
+    """The seconds of ``stage``'s last run outside its repeat loop (start-up, set-up, writing):
+    its ``env.json`` wall time less the loop's ``elapsed_s``; 30 s when unknown."""
+    d = paths.results_dir(stage)
+    try:
+        wall = float(json.loads((d / "env.json").read_text())["run"]["wall_s"])
+        loop = float(json.loads((d / "sequential.json").read_text()).get("elapsed_s") or 0)
+    except (OSError, KeyError, ValueError, TypeError):
+        return 30.0
+    return max(0.0, wall - loop)
+
+
 def plan(table: pd.DataFrame, seconds: float, dvc_yaml: dict) -> Plan:
     """The purchases within ``seconds`` for the inconclusive findings of ``table`` (a claims
     table), cheapest first; every other inconclusive finding named with why it is skipped."""
@@ -170,13 +194,38 @@ def plan(table: pd.DataFrame, seconds: float, dvc_yaml: dict) -> Plan:
     for stage, reports in can.items():
         if not (paths.results_dir(stage) / "sequential.json").exists():
             continue
-        after = overhead_s(sorted(set(reports[1:]) | {"claims"}))   # the stages that re-run after it
+        after = overhead_s(sorted(set(reports[1:]) | {"claims"})) + own_overhead_s(stage)
         o = _stage_offer(stage, reports, table, left - after, p.skipped) if left > after else None
         if o is not None:
             p.offers.append(o)
             left -= o.seconds + after
     p.seconds = seconds - left
     return p
+
+
+def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: dict) -> Plan:
+    """A purchase of ``rounds`` rounds of the configurations ``finding`` compares, whatever its
+    forecast (a reviewer who wants one finding looked at again; the smoke test)."""
+    if rounds < 1:
+        raise SystemExit(f"decide --rounds {rounds}; allowed: an integer >= 1")
+    row = table[table["id"] == finding]
+    can = buyable(dvc_yaml)
+    stage = next((s for s, rs in can.items() if len(row) and row["stage"].iloc[0] in rs), None)
+    if stage is None:
+        raise SystemExit(f"decide --finding {finding}: not a finding of a stage that can buy runs; allowed: "
+                         f"a finding of {', '.join(sorted(can)) or '(none)'} in results/claims/claims.csv")
+    d = paths.results_dir(stage)
+    course = json.loads((d / "sequential.json").read_text())
+    raw = pd.read_parquet(d / "raw.parquet")
+    raw = raw[~raw["warmup"].astype(bool)] if "warmup" in raw else raw
+    keys = course["keys"]
+    configs = list(dict.fromkeys(tuple(r) for r in raw[keys].itertuples(index=False)))
+    hook = _hook(stage)
+    idx = (hook(finding, raw, configs) if hook else None) or range(len(configs))
+    per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
+    chosen = [dict(zip(keys, [_plain(x) for x in configs[i]])) for i in sorted(idx)]
+    runs = rounds * len(chosen)
+    return Plan([Offer(stage, [finding], chosen, runs, runs * per_run)], {}, runs * per_run)
 
 
 def _read_params(root: Path) -> tuple[str, dict]:
@@ -227,27 +276,40 @@ def _dvc(root: Path, *args: str, env: dict | None = None) -> None:
     subprocess.run(["dvc", *args], cwd=root, env=env or os.environ.copy(), check=True)
 
 
-def _repro(root: Path, env: dict) -> bool:
-    """``dvc repro`` in a session of its own; a Ctrl-C here is passed on to it (dvc, the stage's
-    command, its kernel) and waited for, so that dvc ends the stage and releases its lock.
-    Returns True when it finished, False when interrupted; raises CalledProcessError on failure."""
-    proc = subprocess.Popen(["dvc", "repro"], cwd=root, env=env, start_new_session=True)
-    try:
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def chain(stages: list[str], dvc_yaml: dict) -> list[str]:
+    """The stages a purchase re-runs, in order: each buying stage, the stages that read its
+    results, and ``claims`` (the table) last when the pipeline has it."""
+    can, out = buyable(dvc_yaml), []
+    for s in stages:
+        out += [x for x in can[s] if x not in out and x != "claims"]
+    return out + (["claims"] if "claims" in dvc_yaml.get("stages", {}) else [])
+
+
+def _repro(root: Path, env: dict, stages: list[str]) -> bool:
+    """``dvc repro --single-item`` of each of ``stages`` in turn (only what the purchase touches:
+    the reviewer's minutes go to no other stage), in a session of its own; a Ctrl-C here is
+    passed on to it (dvc, the stage's command, its kernel) and waited for, so that dvc ends the
+    stage and releases its lock. Returns True when all finished, False when interrupted;
+    raises CalledProcessError on a failure."""
+    for s in stages:
+        cmd = ["dvc", "repro", "--single-item", s]
+        proc = subprocess.Popen(cmd, cwd=root, env=env, start_new_session=True)
         try:
-            os.killpg(proc.pid, signal.SIGINT)
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
-                proc.wait(timeout=300)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait()
-        finally:
-            signal.signal(signal.SIGINT, old)
-        return False
-    if rc:
-        raise subprocess.CalledProcessError(rc, ["dvc", "repro"])
+                os.killpg(proc.pid, signal.SIGINT)
+                try:
+                    proc.wait(timeout=300)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait()
+            finally:
+                signal.signal(signal.SIGINT, old)
+            return False
+        if rc:
+            raise subprocess.CalledProcessError(rc, cmd)
     return True
 
 
@@ -290,8 +352,10 @@ def show_plan(p: Plan, minutes: float) -> str:
     return "\n".join(lines)
 
 
-def run(minutes: float, root: Path | None = None, dry_run: bool = False) -> int:
-    """The second pass (module docstring); returns the exit status (130 when interrupted)."""
+def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding: str | None = None,
+        rounds: int = 1) -> int:
+    """The second pass (module docstring); returns the exit status (130 when interrupted).
+    ``finding``: buy ``rounds`` rounds for that finding alone, whatever its forecast."""
     from . import replicate
 
     if not (minutes > 0):
@@ -300,7 +364,7 @@ def run(minutes: float, root: Path | None = None, dry_run: bool = False) -> int:
     start = time.time()
     before = _claims(root)
     dvc_yaml = yaml.safe_load((root / "dvc.yaml").read_text())
-    p = plan(before, minutes * 60, dvc_yaml)
+    p = plan_for_finding(before, finding, rounds, dvc_yaml) if finding else plan(before, minutes * 60, dvc_yaml)
     print(show_plan(p, minutes), flush=True)
     if dry_run or not p.offers:
         return 0
@@ -311,7 +375,7 @@ def run(minutes: float, root: Path | None = None, dry_run: bool = False) -> int:
     env = {**os.environ, "DLIO_ROOT": str(root), bought.ENV: " ".join(o.stage for o in p.offers),
            bought.DEADLINE_ENV: str(start + minutes * 60 - reports)}
     try:
-        finished = _repro(root, env)
+        finished = _repro(root, env, chain([o.stage for o in p.offers], dvc_yaml))
     except subprocess.CalledProcessError:
         finished = None
     if not finished:
@@ -336,9 +400,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.decide", description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=30.0, help="the time to spend (default 30)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan, buy nothing")
+    ap.add_argument("--finding", default=None, help="buy for this finding alone, whatever its forecast")
+    ap.add_argument("--rounds", type=int, default=1, help="with --finding: rounds to buy (default 1)")
     a = ap.parse_args(argv)
     signal.signal(signal.SIGINT, signal.default_int_handler)   # Ctrl-C: passed on to dvc (_repro)
-    return run(a.minutes, dry_run=a.dry_run)
+    return run(a.minutes, dry_run=a.dry_run, finding=a.finding, rounds=a.rounds)
 
 
 if __name__ == "__main__":

@@ -380,11 +380,13 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()) -> tuple[pd.DataF
     procs, evictions = [], {}
     before = bought.kept("lmdbio", ("processes", "handover_check"))
     first_id = int(before.raw["run"].max()) + 1 if before is not None else 0
+    made = [0]   # runs made by this process (the ids go on after the kept rows')
     pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
 
     def run_one(c, i):
         tier, ds, strategy, p, n = c
-        run_id = first_id + len(procs)
+        run_id = first_id + made[0]
+        made[0] += 1
         dest, prov, size = dbs[(tier, ds)]
         ev = evictions[tier] = cache.evict([dest], cfg.eviction, label=tier)
         per = run(dest, prov, strategy, p, cfg, size, nodes=n, pool=pools.get(p, n))
