@@ -51,6 +51,7 @@ class DecideParams(Section):
     """``params.yaml``'s ``decide`` section: the purchases of each stage ``make decide`` buys for."""
 
     lmdbio: list[Purchase] = Field(default_factory=list)
+    deepio: list[Purchase] = Field(default_factory=list)
 
 
 def label(run: int) -> str:

@@ -46,7 +46,7 @@ from . import bought, paths, sequential
 
 # a measuring stage's hook naming the configurations one finding compares (module:function,
 # called as f(finding, raw, configs) -> indices or None); a stage without one buys all of them
-NEEDS = {"lmdbio": "experiments.lmdbio.read:needs"}
+NEEDS = {"lmdbio": "experiments.lmdbio.read:needs", "deepio": "experiments.deepio.experiment:needs"}
 MAX_ROUNDS = 50          # at most this many rounds a finding may be bought in one decide run
 CLAIMS_CSV = ("claims", "claims.csv")
 
@@ -133,8 +133,12 @@ def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_le
     pending = {k: j for k, j in pending.items() if j.forecast}
     hook, every = _hook(stage), frozenset(range(len(configs)))
     configs_of, rounds_run = {}, {}
-    for k in pending:
+    for k in list(pending):
         idx = hook(k, raw, configs) if hook else None
+        if idx is not None and not len(idx):
+            skipped[k] = f"its samples are not {stage}'s rounds (more runs of the stage would not add any)"
+            del pending[k]
+            continue
         configs_of[k] = every if idx is None else frozenset(int(i) for i in idx)
         sel = raw[[tuple(r) in {configs[i] for i in configs_of[k]} for r in raw[keys].itertuples(index=False)]]
         rounds_run[k] = int(sel["repeat"].nunique()) if "repeat" in sel else 1
@@ -221,7 +225,11 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
     keys = course["keys"]
     configs = list(dict.fromkeys(tuple(r) for r in raw[keys].itertuples(index=False)))
     hook = _hook(stage)
-    idx = (hook(finding, raw, configs) if hook else None) or range(len(configs))
+    idx = hook(finding, raw, configs) if hook else None
+    if idx is not None and not len(idx):
+        raise SystemExit(f"decide --finding {finding}: its samples are not {stage}'s rounds (more runs of the "
+                         "stage would not add any)")
+    idx = range(len(configs)) if idx is None else idx
     per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
     chosen = [dict(zip(keys, [_plain(x) for x in configs[i]])) for i in sorted(idx)]
     runs = rounds * len(chosen)
