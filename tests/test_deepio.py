@@ -252,3 +252,13 @@ def test_beegfs_rows_say_the_nodes_they_need_and_had():
         assert c[f"deepio_beegfs_{size}_dataset_MBps"]["verdict"] == "not measured"
         assert "16 nodes" in note and "at most 8 processes over 1 node(s)" in note, note
         assert "allocation of 1 node(s)" in note and "salloc -N 16" in note
+
+
+def test_decide_buys_loader_runs_for_the_bandwidth_findings_only():
+    """``make decide``'s hook (deepio.needs): a bandwidth finding judged per tier compares that
+    tier's loader configurations, the Fig 10 one every configuration; an accuracy finding none
+    (its samples are training seeds)."""
+    configs = [(t, m, 0.25, 2, 1) for t in ("mem", "disk") for m in ("ordered", "opportunistic")]
+    assert deepio.needs("deepio_fig7_low_rl_hurts", None, configs) == []
+    assert deepio.needs("deepio_opp_faster_every_p_disk", None, configs) == [2, 3]
+    assert deepio.needs("deepio_fig10_opp_faster_R0.25", None, configs) == [0, 1, 2, 3]
