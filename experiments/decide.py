@@ -61,6 +61,7 @@ class Offer:
     configs: list[dict]
     runs: int
     seconds: float
+    costs: dict[str, str] = field(default_factory=dict)   # finding: its forecast's price, in words
 
 
 @dataclass
@@ -151,8 +152,13 @@ def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_le
     union = sorted(set().union(*(configs_of[k] for k in r.go)))
     rounds = max(sequential.rounds_needed(pending[k], rounds_run[k]) for k in r.go)
     runs = rounds * len(union)
+    costs = {}
+    for k in r.go:
+        need = sequential.rounds_needed(pending[k], rounds_run[k])
+        costs[k] = (f"{pending[k].n} -> {pending[k].n_to_decide} samples: {need} round(s) of "
+                    f"{len(configs_of[k])} configuration(s), ~{need * len(configs_of[k]) * per_run:.0f} s")
     return Offer(stage, list(r.go), [dict(zip(keys, [_plain(x) for x in configs[i]])) for i in union], runs,
-                 runs * per_run)
+                 runs * per_run, costs)
 
 
 def _plain(x):
@@ -354,7 +360,8 @@ def show_plan(p: Plan, minutes: float) -> str:
              f"{p.seconds / 60:.1f} min with the reports"]
     for o in p.offers:
         lines.append(f"  {o.stage}: {o.runs} runs of {len(o.configs)} configuration(s), ~{o.seconds:.0f} s, for "
-                     + ", ".join(o.findings))
+                     f"{len(o.findings)} finding(s), cheapest first:")
+        lines += [f"    {k}: {o.costs.get(k, '')}" for k in o.findings]
     for k, why in sorted(p.skipped.items()):
         lines.append(f"  skipped {k}: {why}")
     return "\n".join(lines)
