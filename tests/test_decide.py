@@ -28,6 +28,8 @@ def project(tmp_path_factory) -> tuple[Path, dict]:
     Ctrl-C one first (it leaves the project as it found it)."""
     root = tmp_path_factory.mktemp("decide") / "project"
     shutil.copytree(FIXTURE, root)
+    # kept as pipeline.yaml: a dvc.yaml in the fixture would join this project's own pipeline
+    (root / "pipeline.yaml").rename(root / "dvc.yaml")
     (root / ".dvc").mkdir()
     (root / ".dvc" / "config").write_text("[core]\n    no_scm = True\n")   # `dvc init --no-scm`
     env = {**os.environ, "DLIO_ROOT": str(root), "PYTHONPATH": str(ROOT),
