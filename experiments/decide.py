@@ -299,6 +299,15 @@ def chain(stages: list[str], dvc_yaml: dict) -> list[str]:
     return out + (["claims"] if "claims" in dvc_yaml.get("stages", {}) else [])
 
 
+def _stale(root: Path, stages: list[str]) -> list[str]:
+    """The stages of ``stages`` that ``dvc status`` finds changed (their rows would not be the
+    parameters' and code's of now)."""
+    out = subprocess.run(["dvc", "status", "--json", *stages], cwd=root, capture_output=True, text=True,
+                         check=True).stdout
+    changed = json.loads(out or "{}")
+    return [s for s in stages if any(k == s or k.endswith(f":{s}") for k in changed)]
+
+
 def _repro(root: Path, env: dict, stages: list[str]) -> bool:
     """``dvc repro --single-item`` of each of ``stages`` in turn (only what the purchase touches:
     the reviewer's minutes go to no other stage), in a session of its own; a Ctrl-C here is
@@ -383,6 +392,10 @@ def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding
     print(show_plan(p, minutes), flush=True)
     if dry_run or not p.offers:
         return 0
+    stale = _stale(root, chain([o.stage for o in p.offers], dvc_yaml))
+    if stale:
+        raise SystemExit(f"decide: {', '.join(stale)} not up to date (dvc status); allowed: a finished "
+                         "`make repro` (decide appends to the rows a stage measured with these parameters)")
     text, params = _read_params(root)
     n = next_run(params)
     _write_params(root, with_purchases(text, params, p.offers, n))
