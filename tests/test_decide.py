@@ -89,3 +89,8 @@ def test_decide_buys_for_the_finding_within_reach_and_dvc_stays_clean(project, m
     assert after.loc["reach", "verdict"] == "holds" and after.loc["edge", "verdict"] == "inconclusive"
     assert "# a tiny project" in (root / "params.yaml").read_text()   # the rest of the file kept
     assert "up to date" in _status(root, env)                           # a dvc repro does nothing
+    # a stage whose code changed since its rows were measured is not appended to
+    with (root / "fake_stage.py").open("a") as f:
+        f.write("# changed\n")
+    with pytest.raises(SystemExit, match="decide: fake not up to date"):
+        decide.run(10, root, finding="edge", rounds=1)
