@@ -4,7 +4,7 @@ VENV  := .venv
 BIN   := $(VENV)/bin
 RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench replicate
+.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench replicate compare-claims decide
 
 help:
 	@echo "make repro   set up, then dvc repro on params.yaml (the default profile)"
@@ -17,6 +17,8 @@ help:
 	@echo "make course  the course: student bundle (hand out) and autograder of every lab (course/dist/)"
 	@echo "make grade LAB=lab01 SUB=folder/|one.ipynb [TIMEOUT=600] [JOBS=cores]  grade a class: grades.csv, answers/ (otter, each submission in a bubblewrap sandbox, no Docker)"
 	@echo "make replicate STAGES=\"blog lmdbio\"  re-measure those stages (default all) into replicate/ and compare the findings with results/"
+	@echo "make decide [MINUTES=30]  after make repro: spend the minutes on the inconclusive findings the forecast says more runs decide (appended rows, params.yaml decide:, dvc.lock)"
+	@echo "make compare-claims A=a/claims.csv B=b/claims.csv  two whole runs' verdicts: holds/fails flips (named when at a margin's edge) and moves to or from inconclusive"
 	@echo "make course-bench  time each lab's solution (default profile) into course/README.md"
 	@echo "make lock    re-pin env/requirements.lock (and env/dlio.lock) from env/*.in"
 	@echo "make clean   remove results, generated data, explore/ and tier copies (not .venv)"
@@ -67,6 +69,13 @@ ae-table: setup
 
 replicate: setup
 	$(RUN) python -m experiments.replicate --stages "$(STAGES)"
+
+decide: setup
+	$(RUN) python -m experiments.decide --minutes $(or $(MINUTES),30)
+
+compare-claims: setup
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare-claims A=first/claims.csv B=second/claims.csv" >&2; exit 2; }
+	$(RUN) python -m experiments.replicate compare "$(A)" "$(B)"
 
 course: setup
 	$(RUN) python -m experiments.course.build

@@ -4,7 +4,7 @@
 A stage whose notebook imports a module (directly, through another module of the package,
 or through ``config.load``, which imports the module of each section it validates) re-runs
 only if that module is among its ``deps``; otherwise DVC keeps a stale result after the module
-changed (a paper value in ``reference.py``, a rule in ``claims.py``). This walks the imports
+changed (a paper value in ``reference.py``, a rule in ``claims/papers/``). This walks the imports
 statically (``ast``: every ``import`` anywhere in a module, including inside functions, and
 string constants naming a module, as ``python -m experiments.x`` does) and compares.
 

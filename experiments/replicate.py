@@ -1,5 +1,11 @@
 """Replication, as a reviewer does it: measure again, compare the two claims tables.
 
+Across two whole runs (two fresh clones' ``results/claims/claims.csv``): ``python -m
+experiments.replicate compare A.csv B.csv`` (``make compare-claims A=... B=...``) lists the
+findings whose verdicts differ (:func:`stability`): holds/fails flips, each named as at a
+margin's edge (both intervals touch a value where the verdict changes: :func:`edges`) or not,
+and the moves to or from ``inconclusive``, with both intervals.
+
 ``make replicate STAGES="blog lmdbio"`` (``python -m experiments.replicate --stages ...``)
 copies the project (code, params.yaml, dvc.yaml and dvc.lock, every results folder) into
 ``replicate/`` (git-ignored; its ``data/`` is a link to this checkout's, so the data sets are
@@ -127,6 +133,123 @@ def markdown(t: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+# verdicts across two whole runs (``compare A.csv B.csv``): how far from an interval an edge may
+# lie and still count as touched, as a share of the interval's width
+EDGE_REACH = 0.25
+_NUM = r"(-?[\d.]+(?:[eE][+-]?\d+)?)"
+STABILITY_COLUMNS = ["stage", "id", "change", "verdict_1", "value_1", "low_1", "high_1", "verdict_2",
+                     "value_2", "low_2", "high_2", "rule", "edge"]
+
+
+def edges(rule, margin) -> list[float]:
+    """The values where a finding's verdict changes: a comparison's threshold X and its margin's
+    edges X -+ d (d = margin x |X|, or the margin itself when X = 0); a ``within P % of X``
+    rule's ends; a ``between A and B`` rule's A and B. [] for a rule not understood."""
+    import re
+
+    rule = str(rule or "")
+    m_ = _num(margin) or 0.0
+    if m := re.match(rf"^\s*(>=|<=|>|<)\s*{_NUM}\s*$", rule):
+        x = float(m.group(2))
+        d = m_ * abs(x) if x else m_
+        return sorted({x, x - d, x + d})
+    if m := re.match(rf"^\s*within\s+([\d.]+)\s*%\s+of\s+{_NUM}\s*$", rule):
+        x, d = float(m.group(2)), abs(float(m.group(2))) * float(m.group(1)) / 100
+        return [x - d, x + d]
+    if m := re.match(rf"^\s*between\s+{_NUM}\s+and\s+{_NUM}\s*$", rule):
+        return [float(m.group(1)), float(m.group(2))]
+    return []
+
+
+def _touches(e: float, lo, hi) -> bool:
+    """Whether edge ``e`` lies within [lo, hi] widened by :data:`EDGE_REACH` of its width."""
+    if lo is None or hi is None:
+        return False
+    w = EDGE_REACH * (hi - lo)
+    return lo - w <= e <= hi + w
+
+
+def _change(v1, v2) -> str | None:
+    """How a verdict moved between two runs: ``flip`` (holds and fails, either way: what
+    matters), ``to inconclusive``, ``from inconclusive``, ``measured in one`` (to or from
+    ``not measured``), ``same side`` (holds and direction only; fails and fails
+    (negligible)); None when unchanged."""
+    if v1 == v2:
+        return None
+    s1, s2 = _side(v1), _side(v2)
+    if s1 and s2:
+        return "flip" if s1 != s2 else "same side"
+    if "not measured" in (v1, v2):
+        return "measured in one"
+    return "to inconclusive" if v2 == "inconclusive" else "from inconclusive"
+
+
+def stability(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
+    """The findings whose verdicts differ between two claims tables (two whole runs' claims.csv),
+    one row each: ``change`` (:func:`_change`), both shown verdicts, values and intervals, the
+    rule and, for a flip, ``edge``: a verdict-changing value (:func:`edges`) that both runs'
+    intervals touch (None: the flip is not explained by an interval at the margin's edge)."""
+    a = first[first["kind"] != "check"].set_index("id")
+    b = second[second["kind"] != "check"].set_index("id")
+    rows = []
+    for i in [x for x in a.index if x in b.index]:
+        r1, r2 = a.loc[i], b.loc[i]
+        v1 = "not measured" if pd.isna(r1["verdict"]) else r1["verdict"]
+        v2 = "not measured" if pd.isna(r2["verdict"]) else r2["verdict"]
+        ch = _change(v1, v2)
+        if ch is None and claims.shown_verdict(v1, r1.get("negligible")) == \
+                claims.shown_verdict(v2, r2.get("negligible")):
+            continue
+        lo1, hi1, lo2, hi2 = (_num(r1.get("ci_low")), _num(r1.get("ci_high")), _num(r2.get("ci_low")),
+                              _num(r2.get("ci_high")))
+        edge = None
+        if ch == "flip":
+            edge = next((e for e in edges(r1.get("rule"), r1.get("margin"))
+                         if _touches(e, lo1, hi1) and _touches(e, lo2, hi2)), None)
+        rows.append({"stage": r1.get("stage"), "id": i, "change": ch or "same side",
+                     "verdict_1": claims.shown_verdict(v1, r1.get("negligible")),
+                     "value_1": _num(r1.get("our_value")), "low_1": lo1, "high_1": hi1,
+                     "verdict_2": claims.shown_verdict(v2, r2.get("negligible")),
+                     "value_2": _num(r2.get("our_value")), "low_2": lo2, "high_2": hi2,
+                     "rule": claims.rule_text(r1.get("rule"), r1.get("margin")) if r1.get("rule") else None,
+                     "edge": edge})
+    return pd.DataFrame(rows, columns=STABILITY_COLUMNS)
+
+
+def _verdict_counts(df: pd.DataFrame) -> dict[str, int]:
+    f = df[df["kind"] != "check"]
+    shown = [claims.shown_verdict("not measured" if pd.isna(v) else v, n)
+             for v, n in zip(f["verdict"], f.get("negligible", [None] * len(f)))]
+    return pd.Series(shown, dtype=object).value_counts().to_dict()
+
+
+def stability_markdown(t: pd.DataFrame, first: pd.DataFrame, second: pd.DataFrame,
+                       names: tuple[str, str] = ("A", "B")) -> str:
+    """Verdict stability across two whole runs: each table's count by verdict, then the
+    holds/fails flips (each named as at the margin's edge, or not), then the moves to or from
+    ``inconclusive`` and the rest, with both intervals."""
+    c1, c2 = _verdict_counts(first), _verdict_counts(second)
+    flips = t[t["change"] == "flip"]
+    far = flips[flips["edge"].isna()]
+    lines = [f"# Verdicts across two runs: {names[0]} and {names[1]}", "",
+             "| verdict | " + " | ".join(names) + " |", "|---|---|---|"]
+    for v in sorted(set(c1) | set(c2), key=lambda v: (v not in claims.VERDICTS, v)):
+        lines.append(f"| {v} | {c1.get(v, 0)} | {c2.get(v, 0)} |")
+    lines += ["", f"**{len(flips)} holds/fails flip(s)**, {len(flips) - len(far)} of them with both "
+              f"intervals at a margin's edge (within {EDGE_REACH:.0%} of their width), "
+              f"**{len(far)} not**; {int((t['change'] == 'to inconclusive').sum())} moved to and "
+              f"{int((t['change'] == 'from inconclusive').sum())} from inconclusive.", ""]
+    head = (f"| stage | finding | change | {names[0]} [CI] | verdict | {names[1]} [CI] | verdict | rule | "
+            "edge both intervals touch |")
+    order = {"flip": 0, "to inconclusive": 1, "from inconclusive": 2, "measured in one": 3, "same side": 4}
+    lines += [head, "|---|---|---|---|---|---|---|---|---|"]
+    for r in t.sort_values("change", key=lambda s: s.map(order), kind="stable").itertuples(index=False):
+        edge = "" if r.change != "flip" else ("**none**" if pd.isna(r.edge) else f"{r.edge:.4g}")
+        lines.append(f"| {r.stage} | {r.id} | {r.change} | {_ci(r.value_1, r.low_1, r.high_1)} | {r.verdict_1} | "
+                     f"{_ci(r.value_2, r.low_2, r.high_2)} | {r.verdict_2} | {r.rule or ''} | {edge} |")
+    return "\n".join(lines) + "\n"
+
+
 def plan(stages: list[str], dvc_yaml: dict) -> tuple[list[str], list[str]]:
     """(measuring stages, report stages to run after them) for ``stages`` (empty: all of
     :data:`MEASURING`): a report is a stage that reads ``results/<stage>`` and writes claims
@@ -203,7 +326,41 @@ def run(stages: list[str], into: Path) -> pd.DataFrame:
     return t
 
 
+def compare_main(argv) -> int:
+    """``python -m experiments.replicate compare A.csv B.csv [--out F.md]``: :func:`stability`
+    of two claims tables, printed (and written to ``--out``); exit status 0."""
+    ap = argparse.ArgumentParser(prog="python -m experiments.replicate compare",
+                                 description="verdicts of two runs' claims tables (claims.csv): holds/fails "
+                                             "flips, named when at a margin's edge, and moves to or from "
+                                             "inconclusive")
+    ap.add_argument("first")
+    ap.add_argument("second")
+    ap.add_argument("--out", default=None, help="also write the table here (markdown)")
+    a = ap.parse_args(argv)
+    tables = []
+    for f in (a.first, a.second):
+        p = Path(f)
+        if not p.is_file():
+            raise SystemExit(f"replicate compare: {f}: no such file; allowed: a claims table "
+                             "(results/claims/claims.csv of a run)")
+        d = pd.read_csv(p)
+        miss = {"id", "kind", "verdict"} - set(d.columns)
+        if miss:
+            raise SystemExit(f"replicate compare: {f} lacks the column(s) {', '.join(sorted(miss))}; allowed: "
+                             "a claims table (results/claims/claims.csv)")
+        tables.append(d)
+    md = stability_markdown(stability(*tables), *tables, names=(a.first, a.second))
+    if a.out:
+        from .results import atomic_write
+        atomic_write(Path(a.out), lambda tmp: tmp.write_text(md))
+    print(md, end="")
+    return 0
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["compare"]:
+        return compare_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m experiments.replicate", description=__doc__.split("\n")[0])
     ap.add_argument("--stages", default="", help="measuring stages to re-run, space-separated (default: all)")
     ap.add_argument("--into", default=None, help="the second project folder (default: replicate/ here)")

@@ -22,8 +22,16 @@ The price: a look at a higher level needs more samples (:func:`experiments.stats
 with 3 looks a median needs 7 repeats, not 6), so ``min_repeats`` is raised to what the level
 needs (:attr:`Plan.first_look`).
 
+**The forecast steers the rounds.** ``decide`` may return :class:`Judged` values (a claim's
+``n`` and forecast ``n_to_decide``, :func:`judged`) instead of booleans; at each look
+:func:`allot` stops the findings whose forecast is beyond the rounds and seconds left (a futility
+stop: it ends looks early and so never makes a false verdict more likely; the level stays the
+planned looks' Bonferroni level) and gives the rounds to those within reach, cheapest first
+(``focus`` narrows the rounds to their configurations). When every undecided finding is out of
+reach the loop stops (``futile``).
+
 Each finding's outcome (:class:`Outcome`: repeats it took, looks, why it stopped: ``decided``,
-``budget`` or ``maximum``) is written to the measuring stage's ``sequential.json``
+``futile``, ``budget`` or ``maximum``) is written to the measuring stage's ``sequential.json``
 (:func:`write`); :func:`experiments.claims.gather` adds it to the finding's note.
 """
 
@@ -39,7 +47,30 @@ import pandas as pd
 
 from . import stats
 
-STOPS = ("decided", "budget", "maximum")
+STOPS = ("decided", "futile", "budget", "maximum")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One finding at a look, as ``decide`` may return it (a plain bool still works):
+    ``decided``; ``n``, the samples its interval stands on; ``n_to_decide``, the claim's
+    forecast of the samples that would decide it; ``never``: the forecast is that no count
+    would (the value sits at a rule's or margin's edge). True when decided, so ``if judged:``
+    reads as before."""
+
+    decided: bool
+    n: int | None = None
+    n_to_decide: int | None = None
+    never: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.decided)
+
+    @property
+    def forecast(self) -> bool:
+        """Whether a forecast was made: an undecided finding with samples and a count or "never"
+        (none where its interval cannot decide yet: too few samples for its level)."""
+        return not self.decided and bool(self.n) and (self.n_to_decide is not None or self.never)
 
 
 @dataclass(frozen=True)
@@ -95,18 +126,22 @@ class Plan:
 @dataclass
 class Outcome:
     """One finding's course: ``repeats`` (rounds it was judged on), ``looks`` made for it,
-    ``stopped`` (``decided``, ``budget`` or ``maximum``), ``level`` of its intervals."""
+    ``stopped`` (``decided``, ``futile``, ``budget`` or ``maximum``), ``level`` of its
+    intervals; ``reach``: for a futile stop, why (its forecast against what was left)."""
 
     repeats: int
     looks: int
     stopped: str
     level: float
+    reach: str | None = None
 
     def note(self) -> str:
         """The claims table's words: "8 repeats, 3 looks at 98.3 % (Bonferroni over 5 planned
         looks); stopped: decided"."""
         why = {"decided": "decided", "budget": "the stage's time budget was spent",
-               "maximum": "the maximum of repeats was reached"}[self.stopped]
+               "maximum": "the maximum of repeats was reached",
+               "futile": f"out of reach ({self.reach or 'its forecast exceeded what the loop could still buy'})"
+               }[self.stopped]
         if self.looks == 0 and self.stopped == "budget":
             return (f"{self.repeats} repeats, judged once at the end at {self.level:.1%} (the budget "
                     f"ended the rounds before the first planned look: one look needs no correction); "
@@ -132,6 +167,71 @@ class Result:
 
     def notes(self) -> dict[str, str]:
         return {k: o.note() for k, o in self.outcomes.items()}
+
+
+@dataclass
+class Reach:
+    """What one look allots (:func:`allot`): ``go``, the undecided findings the next rounds run
+    for, cheapest first; ``futile``, {finding: why} for those whose forecast is beyond what is
+    left; ``deferred``, those within reach alone but not beside the cheaper ones."""
+
+    go: list[str]
+    futile: dict[str, str]
+    deferred: list[str]
+
+
+def rounds_needed(j: Judged, rounds_run: int) -> int | None:
+    """Rounds more that ``j``'s forecast asks for: its missing samples (``n_to_decide - n``)
+    at the samples per round it gained so far (``n / rounds_run``); None for "never"."""
+    if j.never or j.n_to_decide is None:
+        return None
+    rate = j.n / max(1, rounds_run)
+    return max(1, math.ceil((j.n_to_decide - j.n) / rate - 1e-9))
+
+
+def allot(pending: dict, rounds_run: dict[str, int], configs_of: dict[str, frozenset],
+          rounds_left: int, seconds_left: float, per_run_s: float) -> Reach:
+    """The futility stop and the budget's share at one look. ``pending``: {finding:
+    :class:`Judged` or bool} undecided; ``rounds_run``: rounds that ran its configurations;
+    ``configs_of``: the configurations it needs; ``rounds_left`` before the maximum,
+    ``seconds_left`` of the budget, ``per_run_s`` seconds a run takes.
+
+    A finding without a forecast (a plain bool) stays a reason to go on, as before. One whose
+    forecast is "never", or needs more rounds than are left, or more seconds than the budget has
+    (rounds x runs of its configurations x seconds a run) is futile: it no longer keeps the loop
+    going (it is still judged at the end, at the same corrected level). The rest are taken
+    cheapest first (seconds), each while the rounds that the findings taken so far need, over
+    the union of their configurations, fit in the seconds left; the others wait (deferred)."""
+    go, futile, costed = [], {}, []
+    union: set = set()
+    for k, j in pending.items():
+        if not (isinstance(j, Judged) and j.forecast):
+            go.append(k)
+            union |= set(configs_of[k])
+            continue
+        need = rounds_needed(j, rounds_run.get(k, 0))
+        if need is None:
+            futile[k] = (f"forecast: never, at {j.n} samples the value sits at a rule's or margin's "
+                         "edge")
+            continue
+        cost = need * per_run_s * len(configs_of[k])
+        if need > rounds_left:
+            futile[k] = (f"forecast: {j.n_to_decide} samples from {j.n}, {need} more rounds; "
+                         f"{rounds_left} left before the maximum")
+        elif cost > seconds_left:
+            futile[k] = (f"forecast: {j.n_to_decide} samples from {j.n}, {need} more rounds, about "
+                         f"{cost:.0f} s; {seconds_left:.0f} s of the budget left")
+        else:
+            costed.append((cost, k, need))
+    deferred, most = [], 0
+    for cost, k, need in sorted(costed):
+        u, m = union | set(configs_of[k]), max(most, need)
+        if m * per_run_s * len(u) <= seconds_left:
+            go.append(k)
+            union, most = u, m
+        else:
+            deferred.append(k)
+    return Reach(go, futile, deferred)
 
 
 def round_order(n_configs: int, rnd: int, seed: int) -> list[int]:
@@ -172,6 +272,8 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
     stopped = "maximum"
     active: set[int] | None = None   # None: every configuration (no focus yet)
     narrowed: list[dict] = []
+    reaches: list[dict] = []
+    out_of_reach: dict[str, str] = {}   # {finding: why}, at the last look that allotted
     try:
         while True:
             is_warm = rnd < warmup
@@ -201,6 +303,17 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
                 if not pending:
                     stopped = "decided"
                     break
+                if done < plan.max_repeats and any(isinstance(got[k], Judged) and got[k].forecast
+                                                   for k in pending):
+                    reach = _reach(got, pending, configs, rows, order, warmup, focus, plan, done,
+                                   clock() - t0, round_s, round_n)
+                    out_of_reach = reach.futile
+                    reaches.append({"after_round": done, "go": reach.go, "futile": reach.futile,
+                                    "deferred": reach.deferred})
+                    if not reach.go:
+                        stopped = "futile"
+                        break
+                    pending = reach.go
                 if focus is not None:
                     keep = focus(pending, pd.DataFrame(rows))
                     if keep is not None:
@@ -240,9 +353,36 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
         # looks not made, so the looks stay within the planned count
         for k in decide(df, level):
             if k not in outcomes:
-                outcomes[k] = Outcome(rnd - warmup, looks, stopped, level)
-    return Result(df, outcomes, order, plan, int(seed), clock() - t0,
-                  extra={"focus": narrowed} if focus is not None else {})
+                if k in out_of_reach:
+                    outcomes[k] = Outcome(rnd - warmup, looks, "futile", level, out_of_reach[k])
+                else:
+                    outcomes[k] = Outcome(rnd - warmup, looks, stopped, level)
+    extra = {"focus": narrowed} if focus is not None else {}
+    if reaches:
+        extra["reach"] = reaches
+    return Result(df, outcomes, order, plan, int(seed), clock() - t0, extra=extra)
+
+
+def _reach(got: dict, pending: list[str], configs: Sequence, rows: list[dict], order: list[tuple[int, int]],
+           warmup: int, focus, plan: Plan, done: int, spent: float, round_s: list[float],
+           round_n: list[int]) -> Reach:
+    """:func:`allot` at a look of :func:`run`: each pending finding's configurations (``focus``
+    asked for it alone; every configuration without a focus), the rounds that ran them, the
+    rounds and seconds left, the recent seconds per run."""
+    every = frozenset(range(len(configs)))
+    configs_of = {}
+    df = pd.DataFrame(rows) if focus is not None else None
+    for k in pending:
+        keep = focus([k], df) if focus is not None else None
+        configs_of[k] = every if keep is None else frozenset(int(i) for i in keep)
+    ran: dict[int, set[int]] = {}
+    for rnd, i in order:
+        if rnd >= warmup:
+            ran.setdefault(rnd, set()).add(i)
+    rounds_run = {k: sum(1 for s in ran.values() if s & configs_of[k]) for k in pending}
+    per_run = sum(round_s[-3:]) / max(1, sum(round_n[-3:]))
+    return allot({k: got[k] for k in pending}, rounds_run, configs_of, plan.max_repeats - done,
+                 plan.budget_s - spent, per_run)
 
 
 def level_of(rows: pd.DataFrame | None) -> float:
@@ -280,6 +420,40 @@ def plan_for(repeats: int, max_repeats: int | None, budget_s: float | None, step
     if not max_repeats or max_repeats <= repeats:
         return Plan(repeats, repeats)
     return Plan(repeats, max_repeats, math.inf if budget_s is None else float(budget_s), step)
+
+
+def judged(claim_list: list[dict], level: float) -> dict[str, Judged]:
+    """{finding id: :class:`Judged`} for the findings of ``claim_list`` (a report's claims on the
+    rows so far, dicts of :func:`experiments.claims.claim`, judged at ``level``) that have a
+    value: decided when the verdict is not ``inconclusive``, with the claim's ``n`` and forecast
+    ``n_to_decide``, for the futility stop and the budget's share (:func:`allot`). No count is
+    "never" only where the interval could have decided (it holds the value and its method
+    reaches ``level``); with too few samples for the level there is no forecast yet. What a
+    stage's ``decide`` returns when it judges its findings with the report's own functions."""
+    out = {}
+    for c in claim_list:
+        if c.get("kind") != "finding" or c.get("verdict") == "not measured":
+            continue
+        n, m = _count(c.get("n")), _count(c.get("n_to_decide"))
+        lo, hi, v, cov = (_num(c.get(k)) for k in ("ci_low", "ci_high", "our_value", "ci_coverage"))
+        could = (None not in (lo, hi, v) and lo - 1e-9 * abs(lo) <= v <= hi + 1e-9 * abs(hi)
+                 and (cov is None or cov >= level - 1e-12))
+        undecided = c["verdict"] == "inconclusive"
+        out[c["id"]] = Judged(not undecided, n, m, never=bool(undecided and n and m is None and could))
+    return out
+
+
+def _num(x) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x
+
+
+def _count(x) -> int | None:
+    x = _num(x)
+    return None if x is None or x <= 0 else int(x)
 
 
 def decided(claim_list: list[dict]) -> dict[str, bool]:

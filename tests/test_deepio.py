@@ -273,3 +273,13 @@ def test_fig10_rows_say_what_the_ratio_is_of_and_nodes_row_measures_more_than_on
     for i in ("deepio_faster_than_memory_storage", "deepio_fig11_tf_api_slower_than_raw",
               "deepio_fig9_cifar10_read_share"):
         assert c[i]["verdict"] == "not measured" and c[i]["note"], i
+
+
+def test_decide_buys_loader_runs_for_the_bandwidth_findings_only():
+    """``make decide``'s hook (deepio.needs): a bandwidth finding judged per tier compares that
+    tier's loader configurations, the Fig 10 one every configuration; an accuracy finding none
+    (its samples are training seeds)."""
+    configs = [(t, m, 0.25, 2, 1) for t in ("mem", "disk") for m in ("ordered", "opportunistic")]
+    assert deepio.needs("deepio_fig7_low_rl_hurts", None, configs) == []
+    assert deepio.needs("deepio_opp_faster_every_p_disk", None, configs) == [2, 3]
+    assert deepio.needs("deepio_fig10_opp_faster_R0.25", None, configs) == [0, 1, 2, 3]

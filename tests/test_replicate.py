@@ -55,3 +55,48 @@ def test_into_this_checkout_is_refused(tmp_path, monkeypatch):
     (tmp_path / "dvc.yaml").write_text(open("dvc.yaml").read())
     with pytest.raises(SystemExit, match="neither this checkout"):
         replicate.run(["blog"], tmp_path)
+
+
+def _table(path, rows):
+    """A tiny claims.csv: (id, value, low, high) findings on '> 1' (5 % margin), None: not measured."""
+    import pandas as pd
+
+    cs = [claims.claim(i, "S", "F", "s", v, "u", "> 1", kind="finding",
+                       interval=Interval(lo, hi, 8, "t") if v is not None else None,
+                       why_not=None if v is not None else "not here")
+          for i, v, lo, hi in rows] + [claims.claim("chk", "S", "F", "s", 1.0, "u", "> 0", kind="check")]
+    pd.DataFrame(cs).assign(stage="blog_report").to_csv(path, index=False)
+    return path
+
+
+def test_compare_two_claims_tables_splits_flips_from_moves(tmp_path, capsys):
+    """``python -m experiments.replicate compare A.csv B.csv``: a holds/fails flip whose two
+    intervals both touch the margin's edge (1.05) is named as such, one far from every edge is
+    not; moves to and from inconclusive are apart from the flips; unchanged findings are left out."""
+    a = _table(tmp_path / "a.csv", [("edge_flip", 1.1, 1.06, 1.2), ("far_flip", 1.7, 1.5, 2.0),
+                                    ("to_inc", 1.5, 1.3, 1.7), ("from_inc", 1.0, 0.8, 1.3),
+                                    ("stay", 1.5, 1.3, 1.7), ("gone", 1.5, 1.3, 1.7)])
+    b = _table(tmp_path / "b.csv", [("edge_flip", 1.0, 0.97, 1.04), ("far_flip", 0.6, 0.5, 0.8),
+                                    ("to_inc", 1.2, 0.9, 1.5), ("from_inc", 0.7, 0.6, 0.8),
+                                    ("stay", 1.6, 1.4, 1.8), ("gone", None, None, None)])
+    import pandas as pd
+
+    t = replicate.stability(pd.read_csv(a), pd.read_csv(b)).set_index("id")
+    assert set(t.index) == {"edge_flip", "far_flip", "to_inc", "from_inc", "gone"}
+    assert t.loc["edge_flip", "change"] == "flip" and t.loc["edge_flip", "edge"] == pytest.approx(1.05)
+    assert t.loc["edge_flip", "verdict_2"] == "fails (negligible)"
+    assert t.loc["far_flip", "change"] == "flip" and pd.isna(t.loc["far_flip", "edge"])
+    assert t.loc["to_inc", "change"] == "to inconclusive" and t.loc["from_inc", "change"] == "from inconclusive"
+    assert t.loc["gone", "change"] == "measured in one"
+    assert replicate.edges("> 1", 0.05) == pytest.approx([0.95, 1.0, 1.05])
+    assert replicate.edges("between 2 and 3", None) == [2.0, 3.0]
+    out = tmp_path / "stability.md"
+    assert replicate.main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    md = capsys.readouterr().out
+    assert md == out.read_text()
+    assert "**2 holds/fails flip(s)**, 1 of them with both intervals at a margin's edge" in md and "**1 not**" in md
+    assert "1 moved to and 1 from inconclusive" in md
+    assert "| blog_report | far_flip | flip | 1.7 [1.5, 2] | holds | 0.6 [0.5, 0.8] | fails |" in md and "**none**" in md
+    assert "| holds | 5 | 1 |" in md and "| inconclusive | 1 | 1 |" in md   # the count by verdict in each table
+    with pytest.raises(SystemExit, match="no such file"):
+        replicate.main(["compare", str(a), str(tmp_path / "missing.csv")])

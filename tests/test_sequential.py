@@ -127,8 +127,11 @@ def test_alexnet_prefetch_sweep_adds_repeats_until_its_findings_are_decided():
                               "seconds": (1 + effect * (p == 0)) * (1 + noise * rng.standard_normal())}
                              for i in range(n) for t in (1, 2) for p in (0, 1)])
 
-    assert ax.prefetch_decided(runs(0.2, 0.01), 0.99) == {"alexnet-prefetch-faster-disk": True}
-    assert ax.prefetch_decided(runs(0.0, 0.2), 0.99) == {"alexnet-prefetch-faster-disk": False}
+    k = "alexnet-prefetch-faster-disk"
+    clear, noise = ax.prefetch_decided(runs(0.2, 0.01), 0.99), ax.prefetch_decided(runs(0.0, 0.2), 0.99)
+    assert list(clear) == list(noise) == [k] and clear[k] and not noise[k]
+    # the undecided one carries its samples, for the forecast that steers the repeats
+    assert noise[k].n and noise[k].forecast
 
 
 def test_plan_for_a_stage_fixed_count_or_rounds_until_decided():
@@ -249,3 +252,94 @@ def test_focus_must_name_configurations():
     with pytest.raises(ValueError, match="focus returned"):
         sequential.run(["A", "B"], lambda c, r: {"config": c}, lambda rows, lv: {"f": False}, plan, 0,
                        focus=lambda pending, rows: [5])
+
+
+def test_allot_stops_the_futile_and_gives_the_budget_to_the_cheapest():
+    """One look's allotment (pure): "never" and a forecast beyond the rounds or the seconds
+    left are futile; of the reachable, the cheapest go first while the union of their
+    configurations fits the seconds left; a plain bool (no forecast) always goes on."""
+    J = sequential.Judged
+    cfg = {"never": frozenset({0}), "far": frozenset({0}), "dear": frozenset({0, 1, 2, 3}),
+           "cheap": frozenset({1}), "mid": frozenset({2, 3}), "plain": frozenset({4})}
+    pending = {"never": J(False, 8, None, never=True), "far": J(False, 8, 80), "dear": J(False, 8, 12),
+               "cheap": J(False, 8, 10), "mid": J(False, 8, 12), "plain": False}
+    r = sequential.allot(pending, {k: 8 for k in cfg}, cfg, rounds_left=10, seconds_left=100, per_run_s=2.0)
+    # far: 72 more rounds > 10; dear: 4 rounds x 4 runs x 2 s = 32 s fits alone; cheap: 2 x 1 x 2 =
+    # 4 s; mid: 4 x 2 x 2 = 16 s
+    assert set(r.futile) == {"never", "far"} and "never" in r.futile["never"]
+    assert "10 left before the maximum" in r.futile["far"]
+    # plain (no forecast) first; then by cost; with plain's configuration, all five for 4 rounds
+    # are 40 s, within 100
+    assert r.go == ["plain", "cheap", "mid", "dear"] and r.deferred == []
+    tight = sequential.allot({k: pending[k] for k in ("dear", "cheap", "mid")}, {k: 8 for k in cfg}, cfg,
+                             rounds_left=10, seconds_left=20, per_run_s=2.0)
+    # dear alone (32 s) is beyond 20 s: futile; cheap (4 s) then mid (with cheap: 4 rounds x 3 runs
+    # x 2 s = 24 s > 20): deferred
+    assert "s of the budget left" in tight.futile["dear"]
+    assert tight.go == ["cheap"] and tight.deferred == ["mid"]
+    # the samples a round adds are measured: 16 samples in 8 rounds need half the rounds
+    assert sequential.rounds_needed(J(False, 16, 24), 8) == 4 and sequential.rounds_needed(J(False, 8, 12), 8) == 4
+
+
+def test_a_finding_that_cannot_decide_stops_the_loop_at_the_first_look():
+    """The futility stop: the only finding's forecast is "never" (a value on its margin's
+    edge); the loop stops at the first look instead of running to the maximum, and the note
+    says why. With a plain False (no forecast) it runs to the maximum, as before."""
+    plan = sequential.Plan(min_repeats=3, max_repeats=20, step=1)
+    res = sequential.run(["A", "B"], lambda c, r: {"config": c},
+                         lambda rows, lv: {"f": sequential.Judged(False, int(rows["repeat"].nunique()), never=True)},
+                         plan, seed=0)
+    o = res.outcomes["f"]
+    assert (o.stopped, o.repeats, o.looks) == ("futile", plan.first_look, 1)
+    assert "out of reach" in o.note() and "never" in o.note()
+    assert sequential.to_json(res)["reach"][0]["futile"] == {"f": o.reach}
+    plain = sequential.run(["A", "B"], lambda c, r: {"config": c}, lambda rows, lv: {"f": False}, plan, seed=0)
+    assert plain.outcomes["f"].stopped == "maximum" and plain.outcomes["f"].repeats == 20
+
+
+def test_the_budget_moves_to_the_finding_within_reach():
+    """x (configuration A) cannot decide ("never"); y (B, C) decides at 12 samples, forecast
+    within reach. After the first look the rounds run only B and C, until y is decided; x
+    stops as futile on the samples it had. Its level stays the plan's (the looks are corrected
+    for every planned look, whatever stops them)."""
+    plan = sequential.Plan(min_repeats=3, max_repeats=30, step=1)
+    seen = []
+
+    def decide(rows, lv):
+        n = {c: int((rows["config"] == c).sum()) for c in "ABC"}
+        y = min(n["B"], n["C"])
+        return {"x": sequential.Judged(False, n["A"], never=True),
+                "y": sequential.Judged(y >= 12, y, None if y >= 12 else 12)}
+
+    def focus(pending, rows):
+        return sorted({0} if "x" in pending else set() | ({1, 2} if "y" in pending else set()))
+
+    res = sequential.run(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c}, decide, plan,
+                         seed=1, focus=focus)
+    first = plan.first_look
+    n = res.rows.groupby("config").size()
+    assert n["A"] == first and n["B"] == n["C"] == 12
+    assert all(c != "A" for r, c in seen if r >= first)
+    assert res.outcomes["y"].stopped == "decided" and res.outcomes["x"].stopped == "futile"
+    assert res.outcomes["x"].level == plan.level and set(res.rows["level"]) == {plan.level}
+    assert res.extra["reach"][0] == {"after_round": first, "go": ["y"], "futile": {"x": res.outcomes["x"].reach},
+                                     "deferred": []}
+
+
+def test_judged_reads_the_claims_forecast():
+    from experiments.claims import claim
+    from experiments.stats import Interval
+
+    iv = lambda lo, hi: Interval(lo, hi, 8, "ratio of medians, bootstrap")  # noqa: E731
+    cs = [claim("a", "", "", "", 2.0, "x", "> 1", kind="finding", interval=iv(1.5, 2.5)),
+          claim("b", "", "", "", 1.2, "x", "> 1", kind="finding", interval=iv(0.95, 1.45)),
+          claim("c", "", "", "", float("nan"), "x", "> 1", kind="finding", why_not="not here"),
+          # on the edge: never; the same with too few samples for its level: no forecast yet
+          claim("d", "", "", "", 1.05, "x", "> 1", kind="finding", interval=iv(0.5, 3.0)),
+          claim("e", "", "", "", 1.05, "x", "> 1", kind="finding",
+                interval=Interval(0.5, 3.0, 4, "median", stats.LEVEL, 0.875))]
+    j = sequential.judged(cs, stats.LEVEL)
+    assert set(j) == {"a", "b", "d", "e"} and j["a"] and not j["b"]
+    assert j["b"].n == 8 and j["b"].n_to_decide == cs[1]["n_to_decide"] and j["b"].n_to_decide > 8
+    assert j["d"].never and j["d"].forecast and sequential.rounds_needed(j["d"], 8) is None
+    assert not j["e"].never and not j["e"].forecast   # keeps the loop going, as before

@@ -355,14 +355,15 @@ def sweep_plan(cfg: AlexNetConfig, experiment: str):
     return sequential.Plan(cfg.repeats, cfg.max_repeats, cfg.budget_s or math.inf)
 
 
-def prefetch_decided(runs: pd.DataFrame, level: float) -> dict[str, bool]:
-    """{``alexnet-prefetch-faster-<tier>``: decided} on the runs so far: the report's own
+def prefetch_decided(runs: pd.DataFrame, level: float) -> dict:
+    """{``alexnet-prefetch-faster-<tier>``: :class:`experiments.sequential.Judged`} (decided, and
+    the forecast that steers the repeats) on the runs so far: the report's own
     computation (:func:`experiments.chien.alexnet_report.prefetch_ratio`: the run time without
     prefetch over with it, summed over the thread counts' medians, bootstrapped over the
     repeats) at ``level``, judged by the finding's rule ('> 1', its 5 % margin). One computation,
     so a sweep that stops as "decided" is decided in the report too (a copy with fewer
     resamples once stopped a sweep the report then left inconclusive)."""
-    from .. import claims, stats
+    from .. import claims, sequential, stats
     from .alexnet_report import prefetch_ratio
 
     r = runs[(runs["experiment"] == "prefetch")]
@@ -374,7 +375,7 @@ def prefetch_decided(runs: pd.DataFrame, level: float) -> dict[str, bool]:
         with stats.corrected_level(level):
             v, ci = prefetch_ratio(r, tier, threads, "seconds", 1.0)
         c = claims.claim(f"alexnet-prefetch-faster-{tier}", "", "", "", v, "x", "> 1", kind="finding", interval=ci)
-        out[c["id"]] = c["verdict"] != "inconclusive"
+        out.update(sequential.judged([c], level))
     return out
 
 

@@ -245,8 +245,9 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
 LOOK_EVERY = 4
 
 
-def loader_decided(rows: pd.DataFrame, level: float) -> dict[str, bool]:
-    """{finding id: decided} for the loader's bandwidth findings on the runs so far (``rows``:
+def loader_decided(rows: pd.DataFrame, level: float) -> dict:
+    """{finding id: :class:`experiments.sequential.Judged`} (decided, and the forecast that
+    steers the repeats) for the loader's bandwidth findings on the runs so far (``rows``:
     :func:`measure_loader`'s rows), judged at ``level`` by the report's own computation
     (:func:`experiments.deepio.report.loader_claims` on :func:`summarize_loader` of the rows,
     on the tier the report judges: :func:`experiments.deepio.report.storage_tier`)."""
@@ -259,11 +260,37 @@ def loader_decided(rows: pd.DataFrame, level: float) -> dict[str, bool]:
     loader = summarize_loader(rows)
     tier = report.storage_tier(loader, set(rows.loc[rows["memory_backed"].astype(bool), "tier"]))
     with stats.corrected_level(level):
-        return sequential.decided(report.loader_claims(loader, tier, raw=rows))
+        return sequential.judged(report.loader_claims(loader, tier, raw=rows), level)
+
+
+KEYS = ("tier", "mode", "R", "P", "nodes")   # the columns that name a loader configuration
+
+
+def accuracy_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
+    """:func:`train_curves`, or, when ``make decide`` re-runs the stage to append loader runs
+    (:func:`experiments.bought.kept`), the curves the stage trained before (decide buys loader
+    runs only; the accuracy findings rest on training seeds)."""
+    from .. import bought
+
+    before = bought.kept("deepio", ("accuracy",))
+    if before is not None and "accuracy" in before.tables:
+        return before.tables["accuracy"]
+    return train_curves(cfg, seed)
+
+
+def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int] | None:
+    """The loader configurations (indices into ``configs``, tuples of :data:`KEYS`) a DeepIO
+    finding compares, for ``make decide``: every one for a bandwidth finding, on its tier for
+    one judged per tier; none for the accuracy findings (their samples are training seeds,
+    which loader runs do not add)."""
+    if "opp_faster" not in finding:
+        return []
+    tier = next((c[0] for c in configs if finding.endswith(f"_{c[0]}")), None)
+    return [i for i, c in enumerate(configs) if tier is None or c[0] == tier]
 
 
 def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
-                   seed: int) -> tuple[pd.DataFrame, dict]:
+                   seed: int, purchases=()) -> tuple[pd.DataFrame, dict]:
     """Ordered vs opportunistic read bandwidth for each tier, R, P and node count of ``nodes``
     (at most P); cache evicted before each run. The configurations run in rounds (each once
     per round, in a seeded random order: :func:`experiments.sequential.run`): at least
@@ -272,8 +299,10 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     ``level``: the level its findings are judged at); the course of the repeats is
     ``raw.attrs["sequential"]`` (for ``sequential.json``). Facts: eviction, the launcher
     (env.json) and the scale reached (``scale``: most ranks and nodes of a run).
-    ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
-    from .. import sequential
+    ``staged`` maps tier name -> manifest of the JPEG copy on that tier. ``purchases``
+    (``params.yaml``'s ``decide.deepio``): runs ``make decide`` bought, made after the loop
+    (rows ``made_by`` ``repro`` or ``decide N``; :mod:`experiments.bought`)."""
+    from .. import bought, sequential
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     packs, evictions = {}, {}
@@ -295,14 +324,20 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
         return {"tier": tier, "memory_backed": mem[tier], "mode": mode, "R": r, "P": p,
                 "nodes": n, "samples": len(index), "eviction": evictions[tier], **res}
 
+    before = bought.kept("deepio")
     try:
-        res = sequential.run(configs, run_one, loader_decided,
-                             sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
-                             seed, progress_desc="deepio: loader rounds")
+        if before is None:
+            res = sequential.run(configs, run_one, loader_decided,
+                                 sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
+                                 seed, progress_desc="deepio: loader rounds")
+            raw, course = res.rows.assign(made_by=bought.FIRST), {**sequential.to_json(res), "keys": list(KEYS)}
+        else:
+            raw, course = before.raw, before.course
+        extra = bought.buy(configs, KEYS, run_one, list(purchases), raw, seed)
+        raw = pd.concat([raw, extra], ignore_index=True) if len(extra) else raw
     finally:
         pools.close()
-    raw = res.rows
-    raw.attrs["sequential"] = sequential.to_json(res)
+    raw.attrs["sequential"] = bought.course(course, purchases, raw) if purchases else course
     return raw, {"eviction": evictions,
                  "launcher": launcher.record(node_counts),
                  "scale": {"procs_max": max(c[3] for c in configs),

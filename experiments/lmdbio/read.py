@@ -272,8 +272,9 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
 LOOK_EVERY = 4
 
 
-def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict[str, bool]:
-    """{finding id: decided} for LMDBIO's findings on the runs so far (``rows``: :func:`measure`'s
+def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict:
+    """{finding id: :class:`experiments.sequential.Judged`} (decided, and the forecast that
+    steers the repeats) for LMDBIO's findings on the runs so far (``rows``: :func:`measure`'s
     rows), judged at ``level`` by the report's own computation (:func:`experiments.lmdbio.report.claims`
     on :func:`summarize` of the rows, on the tier the report judges). ``env``: what the report
     reads from env.json (``cpu``: the cores that pick the P of the step findings; ``handover``;
@@ -285,8 +286,8 @@ def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict[st
     if not len(rows):
         return {}
     with stats.corrected_level(level):
-        return sequential.decided(report.claims(summarize(rows), report.storage_tier(rows), env,
-                                                raw=rows.assign(level=level)))
+        return sequential.judged(report.claims(summarize(rows), report.storage_tier(rows), env,
+                                               raw=rows.assign(level=level)), level)
 
 
 def focus(pending: list[str], configs: list[tuple], rows: pd.DataFrame, env: dict | None) -> list[int] | None:
@@ -326,6 +327,15 @@ def focus(pending: list[str], configs: list[tuple], rows: pd.DataFrame, env: dic
     return sorted(keep) or None
 
 
+def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int] | None:
+    """The configurations (indices into ``configs``, tuples of :data:`KEYS`) that ``finding``
+    compares, for ``make decide`` (:mod:`experiments.decide`): :func:`focus` of that finding
+    alone on the stage's rows, with this checkout's parameters."""
+    from .. import config
+
+    return focus([finding], configs, raw, judging_env(config.load(lmdbio=None).lmdbio))
+
+
 def judging_env(cfg: LMDBIOConfig) -> dict:
     """The part of env.json the report's claims read, for :func:`decide` while measuring: this
     process's usable cores (as :func:`experiments.envinfo.capture` records them), the hand-over
@@ -335,7 +345,10 @@ def judging_env(cfg: LMDBIOConfig) -> dict:
             "params": {"lmdbio": {"ranks_per_node": cfg.ranks_per_node, "handover": cfg.handover}}}
 
 
-def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
+KEYS = ("tier", "dataset", "strategy", "P", "nodes")   # the columns that name a configuration
+
+
+def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()) -> tuple[pd.DataFrame, dict]:
     """Build each data set's LMDB on each tier, then run every (tier, data set, strategy, P,
     node count of ``nodes`` (at most P)) in rounds (each once per round, in a seeded random
     order: :func:`experiments.sequential.run`), the cache evicted before each run: at least
@@ -344,8 +357,13 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
     switches, ``repeat``, ``round_order``, ``level`` (the level its findings are judged at);
     the course of the repeats is ``raw.attrs["sequential"]`` (for ``sequential.json``). Facts:
     the launcher (env.json), the scale reached (``scale``: most processes and nodes of a run),
-    one row per process of every run (``processes``) and the hand-over check."""
-    from .. import sequential
+    one row per process of every run (``processes``) and the hand-over check.
+
+    ``purchases`` (``params.yaml``'s ``decide.lmdbio``, :mod:`experiments.bought`): runs a
+    ``make decide`` bought, made after the loop (``made_by``: ``repro``, ``decide N``); when a
+    decide run re-runs the stage to append, the loop's rows are kept (:func:`experiments.bought.kept`)
+    and only the new purchases run."""
+    from .. import bought, sequential
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     dbs = {}
@@ -361,11 +379,15 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
     configs = [(t.name, d.name, s, p, n) for t in tiers for d in cfg.datasets
                for s in cfg.strategies for p in cfg.procs for n in node_counts if n <= p]
     procs, evictions = [], {}
+    before = bought.kept("lmdbio", ("processes", "handover_check"))
+    first_id = int(before.raw["run"].max()) + 1 if before is not None else 0
+    made = [0]   # runs made by this process (the ids go on after the kept rows')
     pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
 
     def run_one(c, i):
         tier, ds, strategy, p, n = c
-        run_id = len(procs)
+        run_id = first_id + made[0]
+        made[0] += 1
         dest, prov, size = dbs[(tier, ds)]
         ev = evictions[tier] = cache.evict([dest], cfg.eviction, label=tier)
         per = run(dest, prov, strategy, p, cfg, size, nodes=n, pool=pools.get(p, n))
@@ -387,23 +409,30 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[pd.DataFrame, dict]:
 
     env = judging_env(cfg)
     try:
-        res = sequential.run(
-            configs, run_one, lambda rows, level: decide(rows, level, env),
-            sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
-            seed, progress_desc="lmdbio rounds",
-            focus=lambda pending, rows: focus(pending, configs, rows, env))
+        if before is None:
+            res = sequential.run(
+                configs, run_one, lambda rows, level: decide(rows, level, env),
+                sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
+                seed, progress_desc="lmdbio rounds",
+                focus=lambda pending, rows: focus(pending, configs, rows, env))
+            raw, course = res.rows.assign(made_by=bought.FIRST), {**sequential.to_json(res), "keys": list(KEYS)}
+            hand = handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check else pd.DataFrame()
+        else:
+            raw, course = before.raw, before.course
+            hand = before.tables.get("handover_check", pd.DataFrame())
+            procs.append(before.tables.get("processes", pd.DataFrame()))
+        extra = bought.buy(configs, KEYS, run_one, list(purchases), raw, seed)
+        raw = pd.concat([raw, extra], ignore_index=True) if len(extra) else raw
         facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
                  "launcher": launcher.record(node_counts, cfg.ranks_per_node),
                  "scale": {"procs_max": max(c[3] for c in configs),
                            "nodes_max": max(c[4] for c in configs),
                            "allocation_nodes": launcher.allocation_nodes()},
                  "processes": pd.concat(procs, ignore_index=True),
-                 "handover_check": handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check
-                 else pd.DataFrame()}
+                 "handover_check": hand}
     finally:
         pools.close()
-    raw = res.rows
-    raw.attrs["sequential"] = sequential.to_json(res)
+    raw.attrs["sequential"] = bought.course(course, purchases, raw) if purchases else course
     return raw, facts
 
 

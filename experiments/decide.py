@@ -1,0 +1,439 @@
+"""``make decide [MINUTES=30]`` (``python -m experiments.decide --minutes 30``): a reviewer's
+second pass. After a ``make repro`` it spends the given minutes on the findings the claims
+table leaves ``inconclusive``, where its forecast says more samples would decide them.
+
+1. **Plan** (:func:`plan`): each inconclusive finding of a stage that can buy runs (a measuring
+   stage whose DVC params include ``decide.<stage>``: :func:`buyable`) is priced from its
+   forecast (``n_to_decide``, scaled to the level the new look needs), the samples per round it
+   gained, the configurations it compares (the stage's ``needs`` hook, :data:`NEEDS`; every
+   configuration without one) and the stage's recorded seconds per run (``sequential.json``).
+   :func:`experiments.sequential.allot` then takes them cheapest first within the minutes; a
+   finding forecast *never*, or beyond the minutes, is named and skipped, as is one of a stage
+   that cannot buy runs.
+2. **Buy** (:func:`run`): the purchases are appended to ``params.yaml``'s ``decide`` section
+   (:class:`experiments.bought.Purchase`) and ``dvc repro`` runs: the measuring stage re-runs
+   because its params changed, keeps its rows and runs only the new purchase (its ``persist``
+   out; :mod:`experiments.bought`), each new row marked ``decide N``; the reports and the claims
+   table re-run because the rows changed. No run starts after the minutes (less the reports'
+   recorded time); a purchase cut short is recorded as the runs it made (``dvc commit``).
+3. **Show**: the count by verdict before and after, and every finding that moved
+   (:func:`experiments.replicate.stability`: a holds/fails flip, or a move to or from
+   ``inconclusive``).
+
+Afterwards ``dvc status`` is clean, ``dvc repro`` does nothing and ``dvc params diff`` shows
+what was bought. Interrupted (Ctrl-C) while a stage is measuring, it puts ``params.yaml``
+back: the rows and ``dvc.lock`` are those of before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from . import bought, paths, sequential
+
+# a measuring stage's hook naming the configurations one finding compares (module:function,
+# called as f(finding, raw, configs) -> indices or None); a stage without one buys all of them
+NEEDS = {"lmdbio": "experiments.lmdbio.read:needs", "deepio": "experiments.deepio.experiment:needs"}
+MAX_ROUNDS = 50          # at most this many rounds a finding may be bought in one decide run
+CLAIMS_CSV = ("claims", "claims.csv")
+
+
+@dataclass
+class Offer:
+    """One stage's purchase: the findings it is for, the configurations (dicts of the stage's
+    key columns), the runs and the seconds they should take."""
+
+    stage: str
+    findings: list[str]
+    configs: list[dict]
+    runs: int
+    seconds: float
+    costs: dict[str, str] = field(default_factory=dict)   # finding: its forecast's price, in words
+
+
+@dataclass
+class Plan:
+    offers: list[Offer] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)    # finding: why not bought
+    seconds: float = 0.0
+
+
+def buyable(dvc_yaml: dict) -> dict[str, list[str]]:
+    """{measuring stage: the stages whose claims read its results} for every stage whose DVC
+    params include ``decide.<stage>``."""
+    st = dvc_yaml.get("stages", {})
+    out = {}
+    for name, v in st.items():
+        if f"decide.{name}" in [str(p) for p in v.get("params", [])]:
+            out[name] = [name] + [o for o, w in st.items() if o != name and any(
+                str(d) == f"results/{name}" or str(d).startswith(f"results/{name}/") for d in w.get("deps", []))]
+    return out
+
+
+def _z(level: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - (1 - level) / 2))
+
+
+def _least_n(level: float) -> int:
+    """The fewest samples a median's interval needs to reach ``level``."""
+    from .stats import reachable
+
+    return next(k for k in range(2, 10_000) if reachable(k) >= level - 1e-12)
+
+
+def _hook(stage: str):
+    if stage not in NEEDS:
+        return None
+    mod, fn = NEEDS[stage].split(":")
+    return getattr(importlib.import_module(mod), fn)
+
+
+def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_left: float,
+                 skipped: dict) -> Offer | None:
+    """What ``stage`` should buy for its inconclusive findings within ``seconds_left``."""
+    d = paths.results_dir(stage)
+    course = json.loads((d / "sequential.json").read_text())
+    raw = pd.read_parquet(d / "raw.parquet")
+    raw = raw[~raw["warmup"].astype(bool)] if "warmup" in raw else raw
+    keys = course.get("keys")
+    mine = table[table["stage"].isin(reports) & (table["kind"] == "finding") & (table["verdict"] == "inconclusive")]
+    if not keys or not len(raw):
+        skipped.update({i: f"stage {stage} recorded no configuration keys" for i in mine["id"]})
+        return None
+    configs = list(dict.fromkeys(tuple(r) for r in raw[keys].itertuples(index=False)))
+    level = sequential.level_of(raw)
+    made_by = raw["made_by"] if "made_by" in raw else pd.Series(bought.FIRST, index=raw.index)
+    nxt = bought.level_after(raw.assign(made_by=made_by), 1 + int((made_by.unique() != bought.FIRST).sum()))
+    grow = (_z(nxt) / _z(level)) ** 2   # the new look's wider intervals need more samples
+    judged = sequential.judged(mine.to_dict("records"), level)
+    pending = {k: sequential.Judged(j.decided, j.n, None if j.n_to_decide is None else math.ceil(j.n_to_decide * grow),
+                                    j.never) for k, j in judged.items()}
+    least = _least_n(nxt)
+    for k, j in pending.items():
+        if not j.forecast and j.n and not j.decided:
+            # no interval yet, or one too short for its level: at least the samples a median's
+            # interval needs at the new look's level (a lower bound, priced as a forecast)
+            pending[k] = sequential.Judged(False, j.n, max(j.n + 1, least))
+        elif not j.forecast:
+            skipped[k] = "no samples to forecast from"
+    pending = {k: j for k, j in pending.items() if j.forecast}
+    hook, every = _hook(stage), frozenset(range(len(configs)))
+    configs_of, rounds_run = {}, {}
+    for k in list(pending):
+        idx = hook(k, raw, configs) if hook else None
+        if idx is not None and not len(idx):
+            skipped[k] = f"its samples are not {stage}'s rounds (more runs of the stage would not add any)"
+            del pending[k]
+            continue
+        configs_of[k] = every if idx is None else frozenset(int(i) for i in idx)
+        sel = raw[[tuple(r) in {configs[i] for i in configs_of[k]} for r in raw[keys].itertuples(index=False)]]
+        rounds_run[k] = int(sel["repeat"].nunique()) if "repeat" in sel else 1
+    per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
+    r = sequential.allot(pending, rounds_run, configs_of, MAX_ROUNDS, seconds_left, per_run)
+    skipped.update(r.futile)
+    skipped.update({k: "within reach alone, not beside the cheaper ones in these minutes" for k in r.deferred})
+    if not r.go:
+        return None
+    union = sorted(set().union(*(configs_of[k] for k in r.go)))
+    rounds = max(sequential.rounds_needed(pending[k], rounds_run[k]) for k in r.go)
+    runs = rounds * len(union)
+    costs = {}
+    for k in r.go:
+        need = sequential.rounds_needed(pending[k], rounds_run[k])
+        costs[k] = (f"{pending[k].n} -> {pending[k].n_to_decide} samples: {need} round(s) of "
+                    f"{len(configs_of[k])} configuration(s), ~{need * len(configs_of[k]) * per_run:.0f} s")
+    return Offer(stage, list(r.go), [dict(zip(keys, [_plain(x) for x in configs[i]])) for i in union], runs,
+                 runs * per_run, costs)
+
+
+def _plain(x):
+    return x.item() if hasattr(x, "item") else x
+
+
+def overhead_s(stages: list[str]) -> float:
+    """Seconds the stages that re-run after a purchase took last time (``env.json``'s run
+    wall time; 60 s for one without)."""
+    out = 0.0
+    for s in stages:
+        f = paths.results_dir(s) / "env.json"
+        try:
+            out += float(json.loads(f.read_text())["run"]["wall_s"])
+        except (OSError, KeyError, ValueError, TypeError):
+            out += 60.0
+    return out
+
+
+def own_overhead_s(stage: str) -> float:
+    """The seconds of ``stage``'s last run outside its repeat loop (start-up, set-up, writing):
+    its ``env.json`` wall time less the loop's ``elapsed_s``; 30 s when unknown."""
+    d = paths.results_dir(stage)
+    try:
+        wall = float(json.loads((d / "env.json").read_text())["run"]["wall_s"])
+        loop = float(json.loads((d / "sequential.json").read_text()).get("elapsed_s") or 0)
+    except (OSError, KeyError, ValueError, TypeError):
+        return 30.0
+    return max(0.0, wall - loop)
+
+
+def plan(table: pd.DataFrame, seconds: float, dvc_yaml: dict) -> Plan:
+    """The purchases within ``seconds`` for the inconclusive findings of ``table`` (a claims
+    table), cheapest first; every other inconclusive finding named with why it is skipped."""
+    p = Plan()
+    can = buyable(dvc_yaml)
+    inc = table[(table["kind"] == "finding") & (table["verdict"] == "inconclusive")]
+    covered = {r for rs in can.values() for r in rs}
+    for r in inc.itertuples(index=False):
+        if r.stage not in covered:
+            p.skipped[r.id] = f"stage {r.stage}'s runs cannot be bought (no decide.<stage> params)"
+    left = seconds
+    for stage, reports in can.items():
+        if not (paths.results_dir(stage) / "sequential.json").exists():
+            continue
+        after = overhead_s(sorted(set(reports[1:]) | {"claims"})) + own_overhead_s(stage)
+        o = _stage_offer(stage, reports, table, left - after, p.skipped) if left > after else None
+        if o is not None:
+            p.offers.append(o)
+            left -= o.seconds + after
+    p.seconds = seconds - left
+    return p
+
+
+def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: dict) -> Plan:
+    """A purchase of ``rounds`` rounds of the configurations ``finding`` compares, whatever its
+    forecast (a reviewer who wants one finding looked at again; the smoke test)."""
+    if rounds < 1:
+        raise SystemExit(f"decide --rounds {rounds}; allowed: an integer >= 1")
+    row = table[table["id"] == finding]
+    can = buyable(dvc_yaml)
+    stage = next((s for s, rs in can.items() if len(row) and row["stage"].iloc[0] in rs), None)
+    if stage is None:
+        raise SystemExit(f"decide --finding {finding}: not a finding of a stage that can buy runs; allowed: "
+                         f"a finding of {', '.join(sorted(can)) or '(none)'} in results/claims/claims.csv")
+    d = paths.results_dir(stage)
+    course = json.loads((d / "sequential.json").read_text())
+    raw = pd.read_parquet(d / "raw.parquet")
+    raw = raw[~raw["warmup"].astype(bool)] if "warmup" in raw else raw
+    keys = course["keys"]
+    configs = list(dict.fromkeys(tuple(r) for r in raw[keys].itertuples(index=False)))
+    hook = _hook(stage)
+    idx = hook(finding, raw, configs) if hook else None
+    if idx is not None and not len(idx):
+        raise SystemExit(f"decide --finding {finding}: its samples are not {stage}'s rounds (more runs of the "
+                         "stage would not add any)")
+    idx = range(len(configs)) if idx is None else idx
+    per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
+    chosen = [dict(zip(keys, [_plain(x) for x in configs[i]])) for i in sorted(idx)]
+    runs = rounds * len(chosen)
+    return Plan([Offer(stage, [finding], chosen, runs, runs * per_run)], {}, runs * per_run)
+
+
+def _read_params(root: Path) -> tuple[str, dict]:
+    text = (root / "params.yaml").read_text()
+    return text, yaml.safe_load(text)
+
+
+def _write_params(root: Path, text: str) -> None:
+    from .results import atomic_write
+
+    atomic_write(root / "params.yaml", lambda t: t.write_text(text))
+
+
+def with_purchases(text: str, params: dict, offers: list[Offer], run: int) -> str:
+    """``params.yaml`` with ``offers`` appended to its ``decide`` section as purchases of run
+    ``run`` (the rest of the file as it was)."""
+    dec = dict(params.get("decide") or {})
+    for o in offers:
+        p = bought.Purchase(run=run, configs=o.configs, runs=o.runs)
+        dec[o.stage] = list(dec.get(o.stage) or []) + [p.model_dump()]
+    return _replace_section(text, "decide", dec)
+
+
+def _replace_section(text: str, name: str, value: dict) -> str:
+    """``text`` (a YAML file of top-level sections) with section ``name`` replaced by ``value``
+    (appended when absent); the other sections' lines, comments included, kept."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if ln.startswith(f"{name}:")), None)
+    new = yaml.safe_dump({name: value}, sort_keys=False, default_flow_style=False, width=100)
+    if start is None:
+        return text + ("" if text.endswith("\n") else "\n") + new
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:1] not in (" ", "\n", "#", "-")),
+               len(lines))
+    return "".join(lines[:start]) + new + "".join(lines[end:])
+
+
+def next_run(params: dict) -> int:
+    runs = [p.get("run", 0) for ps in (params.get("decide") or {}).values() for p in (ps or [])]
+    return max(runs, default=0) + 1
+
+
+def _locked_params(root: Path, stage: str):
+    lock = yaml.safe_load((root / "dvc.lock").read_text()) if (root / "dvc.lock").exists() else {}
+    return ((lock.get("stages", {}).get(stage, {}).get("params") or {}).get("params.yaml") or {}).get(f"decide.{stage}")
+
+
+def _dvc(root: Path, *args: str, env: dict | None = None) -> None:
+    subprocess.run(["dvc", *args], cwd=root, env=env or os.environ.copy(), check=True)
+
+
+def chain(stages: list[str], dvc_yaml: dict) -> list[str]:
+    """The stages a purchase re-runs, in order: each buying stage, the stages that read its
+    results, and ``claims`` (the table) last when the pipeline has it."""
+    can, out = buyable(dvc_yaml), []
+    for s in stages:
+        out += [x for x in can[s] if x not in out and x != "claims"]
+    return out + (["claims"] if "claims" in dvc_yaml.get("stages", {}) else [])
+
+
+def _stale(root: Path, stages: list[str]) -> list[str]:
+    """The stages of ``stages`` that ``dvc status`` finds changed (their rows would not be the
+    parameters' and code's of now)."""
+    out = subprocess.run(["dvc", "status", "--json", *stages], cwd=root, capture_output=True, text=True,
+                         check=True).stdout
+    changed = json.loads(out or "{}")
+    return [s for s in stages if any(k == s or k.endswith(f":{s}") for k in changed)]
+
+
+def _repro(root: Path, env: dict, stages: list[str]) -> bool:
+    """``dvc repro --single-item`` of each of ``stages`` in turn (only what the purchase touches:
+    the reviewer's minutes go to no other stage), in a session of its own; a Ctrl-C here is
+    passed on to it (dvc, the stage's command, its kernel) and waited for, so that dvc ends the
+    stage and releases its lock. Returns True when all finished, False when interrupted;
+    raises CalledProcessError on a failure."""
+    for s in stages:
+        cmd = ["dvc", "repro", "--single-item", s]
+        proc = subprocess.Popen(cmd, cwd=root, env=env, start_new_session=True)
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                os.killpg(proc.pid, signal.SIGINT)
+                try:
+                    proc.wait(timeout=300)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait()
+            finally:
+                signal.signal(signal.SIGINT, old)
+            return False
+        if rc:
+            raise subprocess.CalledProcessError(rc, cmd)
+    return True
+
+
+def _record_made(root: Path, offers: list[Offer], run: int) -> list[str]:
+    """A purchase the minutes cut short recorded as the runs it made (``dvc commit`` of its
+    stage: the params and the rows agree); returns the stages so recorded."""
+    text, params = _read_params(root)
+    dec, fixed = dict(params.get("decide") or {}), []
+    for o in offers:
+        raw = pd.read_parquet(paths.results_dir(o.stage) / "raw.parquet")
+        made = int((raw.get("made_by", pd.Series(dtype=object)) == bought.label(run)).sum())
+        if made == o.runs:
+            continue
+        keep = [p for p in dec[o.stage] if p["run"] != run]
+        dec[o.stage] = keep + ([{**next(p for p in dec[o.stage] if p["run"] == run), "runs": made}] if made else [])
+        fixed.append(o.stage)
+    if fixed:
+        _write_params(root, _replace_section(text, "decide", dec))
+        for s in fixed:
+            _dvc(root, "commit", "--force", s)
+    return fixed
+
+
+def _claims(root: Path) -> pd.DataFrame:
+    f = root.joinpath("results", *CLAIMS_CSV)
+    if not f.exists():
+        raise SystemExit(f"decide: {f} does not exist; run `make repro` first (decide buys runs for the "
+                         "findings a finished run left inconclusive)")
+    return pd.read_csv(f)
+
+
+def show_plan(p: Plan, minutes: float) -> str:
+    lines = [f"decide: {minutes:g} min; buying {sum(o.runs for o in p.offers)} run(s), about "
+             f"{p.seconds / 60:.1f} min with the reports"]
+    for o in p.offers:
+        lines.append(f"  {o.stage}: {o.runs} runs of {len(o.configs)} configuration(s), ~{o.seconds:.0f} s, for "
+                     f"{len(o.findings)} finding(s), cheapest first:")
+        lines += [f"    {k}: {o.costs.get(k, '')}" for k in o.findings]
+    for k, why in sorted(p.skipped.items()):
+        lines.append(f"  skipped {k}: {why}")
+    return "\n".join(lines)
+
+
+def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding: str | None = None,
+        rounds: int = 1) -> int:
+    """The second pass (module docstring); returns the exit status (130 when interrupted).
+    ``finding``: buy ``rounds`` rounds for that finding alone, whatever its forecast."""
+    from . import replicate
+
+    if not (minutes > 0):
+        raise SystemExit(f"decide --minutes {minutes!r}; allowed: minutes > 0")
+    root = Path(root or paths.root())
+    start = time.time()
+    before = _claims(root)
+    dvc_yaml = yaml.safe_load((root / "dvc.yaml").read_text())
+    p = plan_for_finding(before, finding, rounds, dvc_yaml) if finding else plan(before, minutes * 60, dvc_yaml)
+    print(show_plan(p, minutes), flush=True)
+    if dry_run or not p.offers:
+        return 0
+    stale = _stale(root, chain([o.stage for o in p.offers], dvc_yaml))
+    if stale:
+        raise SystemExit(f"decide: {', '.join(stale)} not up to date (dvc status); allowed: a finished "
+                         "`make repro` (decide appends to the rows a stage measured with these parameters)")
+    text, params = _read_params(root)
+    n = next_run(params)
+    _write_params(root, with_purchases(text, params, p.offers, n))
+    reports = overhead_s(sorted({s for o in p.offers for s in buyable(dvc_yaml)[o.stage][1:]} | {"claims"}))
+    env = {**os.environ, "DLIO_ROOT": str(root), bought.ENV: " ".join(o.stage for o in p.offers),
+           bought.DEADLINE_ENV: str(start + minutes * 60 - reports)}
+    try:
+        finished = _repro(root, env, chain([o.stage for o in p.offers], dvc_yaml))
+    except subprocess.CalledProcessError:
+        finished = None
+    if not finished:
+        wanted = yaml.safe_load((root / "params.yaml").read_text())["decide"]
+        done = [o.stage for o in p.offers if _locked_params(root, o.stage) == wanted.get(o.stage)]
+        if not done:
+            _write_params(root, text)   # no stage took its purchase: rows and lock as before
+            print("decide: stopped before a stage recorded its purchase; params.yaml put back, the rows "
+                  "and dvc.lock are those of before", file=sys.stderr)
+        else:
+            print(f"decide: stopped after {', '.join(done)} recorded its purchase (its rows and dvc.lock "
+                  "agree); `dvc repro` re-renders the reports", file=sys.stderr)
+        return 130 if finished is False else 1
+    _record_made(root, p.offers, n)
+    after = _claims(root)
+    print(replicate.stability_markdown(replicate.stability(before, after), before, after,
+                                       names=("before", "after")), end="")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.decide", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=30.0, help="the time to spend (default 30)")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan, buy nothing")
+    ap.add_argument("--finding", default=None, help="buy for this finding alone, whatever its forecast")
+    ap.add_argument("--rounds", type=int, default=1, help="with --finding: rounds to buy (default 1)")
+    a = ap.parse_args(argv)
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # Ctrl-C: passed on to dvc (_repro)
+    return run(a.minutes, dry_run=a.dry_run, finding=a.finding, rounds=a.rounds)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

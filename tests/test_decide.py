@@ -1,0 +1,96 @@
+"""make decide (experiments.decide, experiments.bought) on a tiny DVC project of two stages
+(tests/fixtures/decide: a fake measuring stage with two configurations and a claims table of
+two findings, one within reach and one forecast "never"): the purchase goes to the finding
+within reach, its rows are appended and marked, DVC stays consistent; a Ctrl-C while the
+stage measures puts everything back."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from experiments import bought, decide
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "decide"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> tuple[Path, dict]:
+    """The fixture project, its first run done (``dvc repro``); shared by the tests below, the
+    Ctrl-C one first (it leaves the project as it found it)."""
+    root = tmp_path_factory.mktemp("decide") / "project"
+    shutil.copytree(FIXTURE, root)
+    # kept as pipeline.yaml: a dvc.yaml in the fixture would join this project's own pipeline
+    (root / "pipeline.yaml").rename(root / "dvc.yaml")
+    (root / ".dvc").mkdir()
+    (root / ".dvc" / "config").write_text("[core]\n    no_scm = True\n")   # `dvc init --no-scm`
+    env = {**os.environ, "DLIO_ROOT": str(root), "PYTHONPATH": str(ROOT),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    subprocess.run(["dvc", "repro", "-q"], cwd=root, env=env, check=True, capture_output=True)
+    return root, env
+
+
+def _status(root, env) -> str:
+    return subprocess.run(["dvc", "status"], cwd=root, env=env, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def test_a_ctrl_c_while_the_stage_measures_leaves_rows_and_lock_as_before(project, tmp_path):
+    root, env = project
+    raw0 = (root / "results/fake/raw.parquet").read_bytes()
+    params0, lock0 = (root / "params.yaml").read_text(), (root / "dvc.lock").read_text()
+    mark = tmp_path / "buying"
+    p = subprocess.Popen([sys.executable, "-m", "experiments.decide", "--minutes", "10"], cwd=root,
+                         env={**env, "FAKE_SLEEP": "30", "FAKE_MARK": str(mark)}, start_new_session=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    t0 = time.monotonic()
+    while not mark.exists() and p.poll() is None and time.monotonic() - t0 < 120:
+        time.sleep(0.2)
+    assert mark.exists(), p.communicate()[0]
+    os.killpg(p.pid, signal.SIGINT)   # as a terminal's Ctrl-C: decide's process group
+    out = p.communicate(timeout=120)[0]
+    assert p.returncode == 130, out
+    assert "params.yaml put back" in out
+    assert (root / "params.yaml").read_text() == params0 and (root / "dvc.lock").read_text() == lock0
+    assert (root / "results/fake/raw.parquet").read_bytes() == raw0
+    assert "up to date" in _status(root, env)
+
+
+def test_decide_buys_for_the_finding_within_reach_and_dvc_stays_clean(project, monkeypatch):
+    root, env = project
+    first = pd.read_parquet(root / "results/fake/raw.parquet")
+    before = pd.read_csv(root / "results/claims/claims.csv").set_index("id")
+    assert set(before["verdict"]) == {"inconclusive"}
+    monkeypatch.setenv("DLIO_ROOT", str(root))
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
+    p = decide.plan(before.reset_index(), 600, yaml.safe_load((root / "dvc.yaml").read_text()))
+    assert [o.findings for o in p.offers] == [["reach"]] and "never" in p.skipped["edge"]
+    assert p.offers[0].configs == [{"config": "A"}, {"config": "B"}] and p.offers[0].runs % 2 == 0
+
+    assert decide.run(10, root) == 0
+    raw = pd.read_parquet(root / "results/fake/raw.parquet")
+    mine = raw[raw["made_by"] == bought.FIRST].reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine, first)                     # no first-run sample thrown away
+    new = raw[raw["made_by"] == "decide 1"]
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    assert params["decide"]["fake"] == [{"run": 1, "configs": [{"config": "A"}, {"config": "B"}],
+                                         "runs": len(new)}] and len(new) == p.offers[0].runs
+    assert new["repeat"].min() == 8 and new["level"].max() == pytest.approx(1 - 0.05 / 2)
+    after = pd.read_csv(root / "results/claims/claims.csv").set_index("id")
+    assert after.loc["reach", "verdict"] == "holds" and after.loc["edge", "verdict"] == "inconclusive"
+    assert "# a tiny project" in (root / "params.yaml").read_text()   # the rest of the file kept
+    assert "up to date" in _status(root, env)                           # a dvc repro does nothing
+    # a stage whose code changed since its rows were measured is not appended to
+    with (root / "fake_stage.py").open("a") as f:
+        f.write("# changed\n")
+    with pytest.raises(SystemExit, match="decide: fake not up to date"):
+        decide.run(10, root, finding="edge", rounds=1)
