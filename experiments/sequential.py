@@ -24,9 +24,9 @@ needs (:attr:`Plan.first_look`).
 
 **The forecast steers the rounds.** ``decide`` may return :class:`Judged` values (a claim's
 ``n`` and forecast ``n_to_decide``, :func:`judged`) instead of booleans; at each look
-:func:`allot` stops the findings whose forecast is beyond the rounds and seconds left (a futility
-stop: it ends looks early and so never makes a false verdict more likely; the level stays the
-planned looks' Bonferroni level) and gives the rounds to those within reach, cheapest first
+:func:`allot` stops the findings whose forecast is far beyond the rounds and seconds left
+(:data:`FUTILITY_SLACK` x; a futility stop: it ends looks early and so never makes a false
+verdict more likely; the level stays the planned looks' Bonferroni level) and gives the rounds to those within reach, cheapest first
 (``focus`` narrows the rounds to their configurations). When every undecided finding is out of
 reach the loop stops (``futile``).
 
