@@ -144,7 +144,7 @@ def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_le
         sel = raw[[tuple(r) in {configs[i] for i in configs_of[k]} for r in raw[keys].itertuples(index=False)]]
         rounds_run[k] = int(sel["repeat"].nunique()) if "repeat" in sel else 1
     per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
-    r = sequential.allot(pending, rounds_run, configs_of, MAX_ROUNDS, seconds_left, per_run)
+    r = sequential.allot(pending, rounds_run, configs_of, MAX_ROUNDS, seconds_left, per_run, slack=1.0)
     skipped.update(r.futile)
     skipped.update({k: "within reach alone, not beside the cheaper ones in these minutes" for k in r.deferred})
     if not r.go:

@@ -94,3 +94,29 @@ def test_decide_buys_for_the_finding_within_reach_and_dvc_stays_clean(project, m
         f.write("# changed\n")
     with pytest.raises(SystemExit, match="decide: fake not up to date"):
         decide.run(10, root, finding="edge", rounds=1)
+
+
+def test_bought_runs_stop_at_the_minutes_between_runs(monkeypatch):
+    """experiments.bought.buy: rounds over a purchase's configurations in a seeded order,
+    repeats going on after the rows', marked with the run; no run starts after the deadline
+    (a run under way finishes: never mid-sample)."""
+    raw = pd.DataFrame({"config": ["A", "B"] * 3, "repeat": [0, 0, 1, 1, 2, 2], "made_by": bought.FIRST,
+                        "level": 0.95})
+    p = bought.Purchase(run=1, configs=[{"config": "A"}, {"config": "B"}], runs=5)
+    t = [0.0]
+
+    def run_one(c, i):
+        t[0] += 10.0
+        return {"config": c[0]}
+
+    monkeypatch.setenv(bought.DEADLINE_ENV, "1e12")
+    rows = bought.buy([("A",), ("B",)], ["config"], run_one, [p], raw, 1, clock=lambda: t[0])
+    assert len(rows) == 5 and list(rows["repeat"]) == [3, 3, 4, 4, 5] and set(rows["made_by"]) == {"decide 1"}
+    assert sorted(rows["config"][:2]) == ["A", "B"] and rows["level"].iloc[0] == pytest.approx(1 - 0.05 / 2)
+    # already bought: not run again
+    assert len(bought.buy([("A",), ("B",)], ["config"], run_one, [p], pd.concat([raw, rows]), 1)) == 0
+    t[0] = 0.0
+    monkeypatch.setenv(bought.DEADLINE_ENV, "25")   # runs start at 0, 10, 20; not at 30
+    assert len(bought.buy([("A",), ("B",)], ["config"], run_one, [p], raw, 1, clock=lambda: t[0])) == 3
+    with pytest.raises(ValueError, match="do not have"):
+        bought.buy([("A",)], ["config"], run_one, [p], raw, 1)

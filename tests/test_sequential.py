@@ -9,7 +9,7 @@ import pytest
 from experiments import claims, sequential, stats
 
 
-def _sim(effect, noise, plan, seed):
+def _sim(effect, noise, plan, seed, steer=False):
     """Two configurations, A (base) and B (``effect`` faster), one draw each per round; the
     finding: A / B > 1 (margin 5 %) on the median of per-round ratios."""
     rng = np.random.default_rng(seed)
@@ -24,8 +24,12 @@ def _sim(effect, noise, plan, seed):
         v, ci = stats.paired_ratio(a, b, level=level)
         return claims.claim("f", "S", "F", "s", v, "x", "> 1", kind="finding", interval=ci)
 
-    res = sequential.run(["A", "B"], run_one, lambda rows, lv: {"f": verdict(rows, lv)["verdict"] != "inconclusive"},
-                         plan, seed)
+    def decide(rows, lv):
+        if steer:   # the claim's forecast steers the loop (the futility stop)
+            return sequential.judged([verdict(rows, lv)], lv)
+        return {"f": verdict(rows, lv)["verdict"] != "inconclusive"}
+
+    res = sequential.run(["A", "B"], run_one, decide, plan, seed)
     return res, verdict(res.rows, res.plan.level)
 
 
@@ -41,6 +45,20 @@ def test_no_effect_gives_false_holds_at_most_5_percent():
     # and the opposite error: an opposite effect (the whole interval below 1). A "fails" whose
     # interval straddles 1 but ends short of 1.05 is right here: no 5 % effect exists
     assert sum(c["verdict"] == "fails" and c["ci_high"] < 1 for c in got) / len(got) <= 0.05
+
+
+def test_the_futility_stop_keeps_false_verdicts_at_most_5_percent():
+    """The same 150 simulations of no effect, the loop steered by the claim's forecast: the
+    futility stop ends some loops early (a forecast beyond the rounds left) and the share of
+    false holds stays within 5 %; it never decides anything itself."""
+    plan = sequential.Plan(min_repeats=6, max_repeats=20, step=2)
+    got = [_sim(0.0, 0.04, plan, s, steer=True) for s in range(150)]
+    assert sum(r.outcomes["f"].stopped == "futile" for r, _ in got) > 5
+    assert all(c["verdict"] == "inconclusive" for r, c in got if r.outcomes["f"].stopped == "futile")
+    assert sum(c["verdict"] == "holds" for _, c in got) / len(got) <= 0.05
+    steered = sum(len(r.rows) for r, _ in got)
+    plain = sum(len(_sim(0.0, 0.04, plan, s)[0].rows) for s in range(150))
+    assert steered < plain   # the rounds a forecast said could not decide were not run
 
 
 def test_uncorrected_looks_would_inflate_false_verdicts():
@@ -263,7 +281,8 @@ def test_allot_stops_the_futile_and_gives_the_budget_to_the_cheapest():
            "cheap": frozenset({1}), "mid": frozenset({2, 3}), "plain": frozenset({4})}
     pending = {"never": J(False, 8, None, never=True), "far": J(False, 8, 80), "dear": J(False, 8, 12),
                "cheap": J(False, 8, 10), "mid": J(False, 8, 12), "plain": False}
-    r = sequential.allot(pending, {k: 8 for k in cfg}, cfg, rounds_left=10, seconds_left=100, per_run_s=2.0)
+    r = sequential.allot(pending, {k: 8 for k in cfg}, cfg, rounds_left=10, seconds_left=100, per_run_s=2.0,
+                         slack=1)
     # far: 72 more rounds > 10; dear: 4 rounds x 4 runs x 2 s = 32 s fits alone; cheap: 2 x 1 x 2 =
     # 4 s; mid: 4 x 2 x 2 = 16 s
     assert set(r.futile) == {"never", "far"} and "never" in r.futile["never"]
@@ -272,7 +291,7 @@ def test_allot_stops_the_futile_and_gives_the_budget_to_the_cheapest():
     # are 40 s, within 100
     assert r.go == ["plain", "cheap", "mid", "dear"] and r.deferred == []
     tight = sequential.allot({k: pending[k] for k in ("dear", "cheap", "mid")}, {k: 8 for k in cfg}, cfg,
-                             rounds_left=10, seconds_left=20, per_run_s=2.0)
+                             rounds_left=10, seconds_left=20, per_run_s=2.0, slack=1)
     # dear alone (32 s) is beyond 20 s: futile; cheap (4 s) then mid (with cheap: 4 rounds x 3 runs
     # x 2 s = 24 s > 20): deferred
     assert "s of the budget left" in tight.futile["dear"]
