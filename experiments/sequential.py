@@ -328,16 +328,7 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
                         break
                     pending = reach.go
                 if focus is not None:
-                    keep = focus(pending, pd.DataFrame(rows))
-                    if keep is not None:
-                        keep = {int(i) for i in keep}
-                        if not keep or any(not 0 <= i < len(configs) for i in keep):
-                            raise ValueError(f"sequential.run: focus returned {sorted(keep)}; allowed: "
-                                             f"a non-empty set of indices in 0..{len(configs) - 1}, or None")
-                    if keep != active:
-                        active = keep
-                        narrowed.append({"after_round": done, "of": len(configs), "pending": sorted(pending),
-                                         "configs": len(configs) if keep is None else len(keep)})
+                    active = _narrow(focus, pending, rows, len(configs), active, narrowed, done)
             if done >= plan.max_repeats:
                 stopped = "maximum"
                 break
@@ -396,6 +387,22 @@ def _reach(got: dict, pending: list[str], configs: Sequence, rows: list[dict], o
     per_run = sum(round_s[-3:]) / max(1, sum(round_n[-3:]))
     return allot({k: got[k] for k in pending}, rounds_run, configs_of, plan.max_repeats - done,
                  plan.budget_s - spent, per_run)
+
+
+def _narrow(focus, pending: list[str], rows: list[dict], n_configs: int, active: set[int] | None,
+            narrowed: list[dict], done: int) -> set[int] | None:
+    """The configurations the rounds after a look run: ``focus(pending, rows)``'s indices
+    (None: all), checked; a change is recorded in ``narrowed``."""
+    keep = focus(pending, pd.DataFrame(rows))
+    if keep is not None:
+        keep = {int(i) for i in keep}
+        if not keep or any(not 0 <= i < n_configs for i in keep):
+            raise ValueError(f"sequential.run: focus returned {sorted(keep)}; allowed: "
+                             f"a non-empty set of indices in 0..{n_configs - 1}, or None")
+    if keep != active:
+        narrowed.append({"after_round": done, "of": n_configs, "pending": sorted(pending),
+                         "configs": n_configs if keep is None else len(keep)})
+    return keep
 
 
 def level_of(rows: pd.DataFrame | None) -> float:
