@@ -39,7 +39,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import claims, paths
+from . import claims, paths, stats
+from .claims.rules import _parse
 
 # stages that measure (their findings come from a report stage that reads their results, or
 # from themselves); `--stages` takes any of these
@@ -59,14 +60,6 @@ def _side(verdict, negligible=None) -> str | None:
     return None
 
 
-def _num(x) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(x) else x
-
-
 def compare(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """One row per finding measured in both tables (:func:`experiments.claims.gather` of each
     run; checks left out): both values, intervals and verdicts, ``agree``, ``covers`` (None
@@ -77,8 +70,8 @@ def compare(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for i in [x for x in a.index if x in b.index]:
         r1, r2 = a.loc[i], b.loc[i]
-        v1, v2 = _num(r1["our_value"]), _num(r2["our_value"])
-        lo1, hi1, lo2, hi2 = (_num(r1["ci_low"]), _num(r1["ci_high"]), _num(r2["ci_low"]), _num(r2["ci_high"]))
+        v1, v2 = stats.number(r1["our_value"]), stats.number(r2["our_value"])
+        lo1, hi1, lo2, hi2 = (stats.number(r1["ci_low"]), stats.number(r1["ci_high"]), stats.number(r2["ci_low"]), stats.number(r2["ci_high"]))
         s1, s2 = _side(r1["verdict"]), _side(r2["verdict"])
         ci1, ci2 = lo1 is not None and hi1 is not None, lo2 is not None and hi2 is not None
         # the same value and interval in both runs: nothing was measured again (a stage not
@@ -136,7 +129,6 @@ def markdown(t: pd.DataFrame) -> str:
 # verdicts across two whole runs (``compare A.csv B.csv``): how far from an interval an edge may
 # lie and still count as touched, as a share of the interval's width
 EDGE_REACH = 0.25
-_NUM = r"(-?[\d.]+(?:[eE][+-]?\d+)?)"
 STABILITY_COLUMNS = ["stage", "id", "change", "verdict_1", "value_1", "low_1", "high_1", "verdict_2",
                      "value_2", "low_2", "high_2", "rule", "edge"]
 
@@ -144,21 +136,16 @@ STABILITY_COLUMNS = ["stage", "id", "change", "verdict_1", "value_1", "low_1", "
 def edges(rule, margin) -> list[float]:
     """The values where a finding's verdict changes: a comparison's threshold X and its margin's
     edges X -+ d (d = margin x |X|, or the margin itself when X = 0); a ``within P % of X``
-    rule's ends; a ``between A and B`` rule's A and B. [] for a rule not understood."""
-    import re
-
-    rule = str(rule or "")
-    m_ = _num(margin) or 0.0
-    if m := re.match(rf"^\s*(>=|<=|>|<)\s*{_NUM}\s*$", rule):
-        x = float(m.group(2))
-        d = m_ * abs(x) if x else m_
-        return sorted({x, x - d, x + d})
-    if m := re.match(rf"^\s*within\s+([\d.]+)\s*%\s+of\s+{_NUM}\s*$", rule):
-        x, d = float(m.group(2)), abs(float(m.group(2))) * float(m.group(1)) / 100
-        return [x - d, x + d]
-    if m := re.match(rf"^\s*between\s+{_NUM}\s+and\s+{_NUM}\s*$", rule):
-        return [float(m.group(1)), float(m.group(2))]
-    return []
+    rule's ends; a ``between A and B`` rule's A and B. [] for a rule not understood. The rule
+    is read by the claims' own parser (:mod:`experiments.claims.rules`)."""
+    try:
+        r = _parse(str(rule or ""))
+    except ValueError:
+        return []
+    if r.threshold is None:
+        return [r.lower, r.upper]
+    band = r.band(stats.number(margin) or 0.0)
+    return sorted({r.threshold, *(band or ())})
 
 
 def _touches(e: float, lo, hi) -> bool:
@@ -200,17 +187,17 @@ def stability(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
         if ch is None and claims.shown_verdict(v1, r1.get("negligible")) == \
                 claims.shown_verdict(v2, r2.get("negligible")):
             continue
-        lo1, hi1, lo2, hi2 = (_num(r1.get("ci_low")), _num(r1.get("ci_high")), _num(r2.get("ci_low")),
-                              _num(r2.get("ci_high")))
+        lo1, hi1, lo2, hi2 = (stats.number(r1.get("ci_low")), stats.number(r1.get("ci_high")), stats.number(r2.get("ci_low")),
+                              stats.number(r2.get("ci_high")))
         edge = None
         if ch == "flip":
             edge = next((e for e in edges(r1.get("rule"), r1.get("margin"))
                          if _touches(e, lo1, hi1) and _touches(e, lo2, hi2)), None)
         rows.append({"stage": r1.get("stage"), "id": i, "change": ch or "same side",
                      "verdict_1": claims.shown_verdict(v1, r1.get("negligible")),
-                     "value_1": _num(r1.get("our_value")), "low_1": lo1, "high_1": hi1,
+                     "value_1": stats.number(r1.get("our_value")), "low_1": lo1, "high_1": hi1,
                      "verdict_2": claims.shown_verdict(v2, r2.get("negligible")),
-                     "value_2": _num(r2.get("our_value")), "low_2": lo2, "high_2": hi2,
+                     "value_2": stats.number(r2.get("our_value")), "low_2": lo2, "high_2": hi2,
                      "rule": claims.rule_text(r1.get("rule"), r1.get("margin")) if r1.get("rule") else None,
                      "edge": edge})
     return pd.DataFrame(rows, columns=STABILITY_COLUMNS)

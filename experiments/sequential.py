@@ -455,7 +455,7 @@ def judged(claim_list: list[dict], level: float) -> dict[str, Judged]:
         if c.get("kind") != "finding" or c.get("verdict") == "not measured":
             continue
         n, m = _count(c.get("n")), _count(c.get("n_to_decide"))
-        lo, hi, v, cov = (_num(c.get(k)) for k in ("ci_low", "ci_high", "our_value", "ci_coverage"))
+        lo, hi, v, cov = (stats.number(c.get(k)) for k in ("ci_low", "ci_high", "our_value", "ci_coverage"))
         could = (None not in (lo, hi, v) and lo - 1e-9 * abs(lo) <= v <= hi + 1e-9 * abs(hi)
                  and (cov is None or cov >= level - 1e-12))
         undecided = c["verdict"] == "inconclusive"
@@ -463,16 +463,8 @@ def judged(claim_list: list[dict], level: float) -> dict[str, Judged]:
     return out
 
 
-def _num(x) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(x) else x
-
-
 def _count(x) -> int | None:
-    x = _num(x)
+    x = stats.number(x)
     return None if x is None or x <= 0 else int(x)
 
 

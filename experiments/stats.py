@@ -39,6 +39,16 @@ N_BOOT = 2000
 _DEFAULT = [LEVEL]   # the level a call without one gets (see corrected_level)
 
 
+def number(x) -> float | None:
+    """A table cell as a number: None when it is empty, NaN or not a number (a claims.csv
+    read back, a claim dict)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x
+
+
 @contextlib.contextmanager
 def corrected_level(level: float):
     """Inside the block, every interval asked for without a level is at ``level``: how a

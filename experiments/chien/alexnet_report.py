@@ -435,20 +435,19 @@ def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int
     # what. Both readings are judged: the total run time of Fig 9 (100 iterations, five
     # checkpoints) and the median checkpoint time (Sec. IV-C reports both).
     tot, tot_ci = _run_ratio(ck, ck_runs, ("direct", slow), ("burst", bb))
+    reads = f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD; this row reads the 2.6x as of "
+    other = lambda v, ci: f"{v:.2f}x{ci_words(ci)}" if np.isfinite(v) else "not measured"  # noqa: E731
+    why = drive if r else "alexnet_checkpoint.burst_buffer is off or no run was made"
     out.append(Measured(
         "burst-buffer-speedup-vs-slow", tot, tot_ci, context=f"slow tier {slow}",
-        note=(f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD; this row reads the "
-              "2.6x as of the total run time (Fig 9); per checkpoint, the median stall is "
-              + (f"{sp:.2f}x{ci_words(sp_ci)}" if np.isfinite(sp) else "not measured")
-              + " (slow / burst: burst-buffer-stall-speedup-vs-slow)"),
-        why_not=drive if r else "alexnet_checkpoint.burst_buffer is off or no run was made"))
+        note=(reads + "the total run time (Fig 9); per checkpoint, the median stall is "
+              + other(sp, sp_ci) + " (slow / burst: burst-buffer-stall-speedup-vs-slow)"),
+        why_not=why))
     out.append(Measured(
         "burst-buffer-stall-speedup-vs-slow", sp, sp_ci, context=f"slow tier {slow}",
-        note=(f"tiers here: fast {fast}, slow {slow}; the paper's: Optane, HDD; this row reads the "
-              "2.6x as of the checkpoint time; the total run time's ratio is "
-              + (f"{tot:.2f}x{ci_words(tot_ci)}" if np.isfinite(tot) else "not measured")
+        note=(reads + "the checkpoint time; the total run time's ratio is " + other(tot, tot_ci)
               + " (burst-buffer-speedup-vs-slow)"),
-        why_not=drive if r else "alexnet_checkpoint.burst_buffer is off or no run was made"))
+        why_not=why))
     # Sec. V-C: "checkpoint to Intel Optane gave the lowest run time on Blackdog, followed by
     # checkpoint to SSD"; Sec. VII: checkpointing "depends on the I/O device in use and impacts
     # the overall performance".

@@ -377,12 +377,7 @@ def _io_probes(io: list[str], vec: bool, kern: bool, sequential: bool) -> list[s
     if not io:
         return lines
     exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in io)
-    body = "$s = @s[tid]; delete(@s[tid]); $ret = (int64)args->ret; "
-    if kern:
-        body += _inode("$s.2", "$dev", "$ino", "$gen") + "if ($s.2) {" + \
-            _name_walk("$s.2", "$dev", "$ino", "$gen") + "} "
-    else:
-        body += "$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; "
+    body = _EXIT + _identity("$s.2", "", kern)
     if vec:
         body += _vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", "$s.3" if sequential else None)
     else:
@@ -390,6 +385,20 @@ def _io_probes(io: list[str], vec: bool, kern: bool, sequential: bool) -> list[s
                  f"$ret, $s.3); ")
     lines.append(f"{exits} /@s[tid].0/ {{ {body}}}")
     return lines
+
+
+# an exit probe's start: the call's stashed entry and its return value
+_EXIT = "$s = @s[tid]; delete(@s[tid]); $ret = (int64)args->ret; "
+
+
+def _identity(file: str, suffix: str, kern: bool) -> str:
+    """``$dev<suffix>``, ``$ino<suffix>``, ``$gen<suffix>`` of the stashed ``struct file``
+    ``file`` (its inode, and the names of a file seen the first time), or zeros when files
+    are resolved from descriptors in user space."""
+    d, i, g = (f"${x}{suffix}" for x in ("dev", "ino", "gen"))
+    if kern:
+        return _inode(file, d, i, g) + f"if ({file}) {{" + _name_walk(file, d, i, g) + "} "
+    return f"{d} = (uint64)0; {i} = (uint64)0; {g} = (uint64)0; "
 
 
 def _copy_probes(cps: list[str], vec: bool, kern: bool) -> list[str]:
@@ -409,15 +418,7 @@ def _copy_probes(cps: list[str], vec: bool, kern: bool) -> list[str]:
     if not cps:
         return lines
     exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in cps)
-    body = "$s = @s[tid]; delete(@s[tid]); $ret = (int64)args->ret; "
-    if kern:
-        body += (_inode("$s.2", "$dev", "$ino", "$gen") + "if ($s.2) {" +
-                 _name_walk("$s.2", "$dev", "$ino", "$gen") + "} " +
-                 _inode("$s.5", "$dev2", "$ino2", "$gen2") + "if ($s.5) {" +
-                 _name_walk("$s.5", "$dev2", "$ino2", "$gen2") + "} ")
-    else:
-        body += ("$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; "
-                 "$dev2 = (uint64)0; $ino2 = (uint64)0; $gen2 = (uint64)0; ")
+    body = _EXIT + _identity("$s.2", "", kern) + _identity("$s.5", "2", kern)
     if vec:
         body += (_vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", None) +
                  _vector_count("$s.1 + 1", "$dev2", "$ino2", "$gen2", "$ret", None))
