@@ -37,7 +37,7 @@ from .config import Section
 ENV = "DLIO_DECIDE"                    # measuring stages a decide run appends to, space-separated
 DEADLINE_ENV = "DLIO_DECIDE_DEADLINE"  # seconds since the epoch: no bought run starts after it
 FIRST = "repro"                        # made_by of the rows of a stage's own loop
-SCALARS = str | int | float
+SCALARS = str | int | float | None   # None: a key the configuration lacks (the blog: threads of a DataLoader run)
 
 
 class Purchase(Section):
@@ -52,6 +52,9 @@ class DecideParams(Section):
 
     lmdbio: list[Purchase] = Field(default_factory=list)
     deepio: list[Purchase] = Field(default_factory=list)
+    tfdata_read: list[Purchase] = Field(default_factory=list)
+    alexnet_prefetch: list[Purchase] = Field(default_factory=list)
+    blog: list[Purchase] = Field(default_factory=list)
 
 
 def label(run: int) -> str:
@@ -104,12 +107,24 @@ def level_after(raw: pd.DataFrame, purchase_index: int, alpha: float = 0.05) -> 
     return 1 - alpha / (looks_of(raw, alpha) + purchase_index)
 
 
-def buy(configs: Sequence[tuple], keys: Sequence[str], run_one: Callable[[tuple, int], dict],
+def key_of(config, keys: Sequence[str]) -> tuple:
+    """A configuration (a tuple in ``keys`` order, or a dict; a key a dict lacks, or a NaN a
+    row holds for it, is None) as a tuple of plain values, so that a configuration, a row of
+    the stage's rows and a purchase in ``params.yaml`` compare equal."""
+    vals = [config.get(k) for k in keys] if isinstance(config, dict) else list(config)
+    out = []
+    for v in vals:
+        v = v.item() if hasattr(v, "item") else v
+        out.append(None if isinstance(v, float) and v != v else v)
+    return tuple(out)
+
+
+def buy(configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int], dict],
         purchases: Sequence[Purchase], raw: pd.DataFrame, seed: int,
         clock: Callable[[], float] = time.time) -> pd.DataFrame:
     """Run the purchases ``raw`` (the stage's rows so far, ``made_by`` marked) lacks: each
-    ``runs`` runs, in rounds over its configurations (tuples of ``configs`` whose ``keys``
-    columns match), each round in a seeded order; ``run_one(config, repeat)`` as the stage's
+    ``runs`` runs, in rounds over its configurations (those of ``configs``, tuples in ``keys``
+    order or dicts, whose ``keys`` match: :func:`key_of`), each round in a seeded order; ``run_one(config, repeat)`` as the stage's
     loop calls it. Repeats continue after the rows' last. Stops before a run that would start
     after :data:`DEADLINE_ENV`. Returns the new rows (``made_by``, ``repeat``, ``warmup``,
     ``round_order``, ``level``)."""
@@ -122,12 +137,12 @@ def buy(configs: Sequence[tuple], keys: Sequence[str], run_one: Callable[[tuple,
     for k, p in enumerate(purchases, start=1):
         if label(p.run) in have:
             continue
-        idx = [next((i for i, c in enumerate(configs) if all(c[j] == want[key] for j, key in enumerate(keys))),
-                    None) for want in p.configs]
+        have_keys = [key_of(c, keys) for c in configs]
+        idx = [next((i for i, c in enumerate(have_keys) if c == key_of(want, keys)), None) for want in p.configs]
         if None in idx:
             raise ValueError(f"decide: a purchase of run {p.run} names configuration(s) this stage's "
                              f"parameters do not have: {[w for w, i in zip(p.configs, idx) if i is None]}; "
-                             f"allowed: {[dict(zip(keys, c)) for c in configs]}")
+                             f"allowed: {[dict(zip(keys, c)) for c in have_keys]}")
         level = level_after(raw, k)
         for made in range(p.runs):
             pos = made % len(idx)
@@ -143,10 +158,42 @@ def buy(configs: Sequence[tuple], keys: Sequence[str], run_one: Callable[[tuple,
     return pd.DataFrame(rows)
 
 
+def made(rows: pd.DataFrame) -> dict[str, int]:
+    """{made_by: runs} of a stage's rows: one run per (``repeat``, ``round_order``), so that a
+    stage writing several rows per run (the blog's cold and warm pair) counts it once."""
+    if not len(rows) or "made_by" not in rows:
+        return {}
+    keys = [k for k in ("repeat", "round_order") if k in rows]
+    return {str(k): int(len(g[keys].drop_duplicates()) if keys else len(g)) for k, g in rows.groupby("made_by")}
+
+
 def course(before: dict, purchases: Sequence[Purchase], rows: pd.DataFrame) -> dict:
     """The stage's sequential.json with what each purchase made (``decide``: run, runs made,
     configurations, level)."""
-    made = rows.groupby("made_by").size().to_dict() if len(rows) and "made_by" in rows else {}
+    made_ = made(rows)
     lv = rows.groupby("made_by")["level"].max().to_dict() if len(rows) and "made_by" in rows else {}
-    return {**before, "decide": [{"run": p.run, "runs": int(made.get(label(p.run), 0)), "planned": p.runs,
+    return {**before, "decide": [{"run": p.run, "runs": made_.get(label(p.run), 0), "planned": p.runs,
                                   "configs": p.configs, "level": lv.get(label(p.run))} for p in purchases]}
+
+
+def rounds(stage: str, configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int], dict],
+           loop: Callable[[], object], purchases: Sequence[Purchase], seed: int,
+           tables: Sequence[str] = ()) -> tuple[pd.DataFrame, Kept | None]:
+    """A buying stage's rows: its own loop's (``loop()``: an :class:`experiments.sequential.Result`
+    of ``configs`` through ``run_one``), or, when a decide run appends to ``stage``
+    (:func:`kept`), the rows it measured before; then the purchases those rows lack
+    (:func:`buy`). Returns (the rows, ``made_by`` marked, with ``attrs["sequential"]``: the
+    loop's course, ``keys`` and what each purchase made; the :class:`Kept` rows and side
+    ``tables`` of before, None when the loop ran)."""
+    from .sequential import to_json
+
+    before = kept(stage, tables)
+    if before is None:
+        res = loop()
+        raw, crs = res.rows.assign(made_by=FIRST), {**to_json(res), "keys": list(keys)}
+    else:
+        raw, crs = before.raw, before.course
+    extra = buy(configs, keys, run_one, list(purchases), raw, seed)
+    raw = pd.concat([raw, extra], ignore_index=True) if len(extra) else raw
+    raw.attrs["sequential"] = course(crs, purchases, raw) if purchases else crs
+    return raw, before

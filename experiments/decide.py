@@ -46,8 +46,9 @@ from . import bought, paths, sequential
 
 # a measuring stage's hook naming the configurations one finding compares (module:function,
 # called as f(finding, raw, configs) -> indices or None); a stage without one buys all of them
-NEEDS = {"lmdbio": "experiments.lmdbio.read:needs", "deepio": "experiments.deepio.experiment:needs"}
-MAX_ROUNDS = 50          # at most this many rounds a finding may be bought in one decide run
+NEEDS = {"lmdbio": "experiments.lmdbio.read:needs", "deepio": "experiments.deepio.experiment:needs",
+         "tfdata_read": "experiments.chien.tfdata_read:needs", "alexnet_prefetch": "experiments.chien.alexnet:needs",
+         "blog": "experiments.blog.report:needs"}
 CLAIMS_CSV = ("claims", "claims.csv")
 
 
@@ -115,7 +116,7 @@ def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_le
     if not keys or not len(raw):
         skipped.update({i: f"stage {stage} recorded no configuration keys" for i in mine["id"]})
         return None
-    configs = list(dict.fromkeys(tuple(r) for r in raw[keys].itertuples(index=False)))
+    configs = _configs(raw, keys)
     level = sequential.level_of(raw)
     made_by = raw["made_by"] if "made_by" in raw else pd.Series(bought.FIRST, index=raw.index)
     nxt = bought.level_after(raw.assign(made_by=made_by), 1 + int((made_by.unique() != bought.FIRST).sum()))
@@ -141,10 +142,12 @@ def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_le
             del pending[k]
             continue
         configs_of[k] = every if idx is None else frozenset(int(i) for i in idx)
-        sel = raw[[tuple(r) in {configs[i] for i in configs_of[k]} for r in raw[keys].itertuples(index=False)]]
+        want = {configs[i] for i in configs_of[k]}
+        sel = raw[[bought.key_of(r, keys) in want for r in raw[keys].itertuples(index=False)]]
         rounds_run[k] = int(sel["repeat"].nunique()) if "repeat" in sel else 1
     per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
-    r = sequential.allot(pending, rounds_run, configs_of, MAX_ROUNDS, seconds_left, per_run, slack=1.0)
+    # the reviewer's minutes bound a purchase, not a count of rounds (no maximum: math.inf)
+    r = sequential.allot(pending, rounds_run, configs_of, math.inf, seconds_left, per_run, slack=1.0)
     skipped.update(r.futile)
     skipped.update({k: "within reach alone, not beside the cheaper ones in these minutes" for k in r.deferred})
     if not r.go:
@@ -157,12 +160,13 @@ def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_le
         need = sequential.rounds_needed(pending[k], rounds_run[k])
         costs[k] = (f"{pending[k].n} -> {pending[k].n_to_decide} samples: {need} round(s) of "
                     f"{len(configs_of[k])} configuration(s), ~{need * len(configs_of[k]) * per_run:.0f} s")
-    return Offer(stage, list(r.go), [dict(zip(keys, [_plain(x) for x in configs[i]])) for i in union], runs,
-                 runs * per_run, costs)
+    return Offer(stage, list(r.go), [dict(zip(keys, configs[i])) for i in union], runs, runs * per_run, costs)
 
 
-def _plain(x):
-    return x.item() if hasattr(x, "item") else x
+def _configs(raw: pd.DataFrame, keys: list[str]) -> list[tuple]:
+    """The stage's configurations in its rows, in first-run order, as plain tuples of ``keys``
+    (:func:`experiments.bought.key_of`: a NaN, a key the configuration lacks, is None)."""
+    return list(dict.fromkeys(bought.key_of(r, keys) for r in raw[keys].itertuples(index=False)))
 
 
 def overhead_s(stages: list[str]) -> float:
@@ -229,7 +233,7 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
     raw = pd.read_parquet(d / "raw.parquet")
     raw = raw[~raw["warmup"].astype(bool)] if "warmup" in raw else raw
     keys = course["keys"]
-    configs = list(dict.fromkeys(tuple(r) for r in raw[keys].itertuples(index=False)))
+    configs = _configs(raw, keys)
     hook = _hook(stage)
     idx = hook(finding, raw, configs) if hook else None
     if idx is not None and not len(idx):
@@ -237,7 +241,7 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
                          "stage would not add any)")
     idx = range(len(configs)) if idx is None else idx
     per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
-    chosen = [dict(zip(keys, [_plain(x) for x in configs[i]])) for i in sorted(idx)]
+    chosen = [dict(zip(keys, configs[i])) for i in sorted(idx)]
     runs = rounds * len(chosen)
     return Plan([Offer(stage, [finding], chosen, runs, runs * per_run)], {}, runs * per_run)
 
@@ -343,7 +347,7 @@ def _record_made(root: Path, offers: list[Offer], run: int) -> list[str]:
     dec, fixed = dict(params.get("decide") or {}), []
     for o in offers:
         raw = pd.read_parquet(paths.results_dir(o.stage) / "raw.parquet")
-        made = int((raw.get("made_by", pd.Series(dtype=object)) == bought.label(run)).sum())
+        made = bought.made(raw).get(bought.label(run), 0)
         if made == o.runs:
             continue
         keep = [p for p in dec[o.stage] if p["run"] != run]

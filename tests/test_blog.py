@@ -1,6 +1,7 @@
 """Nelson's blog: TFRecord conversion, the two pipelines, the collectl table, claims (tiny inputs)."""
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -298,3 +299,42 @@ def test_collectl_paper_values_follow_from_the_blogs_tables():
     t = d["blog_collectl_tf_reads_device_faster"][1]
     assert t.paper_value == round(ref["tensorflow"]["read_KBps"] / ref["pytorch"]["read_KBps"], 3)
     assert "968,776 / 747,824" in t.derived
+
+
+def test_bought_rounds_follow_the_loop_and_a_decide_run_appends_to_the_kept_runs(tmp_path, monkeypatch):
+    """make decide's side of the blog (experiments.bought): a purchase of two configurations
+    (a DataLoader one, which has no thread count: None in params.yaml; a warm one, two runs per
+    round) runs after the loop, counted in runs, not rows; a decide run that re-runs the stage
+    keeps the runs and dstat rows of before and adds only the new purchase's, the run ids going on."""
+    from experiments import bought, paths, sequential
+
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6, max_repeats=6)
+    configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
+    want = [{"framework": "pytorch", "tier": "disk", "format": "jpeg", "threads": None, "workers": 2},
+            {"framework": "tensorflow", "tier": "disk", "format": "tfrecord", "threads": 4, "workers": None}]
+    p1 = bought.Purchase(run=1, configs=want, runs=3)
+    raw, dstat_rows, facts = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5,
+                                           decide=blog_report.decided, purchases=[p1])
+    assert bought.made(raw) == {"repro": 6 * len(configs), "decide 1": 3}
+    d1 = raw[raw["made_by"] == "decide 1"]
+    assert len(d1) == 3 + (d1["cache"] == "warm").sum() > 3          # a warm run follows its cold one
+    assert d1["level"].eq(bought.level_after(raw, 1)).all() and d1["repeat"].min() == 6
+    assert facts["sequential"]["decide"][0]["runs"] == 3 and raw["run"].is_unique
+    assert set(dstat_rows["run"]) == set(raw["run"])
+    # a decide run re-runs the stage: the runs of before are kept, only purchase 2 runs
+    out = tmp_path / "results" / "blog"
+    out.mkdir(parents=True)
+    raw.to_parquet(out / "raw.parquet")
+    dstat_rows.to_csv(out / "dstat.csv", index=False)
+    (out / "sequential.json").write_text(json.dumps(facts["sequential"], default=str))
+    monkeypatch.setattr(paths, "results_dir", lambda stage=None: tmp_path / "results" / stage)
+    monkeypatch.setenv(bought.ENV, "blog")
+    p2 = bought.Purchase(run=2, configs=want[:1], runs=2)
+    again, dstat2, facts2 = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5,
+                                          decide=blog_report.decided, purchases=[p1, p2])
+    assert bought.made(again) == {"repro": 6 * len(configs), "decide 1": 3, "decide 2": 2}
+    new = again.iloc[len(raw):]
+    assert again["run"].is_unique and len(new) == 2 * 2 and new["run"].min() == raw["run"].max() + 1
+    assert len(dstat2) == len(dstat_rows) + 3 * len(new)      # three dstat rows per fake run
+    assert again.iloc[:len(raw)]["images_per_s"].tolist() == raw["images_per_s"].tolist()
+    assert sequential.level_of(again) == bought.level_after(raw, 2)

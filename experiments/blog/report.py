@@ -433,20 +433,31 @@ def run_tables(raw: pd.DataFrame, dstat_rows: pd.DataFrame) -> dict[str, pd.Data
             "reads": device_reads(dstat_rows, raw) if len(raw) else pd.DataFrame()}
 
 
-def decided(raw: pd.DataFrame, dstat_rows: pd.DataFrame, level: float) -> dict[str, bool]:
-    """{finding: decided} on the blog's runs so far, for :func:`experiments.sequential.run`: the
-    findings of :func:`measure_runs` on the storage tier (:func:`storage_tier`), computed
-    from ``raw`` and ``dstat_rows`` as this report computes them (:func:`run_tables`), with
-    intervals at ``level``; a finding with a value is decided when its verdict is not
-    ``inconclusive`` (one without a value is left out: more repeats cannot give it one)."""
+def decided(raw: pd.DataFrame, dstat_rows: pd.DataFrame, level: float) -> dict:
+    """{finding: :class:`experiments.sequential.Judged`} on the blog's runs so far, for
+    :func:`experiments.sequential.run`: the findings of :func:`measure_runs` on the storage
+    tier (:func:`storage_tier`), computed from ``raw`` and ``dstat_rows`` as this report
+    computes them (:func:`run_tables`), with intervals at ``level``; a finding with a value is
+    decided when its verdict is not ``inconclusive``, with its forecast (the futility stop);
+    one without a value is left out (more repeats cannot give it one)."""
+    from .. import sequential
+
     t = run_tables(raw, dstat_rows)
     with stats.corrected_level(level):
         ms = measure_runs(t["summary"], t["collectl"], t["wc"], storage_tier(raw), t["reads"],
                           raw=raw, dstat_rows=dstat_rows)
         ids = {m.id for m in ms}
         found = [c for c in join(STAGE, ms) if c["id"] in ids]
-    return {c["id"]: c["verdict"] != "inconclusive" for c in found
-            if c["our_value"] is not None and np.isfinite(c["our_value"])}
+    return sequential.judged([c for c in found if c["our_value"] is not None and np.isfinite(c["our_value"])],
+                             level)
+
+
+def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int]:
+    """The run configurations (indices into ``configs``, tuples of
+    :data:`experiments.blog.tfrecord.KEYS`) a blog finding compares, for ``make decide``: those
+    on the storage tier (:func:`storage_tier`), where :func:`decided` judges the runs."""
+    tier = storage_tier(raw)
+    return [i for i, c in enumerate(configs) if c[1] == tier]
 
 
 def measure_fio_small_reads(tier: str, fio: pd.DataFrame | None, fio_raw: pd.DataFrame | None) -> Measured:

@@ -192,8 +192,11 @@ def run_configs(tiers: list[str], threads: list[int], workers: list[int]) -> lis
                for t in tiers for w in workers])
 
 
+KEYS = ("framework", "tier", "format", "threads", "workers")   # the columns that name a configuration
+
+
 def run_rounds(configs: list[dict], one_run, cfg: BlogConfig, seed: int,
-               decide) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+               decide, purchases=()) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """The blog's runs in seeded rounds until its findings are decided
     (:func:`experiments.sequential.run` with :func:`repeat_plan`): each round runs every
     configuration of ``configs`` (:func:`run_configs`) once cold, in an order drawn for the round
@@ -202,20 +205,25 @@ def run_rounds(configs: list[dict], one_run, cfg: BlogConfig, seed: int,
     (its row, its dstat samples). ``decide(raw, dstat_rows, level)`` judges the runs so far:
     {finding: decided} (:func:`experiments.blog.report.decided`, the report's own findings;
     passed in, as the report imports this module).
-    Returns (one row per run: ``run``, ``repeat``, ``cache``, ``round_order``, ``level``, and
-    ``one_run``'s row; dstat rows tagged with the run; facts: ``sequential``, the course of
-    the repeats for ``sequential.json``)."""
-    from .. import sequential
+    ``purchases`` (``params.yaml``'s ``decide.blog``): rounds ``make decide`` bought, made after
+    the loop (:func:`experiments.bought.buy`); when a decide run appends, the runs and dstat
+    rows of before are kept (:func:`experiments.bought.kept`) and only the purchases run.
+    Returns (one row per run: ``run``, ``repeat``, ``cache``, ``round_order``, ``level``,
+    ``made_by`` and ``one_run``'s row; dstat rows tagged with the run; facts: ``sequential``,
+    the course of the repeats and purchases for ``sequential.json``)."""
+    from .. import bought, sequential
 
     runs: list[dict] = []
     frames: list[pd.DataFrame] = []
+    before = bought.kept("blog", ("dstat",))
+    base = int(before.raw["run"].max()) + 1 if before is not None and len(before.raw) else 0
 
     def run_one(c, i):
         key = {k: v for k, v in c.items() if k != "warm"}
-        first = len(runs)
+        first = base + len(runs)
         for state in ("cold", "warm") if c.get("warm") else ("cold",):
             row, frame = one_run(c, state)
-            run = len(runs)
+            run = base + len(runs)
             runs.append({"run": run, **key, "repeat": i, "cache": state, **row, "pair": first})
             if frame is not None and len(frame):
                 frames.append(frame.assign(run=run, cache=state, **key))
@@ -224,15 +232,24 @@ def run_rounds(configs: list[dict], one_run, cfg: BlogConfig, seed: int,
     def judge(rows, level):
         return decide(pd.DataFrame(runs).assign(level=level), dstat_rows_of(*frames), level)
 
-    res = sequential.run(configs, run_one, judge, repeat_plan(cfg), seed, progress_desc="blog rounds")
-    # each run gets its pair's place in the round and the level its findings are judged at
-    at = res.rows.set_index("pair")[["round_order", "level"]]
-    raw = pd.DataFrame(runs).join(at, on="pair").drop(columns="pair")
-    return raw, dstat_rows_of(*frames), {"sequential": sequential.to_json(res)}
+    if before is None:
+        res = sequential.run(configs, run_one, judge, repeat_plan(cfg), seed, progress_desc="blog rounds")
+        pairs, course = res.rows.assign(made_by=bought.FIRST), {**sequential.to_json(res), "keys": list(KEYS)}
+        old, old_dstat = pd.DataFrame(), pd.DataFrame()
+    else:   # the rows of before stand in for the pairs: buy reads their repeats, levels and makers
+        pairs, course, old, old_dstat = before.raw, before.course, before.raw, before.tables.get("dstat", pd.DataFrame())
+    extra = bought.buy(configs, KEYS, run_one, list(purchases), pairs, seed)
+    # each run gets its pair's place in the round, the level its findings are judged at, its maker
+    made = pd.concat([pairs if before is None else pd.DataFrame(), extra], ignore_index=True)
+    new = (pd.DataFrame(runs).join(made.set_index("pair")[["round_order", "level", "made_by"]], on="pair")
+           .drop(columns="pair") if runs else pd.DataFrame())
+    raw = pd.concat([old, new], ignore_index=True)
+    course = bought.course(course, purchases, raw) if purchases else course
+    return raw, dstat_rows_of(old_dstat, *frames), {"sequential": course}
 
 
 def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tiers,
-            cfg: BlogConfig, seed: int, decide) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+            cfg: BlogConfig, seed: int, decide, purchases=()) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """tf.data over TFRecords and over JPEG files at each private thread count, and the PyTorch
     DataLoader over the JPEG files at each ``num_workers``, on every tier, cold cache, in seeded
     rounds until the findings are decided (:func:`run_rounds`: ``decide`` is
@@ -284,7 +301,7 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
                  "resident_fraction": resident}, frame)
 
     raw, dstat_rows, facts = run_rounds(run_configs([t.name for t in tiers], cfg.threads, cfg.workers),
-                                        one_run, cfg, seed, decide)
+                                        one_run, cfg, seed, decide, purchases)
     return raw, dstat_rows, {"eviction": evictions, **facts}
 
 

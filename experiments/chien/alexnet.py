@@ -379,16 +379,64 @@ def prefetch_decided(runs: pd.DataFrame, level: float) -> dict:
     return out
 
 
+KEYS = ("tier", "threads", "batch_size", "prefetch")   # the columns that name a configuration
+
+
+def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int]:
+    """The configurations (indices into ``configs``, tuples of :data:`KEYS`) a finding compares,
+    for ``make decide``: the prefetch sweep's, on the finding's tier where its id names one, for
+    a prefetch finding; none for the others (the batch sweep's fixed count and the checkpoint
+    runs are not the prefetch sweep's rounds)."""
+    if not finding.startswith("alexnet-prefetch-"):
+        return []
+    from .. import bought
+
+    swept = {bought.key_of(r, KEYS) for r in raw[raw["experiment"] == "prefetch"][list(KEYS)].to_dict("records")}
+    tier = next((c[0] for c in configs if finding.endswith(f"-{c[0]}")), None)
+    return [i for i, c in enumerate(configs) if c in swept and (tier is None or c[0] == tier)]
+
+
+def measure_stage(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: dict[str, str], n_classes: int,
+                  tier_names: list[str], cfg: AlexNetConfig, seed: int, purchases=()
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The stage's three measurements: Fig 6's prefetch sweep, then the runs ``make decide``
+    bought for it (``purchases``, ``params.yaml``'s ``decide.alexnet_prefetch``), Fig 7's batch
+    sweep (:func:`measure_sweep`) and Fig 8's dstat epochs (:func:`measure_dstat`). Returns
+    (one row per run of both sweeps, ``experiment`` and ``made_by`` saying which; one row per
+    step; dstat samples; dstat steps); the prefetch sweep's course is ``runs.attrs["sequential"]``.
+    When a decide run appends (:func:`experiments.bought.kept`), everything measured before is
+    kept and only the purchases run."""
+    from .. import bought
+
+    before = bought.kept("alexnet_prefetch", ("steps", "dstat", "dstat_steps"))
+    runs6, steps6 = measure_sweep(trainer, staged, n_classes, prefetch_configs(tier_names, cfg), cfg, seed,
+                                  "prefetch", purchases)
+    if before is not None:
+        runs = runs6
+        steps = pd.concat([before.tables.get("steps", pd.DataFrame()), steps6], ignore_index=True)
+        samples, dsteps = before.tables.get("dstat", pd.DataFrame()), before.tables.get("dstat_steps", pd.DataFrame())
+    else:
+        runs7, steps7 = measure_sweep(trainer, staged, n_classes, batch_configs(cfg, prefetch_configs(tier_names, cfg)),
+                                      cfg, seed, "batch")
+        samples, dsteps = measure_dstat(trainer, staged, tier_dirs, n_classes, cfg, seed)
+        runs = pd.concat([runs6, runs7.assign(made_by=bought.FIRST)], ignore_index=True)
+        steps = pd.concat([steps6, steps7], ignore_index=True)
+    runs.attrs["sequential"] = runs6.attrs["sequential"]
+    return runs, steps, samples, dsteps
+
+
 def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int,
-                  configs: list[dict], cfg: AlexNetConfig, seed: int, experiment: str,
+                  configs: list[dict], cfg: AlexNetConfig, seed: int, experiment: str, purchases=(),
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run each configuration (dicts with tier, threads, batch_size, prefetch) ``warmup +
     repeats`` times, in rounds (every configuration once per round, in a seeded random order:
     :func:`experiments.sequential.run`), the data set evicted from the page cache before each
     run; the prefetch sweep adds rounds while a prefetch finding is undecided
     (:func:`sweep_plan`). Returns one row per run (``level``: the level its findings are judged
-    at) and one row per step; the course of the repeats is ``runs.attrs["sequential"]``."""
-    from .. import sequential
+    at) and one row per step; the course of the repeats is ``runs.attrs["sequential"]``. The
+    prefetch sweep's rows are :func:`experiments.bought.rounds`': ``purchases`` are made after
+    its rounds, and a decide run appending keeps the rows of before (the whole stage's)."""
+    from .. import bought, sequential
 
     steps = []
 
@@ -405,11 +453,18 @@ def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: 
 
     plan = sweep_plan(cfg, experiment)
     decide = prefetch_decided if experiment == "prefetch" else (lambda rows, level: {})
-    res = sequential.run(configs, run_one, decide, plan, seed, warmup=cfg.warmup,
-                         progress_desc=f"alexnet {experiment}")
-    runs = res.rows
-    runs.attrs["sequential"] = sequential.to_json(res)
-    return runs, pd.concat(steps, ignore_index=True)
+
+    def loop():
+        return sequential.run(configs, run_one, decide, plan, seed, warmup=cfg.warmup,
+                              progress_desc=f"alexnet {experiment}")
+
+    if experiment == "prefetch":
+        runs, _ = bought.rounds("alexnet_prefetch", configs, KEYS, run_one, loop, purchases, seed)
+    else:
+        res = loop()
+        runs = res.rows
+        runs.attrs["sequential"] = sequential.to_json(res)
+    return runs, pd.concat(steps, ignore_index=True) if steps else pd.DataFrame()
 
 
 def prefetch_configs(tiers: list[str], cfg: AlexNetConfig) -> list[dict]:

@@ -106,8 +106,24 @@ def time_epoch(ds) -> tuple[float, int]:
     return time.perf_counter() - t0, n
 
 
+KEYS = ("tier", "variant", "threads")   # the columns that name a configuration
+# the two (variant, threads) configurations a speed-up finding compares (else every one of its tier)
+_PAIRS = {"tfdata-flattens-beyond-4-threads": {("full", 8), ("full", 4)},
+          "tfdata-one-to-two-threads-doubles": {("full", 2), ("full", 1)}}
+
+
+def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int]:
+    """The configurations (indices into ``configs``, tuples of :data:`KEYS`) a tf.data finding
+    compares, for ``make decide``: the two a speed-up finding divides, else every configuration
+    of the tier its id ends with (every tier's for one that names none)."""
+    tier = next((c[0] for c in configs if finding.endswith(f"-{c[0]}")), None)
+    pair = next((v for k, v in _PAIRS.items() if finding.startswith(k)), None)
+    return [i for i, c in enumerate(configs)
+            if (tier is None or c[0] == tier) and (pair is None or (c[1], c[2]) in pair)]
+
+
 def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig,
-            seed: int) -> tuple[pd.DataFrame, dict]:
+            seed: int, purchases=()) -> tuple[pd.DataFrame, dict]:
     """Every (tier, variant, threads) configuration, ``warmup + repeats`` runs each, in rounds:
     each round runs every configuration once, in an order drawn per round from ``seed``
     (:func:`experiments.sequential.run` with a fixed count), so drift on the box during the
@@ -116,19 +132,23 @@ def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataRea
 
     ``staged`` maps a tier name to the manifest of the data set's copy on that tier (with
     ``abspath``). Returns one row per run (``repeat`` counts the warm-up rounds first,
-    ``round_order`` its place in its round) and facts for env.json (the eviction method, the
-    order run).
+    ``round_order`` its place in its round, ``made_by``) and facts for env.json (the eviction
+    method, the order run). ``purchases`` (``params.yaml``'s ``decide.tfdata_read``): runs
+    ``make decide`` bought, made after the rounds (:func:`experiments.bought.rounds`); the
+    course of the rounds and purchases is ``raw.attrs["sequential"]``.
     """
     import tensorflow as tf
 
-    from .. import sequential
+    from .. import bought, sequential
 
     tf.get_logger().setLevel("ERROR")
-    configs = [(t, v, n) for t in tiers for v in cfg.variants for n in cfg.threads]
+    by_name = {t.name: t for t in tiers}
+    configs = [(t.name, v, n) for t in tiers for v in cfg.variants for n in cfg.threads]
     evictions = {}
 
     def run_one(c, i):
-        tier, variant, threads = c
+        name, variant, threads = c
+        tier = by_name[name]
         m = staged[tier.name]
         folder = str(pd.Series(m["abspath"]).iloc[0]).rsplit("/train/", 1)[0]
         evictions[tier.name] = cache.evict([folder], cfg.eviction, label=tier.name)
@@ -142,12 +162,13 @@ def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataRea
                 "images": n, "bytes": nbytes, "batches": batches, "images_per_s": n / seconds,
                 "MBps": nbytes / 1e6 / seconds, "eviction": evictions[tier.name]}
 
-    res = sequential.run(configs, run_one, lambda rows, level: {},
-                         sequential.Plan(cfg.repeats, cfg.repeats), seed, warmup=cfg.warmup,
-                         progress_desc="tf.data rounds")
-    order = {"seed": int(seed), "configs": [[t.name, v, n] for t, v, n in configs],
-             "rounds": [list(o) for o in res.order]}
-    return res.rows, {"eviction": evictions, "order": order}
+    raw, _ = bought.rounds("tfdata_read", configs, KEYS, run_one,
+                           lambda: sequential.run(configs, run_one, lambda rows, level: {},
+                                                  sequential.Plan(cfg.repeats, cfg.repeats), seed,
+                                                  warmup=cfg.warmup, progress_desc="tf.data rounds"),
+                           purchases, seed)
+    order = {"seed": int(seed), "configs": [list(c) for c in configs], "rounds": raw.attrs["sequential"]["order"]}
+    return raw, {"eviction": evictions, "order": order}
 
 
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:

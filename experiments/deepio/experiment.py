@@ -324,20 +324,15 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
         return {"tier": tier, "memory_backed": mem[tier], "mode": mode, "R": r, "P": p,
                 "nodes": n, "samples": len(index), "eviction": evictions[tier], **res}
 
-    before = bought.kept("deepio")
     try:
-        if before is None:
-            res = sequential.run(configs, run_one, loader_decided,
-                                 sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
-                                 seed, progress_desc="deepio: loader rounds")
-            raw, course = res.rows.assign(made_by=bought.FIRST), {**sequential.to_json(res), "keys": list(KEYS)}
-        else:
-            raw, course = before.raw, before.course
-        extra = bought.buy(configs, KEYS, run_one, list(purchases), raw, seed)
-        raw = pd.concat([raw, extra], ignore_index=True) if len(extra) else raw
+        raw, _ = bought.rounds(
+            "deepio", configs, KEYS, run_one,
+            lambda: sequential.run(configs, run_one, loader_decided,
+                                   sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
+                                   seed, progress_desc="deepio: loader rounds"),
+            purchases, seed)
     finally:
         pools.close()
-    raw.attrs["sequential"] = bought.course(course, purchases, raw) if purchases else course
     return raw, {"eviction": evictions,
                  "launcher": launcher.record(node_counts),
                  "scale": {"procs_max": max(c[3] for c in configs),

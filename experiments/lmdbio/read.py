@@ -379,7 +379,7 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()) -> tuple[pd.DataF
     configs = [(t.name, d.name, s, p, n) for t in tiers for d in cfg.datasets
                for s in cfg.strategies for p in cfg.procs for n in node_counts if n <= p]
     procs, evictions = [], {}
-    before = bought.kept("lmdbio", ("processes", "handover_check"))
+    before = bought.kept("lmdbio")
     first_id = int(before.raw["run"].max()) + 1 if before is not None else 0
     made = [0]   # runs made by this process (the ids go on after the kept rows')
     pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
@@ -409,20 +409,18 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()) -> tuple[pd.DataF
 
     env = judging_env(cfg)
     try:
+        raw, before = bought.rounds(
+            "lmdbio", configs, KEYS, run_one,
+            lambda: sequential.run(configs, run_one, lambda rows, level: decide(rows, level, env),
+                                   sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
+                                   seed, progress_desc="lmdbio rounds",
+                                   focus=lambda pending, rows: focus(pending, configs, rows, env)),
+            purchases, seed, ("processes", "handover_check"))
         if before is None:
-            res = sequential.run(
-                configs, run_one, lambda rows, level: decide(rows, level, env),
-                sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
-                seed, progress_desc="lmdbio rounds",
-                focus=lambda pending, rows: focus(pending, configs, rows, env))
-            raw, course = res.rows.assign(made_by=bought.FIRST), {**sequential.to_json(res), "keys": list(KEYS)}
             hand = handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check else pd.DataFrame()
         else:
-            raw, course = before.raw, before.course
             hand = before.tables.get("handover_check", pd.DataFrame())
-            procs.append(before.tables.get("processes", pd.DataFrame()))
-        extra = bought.buy(configs, KEYS, run_one, list(purchases), raw, seed)
-        raw = pd.concat([raw, extra], ignore_index=True) if len(extra) else raw
+            procs.insert(0, before.tables.get("processes", pd.DataFrame()))
         facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
                  "launcher": launcher.record(node_counts, cfg.ranks_per_node),
                  "scale": {"procs_max": max(c[3] for c in configs),
@@ -432,7 +430,6 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()) -> tuple[pd.DataF
                  "handover_check": hand}
     finally:
         pools.close()
-    raw.attrs["sequential"] = bought.course(course, purchases, raw) if purchases else course
     return raw, facts
 
 
