@@ -268,6 +268,8 @@ def au_steps(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFrame:
             continue
         slow = ph.groupby("rank")["seconds"].sum().idxmax()
         s = g[g["rank"] == slow].sort_values("end_wall")
+        if not len(s):
+            continue
         sleep_s = max(0.0, model.run_facts(r["workload"], int(r["ranks"]), int(r["batch_size"]))["mean_s"])
         slept = "sleep_ns" in s and bool((s["sleep_ns"] > 0).any())
         ideal = s["compute_ns"].to_numpy(dtype=float) / 1e9 if not slept and "compute_ns" in s else sleep_s
