@@ -180,3 +180,6 @@ def test_validation_figures_utilization_and_claims(stage_results):
     byid = {c["id"]: c for c in cl}
     assert byid["random-content-same-sizes-other-bytes"]["verdict"] == "holds"
     assert byid["sleep-ranks-do-not-burn-cpu"]["verdict"] == "holds"
+    # issue 40: the AU finding's interval resamples the steps of one run (Eq 3.1 over them)
+    au_dlrm = byid["dlrm-sleep-au-above-90pct"]
+    assert au_dlrm["n"] >= 2 and au_dlrm["ci_low"] <= au_dlrm["our_value"] <= au_dlrm["ci_high"], au_dlrm["note"]

@@ -226,3 +226,54 @@ def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFram
     if len(out):
         out["pass"] = out["au"] >= cm.MLPERF_AU_PASS
     return out
+
+
+def _step_walls(g: pd.DataFrame, train: pd.DataFrame) -> np.ndarray:
+    """Each of one rank's steps ``g`` (ordered by ``end_wall``) as its share of the wall time
+    of the train phase it ran in (``train``: that rank's train phases), seconds: from the end of
+    the step before (the phase's begin for its first step) to its end (the phase's end for its
+    last step). A phase's steps add up to the phase; NaN for a step in no train phase."""
+    e = g["end_wall"].to_numpy(dtype=float)
+    tp = train.sort_values("start")
+    starts, ends = tp["start"].to_numpy(dtype=float), tp["end"].to_numpy(dtype=float)
+    i = np.searchsorted(starts, e, side="right") - 1          # the phase begun last before the step ended
+    j = np.clip(i, 0, None)
+    begin = np.maximum(np.r_[-np.inf, e[:-1]], starts[j]) if len(starts) else np.full(len(e), np.nan)
+    last = np.r_[i[1:] != i[:-1], True]                        # the last step of its phase
+    end = np.where(last, np.maximum(ends[j], e), e) if len(ends) else e
+    return np.where(i >= 0, end - begin, np.nan)
+
+
+def au_steps(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFrame:
+    """The steps Eq 3.1 adds up, one row per step of every run's slowest rank (the rank whose
+    train phases took longest, the one :func:`utilization` times): the run's keys, ``rank``,
+    ``epoch``, ``step``, ``wall_s`` (the step's share of its train phase, :func:`_step_walls`:
+    the rank's steps add up to its train phases, the loader's wind-down after a phase's last
+    step included) and ``ideal_s`` (Eq 3.2 per step: the model's mean step time at (G, B), the
+    same for every step of a run that slept; the step's own measured compute in a run with real
+    compute), seconds. For a run that slept, sum(ideal_s) / sum(wall_s) over its rows is its
+    ``au`` in :func:`utilization`. Empty without ``end_wall`` in the steps or phase begin/end
+    times."""
+    keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat") if k in steps]
+    if not len(steps) or "end_wall" not in steps or not {"start", "end"} <= set(phases.columns):
+        return pd.DataFrame(columns=[*keys, "rank", "epoch", "step", "wall_s", "ideal_s"])
+    out = []
+    for key, g in steps.groupby(keys):
+        r = dict(zip(keys, key))
+        ph = phases[phases["phase"] == "train"]
+        for k in keys:
+            if k in ph and k != "row":
+                ph = ph[ph[k] == r[k]]
+        if not len(ph):
+            continue
+        slow = ph.groupby("rank")["seconds"].sum().idxmax()
+        s = g[g["rank"] == slow].sort_values("end_wall")
+        if not len(s):
+            continue
+        sleep_s = max(0.0, model.run_facts(r["workload"], int(r["ranks"]), int(r["batch_size"]))["mean_s"])
+        slept = "sleep_ns" in s and bool((s["sleep_ns"] > 0).any())
+        ideal = s["compute_ns"].to_numpy(dtype=float) / 1e9 if not slept and "compute_ns" in s else sleep_s
+        out.append(pd.DataFrame({**r, "rank": slow, "epoch": s["epoch"].to_numpy() if "epoch" in s else 0,
+                                 "step": s["step"].to_numpy(), "wall_s": _step_walls(s, ph[ph["rank"] == slow]),
+                                 "ideal_s": ideal}))
+    return pd.concat(out, ignore_index=True) if out else au_steps(steps.iloc[:0], phases, model)
