@@ -115,6 +115,8 @@ def key_of(config, keys: Sequence[str]) -> tuple:
     out = []
     for v in vals:
         v = v.item() if hasattr(v, "item") else v
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)   # a count in a column with NaN elsewhere (the blog's threads) reads as float
         out.append(None if isinstance(v, float) and v != v else v)
     return tuple(out)
 
