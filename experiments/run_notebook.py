@@ -258,14 +258,38 @@ def fmt_seconds(s: float) -> str:
     return f"{s} s" if s < 60 else f"{s // 60} min {s % 60} s"
 
 
-def record_run(stage: str, facts: dict) -> None:
-    """Add ``facts`` to the stage's ``env.json`` under ``"run"`` (atomically)."""
+DECIDE_ENV = "DLIO_DECIDE"   # experiments.bought.ENV, set while make decide re-runs stages (not
+                             # imported: bought pulls in pandas, and this process starts every stage)
+
+
+def runs_before(stage: str) -> dict:
+    """The ``"run"`` and ``"decide_runs"`` records of the stage's ``env.json`` before this run
+    (the notebook rewrites the file), kept when a ``make decide`` run re-runs the stage."""
+    from . import paths, results
+
+    env_path = paths.results_dir(stage) / "env.json"
+    try:
+        env = results.read_json(env_path)
+    except (OSError, ValueError):
+        return {}
+    return {k: env[k] for k in ("run", "decide_runs") if k in env}
+
+
+def record_run(stage: str, facts: dict, before: dict | None = None) -> None:
+    """Add ``facts`` to the stage's ``env.json`` under ``"run"`` (atomically). In a ``make
+    decide`` run (``before``: :func:`runs_before`, taken before the notebook ran) the
+    ``make repro`` record stays under ``"run"`` (the AE table's time of the stage) and this run's
+    facts are appended to ``"decide_runs"``."""
     from . import paths, results
 
     env_path = paths.results_dir(stage) / "env.json"
     if env_path.exists():
         env = results.read_json(env_path)
-        env["run"] = facts
+        if before and before.get("run"):
+            env["run"] = before["run"]
+            env["decide_runs"] = list(before.get("decide_runs") or []) + [facts]
+        else:
+            env["run"] = facts
         results.write_json(env_path, env)
 
 
@@ -295,6 +319,7 @@ def main(argv=None) -> int:
     a.output.parent.mkdir(parents=True, exist_ok=True)
 
     outs = stage_outs(stage)
+    before = runs_before(stage) if os.environ.get(DECIDE_ENV) else None   # a make decide run
     tiers = tier_dirs()
     tier_before = {n: disk_bytes(d) for n, d in tiers.items()}
     gpu = bool(envinfo.gpus())
@@ -337,7 +362,7 @@ def main(argv=None) -> int:
         "tier_bytes_added": {n: disk_bytes(d) - tier_before[n] for n, d in tiers.items()},
         "kernel_stderr_lines_hidden": tee.hidden,
     }
-    record_run(stage, facts)
+    record_run(stage, facts, before)
     metrics_path = paths.results_dir(stage) / "metrics.json"
     head = headline(json.loads(metrics_path.read_text())) if metrics_path.exists() else ""
     size = sum(facts["outs_bytes"].values()) + sum(max(0, v) for v in facts["tier_bytes_added"].values())

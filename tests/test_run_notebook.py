@@ -166,3 +166,23 @@ def test_two_stages_kernels_get_separate_sockets(tmp_path, monkeypatch):
     finally:
         for d in dirs:
             shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_decide_run_keeps_the_repro_time_and_appends_its_own(project, monkeypatch):
+    """The AE table reads a stage's ``env.json`` ``"run"``: after ``make decide`` re-ran the
+    stage it is still the ``make repro`` run's; the decide run's facts go to ``decide_runs``."""
+    from experiments import bought, paths
+
+    assert run_notebook.DECIDE_ENV == bought.ENV
+    env_path = paths.results_dir("lmdbio") / "env.json"
+    env_path.parent.mkdir(parents=True, exist_ok=True)
+    results.write_json(env_path, {"params": {}, "run": {"wall_s": 60.0}})
+    before = run_notebook.runs_before("lmdbio")
+    results.write_json(env_path, {"params": {"new": 1}})          # the notebook rewrites env.json
+    run_notebook.record_run("lmdbio", {"wall_s": 5.0}, before)
+    got = results.read_json(env_path)
+    assert got["run"] == {"wall_s": 60.0} and got["decide_runs"] == [{"wall_s": 5.0}] and got["params"] == {"new": 1}
+    run_notebook.record_run("lmdbio", {"wall_s": 7.0}, run_notebook.runs_before("lmdbio"))
+    assert [r["wall_s"] for r in results.read_json(env_path)["decide_runs"]] == [5.0, 7.0]
+    run_notebook.record_run("lmdbio", {"wall_s": 50.0})             # a dvc repro: its own time
+    assert results.read_json(env_path)["run"] == {"wall_s": 50.0}
