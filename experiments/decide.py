@@ -243,7 +243,8 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
     per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
     chosen = [dict(zip(keys, configs[i])) for i in sorted(idx)]
     runs = rounds * len(chosen)
-    return Plan([Offer(stage, [finding], chosen, runs, runs * per_run)], {}, runs * per_run)
+    cost = f"{rounds} round(s) of {len(chosen)} configuration(s) asked for, ~{runs * per_run:.0f} s"
+    return Plan([Offer(stage, [finding], chosen, runs, runs * per_run, {finding: cost})], {}, runs * per_run)
 
 
 def _read_params(root: Path) -> tuple[str, dict]:
