@@ -41,7 +41,7 @@ SECTIONS: dict[str, str] = {
     "blog": "experiments.blog.tfrecord:BlogConfig",
     "caltech_like": "experiments.datasets.caltech_like:CaltechLikeConfig",
     "alexnet": "experiments.chien.alexnet:AlexNetConfig",
-    "alexnet_checkpoint": "experiments.chien.alexnet:CheckpointConfig",
+    "alexnet_checkpoint": "experiments.chien.alexnet_checkpoint:CheckpointConfig",
     "unet3d": "experiments.workloads.settings:Unet3dConfig",
     "bert": "experiments.workloads.settings:BertConfig",
     "dlrm": "experiments.workloads.settings:DlrmConfig",

@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 
 from experiments.chien import alexnet as ax
+from experiments.chien import alexnet_checkpoint as ckpt
 from experiments.datasets import caltech_like as cl
 from experiments import config
 from experiments.config import ConfigError
@@ -71,7 +72,7 @@ def test_summaries_compute_io_excess_and_ratios_to_fast():
          "stall_total_s": st * 5, "drain_done_s": sec, "checkpoints": 5, "checkpoint_MB": 100}
         for m, t, sec, st in [("none", "none", 10, 0), ("direct", "mem", 11, 0.2),
                               ("direct", "disk", 15, 1.0), ("burst", "mem>disk", 11.5, 0.3)]])
-    cs = ax.summarize_checkpoint(ck, "mem").set_index("target")
+    cs = ckpt.summarize_checkpoint(ck, "mem").set_index("target")
     assert cs.loc["disk", "stall_median_s_vs_fast"] == pytest.approx(5)
     assert cs.loc["mem>disk", "overhead_s_vs_fast"] == pytest.approx(1.5)
     from experiments.chien import alexnet_report as rep
@@ -101,23 +102,23 @@ def test_checkpoint_tiers_checked_before_training(tmp_path):
     (tmp_path / "mem").mkdir()
     (tmp_path / "disk").mkdir()
     dirs = {"mem": str(tmp_path / "mem"), "disk": str(tmp_path / "disk")}
-    c = ax.CheckpointConfig(fast_capacity_MB=0.01, iterations=4, interval=2)
+    c = ckpt.CheckpointConfig(fast_capacity_MB=0.01, iterations=4, interval=2)
     with pytest.raises(ConfigError, match="too small for one checkpoint"):
-        ax.check_checkpoint_tiers(tr, dirs, c)
+        ckpt.check_checkpoint_tiers(tr, dirs, c)
     with pytest.raises(ConfigError, match="does not exist"):
-        ax.check_checkpoint_tiers(tr, {**dirs, "disk": str(tmp_path / "missing")}, ax.CheckpointConfig())
-    assert ax.check_checkpoint_tiers(tr, dirs, ax.CheckpointConfig()) > tr.state_bytes()
+        ckpt.check_checkpoint_tiers(tr, {**dirs, "disk": str(tmp_path / "missing")}, ckpt.CheckpointConfig())
+    assert ckpt.check_checkpoint_tiers(tr, dirs, ckpt.CheckpointConfig()) > tr.state_bytes()
 
 
 def test_checkpoint_tier_with_missing_parent_is_refused(tmp_path, monkeypatch):
     ok = Tier(name="mem", path=str(tmp_path / "new"))
     gone = Tier(name="nvme", path=str(tmp_path / "not-mounted" / "dlio"))
-    assert ax.prepare_checkpoint_tiers([("alexnet_checkpoint.fast", ok)]) == {"mem": str(tmp_path / "new")}
+    assert ckpt.prepare_checkpoint_tiers([("alexnet_checkpoint.fast", ok)]) == {"mem": str(tmp_path / "new")}
     with pytest.raises(ConfigError, match=r"alexnet_checkpoint.slow = 'nvme': tiers\[nvme\]\.path = .*: the tier directory does not exist"):
-        ax.prepare_checkpoint_tiers([("alexnet_checkpoint.slow", gone)])
+        ckpt.prepare_checkpoint_tiers([("alexnet_checkpoint.slow", gone)])
     assert not (tmp_path / "not-mounted").exists()
     # a tier inside the project (relative path) is created, parents and all
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path / "project"))
     inside = Tier(name="disk", path="data/tiers/disk")
-    assert ax.prepare_checkpoint_tiers([("alexnet_checkpoint.slow", inside)])
+    assert ckpt.prepare_checkpoint_tiers([("alexnet_checkpoint.slow", inside)])
     assert (tmp_path / "project" / "data" / "tiers" / "disk").is_dir()

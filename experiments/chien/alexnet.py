@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from .. import cache, dstat
 from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import ConfigError, Section
-from ..progress import progress
-from ..tiers import Tier, tier_named
+from ..tiers import tier_named
 
 
 class AlexNetConfig(Section):
@@ -76,54 +74,7 @@ class AlexNetConfig(Section):
         return check_counts(v, "prefetch depth (batches)", 0, 64)
 
 
-class CheckpointConfig(Section):
-    """The ``alexnet_checkpoint`` section: Fig 9 and Fig 10."""
-
-    iterations: int = Field(20, ge=1, le=1_000_000, description="M (paper 100)")
-    interval: int = Field(4, ge=1, le=1_000_000, description="checkpoint every K iterations (paper 20)")
-    batch_size: int = Field(64, ge=1, le=65536)
-    threads: int = Field(8, ge=1, le=1024)
-    prefetch: int = Field(1, ge=0, le=64)
-    data_tier: str = Field("disk", description="tier the images are read from (paper: SSD)")
-    targets: list[str] = Field(["mem", "disk"], min_length=1, description="tiers checkpointed to directly")
-    fast: str = Field("mem", description="burst buffer: the fast tier (paper: Optane)")
-    slow: str = Field("disk", description="burst buffer: the slow tier (paper: HDD)")
-    burst_buffer: bool = True
-    keep: int = Field(2, ge=1, le=1000, description="checkpoints kept on the fast tier")
-    fast_capacity_MB: float | None = Field(None, gt=0, description="cap on the fast tier, MB; null = free space")
-    sync: Literal["fsync", "syncfs", "none"] = "fsync"
-    repeats: int = Field(2, ge=1, le=50)
-    warmup: int = Field(1, ge=0, le=5)
-    eviction: EvictionMethod = "auto"
-    dstat_interval_s: float = Field(0.5, gt=0, le=10)
-
-    @model_validator(mode="after")
-    def _tiers_differ(self):
-        if self.burst_buffer and self.fast == self.slow:
-            raise ValueError(f"alexnet_checkpoint.fast = slow = {self.fast!r}; a burst buffer needs two tiers")
-        if self.interval > self.iterations:
-            raise ValueError(f"alexnet_checkpoint.interval = {self.interval} is larger than "
-                             f"iterations = {self.iterations}: no checkpoint would be taken")
-        return self
-
-
 # --- checks that need more than one section -------------------------------------------------
-
-def prepare_checkpoint_tiers(named: list[tuple[str, Tier]]) -> dict[str, str]:
-    """Check the tiers checkpoints go to, before any work (see :func:`experiments.tiers.prepare`:
-    an unmounted or mistyped tier outside the project is an error, not a new folder).
-    ``named`` pairs each tier with the parameter that names it. Returns name -> directory."""
-    from ..tiers import prepare
-
-    out = {}
-    for param, t in named:
-        try:
-            prepare(t)
-        except ConfigError as e:
-            raise ConfigError(f"{param} = {t.name!r}: {e}") from None
-        out[t.name] = str(t.dir)
-    return out
-
 
 def check_batches(n_images: int, sizes: dict[str, int]) -> None:
     """Every batch size must fit the data set (one whole batch at least)."""
@@ -167,23 +118,6 @@ def staged_table(staged: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Files and MB of each tier's copy."""
     return pd.DataFrame([{"tier": k, "files": len(m), "MB": m["bytes"].sum() / 1e6}
                          for k, m in staged.items()])
-
-
-def check_checkpoint_params(cfg, source) -> tuple[Tier, dict[str, str], int]:
-    """Notebook 12's checks before any work: the data tier and every checkpoint target exist
-    and are usable, the batch fits the data set. Returns (data tier, target name ->
-    directory, images in the set)."""
-    from ..datasets.caltech_like import read_manifest
-
-    c = cfg.alexnet_checkpoint
-    data_tier = tier_named(c.data_tier, cfg.tiers, "alexnet_checkpoint.data_tier")
-    named = [(f"alexnet_checkpoint.targets[{i}]", t) for i, t in enumerate(c.targets)]
-    if c.burst_buffer:
-        named += [("alexnet_checkpoint.fast", c.fast), ("alexnet_checkpoint.slow", c.slow)]
-    n_images = len(read_manifest(source))
-    check_batches(n_images, {"alexnet_checkpoint.batch_size": c.batch_size})
-    dirs = prepare_checkpoint_tiers([(param, tier_named(name, cfg.tiers, param)) for param, name in named])
-    return data_tier, dirs, n_images
 
 
 def devices_of(tier_dirs: dict[str, str], names=None) -> dict[str, str | None]:
@@ -535,184 +469,4 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     s["no_prefetch_seconds"] = [base.get(tuple(r[k] for k in keys[:-1]), np.nan)
                                 for _, r in s.iterrows()]
     s["io_excess_s"] = s["no_prefetch_seconds"] - s["seconds"]
-    return s
-
-
-# --- checkpointing (Fig 9, Fig 10) ----------------------------------------------------------
-
-CKPT_RUN = "alexnet-ckpt"
-
-
-def checkpoint_modes(cfg: CheckpointConfig) -> list[dict]:
-    """No checkpoint, each target tier directly, and the burst buffer (fast, then drained)."""
-    modes = [{"mode": "none", "target": "none", "primary": None, "slow": None}]
-    modes += [{"mode": "direct", "target": t, "primary": t, "slow": None} for t in cfg.targets]
-    if cfg.burst_buffer:
-        modes.append({"mode": "burst", "target": f"{cfg.fast}>{cfg.slow}", "primary": cfg.fast,
-                      "slow": cfg.slow})
-    return modes
-
-
-def _manager(mode: dict, tier_dirs: dict[str, str], cfg: CheckpointConfig, log=None):
-    from .burst_buffer import CheckpointManager
-
-    if mode["primary"] is None:
-        return None
-    return CheckpointManager(
-        tier_dirs[mode["primary"]], tier_dirs[mode["slow"]] if mode["slow"] else None,
-        run=CKPT_RUN, keep=cfg.keep if mode["slow"] else 10**9, sync=cfg.sync,
-        capacity_bytes=int(cfg.fast_capacity_MB * 1e6) if (cfg.fast_capacity_MB and mode["slow"]) else None,
-        drain_log=log)
-
-
-def checkpoint_bytes_estimate(trainer: Trainer) -> int:
-    """Expected size of one checkpoint: every variable, plus 1% and 1 MB for the index."""
-    return int(trainer.state_bytes() * 1.01 + 1e6)
-
-
-def check_checkpoint_tiers(trainer: Trainer, tier_dirs: dict[str, str], cfg: CheckpointConfig) -> int:
-    """Before any training: every manager checks its tiers (missing directory, a fast tier too
-    small for one checkpoint, a slow tier without room for all of them). Returns the estimate."""
-    need = checkpoint_bytes_estimate(trainer)
-    n = cfg.iterations // cfg.interval
-    for mode in checkpoint_modes(cfg):
-        mgr = _manager(mode, tier_dirs, cfg)
-        if mgr is not None:
-            mgr.check(need, n)
-    return need
-
-
-def _clear(tier_dirs: dict[str, str]) -> None:
-    import shutil
-    from pathlib import Path
-
-    for d in tier_dirs.values():
-        shutil.rmtree(Path(d) / CKPT_RUN, ignore_errors=True)
-
-
-def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_dirs: dict[str, str],
-                       cfg: CheckpointConfig, image_size: int, seed: int) -> dict[str, pd.DataFrame]:
-    """Fig 9 and 10: ``iterations`` steps with a checkpoint every ``interval``, for each mode
-    (none, each target tier, the burst buffer), ``warmup + repeats`` times interleaved.
-
-    Returns tables: ``runs`` (run time, median and total stall per run; the run time stops at
-    the last step, the burst buffer's drain may go on after it: ``drain_done_s``), ``saves``
-    (one row per checkpoint: wait, write, sync, stall seconds, bytes), ``drains`` (one row per
-    background copy), ``dstat`` (per-interval device and process MB/s, time from run start).
-    """
-    import tempfile
-    from pathlib import Path
-
-    devices = sorted({d for d in (dstat.device_of(p) for p in tier_dirs.values()) if d})
-    check_checkpoint_tiers(trainer, tier_dirs, cfg)
-    expect = checkpoint_bytes_estimate(trainer)
-    ck = trainer.checkpoint()
-    trainer.warm(cfg.batch_size)
-    out = {"runs": [], "saves": [], "drains": [], "dstat": []}
-    plan = [(i, mode) for i in range(cfg.warmup + cfg.repeats) for mode in checkpoint_modes(cfg)]
-    logdir = Path(tempfile.mkdtemp(prefix="alexnet-drain-"))
-    for i, mode in progress(plan, desc="alexnet checkpoint runs"):
-        _clear(tier_dirs)
-        log = logdir / f"drain-{i}-{mode['target']}.jsonl"
-        mgr = _manager(mode, tier_dirs, cfg, log)
-        if mgr is not None:
-            mgr.recover()
-        ev = cache.evict([data_folder(m)], cfg.eviction, label=cfg.data_tier)
-        ds = build_pipeline(list(m["abspath"]), list(m["label"]), n_classes, cfg.threads,
-                            cfg.batch_size, cfg.prefetch, image_size, seed, repeat=True)
-
-        def on_step(step):
-            if mgr is None or step % cfg.interval:
-                return 0.0
-            return mgr.save(step, lambda prefix: ck.write(prefix), expect)["stall_s"]
-
-        s = dstat.Sampler(devices=devices, pid=os.getpid(), interval_s=cfg.dstat_interval_s)
-        w0 = time.time()
-        with s:
-            seconds, st = run_steps(trainer, ds, cfg.iterations, on_step)
-            t_end = time.perf_counter()
-            if mgr is not None:
-                mgr.wait()
-            drain_done = time.perf_counter() - t_end + seconds
-            time.sleep(min(cfg.dstat_interval_s * 2, 2.0))  # let the tail of write-back show
-        saves = [e for e in (mgr.events if mgr else []) if e["event"] == "save"]
-        drains = [e for e in (mgr.drain_events() if mgr else []) if e["event"] == "drain"]
-        tag = {"repeat": i, "warmup": i < cfg.warmup, "mode": mode["mode"], "target": mode["target"]}
-        stalls = [e["stall_s"] for e in saves]
-        out["runs"].append({**tag, "seconds": seconds, "iterations": len(st),
-                            "checkpoints": len(saves), "stall_median_s": float(np.median(stalls)) if stalls else 0.0,
-                            "stall_total_s": float(np.sum(stalls)), "compute_s": st["compute_s"].sum(),
-                            "data_s": st["data_s"].sum(), "drain_done_s": drain_done,
-                            "checkpoint_MB": float(np.median([e["bytes"] for e in saves]) / 1e6) if saves else 0.0,
-                            "eviction": ev})
-        out["saves"] += [{**tag, **{k: v for k, v in e.items() if k != "event"},
-                          "start_s": e["wall_start"] - w0, "end_s": e["wall_end"] - w0} for e in saves]
-        out["drains"] += [{**tag, "step": e["step"], "bytes": e["bytes"], "seconds": e["seconds"],
-                           "start_s": e["wall_start"] - w0, "end_s": e["wall_end"] - w0} for e in drains]
-        f = s.frame()
-        if len(f):
-            out["dstat"].append(f.assign(**tag, run_end_s=seconds))
-    _clear(tier_dirs)
-    import shutil
-    shutil.rmtree(logdir, ignore_errors=True)
-    return {"runs": pd.DataFrame(out["runs"]), "saves": pd.DataFrame(out["saves"]),
-            "drains": pd.DataFrame(out["drains"]),
-            "dstat": pd.concat(out["dstat"], ignore_index=True) if out["dstat"] else pd.DataFrame()}
-
-
-def verify_restore(trainer: Trainer, tier_dirs: dict[str, str], cfg: CheckpointConfig,
-                   n_classes: int, image_size: int, width: float, dense_width: float) -> dict:
-    """Save through the burst buffer, wait for the drain, drop the fast copy (as if the fast
-    tier were lost), recover from the slow tier into a fresh model and compare every variable
-    bit for bit. Returns what happened."""
-    import shutil
-    from pathlib import Path
-
-    from .burst_buffer import CheckpointManager
-
-    run = "alexnet-verify"
-    for d in (cfg.fast, cfg.slow):
-        shutil.rmtree(Path(tier_dirs[d]) / run, ignore_errors=True)
-    mgr = CheckpointManager(tier_dirs[cfg.fast], tier_dirs[cfg.slow], run=run, keep=cfg.keep, sync=cfg.sync)
-    mgr.recover()
-    want = trainer.weights()
-    mgr.save(1, lambda p: trainer.checkpoint().write(p))
-    mgr.wait()
-    shutil.rmtree(Path(tier_dirs[cfg.fast]) / run)
-    again = CheckpointManager(tier_dirs[cfg.fast], tier_dirs[cfg.slow], run=run, keep=cfg.keep, sync=cfg.sync)
-    found = again.recover()
-    fresh = Trainer(n_classes, image_size, width, dense_width, seed=12345)
-    fresh.checkpoint().read(found.prefix).assert_consumed()
-    got = fresh.weights()
-    same = len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(want, got))
-    for d in (cfg.fast, cfg.slow):
-        shutil.rmtree(Path(tier_dirs[d]) / run, ignore_errors=True)
-    return {"restored_from": str(Path(found.path).parent.parent), "step": found.step,
-            "variables": len(want), "bit_identical": bool(same)}
-
-
-def summarize_checkpoint(runs: pd.DataFrame, fast: str, saves: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per mode: median run time and median stall per checkpoint (s), the overhead over the
-    run with no checkpoint (s), and run time, overhead and stall as ratios to checkpointing to
-    the fast tier ``fast`` alone (direct). With ``saves`` (one row per checkpoint), the stall
-    per checkpoint is the median over every checkpoint of the timed runs (pooled), else the
-    median of the runs' medians."""
-    d = runs[~runs["warmup"]]
-    s = (d.groupby(["mode", "target"], sort=False)
-          .agg(seconds=("seconds", "median"), seconds_min=("seconds", "min"),
-               seconds_max=("seconds", "max"), stall_median_s=("stall_median_s", "median"),
-               stall_total_s=("stall_total_s", "median"), drain_done_s=("drain_done_s", "median"),
-               checkpoints=("checkpoints", "first"), checkpoint_MB=("checkpoint_MB", "median"),
-               runs=("seconds", "size"))
-          .reset_index())
-    if saves is not None and len(saves):
-        pooled = saves[~saves["warmup"]].groupby("target")["stall_s"].median()
-        s["stall_median_s"] = [float(pooled.get(t, v)) for t, v in zip(s["target"], s["stall_median_s"])]
-    none = s.loc[s["mode"] == "none", "seconds"]
-    s["overhead_s"] = s["seconds"] - (float(none.iloc[0]) if len(none) else np.nan)
-    ref = s[(s["mode"] == "direct") & (s["target"] == fast)]
-    for col in ("seconds", "overhead_s", "stall_median_s"):
-        base = float(ref[col].iloc[0]) if len(ref) else np.nan
-        s[f"{col}_vs_fast"] = s[col] / base if base else np.nan
-    s.loc[s["mode"] == "none", ["overhead_s_vs_fast", "stall_median_s_vs_fast"]] = np.nan
     return s
