@@ -104,9 +104,43 @@ def _hook(stage: str):
     return getattr(importlib.import_module(mod), fn)
 
 
-def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_left: float,
-                 skipped: dict) -> Offer | None:
-    """What ``stage`` should buy for its inconclusive findings within ``seconds_left``."""
+@dataclass
+class _Stage:
+    """One buying stage's undecided findings, priced: each one's forecast (``pending``, scaled to
+    the next look's level), the rounds its configurations ran, the configurations it compares
+    (indices into ``configs``, tuples of ``keys``), seconds per run and the seconds a purchase
+    adds outside the runs (``after``: the stage's own start-up and writing, its reports)."""
+
+    stage: str
+    keys: list[str]
+    configs: list[tuple]
+    pending: dict
+    rounds_run: dict
+    configs_of: dict
+    per_run: float
+    after: float
+
+    def rounds(self, k: str) -> int | None:
+        return sequential.rounds_needed(self.pending[k], self.rounds_run[k])
+
+    def seconds(self, findings) -> float:
+        """The runs' seconds of buying ``findings`` together: the most rounds any needs, over
+        the union of their configurations."""
+        union = set().union(*(self.configs_of[k] for k in findings))
+        return max(self.rounds(k) for k in findings) * len(union) * self.per_run
+
+    def offer(self, findings: list[str]) -> Offer:
+        union = sorted(set().union(*(self.configs_of[k] for k in findings)))
+        runs = max(self.rounds(k) for k in findings) * len(union)
+        costs = {k: (f"{self.pending[k].n} -> {self.pending[k].n_to_decide} samples: {self.rounds(k)} round(s) "
+                     f"of {len(self.configs_of[k])} configuration(s), ~{self.seconds([k]):.0f} s") for k in findings}
+        return Offer(self.stage, list(findings), [dict(zip(self.keys, self.configs[i])) for i in union], runs,
+                     runs * self.per_run, costs)
+
+
+def _candidates(stage: str, reports: list[str], table: pd.DataFrame, skipped: dict) -> _Stage | None:
+    """``stage``'s inconclusive findings (of the stages in ``reports``) that more of its runs
+    could decide, priced; the others named in ``skipped`` with why."""
     d = paths.results_dir(stage)
     course = json.loads((d / "sequential.json").read_text())
     raw = pd.read_parquet(d / "raw.parquet")
@@ -146,21 +180,8 @@ def _stage_offer(stage: str, reports: list[str], table: pd.DataFrame, seconds_le
         sel = raw[[bought.key_of(r, keys) in want for r in raw[keys].itertuples(index=False)]]
         rounds_run[k] = int(sel["repeat"].nunique()) if "repeat" in sel else 1
     per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
-    # the reviewer's minutes bound a purchase, not a count of rounds (no maximum: math.inf)
-    r = sequential.allot(pending, rounds_run, configs_of, math.inf, seconds_left, per_run, slack=1.0)
-    skipped.update(r.futile)
-    skipped.update({k: "within reach alone, not beside the cheaper ones in these minutes" for k in r.deferred})
-    if not r.go:
-        return None
-    union = sorted(set().union(*(configs_of[k] for k in r.go)))
-    rounds = max(sequential.rounds_needed(pending[k], rounds_run[k]) for k in r.go)
-    runs = rounds * len(union)
-    costs = {}
-    for k in r.go:
-        need = sequential.rounds_needed(pending[k], rounds_run[k])
-        costs[k] = (f"{pending[k].n} -> {pending[k].n_to_decide} samples: {need} round(s) of "
-                    f"{len(configs_of[k])} configuration(s), ~{need * len(configs_of[k]) * per_run:.0f} s")
-    return Offer(stage, list(r.go), [dict(zip(keys, configs[i])) for i in union], runs, runs * per_run, costs)
+    after = overhead_s(sorted(set(reports[1:]) - {"claims"})) + own_overhead_s(stage)
+    return _Stage(stage, list(keys), configs, pending, rounds_run, configs_of, per_run, after)
 
 
 def _configs(raw: pd.DataFrame, keys: list[str]) -> list[tuple]:
@@ -196,7 +217,11 @@ def own_overhead_s(stage: str) -> float:
 
 def plan(table: pd.DataFrame, seconds: float, dvc_yaml: dict) -> Plan:
     """The purchases within ``seconds`` for the inconclusive findings of ``table`` (a claims
-    table), cheapest first; every other inconclusive finding named with why it is skipped."""
+    table): every finding of every buying stage priced alone (its runs, its stage's overhead,
+    the claims table once), then taken cheapest first, across stages, while the purchases so far
+    and it fit the minutes (findings of one stage share their configurations' rounds). Every
+    other inconclusive finding is named with why it is skipped. The minutes alone bound a
+    purchase: there is no count of rounds."""
     p = Plan()
     can = buyable(dvc_yaml)
     inc = table[(table["kind"] == "finding") & (table["verdict"] == "inconclusive")]
@@ -204,17 +229,42 @@ def plan(table: pd.DataFrame, seconds: float, dvc_yaml: dict) -> Plan:
     for r in inc.itertuples(index=False):
         if r.stage not in covered:
             p.skipped[r.id] = f"stage {r.stage}'s runs cannot be bought (no decide.<stage> params)"
-    left = seconds
-    for stage, reports in can.items():
-        if not (paths.results_dir(stage) / "sequential.json").exists():
-            continue
-        after = overhead_s(sorted(set(reports[1:]) | {"claims"})) + own_overhead_s(stage)
-        o = _stage_offer(stage, reports, table, left - after, p.skipped) if left > after else None
-        if o is not None:
-            p.offers.append(o)
-            left -= o.seconds + after
-    p.seconds = seconds - left
+    stages = {s: c for s, reports in can.items() if (paths.results_dir(s) / "sequential.json").exists()
+              and (c := _candidates(s, reports, table, p.skipped)) is not None}
+    claims_s = overhead_s(["claims"]) if "claims" in dvc_yaml.get("stages", {}) else 0.0
+    chosen, p.seconds = take(stages, seconds, claims_s, p.skipped)
+    p.offers = [stages[s].offer(ks) for s, ks in chosen.items()]
     return p
+
+
+def take(stages: dict[str, _Stage], seconds: float, claims_s: float, skipped: dict) -> tuple[dict, float]:
+    """The findings bought within ``seconds``: each priced alone (its runs, its stage's
+    ``after``, the claims table's ``claims_s``), taken cheapest first across stages while the
+    purchase so far and it fit (findings of one stage share their configurations' rounds).
+    Returns ({stage: findings}, seconds planned); the rest go to ``skipped`` with why."""
+    alone = []
+    for s, c in stages.items():
+        for k, j in c.pending.items():
+            if c.rounds(k) is None:
+                skipped[k] = f"forecast: never, at {j.n} samples the value sits at a rule's or margin's edge"
+            else:
+                alone.append((c.seconds([k]) + c.after + claims_s, s, k))
+
+    def total(plan: dict) -> float:
+        return claims_s + sum(stages[x].seconds(ks) + stages[x].after for x, ks in plan.items()) if plan else 0.0
+
+    chosen: dict[str, list[str]] = {}
+    for cost, s, k in sorted(alone):
+        trial = {**chosen, s: chosen.get(s, []) + [k]}
+        if total(trial) <= seconds:
+            chosen = trial
+        elif cost > seconds:
+            j = stages[s].pending[k]
+            skipped[k] = (f"forecast: {j.n_to_decide} samples from {j.n}, {stages[s].rounds(k)} more rounds, "
+                          f"about {cost:.0f} s with the reports; the minutes hold {seconds:.0f} s")
+        else:
+            skipped[k] = "within reach alone, not beside the cheaper ones in these minutes"
+    return chosen, total(chosen)
 
 
 def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: dict) -> Plan:

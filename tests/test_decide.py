@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import bought, decide
+from experiments import bought, decide, sequential
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "decide"
@@ -108,3 +108,29 @@ def test_bought_runs_stop_at_the_minutes_between_runs(monkeypatch):
     assert len(bought.buy([("A",), ("B",)], ["config"], run_one, [p], raw, 1, clock=lambda: t[0])) == 3
     with pytest.raises(ValueError, match="do not have"):
         bought.buy([("A",)], ["config"], run_one, [p], raw, 1)
+
+
+def test_the_minutes_go_to_the_cheapest_findings_across_stages():
+    """decide.take: findings priced alone and taken cheapest first whatever their stage (the
+    first stage in dvc.yaml does not spend the minutes before a cheaper one elsewhere);
+    findings of one stage share the rounds of their configurations; "never" is skipped."""
+    J = sequential.Judged
+
+    def stage(name, pending, configs_of, per_run, after=10.0):
+        return decide._Stage(name, ["c"], [(i,) for i in range(4)], pending, {k: 6 for k in pending},
+                             configs_of, per_run, after)
+
+    first = stage("first", {"dear": J(False, 6, 60), "edge": J(False, 6, None, never=True)},
+                  {"dear": frozenset({0, 1}), "edge": frozenset({0})}, per_run=10.0)   # 54 rounds x 2 x 10 s
+    second = stage("second", {"cheap": J(False, 6, 8), "cheap2": J(False, 6, 12)},
+                   {"cheap": frozenset({0, 1}), "cheap2": frozenset({1, 2})}, per_run=1.0)
+    skipped = {}
+    chosen, secs = decide.take({"first": first, "second": second}, 300.0, 5.0, skipped)
+    assert chosen == {"second": ["cheap", "cheap2"]}
+    assert secs == 5.0 + 6 * 3 * 1.0 + 10.0                    # cheap2's 6 rounds over the union {0, 1, 2}
+    assert "never" in skipped["edge"] and "minutes hold 300 s" in skipped["dear"]
+    offer = second.offer(chosen["second"])
+    assert offer.runs == 18 and offer.configs == [{"c": 0}, {"c": 1}, {"c": 2}]
+    # with more minutes the dear one is bought too, beside the cheap ones
+    chosen, _ = decide.take({"first": first, "second": second}, 1200.0, 5.0, {})
+    assert chosen == {"second": ["cheap", "cheap2"], "first": ["dear"]}
