@@ -136,11 +136,12 @@ def buy(configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int],
     have = set(raw["made_by"]) if "made_by" in raw else {FIRST}
     rows: list[dict] = []
     nxt = int(raw["repeat"].max()) + 1 if len(raw) else 0
+    have_keys = [key_of(c, keys) for c in configs]
     for k, p in enumerate(purchases, start=1):
         if label(p.run) in have:
             continue
-        have_keys = [key_of(c, keys) for c in configs]
-        idx = [next((i for i, c in enumerate(have_keys) if c == key_of(want, keys)), None) for want in p.configs]
+        wanted = [key_of(want, keys) for want in p.configs]
+        idx = [next((i for i, c in enumerate(have_keys) if c == w), None) for w in wanted]
         if None in idx:
             raise ValueError(f"decide: a purchase of run {p.run} names configuration(s) this stage's "
                              f"parameters do not have: {[w for w, i in zip(p.configs, idx) if i is None]}; "
@@ -178,18 +179,15 @@ def course(before: dict, purchases: Sequence[Purchase], rows: pd.DataFrame) -> d
                                   "configs": p.configs, "level": lv.get(label(p.run))} for p in purchases]}
 
 
-def rounds(stage: str, configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int], dict],
-           loop: Callable[[], object], purchases: Sequence[Purchase], seed: int,
-           tables: Sequence[str] = ()) -> tuple[pd.DataFrame, Kept | None]:
+def rounds(before: Kept | None, configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int], dict],
+           loop: Callable[[], object], purchases: Sequence[Purchase], seed: int) -> pd.DataFrame:
     """A buying stage's rows: its own loop's (``loop()``: an :class:`experiments.sequential.Result`
-    of ``configs`` through ``run_one``), or, when a decide run appends to ``stage``
-    (:func:`kept`), the rows it measured before; then the purchases those rows lack
-    (:func:`buy`). Returns (the rows, ``made_by`` marked, with ``attrs["sequential"]``: the
-    loop's course, ``keys`` and what each purchase made; the :class:`Kept` rows and side
-    ``tables`` of before, None when the loop ran)."""
+    of ``configs`` through ``run_one``), or, when a decide run appends to the stage, the rows it
+    measured before (``before``: :func:`kept`, read once by the stage, which also needs its side
+    tables); then the purchases those rows lack (:func:`buy`). Returns the rows, ``made_by``
+    marked, with ``attrs["sequential"]``: the loop's course, ``keys`` and what each purchase made."""
     from .sequential import to_json
 
-    before = kept(stage, tables)
     if before is None:
         res = loop()
         raw, crs = res.rows.assign(made_by=FIRST), {**to_json(res), "keys": list(keys)}
@@ -198,4 +196,4 @@ def rounds(stage: str, configs: Sequence, keys: Sequence[str], run_one: Callable
     extra = buy(configs, keys, run_one, list(purchases), raw, seed)
     raw = pd.concat([raw, extra], ignore_index=True) if len(extra) else raw
     raw.attrs["sequential"] = course(crs, purchases, raw) if purchases else crs
-    return raw, before
+    return raw

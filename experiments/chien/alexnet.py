@@ -344,7 +344,7 @@ def measure_stage(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: 
 
     before = bought.kept("alexnet_prefetch", ("steps", "dstat", "dstat_steps"))
     runs6, steps6 = measure_sweep(trainer, staged, n_classes, prefetch_configs(tier_names, cfg), cfg, seed,
-                                  "prefetch", purchases)
+                                  "prefetch", purchases, before)
     if before is not None:
         runs = runs6
         steps = pd.concat([before.tables.get("steps", pd.DataFrame()), steps6], ignore_index=True)
@@ -361,7 +361,7 @@ def measure_stage(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: 
 
 def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int,
                   configs: list[dict], cfg: AlexNetConfig, seed: int, experiment: str, purchases=(),
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  before=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run each configuration (dicts with tier, threads, batch_size, prefetch) ``warmup +
     repeats`` times, in rounds (every configuration once per round, in a seeded random order:
     :func:`experiments.sequential.run`), the data set evicted from the page cache before each
@@ -369,7 +369,8 @@ def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: 
     (:func:`sweep_plan`). Returns one row per run (``level``: the level its findings are judged
     at) and one row per step; the course of the repeats is ``runs.attrs["sequential"]``. The
     prefetch sweep's rows are :func:`experiments.bought.rounds`': ``purchases`` are made after
-    its rounds, and a decide run appending keeps the rows of before (the whole stage's)."""
+    its rounds, and a decide run appending keeps the rows of before (``before``, the whole
+    stage's: :func:`experiments.bought.kept`)."""
     from .. import bought, sequential
 
     steps = []
@@ -393,7 +394,7 @@ def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: 
                               progress_desc=f"alexnet {experiment}")
 
     if experiment == "prefetch":
-        runs, _ = bought.rounds("alexnet_prefetch", configs, KEYS, run_one, loop, purchases, seed)
+        runs = bought.rounds(before, configs, KEYS, run_one, loop, purchases, seed)
     else:
         res = loop()
         runs = res.rows

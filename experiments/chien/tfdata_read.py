@@ -162,11 +162,11 @@ def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataRea
                 "images": n, "bytes": nbytes, "batches": batches, "images_per_s": n / seconds,
                 "MBps": nbytes / 1e6 / seconds, "eviction": evictions[tier.name]}
 
-    raw, _ = bought.rounds("tfdata_read", configs, KEYS, run_one,
-                           lambda: sequential.run(configs, run_one, lambda rows, level: {},
-                                                  sequential.Plan(cfg.repeats, cfg.repeats), seed,
-                                                  warmup=cfg.warmup, progress_desc="tf.data rounds"),
-                           purchases, seed)
+    raw = bought.rounds(bought.kept("tfdata_read"), configs, KEYS, run_one,
+                        lambda: sequential.run(configs, run_one, lambda rows, level: {},
+                                               sequential.Plan(cfg.repeats, cfg.repeats), seed,
+                                               warmup=cfg.warmup, progress_desc="tf.data rounds"),
+                        purchases, seed)
     order = {"seed": int(seed), "configs": [list(c) for c in configs], "rounds": raw.attrs["sequential"]["order"]}
     return raw, {"eviction": evictions, "order": order}
 

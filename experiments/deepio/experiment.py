@@ -325,8 +325,8 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
                 "nodes": n, "samples": len(index), "eviction": evictions[tier], **res}
 
     try:
-        raw, _ = bought.rounds(
-            "deepio", configs, KEYS, run_one,
+        raw = bought.rounds(
+            bought.kept("deepio"), configs, KEYS, run_one,
             lambda: sequential.run(configs, run_one, loader_decided,
                                    sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
                                    seed, progress_desc="deepio: loader rounds"),

@@ -379,7 +379,7 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()) -> tuple[pd.DataF
     configs = [(t.name, d.name, s, p, n) for t in tiers for d in cfg.datasets
                for s in cfg.strategies for p in cfg.procs for n in node_counts if n <= p]
     procs, evictions = [], {}
-    before = bought.kept("lmdbio")
+    before = bought.kept("lmdbio", ("processes", "handover_check"))
     first_id = int(before.raw["run"].max()) + 1 if before is not None else 0
     made = [0]   # runs made by this process (the ids go on after the kept rows')
     pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
@@ -409,13 +409,13 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()) -> tuple[pd.DataF
 
     env = judging_env(cfg)
     try:
-        raw, before = bought.rounds(
-            "lmdbio", configs, KEYS, run_one,
+        raw = bought.rounds(
+            before, configs, KEYS, run_one,
             lambda: sequential.run(configs, run_one, lambda rows, level: decide(rows, level, env),
                                    sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
                                    seed, progress_desc="lmdbio rounds",
                                    focus=lambda pending, rows: focus(pending, configs, rows, env)),
-            purchases, seed, ("processes", "handover_check"))
+            purchases, seed)
         if before is None:
             hand = handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check else pd.DataFrame()
         else:
