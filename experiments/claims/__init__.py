@@ -18,8 +18,9 @@ data set in the page cache is marked as warm (:func:`cold_run`).
 
 A finding's direction is judged on the 95 % confidence interval of our value
 (:mod:`experiments.stats`, from the stage's repeats or per-step/per-read samples): it holds when
-the whole interval satisfies the rule, fails when the whole interval violates it, and is
-``inconclusive`` when the interval straddles the rule's threshold. Each direction rule carries a
+the whole interval satisfies the rule (with a margin, below: lies past the margin's edge),
+fails when the whole interval violates it, and is ``inconclusive`` when the interval straddles
+the rule's threshold (or satisfies it but reaches into the margin). Each direction rule carries a
 margin of no material effect (:func:`default_margin`: 5 % for a ratio against 1): an interval
 inside it ``fails`` as ``negligible`` (shown and counted as ``fails (negligible)``); an interval
 that straddles the threshold but ends short of the margin's edge on the side the statement

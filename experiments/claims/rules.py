@@ -134,13 +134,32 @@ def _decide(test: _Rule, band: tuple[float, float] | None, lo: float,
     """(holds, negligible, short) of a finding's interval [lo, hi]: ``negligible`` when the
     whole interval lies in the margin's ``band`` (fails); else the rule on the interval
     (None: it straddles), and ``short`` when a straddling interval ends short of the margin's
-    edge on the statement's side (fails: the effect the statement means is ruled out)."""
+    edge on the statement's side (fails: the effect the statement means is ruled out). With a
+    band, holds needs the whole interval past the band's far edge on the statement's side; one
+    on that side of the threshold that still reaches into the band is None (undecided), so
+    that no narrower interval can turn a holds into a fails."""
     negligible = bool(band and band[0] <= lo and hi <= band[1])
     holds = False if negligible else test.on_interval(lo, hi)
     short = False
     if holds is None and band and _short_of_margin(test, band, lo, hi):
         holds, short = False, True
+    if holds and band and _reaches_into_band(test, band, lo, hi):
+        # on the claimed side of X but not past the band's far edge: a narrower interval
+        # around a value in the band would be negligible (a fail), so this one is not a
+        # decision yet; holds never turns into fails as samples are added
+        holds = None
     return holds, negligible, short
+
+
+def _reaches_into_band(test: _Rule, band: tuple[float, float], lo: float, hi: float) -> bool:
+    """Whether an interval that satisfies a one-sided rule still reaches into the margin's
+    band (``> X``: its low end at most X + d; ``< X``: its high end at least X - d): the
+    effect is in the statement's direction, but whether it is as large as the margin is open."""
+    if math.isinf(test.upper) and not math.isinf(test.lower):
+        return lo <= band[1]
+    if math.isinf(test.lower) and not math.isinf(test.upper):
+        return hi >= band[0]
+    return False
 
 
 MAX_TO_DECIDE = 100   # times the samples taken: beyond it the value sits on a rule's edge

@@ -33,8 +33,8 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     our own generators, metric or tools, which the code was built to satisfy). ``rule`` decides
     the direction (the effect exists here); for a finding it is judged on ``interval`` (a
     :class:`experiments.stats.Interval` of our value, same unit): ``holds`` when the whole
-    interval satisfies the rule, ``fails`` when none of it does, ``inconclusive`` when it
-    straddles; with no interval (or one sample, or NaN bounds) a measured finding is
+    interval satisfies the rule (past the margin's edge, below), ``fails`` when none of it
+    does, ``inconclusive`` when it straddles (or reaches into the margin); with no interval (or one sample, or NaN bounds) a measured finding is
     ``inconclusive``. A check is judged on the point (an interval given is shown).
     ``magnitude`` (for a finding whose paper states a number) decides, on the point ratio and
     only when the direction holds, whether ours / paper is within a stated tolerance
@@ -176,6 +176,12 @@ def _note_parts(note, why_not, kind, verdict, value, interval, has_ci, outside, 
             parts.append(f"n = {n}: {interval.method} covers at most {interval.coverage:.0%}, below "
                          f"{interval.level:.0%}; it decides nothing (at least {_min_n(interval)} "
                          "independent samples are needed)")
+        elif verdict == "inconclusive" and band and test.on_interval(interval.low, interval.high):
+            parts.append(f"the interval [{interval.low:.4g}, {interval.high:.4g}] satisfies the rule "
+                         f"'{rule}' but reaches into the margin [{band[0]:.4g}, {band[1]:.4g}]: the "
+                         f"direction is shown, an effect of at least {_margin_words(test, m)} is not "
+                         "(a narrower interval could still show it negligible)")
+            parts.append(_to_decide_words(to_decide, n))
         elif verdict == "inconclusive":
             reach = (f", reaching beyond the margin [{band[0]:.4g}, {band[1]:.4g}]" if band else "")
             parts.append(f"the interval [{interval.low:.4g}, {interval.high:.4g}] straddles the "
