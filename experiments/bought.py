@@ -54,6 +54,7 @@ class DecideParams(Section):
     deepio: list[Purchase] = Field(default_factory=list)
     tfdata_read: list[Purchase] = Field(default_factory=list)
     alexnet_prefetch: list[Purchase] = Field(default_factory=list)
+    alexnet_checkpoint: list[Purchase] = Field(default_factory=list)
     blog: list[Purchase] = Field(default_factory=list)
 
 

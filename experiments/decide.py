@@ -48,7 +48,7 @@ from . import bought, paths, sequential
 # called as f(finding, raw, configs) -> indices or None); a stage without one buys all of them
 NEEDS = {"lmdbio": "experiments.lmdbio.read:needs", "deepio": "experiments.deepio.experiment:needs",
          "tfdata_read": "experiments.chien.tfdata_read:needs", "alexnet_prefetch": "experiments.chien.alexnet:needs",
-         "blog": "experiments.blog.report:needs"}
+         "alexnet_checkpoint": "experiments.chien.alexnet_checkpoint:needs", "blog": "experiments.blog.report:needs"}
 CLAIMS_CSV = ("claims", "claims.csv")
 
 
@@ -231,6 +231,10 @@ def plan(table: pd.DataFrame, seconds: float, dvc_yaml: dict) -> Plan:
             p.skipped[r.id] = f"stage {r.stage}'s runs cannot be bought (no decide.<stage> params)"
     stages = {s: c for s, reports in can.items() if (paths.results_dir(s) / "sequential.json").exists()
               and (c := _candidates(s, reports, table, p.skipped)) is not None}
+    for c in stages.values():   # a finding another stage's runs can decide is not skipped for this one's
+        for k in c.pending:
+            if p.skipped.get(k, "").startswith("its samples are not "):
+                del p.skipped[k]
     claims_s = overhead_s(["claims"]) if "claims" in dvc_yaml.get("stages", {}) else 0.0
     chosen, p.seconds = take(stages, seconds, claims_s, p.skipped)
     p.offers = [stages[s].offer(ks) for s, ks in chosen.items()]
@@ -274,21 +278,24 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
         raise SystemExit(f"decide --rounds {rounds}; allowed: an integer >= 1")
     row = table[table["id"] == finding]
     can = buyable(dvc_yaml)
-    stage = next((s for s, rs in can.items() if len(row) and row["stage"].iloc[0] in rs), None)
-    if stage is None:
+    stages = [s for s, rs in can.items() if len(row) and row["stage"].iloc[0] in rs]
+    if not stages:
         raise SystemExit(f"decide --finding {finding}: not a finding of a stage that can buy runs; allowed: "
                          f"a finding of {', '.join(sorted(can)) or '(none)'} in results/claims/claims.csv")
-    d = paths.results_dir(stage)
-    course = json.loads((d / "sequential.json").read_text())
-    raw = pd.read_parquet(d / "raw.parquet")
-    raw = raw[~raw["warmup"].astype(bool)] if "warmup" in raw else raw
-    keys = course["keys"]
-    configs = _configs(raw, keys)
-    hook = _hook(stage)
-    idx = hook(finding, raw, configs) if hook else None
-    if idx is not None and not len(idx):
-        raise SystemExit(f"decide --finding {finding}: its samples are not {stage}'s rounds (more runs of the "
-                         "stage would not add any)")
+    for stage in stages:   # the first stage whose runs the finding compares (a report may read several)
+        d = paths.results_dir(stage)
+        course = json.loads((d / "sequential.json").read_text())
+        raw = pd.read_parquet(d / "raw.parquet")
+        raw = raw[~raw["warmup"].astype(bool)] if "warmup" in raw else raw
+        keys = course["keys"]
+        configs = _configs(raw, keys)
+        hook = _hook(stage)
+        idx = hook(finding, raw, configs) if hook else None
+        if idx is None or len(idx):
+            break
+    else:
+        raise SystemExit(f"decide --finding {finding}: its samples are not the rounds of {', '.join(stages)} "
+                         "(more runs of the stage would not add any)")
     idx = range(len(configs)) if idx is None else idx
     per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
     chosen = [dict(zip(keys, configs[i])) for i in sorted(idx)]

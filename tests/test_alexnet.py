@@ -122,3 +122,47 @@ def test_checkpoint_tier_with_missing_parent_is_refused(tmp_path, monkeypatch):
     inside = Tier(name="disk", path="data/tiers/disk")
     assert ckpt.prepare_checkpoint_tiers([("alexnet_checkpoint.slow", inside)])
     assert (tmp_path / "project" / "data" / "tiers" / "disk").is_dir()
+
+
+def test_checkpoint_needs_names_the_modes_each_finding_compares():
+    configs = [("none", "none"), ("direct", "mem"), ("direct", "disk"), ("burst", "mem>disk")]
+    assert ckpt.needs("burst-buffer-close-to-fast", None, configs) == [1, 3]
+    assert ckpt.needs("burst-buffer-speedup-vs-slow", None, configs) == [2, 3]
+    assert ckpt.needs("checkpoint-overhead-vs-none", None, configs) == [0, 1]
+    assert ckpt.needs("checkpoint-ssd-between-optane-and-hdd", None, configs) == [1, 2]
+    assert ckpt.needs("alexnet-prefetch-faster-disk", None, configs) == []
+
+
+def test_checkpoint_runs_then_a_decide_run_appends_its_purchase(data, tmp_path, monkeypatch):
+    """The checkpoint stage's rounds (every mode once, a warm-up first), then, as ``make decide``
+    re-runs it, the rows and side tables of before kept and only the purchase run after them."""
+    from experiments import bought, results, sequential
+
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    for t in ("mem", "disk"):
+        (tmp_path / t).mkdir()
+    dirs = {"mem": str(tmp_path / "mem"), "disk": str(tmp_path / "disk")}
+    tr = ax.Trainer(3, 32, 0.125, 0.02, seed=1)
+    c = ckpt.CheckpointConfig(iterations=2, interval=1, batch_size=4, threads=1, repeats=1, warmup=1,
+                              eviction="none", dstat_interval_s=0.1)
+    res = ckpt.measure_checkpoint(tr, data, 3, dirs, c, 32, 1)
+    runs = res["runs"]
+    assert len(runs) == 2 * 4 and set(runs["made_by"]) == {bought.FIRST}
+    assert sorted(runs["repeat"].unique()) == [0, 1] and runs["warmup"].sum() == 4
+    assert len(res["saves"]) and set(res["saves"]["repeat"]) == {0, 1}
+    out = results.StageResults("alexnet_checkpoint")
+    out.raw(runs)
+    sequential.write(out, runs.attrs["sequential"])
+    for name in ckpt.SIDE_TABLES:
+        out.table(name, res[name])
+    monkeypatch.setenv(bought.ENV, "alexnet_checkpoint")
+    buy = [bought.Purchase(run=1, configs=[{"mode": "burst", "target": "mem>disk"},
+                                           {"mode": "direct", "target": "mem"}], runs=2)]
+    more = ckpt.measure_checkpoint(tr, data, 3, dirs, c, 32, 1, buy)
+    new = more["runs"][more["runs"]["made_by"] == bought.label(1)]
+    assert len(more["runs"]) == 10 and len(new) == 2 and set(new["repeat"]) == {2}
+    assert set(zip(new["mode"], new["target"])) == {("burst", "mem>disk"), ("direct", "mem")}
+    assert (new["level"] > sequential.level_of(runs)).all() and not new["warmup"].any()   # one more look: wider
+    saves = more["saves"]
+    assert len(saves) > len(res["saves"]) and set(saves["repeat"]) == {0, 1, 2}
+    assert more["runs"].attrs["sequential"]["decide"][0]["runs"] == 2

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import reference, stats, style
+from .. import reference, sequential, stats, style
 from ..claims.declared import Measured, join
 
 
@@ -387,8 +387,9 @@ def _run_ratio(ck: pd.DataFrame, ck_runs: pd.DataFrame | None, num: tuple[str, s
         return v, None
     timed = ck_runs[~ck_runs["warmup"].astype(bool)] if "warmup" in ck_runs else ck_runs
     one = lambda m, t: stats.samples(timed, "seconds", mode=m, target=t)   # noqa: E731
-    # a fixed count of checkpoint runs, looked at once: the plain 95 % level
-    return stats.ratio_of_medians(one(*num), one(*den), level=stats.LEVEL)
+    # a fixed count of checkpoint runs, looked at once (95 %), and once more per purchase of
+    # make decide (the rows' level: experiments.bought)
+    return stats.ratio_of_medians(one(*num), one(*den), level=sequential.level_of(ck_runs))
 
 
 def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int,
@@ -411,9 +412,10 @@ def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int
     bb = f"{fast}>{slow}"
     if r and saves is not None and len(saves):
         stall = lambda t: stats.samples(saves, "stall_s", target=t)   # noqa: E731 (warm-ups left out)
-        # alexnet_checkpoint's runs: a fixed count, looked at once (95 %, as in _run_ratio)
-        close, close_ci = stats.ratio_of_medians(stall(bb), stall(fast), level=stats.LEVEL)
-        sp, sp_ci = stats.ratio_of_medians(stall(slow), stall(bb), level=stats.LEVEL)
+        # alexnet_checkpoint's runs: a fixed count, looked at once, plus decide's looks (as in _run_ratio)
+        lv = sequential.level_of(ck_runs)
+        close, close_ci = stats.ratio_of_medians(stall(bb), stall(fast), level=lv)
+        sp, sp_ci = stats.ratio_of_medians(stall(slow), stall(bb), level=lv)
     serial = (f"a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s on {fast}: serializing the state "
               f"on {n} cores takes most of a stall on either tier")
     ci_words = lambda iv: (f" [{iv.low:.2f}, {iv.high:.2f}]" if iv is not None and iv.ok else "")  # noqa: E731
