@@ -50,6 +50,7 @@ NEEDS = {"lmdbio": "experiments.lmdbio.read:needs", "deepio": "experiments.deepi
          "tfdata_read": "experiments.chien.tfdata_read:needs", "alexnet_prefetch": "experiments.chien.alexnet:needs",
          "alexnet_checkpoint": "experiments.chien.alexnet_checkpoint:needs", "blog": "experiments.blog.report:needs"}
 CLAIMS_CSV = ("claims", "claims.csv")
+NOT_ITS_ROUNDS = "its samples are not {stage}'s rounds (more runs of the stage would not add any)"
 
 
 @dataclass
@@ -172,7 +173,7 @@ def _candidates(stage: str, reports: list[str], table: pd.DataFrame, skipped: di
     for k in list(pending):
         idx = hook(k, raw, configs) if hook else None
         if idx is not None and not len(idx):
-            skipped[k] = f"its samples are not {stage}'s rounds (more runs of the stage would not add any)"
+            skipped[k] = NOT_ITS_ROUNDS.format(stage=stage)
             del pending[k]
             continue
         configs_of[k] = every if idx is None else frozenset(int(i) for i in idx)
@@ -233,7 +234,7 @@ def plan(table: pd.DataFrame, seconds: float, dvc_yaml: dict) -> Plan:
               and (c := _candidates(s, reports, table, p.skipped)) is not None}
     for c in stages.values():   # a finding another stage's runs can decide is not skipped for this one's
         for k in c.pending:
-            if p.skipped.get(k, "").startswith("its samples are not "):
+            if p.skipped.get(k) in {NOT_ITS_ROUNDS.format(stage=s) for s in stages}:
                 del p.skipped[k]
     claims_s = overhead_s(["claims"]) if "claims" in dvc_yaml.get("stages", {}) else 0.0
     chosen, p.seconds = take(stages, seconds, claims_s, p.skipped)

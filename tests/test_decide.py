@@ -134,3 +134,28 @@ def test_the_minutes_go_to_the_cheapest_findings_across_stages():
     # with more minutes the dear one is bought too, beside the cheap ones
     chosen, _ = decide.take({"first": first, "second": second}, 1200.0, 5.0, {})
     assert chosen == {"second": ["cheap", "cheap2"], "first": ["dear"]}
+
+
+def test_a_finding_of_a_report_reading_two_buying_stages_is_bought_from_the_one_whose_runs_it_compares(
+        monkeypatch, tmp_path):
+    """AlexNet's report reads the prefetch sweep and the checkpoint runs: the checkpoint finding
+    is named "not this stage's rounds" by the prefetch stage's hook, and bought from the checkpoint
+    stage's all the same (not listed as skipped)."""
+    table = pd.DataFrame([{"stage": "rep", "id": "ck-row", "kind": "finding", "verdict": "inconclusive"}])
+    monkeypatch.setattr(decide, "buyable", lambda dvc_yaml: {"sweep": ["sweep", "rep"], "ck": ["ck", "rep"]})
+    monkeypatch.setattr(decide.paths, "results_dir", lambda s: tmp_path)
+    (tmp_path / "sequential.json").write_text("{}")
+
+    def candidates(stage, reports, tab, skipped):
+        pending = {}
+        if stage == "sweep":
+            skipped["ck-row"] = decide.NOT_ITS_ROUNDS.format(stage=stage)
+        else:
+            pending = {"ck-row": sequential.Judged(False, 6, 12)}
+        return decide._Stage(stage, ["mode"], [("a",), ("b",)], pending, {k: 6 for k in pending},
+                             {k: frozenset({0, 1}) for k in pending}, 2.0, 5.0)
+
+    monkeypatch.setattr(decide, "_candidates", candidates)
+    p = decide.plan(table, 600, {"stages": {}})
+    assert [(o.stage, o.findings) for o in p.offers] == [("ck", ["ck-row"])] and "ck-row" not in p.skipped
+    assert p.offers[0].runs == 6 * 2   # 6 more rounds of its two modes
