@@ -71,6 +71,11 @@ class Kept:
     course: dict
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
+    def appended(self, name: str, new: pd.DataFrame) -> pd.DataFrame:
+        """Side table ``name`` as kept, then the ``new`` rows a decide run's purchases made."""
+        parts = [x for x in (self.tables.get(name), new) if x is not None and len(x)]
+        return pd.concat(parts, ignore_index=True) if parts else new
+
 
 def appending(stage: str) -> bool:
     """Whether a decide run is re-running ``stage`` to append (:data:`ENV` names it)."""

@@ -139,13 +139,23 @@ class _Stage:
                      runs * self.per_run, costs)
 
 
-def _candidates(stage: str, reports: list[str], table: pd.DataFrame, skipped: dict) -> _Stage | None:
-    """``stage``'s inconclusive findings (of the stages in ``reports``) that more of its runs
-    could decide, priced; the others named in ``skipped`` with why."""
+def _timed_rows(stage: str) -> tuple[dict, pd.DataFrame]:
+    """A buying stage's loop course (``sequential.json``) and its rows, warm-ups left out."""
     d = paths.results_dir(stage)
     course = json.loads((d / "sequential.json").read_text())
     raw = pd.read_parquet(d / "raw.parquet")
-    raw = raw[~raw["warmup"].astype(bool)] if "warmup" in raw else raw
+    return course, raw[~raw["warmup"].astype(bool)] if "warmup" in raw else raw
+
+
+def _per_run(course: dict) -> float:
+    """Seconds per run of a stage's loop, from its course (1 s when it recorded none)."""
+    return float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
+
+
+def _candidates(stage: str, reports: list[str], table: pd.DataFrame, skipped: dict) -> _Stage | None:
+    """``stage``'s inconclusive findings (of the stages in ``reports``) that more of its runs
+    could decide, priced; the others named in ``skipped`` with why."""
+    course, raw = _timed_rows(stage)
     keys = course.get("keys")
     mine = table[table["stage"].isin(reports) & (table["kind"] == "finding") & (table["verdict"] == "inconclusive")]
     if not keys or not len(raw):
@@ -180,7 +190,7 @@ def _candidates(stage: str, reports: list[str], table: pd.DataFrame, skipped: di
         want = {configs[i] for i in configs_of[k]}
         sel = raw[[bought.key_of(r, keys) in want for r in raw[keys].itertuples(index=False)]]
         rounds_run[k] = int(sel["repeat"].nunique()) if "repeat" in sel else 1
-    per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
+    per_run = _per_run(course)
     after = overhead_s(sorted(set(reports[1:]) - {"claims"})) + own_overhead_s(stage)
     return _Stage(stage, list(keys), configs, pending, rounds_run, configs_of, per_run, after)
 
@@ -284,10 +294,7 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
         raise SystemExit(f"decide --finding {finding}: not a finding of a stage that can buy runs; allowed: "
                          f"a finding of {', '.join(sorted(can)) or '(none)'} in results/claims/claims.csv")
     for stage in stages:   # the first stage whose runs the finding compares (a report may read several)
-        d = paths.results_dir(stage)
-        course = json.loads((d / "sequential.json").read_text())
-        raw = pd.read_parquet(d / "raw.parquet")
-        raw = raw[~raw["warmup"].astype(bool)] if "warmup" in raw else raw
+        course, raw = _timed_rows(stage)
         keys = course["keys"]
         configs = _configs(raw, keys)
         hook = _hook(stage)
@@ -298,7 +305,7 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
         raise SystemExit(f"decide --finding {finding}: its samples are not the rounds of {', '.join(stages)} "
                          "(more runs of the stage would not add any)")
     idx = range(len(configs)) if idx is None else idx
-    per_run = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
+    per_run = _per_run(course)
     chosen = [dict(zip(keys, configs[i])) for i in sorted(idx)]
     runs = rounds * len(chosen)
     cost = f"{rounds} round(s) of {len(chosen)} configuration(s) asked for, ~{runs * per_run:.0f} s"

@@ -347,7 +347,7 @@ def measure_stage(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: 
                                   "prefetch", purchases, before)
     if before is not None:
         runs = runs6
-        steps = pd.concat([before.tables.get("steps", pd.DataFrame()), steps6], ignore_index=True)
+        steps = before.appended("steps", steps6)
         samples, dsteps = before.tables.get("dstat", pd.DataFrame()), before.tables.get("dstat_steps", pd.DataFrame())
     else:
         runs7, steps7 = measure_sweep(trainer, staged, n_classes, batch_configs(cfg, prefetch_configs(tier_names, cfg)),

@@ -246,9 +246,7 @@ def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_d
     new = {"saves": pd.DataFrame(side["saves"]), "drains": pd.DataFrame(side["drains"]),
            "dstat": pd.concat(side["dstat"], ignore_index=True) if side["dstat"] else pd.DataFrame()}
     if before is not None:   # a decide run: the tables of before, then the purchases'
-        for k, v in new.items():
-            parts = [x for x in (before.tables.get(k), v) if x is not None and len(x)]
-            new[k] = pd.concat(parts, ignore_index=True) if parts else v
+        new = {k: before.appended(k, v) for k, v in new.items()}
     return {"runs": runs, **new}
 
 

@@ -34,8 +34,8 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     the direction (the effect exists here); for a finding it is judged on ``interval`` (a
     :class:`experiments.stats.Interval` of our value, same unit): ``holds`` when the whole
     interval satisfies the rule (past the margin's edge, below), ``fails`` when none of it
-    does, ``inconclusive`` when it straddles (or reaches into the margin); with no interval (or one sample, or NaN bounds) a measured finding is
-    ``inconclusive``. A check is judged on the point (an interval given is shown).
+    does, ``inconclusive`` when it straddles (or reaches into the margin); with no interval
+    (or one sample, or NaN bounds) a measured finding is ``inconclusive``. A check is judged on the point (an interval given is shown).
     ``magnitude`` (for a finding whose paper states a number) decides, on the point ratio and
     only when the direction holds, whether ours / paper is within a stated tolerance
     (``direction only`` when not). No value (None/NaN) gives the verdict ``not measured``, and
