@@ -30,36 +30,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import pandas as pd
-from pydantic import Field
 
-from .config import Section
+# the stages' side, kept light (no claims, no statistics): what a measuring stage imports
+from .purchases import ENV, FIRST, DecideParams, Purchase, appending, first_run, label, shared_rounds  # noqa: F401
 
-ENV = "DLIO_DECIDE"                    # measuring stages a decide run appends to, space-separated
 DEADLINE_ENV = "DLIO_DECIDE_DEADLINE"  # seconds since the epoch: no bought run starts after it
-FIRST = "repro"                        # made_by of the rows of a stage's own loop
-SCALARS = str | int | float | None   # None: a key the configuration lacks (the blog: threads of a DataLoader run)
-
-
-class Purchase(Section):
-    run: int = Field(ge=1, description="the decide run that made it (1, 2, ...)")
-    configs: list[dict[str, SCALARS]] = Field(min_length=1, description="the configurations bought, "
-                                              "by the columns that name one")
-    runs: int = Field(ge=1, description="runs made: rounds over configs in the seeded order")
-
-
-class DecideParams(Section):
-    """``params.yaml``'s ``decide`` section: the purchases of each stage ``make decide`` buys for."""
-
-    lmdbio: list[Purchase] = Field(default_factory=list)
-    deepio: list[Purchase] = Field(default_factory=list)
-    tfdata_read: list[Purchase] = Field(default_factory=list)
-    alexnet_prefetch: list[Purchase] = Field(default_factory=list)
-    alexnet_checkpoint: list[Purchase] = Field(default_factory=list)
-    blog: list[Purchase] = Field(default_factory=list)
-
-
-def label(run: int) -> str:
-    return f"decide {int(run)}"
 
 
 @dataclass
@@ -75,11 +50,6 @@ class Kept:
         """Side table ``name`` as kept, then the ``new`` rows a decide run's purchases made."""
         parts = [x for x in (self.tables.get(name), new) if x is not None and len(x)]
         return pd.concat(parts, ignore_index=True) if parts else new
-
-
-def appending(stage: str) -> bool:
-    """Whether a decide run is re-running ``stage`` to append (:data:`ENV` names it)."""
-    return stage in os.environ.get(ENV, "").split()
 
 
 def kept(stage: str, tables: Sequence[str] = ()) -> Kept | None:

@@ -9,7 +9,10 @@ table leaves ``inconclusive``, where its forecast says more samples would decide
    configuration without one) and the stage's recorded seconds per run (``sequential.json``).
    :func:`experiments.sequential.allot` then takes them cheapest first within the minutes; a
    finding forecast *never*, or beyond the minutes, is named and skipped, as is one of a stage
-   that cannot buy runs.
+   that cannot buy runs. Stages whose findings compare each other's runs share one purchase
+   (``decide.workloads``, :func:`shared`: the thesis's real, sleep and generated-data stages),
+   priced as rounds of a workload in all of them (:func:`_shared_candidates`) and bought whole,
+   before the others.
 2. **Buy** (:func:`run`): the purchases are appended to ``params.yaml``'s ``decide`` section
    (:class:`experiments.bought.Purchase`) and ``dvc repro`` runs: the measuring stage re-runs
    because its params changed, keeps its rows and runs only the new purchase (its ``persist``
@@ -48,7 +51,8 @@ from . import bought, paths, sequential
 # called as f(finding, raw, configs) -> indices or None); a stage without one buys all of them
 NEEDS = {"lmdbio": "experiments.lmdbio.read:needs", "deepio": "experiments.deepio.experiment:needs",
          "tfdata_read": "experiments.chien.tfdata_read:needs", "alexnet_prefetch": "experiments.chien.alexnet:needs",
-         "alexnet_checkpoint": "experiments.chien.alexnet_checkpoint:needs", "blog": "experiments.blog.report:needs"}
+         "alexnet_checkpoint": "experiments.chien.alexnet_checkpoint:needs", "blog": "experiments.blog.report:needs",
+         "workloads": "experiments.workloads.stage:needs"}
 CLAIMS_CSV = ("claims", "claims.csv")
 NOT_ITS_ROUNDS = "its samples are not {stage}'s rounds (more runs of the stage would not add any)"
 
@@ -73,15 +77,51 @@ class Plan:
     seconds: float = 0.0
 
 
+def _reads(w: dict, name: str, whole: bool = False) -> bool:
+    """Whether a stage (its dvc.yaml entry ``w``) depends on stage ``name``'s results (``whole``:
+    on the whole folder, not one file of it)."""
+    return any(str(d) == f"results/{name}" or (not whole and str(d).startswith(f"results/{name}/"))
+               for d in w.get("deps", []))
+
+
+def shared(dvc_yaml: dict) -> dict[str, list[str]]:
+    """{shared purchase: the stages that list it} for each ``decide.<name>`` param that names no
+    stage (``decide.workloads``: the thesis's workload stages, whose findings compare their runs)."""
+    st = dvc_yaml.get("stages", {})
+    out: dict[str, list[str]] = {}
+    for name, v in st.items():
+        for p in v.get("params", []):
+            unit = str(p).split(".", 1)[1] if str(p).startswith("decide.") else None
+            if unit and unit not in st:
+                out.setdefault(unit, []).append(name)
+    return out
+
+
+def _in_order(names: list[str], st: dict) -> list[str]:
+    """``names`` with every stage after the ones among them whose results it reads (dvc.yaml's
+    order otherwise)."""
+    left, out = [n for n in st if n in names], []
+    while left:
+        ready = next(n for n in left if not any(_reads(st[n], m) for m in left if m != n))
+        out.append(ready)
+        left.remove(ready)
+    return out
+
+
 def buyable(dvc_yaml: dict) -> dict[str, list[str]]:
     """{measuring stage: the stages whose claims read its results} for every stage whose DVC
-    params include ``decide.<stage>``."""
+    params include ``decide.<stage>``; and {shared purchase: its stages, then the stages that
+    read one of their results folders whole}, in an order DVC can run them (:func:`shared`; a
+    stage reading one file of theirs, a checkpoint's size or the compute model, reads what a
+    purchase leaves as it was)."""
     st = dvc_yaml.get("stages", {})
     out = {}
     for name, v in st.items():
         if f"decide.{name}" in [str(p) for p in v.get("params", [])]:
-            out[name] = [name] + [o for o, w in st.items() if o != name and any(
-                str(d) == f"results/{name}" or str(d).startswith(f"results/{name}/") for d in w.get("deps", []))]
+            out[name] = [name] + [o for o, w in st.items() if o != name and _reads(w, name)]
+    for unit, members in shared(dvc_yaml).items():
+        readers = [o for o, w in st.items() if o not in members and any(_reads(w, m, whole=True) for m in members)]
+        out[unit] = _in_order(members + readers, st)
     return out
 
 
@@ -120,23 +160,27 @@ class _Stage:
     configs_of: dict
     per_run: float
     after: float
+    per_config: dict[int, float] | None = None   # seconds of one round of each configuration, when they differ
 
     def rounds(self, k: str) -> int | None:
         return sequential.rounds_needed(self.pending[k], self.rounds_run[k])
+
+    def _round_s(self, union) -> float:
+        return sum(self.per_config[i] for i in union) if self.per_config else len(union) * self.per_run
 
     def seconds(self, findings) -> float:
         """The runs' seconds of buying ``findings`` together: the most rounds any needs, over
         the union of their configurations."""
         union = set().union(*(self.configs_of[k] for k in findings))
-        return max(self.rounds(k) for k in findings) * len(union) * self.per_run
+        return max(self.rounds(k) for k in findings) * self._round_s(union)
 
     def offer(self, findings: list[str]) -> Offer:
         union = sorted(set().union(*(self.configs_of[k] for k in findings)))
-        runs = max(self.rounds(k) for k in findings) * len(union)
+        rounds = max(self.rounds(k) for k in findings)
         costs = {k: (f"{self.pending[k].n} -> {self.pending[k].n_to_decide} samples: {self.rounds(k)} round(s) "
                      f"of {len(self.configs_of[k])} configuration(s), ~{self.seconds([k]):.0f} s") for k in findings}
-        return Offer(self.stage, list(findings), [dict(zip(self.keys, self.configs[i])) for i in union], runs,
-                     runs * self.per_run, costs)
+        return Offer(self.stage, list(findings), [dict(zip(self.keys, self.configs[i])) for i in union],
+                     rounds * len(union), rounds * self._round_s(union), costs)
 
 
 def _timed_rows(stage: str) -> tuple[dict, pd.DataFrame]:
@@ -162,22 +206,7 @@ def _candidates(stage: str, reports: list[str], table: pd.DataFrame, skipped: di
         skipped.update({i: f"stage {stage} recorded no configuration keys" for i in mine["id"]})
         return None
     configs = _configs(raw, keys)
-    level = sequential.level_of(raw)
-    made_by = raw["made_by"] if "made_by" in raw else pd.Series(bought.FIRST, index=raw.index)
-    nxt = bought.level_after(raw.assign(made_by=made_by), 1 + int((made_by.unique() != bought.FIRST).sum()))
-    grow = (_z(nxt) / _z(level)) ** 2   # the new look's wider intervals need more samples
-    judged = sequential.judged(mine.to_dict("records"), level)
-    pending = {k: sequential.Judged(j.decided, j.n, None if j.n_to_decide is None else math.ceil(j.n_to_decide * grow),
-                                    j.never) for k, j in judged.items()}
-    least = _least_n(nxt)
-    for k, j in pending.items():
-        if not j.forecast and j.n and not j.decided:
-            # no interval yet, or one too short for its level: at least the samples a median's
-            # interval needs at the new look's level (a lower bound, priced as a forecast)
-            pending[k] = sequential.Judged(False, j.n, max(j.n + 1, least))
-        elif not j.forecast:
-            skipped[k] = "no samples to forecast from"
-    pending = {k: j for k, j in pending.items() if j.forecast}
+    pending = _pending(mine, raw, skipped)
     hook, every = _hook(stage), frozenset(range(len(configs)))
     configs_of, rounds_run = {}, {}
     for k in list(pending):
@@ -193,6 +222,73 @@ def _candidates(stage: str, reports: list[str], table: pd.DataFrame, skipped: di
     per_run = _per_run(course)
     after = overhead_s(sorted(set(reports[1:]) - {"claims"})) + own_overhead_s(stage)
     return _Stage(stage, list(keys), configs, pending, rounds_run, configs_of, per_run, after)
+
+
+def _pending(mine: pd.DataFrame, raw: pd.DataFrame, skipped: dict) -> dict:
+    """{finding: its forecast (:class:`experiments.sequential.Judged`) scaled to the level the
+    next look needs} for the inconclusive findings ``mine`` of rows ``raw`` (``level`` and
+    ``made_by`` columns: the looks so far); a finding with no samples goes to ``skipped``."""
+    level = sequential.level_of(raw)
+    made_by = raw["made_by"] if "made_by" in raw else pd.Series(bought.FIRST, index=raw.index)
+    nxt = bought.level_after(raw.assign(made_by=made_by), 1 + int((made_by.unique() != bought.FIRST).sum()))
+    grow = (_z(nxt) / _z(level)) ** 2   # the new look's wider intervals need more samples
+    judged = sequential.judged(mine.to_dict("records"), level)
+    pending = {k: sequential.Judged(j.decided, j.n, None if j.n_to_decide is None else math.ceil(j.n_to_decide * grow),
+                                    j.never) for k, j in judged.items()}
+    least = _least_n(nxt)
+    for k, j in pending.items():
+        if not j.forecast and j.n and not j.decided:
+            # no interval yet, or one too short for its level: at least the samples a median's
+            # interval needs at the new look's level (a lower bound, priced as a forecast)
+            pending[k] = sequential.Judged(False, j.n, max(j.n + 1, least))
+        elif not j.forecast:
+            skipped[k] = "no samples to forecast from"
+    return {k: j for k, j in pending.items() if j.forecast}
+
+
+def _shared_runs(members: list[str]) -> pd.DataFrame:
+    """The ``runs.csv`` rows of a shared purchase's stages (column ``stage``)."""
+    parts = [pd.read_csv(f).assign(stage=m) for m in members if (f := paths.results_dir(m) / "runs.csv").exists()]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _shared_candidates(unit: str, members: list[str], reports: list[str], table: pd.DataFrame,
+                       skipped: dict) -> _Stage | None:
+    """A shared purchase's (``decide.workloads``) undecided findings, priced as one buying stage
+    whose configurations are workloads: a round of a workload is one more run of each of its
+    configurations in every one of ``members`` (its findings compare their runs: real against
+    sleep, against generated data), priced from their ``runs.csv`` (wall seconds per round, each
+    workload apart), its findings' configurations from the hook (:data:`NEEDS`)."""
+    runs = _shared_runs(members)
+    mine = table[table["stage"].isin(reports) & (table["kind"] == "finding") & (table["verdict"] == "inconclusive")]
+    if not len(runs) or "workload" not in runs:
+        skipped.update({i: f"{unit}'s stages ({', '.join(members)}) recorded no runs" for i in mine["id"]})
+        return None
+    keys = ["workload"]
+    configs = _configs(runs, keys)
+    if "made_by" not in runs:
+        runs = runs.assign(made_by=bought.FIRST)
+    pending = _pending(mine, runs, skipped)
+    rounds_of = {i: max(1, int(runs.loc[runs["workload"] == c[0], "repeat"].nunique())) for i, c in enumerate(configs)}
+    per_config = {i: float(runs.loc[runs["workload"] == c[0], "wall_seconds"].sum()) / rounds_of[i]
+                  for i, c in enumerate(configs)}
+    hook, every = _hook(unit), frozenset(range(len(configs)))
+    configs_of, rounds_run = {}, {}
+    for k in list(pending):
+        idx = hook(k, runs, configs) if hook else None
+        configs_of[k] = every if idx is None or not len(idx) else frozenset(int(i) for i in idx)
+        rounds_run[k] = min(rounds_of[i] for i in configs_of[k])
+    own = sum(max(0.0, _wall_s(m) - float(runs.loc[runs["stage"] == m, "wall_seconds"].sum())) for m in members)
+    after = overhead_s(sorted(set(reports) - set(members) - {"claims"})) + own
+    return _Stage(unit, keys, configs, pending, rounds_run, configs_of, 1.0, after, per_config)
+
+
+def _wall_s(stage: str) -> float:
+    """The stage's last recorded run, seconds (``env.json``); 0 when unknown."""
+    try:
+        return float(json.loads((paths.results_dir(stage) / "env.json").read_text())["run"]["wall_s"])
+    except (OSError, KeyError, ValueError, TypeError):
+        return 0.0
 
 
 def _configs(raw: pd.DataFrame, keys: list[str]) -> list[tuple]:
@@ -240,8 +336,11 @@ def plan(table: pd.DataFrame, seconds: float, dvc_yaml: dict) -> Plan:
     for r in inc.itertuples(index=False):
         if r.stage not in covered:
             p.skipped[r.id] = f"stage {r.stage}'s runs cannot be bought (no decide.<stage> params)"
-    stages = {s: c for s, reports in can.items() if (paths.results_dir(s) / "sequential.json").exists()
+    units = shared(dvc_yaml)
+    stages = {s: c for s, reports in can.items() if s not in units and (paths.results_dir(s) / "sequential.json").exists()
               and (c := _candidates(s, reports, table, p.skipped)) is not None}
+    stages |= {u: c for u, members in units.items()
+               if (c := _shared_candidates(u, members, can[u], table, p.skipped)) is not None}
     for c in stages.values():   # a finding another stage's runs can decide is not skipped for this one's
         for k in c.pending:
             if p.skipped.get(k) in {NOT_ITS_ROUNDS.format(stage=s) for s in stages}:
@@ -293,10 +392,15 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
     if not stages:
         raise SystemExit(f"decide --finding {finding}: not a finding of a stage that can buy runs; allowed: "
                          f"a finding of {', '.join(sorted(can)) or '(none)'} in results/claims/claims.csv")
+    units = shared(dvc_yaml)
     for stage in stages:   # the first stage whose runs the finding compares (a report may read several)
-        course, raw = _timed_rows(stage)
-        keys = course["keys"]
-        configs = _configs(raw, keys)
+        if stage in units:
+            c = _shared_candidates(stage, units[stage], can[stage], row.assign(verdict="inconclusive"), {})
+            keys, configs, raw = c.keys, c.configs, _shared_runs(units[stage])
+        else:
+            course, raw = _timed_rows(stage)
+            keys = course["keys"]
+            configs = _configs(raw, keys)
         hook = _hook(stage)
         idx = hook(finding, raw, configs) if hook else None
         if idx is None or len(idx):
@@ -304,12 +408,12 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
     else:
         raise SystemExit(f"decide --finding {finding}: its samples are not the rounds of {', '.join(stages)} "
                          "(more runs of the stage would not add any)")
-    idx = range(len(configs)) if idx is None else idx
-    per_run = _per_run(course)
-    chosen = [dict(zip(keys, configs[i])) for i in sorted(idx)]
+    idx = sorted(range(len(configs)) if idx is None else idx)
+    round_s = sum(c.per_config[i] for i in idx) if stage in units else len(idx) * _per_run(course)
+    chosen = [dict(zip(keys, configs[i])) for i in idx]
     runs = rounds * len(chosen)
-    cost = f"{rounds} round(s) of {len(chosen)} configuration(s) asked for, ~{runs * per_run:.0f} s"
-    return Plan([Offer(stage, [finding], chosen, runs, runs * per_run, {finding: cost})], {}, runs * per_run)
+    cost = f"{rounds} round(s) of {len(chosen)} configuration(s) asked for, ~{rounds * round_s:.0f} s"
+    return Plan([Offer(stage, [finding], chosen, runs, rounds * round_s, {finding: cost})], {}, rounds * round_s)
 
 
 def _read_params(root: Path) -> tuple[str, dict]:
@@ -351,9 +455,17 @@ def next_run(params: dict) -> int:
     return max(runs, default=0) + 1
 
 
-def _locked_params(root: Path, stage: str):
+def _locked_params(root: Path, stage: str, param: str | None = None):
+    """``decide.<param>`` (default: the stage's own) as ``dvc.lock`` recorded it for ``stage``."""
     lock = yaml.safe_load((root / "dvc.lock").read_text()) if (root / "dvc.lock").exists() else {}
-    return ((lock.get("stages", {}).get(stage, {}).get("params") or {}).get("params.yaml") or {}).get(f"decide.{stage}")
+    return ((lock.get("stages", {}).get(stage, {}).get("params") or {}).get("params.yaml") or {}).get(
+        f"decide.{param or stage}")
+
+
+def _recorded(root: Path, buyer: str, wanted: dict, dvc_yaml: dict) -> bool:
+    """Whether ``dvc.lock`` records the purchase of ``buyer`` (a stage; a shared purchase: for one
+    of its stages at least, so params.yaml must keep it)."""
+    return any(_locked_params(root, m, buyer) == wanted.get(buyer) for m in shared(dvc_yaml).get(buyer, [buyer]))
 
 
 def _dvc(root: Path, *args: str, env: dict | None = None) -> None:
@@ -406,12 +518,15 @@ def _repro(root: Path, env: dict, stages: list[str]) -> bool:
     return True
 
 
-def _record_made(root: Path, offers: list[Offer], run: int) -> list[str]:
+def _record_made(root: Path, offers: list[Offer], run: int, skip=()) -> list[str]:
     """A purchase the minutes cut short recorded as the runs it made (``dvc commit`` of its
-    stage: the params and the rows agree); returns the stages so recorded."""
+    stage: the params and the rows agree); returns the stages so recorded. ``skip``: shared
+    purchases (bought whole)."""
     text, params = _read_params(root)
     dec, fixed = dict(params.get("decide") or {}), []
     for o in offers:
+        if o.stage in skip:
+            continue   # a shared purchase (decide.workloads): bought whole, its stages take no deadline
         raw = pd.read_parquet(paths.results_dir(o.stage) / "raw.parquet")
         made = bought.made(raw).get(bought.label(run), 0)
         if made == o.runs:
@@ -468,8 +583,12 @@ def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding
                          "`make repro` (decide appends to the rows a stage measured with these parameters)")
     text, params = _read_params(root)
     n = next_run(params)
+    units = shared(dvc_yaml)
+    # a shared purchase first: its stages run it whole (no deadline), the others' purchases stop at it
+    p.offers.sort(key=lambda o: o.stage not in units)
     _write_params(root, with_purchases(text, params, p.offers, n))
-    reports = overhead_s(sorted({s for o in p.offers for s in buyable(dvc_yaml)[o.stage][1:]} | {"claims"}))
+    members = {m for o in p.offers for m in units.get(o.stage, [o.stage])}
+    reports = overhead_s(sorted({s for o in p.offers for s in buyable(dvc_yaml)[o.stage]} - members | {"claims"}))
     env = {**os.environ, "DLIO_ROOT": str(root), bought.ENV: " ".join(o.stage for o in p.offers),
            bought.DEADLINE_ENV: str(start + minutes * 60 - reports)}
     try:
@@ -478,16 +597,19 @@ def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding
         finished = None
     if not finished:
         wanted = yaml.safe_load((root / "params.yaml").read_text())["decide"]
-        done = [o.stage for o in p.offers if _locked_params(root, o.stage) == wanted.get(o.stage)]
+        done = [o.stage for o in p.offers if _recorded(root, o.stage, wanted, dvc_yaml)]
         if not done:
             _write_params(root, text)   # no stage took its purchase: rows and lock as before
             print("decide: stopped before a stage recorded its purchase; params.yaml put back, the rows "
                   "and dvc.lock are those of before", file=sys.stderr)
         else:
             print(f"decide: stopped after {', '.join(done)} recorded its purchase (its rows and dvc.lock "
-                  "agree); `dvc repro` re-renders the reports", file=sys.stderr)
+                  "agree); `dvc repro` re-renders the reports" + (
+                      f" (and runs the purchase in the stages of {', '.join(d for d in done if d in units)} that "
+                      f"had not taken it: `{bought.ENV}={' '.join(done)} dvc repro` appends instead)"
+                      if any(d in units for d in done) else ""), file=sys.stderr)
         return 130 if finished is False else 1
-    _record_made(root, p.offers, n)
+    _record_made(root, p.offers, n, skip=units)
     after = _claims(root)
     print(replicate.stability_markdown(replicate.stability(before, after), before, after,
                                        names=("before", "after")), end="")

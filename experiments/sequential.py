@@ -408,9 +408,9 @@ def _narrow(focus, pending: list[str], rows: list[dict], n_configs: int, active:
 def level_of(rows: pd.DataFrame | None) -> float:
     """The level a stage's rows were judged at (their ``level`` column, written by :func:`run`);
     :data:`experiments.stats.LEVEL` for rows without one (a stage with a fixed count)."""
-    if rows is None or "level" not in getattr(rows, "columns", ()) or not rows["level"].notna().any():
-        return stats.LEVEL
-    return float(rows["level"].dropna().max())
+    from .purchases import level_of as of
+
+    return of(rows, stats.LEVEL)
 
 
 def write(out, outcome: dict) -> None:

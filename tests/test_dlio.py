@@ -386,11 +386,18 @@ def test_execute_hands_the_logged_command_to_a_tracer(unet3d_data, tmp_path):
 def test_real_checkpoint_size_comes_from_the_workload_stage(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     assert runner.real_checkpoint_bytes("bert") is None  # the stage has not run
+    from experiments.workloads.stage import checkpoint_facts
+
     (tmp_path / "results" / "bert").mkdir(parents=True)
-    (tmp_path / "results" / "bert" / "env.json").write_text(json.dumps({"ranks": [
+    facts = checkpoint_facts([
         {"rank": 0, "checkpoints": [{"tag": "start", "bytes": 900}, {"tag": "end", "bytes": 1000}]},
-        {"rank": 1, "checkpoints": [{"tag": "start", "bytes": 950}]}]}))
+        {"rank": 1, "checkpoints": [{"tag": "start", "bytes": 950}]},
+        # a make decide purchase's rank: not what the replay's size comes from
+        {"rank": 0, "made_by": "decide 1", "checkpoints": [{"tag": "end", "bytes": 5000}]}])
+    (tmp_path / "results" / "bert" / "checkpoint.json").write_text(json.dumps(facts))
     assert runner.real_checkpoint_bytes("bert") == 1000
+    (tmp_path / "results" / "bert" / "checkpoint.json").write_text(json.dumps(checkpoint_facts([{"rank": 0}])))
+    assert runner.real_checkpoint_bytes("bert") is None   # a run that wrote no checkpoint
 
 
 @pytest.mark.skipif(not environment.status().ok, reason=f"DLIO cannot run here: {environment.status().why}")

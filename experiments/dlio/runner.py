@@ -109,15 +109,13 @@ def load_section(workload: str, cfg=None):
 
 def real_checkpoint_bytes(workload: str) -> int | None:
     """Bytes of one checkpoint of the real run (largest per rank), from the workload stage's
-    ``results/<workload>/env.json``; None when that stage has not run."""
-    p = paths.results_dir(workload) / "env.json"
+    ``results/<workload>/checkpoint.json`` (its own runs': a ``make decide`` purchase leaves the
+    file as it was); None when that stage has not run or wrote no checkpoint."""
+    p = paths.results_dir(workload) / "checkpoint.json"
     try:
-        env = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
+        return int(json.loads(p.read_text())["bytes"])
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
-    sizes = [int(c["bytes"]) for r in env.get("ranks", []) or [] for c in r.get("checkpoints", []) or []
-             if isinstance(c, dict) and c.get("bytes")]
-    return max(sizes) if sizes else None
 
 
 def _env(status: environment.Status, ranks: int, threads_per_rank: int | None) -> tuple[dict, dict]:

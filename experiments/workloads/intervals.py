@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..purchases import level_of as _level_of
 from . import fits
+
+
+def level_of(rows: pd.DataFrame) -> float | None:
+    """The level of these rows' findings (a ``make decide`` purchase's rows carry a higher one);
+    None for rows without a ``level`` (the default level then)."""
+    return _level_of(rows, None) if len(rows) else None
 
 def steady_rows(tab: pd.DataFrame) -> pd.DataFrame:
     """The samples a summary is computed from: for steps, the steady ones (the ``steady``
@@ -35,15 +42,23 @@ def steady_rows(tab: pd.DataFrame) -> pd.DataFrame:
     return fits.steady(tab)
 
 
-def config_samples(tab: pd.DataFrame, w: str, rows: tuple[str, ...], value) -> dict:
+class Samples(dict):
+    """:func:`config_samples`' {(G, B): samples}, with ``level``: the level their rows were judged
+    at (a ``make decide`` purchase of the workload adds a look; one of another workload does not)."""
+
+    level: float | None = None
+
+
+def config_samples(tab: pd.DataFrame, w: str, rows: tuple[str, ...], value) -> Samples:
     """{(G, B): [``value(d)`` of row r's samples for r in ``rows``]} for every configuration of
     workload ``w`` that every row ran (``tab``: steps or loader reads with column ``row``, see
     :func:`steady_rows`; ``value``: DataFrame -> array, in the claim's unit)."""
     d = steady_rows(tab)
     if not len(d) or "row" not in d.columns:
-        return {}
+        return Samples()
     d = d[d["workload"] == w]
-    out = {}
+    out = Samples()
+    out.level = level_of(d[d["row"].isin(rows)])
     for (g, b), x in d.groupby(["ranks", "batch_size"]):
         got = [np.asarray(value(x[x["row"] == r]), dtype=float) for r in rows]
         if all(len(v) for v in got):
@@ -66,7 +81,7 @@ def configs_stat(groups: dict, per_config, reduce=np.median, what: str = "") -> 
         return float(reduce([per_config(*arrs[i:i + k]) for i in range(0, len(arrs), k)]))
 
     return stats.bootstrap(stat, *flat, method=f"bootstrap over steps of {len(groups)} configurations"
-                           + (f" ({what})" if what else ""))
+                           + (f" ({what})" if what else ""), level=getattr(groups, "level", None))
 
 
 def from_steps(fallback: float, got: tuple[float, stats.Interval | None]) -> tuple[float, stats.Interval | None]:
@@ -80,7 +95,9 @@ def joined(*groups: dict) -> dict:
     """The configurations in every one of ``groups`` (:func:`config_samples`), each with its
     samples of every group in turn: one statistic of several quantities of the same runs."""
     keys = [k for k in groups[0] if all(k in g for g in groups)]
-    return {k: [a for g in groups for a in g[k]] for k in keys}
+    out = Samples({k: [a for g in groups for a in g[k]] for k in keys})
+    out.level = max((g.level for g in groups if getattr(g, "level", None) is not None), default=None)
+    return out
 
 
 def inside_iqr(x, ref) -> bool:
@@ -146,5 +163,5 @@ def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tup
         return {"mean": mean, "std": std}.get(moment, std - mean)
 
     what = "the std model's R² minus the mean model's" if moment == "std - mean" else f"R² of the {moment} model"
-    return stats.bootstrap(r2, *(a for *_, a in g), block="auto",
+    return stats.bootstrap(r2, *(a for *_, a in g), block="auto", level=level_of(st),
                            method=f"{what}, bootstrap over steps of {len(g)} configurations")

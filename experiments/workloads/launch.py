@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .. import paths
+from ..purchases import ALPHA, FIRST
 from ..progress import progress
 from .steptimer import phase_intervals, read_app_log
 
@@ -169,7 +170,7 @@ def collect(run_dir: Path) -> dict:
 
 def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None = None, *,
           variant: str = "real", grid: tuple[list[int], list[int]] | None = None,
-          compute_model=None) -> dict:
+          compute_model=None, extra: list[tuple[int, str, float]] = (), keep: dict | None = None) -> dict:
     """Every (batch size, ranks, repeat) of ``cfg.sweep``; records of all runs concatenated.
 
     ``cfg`` is the workload's validated section. Run folders go to ``work_dir`` (default
@@ -179,6 +180,12 @@ def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None =
     :class:`.compute_model.ComputeModel` (required when ``cfg.train.compute`` is ``sleep``),
     resolved at each (G, B) into the run's ``run.json``. The ``runs`` table has each run's
     wall and process-tree CPU seconds.
+
+    ``extra``: rounds a ``make decide`` run bought (:func:`experiments.purchases.shared_rounds`:
+    (repeat, made_by, level)), run after the sweep's own repeats over every (G, B); ``keep``:
+    {run folder: its ``runs`` row} of the runs a decide run keeps (:func:`.stage.kept_runs`),
+    read back from their folders instead of run again. Every row says which run made it
+    (``made_by``) and the level its findings are judged at (``level``).
     """
     section = cfg.model_dump(mode="json")
     sleep = section["train"].get("compute", "real") == "sleep"
@@ -187,25 +194,30 @@ def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None =
     name = workload if variant == "real" else f"{workload}-{variant}"
     work_dir = Path(work_dir or paths.data_dir("workload_runs") / name)
     ranks, batches = grid or (cfg.sweep.ranks, cfg.sweep.batch_sizes)
-    grid = [(g, b, r) for g in ranks for b in batches for r in range(cfg.sweep.repeats)]
+    own = [(r, FIRST, 1 - ALPHA) for r in range(cfg.sweep.repeats)]   # one look: a fixed count
+    grid = [(g, b, *o) for g in ranks for b in batches for o in own]
+    grid += [(g, b, *e) for e in extra for g in ranks for b in batches]   # bought rounds, after
     parts = {"steps": [], "loader": [], "phases": [], "app": [], "ranks": [], "runs": []}
-    for g, b, r in progress(grid, desc=f"{name} configurations"):
+    for g, b, r, made_by, level in progress(grid, desc=f"{name} configurations"):
         d = work_dir / f"G{g}-B{b}-r{r}"
-        compute = compute_model.run_facts(workload, g, b) if sleep else None
-        seconds = run_config(workload, section, b, g, seed, data_dir, d, repeat=r, compute=compute,
-                             variant=variant)
+        kept = (keep or {}).get(str(d))
+        if kept is None:
+            compute = compute_model.run_facts(workload, g, b) if sleep else None
+            seconds = run_config(workload, section, b, g, seed, data_dir, d, repeat=r, compute=compute,
+                                 variant=variant)
         got = collect(d)
         for k in ("steps", "loader", "phases"):
-            parts[k].append(got[k])
+            parts[k].append(got[k].assign(made_by=made_by, level=level) if len(got[k]) else got[k])
         parts["app"] += got["app"]
-        parts["ranks"] += got["ranks"]
+        parts["ranks"] += [r | {"made_by": made_by} for r in got["ranks"]]
         c = got["compute"]
-        parts["runs"].append({"workload": workload, "variant": variant, "batch_size": b, "ranks": g,
-                              "repeat": r, "wall_seconds": seconds,
-                              "cpu_seconds": got["usage"].get("cpu_s", float("nan")),
-                              "load_1min": float(np.mean(got["usage"].get("load_1min", [np.nan]))),
-                              "compute": c.get("mode", "real"), "sleep_mean_s": c.get("mean_s", float("nan")),
-                              "sleep_std_s": c.get("std_s", float("nan")), "run_dir": str(d)})
+        parts["runs"].append({**(kept or {
+            "workload": workload, "variant": variant, "batch_size": b, "ranks": g,
+            "repeat": r, "wall_seconds": seconds,
+            "cpu_seconds": got["usage"].get("cpu_s", float("nan")),
+            "load_1min": float(np.mean(got["usage"].get("load_1min", [np.nan]))),
+            "compute": c.get("mode", "real"), "sleep_mean_s": c.get("mean_s", float("nan")),
+            "sleep_std_s": c.get("std_s", float("nan")), "run_dir": str(d)}), "made_by": made_by, "level": level})
     out = {k: pd.concat([x for x in parts[k] if len(x)], ignore_index=True) if any(len(x) for x in parts[k])
            else pd.DataFrame() for k in ("steps", "loader", "phases")}
     out["app"], out["ranks"], out["runs"] = parts["app"], parts["ranks"], pd.DataFrame(parts["runs"])

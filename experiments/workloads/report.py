@@ -144,7 +144,7 @@ def eval_over_epoch(phases: pd.DataFrame | None) -> tuple[float, stats.Interval 
     if not len(ev) or not len(tr):
         return np.nan, None, (f"{len(ev)} evaluation and {len(tr)} training phases: the unet3d section "
                               "ran no evaluation (evaluate_every)")
-    v, ci = stats.ratio_of_medians(ev, tr)
+    v, ci = stats.ratio_of_medians(ev, tr, level=iv.level_of(p))
     return v, ci, (f"median evaluation {ev.median():.3g} s over {len(ev)} evaluations, median epoch "
                    f"{tr.median():.3g} s over {len(tr)} epochs (all configurations)")
 
@@ -212,7 +212,7 @@ def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
     steps (``steps`` with ``row``), bootstrapped over steps per configuration."""
     out = []
     fwd = iv.config_samples(steps, "dlrm", ("real",), lambda d: (d["forward_ns"] / d["compute_ns"].clip(lower=1))
-                         .to_numpy(dtype=float)) if steps is not None and "forward_ns" in steps else {}
+                         .to_numpy(dtype=float)) if steps is not None and "forward_ns" in steps else iv.Samples()
     v, ci = iv.configs_stat(fwd, np.median, np.median, what="median forward / compute")
     out.append(Measured(
         "dlrm-forward-80pct-of-compute", v, ci,
@@ -222,7 +222,7 @@ def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
                 "weigh otherwise than on the thesis's V100s" if fwd else
                 "no DLRM steps with a timed forward pass (workload dlrm, compute real)"))
     sec = iv.config_samples(steps, "dlrm", ("real",), lambda d: d["step_ns"].to_numpy(dtype=float) / 1e9) \
-        if steps is not None and "step_ns" in steps else {}
+        if steps is not None and "step_ns" in steps else iv.Samples()
     pairs = []
     for b in sorted({b for _, b in sec}):
         gs = sorted(g for g, bb in sec if bb == b)
@@ -234,7 +234,7 @@ def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
             return min(float(np.median(arrs[2 * i + 1]) / np.median(arrs[2 * i])) for i in range(len(pairs)))
         flat = [sec[k][0] for pair in pairs for k in pair]
         v, ci = stats.bootstrap(lowest, *flat, method="lowest ratio of median step times over batch "
-                                "sizes, bootstrap over steps")
+                                "sizes, bootstrap over steps", level=sec.level)
         shown = ", ".join(f"B={b}: G={g0} {np.median(sec[(g0, b)][0]):.3g} s, G={g1} "
                           f"{np.median(sec[(g1, b)][0]):.3g} s" for (g0, b), (g1, _) in pairs)
     out.append(Measured(
@@ -520,7 +520,8 @@ def measure_utilization(s: pd.DataFrame, au: pd.DataFrame, au_steps: pd.DataFram
         # the steps of each configuration as their row numbers, so that a step's wall time and
         # its ideal compute are resampled together
         xs = st[st["workload"] == w].reset_index().merge(small, on=["ranks", "batch_size"])
-        groups = {k: [g["index"].to_numpy(dtype=float)] for k, g in xs.groupby(["ranks", "batch_size"])}
+        groups = iv.Samples({k: [g["index"].to_numpy(dtype=float)] for k, g in xs.groupby(["ranks", "batch_size"])})
+        groups.level = iv.level_of(xs)   # None (the report's level) where au_steps kept no level
         pooled = (a.groupby(["ranks", "batch_size"])["ideal_s"].sum() / a.groupby(["ranks", "batch_size"])["train_s"].sum()
                   if len(a) else pd.Series(dtype=float))
         v, ci = iv.from_steps(float(pooled.min()) if len(pooled) else np.nan,
@@ -598,10 +599,12 @@ def measure_emulator_gap(s: pd.DataFrame, steps) -> list[Measured]:
                                  f"real DLRM and the emulator (emulator / real data throughput where both ran: "
                                  f"{ran}); the thesis's gap begins at 16k")]
     G, B = int(big["ranks"].iloc[-1]), int(big["batch_size"].iloc[-1])
-    got = iv.config_samples(steps, "dlrm", ("real", "emulator"), iv.rate("data_ns")).get((G, B)) \
-        if steps is not None and {"data_ns", "samples"} <= set(steps.columns) else None
+    both = iv.config_samples(steps, "dlrm", ("real", "emulator"), iv.rate("data_ns")) \
+        if steps is not None and {"data_ns", "samples"} <= set(steps.columns) else iv.Samples()
+    got = both.get((G, B))
     x = big.iloc[-1]
-    v, ci = (float(x.get("x", np.nan)), None) if got is None else stats.ratio_of_medians(got[1], got[0], block="auto")
+    v, ci = (float(x.get("x", np.nan)), None) if got is None else stats.ratio_of_medians(got[1], got[0], block="auto",
+                                                                                         level=both.level)
     shown = (f"real {x['data_sps_a']:,.0f}, emulator {x['data_sps_b']:,.0f} samples/s (medians of the summaries)"
              if "x" in x else "")
     return [Measured("dlrm-emulator-data-throughput-half", v, ci,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import headline, paths, results
+from ..purchases import FIRST
 from . import fits, launch
 
 WORKLOADS = ("unet3d", "bert", "dlrm")
@@ -83,17 +84,45 @@ def compute_model_for(workload: str, cfg, source: str | None = None):
 
 
 def measure(workload: str, cfg, seed: int, *, variant: str = "real", grid=None, folder=None,
-            compute_model=None) -> dict:
+            compute_model=None, purchases=(), keep: dict | None = None) -> dict:
     """Run the sweep of ``cfg`` (the validated section) on ``folder`` (default ``data/<workload>``).
 
     ``grid``: (ranks, batch sizes) to run instead of ``cfg.sweep``'s; ``compute_model``: for
-    ``train.compute: sleep`` (default: :func:`compute_model_for`)."""
+    ``train.compute: sleep`` (default: :func:`compute_model_for`); ``purchases``:
+    ``decide.workloads`` (the rounds a ``make decide`` run bought of this workload follow the
+    sweep's own); ``keep``: the runs a decide run keeps (:func:`kept_runs`)."""
+    from ..purchases import shared_rounds
+
     folder = folder or data_dir(workload)
     check_data(workload, cfg, folder)
     if compute_model is None:
         compute_model = compute_model_for(workload, cfg)
     return launch.sweep(workload, cfg, seed, folder, variant=variant, grid=grid,
-                        compute_model=compute_model)
+                        compute_model=compute_model, keep=keep,
+                        extra=shared_rounds(purchases, cfg.sweep.repeats, "workload", workload))
+
+
+BUYS = "workloads"   # the decide purchase these stages share (experiments.purchases.DecideParams.workloads)
+
+
+def kept_runs(stage: str) -> dict | None:
+    """{run folder: its row of ``results/<stage>/runs.csv``} when a ``make decide`` run re-runs
+    ``stage`` to append (:func:`experiments.purchases.appending`), so that its earlier runs are
+    read back from their folders (``data/workload_runs/``) and only the bought ones run; None
+    otherwise. Stops, naming the folder, when one of them is gone (the stage must then run
+    from scratch: ``dvc repro --force <stage>``)."""
+    from .. import purchases
+    from ..config import ConfigError
+
+    f = paths.results_dir(stage) / "runs.csv"
+    if not purchases.appending(BUYS) or not f.exists():
+        return None
+    rows = pd.read_csv(f).to_dict("records")
+    gone = [r["run_dir"] for r in rows if not (paths.resolve(r["run_dir"]) / "run.json").exists()]
+    if gone:
+        raise ConfigError(f"decide: {stage}'s run folder {gone[0]} (and {len(gone) - 1} more) is gone, so "
+                          f"its rows cannot be kept; run the stage from scratch: dvc repro --force {stage}")
+    return {str(r["run_dir"]): r for r in rows}
 
 
 def combine(gots: list[dict]) -> dict:
@@ -105,6 +134,24 @@ def combine(gots: list[dict]) -> dict:
     for k in ("app", "ranks"):
         out[k] = [x for g in gots for x in g[k]]
     return out
+
+
+def needs(finding: str, runs: pd.DataFrame, configs: list[tuple]) -> list[int] | None:
+    """``make decide``'s hook (:data:`experiments.decide.NEEDS`): the workload a thesis finding
+    compares, by its id's first word (``dlrm-sleep-au-above-90pct``), as indices into
+    ``configs`` ((workload,) tuples); None (every workload) for an id naming none."""
+    head = finding.split("-", 1)[0]
+    idx = [i for i, c in enumerate(configs) if c[0] == head]
+    return idx or None
+
+
+def checkpoint_facts(ranks: list[dict]) -> dict | None:
+    """``checkpoint.json``: the bytes of one checkpoint of the largest rank, from the stage's own
+    runs' ranks (``made_by`` repro: a ``make decide`` purchase leaves the file, which the DLIO
+    side of the traced comparison replays, as it was); ``bytes`` None without a checkpoint."""
+    own = [int(c["bytes"]) for r in ranks if r.get("made_by", FIRST) == FIRST for c in r.get("checkpoints") or []
+           if isinstance(c, dict) and c.get("bytes")]
+    return {"bytes": max(own) if own else None, "what": "one checkpoint of the largest rank, bytes"}
 
 
 def write(stage: str, got: dict, params: dict, **env) -> dict:
@@ -129,6 +176,8 @@ def write(stage: str, got: dict, params: dict, **env) -> dict:
              for r in got["ranks"] for e in r.get("evals", [])]
     if evals:
         out.table("evals", pd.DataFrame(evals))
+    if stage in WORKLOADS:   # a real workload's stage
+        results.write_json(out.path("checkpoint.json"), checkpoint_facts(got["ranks"]))
     runs = got["runs"]
     metrics = headline.workload_runs(runs, summary)
     out.metrics(metrics)

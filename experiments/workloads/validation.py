@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import paths
+from .. import paths, purchases
 from ..config import ConfigError
 from . import compute_model as cm
 from . import datasets, stage
@@ -78,6 +78,7 @@ def _grid(sub, wcfg, section: str, workload: str):
 def prep_sleep_auto(loader: pd.DataFrame) -> float:
     """The real UNET3D run's median per-sample preprocessing time, seconds (training samples,
     the first epoch left out as in the throughputs)."""
+    loader = purchases.first_run(loader)   # a decide run's appended reads leave the sleep as it was
     lo = loader[loader.get("split", pd.Series("train", index=loader.index)).fillna("train") == "train"]
     if "epoch" in lo:
         lo = lo[lo["epoch"] > lo["epoch"].min()]
@@ -159,10 +160,12 @@ def generate_random(cfg, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run(jobs: list[Job], seed: int) -> dict:
-    """Run every job's sweep; all records concatenated (column ``variant``)."""
+def run(jobs: list[Job], seed: int, purchases=(), keep: dict | None = None) -> dict:
+    """Run every job's sweep; all records concatenated (column ``variant``). ``purchases``,
+    ``keep``: a ``make decide`` run's (:func:`.stage.measure`)."""
     return stage.combine([stage.measure(j.workload, j.cfg, seed, variant=j.variant, grid=j.grid,
-                                        folder=j.folder, compute_model=j.compute_model) for j in jobs])
+                                        folder=j.folder, compute_model=j.compute_model,
+                                        purchases=purchases, keep=keep) for j in jobs])
 
 
 # ----------------------------------------------------------------------------- the report's inputs
@@ -275,5 +278,5 @@ def au_steps(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFrame:
         ideal = s["compute_ns"].to_numpy(dtype=float) / 1e9 if not slept and "compute_ns" in s else sleep_s
         out.append(pd.DataFrame({**r, "rank": slow, "epoch": s["epoch"].to_numpy() if "epoch" in s else 0,
                                  "step": s["step"].to_numpy(), "wall_s": _step_walls(s, ph[ph["rank"] == slow]),
-                                 "ideal_s": ideal}))
+                                 "ideal_s": ideal, **({"level": s["level"].to_numpy()} if "level" in s else {})}))
     return pd.concat(out, ignore_index=True) if out else au_steps(steps.iloc[:0], phases, model)
