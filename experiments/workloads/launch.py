@@ -209,7 +209,7 @@ def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None =
         for k in ("steps", "loader", "phases"):
             parts[k].append(got[k].assign(made_by=made_by, level=level) if len(got[k]) else got[k])
         parts["app"] += got["app"]
-        parts["ranks"] += [r | {"made_by": made_by} for r in got["ranks"]]
+        parts["ranks"] += [rank | {"made_by": made_by} for rank in got["ranks"]]
         c = got["compute"]
         parts["runs"].append({**(kept or {
             "workload": workload, "variant": variant, "batch_size": b, "ranks": g,
