@@ -6,6 +6,7 @@ real-against-sleep rows as one round of its workload in every stage that holds i
 import json
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -151,3 +152,33 @@ def test_a_workloads_findings_are_judged_at_its_own_rows_level():
     _, ci_d = iv.configs_stat(d, lambda a: float(pd.Series(a).median()))
     assert ci_u.level == pytest.approx(0.95) and ci_d.level == pytest.approx(0.975)
     assert iv.joined(u, d).level == pytest.approx(0.975)
+
+
+def test_the_emulations_compute_model_is_what_the_stages_own_runs_give_whatever_a_purchase_adds():
+    """compute_model.json (the sleep runs' model, UNET3D's evaluation model with it) must not
+    move when a decide run appends rounds: the sleep runs kept beside the bought ones slept by
+    it, and the traced comparison reads it."""
+    from experiments.workloads import fits
+
+    rng = np.random.default_rng(1)
+
+    def steps(made_by, scale, repeat):
+        rows = []
+        for B in (1, 2, 4):
+            for i in range(30):
+                c = scale * (0.1 * B + 0.05) + rng.normal(0, 0.001)
+                rows.append({"workload": "bert", "ranks": 1, "batch_size": B, "repeat": repeat, "rank": 0,
+                             "epoch": 0, "step": i, "samples": B, "data_ns": 1000, "compute_ns": int(c * 1e9),
+                             "step_ns": int(c * 1e9) + 1000, "made_by": made_by})
+        return rows
+
+    def evals(made_by, scale):
+        return [{"window_s": scale * (1.0 + 0.5 * i), "bytes": 1e6 * (1 + i), "made_by": made_by} for i in range(6)]
+
+    own_steps, own_evals = pd.DataFrame(steps("repro", 1.0, 0)), pd.DataFrame(evals("repro", 1.0))
+    before = fits.emulation_inputs(own_steps, own_evals)
+    after = fits.emulation_inputs(pd.concat([own_steps, pd.DataFrame(steps("decide 1", 3.0, 1))]),
+                                  pd.concat([own_evals, pd.DataFrame(evals("decide 1", 3.0))]))
+    pd.testing.assert_frame_equal(before[0], after[0])
+    assert before[1] == after[1] and before[2] == after[2]
+    assert fits.emulation_inputs(own_steps, None)[2] == {}

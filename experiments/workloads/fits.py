@@ -169,3 +169,17 @@ def eval_model(evals: pd.DataFrame) -> dict:
         out.update({"s_per_MB": float(res.params.iloc[1]), "intercept_s": float(res.params.iloc[0]),
                     "r2": float(res.rsquared)})
     return out
+
+
+def emulation_inputs(steps: pd.DataFrame, evals: pd.DataFrame | None) -> tuple[pd.DataFrame, dict, dict]:
+    """What the sleep emulation runs on (``compute_model.json``): the per-configuration normal
+    fits of the compute times (:func:`normal_fits`), their models (:func:`fit_models`) and
+    UNET3D's evaluation model (:func:`eval_model`; {} without evaluations), all from the stages'
+    own runs (``made_by`` repro): the rounds a ``make decide`` run appends add to the findings'
+    samples but leave the model, and the sleep runs kept beside the bought ones, as they were."""
+    from ..purchases import first_run
+
+    nfits = normal_fits(first_run(steps))
+    ev = first_run(evals) if evals is not None else pd.DataFrame()
+    return nfits, fit_models(nfits), (eval_model(ev) if len(ev) else {})
+

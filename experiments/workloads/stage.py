@@ -172,7 +172,7 @@ def write(stage: str, got: dict, params: dict, **env) -> dict:
                          lambda p: p.write_text(launch.app_log_text(got["app"])))
     ranks = [{k: v for k, v in r.items() if k not in ("evals",)} for r in got["ranks"]]
     evals = [{"batch_size": r["batch_size"], "ranks": r["ranks"], "rank": r["rank"],
-              "variant": r.get("variant", "real"), **e}
+              "variant": r.get("variant", "real"), "made_by": r.get("made_by", FIRST), **e}
              for r in got["ranks"] for e in r.get("evals", [])]
     if evals:
         out.table("evals", pd.DataFrame(evals))
