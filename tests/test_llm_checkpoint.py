@@ -106,6 +106,17 @@ def pool():
         yield p
 
 
+def _pagecache_drops() -> int | None:
+    """How many times the page cache was dropped since boot (/proc/vmstat; None where not kept)."""
+    try:
+        for line in open("/proc/vmstat"):
+            if line.startswith("drop_pagecache "):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 @pytest.mark.parametrize("evict, expect", [("none", "cache-served"), ("fadvise", "cold")])
 def test_read_phase_flagged_cache_served_without_eviction(evict, expect, pool, tmp_path):
     from experiments import cache
@@ -114,7 +125,16 @@ def test_read_phase_flagged_cache_served_without_eviction(evict, expect, pool, t
     if cache.memory_backed(tmp_path):
         pytest.skip("tmp_path is memory-backed: nothing can be evicted there")
     lo = L.layout("llama3-8b", ranks=2, scale=50000)
-    r = C.run_variant(lo, tmp_path / "llm", evict=evict, checkpoints=2, pause_s=0, pool=pool)
+    for attempt in range(3):
+        # the smoke pipeline beside the unit tests drops the whole page cache (drop_caches) in
+        # its stages: a run during which that happened says nothing of this one's eviction
+        before = _pagecache_drops()
+        work = tmp_path / f"llm{attempt}"
+        r = C.run_variant(lo, work, evict=evict, checkpoints=2, pause_s=0, pool=pool)
+        if _pagecache_drops() == before:
+            break
+    else:
+        pytest.skip("another process dropped the page cache during each of 3 runs")
     assert r["read"] == expect
     assert (r["resident_fraction"] > cache.COLD_LIMIT) == (expect == "cache-served")
     assert C.verdict(r["read"]).startswith("no storage verdict") == (expect == "cache-served")
@@ -127,7 +147,7 @@ def test_read_phase_flagged_cache_served_without_eviction(evict, expect, pool, t
     # the rules' duration is the slowest rank's; DLIO's figure uses rank 0's
     assert (per["duration_s"] >= per["rank0_s"]).all()
     assert run["run_throughput_GiBps"].gt(0).all() and set(run["op"]) == {"write", "read"}
-    assert not (tmp_path / "llm").exists()
+    assert not work.exists()
 
 
 def test_metrics_follow_the_rules():
