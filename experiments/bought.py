@@ -32,7 +32,8 @@ from typing import Callable, Sequence
 import pandas as pd
 
 # the stages' side, kept light (no claims, no statistics): what a measuring stage imports
-from .purchases import ENV, FIRST, DecideParams, Purchase, appending, first_run, label, shared_rounds  # noqa: F401
+from .purchases import (ENV, FIRST, DecideParams, Purchase, appending, first_run, label,  # noqa: F401
+                        level_at, shared_rounds)
 
 DEADLINE_ENV = "DLIO_DECIDE_DEADLINE"  # seconds since the epoch: no bought run starts after it
 
@@ -80,7 +81,7 @@ def looks_of(raw: pd.DataFrame, alpha: float = 0.05) -> int:
 def level_after(raw: pd.DataFrame, purchase_index: int, alpha: float = 0.05) -> float:
     """The level of the rows of the ``purchase_index``-th purchase (1, 2, ...): Bonferroni over
     the loop's looks plus one look per purchase."""
-    return 1 - alpha / (looks_of(raw, alpha) + purchase_index)
+    return level_at(looks_of(raw, alpha), purchase_index, alpha)
 
 
 def key_of(config, keys: Sequence[str]) -> tuple:

@@ -183,6 +183,11 @@ class _Stage:
                      rounds * len(union), rounds * self._round_s(union), costs)
 
 
+def _undecided(table: pd.DataFrame, reports: list[str]) -> pd.DataFrame:
+    """The inconclusive findings of ``table`` (a claims table) that the stages ``reports`` wrote."""
+    return table[table["stage"].isin(reports) & (table["kind"] == "finding") & (table["verdict"] == "inconclusive")]
+
+
 def _timed_rows(stage: str) -> tuple[dict, pd.DataFrame]:
     """A buying stage's loop course (``sequential.json``) and its rows, warm-ups left out."""
     d = paths.results_dir(stage)
@@ -201,7 +206,7 @@ def _candidates(stage: str, reports: list[str], table: pd.DataFrame, skipped: di
     could decide, priced; the others named in ``skipped`` with why."""
     course, raw = _timed_rows(stage)
     keys = course.get("keys")
-    mine = table[table["stage"].isin(reports) & (table["kind"] == "finding") & (table["verdict"] == "inconclusive")]
+    mine = _undecided(table, reports)
     if not keys or not len(raw):
         skipped.update({i: f"stage {stage} recorded no configuration keys" for i in mine["id"]})
         return None
@@ -246,10 +251,18 @@ def _pending(mine: pd.DataFrame, raw: pd.DataFrame, skipped: dict) -> dict:
     return {k: j for k, j in pending.items() if j.forecast}
 
 
-def _shared_runs(members: list[str]) -> pd.DataFrame:
-    """The ``runs.csv`` rows of a shared purchase's stages (column ``stage``)."""
+def _shared_prices(members: list[str]) -> tuple[pd.DataFrame, list[tuple], dict[int, int], dict[int, float]]:
+    """A shared purchase's stages' ``runs.csv`` rows (column ``stage``), its configurations
+    ((workload,) tuples), the rounds each ran and the seconds of one round of each, summed over
+    the stages."""
     parts = [pd.read_csv(f).assign(stage=m) for m in members if (f := paths.results_dir(m) / "runs.csv").exists()]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    runs = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if not len(runs) or "workload" not in runs:
+        return runs, [], {}, {}
+    configs = _configs(runs, ["workload"])
+    of = [runs["workload"] == c[0] for c in configs]
+    rounds = {i: max(1, int(runs.loc[w, "repeat"].nunique())) for i, w in enumerate(of)}
+    return runs, configs, rounds, {i: float(runs.loc[w, "wall_seconds"].sum()) / rounds[i] for i, w in enumerate(of)}
 
 
 def _shared_candidates(unit: str, members: list[str], reports: list[str], table: pd.DataFrame,
@@ -257,38 +270,24 @@ def _shared_candidates(unit: str, members: list[str], reports: list[str], table:
     """A shared purchase's (``decide.workloads``) undecided findings, priced as one buying stage
     whose configurations are workloads: a round of a workload is one more run of each of its
     configurations in every one of ``members`` (its findings compare their runs: real against
-    sleep, against generated data), priced from their ``runs.csv`` (wall seconds per round, each
-    workload apart), its findings' configurations from the hook (:data:`NEEDS`)."""
-    runs = _shared_runs(members)
-    mine = table[table["stage"].isin(reports) & (table["kind"] == "finding") & (table["verdict"] == "inconclusive")]
-    if not len(runs) or "workload" not in runs:
+    sleep, against generated data), priced from their ``runs.csv`` (:func:`_shared_prices`), its
+    findings' configurations from the hook (:data:`NEEDS`)."""
+    runs, configs, rounds_of, per_config = _shared_prices(members)
+    mine = _undecided(table, reports)
+    if not configs:
         skipped.update({i: f"{unit}'s stages ({', '.join(members)}) recorded no runs" for i in mine["id"]})
         return None
-    keys = ["workload"]
-    configs = _configs(runs, keys)
-    if "made_by" not in runs:
-        runs = runs.assign(made_by=bought.FIRST)
     pending = _pending(mine, runs, skipped)
-    rounds_of = {i: max(1, int(runs.loc[runs["workload"] == c[0], "repeat"].nunique())) for i, c in enumerate(configs)}
-    per_config = {i: float(runs.loc[runs["workload"] == c[0], "wall_seconds"].sum()) / rounds_of[i]
-                  for i, c in enumerate(configs)}
     hook, every = _hook(unit), frozenset(range(len(configs)))
     configs_of, rounds_run = {}, {}
     for k in list(pending):
         idx = hook(k, runs, configs) if hook else None
         configs_of[k] = every if idx is None or not len(idx) else frozenset(int(i) for i in idx)
         rounds_run[k] = min(rounds_of[i] for i in configs_of[k])
-    own = sum(max(0.0, _wall_s(m) - float(runs.loc[runs["stage"] == m, "wall_seconds"].sum())) for m in members)
+    own = sum(max(0.0, (_wall_s(m) or 0.0) - float(runs.loc[runs["stage"] == m, "wall_seconds"].sum()))
+              for m in members)
     after = overhead_s(sorted(set(reports) - set(members) - {"claims"})) + own
-    return _Stage(unit, keys, configs, pending, rounds_run, configs_of, 1.0, after, per_config)
-
-
-def _wall_s(stage: str) -> float:
-    """The stage's last recorded run, seconds (``env.json``); 0 when unknown."""
-    try:
-        return float(json.loads((paths.results_dir(stage) / "env.json").read_text())["run"]["wall_s"])
-    except (OSError, KeyError, ValueError, TypeError):
-        return 0.0
+    return _Stage(unit, ["workload"], configs, pending, rounds_run, configs_of, 1.0, after, per_config)
 
 
 def _configs(raw: pd.DataFrame, keys: list[str]) -> list[tuple]:
@@ -297,29 +296,29 @@ def _configs(raw: pd.DataFrame, keys: list[str]) -> list[tuple]:
     return list(dict.fromkeys(bought.key_of(r, keys) for r in raw[keys].itertuples(index=False)))
 
 
+def _wall_s(stage: str) -> float | None:
+    """The stage's last recorded run, seconds (``env.json``'s run wall time); None when unknown."""
+    try:
+        return float(json.loads((paths.results_dir(stage) / "env.json").read_text())["run"]["wall_s"])
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+
+
 def overhead_s(stages: list[str]) -> float:
     """Seconds the stages that re-run after a purchase took last time (``env.json``'s run
     wall time; 60 s for one without)."""
-    out = 0.0
-    for s in stages:
-        f = paths.results_dir(s) / "env.json"
-        try:
-            out += float(json.loads(f.read_text())["run"]["wall_s"])
-        except (OSError, KeyError, ValueError, TypeError):
-            out += 60.0
-    return out
+    return sum(w if (w := _wall_s(s)) is not None else 60.0 for s in stages)
 
 
 def own_overhead_s(stage: str) -> float:
     """The seconds of ``stage``'s last run outside its repeat loop (start-up, set-up, writing):
     its ``env.json`` wall time less the loop's ``elapsed_s``; 30 s when unknown."""
-    d = paths.results_dir(stage)
+    wall = _wall_s(stage)
     try:
-        wall = float(json.loads((d / "env.json").read_text())["run"]["wall_s"])
-        loop = float(json.loads((d / "sequential.json").read_text()).get("elapsed_s") or 0)
-    except (OSError, KeyError, ValueError, TypeError):
+        loop = float(json.loads((paths.results_dir(stage) / "sequential.json").read_text()).get("elapsed_s") or 0)
+    except (OSError, ValueError, TypeError):
         return 30.0
-    return max(0.0, wall - loop)
+    return 30.0 if wall is None else max(0.0, wall - loop)
 
 
 def plan(table: pd.DataFrame, seconds: float, dvc_yaml: dict) -> Plan:
@@ -395,8 +394,8 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
     units = shared(dvc_yaml)
     for stage in stages:   # the first stage whose runs the finding compares (a report may read several)
         if stage in units:
-            c = _shared_candidates(stage, units[stage], can[stage], row.assign(verdict="inconclusive"), {})
-            keys, configs, raw = c.keys, c.configs, _shared_runs(units[stage])
+            raw, configs, _, per_config = _shared_prices(units[stage])
+            keys = ["workload"]
         else:
             course, raw = _timed_rows(stage)
             keys = course["keys"]
@@ -409,7 +408,7 @@ def plan_for_finding(table: pd.DataFrame, finding: str, rounds: int, dvc_yaml: d
         raise SystemExit(f"decide --finding {finding}: its samples are not the rounds of {', '.join(stages)} "
                          "(more runs of the stage would not add any)")
     idx = sorted(range(len(configs)) if idx is None else idx)
-    round_s = sum(c.per_config[i] for i in idx) if stage in units else len(idx) * _per_run(course)
+    round_s = sum(per_config[i] for i in idx) if stage in units else len(idx) * _per_run(course)
     chosen = [dict(zip(keys, configs[i])) for i in idx]
     runs = rounds * len(chosen)
     cost = f"{rounds} round(s) of {len(chosen)} configuration(s) asked for, ~{rounds * round_s:.0f} s"

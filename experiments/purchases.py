@@ -41,6 +41,12 @@ class DecideParams(Section):
     workloads: list[Purchase] = Field(default_factory=list)
 
 
+def level_at(looks: int, purchase_index: int, alpha: float = ALPHA) -> float:
+    """The level of the rows of the ``purchase_index``-th purchase (1, 2, ...) of a stage whose
+    own rows were corrected for ``looks`` looks: Bonferroni over those and one per purchase."""
+    return 1 - alpha / (looks + purchase_index)
+
+
 def label(run: int) -> str:
     return f"decide {int(run)}"
 
@@ -70,12 +76,12 @@ def shared_rounds(purchases: Sequence[Purchase], first: int, key: str, value, al
     ``key`` is ``value`` (a workload), after the stage's own ``first`` repeats: one
     (repeat, made_by, level) per round, each purchase's ``runs`` being rounds over its
     ``configs``. The level: Bonferroni over the stage's own look (a fixed count) and one look per
-    purchase, as :func:`experiments.bought.level_after`."""
+    purchase (:func:`level_at`)."""
     out, nxt = [], int(first)
     for k, p in enumerate(purchases, start=1):
         if value not in [c.get(key) for c in p.configs]:
             continue
         for _ in range(-(-p.runs // len(p.configs))):
-            out.append((nxt, label(p.run), 1 - alpha / (1 + k)))
+            out.append((nxt, label(p.run), level_at(1, k, alpha)))
             nxt += 1
     return out

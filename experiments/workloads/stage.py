@@ -145,7 +145,7 @@ def needs(finding: str, runs: pd.DataFrame, configs: list[tuple]) -> list[int] |
     return idx or None
 
 
-def checkpoint_facts(ranks: list[dict]) -> dict | None:
+def checkpoint_facts(ranks: list[dict]) -> dict:
     """``checkpoint.json``: the bytes of one checkpoint of the largest rank, from the stage's own
     runs' ranks (``made_by`` repro: a ``make decide`` purchase leaves the file, which the DLIO
     side of the traced comparison replays, as it was); ``bytes`` None without a checkpoint."""
