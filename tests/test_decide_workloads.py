@@ -26,6 +26,8 @@ def test_shared_rounds_follow_the_stages_own_repeats_one_look_per_purchase():
         (3, "decide 2", pytest.approx(1 - 0.05 / 3))]
     assert bought.shared_rounds(ps, 1, "workload", "unet3d") == [(1, "decide 2", pytest.approx(1 - 0.05 / 3))]
     assert bought.shared_rounds(ps, 1, "workload", "bert") == []
+    with pytest.raises(ConfigError, match=r"decide.workloads.*\['resnet'\].*allowed: unet3d, bert, dlrm"):
+        stage.measure("dlrm", None, 0, purchases=[_p(3, ["resnet"], 1)])   # before any work
 
 
 def _fake_runs(monkeypatch, ran: list):

@@ -91,8 +91,12 @@ def measure(workload: str, cfg, seed: int, *, variant: str = "real", grid=None, 
     ``train.compute: sleep`` (default: :func:`compute_model_for`); ``purchases``:
     ``decide.workloads`` (the rounds a ``make decide`` run bought of this workload follow the
     sweep's own); ``keep``: the runs a decide run keeps (:func:`kept_runs`)."""
+    from ..config import ConfigError
     from ..purchases import shared_rounds
 
+    bad = sorted({str(c.get("workload")) for p in purchases for c in p.configs} - set(WORKLOADS))
+    if bad:
+        raise ConfigError(f"decide.workloads: a purchase names workload(s) {bad}; allowed: {', '.join(WORKLOADS)}")
     folder = folder or data_dir(workload)
     check_data(workload, cfg, folder)
     if compute_model is None:
