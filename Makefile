@@ -68,14 +68,14 @@ ae-table: setup
 	$(RUN) python -m experiments.ae_table
 
 replicate: setup
-	$(RUN) python -m experiments.replicate --stages "$(STAGES)"
+	$(RUN) python -m experiments.repeats.replicate --stages "$(STAGES)"
 
 decide: setup
-	$(RUN) python -m experiments.decide --minutes $(or $(MINUTES),30)
+	$(RUN) python -m experiments.repeats.decide --minutes $(or $(MINUTES),30)
 
 compare-claims: setup
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare-claims A=first/claims.csv B=second/claims.csv" >&2; exit 2; }
-	$(RUN) python -m experiments.replicate compare "$(A)" "$(B)"
+	$(RUN) python -m experiments.repeats.compare "$(A)" "$(B)"
 
 course: setup
 	$(RUN) python -m experiments.course.build

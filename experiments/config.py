@@ -37,7 +37,7 @@ SECTIONS: dict[str, str] = {
     "tfdata_read": "experiments.chien.tfdata_read:TFDataReadConfig",
     "deepio": "experiments.deepio.experiment:DeepIOConfig",
     "lmdbio": "experiments.lmdbio.read:LMDBIOConfig",
-    "decide": "experiments.purchases:DecideParams",
+    "decide": "experiments.repeats.purchases:DecideParams",
     "blog": "experiments.blog.tfrecord:BlogConfig",
     "caltech_like": "experiments.datasets.caltech_like:CaltechLikeConfig",
     "alexnet": "experiments.chien.alexnet:AlexNetConfig",

@@ -258,8 +258,8 @@ def fmt_seconds(s: float) -> str:
     return f"{s} s" if s < 60 else f"{s // 60} min {s % 60} s"
 
 
-DECIDE_ENV = "DLIO_DECIDE"   # experiments.bought.ENV, set while make decide re-runs stages (not
-                             # imported: bought pulls in pandas, and this process starts every stage)
+DECIDE_ENV = "DLIO_DECIDE"   # experiments.repeats.purchases.ENV, set while make decide re-runs stages (not
+                             # imported: it pulls in pandas, and this process starts every stage)
 
 
 def runs_before(stage: str) -> dict:

@@ -15,7 +15,7 @@ Each interval says the coverage its method can reach with its samples (``Interva
 :func:`reachable`: a median-type statistic needs 6 independent samples for 95 %), and
 :func:`bootstrap` resamples blocks of consecutive samples (``block``) for steps or intervals of
 one run. :func:`corrected_level` sets the level of the intervals asked for without one (a
-stage that looked at its intervals several times, :mod:`experiments.sequential`).
+stage that looked at its intervals several times, :mod:`experiments.repeats`).
 
 Every function returns ``(point, Interval)``; the interval is in the unit of the point (a ratio
 is unitless; a slope is y-unit per x-unit). ``Interval.n`` is the number of samples it came from
@@ -53,7 +53,7 @@ def number(x) -> float | None:
 def corrected_level(level: float):
     """Inside the block, every interval asked for without a level is at ``level``: how a
     report computes its intervals at the level a repeats-until-decided loop stopped on
-    (:mod:`experiments.sequential`: 1 - 0.05 / looks, Bonferroni over looks)."""
+    (:mod:`experiments.repeats.levels`: 1 - 0.05 / looks, Bonferroni over looks)."""
     _check_level(level)
     _DEFAULT.append(float(level))
     try:

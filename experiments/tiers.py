@@ -180,6 +180,23 @@ def storage_tier(tiers: list[Tier]) -> str:
     return tiers[0].name
 
 
+def storage_tier_of(rows) -> str:
+    """The tier a stage's storage findings are judged on, from its rows (a DataFrame with
+    ``tier`` and ``memory_backed`` or ``device``): the first whose runs reached a block device
+    (not memory-backed; a device named), else the first. :func:`storage_tier` from the rows a
+    stage measured, so a report reads the tier its runs say, not the parameters of now."""
+    tiers = list(dict.fromkeys(rows["tier"]))
+
+    def on_device(t) -> bool:
+        g = rows[rows["tier"] == t]
+        if "memory_backed" in g and g["memory_backed"].notna().any():
+            return not g["memory_backed"].fillna(False).astype(bool).any()
+        return "device" in g and bool((g["device"].fillna("").astype(str) != "").any())
+
+    disk = [t for t in tiers if on_device(t)]
+    return (disk or tiers)[0]
+
+
 def tier_of(path: Path, tiers: list[Tier]) -> Tier | None:
     """The tier whose file system holds ``path`` (same device number), if any."""
     try:

@@ -124,19 +124,28 @@ def test_checkpoint_tier_with_missing_parent_is_refused(tmp_path, monkeypatch):
     assert (tmp_path / "project" / "data" / "tiers" / "disk").is_dir()
 
 
-def test_checkpoint_needs_names_the_modes_each_finding_compares():
-    configs = [("none", "none"), ("direct", "mem"), ("direct", "disk"), ("burst", "mem>disk")]
-    assert ckpt.needs("burst-buffer-close-to-fast", None, configs) == [1, 3]
-    assert ckpt.needs("burst-buffer-speedup-vs-slow", None, configs) == [2, 3]
-    assert ckpt.needs("checkpoint-overhead-vs-none", None, configs) == [0, 1]
-    assert ckpt.needs("checkpoint-ssd-between-optane-and-hdd", None, configs) == [1, 2]
-    assert ckpt.needs("alexnet-prefetch-faster-disk", None, configs) == []
+def test_checkpoint_findings_declare_the_modes_they_compare():
+    """The declarations' ``compares`` (experiments.repeats.findings), filled from the stage's
+    context (its fast and slow tier, the burst buffer between them), name the modes each
+    finding of Fig 9 and 10 compares: what its rounds and make decide buy."""
+    from experiments.repeats import findings
+
+    configs = [{"mode": "none", "target": "none"}, {"mode": "direct", "target": "mem"},
+               {"mode": "direct", "target": "disk"}, {"mode": "burst", "target": "mem>disk"}]
+    rules, ctx = findings.steering("alexnet_checkpoint"), {"fast": "mem", "slow": "disk", "burst": "mem>disk"}
+    got = lambda k: findings.compared(k, configs, rules, ctx)   # noqa: E731
+    assert got("burst-buffer-close-to-fast") == [1, 3]
+    assert got("burst-buffer-speedup-vs-slow") == [2, 3]
+    assert got("checkpoint-overhead-vs-none") == [0, 1]
+    assert got("checkpoint-ssd-between-optane-and-hdd") == [1, 2]
+    assert findings.of("alexnet-prefetch-faster-disk", rules) is None
 
 
 def test_checkpoint_runs_then_a_decide_run_appends_its_purchase(data, tmp_path, monkeypatch):
     """The checkpoint stage's rounds (every mode once, a warm-up first), then, as ``make decide``
     re-runs it, the rows and side tables of before kept and only the purchase run after them."""
-    from experiments import bought, results, sequential
+    from experiments import repeats, results
+    from experiments.repeats import purchases as P
 
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     for t in ("mem", "disk"):
@@ -146,23 +155,19 @@ def test_checkpoint_runs_then_a_decide_run_appends_its_purchase(data, tmp_path, 
     c = ckpt.CheckpointConfig(iterations=2, interval=1, batch_size=4, threads=1, repeats=1, warmup=1,
                               eviction="none", dstat_interval_s=0.1)
     res = ckpt.measure_checkpoint(tr, data, 3, dirs, c, 32, 1)
-    runs = res["runs"]
-    assert len(runs) == 2 * 4 and set(runs["made_by"]) == {bought.FIRST}
+    runs = res.rows
+    assert len(runs) == 2 * 4 and set(runs["made_by"]) == {P.FIRST}
     assert sorted(runs["repeat"].unique()) == [0, 1] and runs["warmup"].sum() == 4
-    assert len(res["saves"]) and set(res["saves"]["repeat"]) == {0, 1}
-    out = results.StageResults("alexnet_checkpoint")
-    out.raw(runs)
-    sequential.write(out, runs.attrs["sequential"])
-    for name in ckpt.SIDE_TABLES:
-        out.table(name, res[name])
-    monkeypatch.setenv(bought.ENV, "alexnet_checkpoint")
-    buy = [bought.Purchase(run=1, configs=[{"mode": "burst", "target": "mem>disk"},
-                                           {"mode": "direct", "target": "mem"}], runs=2)]
+    assert len(res.tables["saves"]) and set(res.tables["saves"]["repeat"]) == {0, 1}
+    res.write(results.StageResults("alexnet_checkpoint"))
+    monkeypatch.setenv(P.ENV, "alexnet_checkpoint")
+    buy = [P.Purchase(run=1, configs=[{"mode": "burst", "target": "mem>disk"},
+                                      {"mode": "direct", "target": "mem"}], runs=2)]
     more = ckpt.measure_checkpoint(tr, data, 3, dirs, c, 32, 1, buy)
-    new = more["runs"][more["runs"]["made_by"] == bought.label(1)]
-    assert len(more["runs"]) == 10 and len(new) == 2 and set(new["repeat"]) == {2}
+    new = more.rows[more.rows["made_by"] == P.label(1)]
+    assert len(more.rows) == 10 and len(new) == 2 and set(new["repeat"]) == {2}
     assert set(zip(new["mode"], new["target"])) == {("burst", "mem>disk"), ("direct", "mem")}
-    assert (new["level"] > sequential.level_of(runs)).all() and not new["warmup"].any()   # one more look: wider
-    saves = more["saves"]
-    assert len(saves) > len(res["saves"]) and set(saves["repeat"]) == {0, 1, 2}
-    assert more["runs"].attrs["sequential"]["decide"][0]["runs"] == 2
+    assert (new["level"] > repeats.level_of(runs)).all() and not new["warmup"].any()   # one more look: wider
+    saves = more.tables["saves"]
+    assert len(saves) > len(res.tables["saves"]) and set(saves["repeat"]) == {0, 1, 2}
+    assert set(saves["run"]) <= set(more.rows["run"]) and more.course["decide"][0]["runs"] == 2

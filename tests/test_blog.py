@@ -72,8 +72,8 @@ def test_warm_cold_and_claims():
     raw = pd.DataFrame([
         {"run": i, "framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": t,
          "workers": np.nan, "cache": c, "images_per_s": v, "device": "vda"}
-        for i, (t, c, v) in enumerate(((1, "cold", 100.0), (2, "cold", 120.0), (2, "cold", 150.0),
-                                       (2, "warm", 300.0)))])
+        for i, t, c, v in ((0, 1, "cold", 100.0), (1, 2, "cold", 120.0), (2, 2, "cold", 150.0),
+                           (2, 2, "warm", 300.0))])   # a warm pass shares its cold pass's run
     wc = blog_report.warm_cold(raw)
     assert wc["warm_over_cold"].iloc[0] == pytest.approx(2.0)
     hist = pd.DataFrame({"bucket": ["32K", "64K", "128K"], "files_percent": [20.0, 40.0, 40.0],
@@ -111,13 +111,13 @@ def test_bad_input(bad, match):
 def test_storage_reads_of_warm_and_cold_runs_from_own_processes():
     raw = pd.DataFrame([{"run": 4, "framework": "tensorflow", "tier": "disk", "format": "jpeg",
                          "cache": "cold", "bytes": 100e6},
-                        {"run": 5, "framework": "tensorflow", "tier": "disk", "format": "jpeg",
-                         "cache": "warm", "bytes": 100e6}])
+                        {"run": 4, "framework": "tensorflow", "tier": "disk", "format": "jpeg",
+                         "cache": "warm", "bytes": 100e6}])   # one run: its cold pass, then its warm pass
     d = pd.DataFrame([
-        {"run": 4, "source": "proc", "read_MBps": 50.0, "interval_s": 2.0},
-        {"run": 4, "source": "dev:vda", "read_MBps": 500.0, "interval_s": 2.0},  # others' I/O
-        {"run": 5, "source": "proc", "read_MBps": 0.0, "interval_s": 1.0},
-        {"run": 5, "source": "dev:vda", "read_MBps": 300.0, "interval_s": 1.0}])
+        {"run": 4, "cache": "cold", "source": "proc", "read_MBps": 50.0, "interval_s": 2.0},
+        {"run": 4, "cache": "cold", "source": "dev:vda", "read_MBps": 500.0, "interval_s": 2.0},  # others' I/O
+        {"run": 4, "cache": "warm", "source": "proc", "read_MBps": 0.0, "interval_s": 1.0},
+        {"run": 4, "cache": "warm", "source": "dev:vda", "read_MBps": 300.0, "interval_s": 1.0}])
     r = blog_report.device_reads(d, raw)
     assert r["cold_storage_MB"].iloc[0] == 100 and r["warm_storage_MB"].iloc[0] == 0
     wc = pd.DataFrame([{"tier": "disk", "warm_over_cold": 1.5}])
@@ -133,7 +133,7 @@ def test_storage_reads_of_warm_and_cold_runs_from_own_processes():
 
 def test_warm_claims_say_how_much_was_still_cached():
     raw = pd.DataFrame([
-        {"run": 2 * i + j, "framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": 2,
+        {"run": i, "framework": "tensorflow", "tier": "disk", "format": "jpeg", "threads": 2,
          "workers": np.nan, "cache": c, "images_per_s": v + i, "resident_fraction": f}
         for i in range(6) for j, (c, v, f) in enumerate((("cold", 100.0, 0.0), ("warm", 90.0, 0.25)))])
     wc = blog_report.warm_cold(raw)
@@ -223,16 +223,26 @@ def _fake_run(effect: dict, noise: float, seed: int = 0):
 CLEAR = {"threads": 0.5, "tfrecord": 0.2, "workers": 0.5, "warm": 1.0}
 
 
+def _rounds(configs, one_run, cfg, seed, purchases=()):
+    """The blog's stage (experiments.blog.tfrecord.stage) measured through experiments.repeats:
+    (rows, dstat rows, rounds.json)."""
+    from experiments import repeats
+
+    m = repeats.measure(bt.stage(configs, one_run, cfg, seed, blog_report.decided), purchases)
+    return m.rows, bt.dstat_rows_of(m.tables["dstat"]), m.course
+
+
 def test_blog_measure_goes_in_rounds_with_warm_pairs_and_stops_when_decided():
-    """Through experiments.sequential with a fake run: every configuration once a round (order
-    drawn per round), a warm run right after each top cold run, rows carry the level; clear
-    effects stop at the first look, with every finding decided."""
+    """Through the rounds with a fake run: every configuration once a round (order drawn per
+    round), a warm pass right after each top cold pass, in the same run; rows carry the level;
+    clear effects stop at the first look, with every finding decided."""
+    from experiments.repeats.rounds import plan_for
+
     cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6, max_repeats=12)
     configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
     assert len(configs) == 2 * 2 + 2 and sum(c["warm"] for c in configs) == 3
-    raw, dstat_rows, facts = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5, decide=blog_report.decided)
-    seq = facts["sequential"]
-    plan = bt.repeat_plan(cfg)
+    raw, dstat_rows, seq = _rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5)
+    plan = plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s)
     assert plan.first_look > 6 and raw["level"].eq(plan.level).all()   # a look at the corrected level
     assert raw["repeat"].max() + 1 == plan.first_look                  # decided at the first look
     assert set(seq["findings"]) >= {"blog_private_threads_help", "blog_tfrecord_not_slower",
@@ -240,20 +250,22 @@ def test_blog_measure_goes_in_rounds_with_warm_pairs_and_stops_when_decided():
                                      "blog_collectl_tf_shorter_queue"}
     assert all(f["stopped"] == "decided" for f in seq["findings"].values())
     cold = raw[raw["cache"] == "cold"]
-    assert (cold.groupby("repeat").size() == len(configs)).all()
+    assert (cold.groupby("repeat").size() == len(configs)).all() and cold["run"].is_unique
     def order(i):
         return [str(r) for r in cold[cold["repeat"] == i][["framework", "format", "threads", "workers"]].to_numpy()]
     assert order(0) != order(1) and sorted(order(0)) == sorted(order(1))   # drawn per round
-    for w in raw[raw["cache"] == "warm"].itertuples():                 # right after its own cold run
-        c = raw.set_index("run").loc[w.run - 1]
-        assert c["cache"] == "cold" and c["framework"] == w.framework and c["format"] == w.format
+    by_run = cold.set_index("run")
+    for w in raw[raw["cache"] == "warm"].itertuples():                 # right after its own cold pass
+        c = by_run.loc[w.run]
+        assert c["framework"] == w.framework and c["format"] == w.format
         assert c["repeat"] == w.repeat and c["round_order"] == w.round_order
     assert set(dstat_rows["run"]) == set(raw["run"])
     # the report reads the same rows into the same findings, decided at the level of the rows
     t = blog_report.run_tables(raw, dstat_rows)
     assert {"summary", "collectl", "wc", "reads"} <= set(t) and len(t["wc"]) == 3 * plan.first_look
+    assert t["wc"]["cold_images_per_s"].notna().all() and len(t["reads"]) == 3 * plan.first_look
     # the same seed, the same order
-    again, _, _ = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5, decide=blog_report.decided)
+    again, _, _ = _rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5)
     assert list(again["run"]) == list(raw["run"]) and list(again["format"]) == list(raw["format"])
 
 
@@ -262,14 +274,14 @@ def test_blog_decided_judges_the_reports_own_findings():
     finding with no value (no runs of it) is left out."""
     cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=7)
     configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
-    raw, dstat_rows, _ = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=1, decide=blog_report.decided)
+    raw, dstat_rows, _ = _rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=1)
     got = blog_report.decided(raw, dstat_rows, 0.95)
     assert got["blog_private_threads_help"] and got["blog_workers_help"] and got["blog_warm_faster"]
     # no effect of a warm cache (rule '> 1'), and workers at their rule's threshold (1.2 at 2
     # workers), within a noise of 30 %: six repeats cannot tell
     none = {"threads": 0.5, "tfrecord": 0.2, "workers": 1.2 ** 0.5 - 1, "warm": 0.0}
     cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6)
-    raw, dstat_rows, _ = bt.run_rounds(configs, _fake_run(none, 0.3, seed=2), cfg, seed=1, decide=blog_report.decided)
+    raw, dstat_rows, _ = _rounds(configs, _fake_run(none, 0.3, seed=2), cfg, seed=1)
     got = blog_report.decided(raw, dstat_rows, 0.95)
     assert not got["blog_workers_help"] and not got["blog_warm_faster"]
     assert got["blog_private_threads_help"]
@@ -281,8 +293,11 @@ def test_blog_decided_judges_the_reports_own_findings():
 def test_blog_repeats_bad_input():
     with pytest.raises(ConfigError, match=r"blog\.max_repeats = 2 is below blog\.repeats = 6"):
         config.validate("blog", {"repeats": 6, "max_repeats": 2})
-    assert bt.repeat_plan(bt.BlogConfig(repeats=3)).max_repeats == 3     # no max: a fixed count
-    p = bt.repeat_plan(bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390))
+    configs = bt.run_configs(["disk"], [1], [0])
+    one = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=3), 0, blog_report.decided)
+    assert one.rounds.max_repeats == 3                                   # no max: a fixed count
+    p = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390), 0,
+                 blog_report.decided).rounds
     assert (p.min_repeats, p.max_repeats, p.budget_s) == (6, 9, 390)
 
 
@@ -302,39 +317,41 @@ def test_collectl_paper_values_follow_from_the_blogs_tables():
 
 
 def test_bought_rounds_follow_the_loop_and_a_decide_run_appends_to_the_kept_runs(tmp_path, monkeypatch):
-    """make decide's side of the blog (experiments.bought): a purchase of two configurations
-    (a DataLoader one, which has no thread count: None in params.yaml; a warm one, two runs per
-    round) runs after the loop, counted in runs, not rows; a decide run that re-runs the stage
-    keeps the runs and dstat rows of before and adds only the new purchase's, the run ids going on."""
-    from experiments import bought, paths, sequential
+    """make decide's side of the blog (experiments.repeats): a purchase of two configurations
+    (a DataLoader one, which has no thread count: None in params.yaml; a warm one, two passes
+    per run) runs after the rounds, counted in runs, not rows; a decide run that re-runs the
+    stage keeps the runs and dstat rows of before and adds only the new purchase's, the run ids
+    going on."""
+    from experiments import paths, repeats
+    from experiments.repeats import purchases as P
+    from experiments.repeats.stage import ROUNDS_FILE
 
     cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6, max_repeats=6)
     configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
     want = [{"framework": "pytorch", "tier": "disk", "format": "jpeg", "threads": None, "workers": 2},
             {"framework": "tensorflow", "tier": "disk", "format": "tfrecord", "threads": 4, "workers": None}]
-    p1 = bought.Purchase(run=1, configs=want, runs=3)
-    raw, dstat_rows, facts = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5,
-                                           decide=blog_report.decided, purchases=[p1])
-    assert bought.made(raw) == {"repro": 6 * len(configs), "decide 1": 3}
+    p1 = P.Purchase(run=1, configs=want, runs=3)
+    raw, dstat_rows, course = _rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5, purchases=[p1])
+    assert P.made(raw) == {"repro": 6 * len(configs), "decide 1": 3}
     d1 = raw[raw["made_by"] == "decide 1"]
-    assert len(d1) == 3 + (d1["cache"] == "warm").sum() > 3          # a warm run follows its cold one
-    assert d1["level"].eq(bought.level_after(raw, 1)).all() and d1["repeat"].min() == 6
-    assert facts["sequential"]["decide"][0]["runs"] == 3 and raw["run"].is_unique
+    assert len(d1) == 3 + (d1["cache"] == "warm").sum() > 3          # a warm pass follows its cold one
+    assert d1["level"].eq(1 - 0.05 / 2).all() and d1["repeat"].min() == 6   # one more look at these two
+    assert course["decide"][0]["runs"] == 3 and not raw[["run", "cache"]].duplicated().any()
     assert set(dstat_rows["run"]) == set(raw["run"])
     # a decide run re-runs the stage: the runs of before are kept, only purchase 2 runs
     out = tmp_path / "results" / "blog"
     out.mkdir(parents=True)
     raw.to_parquet(out / "raw.parquet")
     dstat_rows.to_csv(out / "dstat.csv", index=False)
-    (out / "sequential.json").write_text(json.dumps(facts["sequential"], default=str))
+    (out / ROUNDS_FILE).write_text(json.dumps(course, default=str))
     monkeypatch.setattr(paths, "results_dir", lambda stage=None: tmp_path / "results" / stage)
-    monkeypatch.setenv(bought.ENV, "blog")
-    p2 = bought.Purchase(run=2, configs=want[:1], runs=2)
-    again, dstat2, facts2 = bt.run_rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5,
-                                          decide=blog_report.decided, purchases=[p1, p2])
-    assert bought.made(again) == {"repro": 6 * len(configs), "decide 1": 3, "decide 2": 2}
+    monkeypatch.setenv(P.ENV, "blog")
+    p2 = P.Purchase(run=2, configs=want[:1], runs=2)
+    again, dstat2, _ = _rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5, purchases=[p1, p2])
+    assert P.made(again) == {"repro": 6 * len(configs), "decide 1": 3, "decide 2": 2}
     new = again.iloc[len(raw):]
-    assert again["run"].is_unique and len(new) == 2 * 2 and new["run"].min() == raw["run"].max() + 1
-    assert len(dstat2) == len(dstat_rows) + 3 * len(new)      # three dstat rows per fake run
+    assert len(new) == 2 * 2 and new["run"].min() == raw["run"].max() + 1   # two runs of a cold and a warm pass
+    assert len(dstat2) == len(dstat_rows) + 3 * len(new)      # three dstat rows per fake pass
     assert again.iloc[:len(raw)]["images_per_s"].tolist() == raw["images_per_s"].tolist()
-    assert sequential.level_of(again) == bought.level_after(raw, 2)
+    assert repeats.level_of(again) == pytest.approx(1 - 0.05 / 3)   # its configuration's second purchase
+    assert repeats.level_of(again[again["framework"] == "tensorflow"]) == pytest.approx(1 - 0.05 / 2)

@@ -1,4 +1,4 @@
-"""make decide (experiments.decide, experiments.bought) on a tiny DVC project of two stages
+"""make decide (experiments.repeats.decide, .purchases) on a tiny DVC project of two stages
 (tests/fixtures/decide: a fake measuring stage with two configurations and a claims table of
 two findings, one within reach and one forecast "never"): the purchase goes to the finding
 within reach, its rows are appended and marked, DVC stays consistent; a Ctrl-C while the
@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from experiments import bought, decide, sequential
+from experiments.repeats import decide
+from experiments.repeats import purchases as P
+from experiments.repeats.decide import pricing
+from experiments.repeats.futility import Judged
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "decide"
@@ -48,7 +50,7 @@ def test_a_ctrl_c_while_the_stage_measures_leaves_rows_and_lock_as_before(projec
     raw0 = (root / "results/fake/raw.parquet").read_bytes()
     params0, lock0 = (root / "params.yaml").read_text(), (root / "dvc.lock").read_text()
     mark = tmp_path / "buying"
-    p = subprocess.Popen([sys.executable, "-m", "experiments.decide", "--minutes", "10"], cwd=root,
+    p = subprocess.Popen([sys.executable, "-m", "experiments.repeats.decide", "--minutes", "10"], cwd=root,
                          env={**env, "FAKE_SLEEP": "30", "FAKE_MARK": str(mark)}, start_new_session=True,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t0 = time.monotonic()
@@ -71,7 +73,7 @@ def test_decide_plans_for_the_finding_within_reach_and_refuses_a_changed_stage(p
     monkeypatch.setenv("DLIO_ROOT", str(root))
     monkeypatch.setenv("PATH", env["PATH"])
     monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
-    p = decide.plan(before.reset_index(), 600, yaml.safe_load((root / "dvc.yaml").read_text()))
+    p = decide.plan(before.reset_index(), 600, root)
     assert [o.findings for o in p.offers] == [["reach"]] and "never" in p.skipped["edge"]
     assert p.offers[0].configs == [{"config": "A"}, {"config": "B"}] and p.offers[0].runs % 2 == 0
 
@@ -85,77 +87,75 @@ def test_decide_plans_for_the_finding_within_reach_and_refuses_a_changed_stage(p
 
 
 def test_bought_runs_stop_at_the_minutes_between_runs(monkeypatch):
-    """experiments.bought.buy: rounds over a purchase's configurations in a seeded order,
-    repeats going on after the rows', marked with the run; no run starts after the deadline
-    (a run under way finishes: never mid-sample)."""
-    raw = pd.DataFrame({"config": ["A", "B"] * 3, "repeat": [0, 0, 1, 1, 2, 2], "made_by": bought.FIRST,
+    """experiments.repeats.purchases.buy: rounds over a purchase's configurations in a seeded
+    order, repeats going on after the rows', marked with the run; no run starts after the
+    deadline (a run under way finishes: never mid-sample)."""
+    raw = pd.DataFrame({"config": ["A", "B"] * 3, "repeat": [0, 0, 1, 1, 2, 2], "made_by": P.FIRST,
                         "level": 0.95})
-    p = bought.Purchase(run=1, configs=[{"config": "A"}, {"config": "B"}], runs=5)
+    p = P.Purchase(run=1, configs=[{"config": "A"}, {"config": "B"}], runs=5)
     t = [0.0]
+    configs = [{"config": "A"}, {"config": "B"}]
 
     def run_one(c, i):
         t[0] += 10.0
-        return {"config": c[0]}
+        return [{"config": c["config"]}]
 
-    monkeypatch.setenv(bought.DEADLINE_ENV, "1e12")
-    rows = bought.buy([("A",), ("B",)], ["config"], run_one, [p], raw, 1, clock=lambda: t[0])
+    monkeypatch.setenv(P.DEADLINE_ENV, "1e12")
+    rows = P.buy(configs, ["config"], run_one, [p], raw, 1, clock=lambda: t[0])
     assert len(rows) == 5 and list(rows["repeat"]) == [3, 3, 4, 4, 5] and set(rows["made_by"]) == {"decide 1"}
     assert sorted(rows["config"][:2]) == ["A", "B"] and rows["level"].iloc[0] == pytest.approx(1 - 0.05 / 2)
     # already bought: not run again
-    assert len(bought.buy([("A",), ("B",)], ["config"], run_one, [p], pd.concat([raw, rows]), 1)) == 0
+    assert len(P.buy(configs, ["config"], run_one, [p], pd.concat([raw, rows]), 1)) == 0
     t[0] = 0.0
-    monkeypatch.setenv(bought.DEADLINE_ENV, "25")   # runs start at 0, 10, 20; not at 30
-    assert len(bought.buy([("A",), ("B",)], ["config"], run_one, [p], raw, 1, clock=lambda: t[0])) == 3
+    monkeypatch.setenv(P.DEADLINE_ENV, "25")   # runs start at 0, 10, 20; not at 30
+    assert len(P.buy(configs, ["config"], run_one, [p], raw, 1, clock=lambda: t[0])) == 3
     with pytest.raises(ValueError, match="do not have"):
-        bought.buy([("A",)], ["config"], run_one, [p], raw, 1)
+        P.buy(configs[:1], ["config"], run_one, [p], raw, 1)
+
+
+def _stage(name, seconds, after=10.0):
+    """A buying stage's rows for pricing: four configurations, 6 rounds each."""
+    rows = pd.DataFrame([{"c": i, "repeat": r, "made_by": P.FIRST, "level": 0.95} for r in range(6) for i in range(4)])
+    return pricing.StageRows(name, ["c"], [{"c": i} for i in range(4)], [seconds] * 4, rows, {}, after)
 
 
 def test_the_minutes_go_to_the_cheapest_findings_across_stages():
-    """decide.take: findings priced alone and taken cheapest first whatever their stage (the
+    """decide's pricing: findings priced alone and taken cheapest first whatever their stage (the
     first stage in dvc.yaml does not spend the minutes before a cheaper one elsewhere);
-    findings of one stage share the rounds of their configurations; "never" is skipped."""
-    J = sequential.Judged
+    findings sharing a stage's configurations share their rounds; "never" is skipped."""
+    stages = {"first": _stage("first", 10.0), "second": _stage("second", 1.0)}
 
-    def stage(name, pending, configs_of, per_run, after=10.0):
-        return decide._Stage(name, ["c"], [(i,) for i in range(4)], pending, {k: 6 for k in pending},
-                             configs_of, per_run, after)
+    def priced(k, j, stage, idx):
+        return pricing.Priced(k, j, pricing.rounds_needed(j, 6), {stage: idx})
 
-    first = stage("first", {"dear": J(False, 6, 60), "edge": J(False, 6, None, never=True)},
-                  {"dear": frozenset({0, 1}), "edge": frozenset({0})}, per_run=10.0)   # 54 rounds x 2 x 10 s
-    second = stage("second", {"cheap": J(False, 6, 8), "cheap2": J(False, 6, 12)},
-                   {"cheap": frozenset({0, 1}), "cheap2": frozenset({1, 2})}, per_run=1.0)
+    dear = priced("dear", Judged(False, 6, 60), "first", [0, 1])          # 54 rounds x 2 x 10 s
+    edge = priced("edge", Judged(False, 6, None, never=True), "first", [0])
+    cheap = priced("cheap", Judged(False, 6, 8), "second", [0, 1])        # 2 rounds
+    cheap2 = priced("cheap2", Judged(False, 6, 12), "second", [1, 2])     # 6 rounds
     skipped = {}
-    chosen, secs = decide.take({"first": first, "second": second}, 300.0, 5.0, skipped)
-    assert chosen == {"second": ["cheap", "cheap2"]}
-    assert secs == 5.0 + 6 * 3 * 1.0 + 10.0                    # cheap2's 6 rounds over the union {0, 1, 2}
+    chosen = pricing.take([dear, edge, cheap, cheap2], stages, 300.0, 5.0, skipped)
+    assert [p.finding for p in chosen] == ["cheap", "cheap2"]
+    assert pricing.total(chosen, stages, 5.0) == 5.0 + 6 * 3 * 1.0 + 10.0   # cheap2's 6 rounds over {0, 1, 2}
     assert "never" in skipped["edge"] and "minutes hold 300 s" in skipped["dear"]
-    offer = second.offer(chosen["second"])
+    (offer,) = pricing.offers(chosen, stages)
     assert offer.runs == 18 and offer.configs == [{"c": 0}, {"c": 1}, {"c": 2}]
     # with more minutes the dear one is bought too, beside the cheap ones
-    chosen, _ = decide.take({"first": first, "second": second}, 1200.0, 5.0, {})
-    assert chosen == {"second": ["cheap", "cheap2"], "first": ["dear"]}
+    chosen = pricing.take([dear, edge, cheap, cheap2], stages, 1200.0, 5.0, {})
+    assert sorted(p.finding for p in chosen) == ["cheap", "cheap2", "dear"]
 
 
-def test_a_finding_of_a_report_reading_two_buying_stages_is_bought_from_the_one_whose_runs_it_compares(
-        monkeypatch, tmp_path):
-    """AlexNet's report reads the prefetch sweep and the checkpoint runs: the checkpoint finding
-    is named "not this stage's rounds" by the prefetch stage's hook, and bought from the checkpoint
-    stage's all the same (not listed as skipped)."""
-    table = pd.DataFrame([{"stage": "rep", "id": "ck-row", "kind": "finding", "verdict": "inconclusive"}])
-    monkeypatch.setattr(decide, "buyable", lambda dvc_yaml: {"sweep": ["sweep", "rep"], "ck": ["ck", "rep"]})
-    monkeypatch.setattr(decide.paths, "results_dir", lambda s: tmp_path)
-    (tmp_path / "sequential.json").write_text("{}")
+def test_a_finding_is_priced_in_the_stages_its_declaration_compares_and_nowhere_else():
+    """AlexNet's report reads the prefetch sweep and the checkpoint runs: a checkpoint finding
+    whose declaration compares two of the checkpoint stage's configurations is priced there
+    alone; one without a declared comparison, in every buying stage its report reads."""
+    from experiments.repeats.findings import Steering
 
-    def candidates(stage, reports, tab, skipped):
-        pending = {}
-        if stage == "sweep":
-            skipped["ck-row"] = decide.NOT_ITS_ROUNDS.format(stage=stage)
-        else:
-            pending = {"ck-row": sequential.Judged(False, 6, 12)}
-        return decide._Stage(stage, ["mode"], [("a",), ("b",)], pending, {k: 6 for k in pending},
-                             {k: frozenset({0, 1}) for k in pending}, 2.0, 5.0)
-
-    monkeypatch.setattr(decide, "_candidates", candidates)
-    p = decide.plan(table, 600, {"stages": {}})
-    assert [(o.stage, o.findings) for o in p.offers] == [("ck", ["ck-row"])] and "ck-row" not in p.skipped
-    assert p.offers[0].runs == 6 * 2   # 6 more rounds of its two modes
+    stages = {"sweep": _stage("sweep", 2.0), "ck": _stage("ck", 3.0)}
+    rules = {"ck": [Steering("ck-row", "> 1", None, {"c": [1, 3]})], "sweep": []}
+    claim = {"id": "ck-row", "kind": "finding", "verdict": "inconclusive", "our_value": 1.1, "ci_low": 0.9,
+             "ci_high": 1.3, "n": 6, "n_to_decide": 12, "ci_coverage": None, "stage": "rep"}
+    p = pricing.price(claim, stages, rules, ["sweep", "ck"])
+    assert p.configs == {"ck": [1, 3]} and p.rounds and p.rounds >= 6
+    q = pricing.price({**claim, "id": "other"}, stages, rules, ["sweep", "ck"])
+    assert q.configs == {"sweep": [0, 1, 2, 3], "ck": [0, 1, 2, 3]}
+    assert pricing.price({**claim, "id": "other"}, stages, rules, []) == pricing.NOT_MEASURED_HERE

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments import paths, replicate
+from experiments import paths
+from experiments.repeats import replicate
 
 
 def _stages(root: Path) -> dict:

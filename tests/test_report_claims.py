@@ -256,15 +256,16 @@ def test_blog_claims_from_rounds_judge_at_the_rows_level_and_keep_values_inside_
     claims' measured findings are the ones the rounds were decided on."""
     from test_blog import CLEAR, _fake_run
 
-    from experiments import sequential, stats
+    from test_blog import _rounds
+
+    from experiments import repeats, stats
     from experiments.blog import report as blog_report
     from experiments.blog import tfrecord as bt
 
     cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6, max_repeats=9)
-    raw, dstat_rows, facts = bt.run_rounds(bt.run_configs(["disk"], cfg.threads, cfg.workers),
-                                           _fake_run(CLEAR, 0.05, seed=3), cfg, seed=2,
-                                           decide=blog_report.decided)
-    level = sequential.level_of(raw)
+    raw, dstat_rows, course = _rounds(bt.run_configs(["disk"], cfg.threads, cfg.workers),
+                                      _fake_run(CLEAR, 0.05, seed=3), cfg, seed=2)
+    level = repeats.level_of(raw)
     assert level == pytest.approx(1 - 0.05 / 3)            # looks at 7, 8, 9 rounds
     t = blog_report.run_tables(raw, dstat_rows)
     with stats.corrected_level(level):
@@ -272,7 +273,7 @@ def test_blog_claims_from_rounds_judge_at_the_rows_level_and_keep_values_inside_
                                 t["collectl"], t["wc"], "disk", t["reads"], ENV, FIO, raw=raw, dstat_rows=dstat_rows)
     _check_common(cl)
     measured = {c["id"]: c for c in cl if c["ci_low"] is not None and np.isfinite(c["ci_low"])}
-    assert set(facts["sequential"]["findings"]) <= set(measured)
+    assert set(course["findings"]) <= set(measured)
     for c in measured.values():
         assert c["ci_low"] <= c["our_value"] <= c["ci_high"], c["id"]
     assert measured["blog_private_threads_help"]["verdict"] == "holds"

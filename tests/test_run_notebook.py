@@ -171,9 +171,10 @@ def test_two_stages_kernels_get_separate_sockets(tmp_path, monkeypatch):
 def test_a_decide_run_keeps_the_repro_time_and_appends_its_own(project, monkeypatch):
     """The AE table reads a stage's ``env.json`` ``"run"``: after ``make decide`` re-ran the
     stage it is still the ``make repro`` run's; the decide run's facts go to ``decide_runs``."""
-    from experiments import bought, paths
+    from experiments import paths
+    from experiments.repeats import purchases
 
-    assert run_notebook.DECIDE_ENV == bought.ENV
+    assert run_notebook.DECIDE_ENV == purchases.ENV
     env_path = paths.results_dir("lmdbio") / "env.json"
     env_path.parent.mkdir(parents=True, exist_ok=True)
     results.write_json(env_path, {"params": {}, "run": {"wall_s": 60.0}})

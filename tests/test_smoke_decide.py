@@ -1,4 +1,4 @@
-"""``make decide`` on the smoke profile (issue 40): in a copy of the smoke project after its
+"""``make decide`` on the smoke profile: in a copy of the smoke project after its
 whole ``dvc repro``, buy one round of the configurations one LMDBIO finding compares; the rows
 are appended and marked, the first run's kept, and DVC stays consistent."""
 
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import bought
+from experiments.repeats import purchases as P
 
 pytestmark = pytest.mark.smoke
 FINDING = "lmdbio_lmm_fewer_switches_cifar"
@@ -26,18 +26,18 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     first = pd.read_parquet(root / "results/lmdbio/raw.parquet")
     try:
-        p = subprocess.run([sys.executable, "-m", "experiments.decide", "--minutes", "10", "--finding", FINDING],
+        p = subprocess.run([sys.executable, "-m", "experiments.repeats.decide", "--minutes", "10", "--finding", FINDING],
                            cwd=root, env=env, capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         raw = pd.read_parquet(root / "results/lmdbio/raw.parquet")
-        kept = raw[raw["made_by"] == bought.FIRST].drop(columns="made_by").reset_index(drop=True)
+        kept = raw[raw["made_by"] == P.FIRST].drop(columns="made_by").reset_index(drop=True)
         pd.testing.assert_frame_equal(kept, first.drop(columns="made_by", errors="ignore"), check_dtype=False)
         new = raw[raw["made_by"] == "decide 1"]
         bought_ = yaml.safe_load((root / "params.yaml").read_text())["decide"]["lmdbio"]
         assert len(bought_) == 1 and bought_[0]["runs"] == len(new) == len(bought_[0]["configs"]) >= 2
         assert set(new["strategy"]) == {"lmm", "lmdb"} and (new["repeat"] > first["repeat"].max()).all()
         assert new["run"].min() > first["run"].max()
-        assert "Verdicts across two runs: before and after" in p.stdout
+        assert "Two runs compared: before and after" in p.stdout
         st = subprocess.run(["dvc", "status", "lmdbio", "lmdbio_report", "claims"], cwd=root, env=env,
                             capture_output=True, text=True, check=True).stdout
         assert "up to date" in st, st

@@ -72,17 +72,14 @@ def plot_torch_workers(summary: pd.DataFrame):
 
 
 def warm_cold(raw: pd.DataFrame) -> pd.DataFrame:
-    """Each warm run beside the cold run just before it (same framework, tier, format and
-    parallelism: the same run, cache evicted or not), images/s."""
+    """Each warm pass beside the cold pass of the same run (``run``: the same framework, tier,
+    format and parallelism, cache evicted or not, one after the other), images/s."""
     raw = raw.assign(par=raw["threads"].fillna(raw["workers"]))
-    by_run = raw.set_index("run")
+    cold_of = raw[raw["cache"] == "cold"].drop_duplicates("run").set_index("run")
     rows = []
     for w in raw[raw["cache"] == "warm"].itertuples():
-        c = by_run.loc[w.run - 1] if (w.run - 1) in by_run.index else None
-        same = c is not None and c["cache"] == "cold" and c["par"] == w.par and \
-            c["format"] == w.format and c["tier"] == w.tier
-        cold = float(c["images_per_s"]) if same else np.nan
-        rows.append({"framework": w.framework, "tier": w.tier, "format": w.format,
+        cold = float(cold_of.loc[w.run, "images_per_s"]) if w.run in cold_of.index else np.nan
+        rows.append({"framework": w.framework, "tier": w.tier, "format": w.format, "run": w.run,
                      "parallelism": w.par, "cold_images_per_s": cold,
                      "warm_images_per_s": w.images_per_s, "warm_over_cold": w.images_per_s / cold,
                      # a tier without a block device (tmpfs) cannot be evicted: cold is warm there
@@ -94,17 +91,17 @@ def warm_cold(raw: pd.DataFrame) -> pd.DataFrame:
 
 def device_reads(dstat_rows: pd.DataFrame, wc_raw: pd.DataFrame) -> pd.DataFrame:
     """MB the run's own process tree made storage fetch (``/proc/<pid>/io`` read_bytes: not
-    disturbed by other processes on the device) during each warm run and the cold run just
-    before it (sum over sampled intervals of read MB/s x interval)."""
+    disturbed by other processes on the device) during each warm pass and the cold pass of the
+    same run (sum over sampled intervals of read MB/s x interval)."""
     if dstat_rows.empty:
         return pd.DataFrame()
     d = dstat_rows[dstat_rows["source"] == "proc"]
-    mb = (d["read_MBps"] * d["interval_s"]).groupby(d["run"]).sum()
+    mb = (d["read_MBps"] * d["interval_s"]).groupby([d["run"], d["cache"]]).sum()
     rows = []
     for w in wc_raw[wc_raw["cache"] == "warm"].itertuples():
-        if w.run in mb.index and (w.run - 1) in mb.index:
-            rows.append({"framework": w.framework, "tier": w.tier, "format": w.format,
-                         "cold_storage_MB": mb[w.run - 1], "warm_storage_MB": mb[w.run],
+        if (w.run, "warm") in mb.index and (w.run, "cold") in mb.index:
+            rows.append({"framework": w.framework, "tier": w.tier, "format": w.format, "run": w.run,
+                         "cold_storage_MB": mb[(w.run, "cold")], "warm_storage_MB": mb[(w.run, "warm")],
                          "data_MB": w.bytes / 1e6})
     return pd.DataFrame(rows)
 
@@ -434,13 +431,13 @@ def run_tables(raw: pd.DataFrame, dstat_rows: pd.DataFrame) -> dict[str, pd.Data
 
 
 def decided(raw: pd.DataFrame, dstat_rows: pd.DataFrame, level: float) -> dict:
-    """{finding: :class:`experiments.sequential.Judged`} on the blog's runs so far, for
-    :func:`experiments.sequential.run`: the findings of :func:`measure_runs` on the storage
+    """{finding: :class:`experiments.repeats.Judged`} on the blog's runs so far, for its
+    rounds (:func:`experiments.blog.tfrecord.stage`): the findings of :func:`measure_runs` on the storage
     tier (:func:`storage_tier`), computed from ``raw`` and ``dstat_rows`` as this report
     computes them (:func:`run_tables`), with intervals at ``level``; a finding with a value is
     decided when its verdict is not ``inconclusive``, with its forecast (the futility stop);
     one without a value is left out (more repeats cannot give it one)."""
-    from .. import sequential
+    from ..repeats.futility import judged
 
     t = run_tables(raw, dstat_rows)
     with stats.corrected_level(level):
@@ -448,7 +445,7 @@ def decided(raw: pd.DataFrame, dstat_rows: pd.DataFrame, level: float) -> dict:
                           raw=raw, dstat_rows=dstat_rows)
         ids = {m.id for m in ms}
         found = [c for c in join(STAGE, ms) if c["id"] in ids]
-    return sequential.judged([c for c in found if c["our_value"] is not None and np.isfinite(c["our_value"])],
+    return judged([c for c in found if c["our_value"] is not None and np.isfinite(c["our_value"])],
                              level)
 
 

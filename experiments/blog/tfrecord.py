@@ -10,7 +10,7 @@
   and of the PyTorch DataLoader, the cache evicted before each cold run, and samples the device
   (``experiments.dstat.Sampler``) during each run: reads/s, KB per read, queue length, as in the
   blog's collectl table. The runs go in seeded rounds, and rounds are added while a finding is
-  undecided (:func:`run_rounds`, :mod:`experiments.sequential`).
+  undecided (:func:`stage`, :mod:`experiments.repeats`).
 
 The PyTorch loader is :mod:`experiments.blog.torch_jpeg_loader`; keep the two in separate functions.
 """
@@ -28,7 +28,7 @@ from .. import cache, dstat
 from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import Section
-from ..tiers import require_free
+from ..tiers import require_free, storage_tier_of
 
 
 class BlogConfig(Section):
@@ -40,7 +40,7 @@ class BlogConfig(Section):
     image_size: int = Field(224, ge=8, le=4096)
     repeats: int = Field(2, ge=1, le=50, description="rounds of every configuration, at least")
     max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may add while a "
-                                    "finding its runs measure is undecided (experiments.sequential); "
+                                    "finding its runs measure is undecided (experiments.repeats); "
                                     "null = repeats")
     budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take when "
                                    "adding repeats; null = no budget")
@@ -168,19 +168,6 @@ def _count(ds) -> int:
     return n
 
 
-def repeat_plan(cfg: BlogConfig):
-    """The repeats of the blog's runs (:class:`experiments.sequential.Plan`): at least
-    ``repeats`` rounds, adding rounds up to ``max_repeats`` within ``budget_s`` while a finding
-    the runs measure is undecided; ``repeats`` exactly when ``max_repeats`` is not above it."""
-    import math
-
-    from .. import sequential
-
-    if not cfg.max_repeats or cfg.max_repeats <= cfg.repeats:
-        return sequential.Plan(cfg.repeats, cfg.repeats)
-    return sequential.Plan(cfg.repeats, cfg.max_repeats, cfg.budget_s or math.inf)
-
-
 def run_configs(tiers: list[str], threads: list[int], workers: list[int]) -> list[dict]:
     """The configurations a round runs once each: tf.data over TFRecords and over JPEG files at
     each thread count, the PyTorch DataLoader at each worker count, on every tier (names).
@@ -195,70 +182,47 @@ def run_configs(tiers: list[str], threads: list[int], workers: list[int]) -> lis
 KEYS = ("framework", "tier", "format", "threads", "workers")   # the columns that name a configuration
 
 
-def run_rounds(configs: list[dict], one_run, cfg: BlogConfig, seed: int,
-               decide, purchases=()) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """The blog's runs in seeded rounds until its findings are decided
-    (:func:`experiments.sequential.run` with :func:`repeat_plan`): each round runs every
-    configuration of ``configs`` (:func:`run_configs`) once cold, in an order drawn for the round
-    (drift on the box hits every configuration alike), a ``warm`` configuration's cold run
-    followed at once by its warm run. ``one_run(config, cache)`` measures one run and returns
-    (its row, its dstat samples). ``decide(raw, dstat_rows, level)`` judges the runs so far:
-    {finding: decided} (:func:`experiments.blog.report.decided`, the report's own findings;
-    passed in, as the report imports this module).
-    ``purchases`` (``params.yaml``'s ``decide.blog``): rounds ``make decide`` bought, made after
-    the loop (:func:`experiments.bought.buy`); when a decide run appends, the runs and dstat
-    rows of before are kept (:func:`experiments.bought.kept`) and only the purchases run.
-    Returns (one row per run: ``run``, ``repeat``, ``cache``, ``round_order``, ``level``,
-    ``made_by`` and ``one_run``'s row; dstat rows tagged with the run; facts: ``sequential``,
-    the course of the repeats and purchases for ``sequential.json``)."""
-    from .. import bought, sequential
-
-    runs: list[dict] = []
-    frames: list[pd.DataFrame] = []
-    before = bought.kept("blog", ("dstat",))
-    base = int(before.raw["run"].max()) + 1 if before is not None and len(before.raw) else 0
+def stage(configs: list[dict], one_run, cfg: BlogConfig, seed: int, decide):
+    """The blog's runs as one measuring stage (:class:`experiments.repeats.MeasuringStage`):
+    each round runs every configuration of ``configs`` (:func:`run_configs`) once cold, in an
+    order drawn for the round (drift on the box hits every configuration alike), a ``warm``
+    configuration's cold pass followed at once by its warm pass: both rows share the run's id
+    (``run``), ``cache`` says which pass. At least ``repeats`` rounds, more up to
+    ``max_repeats`` within ``budget_s`` while a finding is undecided: ``decide(raw, dstat_rows,
+    level)`` judges the runs so far (:func:`experiments.blog.report.decided`, passed in, as the
+    report imports this module). ``one_run(config, cache)`` measures one pass and returns (its
+    row, its dstat samples). A run gives one row per pass and its side table ``dstat``."""
+    from .. import repeats
 
     def run_one(c, i):
-        key = {k: v for k, v in c.items() if k != "warm"}
-        first = base + len(runs)
+        rows, frames = [], []
         for state in ("cold", "warm") if c.get("warm") else ("cold",):
             row, frame = one_run(c, state)
-            run = base + len(runs)
-            runs.append({"run": run, **key, "repeat": i, "cache": state, **row, "pair": first})
+            rows.append({"cache": state, **row})
             if frame is not None and len(frame):
-                frames.append(frame.assign(run=run, cache=state, **key))
-        return {"pair": first}
+                frames.append(frame.assign(cache=state))
+        return repeats.Run(rows, {"dstat": pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()})
 
-    def judge(rows, level):
-        return decide(pd.DataFrame(runs).assign(level=level), dstat_rows_of(*frames), level)
-
-    if before is None:
-        res = sequential.run(configs, run_one, judge, repeat_plan(cfg), seed, progress_desc="blog rounds")
-        pairs, course = res.rows.assign(made_by=bought.FIRST), {**sequential.to_json(res), "keys": list(KEYS)}
-        old, old_dstat = pd.DataFrame(), pd.DataFrame()
-    else:   # the rows of before stand in for the pairs: buy reads their repeats, levels and makers
-        pairs, course, old, old_dstat = before.raw, before.course, before.raw, before.tables.get("dstat", pd.DataFrame())
-    extra = bought.buy(configs, KEYS, run_one, list(purchases), pairs, seed)
-    # each run gets its pair's place in the round, the level its findings are judged at, its maker
-    made = pd.concat([pairs if before is None else pd.DataFrame(), extra], ignore_index=True)
-    new = (pd.DataFrame(runs).join(made.set_index("pair")[["round_order", "level", "made_by"]], on="pair")
-           .drop(columns="pair") if runs else pd.DataFrame())
-    raw = pd.concat([old, new], ignore_index=True)
-    course = bought.course(course, purchases, raw) if purchases else course
-    return raw, dstat_rows_of(old_dstat, *frames), {"sequential": course}
+    plan = repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s)
+    return repeats.MeasuringStage(
+        "blog", KEYS, [{k: c.get(k) for k in KEYS} | c for c in configs], run_one, plan, seed, tables=("dstat",),
+        judge=lambda raw, tables, level: decide(raw.assign(level=level), dstat_rows_of(tables.get("dstat", pd.DataFrame())), level),
+        context=lambda rows: {"storage_tier": storage_tier_of(rows)}, progress="blog rounds")
 
 
 def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tiers,
-            cfg: BlogConfig, seed: int, decide, purchases=()) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+            cfg: BlogConfig, seed: int, decide, purchases=()):
     """tf.data over TFRecords and over JPEG files at each private thread count, and the PyTorch
     DataLoader over the JPEG files at each ``num_workers``, on every tier, cold cache, in seeded
-    rounds until the findings are decided (:func:`run_rounds`: ``decide`` is
-    :func:`experiments.blog.report.decided`); each repeat of the most threads
+    rounds until the findings are decided (:func:`stage`: ``decide`` is
+    :func:`experiments.blog.report.decided`), then the rounds ``make decide`` bought
+    (``purchases``: ``params.yaml``'s ``decide.blog``); each repeat of the most threads
     (workers) is a cold run followed at once by the same run warm (no eviction: the files are in
     the page cache), so both see the same load. Each run times one epoch (images/s, MB/s of
     stored bytes) with the device sampled meanwhile.
-    Returns (one row per run, dstat rows tagged with the run, facts: ``eviction`` per framework
-    and tier, ``sequential``)."""
+    Returns the :class:`experiments.repeats.Measurement` (one row per pass, cold or warm, the
+    two passes of a run sharing its ``run``; side table ``dstat``) and facts: ``eviction`` per
+    framework and tier."""
     import tensorflow as tf
     import torch
 
@@ -300,9 +264,12 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
                  "eviction": evictions[fw].get(tier, "none") if state == "cold" else "none",
                  "resident_fraction": resident}, frame)
 
-    raw, dstat_rows, facts = run_rounds(run_configs([t.name for t in tiers], cfg.threads, cfg.workers),
-                                        one_run, cfg, seed, decide, purchases)
-    return raw, dstat_rows, {"eviction": evictions, **facts}
+    from .. import repeats
+
+    got = repeats.measure(stage(run_configs([t.name for t in tiers], cfg.threads, cfg.workers), one_run, cfg,
+                                seed, decide), purchases)
+    got.tables["dstat"] = dstat_rows_of(got.tables["dstat"])
+    return got, {"eviction": evictions}
 
 
 COLLECTL_COLUMNS = ["framework", "tier", "format", "source", "intervals", "read_KBps",

@@ -18,6 +18,7 @@ the wait for the batch (``data_s``), the step (``compute_s``) and any checkpoint
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -45,9 +46,9 @@ class AlexNetConfig(Section):
     tiers: list[str] | None = Field(None, description="tier names to read from; null = all tiers")
     repeats: int = Field(2, ge=1, le=50)
     max_repeats: int | None = Field(None, ge=1, le=200, description="repeats the prefetch sweep may add "
-                                    "while a prefetch finding is undecided (experiments.sequential); "
+                                    "while a prefetch finding is undecided (experiments.repeats); "
                                     "null = repeats")
-    budget_s: float | None = Field(None, gt=0, description="wall seconds the prefetch sweep may take "
+    budget_s: float | None = Field(None, gt=0, description="wall seconds the sweeps (prefetch and batch) may take "
                                    "when adding repeats; null = no budget")
     warmup: int = Field(1, ge=0, le=5)
     eviction: EvictionMethod = "auto"
@@ -270,34 +271,14 @@ def _one_run(trainer, m, n_classes, threads, batch, prefetch, image_size, seed, 
     return seconds, steps, ev
 
 
-def sweep_plan(cfg: AlexNetConfig, experiment: str):
-    """The repeats of a sweep (:class:`experiments.sequential.Plan`): the prefetch sweep adds
-    repeats up to ``max_repeats`` within ``budget_s`` while a prefetch finding is undecided;
-    every other sweep (the batch sizes, Fig 7) runs a fixed count, looked at once: the repeats
-    a median's 95 % interval needs (:data:`experiments.stats.MIN_N`; with 2 its finding could
-    never be decided), at least ``repeats`` and at most ``max_repeats``."""
-    import math
-
-    from .. import sequential, stats
-
-    top = max(cfg.repeats, cfg.max_repeats or cfg.repeats)
-    if experiment != "prefetch":
-        n = min(max(cfg.repeats, stats.MIN_N), top)
-        return sequential.Plan(n, n)
-    if top <= cfg.repeats:
-        return sequential.Plan(cfg.repeats, cfg.repeats)
-    return sequential.Plan(cfg.repeats, cfg.max_repeats, cfg.budget_s or math.inf)
-
-
-def prefetch_decided(runs: pd.DataFrame, level: float) -> dict:
-    """{``alexnet-prefetch-faster-<tier>``: :class:`experiments.sequential.Judged`} (decided, and
-    the forecast that steers the repeats) on the runs so far: the report's own
+def prefetch_decided(runs: pd.DataFrame, tables: dict, level: float) -> dict:
+    """{``alexnet-prefetch-faster-<tier>``: :class:`experiments.repeats.Judged`} (decided, and
+    the forecast that steers the rounds) on the runs so far: the report's own
     computation (:func:`experiments.chien.alexnet_report.prefetch_ratio`: the run time without
     prefetch over with it, summed over the thread counts' medians, bootstrapped over the
-    repeats) at ``level``, judged by the finding's rule ('> 1', its 5 % margin). One computation,
-    so a sweep that stops as "decided" is decided in the report too (a copy with fewer
-    resamples once stopped a sweep the report then left inconclusive)."""
-    from .. import claims, sequential, stats
+    runs) at ``level``, judged by the finding's rule ('> 1', its 5 % margin)."""
+    from .. import claims, stats
+    from ..repeats.futility import judged
     from .alexnet_report import prefetch_ratio
 
     r = runs[(runs["experiment"] == "prefetch")]
@@ -309,71 +290,23 @@ def prefetch_decided(runs: pd.DataFrame, level: float) -> dict:
         with stats.corrected_level(level):
             v, ci = prefetch_ratio(r, tier, threads, "seconds", 1.0)
         c = claims.claim(f"alexnet-prefetch-faster-{tier}", "", "", "", v, "x", "> 1", kind="finding", interval=ci)
-        out.update(sequential.judged([c], level))
+        out.update(judged([c], level))
     return out
 
 
-KEYS = ("tier", "threads", "batch_size", "prefetch")   # the columns that name a configuration
+KEYS = ("experiment", "tier", "threads", "batch_size", "prefetch")   # the columns that name a configuration
 
 
-def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int]:
-    """The configurations (indices into ``configs``, tuples of :data:`KEYS`) a finding compares,
-    for ``make decide``: the prefetch sweep's, on the finding's tier where its id names one, for
-    a prefetch finding; none for the others (the batch sweep's fixed count and the checkpoint
-    runs are not the prefetch sweep's rounds)."""
-    if not finding.startswith("alexnet-prefetch-"):
-        return []
-    from .. import bought
-
-    swept = {bought.key_of(r, KEYS) for r in raw[raw["experiment"] == "prefetch"][list(KEYS)].to_dict("records")}
-    tier = next((c[0] for c in configs if finding.endswith(f"-{c[0]}")), None)
-    return [i for i, c in enumerate(configs) if c in swept and (tier is None or c[0] == tier)]
-
-
-def measure_stage(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: dict[str, str], n_classes: int,
-                  tier_names: list[str], cfg: AlexNetConfig, seed: int, purchases=()
-                  ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The stage's three measurements: Fig 6's prefetch sweep, then the runs ``make decide``
-    bought for it (``purchases``, ``params.yaml``'s ``decide.alexnet_prefetch``), Fig 7's batch
-    sweep (:func:`measure_sweep`) and Fig 8's dstat epochs (:func:`measure_dstat`). Returns
-    (one row per run of both sweeps, ``experiment`` and ``made_by`` saying which; one row per
-    step; dstat samples; dstat steps); the prefetch sweep's course is ``runs.attrs["sequential"]``.
-    When a decide run appends (:func:`experiments.bought.kept`), everything measured before is
-    kept and only the purchases run."""
-    from .. import bought
-
-    before = bought.kept("alexnet_prefetch", ("steps", "dstat", "dstat_steps"))
-    runs6, steps6 = measure_sweep(trainer, staged, n_classes, prefetch_configs(tier_names, cfg), cfg, seed,
-                                  "prefetch", purchases, before)
-    if before is not None:
-        runs = runs6
-        steps = before.appended("steps", steps6)
-        samples, dsteps = before.tables.get("dstat", pd.DataFrame()), before.tables.get("dstat_steps", pd.DataFrame())
-    else:
-        runs7, steps7 = measure_sweep(trainer, staged, n_classes, batch_configs(cfg, prefetch_configs(tier_names, cfg)),
-                                      cfg, seed, "batch")
-        samples, dsteps = measure_dstat(trainer, staged, tier_dirs, n_classes, cfg, seed)
-        runs = pd.concat([runs6, runs7.assign(made_by=bought.FIRST)], ignore_index=True)
-        steps = pd.concat([steps6, steps7], ignore_index=True)
-    runs.attrs["sequential"] = runs6.attrs["sequential"]
-    return runs, steps, samples, dsteps
-
-
-def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int,
-                  configs: list[dict], cfg: AlexNetConfig, seed: int, experiment: str, purchases=(),
-                  before=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run each configuration (dicts with tier, threads, batch_size, prefetch) ``warmup +
-    repeats`` times, in rounds (every configuration once per round, in a seeded random order:
-    :func:`experiments.sequential.run`), the data set evicted from the page cache before each
-    run; the prefetch sweep adds rounds while a prefetch finding is undecided
-    (:func:`sweep_plan`). Returns one row per run (``level``: the level its findings are judged
-    at) and one row per step; the course of the repeats is ``runs.attrs["sequential"]``. The
-    prefetch sweep's rows are :func:`experiments.bought.rounds`': ``purchases`` are made after
-    its rounds, and a decide run appending keeps the rows of before (``before``, the whole
-    stage's: :func:`experiments.bought.kept`)."""
-    from .. import bought, sequential
-
-    steps = []
+def sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int, tier_names: list[str],
+          cfg: AlexNetConfig, seed: int):
+    """Fig 6's prefetch sweep and Fig 7's batch sweep as one measuring stage
+    (:class:`experiments.repeats.MeasuringStage`): every configuration (``experiment``: prefetch
+    or batch) once a round, in a seeded order, the data set evicted from the page cache before
+    each run; a warm-up round first; at least ``repeats`` rounds, more while a prefetch finding
+    is undecided (:func:`prefetch_decided`), up to ``max_repeats`` within ``budget_s``. A run
+    trains one epoch: its row (run time, images/s, the summed data wait and compute) and its
+    steps (side table ``steps``)."""
+    from .. import repeats
 
     def run_one(c, i):
         m = staged[c["tier"]]
@@ -381,25 +314,38 @@ def measure_sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: 
         seconds, st, ev = _one_run(trainer, m, n_classes, c["threads"], c["batch_size"],
                                    c["prefetch"], cfg.image_size, seed, cfg.eviction, c["tier"])
         n = len(st) * c["batch_size"]
-        steps.append(st.assign(experiment=experiment, repeat=i, **c))
-        return {"experiment": experiment, **c, "seconds": seconds, "iterations": len(st), "images": n,
-                "images_per_s": n / seconds, "data_s": st["data_s"].sum(),
-                "compute_s": st["compute_s"].sum(), "eviction": ev}
+        return repeats.Run({"seconds": seconds, "iterations": len(st), "images": n,
+                            "images_per_s": n / seconds, "data_s": st["data_s"].sum(),
+                            "compute_s": st["compute_s"].sum(), "eviction": ev}, {"steps": st})
 
-    plan = sweep_plan(cfg, experiment)
-    decide = prefetch_decided if experiment == "prefetch" else (lambda rows, level: {})
+    pre = prefetch_configs(tier_names, cfg)
+    configs = ([{"experiment": "prefetch", **c} for c in pre]
+               + [{"experiment": "batch", **c} for c in batch_configs(cfg, pre)])
+    top = max(cfg.repeats, cfg.max_repeats or cfg.repeats)
+    plan = repeats.RoundsPlan(cfg.repeats, top, cfg.budget_s or math.inf) if top > cfg.repeats else \
+        repeats.RoundsPlan(cfg.repeats, cfg.repeats)
+    return repeats.MeasuringStage("alexnet_prefetch", KEYS, configs, run_one, plan, seed, warmup=cfg.warmup,
+                                  tables=("steps",), judge=prefetch_decided, progress="alexnet rounds",
+                                  context=lambda rows: {"batch_threads": cfg.batch_threads, "batch_tiers": cfg.batch_tiers})
 
-    def loop():
-        return sequential.run(configs, run_one, decide, plan, seed, warmup=cfg.warmup,
-                              progress_desc=f"alexnet {experiment}")
 
-    if experiment == "prefetch":
-        runs = bought.rounds(before, configs, KEYS, run_one, loop, purchases, seed)
-    else:
-        res = loop()
-        runs = res.rows
-        runs.attrs["sequential"] = sequential.to_json(res)
-    return runs, pd.concat(steps, ignore_index=True) if steps else pd.DataFrame()
+def measure_stage(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: dict[str, str], n_classes: int,
+                  tier_names: list[str], cfg: AlexNetConfig, seed: int, purchases=()):
+    """The stage's measurements: Fig 6's prefetch and Fig 7's batch sweep (:func:`sweep`), then
+    the runs ``make decide`` bought (``purchases``, ``params.yaml``'s
+    ``decide.alexnet_prefetch``), and Fig 8's dstat epochs (:func:`measure_dstat`). Returns the
+    sweep's :class:`experiments.repeats.Measurement` (one row per run, ``experiment`` saying
+    which sweep; side table ``steps``), the dstat samples and the dstat steps. When a decide
+    run appends, everything measured before is kept and only the purchases run."""
+    from .. import paths, repeats
+
+    m = repeats.measure(sweep(trainer, staged, n_classes, tier_names, cfg, seed), purchases)
+    if repeats.purchases.appending("alexnet_prefetch"):
+        d = paths.results_dir("alexnet_prefetch")
+        keep = lambda n: pd.read_csv(d / f"{n}.csv") if (d / f"{n}.csv").exists() else pd.DataFrame()  # noqa: E731
+        return m, keep("dstat"), keep("dstat_steps")
+    samples, dsteps = measure_dstat(trainer, staged, tier_dirs, n_classes, cfg, seed)
+    return m, samples, dsteps
 
 
 def prefetch_configs(tiers: list[str], cfg: AlexNetConfig) -> list[dict]:

@@ -143,55 +143,35 @@ KEYS = ("mode", "target")   # the columns that name one configuration (a checkpo
 SIDE_TABLES = ("saves", "drains", "dstat")
 
 
-def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int]:
-    """The checkpoint modes (indices into ``configs``, tuples of :data:`KEYS`) a finding of Fig 9
-    and 10 compares, for ``make decide``; none for a finding that is not of this stage's runs
-    (the prefetch and batch sweeps'). The burst buffer's target names its tiers ("fast>slow")."""
-    bb = next((c for c in configs if c[0] == "burst"), None)
-    fast, slow = bb[1].split(">") if bb else (None, None)
-    pairs = {"burst-buffer-close-to-fast": [bb, ("direct", fast)],
-             "burst-buffer-speedup-vs-slow": [("direct", slow), bb],
-             "burst-buffer-stall-speedup-vs-slow": [("direct", slow), bb],
-             "checkpoint-run-time-follows-device": [("direct", slow), ("direct", fast)],
-             "checkpoint-overhead-vs-none": [("direct", fast), ("none", "none")]}
-    if finding == "checkpoint-ssd-between-optane-and-hdd":
-        return [i for i, c in enumerate(configs) if c[0] == "direct"]
-    want = pairs.get(finding, [])
-    return [i for i, c in enumerate(configs) if c in want]
-
-
 def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_dirs: dict[str, str],
-                       cfg: CheckpointConfig, image_size: int, seed: int, purchases=()) -> dict[str, pd.DataFrame]:
+                       cfg: CheckpointConfig, image_size: int, seed: int, purchases=()):
     """Fig 9 and 10: ``iterations`` steps with a checkpoint every ``interval``, for each mode
     (none, each target tier, the burst buffer), ``warmup + repeats`` rounds, every mode once a
-    round in a seeded order (:func:`experiments.sequential.run`, a fixed count looked at once);
+    round in a seeded order (a fixed count, looked at once: :class:`experiments.repeats.MeasuringStage`);
     then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
-    ``decide.alexnet_checkpoint``; :func:`experiments.bought.rounds`). When a decide run appends
-    to the stage, the runs and tables measured before are kept and only the purchases run.
+    ``decide.alexnet_checkpoint``). When a decide run appends to the stage, the runs and tables
+    measured before are kept and only the purchases run.
 
-    Returns tables: ``runs`` (run time, median and total stall per run, seconds; the run time
-    stops at the last step, the burst buffer's drain may go on after it: ``drain_done_s``;
-    ``made_by``, ``level``; the course of the rounds in ``runs.attrs["sequential"]``), ``saves``
-    (one row per checkpoint: wait, write, sync, stall seconds, bytes), ``drains`` (one row per
-    background copy), ``dstat`` (per-interval device and process MB/s, time from run start).
+    Returns the :class:`experiments.repeats.Measurement`: ``rows`` (one per run: run time,
+    median and total stall, seconds; the run time stops at the last step, the burst buffer's
+    drain may go on after it: ``drain_done_s``) and the side tables ``saves`` (one row per
+    checkpoint: wait, write, sync, stall seconds, bytes), ``drains`` (one row per background
+    copy), ``dstat`` (per-interval device and process MB/s, time from run start).
     """
     import shutil
     import tempfile
     from pathlib import Path
 
-    from .. import bought, sequential
+    from .. import repeats
 
-    before = bought.kept("alexnet_checkpoint", SIDE_TABLES)
     devices = sorted({d for d in (dstat.device_of(p) for p in tier_dirs.values()) if d})
     check_checkpoint_tiers(trainer, tier_dirs, cfg)
     expect = checkpoint_bytes_estimate(trainer)
     ck = trainer.checkpoint()
     trainer.warm(cfg.batch_size)
-    side = {k: [] for k in SIDE_TABLES}
     logdir = Path(tempfile.mkdtemp(prefix="alexnet-drain-"))
-    modes = checkpoint_modes(cfg)
 
-    def run_one(mode: dict, i: int) -> dict:
+    def run_one(mode: dict, i: int):
         _clear(tier_dirs)
         log = logdir / f"drain-{i}-{mode['target']}.jsonl"
         mgr = _manager(mode, tier_dirs, cfg, log)
@@ -217,37 +197,35 @@ def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_d
             time.sleep(min(cfg.dstat_interval_s * 2, 2.0))  # let the tail of write-back show
         saves = [e for e in (mgr.events if mgr else []) if e["event"] == "save"]
         drains = [e for e in (mgr.drain_events() if mgr else []) if e["event"] == "drain"]
-        # the repeat counts the warm-up rounds (sequential.run); a bought run comes after them all
-        tag = {"repeat": i, "warmup": i < cfg.warmup, "mode": mode["mode"], "target": mode["target"]}
         stalls = [e["stall_s"] for e in saves]
-        side["saves"] += [{**tag, **{k: v for k, v in e.items() if k != "event"},
-                           "start_s": e["wall_start"] - w0, "end_s": e["wall_end"] - w0} for e in saves]
-        side["drains"] += [{**tag, "step": e["step"], "bytes": e["bytes"], "seconds": e["seconds"],
-                            "start_s": e["wall_start"] - w0, "end_s": e["wall_end"] - w0} for e in drains]
         f = s.frame()
-        if len(f):
-            side["dstat"].append(f.assign(**tag, run_end_s=seconds))
-        return {"mode": mode["mode"], "target": mode["target"], "seconds": seconds, "iterations": len(st),
-                "checkpoints": len(saves), "stall_median_s": float(np.median(stalls)) if stalls else 0.0,
-                "stall_total_s": float(np.sum(stalls)), "compute_s": st["compute_s"].sum(),
-                "data_s": st["data_s"].sum(), "drain_done_s": drain_done,
-                "checkpoint_MB": float(np.median([e["bytes"] for e in saves]) / 1e6) if saves else 0.0,
-                "eviction": ev}
+        side = {"saves": pd.DataFrame([{**{k: v for k, v in e.items() if k != "event"},
+                                        "start_s": e["wall_start"] - w0, "end_s": e["wall_end"] - w0}
+                                       for e in saves]),
+                "drains": pd.DataFrame([{"step": e["step"], "bytes": e["bytes"], "seconds": e["seconds"],
+                                         "start_s": e["wall_start"] - w0, "end_s": e["wall_end"] - w0}
+                                        for e in drains]),
+                "dstat": f.assign(run_end_s=seconds) if len(f) else f}
+        return repeats.Run({"seconds": seconds, "iterations": len(st),
+                            "checkpoints": len(saves), "stall_median_s": float(np.median(stalls)) if stalls else 0.0,
+                            "stall_total_s": float(np.sum(stalls)), "compute_s": st["compute_s"].sum(),
+                            "data_s": st["data_s"].sum(), "drain_done_s": drain_done,
+                            "checkpoint_MB": float(np.median([e["bytes"] for e in saves]) / 1e6) if saves else 0.0,
+                            "eviction": ev}, side)
 
-    def loop():
-        return sequential.run(modes, run_one, lambda rows, level: {}, sequential.Plan(cfg.repeats, cfg.repeats),
-                              seed, warmup=cfg.warmup, progress_desc="alexnet checkpoint runs")
-
+    modes = checkpoint_modes(cfg)
+    stage = repeats.MeasuringStage("alexnet_checkpoint", KEYS, modes, run_one,
+                                   repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed, warmup=cfg.warmup,
+                                   tables=SIDE_TABLES, progress="alexnet checkpoint runs",
+                                   context=lambda rows: {"fast": cfg.fast, "slow": cfg.slow,
+                                                         "burst": f"{cfg.fast}>{cfg.slow}"})
     try:
-        runs = bought.rounds(before, modes, KEYS, run_one, loop, purchases, seed)
+        got = repeats.measure(stage, purchases)
     finally:
         _clear(tier_dirs)
         shutil.rmtree(logdir, ignore_errors=True)
-    new = {"saves": pd.DataFrame(side["saves"]), "drains": pd.DataFrame(side["drains"]),
-           "dstat": pd.concat(side["dstat"], ignore_index=True) if side["dstat"] else pd.DataFrame()}
-    if before is not None:   # a decide run: the tables of before, then the purchases'
-        new = {k: before.appended(k, v) for k, v in new.items()}
-    return {"runs": runs, **new}
+    got.rows = got.rows.drop(columns=["primary", "slow"], errors="ignore")
+    return got
 
 
 def verify_restore(trainer: Trainer, tier_dirs: dict[str, str], cfg: CheckpointConfig,

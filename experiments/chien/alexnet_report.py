@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import reference, sequential, stats, style
+from .. import reference, stats, style
+from ..repeats import level_of
 from ..claims.declared import Measured, join
 
 
@@ -388,8 +389,8 @@ def _run_ratio(ck: pd.DataFrame, ck_runs: pd.DataFrame | None, num: tuple[str, s
     timed = ck_runs[~ck_runs["warmup"].astype(bool)] if "warmup" in ck_runs else ck_runs
     one = lambda m, t: stats.samples(timed, "seconds", mode=m, target=t)   # noqa: E731
     # a fixed count of checkpoint runs, looked at once (95 %), and once more per purchase of
-    # make decide (the rows' level: experiments.bought)
-    return stats.ratio_of_medians(one(*num), one(*den), level=sequential.level_of(ck_runs))
+    # make decide (the rows' level: experiments.repeats.purchases)
+    return stats.ratio_of_medians(one(*num), one(*den), level=level_of(ck_runs))
 
 
 def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int,
@@ -413,7 +414,7 @@ def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int
     if r and saves is not None and len(saves):
         stall = lambda t: stats.samples(saves, "stall_s", target=t)   # noqa: E731 (warm-ups left out)
         # alexnet_checkpoint's runs: a fixed count, looked at once, plus decide's looks (as in _run_ratio)
-        lv = sequential.level_of(ck_runs)
+        lv = level_of(ck_runs)
         close, close_ci = stats.ratio_of_medians(stall(bb), stall(fast), level=lv)
         sp, sp_ci = stats.ratio_of_medians(stall(slow), stall(bb), level=lv)
     serial = (f"a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s on {fast}: serializing the state "

@@ -107,68 +107,56 @@ def time_epoch(ds) -> tuple[float, int]:
 
 
 KEYS = ("tier", "variant", "threads")   # the columns that name a configuration
-# the two (variant, threads) configurations a speed-up finding compares (else every one of its tier)
-_PAIRS = {"tfdata-flattens-beyond-4-threads": {("full", 8), ("full", 4)},
-          "tfdata-one-to-two-threads-doubles": {("full", 2), ("full", 1)}}
 
 
-def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int]:
-    """The configurations (indices into ``configs``, tuples of :data:`KEYS`) a tf.data finding
-    compares, for ``make decide``: the two a speed-up finding divides, else every configuration
-    of the tier its id ends with (every tier's for one that names none)."""
-    tier = next((c[0] for c in configs if finding.endswith(f"-{c[0]}")), None)
-    pair = next((v for k, v in _PAIRS.items() if finding.startswith(k)), None)
-    return [i for i, c in enumerate(configs)
-            if (tier is None or c[0] == tier) and (pair is None or (c[1], c[2]) in pair)]
-
-
-def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig,
-            seed: int, purchases=()) -> tuple[pd.DataFrame, dict]:
-    """Every (tier, variant, threads) configuration, ``warmup + repeats`` runs each, in rounds:
-    each round runs every configuration once, in an order drawn per round from ``seed``
-    (:func:`experiments.sequential.run` with a fixed count), so drift on the box during the
-    stage reaches every configuration's samples alike instead of one configuration's block of
-    back-to-back repeats (the speed-ups are ratios of two configurations).
-
-    ``staged`` maps a tier name to the manifest of the data set's copy on that tier (with
-    ``abspath``). Returns one row per run (``repeat`` counts the warm-up rounds first,
-    ``round_order`` its place in its round, ``made_by``) and facts for env.json (the eviction
-    method, the order run). ``purchases`` (``params.yaml``'s ``decide.tfdata_read``): runs
-    ``make decide`` bought, made after the rounds (:func:`experiments.bought.rounds`); the
-    course of the rounds and purchases is ``raw.attrs["sequential"]``.
-    """
+def stage(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig, seed: int,
+          evictions: dict | None = None):
+    """The stage as the repeat machinery runs it (:class:`experiments.repeats.MeasuringStage`):
+    every (tier, variant, threads) configuration, ``warmup + repeats`` rounds, each round every
+    configuration once in an order drawn from ``seed``, so drift on the box during the stage
+    reaches every configuration's samples alike instead of one configuration's block of
+    back-to-back repeats (the speed-ups are ratios of two configurations). A run: evict the
+    data set (``staged[tier]``: the manifest of its copy on that tier, with ``abspath``), build
+    the pipeline, time one epoch; ``evictions`` gets each tier's last eviction (env.json)."""
     import tensorflow as tf
 
-    from .. import bought, sequential
+    from ..repeats import MeasuringStage, RoundsPlan
 
     tf.get_logger().setLevel("ERROR")
     by_name = {t.name: t for t in tiers}
-    configs = [(t.name, v, n) for t in tiers for v in cfg.variants for n in cfg.threads]
-    evictions = {}
 
-    def run_one(c, i):
-        name, variant, threads = c
-        tier = by_name[name]
+    def run_one(c: dict, repeat: int) -> dict:
+        tier = by_name[c["tier"]]
         m = staged[tier.name]
         folder = str(pd.Series(m["abspath"]).iloc[0]).rsplit("/train/", 1)[0]
-        evictions[tier.name] = cache.evict([folder], cfg.eviction, label=tier.name)
-        if variant == "raw":
-            seconds, batches = raw_epoch(list(m["abspath"]), threads, cfg.batch_size, seed)
+        ev = cache.evict([folder], cfg.eviction, label=tier.name)
+        if evictions is not None:
+            evictions[tier.name] = ev
+        if c["variant"] == "raw":
+            seconds, batches = raw_epoch(list(m["abspath"]), c["threads"], cfg.batch_size, seed)
         else:
-            seconds, batches = time_epoch(build_dataset(list(m["abspath"]), threads, cfg.batch_size,
-                                                        variant, cfg.image_size, seed))
+            seconds, batches = time_epoch(build_dataset(list(m["abspath"]), c["threads"], cfg.batch_size,
+                                                        c["variant"], cfg.image_size, seed))
         n, nbytes = len(m), int(m["bytes"].sum())
-        return {"tier": tier.name, "variant": variant, "threads": threads, "seconds": seconds,
-                "images": n, "bytes": nbytes, "batches": batches, "images_per_s": n / seconds,
-                "MBps": nbytes / 1e6 / seconds, "eviction": evictions[tier.name]}
+        return {"seconds": seconds, "images": n, "bytes": nbytes, "batches": batches,
+                "images_per_s": n / seconds, "MBps": nbytes / 1e6 / seconds, "eviction": ev}
 
-    raw = bought.rounds(bought.kept("tfdata_read"), configs, KEYS, run_one,
-                        lambda: sequential.run(configs, run_one, lambda rows, level: {},
-                                               sequential.Plan(cfg.repeats, cfg.repeats), seed,
-                                               warmup=cfg.warmup, progress_desc="tf.data rounds"),
-                        purchases, seed)
-    order = {"seed": int(seed), "configs": [list(c) for c in configs], "rounds": raw.attrs["sequential"]["order"]}
-    return raw, {"eviction": evictions, "order": order}
+    configs = [{"tier": t.name, "variant": v, "threads": n} for t in tiers for v in cfg.variants for n in cfg.threads]
+    return MeasuringStage("tfdata_read", KEYS, configs, run_one, RoundsPlan(cfg.repeats, cfg.repeats), seed,
+                          warmup=cfg.warmup, progress="tf.data rounds")
+
+
+def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig,
+            seed: int, purchases=()):
+    """:func:`stage` measured, then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
+    ``decide.tfdata_read``). Returns the :class:`experiments.repeats.Measurement` (one row per
+    run, ``repeat`` counting the warm-up rounds first) and facts for env.json (the eviction
+    method per tier)."""
+    from .. import repeats
+
+    evictions: dict = {}
+    m = repeats.measure(stage(staged, tiers, cfg, seed, evictions), purchases)
+    return m, {"eviction": evictions}
 
 
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:

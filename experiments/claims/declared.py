@@ -56,6 +56,11 @@ class Declaration(BaseModel):
     margin: float | None = None
     margin_why: str = ""
     needs: str | None = None
+    # the configurations the finding compares, per measuring stage: {stage: {key: value or list}};
+    # a string value may name a field of a templated id or of the stage's context ("{tier}",
+    # "{storage_tier}"). What the stage's rounds focus on and what make decide buys
+    # (experiments/repeats/findings.py); none: the finding steers no stage's rounds
+    compares: dict[str, dict[str, Any]] | None = None
 
     @property
     def template(self) -> re.Pattern | None:
@@ -74,6 +79,20 @@ class Declaration(BaseModel):
         _parse(v)
         return v
 
+    @field_validator("compares")
+    @classmethod
+    def _compares_names_measuring_stages(cls, v):
+        from ..repeats.purchases import BUYING
+
+        bad = sorted(set(v or {}) - set(BUYING))
+        if bad:
+            raise ValueError(f"compares names {bad}; allowed: measuring stages {', '.join(BUYING)}")
+        for stage, sel in (v or {}).items():
+            if not isinstance(sel, dict):
+                raise ValueError(f"compares.{stage} = {sel!r}; allowed: a mapping of configuration keys "
+                                 "to a value or a list of values")
+        return v
+
     @field_validator("magnitude")
     @classmethod
     def _magnitude_parses(cls, v: str | None) -> str | None:
@@ -89,6 +108,8 @@ class Declaration(BaseModel):
             raise ValueError(f"basis = {self.basis!r} on a check; allowed: none (a check is ours)")
         if self.basis == "stated" and not (self.quote or "").strip():
             raise ValueError("a stated finding needs the quote of the text it rests on")
+        if self.compares and self.kind != "finding":
+            raise ValueError("compares on a check; allowed: on a finding (a check steers no rounds)")
         if self.basis == "extension" and self.paper_value is not None:
             raise ValueError("an extension has no paper value")
         return self

@@ -36,8 +36,8 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
     files = ([root / s / "claims.json" for s in stages] if stages
              else sorted(root.glob("*/claims.json")))
     rows = []
-    # repeats-until-decided outcomes of the measuring stages (sequential.json), by finding
-    seq = {k: v for d in sorted(root.glob("*/")) for k, v in sequential_notes(d).items()}
+    # how the measuring stages' rounds went for each finding (rounds.json), by finding
+    seq = {k: v for d in sorted(root.glob("*/")) for k, v in rounds_notes(d).items()}
     for f in files:
         if f.parent.name == "claims":
             continue
@@ -72,16 +72,16 @@ def shown_verdict(verdict, negligible) -> str:
     return "fails (negligible)" if verdict == "fails" and _is_negligible(negligible) else verdict
 
 
-SEQUENTIAL_FILE = "sequential.json"   # written by experiments.sequential.write
+from ..repeats.stage import ROUNDS_FILE  # noqa: E402 (a measuring stage's rounds and purchases)
 
 
-def sequential_notes(folder) -> dict[str, str]:
-    """{finding: how many repeats it took and why they stopped} from a measuring stage's
-    ``sequential.json`` (:mod:`experiments.sequential`); {} without one."""
+def rounds_notes(folder) -> dict[str, str]:
+    """{finding: how many rounds it took and why they stopped} from a measuring stage's
+    ``rounds.json`` (:mod:`experiments.repeats.rounds`); {} without one."""
     import json
     from pathlib import Path
 
-    f = Path(folder) / SEQUENTIAL_FILE
+    f = Path(folder) / ROUNDS_FILE
     if not f.exists():
         return {}
     return {k: v.get("note", "") for k, v in json.loads(f.read_text()).get("findings", {}).items()}

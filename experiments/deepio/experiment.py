@@ -35,7 +35,7 @@ from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import Section
 from ..progress import progress
-from ..tiers import prepare, require_free
+from ..tiers import prepare, require_free, storage_tier_of
 
 
 class DeepIOConfig(Section):
@@ -54,7 +54,7 @@ class DeepIOConfig(Section):
     repeats: int = Field(2, ge=1, le=50, description="loader rounds (every configuration once a "
                          "round): the minimum")
     max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the loader may add "
-                                    "while a bandwidth finding is undecided (experiments.sequential); "
+                                    "while a bandwidth finding is undecided (experiments.repeats); "
                                     "null = repeats")
     budget_s: float | None = Field(None, gt=0, description="wall seconds the loader's rounds may "
                                    "take when adding repeats; null = no budget")
@@ -245,64 +245,51 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
 LOOK_EVERY = 4
 
 
-def loader_decided(rows: pd.DataFrame, level: float) -> dict:
-    """{finding id: :class:`experiments.sequential.Judged`} (decided, and the forecast that
-    steers the repeats) for the loader's bandwidth findings on the runs so far (``rows``:
-    :func:`measure_loader`'s rows), judged at ``level`` by the report's own computation
-    (:func:`experiments.deepio.report.loader_claims` on :func:`summarize_loader` of the rows,
-    on the tier the report judges: :func:`experiments.deepio.report.storage_tier`)."""
-    from .. import sequential, stats
+def loader_decided(rows: pd.DataFrame, tables: dict, level: float) -> dict:
+    """{finding id: :class:`experiments.repeats.Judged`} (decided, and the forecast that
+    steers the rounds) for the loader's bandwidth findings on the runs so far (``rows``), judged
+    at ``level`` by the report's own computation (:func:`experiments.deepio.report.loader_claims`
+    on :func:`summarize_loader` of the rows, on the tier the report judges:
+    :func:`experiments.deepio.report.storage_tier`)."""
+    from .. import stats
+    from ..repeats.futility import judged
     from . import report
 
-    rows = rows[~rows["warmup"].astype(bool)] if "warmup" in rows else rows
-    if not len(rows):
-        return {}
     loader = summarize_loader(rows)
     tier = report.storage_tier(loader, set(rows.loc[rows["memory_backed"].astype(bool), "tier"]))
     with stats.corrected_level(level):
-        return sequential.judged(report.loader_claims(loader, tier, raw=rows), level)
+        return judged(report.loader_claims(loader, tier, raw=rows), level)
 
 
 KEYS = ("tier", "mode", "R", "P", "nodes")   # the columns that name a loader configuration
 
 
-def accuracy_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
-    """:func:`train_curves`, or, when ``make decide`` re-runs the stage to append loader runs
-    (:func:`experiments.bought.kept`), the curves the stage trained before (decide buys loader
-    runs only; the accuracy findings rest on training seeds)."""
-    from .. import bought
 
-    before = bought.kept("deepio", ("accuracy",))
-    if before is not None and "accuracy" in before.tables:
-        return before.tables["accuracy"]
+def accuracy_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
+    """:func:`train_curves`, or, when ``make decide`` re-runs the stage to append loader runs,
+    the curves the stage trained before (decide buys loader runs only; the accuracy findings
+    rest on training seeds)."""
+    from .. import paths
+    from ..repeats.purchases import appending
+
+    f = paths.results_dir("deepio") / "accuracy.csv"
+    if appending("deepio") and f.exists():
+        return pd.read_csv(f)
     return train_curves(cfg, seed)
 
 
-def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int] | None:
-    """The loader configurations (indices into ``configs``, tuples of :data:`KEYS`) a DeepIO
-    finding compares, for ``make decide``: every one for a bandwidth finding, on its tier for
-    one judged per tier; none for the accuracy findings (their samples are training seeds,
-    which loader runs do not add)."""
-    if "opp_faster" not in finding:
-        return []
-    tier = next((c[0] for c in configs if finding.endswith(f"_{c[0]}")), None)
-    return [i for i, c in enumerate(configs) if tier is None or c[0] == tier]
-
-
 def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
-                   seed: int, purchases=()) -> tuple[pd.DataFrame, dict]:
+                   seed: int, purchases=()):
     """Ordered vs opportunistic read bandwidth for each tier, R, P and node count of ``nodes``
     (at most P); cache evicted before each run. The configurations run in rounds (each once
-    per round, in a seeded random order: :func:`experiments.sequential.run`): at least
+    per round, in a seeded random order: :class:`experiments.repeats.MeasuringStage`): at least
     ``repeats`` rounds, more while a bandwidth finding is undecided (:func:`loader_decided`),
-    up to ``max_repeats`` within ``budget_s``. One row per run (``repeat``, ``round_order``,
-    ``level``: the level its findings are judged at); the course of the repeats is
-    ``raw.attrs["sequential"]`` (for ``sequential.json``). Facts: eviction, the launcher
+    up to ``max_repeats`` within ``budget_s``; then the runs ``make decide`` bought
+    (``purchases``: ``params.yaml``'s ``decide.deepio``). Returns the
+    :class:`experiments.repeats.Measurement` (one row per run) and facts: eviction, the launcher
     (env.json) and the scale reached (``scale``: most ranks and nodes of a run).
-    ``staged`` maps tier name -> manifest of the JPEG copy on that tier. ``purchases``
-    (``params.yaml``'s ``decide.deepio``): runs ``make decide`` bought, made after the loop
-    (rows ``made_by`` ``repro`` or ``decide N``; :mod:`experiments.bought`)."""
-    from .. import bought, sequential
+    ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
+    from .. import repeats
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     packs, evictions = {}, {}
@@ -311,32 +298,31 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
         m = staged[t.name].iloc[:cfg.loader_samples]
         dest = t.dir / "deepio-pack"
         packs[t.name] = (dest / "samples.bin", pack(m, dest))
-    configs = [(t.name, mode, r, p, n) for t in tiers for mode in ("ordered", "opportunistic")
-               for r in cfg.ratios for p in cfg.procs for n in node_counts if n <= p]
+    configs = [{"tier": t.name, "mode": mode, "R": r, "P": p, "nodes": n} for t in tiers
+               for mode in ("ordered", "opportunistic") for r in cfg.ratios for p in cfg.procs
+               for n in node_counts if n <= p]
     pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
 
     def run_one(c, i):
-        tier, mode, r, p, n = c
-        path, index = packs[tier]
-        evictions[tier] = cache.evict([path], cfg.eviction, label=tier)
-        res = run_loader(path, index, mode, p, r, cfg.chunk_samples, seed, nodes=n,
-                         pool=pools.get(p, n))
-        return {"tier": tier, "memory_backed": mem[tier], "mode": mode, "R": r, "P": p,
-                "nodes": n, "samples": len(index), "eviction": evictions[tier], **res}
+        path, index = packs[c["tier"]]
+        evictions[c["tier"]] = cache.evict([path], cfg.eviction, label=c["tier"])
+        res = run_loader(path, index, c["mode"], c["P"], c["R"], cfg.chunk_samples, seed, nodes=c["nodes"],
+                         pool=pools.get(c["P"], c["nodes"]))
+        return {"memory_backed": mem[c["tier"]], "samples": len(index), "eviction": evictions[c["tier"]], **res}
 
+    stage = repeats.MeasuringStage(
+        "deepio", KEYS, configs, run_one,
+        repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
+        judge=loader_decided, progress="deepio: loader rounds",
+        context=lambda rows: {"storage_tier": storage_tier_of(rows)})   # the tier the report judges
     try:
-        raw = bought.rounds(
-            bought.kept("deepio"), configs, KEYS, run_one,
-            lambda: sequential.run(configs, run_one, loader_decided,
-                                   sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
-                                   seed, progress_desc="deepio: loader rounds"),
-            purchases, seed)
+        got = repeats.measure(stage, purchases)
     finally:
         pools.close()
-    return raw, {"eviction": evictions,
+    return got, {"eviction": evictions,
                  "launcher": launcher.record(node_counts),
-                 "scale": {"procs_max": max(c[3] for c in configs),
-                           "nodes_max": max(c[4] for c in configs),
+                 "scale": {"procs_max": max(c["P"] for c in configs),
+                           "nodes_max": max(c["nodes"] for c in configs),
                            "allocation_nodes": launcher.allocation_nodes()}}
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import reference, sequential, stats, style
+from .. import reference, stats, style
+from ..repeats import level_of
 from ..claims.declared import Measured, join
 
 # The poster's BeeGFS nodes (Problem Statement panel: 512 MB per node, 8 GB in total).
@@ -277,13 +278,13 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     env.json (cold-run residency); ``fio``: the device baseline (a failing claim's reason).
     ``raw``: deepio's raw.parquet (one loader run per row and repeat), from which the bandwidth
     ratios' intervals come (bootstrap over repeats, at the level of the loader's looks:
-    :func:`experiments.sequential.level_of`); the accuracy findings' intervals come
+    :func:`experiments.repeats.level_of`); the accuracy findings' intervals come
     from ``curves`` (one training per seed: bootstrap over seeds)."""
     env = env or {}
-    # the loader's runs went in rounds until its findings were decided (experiments.sequential):
+    # the loader's runs went in rounds until its findings were decided (experiments.repeats):
     # their intervals at the level its looks used (Bonferroni over looks; 95 % for a fixed
     # count); the accuracy findings rest on a fixed count of seeds, at 95 %
-    with stats.corrected_level(sequential.level_of(raw)):
+    with stats.corrected_level(level_of(raw)):
         loader_m = measure_loader(loader, tier, env, fio, raw)
         nodes_m = measure_nodes(loader, env, raw)
     return join(STAGE, [*measure_rl(rl), *measure_accuracy(curves), *loader_m, nodes_m,

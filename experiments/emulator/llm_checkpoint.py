@@ -58,6 +58,7 @@ class LLMCheckpointConfig(Section):
     ranks: int | None = Field(None, ge=1)        # None: the rules' count for the model
     scale: float = Field(512, ge=1)
     checkpoints: int = Field(3, ge=2)            # 2 at least: an interval needs samples
+    repeats: int = Field(1, ge=1, le=50)         # runs of each (tier, variant), in seeded rounds
     pause_s: float = Field(0.2, ge=0)
     tiers: list[str] = Field(["mem", "disk"], min_length=1)
     read_direct: bool = True

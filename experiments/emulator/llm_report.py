@@ -1,14 +1,5 @@
-"""The ``llm_checkpoint`` stage (notebook 53): measure the LLM checkpoint workload on each tier
-in its variants, the burst buffer in front, and report it with claims.
-
-Variants per tier (:func:`measure`), each a run of :func:`.llm_checkpoint.run_variant`:
-
-- ``fsync``: writes with fsync of files and folder; the cache evicted before the reads
-  (``cold`` reads; a memory-backed tier cannot be evicted and is flagged ``cache-served``);
-- ``no-fsync``: writes without fsync (what a benchmark that forgets it measures); the reads
-  right after, cache not dropped (``cache-served``, as DLIO's issue 277 found);
-- ``direct`` (``read_direct``, tiers that are not memory-backed): as ``fsync``, reads with
-  O_DIRECT.
+"""The ``llm_checkpoint_report`` stage's claims and figures of what the ``llm_checkpoint`` stage
+measured (:mod:`.llm_stage`: the variants, the runs, the burst buffer).
 
 Claims (``extension``: MLPerf Storage's checkpointing, not one of the five papers): how much a
 missing fsync inflates the write throughput, how much a cache-served read phase inflates the
@@ -19,7 +10,6 @@ that the layout's full-size totals match the published sizes. Units: GiB/s = 2^3
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,92 +17,9 @@ import pandas as pd
 from .. import stats
 from ..claims.declared import Measured, join
 from . import llm_burst_buffer as B, llm_checkpoint as C, llm_layout as L
+from .llm_stage import JOB, VARIANTS, bounds, burst_buffer, check, measure, summarize  # noqa: F401
 
 STAGE = "llm_checkpoint_report"
-VARIANTS = {"fsync": dict(fsync=True, evict="auto", direct=False),
-            "no-fsync": dict(fsync=False, evict="none", direct=False),
-            "direct": dict(fsync=True, evict="auto", direct=True)}
-
-
-def check(cfg, tiers: dict[str, Path]) -> None:
-    """Stop before any work (ConfigError, one line) when a tier of the stage cannot take its
-    checkpoints (:func:`.llm_checkpoint.check`: writable, disk, memory) or the burst buffer's
-    fast tier one checkpoint and its slow tier all of them."""
-    lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
-    for t in cfg.tiers:
-        C.check(lo, tiers[t] / "llm_checkpoint", cfg.checkpoints, direct=cfg.read_direct)
-    b = cfg.burst_buffer
-    blo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
-    from ..chien.burst_buffer import CheckpointManager
-    CheckpointManager(tiers[b.fast], tiers[b.slow], run="llm-bb-check", keep=max(b.keeps)).check(
-        blo.total_bytes + sum(map(len, blo.files)) * C.HEADER_BYTES, b.checkpoints)
-
-
-def measure(cfg, tiers: dict[str, Path], seed: int = 0, progress=print) -> dict:
-    """Every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder), one pool of
-    ranks for all; ``files``, ``steps`` (labelled by tier and variant) and ``evictions``."""
-    from .. import cache, launcher
-
-    lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
-    check(cfg, tiers)
-    files, steps, evs = [], [], []
-    with launcher.RankPool(lo.ranks, C.RANK_PROGRAM) as pool:
-        for t in cfg.tiers:
-            mem = cache.memory_backed(tiers[t])
-            for v, kw in VARIANTS.items():
-                if v == "direct" and (mem or not cfg.read_direct):
-                    continue
-                progress(f"llm_checkpoint: tier {t}, {v}: {cfg.checkpoints} checkpoints of "
-                         f"{lo.total_bytes / 1e6:.1f} MB from {lo.ranks} ranks")
-                r = C.run_variant(lo, tiers[t] / "llm_checkpoint", checkpoints=cfg.checkpoints,
-                                  pause_s=cfg.pause_s, seed=seed, pool=pool, label=t, tier=t,
-                                  variant=v, **kw)
-                files.append(r["files"])
-                steps.append(r["steps"])
-                evs.append({"tier": t, "variant": v, "read": r["read"], **r["eviction"]})
-    return {"layout": lo, "files": pd.concat(files, ignore_index=True),
-            "steps": pd.concat(steps, ignore_index=True), "evictions": pd.DataFrame(evs)}
-
-
-def summarize(steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per checkpoint and per run (tier, variant, phase) metrics (:func:`.llm_checkpoint.metrics`),
-    with the read mode and the phase's verdict."""
-    per, run = C.metrics(steps, ["tier", "variant", "read"])
-    run["verdict"] = [C.verdict(r) if op == "read" else "storage" for r, op in zip(run["read"], run["op"])]
-    return per, run
-
-
-JOB = {"write": "seqwrite", "read": "seqread"}   # the fio_baseline job a phase is judged against
-
-
-def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> pd.DataFrame:
-    """``run`` with the emulator's bound verdict (:func:`experiments.emulator.bound.verdict`) of
-    each phase that reached the storage: its run throughput against fio's sequential write or
-    read on the same tier (``fio_MBps``, ``client_fraction_of_fio``), a rank's busiest demand
-    (its thread's on-CPU and run-queue seconds over its I/O seconds: torch.save and torch.load
-    run on the rank's one thread; the median over checkpoints of the largest over ranks) and the
-    ranks' CPU share of the host's cores. The timed part of a rank does nothing but I/O, so its data wait is all of it.
-    A cache-served phase gets no verdict."""
-    from ..claims import fio_MBps
-    from .bound import host_cores, verdict
-
-    s = steps.assign(demand=steps["demand_s"] / steps["io_s"])
-    keys = ["tier", "variant", "read", "op"]
-    g = s.groupby(keys + ["step"])
-    per = pd.DataFrame({"busiest": g["demand"].max(),
-                        "share": g["cpu_s"].sum() / (g["io_s"].max() * host_cores())}).reset_index()
-    med = per.groupby(keys)[["busiest", "share"]].median()
-    rows = []
-    for _, r in run.iterrows():
-        mb = fio_MBps(fio, r["tier"], JOB[r["op"]])
-        ref = {"bytes_per_s": mb * 1e6, "how": f"fio_baseline {JOB[r['op']]} on tier {r['tier']}"}
-        m = med.loc[tuple(r[k] for k in keys)]
-        b, why, frac = (("no verdict", C.verdict(r["read"]), float("nan")) if r["verdict"] != "storage" else
-                        verdict(r["run_throughput_GiBps"] * C.GiB, ref, 1.0, m["busiest"], m["share"],
-                                "main thread"))
-        rows.append({"fio_MBps": mb, "client_fraction_of_fio": frac, "bound": b, "bound_why": why,
-                     "busiest_demand": m["busiest"], "cpu_share": m["share"]})
-    return pd.concat([run.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
 def engineer_rows(summary: pd.DataFrame, model: str) -> pd.DataFrame:
@@ -127,13 +34,6 @@ def engineer_rows(summary: pd.DataFrame, model: str) -> pd.DataFrame:
         "where_time_went": [f"torch.{'save' if o == 'write' else 'load'}: the busiest rank wanted "
                             f"{d:.0%} of a core over its I/O" for o, d in zip(s["op"], s["busiest_demand"])],
         "stopped_because": ""})
-
-
-def burst_buffer(cfg, tiers: dict[str, Path]) -> pd.DataFrame:
-    """The burst buffer's stalls (:func:`.llm_burst_buffer.stalls`) with the stage's layout."""
-    b = cfg.burst_buffer
-    lo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
-    return B.stalls(lo, tiers[b.fast], tiers[b.slow], b.keeps, b.interval_s, b.checkpoints, b.slow_MBps)
 
 
 def _ratio(per: pd.DataFrame, tier: str, op: str, num: str, den: str):

@@ -91,7 +91,7 @@ class LMDBIOConfig(Section):
     repeats: int = Field(1, ge=1, le=50, description="rounds (every configuration once a round): "
                          "the minimum")
     max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may add "
-                                    "while a finding is undecided (experiments.sequential); "
+                                    "while a finding is undecided (experiments.repeats); "
                                     "null = repeats")
     budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take "
                                    "when adding repeats; null = no budget")
@@ -272,68 +272,39 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
 LOOK_EVERY = 4
 
 
-def decide(rows: pd.DataFrame, level: float, env: dict | None = None) -> dict:
-    """{finding id: :class:`experiments.sequential.Judged`} (decided, and the forecast that
-    steers the repeats) for LMDBIO's findings on the runs so far (``rows``: :func:`measure`'s
-    rows), judged at ``level`` by the report's own computation (:func:`experiments.lmdbio.report.claims`
-    on :func:`summarize` of the rows, on the tier the report judges). ``env``: what the report
+def decide(rows: pd.DataFrame, tables: dict, level: float, env: dict | None = None) -> dict:
+    """{finding id: :class:`experiments.repeats.Judged`} (decided, and the forecast that
+    steers the rounds) for LMDBIO's findings on the runs so far (``rows``), judged at ``level``
+    by the report's own computation (:func:`experiments.lmdbio.report.claims` on
+    :func:`summarize` of the rows, on the tier the report judges). ``env``: what the report
     reads from env.json (``cpu``: the cores that pick the P of the step findings; ``handover``;
     ``params.lmdbio.ranks_per_node``): :func:`judging_env`."""
-    from .. import sequential, stats
+    from .. import stats
+    from ..repeats.futility import judged
     from . import report
 
-    rows = rows[~rows["warmup"].astype(bool)] if "warmup" in rows else rows
+    with stats.corrected_level(level):
+        return judged(report.claims(summarize(rows), report.storage_tier(rows), env,
+                                    raw=rows.assign(level=level)), level)
+
+
+def context(rows: pd.DataFrame, env: dict | None) -> dict:
+    """The named values LMDBIO's findings' ``compares`` use (their declarations), on the runs so
+    far: ``storage_tier`` (the tier the report judges), ``claim_p`` (the P of the step findings:
+    :func:`experiments.lmdbio.report.claim_p`) and ``switch_ps`` (the P of the context-switch
+    finding: :func:`experiments.lmdbio.report.switch_ps`)."""
+    from .. import claims as C
+    from ..tiers import storage_tier_of
+    from . import report
+
     if not len(rows):
         return {}
-    with stats.corrected_level(level):
-        return sequential.judged(report.claims(summarize(rows), report.storage_tier(rows), env,
-                                               raw=rows.assign(level=level)), level)
-
-
-def focus(pending: list[str], configs: list[tuple], rows: pd.DataFrame, env: dict | None) -> list[int] | None:
-    """The configurations (indices into ``configs``: (tier, data set, strategy, P, nodes)) that
-    LMDBIO's undecided findings ``pending`` need, for :func:`experiments.sequential.run`, on the
-    tier the report judges, every node count: for STAG "in all cases", LMDB and STAG at every
-    P; for the context switches, LMM and LMDB at the P that claim judges
-    (:func:`experiments.lmdbio.report.switch_ps`); for a step finding, every strategy (the steps
-    chain them) at the P the steps are judged at (:func:`experiments.lmdbio.report.claim_p`):
-    10 of the default profile's 80 per round. None (every configuration) when the runs so far
-    cannot say."""
-    from .. import claims as C
-    from . import report
-
-    rows = rows[~rows["warmup"].astype(bool)] if "warmup" in rows else rows
-    tier = report.storage_tier(rows)
+    tier = storage_tier_of(rows)
     s = summarize(rows)
+    d = s[s["tier"] == tier]
     cores = C.cores(env or {})
-    keep: set[int] = set()
-    for ds in dict.fromkeys(c[1] for c in configs):
-        mine = [k for k in pending if k.endswith(f"_{ds}")]
-        if not mine:
-            continue
-        d = s[(s["tier"] == tier) & (s["dataset"] == ds)]
-        if not len(d):
-            return None
-        here = [(i, c) for i, c in enumerate(configs) if c[0] == tier and c[1] == ds]
-        for k in mine:
-            if k.startswith("lmdbio_stag_beats_lmdb_every_p_"):
-                keep |= {i for i, c in here if c[2] in ("lmdb", "stag")}
-            elif k.startswith("lmdbio_lmm_fewer_switches_"):
-                ps = set(report.switch_ps(d.loc[d["strategy"].isin(["lmm", "lmdb"]), "P"], cores))
-                keep |= {i for i, c in here if c[2] in ("lmm", "lmdb") and c[3] in ps}
-            else:
-                p = report.claim_p(d, cores)
-                keep |= {i for i, c in here if c[3] == p}
-    return sorted(keep) or None
-
-
-def needs(finding: str, raw: pd.DataFrame, configs: list[tuple]) -> list[int] | None:
-    """The configurations (indices into ``configs``, tuples of :data:`KEYS`) that ``finding``
-    compares, for ``make decide`` (:mod:`experiments.decide`): :func:`focus` of that finding
-    alone on the stage's rows, with this checkout's parameters."""
-    from .. import config
-
-    return focus([finding], configs, raw, judging_env(config.load(lmdbio=None).lmdbio))
+    return {"storage_tier": tier, "claim_p": report.claim_p(d, cores),
+            "switch_ps": report.switch_ps(d.loc[d["strategy"].isin(["lmm", "lmdb"]), "P"], cores)}
 
 
 def judging_env(cfg: LMDBIOConfig) -> dict:
@@ -348,22 +319,19 @@ def judging_env(cfg: LMDBIOConfig) -> dict:
 KEYS = ("tier", "dataset", "strategy", "P", "nodes")   # the columns that name a configuration
 
 
-def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()) -> tuple[pd.DataFrame, dict]:
+def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
     """Build each data set's LMDB on each tier, then run every (tier, data set, strategy, P,
     node count of ``nodes`` (at most P)) in rounds (each once per round, in a seeded random
-    order: :func:`experiments.sequential.run`), the cache evicted before each run: at least
-    ``repeats`` rounds, more while a finding is undecided (:func:`decide`), up to
-    ``max_repeats`` within ``budget_s``. One row per run: total seconds, MB/s, context
-    switches, ``repeat``, ``round_order``, ``level`` (the level its findings are judged at);
-    the course of the repeats is ``raw.attrs["sequential"]`` (for ``sequential.json``). Facts:
-    the launcher (env.json), the scale reached (``scale``: most processes and nodes of a run),
-    one row per process of every run (``processes``) and the hand-over check.
-
-    ``purchases`` (``params.yaml``'s ``decide.lmdbio``, :mod:`experiments.bought`): runs a
-    ``make decide`` bought, made after the loop (``made_by``: ``repro``, ``decide N``); when a
-    decide run re-runs the stage to append, the loop's rows are kept (:func:`experiments.bought.kept`)
-    and only the new purchases run."""
-    from .. import bought, sequential
+    order: :class:`experiments.repeats.MeasuringStage`), the cache evicted before each run: at
+    least ``repeats`` rounds, more while a finding is undecided (:func:`decide`), up to
+    ``max_repeats`` within ``budget_s``; then the runs ``make decide`` bought (``purchases``:
+    ``params.yaml``'s ``decide.lmdbio``). Returns the :class:`experiments.repeats.Measurement`
+    (one row per run: total seconds, MB/s, context switches; side table ``processes``, one row
+    per process of every run) and facts: the launcher (env.json), the scale reached
+    (``scale``: most processes and nodes of a run) and the hand-over check (run once, kept by a
+    decide run that appends)."""
+    from .. import paths, repeats
+    from ..repeats import findings
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     dbs = {}
@@ -376,61 +344,53 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()) -> tuple[pd.DataF
             dest = t.dir / f"lmdbio-{d.name}"
             dbs[(t.name, d.name)] = (dest, build(dest, d.records, d.record_bytes,
                                                  cfg.map_size_mib << 20, seed), d.record_bytes)
-    configs = [(t.name, d.name, s, p, n) for t in tiers for d in cfg.datasets
-               for s in cfg.strategies for p in cfg.procs for n in node_counts if n <= p]
-    procs, evictions = [], {}
-    before = bought.kept("lmdbio", ("processes", "handover_check"))
-    first_id = int(before.raw["run"].max()) + 1 if before is not None else 0
-    made = [0]   # runs made by this process (the ids go on after the kept rows')
+    configs = [{"tier": t.name, "dataset": d.name, "strategy": s, "P": p, "nodes": n} for t in tiers
+               for d in cfg.datasets for s in cfg.strategies for p in cfg.procs for n in node_counts if n <= p]
+    evictions = {}
     pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
 
     def run_one(c, i):
-        tier, ds, strategy, p, n = c
-        run_id = first_id + made[0]
-        made[0] += 1
-        dest, prov, size = dbs[(tier, ds)]
+        tier, strategy, p, n = c["tier"], c["strategy"], c["P"], c["nodes"]
+        dest, prov, size = dbs[(tier, c["dataset"])]
         ev = evictions[tier] = cache.evict([dest], cfg.eviction, label=tier)
         per = run(dest, prov, strategy, p, cfg, size, nodes=n, pool=pools.get(p, n))
         seconds = per["t1"].max() - per["t0"].min()
-        procs.append(per.drop(columns=["t0", "t1"]).assign(
-            run=run_id, tier=tier, dataset=ds, strategy=strategy, P=p, nodes=n, repeat=i,
-            seconds=per["t1"] - per["t0"]))
-        return {"run": run_id, "tier": tier, "memory_backed": mem[tier], "dataset": ds,
-                "record_bytes": size, "strategy": strategy, "handover": cfg.handover,
-                "P": p, "nodes": n, "seconds": seconds, "bytes": int(per["bytes"].sum()),
-                "MBps": per["bytes"].sum() / 1e6 / seconds,
-                "cs_per_proc": float(per["context_switches"].mean()),
-                "cs_vol_per_proc": float(per["cs_voluntary"].mean()),
-                "cs_invol_per_proc": float(per["cs_involuntary"].mean()),
-                "cs_max": int(per["context_switches"].max()),
-                **io_switches(per),
-                "readers": int(per["reader"].sum()) if strategy != "lmdb" else p,
-                "eviction": str(ev), "resident_fraction": ev.resident_fraction}
+        return repeats.Run(
+            {"memory_backed": mem[tier], "record_bytes": size, "handover": cfg.handover,
+             "seconds": seconds, "bytes": int(per["bytes"].sum()),
+             "MBps": per["bytes"].sum() / 1e6 / seconds,
+             "cs_per_proc": float(per["context_switches"].mean()),
+             "cs_vol_per_proc": float(per["cs_voluntary"].mean()),
+             "cs_invol_per_proc": float(per["cs_involuntary"].mean()),
+             "cs_max": int(per["context_switches"].max()),
+             **io_switches(per),
+             "readers": int(per["reader"].sum()) if strategy != "lmdb" else p,
+             "eviction": str(ev), "resident_fraction": ev.resident_fraction},
+            {"processes": per.drop(columns=["t0", "t1"]).assign(seconds=per["t1"] - per["t0"])})
 
     env = judging_env(cfg)
+    stage = repeats.MeasuringStage(
+        "lmdbio", KEYS, configs, run_one,
+        repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
+        tables=("processes",), judge=lambda rows, tables, level: decide(rows, tables, level, env),
+        focus=findings.focus("lmdbio", configs, lambda rows: context(rows, env)),
+        context=lambda rows: context(rows, env), progress="lmdbio rounds")
     try:
-        raw = bought.rounds(
-            before, configs, KEYS, run_one,
-            lambda: sequential.run(configs, run_one, lambda rows, level: decide(rows, level, env),
-                                   sequential.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY),
-                                   seed, progress_desc="lmdbio rounds",
-                                   focus=lambda pending, rows: focus(pending, configs, rows, env)),
-            purchases, seed)
-        if before is None:
-            hand = handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check else pd.DataFrame()
+        got = repeats.measure(stage, purchases)
+        hand_f = paths.results_dir("lmdbio") / "handover_check.csv"
+        if repeats.purchases.appending("lmdbio") and hand_f.exists():
+            hand = pd.read_csv(hand_f)
         else:
-            hand = before.tables.get("handover_check", pd.DataFrame())
-            procs.insert(0, before.tables.get("processes", pd.DataFrame()))
+            hand = handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check else pd.DataFrame()
         facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
                  "launcher": launcher.record(node_counts, cfg.ranks_per_node),
-                 "scale": {"procs_max": max(c[3] for c in configs),
-                           "nodes_max": max(c[4] for c in configs),
+                 "scale": {"procs_max": max(c["P"] for c in configs),
+                           "nodes_max": max(c["nodes"] for c in configs),
                            "allocation_nodes": launcher.allocation_nodes()},
-                 "processes": pd.concat(procs, ignore_index=True),
                  "handover_check": hand}
     finally:
         pools.close()
-    return raw, facts
+    return got, facts
 
 
 def io_switches(per: pd.DataFrame) -> dict:

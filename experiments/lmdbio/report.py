@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import sequential, stats, style
+from .. import stats, style
+from ..repeats import level_of
 from ..claims.declared import Measured, join
 
 STAGE = "lmdbio_report"   # the papers' side of its claims: experiments/claims/papers/pumma-lmdbio.yaml
@@ -150,7 +151,7 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
     raw.parquet (one row per run and repeat), from which each ratio's interval is computed
     (bootstrap over the repeats, of the whole reduction over P where there is one), at the
     level the stage's repeats-until-decided loop looked at (its ``level`` column:
-    :func:`experiments.sequential.level_of`; 95 % for a fixed count); without it
+    :func:`experiments.repeats.level_of`; 95 % for a fixed count); without it
     the findings are ``inconclusive``. Context switches are all of them, voluntary (the process
     slept: waiting for I/O, or for the hand-over) and involuntary (preemptions), since the paper
     names no kind; the note gives both per P. The paper ran
@@ -159,7 +160,7 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
     The paper's headline numbers at 9,216 processes (660-fold from
     ideal strong scaling, read time ~90 % of training) are rows too, not measured here."""
     env = env or {}
-    with stats.corrected_level(sequential.level_of(raw)):
+    with stats.corrected_level(level_of(raw)):
         return join(STAGE, [*measure_steps(C.one_node(summary), tier, env, C.one_node(raw)),
                             *measure_caffe(C.one_node(summary), tier, env)])
 

@@ -177,7 +177,7 @@ def emulation_inputs(steps: pd.DataFrame, evals: pd.DataFrame | None) -> tuple[p
     UNET3D's evaluation model (:func:`eval_model`; {} without evaluations), all from the stages'
     own runs (``made_by`` repro): the rounds a ``make decide`` run appends add to the findings'
     samples but leave the model, and the sleep runs kept beside the bought ones, as they were."""
-    from ..purchases import first_run
+    from ..repeats.purchases import first_run
 
     nfits = normal_fits(first_run(steps))
     ev = first_run(evals) if evals is not None else pd.DataFrame()

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
-from ..purchases import level_of as _level_of
+from ..repeats.levels import level_of as _level_of
 from . import fits
 
 

@@ -1,4 +1,5 @@
-"""Launch one configuration (batch size B, ranks G) of a workload, and sweep the grid.
+"""Launch one configuration (batch size B, ranks G) of a workload (the sweep of a stage runs
+these in rounds: :func:`experiments.workloads.stage.measuring_stage`).
 
 PyTorch workloads (UNET3D, DLRM) run under ``torchrun --standalone --nproc_per_node G``
 (``python -m torch.distributed.run``); one rank (G = 1) runs the rank program itself with the
@@ -30,12 +31,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from .. import paths
-from ..purchases import ALPHA, FIRST
-from ..progress import progress
 from .steptimer import phase_intervals, read_app_log
 
 TORCH_WORKLOADS = ("unet3d", "dlrm")
@@ -166,62 +164,6 @@ def collect(run_dir: Path) -> dict:
     return {"steps": steps, "loader": loader, "app": [r | {"batch_size": run["batch_size"],
             "ranks": run["ranks"], "variant": keys["variant"]} for r in app], "phases": phases,
             "ranks": ranks, "usage": usage, "compute": run.get("compute", {"mode": "real"})}
-
-
-def sweep(workload: str, cfg, seed: int, data_dir: Path, work_dir: Path | None = None, *,
-          variant: str = "real", grid: tuple[list[int], list[int]] | None = None,
-          compute_model=None, extra: list[tuple[int, str, float]] = (), keep: dict | None = None) -> dict:
-    """Every (batch size, ranks, repeat) of ``cfg.sweep``; records of all runs concatenated.
-
-    ``cfg`` is the workload's validated section. Run folders go to ``work_dir`` (default
-    ``data/workload_runs/<workload>``, or ``<workload>-<variant>`` for another row) and are
-    kept for inspection (the tracing toolkit reads their ``app-r*.jsonl``). ``grid``:
-    (ranks, batch sizes) to run instead of the whole sweep; ``compute_model``: a
-    :class:`.compute_model.ComputeModel` (required when ``cfg.train.compute`` is ``sleep``),
-    resolved at each (G, B) into the run's ``run.json``. The ``runs`` table has each run's
-    wall and process-tree CPU seconds.
-
-    ``extra``: rounds a ``make decide`` run bought (:func:`experiments.purchases.shared_rounds`:
-    (repeat, made_by, level)), run after the sweep's own repeats over every (G, B); ``keep``:
-    {run folder: its ``runs`` row} of the runs a decide run keeps (:func:`.stage.kept_runs`),
-    read back from their folders instead of run again. Every row says which run made it
-    (``made_by``) and the level its findings are judged at (``level``).
-    """
-    section = cfg.model_dump(mode="json")
-    sleep = section["train"].get("compute", "real") == "sleep"
-    if sleep and compute_model is None:
-        raise ValueError(f"{workload}.train.compute = sleep needs a compute model (compute_model=...)")
-    name = workload if variant == "real" else f"{workload}-{variant}"
-    work_dir = Path(work_dir or paths.data_dir("workload_runs") / name)
-    ranks, batches = grid or (cfg.sweep.ranks, cfg.sweep.batch_sizes)
-    own = [(r, FIRST, 1 - ALPHA) for r in range(cfg.sweep.repeats)]   # one look: a fixed count
-    grid = [(g, b, *o) for g in ranks for b in batches for o in own]
-    grid += [(g, b, *e) for e in extra for g in ranks for b in batches]   # bought rounds, after
-    parts = {"steps": [], "loader": [], "phases": [], "app": [], "ranks": [], "runs": []}
-    for g, b, r, made_by, level in progress(grid, desc=f"{name} configurations"):
-        d = work_dir / f"G{g}-B{b}-r{r}"
-        kept = (keep or {}).get(str(d))
-        if kept is None:
-            compute = compute_model.run_facts(workload, g, b) if sleep else None
-            seconds = run_config(workload, section, b, g, seed, data_dir, d, repeat=r, compute=compute,
-                                 variant=variant)
-        got = collect(d)
-        for k in ("steps", "loader", "phases"):
-            parts[k].append(got[k].assign(made_by=made_by, level=level) if len(got[k]) else got[k])
-        parts["app"] += got["app"]
-        parts["ranks"] += [rank | {"made_by": made_by} for rank in got["ranks"]]
-        c = got["compute"]
-        parts["runs"].append({**(kept or {
-            "workload": workload, "variant": variant, "batch_size": b, "ranks": g,
-            "repeat": r, "wall_seconds": seconds,
-            "cpu_seconds": got["usage"].get("cpu_s", float("nan")),
-            "load_1min": float(np.mean(got["usage"].get("load_1min", [np.nan]))),
-            "compute": c.get("mode", "real"), "sleep_mean_s": c.get("mean_s", float("nan")),
-            "sleep_std_s": c.get("std_s", float("nan")), "run_dir": str(d)}), "made_by": made_by, "level": level})
-    out = {k: pd.concat([x for x in parts[k] if len(x)], ignore_index=True) if any(len(x) for x in parts[k])
-           else pd.DataFrame() for k in ("steps", "loader", "phases")}
-    out["app"], out["ranks"], out["runs"] = parts["app"], parts["ranks"], pd.DataFrame(parts["runs"])
-    return out
 
 
 def app_log_text(records: list[dict]) -> str:

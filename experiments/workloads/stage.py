@@ -5,15 +5,21 @@ metrics, and env.json with the peak RSS and CPU time of every rank and every run
 The same calls run the validation rows (thesis Sec 4.7, 5.1.3, 5.3.2): ``variant`` names the
 row (``real``; ``random`` on ``data/<workload>-random``; ``sleep`` with ``train.compute:
 sleep``; ``prep-none`` / ``prep-sleep`` for Fig A.3), and one stage may write several
-workloads and variants into one folder (:func:`combine`, :func:`write`).
+workloads and variants into one folder (:func:`measure_jobs`, :func:`write`). A stage's runs
+go through the one measuring-stage interface (:func:`measuring_stage`): rounds in a seeded
+order, the runs ``make decide`` bought after them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
 import pandas as pd
 
 from .. import headline, paths, results
-from ..purchases import FIRST
+from ..repeats.purchases import FIRST
 from . import fits, launch
 
 WORKLOADS = ("unet3d", "bert", "dlrm")
@@ -83,70 +89,114 @@ def compute_model_for(workload: str, cfg, source: str | None = None):
     return m
 
 
+@dataclass
+class Job:
+    """One sweep of a workload stage: the workload's validated section (with a row's overrides),
+    the grid (ranks, batch sizes), the row (``variant``), the data folder and, for a row that
+    sleeps, the compute model."""
+
+    workload: str
+    variant: str
+    cfg: object
+    grid: tuple[list[int], list[int]]
+    folder: Path
+    compute_model: object | None = None
+
+
+KEYS = ("workload", "variant", "ranks", "batch_size")   # the columns that name a configuration
+SIDE = ("steps", "loader", "phases")                   # what a run keeps beside its row (runs.csv)
+FILES = {"rows": "runs.csv", "steps": "raw.parquet"}   # the steps are the stage's raw rows
+
+
+def measuring_stage(name: str, jobs: list[Job], seed: int):
+    """Stage ``name``'s sweeps as one measuring stage (:class:`experiments.repeats.MeasuringStage`):
+    every (workload, variant, ranks, batch size) of ``jobs`` once a round, in a seeded order,
+    for ``sweep.repeats`` rounds (the largest of the jobs' workloads'), each run a launch of its
+    ranks (:func:`.launch.run_config`) in a folder of its own (``data/workload_runs/``). Its row
+    is the run's (wall and process-tree CPU seconds, load, the compute it ran); its steps,
+    loader records and phases are its side tables; its ranks' facts and application log stay in
+    the run folder (:func:`gathered`)."""
+    from .. import repeats
+
+    for j in jobs:
+        check_data(j.workload, j.cfg, j.folder)
+        if j.cfg.train.compute == "sleep" and j.compute_model is None:
+            raise ValueError(f"{j.workload}.train.compute = sleep needs a compute model (Job.compute_model)")
+
+    def run_one(c: dict, repeat: int):
+        j = c["job"]
+        section = j.cfg.model_dump(mode="json")
+        g, b = c["ranks"], c["batch_size"]
+        d = run_folder(j) / f"G{g}-B{b}-r{repeat}"
+        sleep = section["train"].get("compute", "real") == "sleep"
+        compute = j.compute_model.run_facts(j.workload, g, b) if sleep else None
+        seconds = launch.run_config(j.workload, section, b, g, seed, j.folder, d, repeat=repeat, compute=compute,
+                                    variant=j.variant)
+        got = launch.collect(d)
+        cm = got["compute"]
+        return repeats.Run({"wall_seconds": seconds, "cpu_seconds": got["usage"].get("cpu_s", float("nan")),
+                            "load_1min": float(np.mean(got["usage"].get("load_1min", [np.nan]))),
+                            "compute": cm.get("mode", "real"), "sleep_mean_s": cm.get("mean_s", float("nan")),
+                            "sleep_std_s": cm.get("std_s", float("nan")), "run_dir": str(d)},
+                           {k: got[k] for k in SIDE})
+
+    configs = [{"workload": j.workload, "variant": j.variant, "ranks": g, "batch_size": b, "job": j}
+               for j in jobs for g in j.grid[0] for b in j.grid[1]]
+    n = max(j.cfg.sweep.repeats for j in jobs)
+    return repeats.MeasuringStage(name, KEYS, configs, run_one, repeats.RoundsPlan(n, n), seed, tables=SIDE,
+                                  files=FILES, progress=f"{name} runs")
+
+
+def run_folder(j: Job) -> Path:
+    """Where a job's run folders go: ``data/workload_runs/<workload>`` (``<workload>-<variant>``
+    for another row), kept for inspection (the tracing toolkit reads their ``app-r*.jsonl``)."""
+    return paths.data_dir("workload_runs") / (j.workload if j.variant == "real" else f"{j.workload}-{j.variant}")
+
+
+def measure_jobs(name: str, jobs: list[Job], seed: int, purchases=()) -> dict:
+    """Run stage ``name``'s ``jobs`` (:func:`measuring_stage`), then the runs ``make decide``
+    bought (``purchases``: ``params.yaml``'s ``decide.<name>``); when a decide run appends, the
+    runs of before are kept (their rows, tables and folders) and only the purchases run.
+    Returns the records (:func:`gathered`)."""
+    from .. import repeats
+
+    return gathered(repeats.measure(measuring_stage(name, jobs, seed), purchases))
+
+
 def measure(workload: str, cfg, seed: int, *, variant: str = "real", grid=None, folder=None,
-            compute_model=None, purchases=(), keep: dict | None = None) -> dict:
-    """Run the sweep of ``cfg`` (the validated section) on ``folder`` (default ``data/<workload>``).
-
-    ``grid``: (ranks, batch sizes) to run instead of ``cfg.sweep``'s; ``compute_model``: for
-    ``train.compute: sleep`` (default: :func:`compute_model_for`); ``purchases``:
-    ``decide.workloads`` (the rounds a ``make decide`` run bought of this workload follow the
-    sweep's own); ``keep``: the runs a decide run keeps (:func:`kept_runs`)."""
-    from ..config import ConfigError
-    from ..purchases import shared_rounds
-
-    bad = sorted({str(c.get("workload")) for p in purchases for c in p.configs} - set(WORKLOADS))
-    if bad:
-        raise ConfigError(f"decide.workloads: a purchase names workload(s) {bad}; allowed: {', '.join(WORKLOADS)}")
+            compute_model=None, purchases=(), name: str | None = None) -> dict:
+    """One workload's sweep as stage ``name`` (default: the workload's own stage): ``grid``
+    (ranks, batch sizes) instead of ``cfg.sweep``'s; ``compute_model`` for ``train.compute:
+    sleep`` (default: :func:`compute_model_for`); ``purchases``: ``decide.<name>``."""
     folder = folder or data_dir(workload)
-    check_data(workload, cfg, folder)
     if compute_model is None:
         compute_model = compute_model_for(workload, cfg)
-    return launch.sweep(workload, cfg, seed, folder, variant=variant, grid=grid,
-                        compute_model=compute_model, keep=keep,
-                        extra=shared_rounds(purchases, cfg.sweep.repeats, "workload", workload))
+    job = Job(workload, variant, cfg, grid or (cfg.sweep.ranks, cfg.sweep.batch_sizes), Path(folder), compute_model)
+    return measure_jobs(name or workload, [job], seed, purchases)
 
 
-BUYS = "workloads"   # the decide purchase these stages share (experiments.purchases.DecideParams.workloads)
-
-
-def kept_runs(stage: str) -> dict | None:
-    """{run folder: its row of ``results/<stage>/runs.csv``} when a ``make decide`` run re-runs
-    ``stage`` to append (:func:`experiments.purchases.appending`), so that its earlier runs are
-    read back from their folders (``data/workload_runs/``) and only the bought ones run; None
-    otherwise. Stops, naming the folder, when one of them is gone (the stage must then run
-    from scratch: ``dvc repro --force <stage>``)."""
-    from .. import purchases
+def gathered(m) -> dict:
+    """A workload stage's records from its :class:`experiments.repeats.Measurement`: ``runs``
+    (its rows), ``steps``, ``loader``, ``phases`` (its side tables), and from each run's
+    folder its ranks' facts (``ranks``, each with the run's ``run`` and ``made_by``) and
+    application log (``app``); ``measurement`` itself (for ``rounds.json``). A run folder that
+    is gone stops it, naming the folder (the stage must then run from scratch:
+    ``dvc repro --force``)."""
     from ..config import ConfigError
 
-    f = paths.results_dir(stage) / "runs.csv"
-    if not purchases.appending(BUYS) or not f.exists():
-        return None
-    rows = pd.read_csv(f).to_dict("records")
-    gone = [r["run_dir"] for r in rows if not (paths.resolve(r["run_dir"]) / "run.json").exists()]
+    runs = m.rows.drop(columns=["job"], errors="ignore")
+    m.rows = runs
+    out = {"runs": runs, **{k: m.tables.get(k, pd.DataFrame()) for k in SIDE}, "app": [], "ranks": [],
+           "measurement": m}
+    gone = [r for r in runs["run_dir"] if not (paths.resolve(r) / "run.json").exists()] if len(runs) else []
     if gone:
-        raise ConfigError(f"decide: {stage}'s run folder {gone[0]} (and {len(gone) - 1} more) is gone, so "
-                          f"its rows cannot be kept; run the stage from scratch: dvc repro --force {stage}")
-    return {str(r["run_dir"]): r for r in rows}
-
-
-def combine(gots: list[dict]) -> dict:
-    """Several :func:`measure` results (workloads, variants) as one."""
-    out = {}
-    for k in ("steps", "loader", "phases", "runs"):
-        parts = [g[k] for g in gots if len(g[k])]
-        out[k] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    for k in ("app", "ranks"):
-        out[k] = [x for g in gots for x in g[k]]
+        raise ConfigError(f"{m.stage}'s run folder {gone[0]} (and {len(gone) - 1} more) is gone, so its runs "
+                          f"cannot be kept; run the stage from scratch: dvc repro --force {m.stage}")
+    for r in runs.itertuples():
+        got = launch.collect(paths.resolve(r.run_dir))
+        out["app"] += got["app"]
+        out["ranks"] += [rank | {"made_by": r.made_by, "run": r.run} for rank in got["ranks"]]
     return out
-
-
-def needs(finding: str, runs: pd.DataFrame, configs: list[tuple]) -> list[int] | None:
-    """``make decide``'s hook (:data:`experiments.decide.NEEDS`): the workload a thesis finding
-    compares, by its id's first word (``dlrm-sleep-au-above-90pct``), as indices into
-    ``configs`` ((workload,) tuples); None (every workload) for an id naming none."""
-    head = finding.split("-", 1)[0]
-    idx = [i for i, c in enumerate(configs) if c[0] == head]
-    return idx or None
 
 
 def checkpoint_facts(ranks: list[dict]) -> dict:
@@ -172,10 +222,14 @@ def write(stage: str, got: dict, params: dict, **env) -> dict:
         out.table("loader", got["loader"])
     out.table("phases", got["phases"])
     out.table("runs", got["runs"])
+    if "measurement" in got:   # the rounds run and what make decide bought
+        from ..repeats.stage import ROUNDS_FILE
+
+        results.write_json(out.path(ROUNDS_FILE), got["measurement"].course)
     results.atomic_write(out.path("app_log.jsonl"),
                          lambda p: p.write_text(launch.app_log_text(got["app"])))
     ranks = [{k: v for k, v in r.items() if k not in ("evals",)} for r in got["ranks"]]
-    evals = [{"batch_size": r["batch_size"], "ranks": r["ranks"], "rank": r["rank"],
+    evals = [{"batch_size": r["batch_size"], "ranks": r["ranks"], "rank": r["rank"], "run": r.get("run"),
               "variant": r.get("variant", "real"), "made_by": r.get("made_by", FIRST), **e}
              for r in got["ranks"] for e in r.get("evals", [])]
     if evals:

@@ -24,12 +24,12 @@ evaluation and checkpoints left out, as MLPerf Storage times the training).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import paths, purchases
+from .. import paths
+from ..repeats import purchases
 from ..config import ConfigError
 from . import compute_model as cm
 from . import datasets, stage
@@ -56,16 +56,7 @@ FIG_A3 = {"sleep": "preprocessing (real)", "prep-none": "no preprocessing",
           "prep-sleep": "sleep standing in for preprocessing"}
 
 
-@dataclass
-class Job:
-    """One sweep to run: a workload's section (with its overrides), the grid and the row."""
-
-    workload: str
-    variant: str
-    cfg: object          # the validated workload section
-    grid: tuple[list[int], list[int]]
-    folder: Path
-    compute_model: object | None = None
+Job = stage.Job   # one sweep to run (a workload, its row, its grid)
 
 
 def _grid(sub, wcfg, section: str, workload: str):
@@ -160,12 +151,10 @@ def generate_random(cfg, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run(jobs: list[Job], seed: int, purchases=(), keep: dict | None = None) -> dict:
-    """Run every job's sweep; all records concatenated (column ``variant``). ``purchases``,
-    ``keep``: a ``make decide`` run's (:func:`.stage.measure`)."""
-    return stage.combine([stage.measure(j.workload, j.cfg, seed, variant=j.variant, grid=j.grid,
-                                        folder=j.folder, compute_model=j.compute_model,
-                                        purchases=purchases, keep=keep) for j in jobs])
+def run(name: str, jobs: list[Job], seed: int, purchases=()) -> dict:
+    """Run every job's sweep as stage ``name``'s rounds (:func:`.stage.measure_jobs`); all
+    records together (column ``variant``). ``purchases``: ``params.yaml``'s ``decide.<name>``."""
+    return stage.measure_jobs(name, jobs, seed, purchases)
 
 
 # ----------------------------------------------------------------------------- the report's inputs

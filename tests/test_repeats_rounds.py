@@ -1,12 +1,16 @@
-"""Repeats until decided (experiments.sequential): seeded interleaving, stopping reasons, and
-the share of false verdicts when the level is corrected for the looks."""
+"""The rounds of a measuring stage (experiments.repeats.rounds, .futility): seeded interleaving,
+stopping reasons, the futility stop, and the share of false verdicts when the level is
+corrected for the looks."""
 
 import math
 
 import numpy as np
 import pytest
 
-from experiments import claims, sequential, stats
+from experiments import claims, stats
+from experiments.repeats import futility, levels, rounds
+from experiments.repeats.futility import Judged
+from experiments.repeats.rounds import RoundsPlan, run_rounds
 
 
 def _sim(effect, noise, plan, seed, steer=False):
@@ -26,17 +30,17 @@ def _sim(effect, noise, plan, seed, steer=False):
 
     def decide(rows, lv):
         if steer:   # the claim's forecast steers the loop (the futility stop)
-            return sequential.judged([verdict(rows, lv)], lv)
+            return futility.judged([verdict(rows, lv)], lv)
         return {"f": verdict(rows, lv)["verdict"] != "inconclusive"}
 
-    res = sequential.run(["A", "B"], run_one, decide, plan, seed)
+    res = run_rounds(["A", "B"], run_one, decide, plan, seed)
     return res, verdict(res.rows, res.plan.level)
 
 
 def test_no_effect_gives_false_holds_at_most_5_percent():
     """150 seeded simulations of a true ratio of 1 with 4 % noise a run (intervals near the
     margin, so looks decide often: about a third end as negligible)."""
-    plan = sequential.Plan(min_repeats=6, max_repeats=20, step=2)
+    plan = RoundsPlan(min_repeats=6, max_repeats=20, step=2)
     assert plan.looks == math.ceil((20 - plan.first_look) / 2) + 1 and plan.level == 1 - 0.05 / plan.looks
     got = [_sim(0.0, 0.04, plan, s)[1] for s in range(150)]
     assert sum(bool(c["negligible"]) for c in got) > 20     # the looks did decide
@@ -51,7 +55,7 @@ def test_the_futility_stop_keeps_false_verdicts_at_most_5_percent():
     """The same 150 simulations of no effect, the loop steered by the claim's forecast: the
     futility stop ends some loops early (a forecast beyond the rounds left) and the share of
     false holds stays within 5 %; it never decides anything itself."""
-    plan = sequential.Plan(min_repeats=6, max_repeats=20, step=2)
+    plan = RoundsPlan(min_repeats=6, max_repeats=20, step=2)
     got = [_sim(0.0, 0.04, plan, s, steer=True) for s in range(150)]
     assert sum(r.outcomes["f"].stopped == "futile" for r, _ in got) > 5
     assert all(c["verdict"] == "inconclusive" for r, c in got if r.outcomes["f"].stopped == "futile")
@@ -64,30 +68,30 @@ def test_the_futility_stop_keeps_false_verdicts_at_most_5_percent():
 def test_uncorrected_looks_would_inflate_false_verdicts():
     """The reason for the correction: the same loop judged at 95 % on every look stops on noise
     more often than one fixed look does."""
-    fixed = sequential.Plan(min_repeats=30, max_repeats=30)
-    many = sequential.Plan(min_repeats=6, max_repeats=30, step=1, alpha=0.05)
+    fixed = RoundsPlan(min_repeats=30, max_repeats=30)
+    many = RoundsPlan(min_repeats=6, max_repeats=30, step=1, alpha=0.05)
     assert fixed.looks == 1 and fixed.level == pytest.approx(0.95)
     assert many.level < 0.998 and many.first_look > 6   # a median needs more samples at that level
 
 
 def test_a_real_effect_is_decided_early_and_the_note_says_so():
-    plan = sequential.Plan(min_repeats=6, max_repeats=30, step=2)
+    plan = RoundsPlan(min_repeats=6, max_repeats=30, step=2)
     res, c = _sim(0.3, 0.05, plan, 0)
     o = res.outcomes["f"]
     assert c["verdict"] == "holds" and o.stopped == "decided" and o.repeats == plan.first_look < 30
     assert "stopped: decided" in o.note() and f"{o.repeats} repeats" in o.note()
-    assert set(res.rows["level"]) == {plan.level} and sequential.level_of(res.rows) == plan.level
+    assert set(res.rows["level"]) == {plan.level} and levels.level_of(res.rows) == plan.level
 
 
 def test_rounds_are_interleaved_in_a_seeded_recorded_order():
-    plan = sequential.Plan(min_repeats=3, max_repeats=3)
+    plan = RoundsPlan(min_repeats=3, max_repeats=3)
     seen = []
-    res = sequential.run(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c},
+    res = run_rounds(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c},
                          lambda rows, lv: {"f": False}, plan, seed=7, warmup=1)
     assert [r for r, _ in seen] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]   # round by round
     assert sorted(c for r, c in seen if r == 2) == ["A", "B", "C"]
-    assert res.order == [(r, i) for r in range(4) for i in sequential.round_order(3, r, 7)]
-    assert len({tuple(sequential.round_order(3, r, 7)) for r in range(6)}) > 1   # not always A B C
+    assert res.order == [(r, i) for r in range(4) for i in rounds.round_order(3, r, 7)]
+    assert len({tuple(rounds.round_order(3, r, 7)) for r in range(6)}) > 1   # not always A B C
     assert res.rows["warmup"].tolist() == [True] * 3 + [False] * 9
     assert res.outcomes["f"].stopped == "maximum" and res.outcomes["f"].repeats == 3
 
@@ -102,19 +106,19 @@ def test_the_budget_stops_before_the_maximum():
         t[0] += 10.0   # every run takes 10 s
         return {"config": c}
 
-    plan = sequential.Plan(min_repeats=2, max_repeats=50, budget_s=100)
-    res = sequential.run(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=clock)
+    plan = RoundsPlan(min_repeats=2, max_repeats=50, budget_s=100)
+    res = run_rounds(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=clock)
     assert res.outcomes["f"].stopped == "budget" and res.outcomes["f"].repeats == 5   # 5 rounds of 20 s
     assert "time budget" in res.outcomes["f"].note()
 
 
 def test_bad_plans_stop_with_the_parameter():
     with pytest.raises(ValueError, match="max_repeats"):
-        sequential.Plan(min_repeats=5, max_repeats=3)
+        RoundsPlan(min_repeats=5, max_repeats=3)
     with pytest.raises(ValueError, match="budget_s"):
-        sequential.Plan(min_repeats=1, max_repeats=3, budget_s=0)
+        RoundsPlan(min_repeats=1, max_repeats=3, budget_s=0)
     with pytest.raises(ValueError, match="configs is empty"):
-        sequential.run([], lambda c, r: {}, lambda rows, lv: {}, sequential.Plan(1, 1), 0)
+        run_rounds([], lambda c, r: {}, lambda rows, lv: {}, RoundsPlan(1, 1), 0)
 
 
 def test_a_report_judges_at_the_corrected_level():
@@ -123,20 +127,13 @@ def test_a_report_judges_at_the_corrected_level():
     assert stats.median_ci(range(20))[1].level == stats.LEVEL
 
 
-def test_alexnet_prefetch_sweep_adds_repeats_until_its_findings_are_decided():
-    """The prefetch sweep's plan and decision (experiments.chien.alexnet) on fake runs: a 20 %
+def test_alexnet_prefetch_findings_steer_its_rounds():
+    """The prefetch sweep's judging at a look (experiments.chien.alexnet) on fake runs: a 20 %
     effect is decided, none with 20 % noise is not."""
     import pandas as pd
 
     from experiments.chien import alexnet as ax
 
-    cfg = ax.AlexNetConfig(repeats=2, max_repeats=12, budget_s=600)
-    plan = ax.sweep_plan(cfg, "prefetch")
-    assert plan.max_repeats == 12 and plan.budget_s == 600 and plan.first_look > 2
-    # the batch sweep: the 6 a 95 % interval of a median needs, within max_repeats
-    assert ax.sweep_plan(cfg, "batch").max_repeats == ax.sweep_plan(cfg, "batch").min_repeats == stats.MIN_N
-    assert ax.sweep_plan(ax.AlexNetConfig(repeats=2, max_repeats=4), "batch").max_repeats == 4
-    assert ax.sweep_plan(ax.AlexNetConfig(repeats=1), "batch").max_repeats == 1
     rng = np.random.default_rng(0)
 
     def runs(effect, noise, n=8):
@@ -146,7 +143,7 @@ def test_alexnet_prefetch_sweep_adds_repeats_until_its_findings_are_decided():
                              for i in range(n) for t in (1, 2) for p in (0, 1)])
 
     k = "alexnet-prefetch-faster-disk"
-    clear, noise = ax.prefetch_decided(runs(0.2, 0.01), 0.99), ax.prefetch_decided(runs(0.0, 0.2), 0.99)
+    clear, noise = ax.prefetch_decided(runs(0.2, 0.01), {}, 0.99), ax.prefetch_decided(runs(0.0, 0.2), {}, 0.99)
     assert list(clear) == list(noise) == [k] and clear[k] and not noise[k]
     # the undecided one carries its samples, for the forecast that steers the repeats
     assert noise[k].n and noise[k].forecast
@@ -155,24 +152,12 @@ def test_alexnet_prefetch_sweep_adds_repeats_until_its_findings_are_decided():
 def test_plan_for_a_stage_fixed_count_or_rounds_until_decided():
     import math
 
-    fixed = sequential.plan_for(6, None, 150)
+    fixed = rounds.plan_for(6, None, 150)
     assert (fixed.min_repeats, fixed.max_repeats, fixed.looks, fixed.level) == (6, 6, 1, pytest.approx(0.95))
-    assert sequential.plan_for(6, 4, None).max_repeats == 6   # a maximum below the minimum: fixed
-    p = sequential.plan_for(6, 18, 150, step=4)
+    assert rounds.plan_for(6, 4, None).max_repeats == 6   # a maximum below the minimum: fixed
+    p = rounds.plan_for(6, 18, 150, step=4)
     assert (p.max_repeats, p.budget_s, p.step, p.first_look, p.looks) == (18, 150.0, 4, 8, 4)
-    assert sequential.plan_for(6, 12, None, step=4).budget_s == math.inf
-
-
-def test_decided_counts_the_findings_with_a_value():
-    from experiments.claims import claim
-    from experiments.stats import Interval
-
-    iv = lambda lo, hi: Interval(lo, hi, 8, "ratio of medians, bootstrap")  # noqa: E731
-    cs = [claim("a", "", "", "", 2.0, "x", "> 1", kind="finding", interval=iv(1.5, 2.5)),
-          claim("b", "", "", "", 1.0, "x", "> 1", kind="finding", interval=iv(0.8, 1.3)),
-          claim("c", "", "", "", float("nan"), "x", "> 1", kind="finding", why_not="not here"),
-          claim("d", "", "", "", 2.0, "x", "> 1", kind="check")]
-    assert sequential.decided(cs) == {"a": True, "b": False}
+    assert rounds.plan_for(6, 12, None, step=4).budget_s == math.inf
 
 
 def test_a_budget_stop_before_the_first_look_judges_once_at_95_percent():
@@ -186,18 +171,18 @@ def test_a_budget_stop_before_the_first_look_judges_once_at_95_percent():
         t[0] += 10.0
         return {"config": c}
 
-    plan = sequential.Plan(min_repeats=6, max_repeats=20, budget_s=145, step=4)
+    plan = RoundsPlan(min_repeats=6, max_repeats=20, budget_s=145, step=4)
     assert (plan.first_look, plan.looks) == (8, 4) and stats.reachable(7) < plan.level
     seen = []
-    res = sequential.run(["A", "B"], run_one, lambda rows, lv: seen.append(lv) or {"f": False}, plan,
+    res = run_rounds(["A", "B"], run_one, lambda rows, lv: seen.append(lv) or {"f": False}, plan,
                          seed=0, clock=lambda: t[0])
     o = res.outcomes["f"]
     assert (o.stopped, o.repeats, o.looks) == ("budget", 7, 0) and seen == [pytest.approx(0.95)]
-    assert o.level == pytest.approx(0.95) and sequential.level_of(res.rows) == pytest.approx(0.95)
+    assert o.level == pytest.approx(0.95) and levels.level_of(res.rows) == pytest.approx(0.95)
     assert stats.reachable(7) >= o.level and "judged once at the end at 95.0%" in o.note()
-    plan = sequential.Plan(min_repeats=6, max_repeats=20, budget_s=185, step=4)   # 9 rounds: a look at 8
+    plan = RoundsPlan(min_repeats=6, max_repeats=20, budget_s=185, step=4)   # 9 rounds: a look at 8
     seen = []
-    res = sequential.run(["A", "B"], run_one, lambda rows, lv: seen.append(lv) or {"f": False}, plan,
+    res = run_rounds(["A", "B"], run_one, lambda rows, lv: seen.append(lv) or {"f": False}, plan,
                          seed=0, clock=lambda: t[0])
     assert res.outcomes["f"].looks == 1 and set(seen) == {plan.level} and set(res.rows["level"]) == {plan.level}
 
@@ -209,15 +194,15 @@ def test_the_budget_never_cuts_below_the_minimum():
         t[0] += 30.0   # one round (60 s) is already over the budget
         return {"config": c}
 
-    plan = sequential.Plan(min_repeats=3, max_repeats=10, budget_s=50)
-    res = sequential.run(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=lambda: t[0])
+    plan = RoundsPlan(min_repeats=3, max_repeats=10, budget_s=50)
+    res = run_rounds(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=lambda: t[0])
     assert res.outcomes["f"].stopped == "budget" and res.rows["repeat"].max() == 2   # 3 rounds
 
 
 def test_focus_runs_only_what_the_undecided_findings_need():
     """After a look, the rounds run only the configurations ``focus`` names: finding x (A, B)
     is decided at the first look, y (C) needs 10 samples; A and B stop at the first look."""
-    plan = sequential.Plan(min_repeats=3, max_repeats=20, step=1)
+    plan = RoundsPlan(min_repeats=3, max_repeats=20, step=1)
     seen = []
 
     def decide(rows, lv):
@@ -230,7 +215,7 @@ def test_focus_runs_only_what_the_undecided_findings_need():
         asked.append((list(pending), len(rows)))
         return [2] if pending == ["y"] else None
 
-    res = sequential.run(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c}, decide, plan,
+    res = run_rounds(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c}, decide, plan,
                          seed=3, focus=focus)
     first = plan.first_look
     n = res.rows.groupby("config").size()
@@ -239,7 +224,7 @@ def test_focus_runs_only_what_the_undecided_findings_need():
     assert res.outcomes["x"].repeats == first and res.outcomes["y"].repeats == 10
     assert res.outcomes["y"].stopped == "decided"
     assert res.extra["focus"] == [{"after_round": first, "of": 3, "pending": ["y"], "configs": 1}]
-    assert sequential.to_json(res)["focus"] == res.extra["focus"]
+    assert rounds.to_json(res)["focus"] == res.extra["focus"]
     assert asked[0] == (["y"], 3 * first)
 
 
@@ -255,20 +240,20 @@ def test_the_budget_counts_a_focused_round_as_the_runs_it_has():
         t[0] += 10.0
         return {"config": c}
 
-    first = sequential.Plan(min_repeats=3, max_repeats=12).first_look
+    first = RoundsPlan(min_repeats=3, max_repeats=12).first_look
     budget = first * 80 + (12 - first) * 10 + 5
     assert first * 80 + 80 > budget                       # one more full round would not fit
-    plan = sequential.Plan(min_repeats=3, max_repeats=12, budget_s=budget)
-    res = sequential.run(list("ABCDEFGH"), run_one, lambda rows, lv: {"f": False}, plan, seed=0,
+    plan = RoundsPlan(min_repeats=3, max_repeats=12, budget_s=budget)
+    res = run_rounds(list("ABCDEFGH"), run_one, lambda rows, lv: {"f": False}, plan, seed=0,
                          clock=lambda: t[0], focus=lambda pending, rows: [0])
     assert res.outcomes["f"].stopped == "maximum" and res.outcomes["f"].repeats == 12
     assert (res.rows["config"] == "A").sum() == 12 and len(res.rows) == 8 * first + (12 - first)
 
 
 def test_focus_must_name_configurations():
-    plan = sequential.Plan(min_repeats=3, max_repeats=5)
+    plan = RoundsPlan(min_repeats=3, max_repeats=5)
     with pytest.raises(ValueError, match="focus returned"):
-        sequential.run(["A", "B"], lambda c, r: {"config": c}, lambda rows, lv: {"f": False}, plan, 0,
+        run_rounds(["A", "B"], lambda c, r: {"config": c}, lambda rows, lv: {"f": False}, plan, 0,
                        focus=lambda pending, rows: [5])
 
 
@@ -276,12 +261,12 @@ def test_allot_stops_the_futile_and_gives_the_budget_to_the_cheapest():
     """One look's allotment (pure): "never" and a forecast beyond the rounds or the seconds
     left are futile; of the reachable, the cheapest go first while the union of their
     configurations fits the seconds left; a plain bool (no forecast) always goes on."""
-    J = sequential.Judged
+    J = Judged
     cfg = {"never": frozenset({0}), "far": frozenset({0}), "dear": frozenset({0, 1, 2, 3}),
            "cheap": frozenset({1}), "mid": frozenset({2, 3}), "plain": frozenset({4})}
     pending = {"never": J(False, 8, None, never=True), "far": J(False, 8, 80), "dear": J(False, 8, 12),
                "cheap": J(False, 8, 10), "mid": J(False, 8, 12), "plain": False}
-    r = sequential.allot(pending, {k: 8 for k in cfg}, cfg, rounds_left=10, seconds_left=100, per_run_s=2.0,
+    r = futility.allot(pending, {k: 8 for k in cfg}, cfg, rounds_left=10, seconds_left=100, per_run_s=2.0,
                          slack=1)
     # far: 72 more rounds > 10; dear: 4 rounds x 4 runs x 2 s = 32 s fits alone; cheap: 2 x 1 x 2 =
     # 4 s; mid: 4 x 2 x 2 = 16 s
@@ -290,29 +275,29 @@ def test_allot_stops_the_futile_and_gives_the_budget_to_the_cheapest():
     # plain (no forecast) first; then by cost; with plain's configuration, all five for 4 rounds
     # are 40 s, within 100
     assert r.go == ["plain", "cheap", "mid", "dear"] and r.deferred == []
-    tight = sequential.allot({k: pending[k] for k in ("dear", "cheap", "mid")}, {k: 8 for k in cfg}, cfg,
+    tight = futility.allot({k: pending[k] for k in ("dear", "cheap", "mid")}, {k: 8 for k in cfg}, cfg,
                              rounds_left=10, seconds_left=20, per_run_s=2.0, slack=1)
     # dear alone (32 s) is beyond 20 s: futile; cheap (4 s) then mid (with cheap: 4 rounds x 3 runs
     # x 2 s = 24 s > 20): deferred
     assert "s of the budget left" in tight.futile["dear"]
     assert tight.go == ["cheap"] and tight.deferred == ["mid"]
     # the samples a round adds are measured: 16 samples in 8 rounds need half the rounds
-    assert sequential.rounds_needed(J(False, 16, 24), 8) == 4 and sequential.rounds_needed(J(False, 8, 12), 8) == 4
+    assert futility.rounds_needed(J(False, 16, 24), 8) == 4 and futility.rounds_needed(J(False, 8, 12), 8) == 4
 
 
 def test_a_finding_that_cannot_decide_stops_the_loop_at_the_first_look():
     """The futility stop: the only finding's forecast is "never" (a value on its margin's
     edge); the loop stops at the first look instead of running to the maximum, and the note
     says why. With a plain False (no forecast) it runs to the maximum, as before."""
-    plan = sequential.Plan(min_repeats=3, max_repeats=20, step=1)
-    res = sequential.run(["A", "B"], lambda c, r: {"config": c},
-                         lambda rows, lv: {"f": sequential.Judged(False, int(rows["repeat"].nunique()), never=True)},
+    plan = RoundsPlan(min_repeats=3, max_repeats=20, step=1)
+    res = run_rounds(["A", "B"], lambda c, r: {"config": c},
+                         lambda rows, lv: {"f": Judged(False, int(rows["repeat"].nunique()), never=True)},
                          plan, seed=0)
     o = res.outcomes["f"]
     assert (o.stopped, o.repeats, o.looks) == ("futile", plan.first_look, 1)
     assert "out of reach" in o.note() and "never" in o.note()
-    assert sequential.to_json(res)["reach"][0]["futile"] == {"f": o.reach}
-    plain = sequential.run(["A", "B"], lambda c, r: {"config": c}, lambda rows, lv: {"f": False}, plan, seed=0)
+    assert rounds.to_json(res)["reach"][0]["futile"] == {"f": o.reach}
+    plain = run_rounds(["A", "B"], lambda c, r: {"config": c}, lambda rows, lv: {"f": False}, plan, seed=0)
     assert plain.outcomes["f"].stopped == "maximum" and plain.outcomes["f"].repeats == 20
 
 
@@ -321,19 +306,19 @@ def test_the_budget_moves_to_the_finding_within_reach():
     within reach. After the first look the rounds run only B and C, until y is decided; x
     stops as futile on the samples it had. Its level stays the plan's (the looks are corrected
     for every planned look, whatever stops them)."""
-    plan = sequential.Plan(min_repeats=3, max_repeats=30, step=1)
+    plan = RoundsPlan(min_repeats=3, max_repeats=30, step=1)
     seen = []
 
     def decide(rows, lv):
         n = {c: int((rows["config"] == c).sum()) for c in "ABC"}
         y = min(n["B"], n["C"])
-        return {"x": sequential.Judged(False, n["A"], never=True),
-                "y": sequential.Judged(y >= 12, y, None if y >= 12 else 12)}
+        return {"x": Judged(False, n["A"], never=True),
+                "y": Judged(y >= 12, y, None if y >= 12 else 12)}
 
     def focus(pending, rows):
         return sorted({0} if "x" in pending else set() | ({1, 2} if "y" in pending else set()))
 
-    res = sequential.run(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c}, decide, plan,
+    res = run_rounds(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c}, decide, plan,
                          seed=1, focus=focus)
     first = plan.first_look
     n = res.rows.groupby("config").size()
@@ -357,8 +342,8 @@ def test_judged_reads_the_claims_forecast():
           claim("d", "", "", "", 1.05, "x", "> 1", kind="finding", interval=iv(0.5, 3.0)),
           claim("e", "", "", "", 1.05, "x", "> 1", kind="finding",
                 interval=Interval(0.5, 3.0, 4, "median", stats.LEVEL, 0.875))]
-    j = sequential.judged(cs, stats.LEVEL)
+    j = futility.judged(cs, stats.LEVEL)
     assert set(j) == {"a", "b", "d", "e"} and j["a"] and not j["b"]
     assert j["b"].n == 8 and j["b"].n_to_decide == cs[1]["n_to_decide"] and j["b"].n_to_decide > 8
-    assert j["d"].never and j["d"].forecast and sequential.rounds_needed(j["d"], 8) is None
+    assert j["d"].never and j["d"].forecast and futility.rounds_needed(j["d"], 8) is None
     assert not j["e"].never and not j["e"].forecast   # keeps the loop going, as before

@@ -1,9 +1,13 @@
-"""make replicate's comparison (experiments.replicate) on a tiny fake pair of results folders."""
+"""Two runs' claims tables compared (experiments.repeats.compare), as make compare-claims, make
+replicate and make decide use it; make replicate's plan (experiments.repeats.replicate)."""
 
+import pandas as pd
 import pytest
 import yaml
 
-from experiments import claims, replicate, results
+from experiments import claims, results
+from experiments.repeats import compare as C
+from experiments.repeats import replicate
 from experiments.stats import Interval
 
 
@@ -23,20 +27,22 @@ def test_two_runs_compared_finding_by_finding(tmp_path, monkeypatch):
     second = _write(tmp_path / "b", monkeypatch, [
         ("same", 1.6, 1.4, 1.8), ("flip", 0.8, 0.7, 0.9), ("to_undecided", 1.2, 0.9, 1.5),
         ("apart", 1.5, 1.4, 1.6), ("negligible", 1.005, 0.98, 1.02), ("seeded", 1.4, 1.2, 1.6)])
-    t = replicate.compare(first, second).set_index("id")
+    t = C.compare(first, second).set_index("id")
     assert "chk" not in t.index and len(t) == 6
     # not measured again (a seeded computation, a stage not re-run): out of the share
     assert t.loc["seeded", "same"] and t.loc["seeded", "covers"] is None and not t.loc["same", "same"]
-    assert t.loc["flip", "agree"] == False and t.loc["to_undecided", "agree"] == True  # noqa: E712
+    assert t.loc["flip", "change"] == "flip" and t.loc["to_undecided", "change"] == "to inconclusive"
     assert t.loc["same", "covers"] and not t.loc["apart", "covers"] and t.loc["apart", "disjoint"]
-    assert t.loc["negligible", "verdict_1"] == "fails (negligible)" and t.loc["negligible", "agree"]
-    s = replicate.summary(t.reset_index())
-    assert s == {"findings": 6, "flips": 1, "compared": 5, "covered": 2, "share": 0.4, "disjoint": 2,
-                 "same": 1}
-    md = replicate.markdown(t.reset_index())
-    assert md.startswith("# Replication: 6 findings, 1 holds/fails flip(s); 2 of 5 first-run intervals")
-    assert "1 with the same value and interval in both runs" in md and "| same samples |" in md
-    assert "| blog_report | flip | 1.5 [1.3, 1.7] | holds | 0.8 [0.7, 0.9] | fails | **no** |" in md
+    assert t.loc["negligible", "verdict_1"] == "fails (negligible)" and pd.isna(t.loc["negligible", "change"])
+    s = C.summary(t.reset_index())
+    assert {k: s[k] for k in ("findings", "flips", "compared", "covered", "share", "disjoint", "same")} == {
+        "findings": 6, "flips": 1, "compared": 5, "covered": 2, "share": 0.4, "disjoint": 2, "same": 1}
+    md = C.markdown(t.reset_index(), first, second)
+    assert "6 findings in both. **1 holds/fails flip(s)**" in md and "2 of 5 first-run intervals" in md
+    assert "**2 disjoint pair(s)**" in md and "1 with the same value and interval in both" in md
+    assert "| blog_report | flip | flip | 1.5 [1.3, 1.7] | holds | 0.8 [0.7, 0.9] | fails |" in md
+    assert "| blog_report | same |" not in md          # unchanged, covered, not disjoint: left out
+    assert "| blog_report | same |" in C.markdown(t.reset_index(), every=True)
 
 
 def test_plan_names_the_reports_and_refuses_unknown_stages():
@@ -70,7 +76,7 @@ def _table(path, rows):
 
 
 def test_compare_two_claims_tables_splits_flips_from_moves(tmp_path, capsys):
-    """``python -m experiments.replicate compare A.csv B.csv``: a holds/fails flip whose two
+    """``python -m experiments.repeats.compare A.csv B.csv``: a holds/fails flip whose two
     intervals both touch the margin's edge (1.05) is named as such, one far from every edge is
     not; moves to and from inconclusive are apart from the flips; unchanged findings are left out."""
     a = _table(tmp_path / "a.csv", [("edge_flip", 1.1, 1.06, 1.2), ("far_flip", 1.7, 1.5, 2.0),
@@ -81,22 +87,23 @@ def test_compare_two_claims_tables_splits_flips_from_moves(tmp_path, capsys):
                                     ("stay", 1.6, 1.4, 1.8), ("gone", None, None, None)])
     import pandas as pd
 
-    t = replicate.stability(pd.read_csv(a), pd.read_csv(b)).set_index("id")
-    assert set(t.index) == {"edge_flip", "far_flip", "to_inc", "from_inc", "gone"}
+    t = C.compare(pd.read_csv(a), pd.read_csv(b)).set_index("id")
+    assert set(t.index[t["change"].notna()]) == {"edge_flip", "far_flip", "to_inc", "from_inc", "gone"}
     assert t.loc["edge_flip", "change"] == "flip" and t.loc["edge_flip", "edge"] == pytest.approx(1.05)
     assert t.loc["edge_flip", "verdict_2"] == "fails (negligible)"
     assert t.loc["far_flip", "change"] == "flip" and pd.isna(t.loc["far_flip", "edge"])
     assert t.loc["to_inc", "change"] == "to inconclusive" and t.loc["from_inc", "change"] == "from inconclusive"
     assert t.loc["gone", "change"] == "measured in one"
-    assert replicate.edges("> 1", 0.05) == pytest.approx([0.95, 1.0, 1.05])
-    assert replicate.edges("between 2 and 3", None) == [2.0, 3.0]
+    assert C.edges("> 1", 0.05) == pytest.approx([0.95, 1.0, 1.05])
+    assert C.edges("between 2 and 3", None) == [2.0, 3.0]
     out = tmp_path / "stability.md"
-    assert replicate.main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    assert C.main([str(a), str(b), "--out", str(out)]) == 0
     md = capsys.readouterr().out
     assert md == out.read_text()
     assert "**2 holds/fails flip(s)**, 1 of them with both intervals at a margin's edge" in md and "**1 not**" in md
     assert "1 moved to and 1 from inconclusive" in md
     assert "| blog_report | far_flip | flip | 1.7 [1.5, 2] | holds | 0.6 [0.5, 0.8] | fails |" in md and "**none**" in md
+    assert "| blog_report | stay |" not in md
     assert "| holds | 5 | 1 |" in md and "| inconclusive | 1 | 1 |" in md   # the count by verdict in each table
     with pytest.raises(SystemExit, match="no such file"):
-        replicate.main(["compare", str(a), str(tmp_path / "missing.csv")])
+        C.main([str(a), str(tmp_path / "missing.csv")])

@@ -1,38 +1,32 @@
-"""Repeats until decided, within a budget: the compared configurations run interleaved in a
-seeded random order, and repeats are added while a finding is undecided.
+"""The rounds of a measuring stage: every configuration once a round, in a seeded order, with
+looks that stop the rounds once the stage's findings are decided.
 
 Hoefler and Belli (SC15) ask for as many repeats as the question needs; a shared 2-core box
 cannot afford that many for every configuration, and a fixed count leaves small effects
-``inconclusive``. :func:`run` measures in *rounds*: each round runs every configuration once,
-in an order drawn per round from a seeded generator (A B, B A, ...: drift on the box hits every
-configuration alike; the order is recorded). After ``min_repeats`` rounds, and then every
+``inconclusive``. :func:`run_rounds` measures in *rounds*: each round runs every configuration
+once, in an order drawn per round from a seeded generator (A B, B A, ...: drift on the box hits
+every configuration alike; the order is recorded). After the first look's rounds, and then every
 ``step`` rounds, it *looks*: ``decide(rows, level)`` says which findings are decided on the rows
 so far. It stops when every finding is decided, when the next round would overrun the time
 budget (``budget_s``, estimated from the rounds so far), or at ``max_repeats``.
 
-**Looking more than once** at an interval makes a false verdict more likely (each look is a
-chance to stop on noise). The level is corrected by **Bonferroni over the planned looks**: with
-L = :attr:`Plan.looks` looks, every look and the final verdict use intervals at level
-1 - 0.05 / L (:attr:`Plan.level`), so the chance that any look decides falsely is at most 5 %.
-When the budget ends the rounds before the first look (a slower box), the final judgement is
-the only look and is made at 95 %: the stop depended on the clock, not on the data.
-A report computes its intervals at that level with
-``with stats.corrected_level(sequential.level_of(raw)):`` (the level is a column of the rows).
-The price: a look at a higher level needs more samples (:func:`experiments.stats.reachable`:
-with 3 looks a median needs 7 repeats, not 6), so ``min_repeats`` is raised to what the level
-needs (:attr:`Plan.first_look`).
+**Looking more than once** at an interval makes a false verdict more likely. Every look and the
+final verdict use intervals at the Bonferroni level over the planned looks
+(:attr:`RoundsPlan.level`, :func:`experiments.repeats.levels.level`), so the chance that any
+look decides falsely is at most 5 %. When the budget ends the rounds before the first look (a
+slower box), the final judgement is the only look and is made at 95 %: the stop depended on the
+clock, not on the data. A look at a higher level needs more samples
+(:func:`experiments.stats.reachable`), so the first look waits for what the level needs
+(:attr:`RoundsPlan.first_look`).
 
-**The forecast steers the rounds.** ``decide`` may return :class:`Judged` values (a claim's
-``n`` and forecast ``n_to_decide``, :func:`judged`) instead of booleans; at each look
-:func:`allot` stops the findings whose forecast is far beyond the rounds and seconds left
-(:data:`FUTILITY_SLACK` x; a futility stop: it ends looks early and so never makes a false
-verdict more likely; the level stays the planned looks' Bonferroni level) and gives the rounds to those within reach, cheapest first
-(``focus`` narrows the rounds to their configurations). When every undecided finding is out of
-reach the loop stops (``futile``).
+**The forecast steers the rounds**: ``decide`` may return
+:class:`experiments.repeats.futility.Judged` values; at each look the futility stop
+(:func:`experiments.repeats.futility.allot`) ends the findings out of reach and gives the rounds
+to those within reach, cheapest first (``focus`` narrows the rounds to their configurations).
 
 Each finding's outcome (:class:`Outcome`: repeats it took, looks, why it stopped: ``decided``,
-``futile``, ``budget`` or ``maximum``) is written to the measuring stage's ``sequential.json``
-(:func:`write`); :func:`experiments.claims.gather` adds it to the finding's note.
+``futile``, ``budget`` or ``maximum``) goes into the stage's ``rounds.json``, which the claims
+table adds to the finding's note.
 """
 
 from __future__ import annotations
@@ -45,36 +39,15 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import stats
+from .. import stats
+from .futility import Judged, Reach, allot
+from .levels import ALPHA, level as bonferroni
 
 STOPS = ("decided", "futile", "budget", "maximum")
 
 
 @dataclass(frozen=True)
-class Judged:
-    """One finding at a look, as ``decide`` may return it (a plain bool still works):
-    ``decided``; ``n``, the samples its interval stands on; ``n_to_decide``, the claim's
-    forecast of the samples that would decide it; ``never``: the forecast is that no count
-    would (the value sits at a rule's or margin's edge). True when decided, so ``if judged:``
-    reads as before."""
-
-    decided: bool
-    n: int | None = None
-    n_to_decide: int | None = None
-    never: bool = False
-
-    def __bool__(self) -> bool:
-        return bool(self.decided)
-
-    @property
-    def forecast(self) -> bool:
-        """Whether a forecast was made: an undecided finding with samples and a count or "never"
-        (none where its interval cannot decide yet: too few samples for its level)."""
-        return not self.decided and bool(self.n) and (self.n_to_decide is not None or self.never)
-
-
-@dataclass(frozen=True)
-class Plan:
+class RoundsPlan:
     """How many repeats (rounds of every configuration) a stage may run: at least
     ``min_repeats``, at most ``max_repeats``, within ``budget_s`` wall seconds for the loop
     (``math.inf``: no budget), looking every ``step`` rounds; ``alpha``: the chance of a false
@@ -84,21 +57,21 @@ class Plan:
     max_repeats: int
     budget_s: float = math.inf
     step: int = 1
-    alpha: float = round(1 - stats.LEVEL, 12)
+    alpha: float = ALPHA
 
     def __post_init__(self):
         for name in ("min_repeats", "max_repeats", "step"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"sequential plan: {name} = {v!r}; allowed: an integer >= 1")
+                raise ValueError(f"rounds plan: {name} = {v!r}; allowed: an integer >= 1")
         if self.max_repeats < self.min_repeats:
-            raise ValueError(f"sequential plan: max_repeats = {self.max_repeats} < min_repeats = "
+            raise ValueError(f"rounds plan: max_repeats = {self.max_repeats} < min_repeats = "
                              f"{self.min_repeats}; allowed: max_repeats >= min_repeats")
         if not (self.budget_s > 0):
-            raise ValueError(f"sequential plan: budget_s = {self.budget_s!r}; allowed: seconds > 0 "
+            raise ValueError(f"rounds plan: budget_s = {self.budget_s!r}; allowed: seconds > 0 "
                              "(math.inf: no budget)")
         if not 0 < self.alpha < 1:
-            raise ValueError(f"sequential plan: alpha = {self.alpha!r}; allowed: strictly between 0 and 1")
+            raise ValueError(f"rounds plan: alpha = {self.alpha!r}; allowed: strictly between 0 and 1")
 
     @property
     def looks(self) -> int:
@@ -109,7 +82,7 @@ class Plan:
     @property
     def level(self) -> float:
         """The level of every look's interval: 1 - alpha / looks (Bonferroni over looks)."""
-        return 1 - self.alpha / self.looks
+        return bonferroni(self.looks, self.alpha)
 
     @property
     def first_look(self) -> int:
@@ -118,7 +91,7 @@ class Plan:
         before); ``max_repeats`` where none can (one look, at the end)."""
         for n in range(self.min_repeats, self.max_repeats + 1):
             looks = 1 + math.ceil((self.max_repeats - n) / self.step) if self.max_repeats > n else 1
-            if stats.reachable(n) >= 1 - self.alpha / looks - 1e-12:
+            if stats.reachable(n) >= bonferroni(looks, self.alpha) - 1e-12:
                 return n
         return self.max_repeats
 
@@ -151,8 +124,8 @@ class Outcome:
 
 
 @dataclass
-class Result:
-    """What :func:`run` measured: ``rows`` (one per run: ``repeat``, ``warmup``, ``round_order``
+class RoundsResult:
+    """What :func:`run_rounds` measured: ``rows`` (one per run: ``repeat``, ``warmup``, ``round_order``
     (its place in its round), ``level``, and what ``run_one`` returned), ``outcomes``
     ({finding: :class:`Outcome`}), ``order`` ([(round, configuration index), ...] as run) and
     the ``plan``."""
@@ -160,7 +133,7 @@ class Result:
     rows: pd.DataFrame
     outcomes: dict[str, Outcome]
     order: list[tuple[int, int]]
-    plan: Plan
+    plan: RoundsPlan
     seed: int
     elapsed_s: float = 0.0
     extra: dict = field(default_factory=dict)
@@ -169,94 +142,16 @@ class Result:
         return {k: o.note() for k, o in self.outcomes.items()}
 
 
-@dataclass
-class Reach:
-    """What one look allots (:func:`allot`): ``go``, the undecided findings the next rounds run
-    for, cheapest first; ``futile``, {finding: why} for those whose forecast is beyond what is
-    left; ``deferred``, those within reach alone but not beside the cheaper ones."""
-
-    go: list[str]
-    futile: dict[str, str]
-    deferred: list[str]
-
-
-def rounds_needed(j: Judged, rounds_run: int) -> int | None:
-    """Rounds more that ``j``'s forecast asks for: its missing samples (``n_to_decide - n``)
-    at the samples per round it gained so far (``n / rounds_run``); None for "never"."""
-    if j.never or j.n_to_decide is None:
-        return None
-    rate = j.n / max(1, rounds_run)
-    return max(1, math.ceil((j.n_to_decide - j.n) / rate - 1e-9))
-
-
-# How far beyond what is left a forecast must be before a finding counts as out of reach. The
-# forecast (the claim's, an interval narrowing as 1/sqrt(n)) is pessimistic for the median-type
-# intervals of few samples at a Bonferroni level: they start at extreme order statistics and
-# narrow faster than that. On 150 simulated loops (tests/test_sequential.py's, 6 to 20 rounds,
-# 4 % noise) a futility stop at 1x what is left cut the decided loops from 77 to 35 (no
-# effect), 36 to 12 (a 3 % effect) and 150 to 129 (10 %); at 10x they are 72, 28 and 150, with
-# 10 to 20 % fewer runs (docs/statistics.md).
-FUTILITY_SLACK = 10.0
-
-
-def allot(pending: dict, rounds_run: dict[str, int], configs_of: dict[str, frozenset],
-          rounds_left: int, seconds_left: float, per_run_s: float, slack: float = FUTILITY_SLACK) -> Reach:
-    """The futility stop and the budget's share at one look. ``pending``: {finding:
-    :class:`Judged` or bool} undecided; ``rounds_run``: rounds that ran its configurations;
-    ``configs_of``: the configurations it needs; ``rounds_left`` before the maximum,
-    ``seconds_left`` of the budget, ``per_run_s`` seconds a run takes.
-
-    A finding without a forecast (a plain bool) stays a reason to go on, as before. One whose
-    forecast is "never", or needs more than ``slack`` x the rounds left, or more than ``slack``
-    x the seconds the budget has left (rounds x runs of its configurations x seconds a run), is
-    futile: it no longer keeps the loop going (it is still judged at the end, at the same
-    corrected level). The rest are taken cheapest first (seconds), each while the rounds that
-    the findings taken so far need, over the union of their configurations, fit in ``slack`` x
-    the seconds left; the others wait (deferred). ``slack`` (:data:`FUTILITY_SLACK`) allows for
-    the forecast's pessimism; ``make decide`` plans at 1."""
-    go, futile, costed = [], {}, []
-    union: set = set()
-    for k, j in pending.items():
-        if not (isinstance(j, Judged) and j.forecast):
-            go.append(k)
-            union |= set(configs_of[k])
-            continue
-        need = rounds_needed(j, rounds_run.get(k, 0))
-        if need is None:
-            futile[k] = (f"forecast: never, at {j.n} samples the value sits at a rule's or margin's "
-                         "edge")
-            continue
-        cost = need * per_run_s * len(configs_of[k])
-        beyond = f" (more than {slack:g} x)" if slack != 1 else ""
-        if need > slack * rounds_left:
-            futile[k] = (f"forecast: {j.n_to_decide} samples from {j.n}, {need} more rounds; "
-                         f"{rounds_left} left before the maximum{beyond}")
-        elif cost > slack * seconds_left:
-            futile[k] = (f"forecast: {j.n_to_decide} samples from {j.n}, {need} more rounds, about "
-                         f"{cost:.0f} s; {seconds_left:.0f} s of the budget left{beyond}")
-        else:
-            costed.append((cost, k, need))
-    deferred, most = [], 0
-    for cost, k, need in sorted(costed):
-        u, m = union | set(configs_of[k]), max(most, need)
-        if m * per_run_s * len(u) <= slack * seconds_left:
-            go.append(k)
-            union, most = u, m
-        else:
-            deferred.append(k)
-    return Reach(go, futile, deferred)
-
-
 def round_order(n_configs: int, rnd: int, seed: int) -> list[int]:
     """The order of the configurations in round ``rnd``: a permutation drawn from a generator
     seeded with (``seed``, ``rnd``), so a run's order is reproducible and recorded."""
     return [int(i) for i in np.random.default_rng([int(seed), int(rnd)]).permutation(n_configs)]
 
 
-def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Callable[[pd.DataFrame, float], dict],
-        plan: Plan, seed: int, warmup: int = 0, progress_desc: str | None = None,
+def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide: Callable[[pd.DataFrame, float], dict],
+        plan: RoundsPlan, seed: int, warmup: int = 0, progress_desc: str | None = None,
         clock: Callable[[], float] = time.monotonic,
-        focus: Callable[[list[str], pd.DataFrame], Sequence[int] | None] | None = None) -> Result:
+        focus: Callable[[list[str], pd.DataFrame], Sequence[int] | None] | None = None) -> RoundsResult:
     """Run ``configs`` round by round (see the module docstring): ``run_one(config, repeat)``
     measures one run and returns its row (a dict); ``warmup`` rounds come first and are marked
     (``warmup`` True, never judged). ``decide(rows, level)`` (the rows so far, warm-ups
@@ -269,10 +164,10 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
     findings need (None: all); the rounds that follow run only those, in the round's seeded
     order, so a few undecided findings get their repeats at a fraction of a round's time. The
     rounds run are in ``order``; each narrowing is in ``extra["focus"]``."""
-    from .progress import progress
+    from ..progress import progress
 
     if not len(configs):
-        raise ValueError("sequential.run: configs is empty; allowed: at least one configuration")
+        raise ValueError("run_rounds: configs is empty; allowed: at least one configuration")
     rows, order = [], []
     outcomes: dict[str, Outcome] = {}
     looks = 0
@@ -294,8 +189,9 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
             r0 = clock()
             this = [i for i in round_order(len(configs), rnd, seed) if active is None or i in active]
             for pos, i in enumerate(this):
-                row = dict(run_one(configs[i], repeat) or {})
-                rows.append({**row, "repeat": repeat, "warmup": is_warm, "round_order": pos, "level": level})
+                got = run_one(configs[i], repeat)
+                for row in (got if isinstance(got, list) else [got or {}]):   # a run may give several rows
+                    rows.append({**row, "repeat": repeat, "warmup": is_warm, "round_order": pos, "level": level})
                 order.append((rnd, i))
             round_s.append(clock() - r0)
             round_n.append(len(this))
@@ -364,13 +260,13 @@ def run(configs: Sequence, run_one: Callable[[object, int], dict], decide: Calla
     extra = {"focus": narrowed} if focus is not None else {}
     if reaches:
         extra["reach"] = reaches
-    return Result(df, outcomes, order, plan, int(seed), clock() - t0, extra=extra)
+    return RoundsResult(df, outcomes, order, plan, int(seed), clock() - t0, extra=extra)
 
 
 def _reach(got: dict, pending: list[str], configs: Sequence, rows: list[dict], order: list[tuple[int, int]],
-           warmup: int, focus, plan: Plan, done: int, spent: float, round_s: list[float],
+           warmup: int, focus, plan: RoundsPlan, done: int, spent: float, round_s: list[float],
            round_n: list[int]) -> Reach:
-    """:func:`allot` at a look of :func:`run`: each pending finding's configurations (``focus``
+    """:func:`allot` at a look of :func:`run_rounds`: each pending finding's configurations (``focus``
     asked for it alone; every configuration without a focus), the rounds that ran them, the
     rounds and seconds left, the recent seconds per run."""
     every = frozenset(range(len(configs)))
@@ -397,7 +293,7 @@ def _narrow(focus, pending: list[str], rows: list[dict], n_configs: int, active:
     if keep is not None:
         keep = {int(i) for i in keep}
         if not keep or any(not 0 <= i < n_configs for i in keep):
-            raise ValueError(f"sequential.run: focus returned {sorted(keep)}; allowed: "
+            raise ValueError(f"run_rounds: focus returned {sorted(keep)}; allowed: "
                              f"a non-empty set of indices in 0..{n_configs - 1}, or None")
     if keep != active:
         narrowed.append({"after_round": done, "of": n_configs, "pending": sorted(pending),
@@ -405,25 +301,7 @@ def _narrow(focus, pending: list[str], rows: list[dict], n_configs: int, active:
     return keep
 
 
-def level_of(rows: pd.DataFrame | None) -> float:
-    """The level a stage's rows were judged at (their ``level`` column, written by :func:`run`);
-    :data:`experiments.stats.LEVEL` for rows without one (a stage with a fixed count)."""
-    from .purchases import level_of as of
-
-    return of(rows, stats.LEVEL)
-
-
-def write(out, outcome: dict) -> None:
-    """``sequential.json`` in a stage's results (``out``: a :class:`experiments.results.StageResults`):
-    ``outcome`` (:func:`to_json` of a :class:`Result`: the plan, the seed, the order run, each
-    finding's outcome and note), which :func:`experiments.claims.gather` adds to the notes."""
-    from .claims import SEQUENTIAL_FILE
-    from .results import write_json
-
-    write_json(out.path(SEQUENTIAL_FILE), outcome)
-
-
-def to_json(result: Result) -> dict:
+def to_json(result: RoundsResult) -> dict:
     return {"plan": {**asdict(result.plan), "looks": result.plan.looks, "level": result.plan.level,
                      "first_look": result.plan.first_look,
                      "budget_s": None if math.isinf(result.plan.budget_s) else result.plan.budget_s},
@@ -433,44 +311,12 @@ def to_json(result: Result) -> dict:
             **result.extra}
 
 
-def plan_for(repeats: int, max_repeats: int | None, budget_s: float | None, step: int = 1) -> Plan:
-    """A stage's :class:`Plan` from its parameters: at least ``repeats``; ``max_repeats`` None
+def plan_for(repeats: int, max_repeats: int | None, budget_s: float | None, step: int = 1) -> RoundsPlan:
+    """A stage's :class:`RoundsPlan` from its parameters: at least ``repeats``; ``max_repeats`` None
     (or not above ``repeats``) is a fixed count of ``repeats`` (one look, at the end);
     ``budget_s`` None is no budget; a look every ``step`` rounds."""
     if not max_repeats or max_repeats <= repeats:
-        return Plan(repeats, repeats)
-    return Plan(repeats, max_repeats, math.inf if budget_s is None else float(budget_s), step)
+        return RoundsPlan(repeats, repeats)
+    return RoundsPlan(repeats, max_repeats, math.inf if budget_s is None else float(budget_s), step)
 
 
-def judged(claim_list: list[dict], level: float) -> dict[str, Judged]:
-    """{finding id: :class:`Judged`} for the findings of ``claim_list`` (a report's claims on the
-    rows so far, dicts of :func:`experiments.claims.claim`, judged at ``level``) that have a
-    value: decided when the verdict is not ``inconclusive``, with the claim's ``n`` and forecast
-    ``n_to_decide``, for the futility stop and the budget's share (:func:`allot`). No count is
-    "never" only where the interval could have decided (it holds the value and its method
-    reaches ``level``); with too few samples for the level there is no forecast yet. What a
-    stage's ``decide`` returns when it judges its findings with the report's own functions."""
-    out = {}
-    for c in claim_list:
-        if c.get("kind") != "finding" or c.get("verdict") == "not measured":
-            continue
-        n, m = _count(c.get("n")), _count(c.get("n_to_decide"))
-        lo, hi, v, cov = (stats.number(c.get(k)) for k in ("ci_low", "ci_high", "our_value", "ci_coverage"))
-        could = (None not in (lo, hi, v) and lo - 1e-9 * abs(lo) <= v <= hi + 1e-9 * abs(hi)
-                 and (cov is None or cov >= level - 1e-12))
-        undecided = c["verdict"] == "inconclusive"
-        out[c["id"]] = Judged(not undecided, n, m, never=bool(undecided and n and m is None and could))
-    return out
-
-
-def _count(x) -> int | None:
-    x = stats.number(x)
-    return None if x is None or x <= 0 else int(x)
-
-
-def decided(claim_list: list[dict]) -> dict[str, bool]:
-    """{finding id: decided} for the findings of ``claim_list`` (a report's claims on the rows
-    so far) that have a value: decided when the verdict is not ``inconclusive``. What a stage's
-    ``decide`` returns when it judges its findings with the report's own functions."""
-    return {c["id"]: c["verdict"] != "inconclusive" for c in claim_list
-            if c.get("kind") == "finding" and c.get("verdict") != "not measured"}

@@ -1,0 +1,127 @@
+"""What the ``llm_checkpoint`` stage measures (notebook 55): the LLM checkpoint workload on each
+tier in its variants (:data:`VARIANTS`), run after run through the one measuring-stage interface
+(:func:`measure`), and the burst buffer in front (:func:`burst_buffer`); the per-checkpoint and
+per-phase metrics and the bound verdict of each phase (:func:`summarize`, :func:`bounds`). The
+claims and figures are :mod:`.llm_report`'s.
+
+Variants per tier, each run a :func:`.llm_checkpoint.run_variant`:
+
+- ``fsync``: writes with fsync of files and folder; the cache evicted before the reads
+  (``cold`` reads; a memory-backed tier cannot be evicted and is flagged ``cache-served``);
+- ``no-fsync``: writes without fsync (what a benchmark that forgets it measures); the reads
+  right after, cache not dropped (``cache-served``, as DLIO's issue 277 found);
+- ``direct`` (``read_direct``, tiers that are not memory-backed): as ``fsync``, reads with
+  O_DIRECT.
+
+Units: GiB/s = 2^30 B/s, s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from . import llm_burst_buffer as B, llm_checkpoint as C, llm_layout as L
+
+VARIANTS = {"fsync": dict(fsync=True, evict="auto", direct=False),
+            "no-fsync": dict(fsync=False, evict="none", direct=False),
+            "direct": dict(fsync=True, evict="auto", direct=True)}
+
+
+def check(cfg, tiers: dict[str, Path]) -> None:
+    """Stop before any work (ConfigError, one line) when a tier of the stage cannot take its
+    checkpoints (:func:`.llm_checkpoint.check`: writable, disk, memory) or the burst buffer's
+    fast tier one checkpoint and its slow tier all of them."""
+    lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
+    for t in cfg.tiers:
+        C.check(lo, tiers[t] / "llm_checkpoint", cfg.checkpoints, direct=cfg.read_direct)
+    b = cfg.burst_buffer
+    blo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
+    from ..chien.burst_buffer import CheckpointManager
+    CheckpointManager(tiers[b.fast], tiers[b.slow], run="llm-bb-check", keep=max(b.keeps)).check(
+        blo.total_bytes + sum(map(len, blo.files)) * C.HEADER_BYTES, b.checkpoints)
+
+
+KEYS = ("tier", "variant")   # the columns that name a configuration
+FILES = {"rows": "evictions.csv", "files": "raw.parquet", "steps": "ranks.csv"}
+
+
+def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
+    """Every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder), one pool of
+    ranks for all, ``cfg.repeats`` rounds in a seeded order (:class:`experiments.repeats.MeasuringStage`),
+    then the runs ``make decide`` bought (``purchases``: ``decide.llm_checkpoint``). A run
+    writes ``cfg.checkpoints`` checkpoints and reads them back: its row is its eviction
+    (method, residency before the reads, the read mode), its side tables its ``files`` and its
+    ranks' ``steps``. Returns the :class:`experiments.repeats.Measurement`."""
+    from .. import cache, launcher, repeats
+    from ..tiers import storage_tier_of
+
+    lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
+    check(cfg, tiers)
+    configs = [{"tier": t, "variant": v} for t in cfg.tiers for v in VARIANTS
+               if not (v == "direct" and (cache.memory_backed(tiers[t]) or not cfg.read_direct))]
+    with launcher.RankPool(lo.ranks, C.RANK_PROGRAM) as pool:
+        def run_one(c: dict, repeat: int):
+            t, v = c["tier"], c["variant"]
+            r = C.run_variant(lo, tiers[t] / "llm_checkpoint", checkpoints=cfg.checkpoints,
+                              pause_s=cfg.pause_s, seed=seed, pool=pool, label=t, tier=t,
+                              variant=v, **VARIANTS[v])
+            ev = {k: v for k, v in r["eviction"].items() if k not in ("missing", "unreadable")}   # lists of paths
+            return repeats.Run({"read": r["read"], **ev},
+                               {"files": r["files"].drop(columns=["tier", "variant"], errors="ignore"),
+                                "steps": r["steps"].drop(columns=["tier", "variant"], errors="ignore")})
+
+        stage = repeats.MeasuringStage("llm_checkpoint", KEYS, configs, run_one,
+                                       repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
+                                       tables=("files", "steps"), files=FILES, progress="llm_checkpoint runs",
+                                       context=lambda rows: {"storage_tier": storage_tier_of(rows)})
+        return repeats.measure(stage, purchases)
+
+
+def summarize(steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per checkpoint and per run (tier, variant, phase) metrics (:func:`.llm_checkpoint.metrics`),
+    with the read mode and the phase's verdict."""
+    per, run = C.metrics(steps, ["tier", "variant", "read"])
+    run["verdict"] = [C.verdict(r) if op == "read" else "storage" for r, op in zip(run["read"], run["op"])]
+    return per, run
+
+
+JOB = {"write": "seqwrite", "read": "seqread"}   # the fio_baseline job a phase is judged against
+
+
+def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> pd.DataFrame:
+    """``run`` with the emulator's bound verdict (:func:`experiments.emulator.bound.verdict`) of
+    each phase that reached the storage: its run throughput against fio's sequential write or
+    read on the same tier (``fio_MBps``, ``client_fraction_of_fio``), a rank's busiest demand
+    (its thread's on-CPU and run-queue seconds over its I/O seconds: torch.save and torch.load
+    run on the rank's one thread; the median over checkpoints of the largest over ranks) and the
+    ranks' CPU share of the host's cores. The timed part of a rank does nothing but I/O, so its data wait is all of it.
+    A cache-served phase gets no verdict."""
+    from ..claims import fio_MBps
+    from .bound import host_cores, verdict
+
+    s = steps.assign(demand=steps["demand_s"] / steps["io_s"])
+    keys = ["tier", "variant", "read", "op"]
+    g = s.groupby(keys + ["step"])
+    per = pd.DataFrame({"busiest": g["demand"].max(),
+                        "share": g["cpu_s"].sum() / (g["io_s"].max() * host_cores())}).reset_index()
+    med = per.groupby(keys)[["busiest", "share"]].median()
+    rows = []
+    for _, r in run.iterrows():
+        mb = fio_MBps(fio, r["tier"], JOB[r["op"]])
+        ref = {"bytes_per_s": mb * 1e6, "how": f"fio_baseline {JOB[r['op']]} on tier {r['tier']}"}
+        m = med.loc[tuple(r[k] for k in keys)]
+        b, why, frac = (("no verdict", C.verdict(r["read"]), float("nan")) if r["verdict"] != "storage" else
+                        verdict(r["run_throughput_GiBps"] * C.GiB, ref, 1.0, m["busiest"], m["share"],
+                                "main thread"))
+        rows.append({"fio_MBps": mb, "client_fraction_of_fio": frac, "bound": b, "bound_why": why,
+                     "busiest_demand": m["busiest"], "cpu_share": m["share"]})
+    return pd.concat([run.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
+
+
+def burst_buffer(cfg, tiers: dict[str, Path]) -> pd.DataFrame:
+    """The burst buffer's stalls (:func:`.llm_burst_buffer.stalls`) with the stage's layout."""
+    b = cfg.burst_buffer
+    lo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
+    return B.stalls(lo, tiers[b.fast], tiers[b.slow], b.keeps, b.interval_s, b.checkpoints, b.slow_MBps)

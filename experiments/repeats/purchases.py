@@ -1,0 +1,185 @@
+"""The runs a reviewer bought with ``make decide`` after a ``make repro``: declared in
+``params.yaml``'s ``decide`` section, run after the stage's own rounds, appended to its rows.
+
+``decide`` holds, per measuring stage, the purchases made so far (:class:`Purchase`: ``run``,
+the decide run that made it; ``configs``, the configurations it bought, by the columns that
+name one; ``runs``, how many runs it made: rounds over those configurations in the seeded order
+of :func:`experiments.repeats.rounds.round_order`, the last round possibly cut short by the
+minutes). Every measuring stage lists ``decide.<stage>`` among its DVC params, so ``dvc params
+diff`` shows what was bought and ``dvc repro`` of the stage from scratch runs its own rounds
+and then every purchase again.
+
+When ``make decide`` re-runs a stage (``dvc repro`` with :data:`ENV` naming it) the stage keeps
+what it measured (its rows, side tables and ``rounds.json``, from its results folder, which its
+``persist: true`` out keeps: :func:`experiments.repeats.stage.kept`) and runs only the purchases
+its rows lack (:func:`buy`), never one after :data:`DEADLINE_ENV`. Every row says which run made
+it (``made_by``: :data:`FIRST` for the stage's own rounds, ``decide N`` for a purchase).
+
+**The level** (:func:`level_for`): a purchase is one more look at the findings whose
+configurations it adds to, and at no other. A bought row's level is the Bonferroni level over
+the stage's own looks plus one look per purchase that has bought *its configuration* so far, so
+a purchase for the memory tier leaves the disk tier's findings at their level and verdict.
+
+This module is the light side the measuring stages import (no statistics, no claims), so that a
+change to a claim's rule re-runs a measuring stage only through the rules it reads itself.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, Sequence
+
+import pandas as pd
+from pydantic import Field
+
+from ..config import Section
+from .levels import ALPHA, level, looks as looks_at
+
+ENV = "DLIO_DECIDE"                      # measuring stages a decide run appends to, space-separated
+DEADLINE_ENV = "DLIO_DECIDE_DEADLINE"    # seconds since the epoch: no bought run starts after it
+FIRST = "repro"                          # made_by of the rows of a stage's own rounds
+SCALARS = str | int | float | None       # None: a key the configuration lacks (the blog: threads of a DataLoader run)
+
+
+class Purchase(Section):
+    run: int = Field(ge=1, description="the decide run that made it (1, 2, ...)")
+    configs: list[dict[str, SCALARS]] = Field(min_length=1, description="the configurations bought, "
+                                              "by the columns that name one")
+    runs: int = Field(ge=1, description="runs made: rounds over configs in the seeded order")
+
+
+_BUY = Field(default_factory=list)
+
+
+class DecideParams(Section):
+    """``params.yaml``'s ``decide`` section: the purchases of every measuring stage (each listed,
+    empty when nothing was bought: DVC reads ``decide.<stage>`` as the stage's param)."""
+
+    tfdata_read: list[Purchase] = _BUY
+    alexnet_prefetch: list[Purchase] = _BUY
+    alexnet_checkpoint: list[Purchase] = _BUY
+    deepio: list[Purchase] = _BUY
+    lmdbio: list[Purchase] = _BUY
+    blog: list[Purchase] = _BUY
+    unet3d: list[Purchase] = _BUY
+    bert: list[Purchase] = _BUY
+    dlrm: list[Purchase] = _BUY
+    workload_sleep: list[Purchase] = _BUY
+    workload_random: list[Purchase] = _BUY
+    traced_comparison: list[Purchase] = _BUY
+    llm_checkpoint: list[Purchase] = _BUY
+
+
+BUYING = tuple(DecideParams.model_fields)   # the measuring stages that can buy runs
+
+
+def label(run: int) -> str:
+    """``made_by`` of the rows of decide run ``run``."""
+    return f"decide {int(run)}"
+
+
+def appending(stage: str) -> bool:
+    """Whether a decide run is re-running ``stage`` to append (:data:`ENV` names it)."""
+    return stage in os.environ.get(ENV, "").split()
+
+
+def first_run(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the stage's own rounds (``made_by`` :data:`FIRST`; all rows without the
+    column): what a stage hands downstream is computed from these, so that a purchase leaves
+    it as it was (the compute model, a checkpoint's size)."""
+    return rows[rows["made_by"] == FIRST] if "made_by" in rows.columns else rows
+
+
+def key_of(config, keys: Sequence[str]) -> tuple:
+    """A configuration (a dict, or a tuple in ``keys`` order; a key a dict lacks, or a NaN a row
+    holds for it, is None) as a tuple of plain values, so that a configuration, a row and a
+    purchase in ``params.yaml`` compare equal."""
+    vals = [config.get(k) for k in keys] if isinstance(config, dict) else list(config)
+    out = []
+    for v in vals:
+        v = v.item() if hasattr(v, "item") else v
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)   # a count in a column with NaN elsewhere (the blog's threads) reads as float
+        out.append(None if isinstance(v, float) and v != v else v)
+    return tuple(out)
+
+
+def own_looks(rows: pd.DataFrame, alpha: float = ALPHA) -> int:
+    """The looks the stage's own rounds took (from their rows' ``level``: 1 - alpha / looks)."""
+    from .levels import level_of
+
+    return looks_at(level_of(first_run(rows)), alpha)
+
+
+def level_for(purchases: Sequence[Purchase], upto: int, config: tuple, keys: Sequence[str],
+              own: int, alpha: float = ALPHA) -> float:
+    """The level of the rows that purchase number ``upto`` (1, 2, ...) makes of ``config``:
+    Bonferroni over the stage's ``own`` looks and one look per purchase, up to this one, that
+    bought this configuration (a purchase of other configurations is no look at its findings)."""
+    n = sum(1 for p in list(purchases)[:upto] if config in {key_of(c, keys) for c in p.configs})
+    return level(own + n, alpha)
+
+
+def buy(configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int], list[dict]],
+        purchases: Sequence[Purchase], rows: pd.DataFrame, seed: int,
+        clock: Callable[[], float] = time.time) -> pd.DataFrame:
+    """Run the purchases ``rows`` (the stage's rows so far, ``made_by`` marked) lack: each
+    purchase's ``runs`` runs in rounds over its configurations (of ``configs``), each round in a
+    seeded order; ``run_one(config, repeat)`` returns the run's rows. Repeats continue after
+    the rows' last. Stops before a run that would start after :data:`DEADLINE_ENV`. Returns the
+    new rows (``made_by``, ``repeat``, ``warmup``, ``round_order``, ``level``: :func:`level_for`).
+    A purchase naming a configuration ``configs`` lacks stops before any run, naming it."""
+    from .rounds import round_order
+
+    bad = unknown_configs(configs, keys, purchases)
+    if bad:
+        raise ValueError(f"decide: a purchase names configuration(s) this stage's parameters do not have: "
+                         f"{bad}; allowed: {[dict(zip(keys, key_of(c, keys))) for c in configs]}")
+    deadline = float(os.environ.get(DEADLINE_ENV, "inf"))
+    have = set(rows["made_by"]) if "made_by" in rows else {FIRST}
+    own = own_looks(rows)
+    out: list[dict] = []
+    nxt = int(rows["repeat"].max()) + 1 if len(rows) else 0
+    mine = [key_of(c, keys) for c in configs]
+    for k, p in enumerate(purchases, start=1):
+        if label(p.run) in have:
+            continue
+        idx = [mine.index(key_of(c, keys)) for c in p.configs]
+        for made in range(p.runs):
+            pos = made % len(idx)
+            if clock() > deadline:   # between runs, never within one
+                return pd.DataFrame(out)
+            j = idx[round_order(len(idx), nxt, seed)[pos]]
+            lv = level_for(purchases, k, mine[j], keys, own)
+            for r in run_one(configs[j], nxt):
+                out.append({**r, "repeat": nxt, "warmup": False, "round_order": pos, "level": lv,
+                            "made_by": label(p.run)})
+            if pos == len(idx) - 1:
+                nxt += 1
+        nxt += 1 if p.runs % len(idx) else 0
+    return pd.DataFrame(out)
+
+
+def unknown_configs(configs: Sequence, keys: Sequence[str], purchases: Sequence[Purchase]) -> list[dict]:
+    """The configurations ``purchases`` name that none of ``configs`` is (a purchase of
+    parameters changed since): :func:`experiments.repeats.stage.measure` stops on them."""
+    have = {key_of(c, keys) for c in configs}
+    return [c for p in purchases for c in p.configs if key_of(c, keys) not in have]
+
+
+def made(rows: pd.DataFrame) -> dict[str, int]:
+    """{made_by: runs} of a stage's rows (one run per ``run`` id, else per repeat and place in
+    its round), so that a run writing several rows (the blog's cold and warm pair) counts once."""
+    if not len(rows) or "made_by" not in rows:
+        return {}
+    keys = ["run"] if "run" in rows else [k for k in ("repeat", "round_order") if k in rows]
+    return {str(k): int(len(g[keys].drop_duplicates()) if keys else len(g)) for k, g in rows.groupby("made_by")}
+
+
+def with_purchases(course: dict, purchases: Sequence[Purchase], rows: pd.DataFrame) -> dict:
+    """A stage's ``rounds.json`` with what each purchase made (``decide``: run, runs made,
+    planned, configurations)."""
+    made_ = made(rows)
+    return {**course, "decide": [{"run": p.run, "runs": made_.get(label(p.run), 0), "planned": p.runs,
+                                  "configs": p.configs} for p in purchases]}
