@@ -157,20 +157,107 @@ def writes_claims(nb: Path) -> bool:
                for c in _calls(nb, "claims"))
 
 
+def writes_measured(nb: Path) -> bool:
+    """Whether a notebook writes its stage's ``measured.json`` (``StageResults.measured``: the
+    claims stage joins it with the declarations)."""
+    return bool(_calls(nb, "measured"))
+
+
 def gathered_claims(stages: dict) -> dict[str, set[str]]:
-    """For the stage that gathers every claims file (its notebook calls ``claims.gather()``, which
-    globs ``results/*/claims.json``): the claims file of every stage whose notebook writes one."""
+    """For the stage that gathers every claims file (its notebook calls ``claims_table.gather()``, which
+    globs ``results/*/claims.json`` and ``results/*/measured.json``): the claims (or measured)
+    file of every stage whose notebook writes one."""
     nbs = {n: stage_notebook(st.get("cmd", "")) for n, st in stages.items()}
-    writers = {f"results/{n}/claims.json" for n, nb in nbs.items() if nb and writes_claims(nb)}
+    writers = {f"results/{n}/claims.json" for n, nb in nbs.items() if nb and writes_claims(nb)} | \
+        {f"results/{n}/measured.json" for n, nb in nbs.items() if nb and writes_measured(nb)}
     return {n: writers - {f"results/{n}/claims.json"} for n, nb in nbs.items()
             if nb and _calls(nb, "gather")}
 
 
+DECLARATIONS = f"{PACKAGE}/claims/papers"   # what claims.declared reads at run time
+RULES = "results/claim_rules/{stage}.json"   # a buying stage's rules, margins and compares (repeats.findings)
+
+
 def required_files(nb: Path) -> set[str]:
     """Package files (relative to the project) a stage running ``nb`` executes, and the
-    upstream result files it reads."""
-    return {str(module_file(m).relative_to(_root())) for m in closure(notebook_modules(nb))} \
-        | notebook_results(nb)
+    upstream result files it reads; the declarations (``claims/papers``) for a stage that
+    joins claims with them."""
+    mods = {str(module_file(m).relative_to(_root())) for m in closure(notebook_modules(nb))}
+    if f"{PACKAGE}/claims/declared.py" in mods:
+        mods.add(DECLARATIONS)
+    return mods | notebook_results(nb)
+
+
+def stage_required(name: str, st: dict) -> set[str]:
+    """What stage ``name`` (its dvc.yaml entry ``st``) must depend on beyond its notebook's
+    closure: a measuring stage that buys runs (``decide.<name>`` among its params) reads its
+    findings' steering part (:data:`RULES`)."""
+    return {RULES.format(stage=name)} if f"decide.{name}" in [str(p) for p in st.get("params", [])] else set()
+
+
+def _all_files() -> set[str]:
+    return {str(f.relative_to(_root())) for f in (_root() / PACKAGE).rglob("*")
+            if f.is_file() and "__pycache__" not in f.parts and not f.name.endswith(".pyc")}
+
+
+def collapsed(files: set[str]) -> list[str]:
+    """``files`` (package files and folders, relative to the project) with every package folder
+    whose files are all among them listed as the folder: what a stage's deps say."""
+    every = _all_files()
+    out = set(files)
+    folders = {str(p) for f in files for p in Path(f).parents if str(p).startswith(PACKAGE + "/")}
+    for d in sorted(folders, key=lambda s: s.count("/")):
+        members = {f for f in every if f.startswith(d + "/")}
+        if members and all(any(_dep_covers(x, m) for x in out) for m in members):
+            out = {f for f in out if not f.startswith(d + "/")} | {d}
+    return sorted(f for f in out if not any(f != g and f.startswith(g + "/") for g in out))
+
+
+def write_deps(dvc_yaml: Path | None = None) -> int:
+    """Rewrite every stage's package deps in ``dvc.yaml`` from its notebook's imports
+    (:func:`required_files`, folders collapsed: :func:`collapsed`), after its notebook line; its
+    other deps (data, upstream results) and comments kept, the results it needs and lacks
+    added. Returns the number of stages changed."""
+    dvc_yaml = Path(dvc_yaml or _root() / "dvc.yaml")
+    stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
+    gathered = gathered_claims(stages)
+    lines = dvc_yaml.read_text().split("\n")
+    out, i, changed = [], 0, 0
+    cur = None
+    while i < len(lines):
+        ln = lines[i]
+        m = re.match(r"^  ([A-Za-z0-9_]+):\s*$", ln)
+        if m:
+            cur = m.group(1)
+        if cur in stages and ln == "    deps:":
+            block = []
+            i += 1
+            while i < len(lines) and (lines[i].startswith("      ") or not lines[i].strip() and False):
+                block.append(lines[i])
+                i += 1
+            st = stages[cur]
+            nb = stage_notebook(st.get("cmd", ""))
+            if nb is None:
+                out += [ln, *block]
+                continue
+            nb = Path(nb).resolve().relative_to(_root()) if Path(nb).is_absolute() else nb
+            need = required_files(nb) | gathered.get(cur, set()) | stage_required(cur, st)
+            mods = collapsed({f for f in need if f.startswith(PACKAGE + "/")})
+            kept = [b for b in block if not re.match(rf"^      - {PACKAGE}/", b)]
+            have = [b.strip()[2:].strip() for b in kept if b.strip().startswith("- ")]
+            extra = sorted(f for f in need if not f.startswith(PACKAGE + "/")
+                           and not any(_dep_covers(h, f) for h in have))
+            rest = [b for b in kept if b.strip() != f"- {nb}"]
+            new = [f"      - {nb}", *[f"      - {x}" for x in mods], *rest, *[f"      - {x}" for x in extra]]
+            changed += new != block
+            out += [ln, *new]
+            continue
+        out.append(ln)
+        i += 1
+    from .results import atomic_write
+
+    atomic_write(dvc_yaml, lambda p: p.write_text("\n".join(out)))
+    return changed
 
 
 def _dep_covers(dep: str, path: str) -> bool:
@@ -190,7 +277,7 @@ def missing_deps(dvc_yaml: Path | None = None) -> dict[str, list[str]]:
         if nb is None:
             continue
         deps = [d if isinstance(d, str) else next(iter(d)) for d in st.get("deps", [])]
-        need = required_files(nb) | gathered.get(name, set())
+        need = required_files(nb) | gathered.get(name, set()) | stage_required(name, st)
         lack = sorted(f for f in need if not any(_dep_covers(d, f) for d in deps))
         if lack:
             out[name] = lack
@@ -282,6 +369,11 @@ def import_cycles(root: Path | None = None) -> list[list[str]]:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--write"]:
+        n = write_deps()
+        print(f"dvc.yaml: the package deps of {n} stage(s) rewritten from their notebooks' imports")
+        argv = argv[1:]
     miss = missing_deps()
     for stage, files in miss.items():
         print(f"{stage}: add to deps: " + ", ".join(files))

@@ -200,30 +200,12 @@ class StageResults:
     def claims(self, claims: list[dict]) -> Path:
         return write_json(self.path("claims.json"), claims)
 
-    def figure(self, fig, name: str, formats=("png", "svg"), dpi: int = 150) -> list[Path]:
-        """Save ``fig`` as ``name.<fmt>`` for each format (the figure style adds the host).
-
-        Before saving, the figure's layout is checked (:func:`experiments.style.layout_problems`:
-        overlapping text, a legend over the data), and its series
-        (:func:`experiments.style.series_problems`: a label in two colours, a colour for two
-        labels, a series in no legend, a log axis over one x value); ``figures.json`` lists every figure the
-        stage drew with the problems found (none, in a clean figure), and they are printed.
-        """
-        from . import style
-
-        style.stamp_host(fig)
-        problems = style.layout_problems(fig) + style.series_problems(fig)
-        self._figures = getattr(self, "_figures", {}) | {name: problems}
-        write_json(self.path("figures.json"), self._figures)
-        if problems:
-            print(f"figure {name}: layout problems: " + "; ".join(problems))
-        out = []
-        for fmt in formats:
-            out.append(atomic_write(
-                self.path(f"{name}.{fmt}"),
-                lambda p, fmt=fmt: fig.savefig(p, format=fmt, dpi=dpi, bbox_inches="tight"),
-            ))
-        return out
+    def measured(self, measured: list) -> Path:
+        """What a stage that reads no declaration measured for its declared claims
+        (:class:`experiments.claims.measured.Measured`), as ``measured.json``: the ``claims`` stage
+        joins it with the declarations (:func:`experiments.claims.table.gather`), so that a data
+        or measuring stage never re-runs for an edit of what a paper says."""
+        return write_json(self.path("measured.json"), [m.as_dict() for m in measured])
 
 
 def load(stage: str, name: str = "summary.csv"):

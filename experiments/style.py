@@ -461,3 +461,26 @@ def series_problems(fig) -> list[str]:
                 who = f"panel {ax.get_title()[:30]!r}" if ax.get_title() else f"panel {k}"
                 out.append(f"{who}: log-scaled x axis with {len(x)} x value(s)")
     return out
+
+
+def save(out, fig, name: str, formats=("png", "svg"), dpi: int = 150) -> list:
+    """Save ``fig`` into ``out`` (a :class:`experiments.results.StageResults`) as ``name.<fmt>``
+    for each format, with the host stamped on it (:func:`stamp_host`).
+
+    Before saving, the figure's layout is checked (:func:`layout_problems`: overlapping text, a
+    legend over the data), and its series (:func:`series_problems`: a label in two colours, a
+    colour for two labels, a series in no legend, a log axis over one x value); ``figures.json``
+    lists every figure the stage drew with the problems found (none, in a clean figure), and
+    they are printed. Here, not in :mod:`experiments.results`, so that a stage that measures
+    never depends on how figures look."""
+    from .results import atomic_write, write_json
+
+    stamp_host(fig)
+    problems = layout_problems(fig) + series_problems(fig)
+    out._figures = getattr(out, "_figures", {}) | {name: problems}
+    write_json(out.path("figures.json"), out._figures)
+    if problems:
+        print(f"figure {name}: layout problems: " + "; ".join(problems))
+    return [atomic_write(out.path(f"{name}.{fmt}"),
+                         lambda p, fmt=fmt: fig.savefig(p, format=fmt, dpi=dpi, bbox_inches="tight"))
+            for fmt in formats]

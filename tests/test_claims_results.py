@@ -6,6 +6,7 @@ import pytest
 
 from experiments import claims, results
 from experiments.stats import Interval
+from experiments.claims import table as claims_table
 
 CI = Interval(1.0, 3.0, 5, "test")     # an interval around a value of 2, from 5 samples
 
@@ -145,7 +146,7 @@ def test_show_lists_verdicts_by_claim():
           claims.claim("c", "S", "F", "s", None, "u", "> 1", why_not="-", kind="finding"),
           claims.claim("d", "S", "F", "s", 2.0, "u", "> 1", kind="check"),
           claims.claim("e", "S", "F", "s", 2.0, "u", "> 1", kind="finding")]
-    assert list(claims.show(cl)["verdict"]) == ["holds", "direction only", "not measured", "holds",
+    assert list(claims_table.show(cl)["verdict"]) == ["holds", "direction only", "not measured", "holds",
                                                 "inconclusive"]
 
 
@@ -176,12 +177,12 @@ def test_gather_and_markdown(tmp_path, monkeypatch):
                                           interval=ci(0.9, 1.3), basis="extension")])):
         monkeypatch.setenv(results.PIPELINE_ENV, stage)   # as dvc repro runs each stage
         results.StageResults(stage).claims(cl)
-    t = claims.gather()
+    t = claims_table.gather()
     assert list(t["stage"]) == ["a", "a", "b", "b", "b"]
     assert list(t["holds"]) == [True, True, False, None, None]
     assert list(t["basis"].fillna("-")) == ["stated", "-", "implied", "-", "extension"]
     assert list(t["n"].fillna(0)) == [5, 0, 7, 0, 5] and t["ci_low"].iloc[0] == 1.5
-    md = claims.to_markdown(t)
+    md = claims_table.to_markdown(t)
     assert md.startswith("# Claims: 4 findings (1 holds, 0 direction only, 1 inconclusive, 1 fails, "
                          "0 fails (negligible), 1 not measured); 1 checks (1 holds, 0 direction only, "
                          "0 inconclusive, 0 fails, 0 fails (negligible), 0 not measured)")
@@ -203,12 +204,12 @@ def test_gather_refuses_a_claims_file_with_a_bad_rule(tmp_path, monkeypatch):
     c = claims.claim("x", "S", "F", "s", 2.0, "u", "> 1", kind="finding", interval=CI)
     results.StageResults("a").claims([{**c, "rule": "about 2"}])
     with pytest.raises(ValueError, match=r"claim 'x'.*not understood.*re-run the stage 'a'"):
-        claims.gather()
+        claims_table.gather()
     results.StageResults("a").claims([{**c, "kind": None}])
     with pytest.raises(ValueError, match="kind = None"):
-        claims.gather()
+        claims_table.gather()
     with pytest.raises(FileNotFoundError, match="run the stage 'zzz'"):
-        claims.gather(["zzz"])
+        claims_table.gather(["zzz"])
 
 
 def test_json_writer_handles_numpy_and_nan(tmp_path):
@@ -219,21 +220,21 @@ def test_json_writer_handles_numpy_and_nan(tmp_path):
 
 def test_closing_note_lists_the_verdicts_changed_against_the_run_before(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
-    assert claims.previous_table() is None
+    assert claims_table.previous_table() is None
     monkeypatch.setenv(results.PIPELINE_ENV, "a")
     results.StageResults("a").claims([
         claims.claim("x", "S", "F", "s", 1.2, "u", "> 1", kind="finding", interval=ci(0.9, 1.5)),
         claims.claim("y", "S", "F", "s", 2.0, "u", "> 1", kind="finding", interval=ci(1.5, 2.5))])
-    cur = claims.gather()
+    cur = claims_table.gather()
     prev = pd.DataFrame({"stage": ["a", "a", "a"], "id": ["x", "y", "gone"],
                          "verdict": ["holds", "holds", "fails"]})
-    ch = claims.changes(prev, cur)
+    ch = claims_table.changes(prev, cur)
     assert list(zip(ch["id"], ch["before"], ch["after"])) == [("x", "holds", "inconclusive"),
                                                              ("gone", "fails", "–")]
-    md = claims.to_markdown(cur, ch)
+    md = claims_table.to_markdown(cur, ch)
     assert "## Changed since the run before (2)" in md and "| x | a | holds | inconclusive | 1.2 [0.9, 1.5] n=5 |" in md
-    assert "No verdict changed." in claims.to_markdown(cur, claims.changes(None, cur))
+    assert "No verdict changed." in claims_table.to_markdown(cur, claims_table.changes(None, cur))
     # the run before's table is read from results/claims/claims.csv (kept by persist in dvc.yaml)
     (tmp_path / "results" / "claims").mkdir(parents=True)
     prev.to_csv(tmp_path / "results" / "claims" / "claims.csv", index=False)
-    assert list(claims.previous_table()["id"]) == ["x", "y", "gone"]
+    assert list(claims_table.previous_table()["id"]) == ["x", "y", "gone"]

@@ -78,14 +78,14 @@ def test_a_folder_dep_covers_its_files(dep, path, covered):
 
 
 def test_the_gathering_stage_must_depend_on_every_claims_file(tmp_path, monkeypatch):
-    """claims.gather() globs results/*/claims.json, so no import names them: a stage that writes
+    """claims_table.gather() globs results/*/claims.json, so no import names them: a stage that writes
     claims but is not a dep of the gathering stage would leave claims.md stale."""
     root = tmp_path / "proj"
     (root / "notebooks").mkdir(parents=True)
     (root / "experiments").symlink_to(paths.root() / "experiments")
     for name, src in (("a", "out.claims([])\nout.metrics(headline.claims([]))\n"),
                       ("b", "out.metrics(headline.claims([]))\n"),
-                      ("all", "table = claims.gather()\n")):
+                      ("all", "table = claims_table.gather()\n")):
         (root / "notebooks" / f"{name}.ipynb").write_text(_notebook(tmp_path, src).read_text())
     deps = "    deps:\n" + "".join(f"      - experiments/{m}.py\n" for m in ("__init__", "claims", "results"))
     (root / "dvc.yaml").write_text("stages:\n" + "".join(

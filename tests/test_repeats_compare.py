@@ -9,6 +9,7 @@ from experiments import claims, results
 from experiments.repeats import compare as C
 from experiments.repeats import replicate
 from experiments.stats import Interval
+from experiments.claims import table as claims_table
 
 
 def _write(root, monkeypatch, rows):
@@ -17,7 +18,7 @@ def _write(root, monkeypatch, rows):
     results.StageResults("blog_report").claims([
         claims.claim(i, "S", "F", "s", v, "u", "> 1", kind="finding", interval=Interval(lo, hi, 8, "t"))
         for i, v, lo, hi in rows] + [claims.claim("chk", "S", "F", "s", 1.0, "u", "> 0", kind="check")])
-    return claims.gather()
+    return claims_table.gather()
 
 
 def test_two_runs_compared_finding_by_finding(tmp_path, monkeypatch):

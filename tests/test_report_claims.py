@@ -8,7 +8,6 @@ import pytest
 
 from experiments import claims, reference, stats
 from experiments.chien import alexnet_report
-from experiments.datasets import report as dataset_report
 from experiments.chien import tfdata_read_report
 from experiments.trace import report as trace_report
 from experiments.trace.vector import KEYS
@@ -239,15 +238,27 @@ def test_trace_claims_are_checks_and_survive_missing_runs():
     assert d["rule"] == f"< {min(reference.HOVON_SIMILARITY.values())}"
 
 
-def test_dataset_claims_are_checks_against_reference():
+def test_dataset_claims_are_checks_against_reference(tmp_path, monkeypatch):
+    """A data stage writes what it measured (measured.json); the claims table joins it with the
+    declarations (claims.table.gather), so the stage reads no declaration."""
+    from experiments import results
+    from experiments.claims import table as claims_table
+    from experiments.datasets import checks
+
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     m = pd.DataFrame({"bytes": [100_000, 112_000, 130_000]})
-    (c,) = dataset_report.imagenet_claims(m)
-    assert c["kind"] == "check" and c["our_value"] == 112 and c["verdict"] == "holds"
-    assert c["rule"] == "within 15% of 112"   # papers/chien2018-tensorflow-io.yaml
     sizes = pd.DataFrame({"format": ["jpg", "all"], "median_KB": [11.0, 12.5], "mean_KB": [13.0, 20.0]})
-    cm = {x["id"]: x for x in dataset_report.caltech_claims(sizes)}
-    assert cm["caltech-median-size"]["verdict"] == "holds" and cm["caltech-mean-size"]["verdict"] == "fails"
-    assert dataset_report.imagenet_claims(m.iloc[:0])[0]["verdict"] == "not measured"
+    for stage, ms in (("imagenet_like", checks.measure_imagenet(m)), ("caltech_like", checks.measure_caltech(sizes))):
+        monkeypatch.setenv(results.PIPELINE_ENV, stage)
+        results.StageResults(stage).measured(ms)
+    t = claims_table.gather().set_index("id")
+    c = t.loc["imagenet-median-size"]
+    assert c["stage"] == "imagenet_like" and c["kind"] == "check" and c["our_value"] == 112 and c["verdict"] == "holds"
+    assert c["rule"] == "within 15% of 112"   # papers/chien2018-tensorflow-io.yaml
+    assert t.loc["caltech-median-size", "verdict"] == "holds" and t.loc["caltech-mean-size", "verdict"] == "fails"
+    monkeypatch.setenv(results.PIPELINE_ENV, "imagenet_like")
+    results.StageResults("imagenet_like").measured(checks.measure_imagenet(m.iloc[:0]))
+    assert claims_table.gather().set_index("id").loc["imagenet-median-size", "verdict"] == "not measured"
 
 
 def test_blog_claims_from_rounds_judge_at_the_rows_level_and_keep_values_inside_intervals():

@@ -42,7 +42,8 @@ def test_results_files_are_readable_by_others(project, monkeypatch):
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots()
         ax.set_xlabel("x (s)")
-        paths_written += out.figure(fig, "f", formats=("png",))
+        from experiments import style
+        paths_written += style.save(out, fig, "f", formats=("png",))
     finally:
         os.umask(old)
     for p in paths_written:

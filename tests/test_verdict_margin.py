@@ -5,6 +5,7 @@ import pytest
 
 from experiments import claims, stats
 from experiments.stats import Interval
+from experiments.claims import table as claims_table
 
 
 def find(rule, lo, hi, n=8, value=None, **kw):
@@ -38,10 +39,10 @@ def test_margin_of_no_effect(rule, lo, hi, verdict, negligible):
     assert bool(c["negligible"]) == bool(negligible)
     if negligible:
         assert "no effect beyond 5 % here" in c["note"]
-        assert claims.shown_verdict(c["verdict"], c["negligible"]) == "fails (negligible)"
+        assert claims_table.shown_verdict(c["verdict"], c["negligible"]) == "fails (negligible)"
     elif verdict == "fails" and lo < 1 < hi:
         assert "no effect beyond 5 % in the statement's direction here" in c["note"]
-        assert claims.shown_verdict(c["verdict"], c["negligible"]) == "fails"
+        assert claims_table.shown_verdict(c["verdict"], c["negligible"]) == "fails"
     assert c["margin"] == (0.05 if rule in ("> 1", "< 1", "<= 1") else None)
 
 
@@ -99,7 +100,7 @@ def _verdict(effect, noise, seed, n=6):
     b = 1 + noise * rng.standard_normal(n)
     v, ci = stats.ratio_of_medians(a, b, seed=seed)
     c = claims.claim("x", "S", "F", "s", v, "u", "> 1", kind="finding", interval=ci)
-    return claims.shown_verdict(c["verdict"], c["negligible"])
+    return claims_table.shown_verdict(c["verdict"], c["negligible"])
 
 
 def test_equivalence_verdicts_on_synthetic_samples():
@@ -123,7 +124,7 @@ def test_a_value_outside_its_own_interval_decides_nothing():
     assert c["verdict"] == "inconclusive" and "outside its own interval" in c["note"]
     import pandas as pd
     t = pd.DataFrame([c, find("> 1", 1.2, 1.5)])
-    assert list(claims.outside_own_interval(t)["our_value"]) == [1.9]
+    assert list(claims_table.outside_own_interval(t)["our_value"]) == [1.9]
 
 
 @pytest.mark.parametrize("rule,value,lo,hi,n,expected", [
@@ -152,7 +153,7 @@ def test_the_table_lists_what_would_decide_each_inconclusive_finding_fewest_firs
     rows = [claims.claim("far", "S", "F", "s", 0.9, "u", ">= 0.9", kind="finding", interval=Interval(0.8, 1.0, 6, "t")),
             claims.claim("near", "S", "F", "s", 2.2, "u", "> 2", kind="finding", interval=Interval(1.96, 2.44, 6, "t")),
             claims.claim("done", "S", "F", "s", 1.5, "u", "> 1", kind="finding", interval=Interval(1.2, 1.8, 6, "t"))]
-    md = claims.to_markdown(pd.DataFrame(rows).assign(stage="st"))
+    md = claims_table.to_markdown(pd.DataFrame(rows).assign(stage="st"))
     sec = md.split("## What would decide the inconclusive findings (2; 1 within twice their samples)")[1]
     lines = [x for x in sec.splitlines() if x.startswith("| near") or x.startswith("| far")]
     assert lines[0].startswith("| near") and lines[0].endswith("| 9 | 1.5 |")

@@ -273,8 +273,11 @@ def test_sleep_plan_subset_and_fig_a3(tmp_path, no_launch):
     assert all(j.cfg.train.compute == "sleep" and j.cfg.train.compute_model == str(f) for j in jobs)
     assert jobs[2].cfg.train.preprocessing == "sleep" and jobs[2].cfg.train.prep_sleep_s == 0.01
     loader = pd.DataFrame({"split": "train", "epoch": [0, 1, 1, 1], "prep_ns": [9e9, 1e6, 2e6, 3e6]})
-    auto = validation.sleep_plan(_cfg(tmp_path, str(f)), loader)
-    assert auto[2].cfg.train.prep_sleep_s == pytest.approx(0.002)     # median, first epoch left out
+    prep = validation.prep_facts(loader)
+    assert prep["prep_s"] == pytest.approx(0.002)                     # median, first epoch left out
+    auto = validation.sleep_plan(_cfg(tmp_path, str(f)), prep["prep_s"])
+    assert auto[2].cfg.train.prep_sleep_s == pytest.approx(0.002)
+    assert validation.prep_facts(loader.assign(split="eval"))["prep_s"] is None   # no training samples
     with pytest.raises(ConfigError, match="fig_a3.prep_sleep_s = None"):
         validation.sleep_plan(_cfg(tmp_path, str(f)))
     one = validation.sleep_plan(_cfg(tmp_path, str(f), fig_a3={"ranks": [1], "modes": ["none"]}))

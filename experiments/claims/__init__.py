@@ -50,6 +50,6 @@ from .reasons import cold_run, cores, fio_MBps, memory_gib, one_node, scale_had 
 from .rules import (DEFAULT_MARGIN, MAX_TO_DECIDE, NEVER_DECIDES, _decide, _missing,  # noqa: F401
                     _parse, _parse_magnitude, _Rule, default_margin, evaluate, rule_text,
                     samples_to_decide)
-from .table import (ROUNDS_FILE, changes, gather, outside_own_interval,  # noqa: F401
-                    previous_table, rounds_notes, show, shown_verdict, to_markdown)
+
+
 from .verdict import BASES, COLUMNS, KINDS, NO_INTERVAL, VERDICTS, claim  # noqa: F401

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from ..stats import Interval
+from .measured import Measured  # noqa: F401 (what a stage's measure functions return)
 from .rules import _missing, _parse, _parse_magnitude
 from .verdict import claim
 
@@ -161,28 +161,6 @@ def declared(stage: str | None = None) -> dict[str, tuple[Source, Declaration]]:
     """{id: (source, declaration)} of every declared claim, or of those ``stage`` measures, in
     file order."""
     return {d.id: (s, d) for s in sources() for d in s.claims if stage is None or d.stage == stage}
-
-
-@dataclass
-class Measured:
-    """What a stage measured for a declared claim: ``value`` (None/NaN: not measured, and
-    ``why_not`` says why), its ``interval``, a ``note`` on how it was taken, ``why_not`` (what
-    on this host bounds it, shown when the verdict is not a holds), ``context`` (the run's
-    configuration, added to the statement: "cifar, P = 2, tier disk"), and the cold-run facts
-    (:func:`experiments.claims.cold_run`)."""
-
-    id: str
-    value: Any = None
-    interval: Interval | None = None
-    note: str = ""
-    why_not: str = ""
-    context: str = ""
-    resident_fraction: float | None = None
-    memory_backed: bool = False
-    # this run's configuration is one the paper did not run (a memory-backed tier where the
-    # paper read from storage): the claim is our extension whatever its declared basis, with no
-    # paper value, quote or magnitude
-    extension: bool = False
 
 
 def lookup(stage: str, claim_id: str) -> tuple[Source, Declaration, dict[str, str]] | None:

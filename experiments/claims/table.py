@@ -30,22 +30,37 @@ def show(claim_list: list[dict]) -> pd.DataFrame:
 
 
 
+def joined(folder) -> list[dict]:
+    """The claims of a stage that wrote what it measured but not its claims (``measured.json``:
+    :meth:`experiments.results.StageResults.measured`), joined here with its declarations."""
+    from .declared import join
+    from .measured import from_dict
+
+    return join(folder.name, [from_dict(d) for d in results.read_json(folder / "measured.json")])
+
+
 def gather(stages: list[str] | None = None) -> pd.DataFrame:
-    """Every ``results/*/claims.json`` (or those of ``stages``) as one table, with the stage."""
+    """Every ``results/*/claims.json`` (or those of ``stages``) as one table, with the stage; a
+    stage that wrote ``measured.json`` instead has its claims joined with its declarations here
+    (:func:`joined`)."""
     root = paths.results_dir()
     files = ([root / s / "claims.json" for s in stages] if stages
-             else sorted(root.glob("*/claims.json")))
+             else sorted({*root.glob("*/claims.json"), *(f.with_name("claims.json") for f in root.glob("*/measured.json"))}))
     rows = []
     # how the measuring stages' rounds went for each finding (rounds.json), by finding
     seq = {k: v for d in sorted(root.glob("*/")) for k, v in rounds_notes(d).items()}
     for f in files:
         if f.parent.name == "claims":
             continue
-        if not f.exists():
+        if not f.exists() and (f.parent / "measured.json").exists():
+            listed = joined(f.parent)
+        elif not f.exists():
             if stages:
                 raise FileNotFoundError(f"{f} is missing: run the stage {f.parent.name!r} first")
             continue
-        for c in results.read_json(f):
+        else:
+            listed = results.read_json(f)
+        for c in listed:
             if c.get("id") in seq and seq[c["id"]] not in (c.get("note") or ""):
                 c = {**c, "note": "; ".join(x for x in (c.get("note"), seq[c["id"]]) if x)}
             try:  # a claims file written by older code must still hold rules that parse

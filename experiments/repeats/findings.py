@@ -60,15 +60,12 @@ def rules_file(stage: str):
 
 def steering(stage: str) -> list[Steering]:
     """The steering parts of the findings whose ``compares`` names ``stage``, from the file the
-    ``claim_rules`` stage wrote (computed from the declarations when it has not run: a notebook
-    opened in JupyterLab before ``dvc repro``)."""
+    ``claim_rules`` stage wrote (the stage's one dependency on the declarations)."""
     f = rules_file(stage)
-    if f.exists():
-        rows = json.loads(f.read_text())
-    else:
-        from ..claims.steering import extract
-
-        rows = extract(stage)
+    if not f.exists():
+        raise FileNotFoundError(f"{f} is missing: it holds the rules, margins and configurations of the "
+                                f"findings that steer {stage}'s rounds; run `dvc repro {RULES_STAGE}` first")
+    rows = json.loads(f.read_text())
     return [Steering(r["id"], r["rule"], r.get("margin"), r.get("compares") or {}) for r in rows]
 
 

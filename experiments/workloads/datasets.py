@@ -55,3 +55,20 @@ def digest(folder: Path, skip: tuple[str, ...] = ("filelist.csv",)) -> str:
                 for chunk in iter(lambda: fh.read(1 << 20), b""):
                     h.update(chunk)
     return h.hexdigest()
+
+
+def checks(facts: dict, image_MB_at_paper_scale: float, cfg) -> list:
+    """What ``workload_data`` (notebook 30) measures for its checks of the generators: sample
+    sizes at paper scale as Table 4.1 and Sec 4.1 state them (MB, B), as
+    :class:`experiments.claims.measured.Measured` (the ``claims`` stage joins them with their
+    declarations). ``facts``: what each generator returned; ``cfg``: the loaded sections."""
+    from ..claims.measured import Measured
+
+    return [
+        Measured("unet3d-image-size", image_MB_at_paper_scale,
+                 note=f"shape distribution at scale 1; the data set here is generated at scale "
+                      f"{cfg.unet3d.data.scale}"),
+        Measured("bert-sample-size", facts["bert"]["bytes_per_sample"],
+                 note=f"seq_len {cfg.bert.data.seq_len}, max_predictions {cfg.bert.data.max_predictions}"),
+        Measured("dlrm-sample-size", facts["dlrm"]["bytes"] / facts["dlrm"]["samples"]),
+    ]

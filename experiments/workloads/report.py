@@ -1,5 +1,5 @@
 """The claims of the workload stages (thesis Sec 3, 4.1, 4.7, 5.1-5.3; Eq 3.1, 5.1 to 5.6):
-``workload_data`` (:func:`data_claims`), ``workload_fits`` (:func:`claims`) and
+``workload_fits`` (:func:`claims`) and
 ``workload_validation`` (:func:`validation_claims`), each the join of its measurements
 (``measure_*``: :class:`~experiments.claims.declared.Measured`, value, interval, note) with the
 declarations in ``experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml``. Values and
@@ -246,20 +246,6 @@ def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
                 "computes and waits for" if pairs else
                 "no DLRM batch size run at two rank counts (workload dlrm sweep)"))
     return out
-
-
-def data_claims(facts: dict, image_MB_at_paper_scale: float, cfg) -> list[dict]:
-    """The claims of ``workload_data`` (notebook 30): checks of the generators, sample sizes at
-    paper scale as Table 4.1 and Sec 4.1 state them. ``facts``: what each generator returned;
-    ``cfg``: the loaded sections."""
-    return join(STAGE_DATA, [
-        Measured("unet3d-image-size", image_MB_at_paper_scale,
-                 note=f"shape distribution at scale 1; the data set here is generated at scale "
-                      f"{cfg.unet3d.data.scale}"),
-        Measured("bert-sample-size", facts["bert"]["bytes_per_sample"],
-                 note=f"seq_len {cfg.bert.data.seq_len}, max_predictions {cfg.bert.data.max_predictions}"),
-        Measured("dlrm-sample-size", facts["dlrm"]["bytes"] / facts["dlrm"]["samples"]),
-    ])
 
 
 SLEEP_SLACK_S = 0.002

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from .. import headline, paths, results
-from ..repeats.purchases import FIRST
+from ..config import ConfigError
+from ..repeats.purchases import FIRST, first_run
 from . import fits, launch
 
 WORKLOADS = ("unet3d", "bert", "dlrm")
@@ -199,6 +200,35 @@ def gathered(m) -> dict:
     return out
 
 
+def prep_sleep_auto(loader: pd.DataFrame) -> float:
+    """The real UNET3D run's median per-sample preprocessing time, seconds (training samples,
+    the first epoch left out as in the throughputs)."""
+    loader = first_run(loader)   # a decide run's appended reads leave the sleep as it was
+    lo = loader[loader.get("split", pd.Series("train", index=loader.index)).fillna("train") == "train"]
+    if "epoch" in lo:
+        lo = lo[lo["epoch"] > lo["epoch"].min()]
+    if not len(lo):
+        raise ConfigError("workload_sleep.fig_a3.prep_sleep_s = None needs the real UNET3D run's loader records "
+                          "(results/unet3d/loader.csv has no training samples); run `dvc repro unet3d` "
+                          "or give prep_sleep_s in seconds")
+    return float(lo["prep_ns"].median() / 1e9)
+
+
+PREP_FILE = "preprocessing.json"   # results/unet3d/: the real run's per-sample preprocessing time
+
+
+def prep_facts(loader: pd.DataFrame) -> dict:
+    """``results/unet3d/preprocessing.json``: :func:`prep_sleep_auto` of the stage's own runs
+    (None without training samples), what the sleep stage's Fig A.3 sleeps per sample; a
+    purchase leaves it as it was, so the sleep stage is not re-run by it."""
+    try:
+        s = prep_sleep_auto(loader) if len(loader) else None
+    except ConfigError:
+        s = None
+    return {"prep_s": s, "what": "the real UNET3D runs' median per-sample preprocessing time, s (training "
+                                 "samples, the first epoch left out; the stage's own runs)"}
+
+
 def checkpoint_facts(ranks: list[dict]) -> dict:
     """``checkpoint.json``: the bytes of one checkpoint of the largest rank, from the stage's own
     runs' ranks (``made_by`` repro: a ``make decide`` purchase leaves the file, which the DLIO
@@ -234,8 +264,10 @@ def write(stage: str, got: dict, params: dict, **env) -> dict:
              for r in got["ranks"] for e in r.get("evals", [])]
     if evals:
         out.table("evals", pd.DataFrame(evals))
-    if stage in WORKLOADS:   # a real workload's stage
+    if stage in WORKLOADS:   # a real workload's stage: what downstream measuring stages read, unmoved by purchases
         results.write_json(out.path("checkpoint.json"), checkpoint_facts(got["ranks"]))
+    if stage == "unet3d":
+        results.write_json(out.path(PREP_FILE), prep_facts(first_run(got["loader"]) if len(got["loader"]) else got["loader"]))
     runs = got["runs"]
     metrics = headline.workload_runs(runs, summary)
     out.metrics(metrics)

@@ -66,24 +66,14 @@ def _grid(sub, wcfg, section: str, workload: str):
         raise ConfigError(f"{e} (workload {workload})") from None
 
 
-def prep_sleep_auto(loader: pd.DataFrame) -> float:
-    """The real UNET3D run's median per-sample preprocessing time, seconds (training samples,
-    the first epoch left out as in the throughputs)."""
-    loader = purchases.first_run(loader)   # a decide run's appended reads leave the sleep as it was
-    lo = loader[loader.get("split", pd.Series("train", index=loader.index)).fillna("train") == "train"]
-    if "epoch" in lo:
-        lo = lo[lo["epoch"] > lo["epoch"].min()]
-    if not len(lo):
-        raise ConfigError("workload_sleep.fig_a3.prep_sleep_s = None needs the real UNET3D run's loader records "
-                          "(results/unet3d/loader.csv has no training samples); run `dvc repro unet3d` "
-                          "or give prep_sleep_s in seconds")
-    return float(lo["prep_ns"].median() / 1e9)
+from .stage import PREP_FILE, prep_facts, prep_sleep_auto  # noqa: E402,F401 (the real run's preprocessing time)
 
 
-def sleep_plan(cfg, real_loader: pd.DataFrame | None = None) -> list[Job]:
+def sleep_plan(cfg, prep_s: float | None = None) -> list[Job]:
     """The sleep row and Fig A.3 for ``cfg`` (sections ``workload_sleep`` and the workloads'),
     checked whole: raises ConfigError naming the compute model file and key, or the parameter,
-    before any run."""
+    before any run. ``prep_s``: the real run's per-sample preprocessing time (:func:`prep_facts`),
+    what Fig A.3's sleep stands in for when ``fig_a3.prep_sleep_s`` is None."""
     ws = cfg.workload_sleep
     model = cm.load(ws.compute_model)
     for w in ws.workloads:
@@ -99,10 +89,11 @@ def sleep_plan(cfg, real_loader: pd.DataFrame | None = None) -> list[Job]:
         if w == "unet3d" and a3.modes:
             s = a3.prep_sleep_s
             if s is None and "sleep" in a3.modes:
-                if real_loader is None:
-                    raise ConfigError("workload_sleep.fig_a3.prep_sleep_s = None: the real run's loader "
-                                      "records are needed (results/unet3d/loader.csv)")
-                s = prep_sleep_auto(real_loader)
+                if prep_s is None:
+                    raise ConfigError("workload_sleep.fig_a3.prep_sleep_s = None: the real run's preprocessing "
+                                      f"time is needed (results/unet3d/{PREP_FILE}: run `dvc repro unet3d`), "
+                                      "or give prep_sleep_s in seconds")
+                s = prep_s
             extra = sorted(set(a3.ranks or []) - set(grid[0]))
             if extra:
                 raise ConfigError(f"workload_sleep.fig_a3.ranks = {a3.ranks}: {extra} not in the sleep row's "

@@ -1,14 +1,15 @@
-"""Claims of the generated image sets (``imagenet_like``, ``caltech_like``) against the sizes the
-papers state. They are checks: the generators draw sizes to match these numbers, so the claims
-can fail only through a bug (or a tolerance set too tight), not because of this host. The
-papers' side (quotes, rules: within 15 %) is declared in
+"""What the generated image sets (``imagenet_like``, ``caltech_like``) measure for their checks:
+the sizes the papers state. They are checks: the generators draw sizes to match these numbers,
+so the claims can fail only through a bug (or a tolerance set too tight), not because of this
+host. The stage writes what it measured (``measured.json``); the ``claims`` stage joins it with
+the papers' side (quotes, rules: within 15 %), declared in
 ``experiments/claims/papers/chien2018-tensorflow-io.yaml``."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..claims.declared import Measured, join
+from ..claims.measured import Measured
 
 
 def measure_imagenet(manifest: pd.DataFrame) -> list[Measured]:
@@ -19,11 +20,6 @@ def measure_imagenet(manifest: pd.DataFrame) -> list[Measured]:
                      why_not="the generator wrote no images")]
 
 
-def imagenet_claims(manifest: pd.DataFrame) -> list[dict]:
-    """The JPEG set's median file size (KB = 1,000 B) against the ImageNet subset's."""
-    return join("imagenet_like", measure_imagenet(manifest))
-
-
 def measure_caltech(sizes: pd.DataFrame) -> list[Measured]:
     """The image set's median and mean file size, kB, over every format."""
     s = sizes.set_index("format")
@@ -32,9 +28,3 @@ def measure_caltech(sizes: pd.DataFrame) -> list[Measured]:
                      note="log-normal sizes fixed by the median and mean" if stat == "median" else "",
                      why_not="the generator wrote no images")
             for stat in ("median", "mean")]
-
-
-def caltech_claims(sizes: pd.DataFrame) -> list[dict]:
-    """The image set's median and mean file size (kB) against Caltech 101's; ``sizes`` is
-    :func:`experiments.datasets.caltech_like.size_summary` (a row ``format == "all"``)."""
-    return join("caltech_like", measure_caltech(sizes))
