@@ -240,8 +240,8 @@ def write_deps(dvc_yaml: Path | None = None) -> int:
             if nb is None:
                 out += [ln, *block]
                 continue
-            nb = Path(nb).resolve().relative_to(_root()) if Path(nb).is_absolute() else nb
             need = required_files(nb) | gathered.get(cur, set()) | stage_required(cur, st)
+            nb = Path(nb).resolve().relative_to(_root())
             mods = collapsed({f for f in need if f.startswith(PACKAGE + "/")})
             kept = [b for b in block if not re.match(rf"^      - {PACKAGE}/", b)]
             have = [b.strip()[2:].strip() for b in kept if b.strip().startswith("- ")]

@@ -67,7 +67,32 @@ def test_a_missing_dep_is_found(tmp_path, monkeypatch):
         miss = depcheck.missing_deps(root / "dvc.yaml")
     finally:
         depcheck._module_imports.cache_clear()
-    assert "experiments/results.py" in miss["s"] and "experiments/claims.py" not in miss["s"]
+    assert "experiments/stats.py" in miss["s"] and "experiments/claims.py" not in miss["s"]
+
+
+def test_deps_are_written_from_the_imports_with_whole_folders_collapsed(tmp_path, monkeypatch):
+    """``python -m experiments.depcheck --write``: a stage's package deps made from its
+    notebook's imports, a folder listed whole when every file of it is needed, the stage's
+    other deps and comments kept; afterwards nothing is missing."""
+    root = tmp_path / "proj"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "experiments").symlink_to(paths.root() / "experiments")
+    _notebook(root / "notebooks", "from experiments.repeats import compare\n")
+    (root / "dvc.yaml").write_text(
+        "stages:\n  s:\n    cmd: papermill notebooks/nb.ipynb out.ipynb\n    deps:\n"
+        "      - notebooks/nb.ipynb\n      - experiments/style.py\n      # kept\n      - data/x\n    outs:\n      - o\n")
+    monkeypatch.setenv("DLIO_ROOT", str(root))
+    depcheck._module_imports.cache_clear()
+    try:
+        assert depcheck.write_deps(root / "dvc.yaml") == 1
+        text = (root / "dvc.yaml").read_text()
+        assert not depcheck.missing_deps(root / "dvc.yaml")
+    finally:
+        depcheck._module_imports.cache_clear()
+    assert "experiments/style.py" not in text and "      # kept\n      - data/x" in text
+    assert "      - experiments/repeats/compare.py" in text and "experiments/claims/rules.py" in text
+    assert depcheck.collapsed({"experiments/claims/" + f.name for f in (paths.root() / "experiments/claims").iterdir()
+                               if f.suffix == ".py"} | {"experiments/claims/papers"}) == ["experiments/claims"]
 
 
 @pytest.mark.parametrize("dep,path,covered", [
