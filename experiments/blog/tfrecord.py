@@ -207,7 +207,8 @@ def stage(configs: list[dict], one_run, cfg: BlogConfig, seed: int, decide):
     return repeats.MeasuringStage(
         "blog", KEYS, [{k: c.get(k) for k in KEYS} | c for c in configs], run_one, plan, seed, tables=("dstat",),
         judge=lambda raw, tables, level: decide(raw.assign(level=level), dstat_rows_of(tables.get("dstat", pd.DataFrame())), level),
-        context=lambda rows: {"storage_tier": storage_tier_of(rows)}, progress="blog rounds")
+        context=lambda rows: {"storage_tier": storage_tier_of(rows)}, progress="blog rounds",
+        quantities=("images_per_s",), units="dstat", unit_quantities=("read_MBps", "queue_len"))
 
 
 def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tiers,

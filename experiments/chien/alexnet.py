@@ -326,6 +326,8 @@ def sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int, tie
         repeats.RoundsPlan(cfg.repeats, cfg.repeats)
     return repeats.MeasuringStage("alexnet_prefetch", KEYS, configs, run_one, plan, seed, warmup=cfg.warmup,
                                   tables=("steps",), judge=prefetch_decided, progress="alexnet rounds",
+                                  quantities=("seconds", "data_s"), units="steps",
+                                  unit_quantities=("data_s", "compute_s"),
                                   context=lambda rows: {"batch_threads": cfg.batch_threads, "batch_tiers": cfg.batch_tiers})
 
 

@@ -217,6 +217,7 @@ def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_d
     stage = repeats.MeasuringStage("alexnet_checkpoint", KEYS, modes, run_one,
                                    repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed, warmup=cfg.warmup,
                                    tables=SIDE_TABLES, progress="alexnet checkpoint runs",
+                                   quantities=("seconds",), units="saves", unit_quantities=("stall_s",),
                                    context=lambda rows: {"fast": cfg.fast, "slow": cfg.slow,
                                                          "burst": f"{cfg.fast}>{cfg.slow}"})
     try:

@@ -143,7 +143,7 @@ def stage(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadC
 
     configs = [{"tier": t.name, "variant": v, "threads": n} for t in tiers for v in cfg.variants for n in cfg.threads]
     return MeasuringStage("tfdata_read", KEYS, configs, run_one, RoundsPlan(cfg.repeats, cfg.repeats), seed,
-                          warmup=cfg.warmup, progress="tf.data rounds")
+                          warmup=cfg.warmup, progress="tf.data rounds", quantities=("images_per_s",))
 
 
 def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig,

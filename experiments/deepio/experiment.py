@@ -313,7 +313,7 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     stage = repeats.MeasuringStage(
         "deepio", KEYS, configs, run_one,
         repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
-        judge=loader_decided, progress="deepio: loader rounds",
+        judge=loader_decided, progress="deepio: loader rounds", quantities=("MBps",),
         context=lambda rows: {"storage_tier": storage_tier_of(rows)})   # the tier the report judges
     try:
         got = repeats.measure(stage, purchases)

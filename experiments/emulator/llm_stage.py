@@ -75,7 +75,8 @@ def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
         stage = repeats.MeasuringStage("llm_checkpoint", KEYS, configs, run_one,
                                        repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
                                        tables=("files", "steps"), files=FILES, progress="llm_checkpoint runs",
-                                       context=lambda rows: {"storage_tier": storage_tier_of(rows)})
+                                       context=lambda rows: {"storage_tier": storage_tier_of(rows)},
+                                       units="steps", unit_quantities=("io_s",), unit_seconds="io_s")
         return repeats.measure(stage, purchases)
 
 

@@ -374,7 +374,8 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
         repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
         tables=("processes",), judge=lambda rows, tables, level: decide(rows, tables, level, env),
         focus=findings.focus("lmdbio", configs, lambda rows: context(rows, env)),
-        context=lambda rows: context(rows, env), progress="lmdbio rounds")
+        context=lambda rows: context(rows, env), progress="lmdbio rounds",
+        quantities=("seconds", "cs_per_proc"))
     try:
         got = repeats.measure(stage, purchases)
         hand_f = paths.results_dir("lmdbio") / "handover_check.csv"

@@ -34,6 +34,7 @@ from .purchases import FIRST, Purchase, appending, buy, key_of, with_purchases
 from .rounds import RoundsPlan, run_rounds, to_json
 
 ROUNDS_FILE = "rounds.json"   # the course of a stage's rounds and purchases, in its results folder
+VARIANCE_FILE = "variance.csv"   # between-run and within-run variance and costs (experiments.repeats.variance)
 TAGS = ("run", "repeat", "warmup", "round_order", "level", "made_by")   # what the loop writes on every row
 
 
@@ -77,6 +78,13 @@ class MeasuringStage:
     # the files of its results folder that hold the rows and each side table (default
     # raw.parquet and <table>.csv), as the stage's downstream stages read them
     files: dict[str, str] = field(default_factory=dict)
+    # what its findings compare, for the variance table (experiments.repeats.variance): columns
+    # of its rows measured once a run, and of a side table measured per unit inside a run (with
+    # that table's timing column)
+    quantities: tuple[str, ...] = ()
+    units: str | None = None
+    unit_quantities: tuple[str, ...] = ()
+    unit_seconds: str | None = None
 
     def file(self, what: str) -> str:
         """The results file holding ``what`` (``rows`` or a side table's name)."""
@@ -115,6 +123,7 @@ class Measurement:
     tables: dict[str, pd.DataFrame]
     course: dict
     files: dict[str, str] = field(default_factory=dict)
+    variance: pd.DataFrame | None = None
 
     def write(self, out) -> None:
         """The rows, each side table and ``rounds.json`` into ``out``
@@ -129,6 +138,8 @@ class Measurement:
             else:
                 atomic_write(out.path(name), lambda p, df=df: df.to_csv(p, index=False))
         write_json(out.path(ROUNDS_FILE), self.course)
+        if self.variance is not None:
+            atomic_write(out.path(VARIANCE_FILE), lambda p: self.variance.to_csv(p, index=False))
 
 
 def kept(stage: MeasuringStage) -> Kept | None:
@@ -207,7 +218,11 @@ def measure(stage: MeasuringStage, purchases: Sequence[Purchase] = ()) -> Measur
         course = {**course, "context": stage.context(rows[~rows["warmup"].astype(bool)] if "warmup" in rows else rows)}
     new = _tagged(tables_now(), rows)
     tables = {t: _concat(before.tables.get(t) if before is not None else None, new.get(t)) for t in stage.tables}
-    return Measurement(stage.name, rows, tables, course, dict(stage.files))
+    from .variance import table as variance_table
+
+    var = variance_table(rows, stage.keys, stage.quantities, tables.get(stage.units) if stage.units else None,
+                         stage.unit_quantities, stage.unit_seconds) if stage.quantities or stage.units else None
+    return Measurement(stage.name, rows, tables, course, dict(stage.files), var)
 
 
 def _tagged(tables: dict[str, pd.DataFrame], rows: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -145,7 +145,8 @@ def measuring_stage(name: str, jobs: list[Job], seed: int):
                for j in jobs for g in j.grid[0] for b in j.grid[1]]
     n = max(j.cfg.sweep.repeats for j in jobs)
     return repeats.MeasuringStage(name, KEYS, configs, run_one, repeats.RoundsPlan(n, n), seed, tables=SIDE,
-                                  files=FILES, progress=f"{name} runs")
+                                  files=FILES, progress=f"{name} runs", quantities=("wall_seconds",),
+                                  units="steps", unit_quantities=("compute_ns", "data_ns"), unit_seconds="step_ns")
 
 
 def run_folder(j: Job) -> Path:
