@@ -9,6 +9,8 @@ it assumes (Hoefler and Belli, *Scientific Benchmarking of Parallel Computing Sy
 * :func:`paired_ratio`: the median of per-repeat ratios a_i / b_i with :func:`median_ci`, for
   two configurations measured in the same repeat;
 * :func:`bootstrap`: any statistic of several independent samples (the helpers above use it);
+* :func:`runs_bootstrap`: any statistic of samples made of runs, each run of units (steps,
+  windows): runs drawn with replacement, then units within each drawn run (the run the unit);
 * :func:`slope_ci`: an ordinary-least-squares slope with its t interval (statsmodels).
 
 Each interval says the coverage its method can reach with its samples (``Interval.coverage``,
@@ -226,6 +228,76 @@ def bootstrap(stat: Callable[..., float], *samples, level: float | None = None, 
         method += (f" ({units} independent units: a bootstrap of medians covers at most {cov:.0%}, "
                    f"too few for {level:.0%})")
     return point, Interval(float(lo), float(hi), n, method, level, cov)
+
+
+def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = None, n_boot: int = N_BOOT,
+                   seed: int = 0, method: str = "bootstrap", units: str = "steps") -> tuple[float, Interval]:
+    """``stat(*arrays)`` and its two-level percentile-bootstrap interval, runs the unit.
+
+    Each sample is a list of runs, each run an array of the units measured inside it (steps,
+    windows, sampled seconds; an array of one value for a run measured once). A resample draws,
+    for every sample independently, as many runs as it has with replacement, then, inside each
+    drawn run, as many units as it has with replacement (Kalibera and Jones's hierarchical
+    resampling), and concatenates them: ``stat`` sees one array per sample, as it would the
+    pooled units. The point is ``stat`` on the runs as measured. So the interval holds what
+    changes when a process starts again (placement, the page cache, the box's load), not only
+    the noise inside one run.
+
+    ``Interval.n`` is the number of runs (all samples together); the coverage the method can
+    reach is :func:`reachable` of that count: for a statistic that grows or falls with each
+    sample (a ratio of medians, a median over configurations), the resampled values stay between
+    those of the most extreme runs, so it misses only when every run of every sample falls on
+    the wrong side, with probability 2^(1 - runs). A sample with no run gives NaN bounds."""
+    level = _lv(level)
+    if n_boot < 100:
+        raise ValueError(f"n_boot = {n_boot!r}; allowed: at least 100 resamples")
+    runs = [[_clean(r) for r in s] for s in samples]
+    runs = [[r for r in s if len(r)] for s in runs]
+    n = sum(len(s) for s in runs)
+    what = f"{method}, over {n} runs ({units} resampled inside each drawn run)"
+    if not runs or any(len(s) == 0 for s in runs):
+        return math.nan, _none(n, what, level)
+    point = float(stat(*[np.concatenate(s) for s in runs]))
+    if n < 2:
+        return point, _none(n, what, level)
+    rng = np.random.default_rng(seed)
+    boot = np.empty(n_boot)
+    for i in range(n_boot):
+        arrs = []
+        for s in runs:
+            pick = rng.integers(0, len(s), size=len(s))
+            arrs.append(np.concatenate([s[j][rng.integers(0, len(s[j]), size=len(s[j]))] for j in pick]))
+        boot[i] = stat(*arrs)
+    boot = boot[np.isfinite(boot)]
+    if len(boot) < n_boot // 2:
+        return point, _none(n, what + " (statistic undefined on most resamples)", level)
+    alpha = 1 - level
+    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    if not lo <= point <= hi:   # a biased statistic: bias-corrected percentiles (as bootstrap)
+        z0 = _sps.norm.ppf(np.clip(np.mean(boot < point), 1 / (2 * len(boot)), 1 - 1 / (2 * len(boot))))
+        za = _sps.norm.ppf([alpha / 2, 1 - alpha / 2])
+        lo, hi = np.quantile(boot, _sps.norm.cdf(2 * z0 + za))
+        lo, hi = min(lo, point), max(hi, point)
+        what += ", bias-corrected (BC)"
+    cov = reachable(n)
+    if cov < level - 1e-12:
+        what += f" ({n} runs: an interval of runs covers at most {cov:.0%}, too few for {level:.0%})"
+    return point, Interval(float(lo), float(hi), n, what, level, cov)
+
+
+def runs_of(df, col: str, by: str = "run", **eq) -> list[np.ndarray]:
+    """The values of ``col`` in the rows of ``df`` whose columns equal ``eq`` (warm-ups left out,
+    as :func:`samples`), one array per run (``by``): a sample of :func:`runs_bootstrap`."""
+    bad = [k for k in (col, by, *eq) if k not in df.columns]
+    if bad:
+        raise ValueError(f"runs_of: column(s) {bad} not in the table; it has {list(df.columns)}")
+    keep = np.ones(len(df), dtype=bool)
+    if "warmup" in df.columns:
+        keep &= ~df["warmup"].fillna(False).astype(bool).to_numpy()
+    for k, v in eq.items():
+        keep &= (df[k] == v).to_numpy()
+    d = df.loc[keep]
+    return [g[col].to_numpy(dtype=float) for _, g in d.groupby(by, sort=True)]
 
 
 def _ratio_med(a: np.ndarray, b: np.ndarray) -> float:

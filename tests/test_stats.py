@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from experiments import claims, stats
@@ -139,3 +140,25 @@ def test_block_bootstrap_counts_blocks_as_the_independent_units():
     assert blk.high - blk.low > iid.high - iid.low     # correlation seen: a wider interval
     with pytest.raises(ValueError, match="block"):
         stats.bootstrap(np.median, x, block=0)
+
+
+def test_runs_bootstrap_takes_its_interval_over_runs_not_steps():
+    """Two sides of 4 runs each, 200 steps a run, the runs far apart: the interval over runs is
+    wide (it holds the spread between runs), the one over the pooled steps is narrow and misses
+    what another set of runs gives; n counts runs, and 2 runs a side cannot reach 95 %."""
+    rng = np.random.default_rng(0)
+
+    def side(mu, runs):
+        return [mu * (1 + 0.1 * rng.standard_normal()) + 0.01 * rng.standard_normal(200) for _ in range(runs)]
+
+    a, b = side(2.0, 4), side(1.0, 4)
+    ratio = lambda x, y: float(np.median(x) / np.median(y))   # noqa: E731
+    v, ci = stats.runs_bootstrap(ratio, a, b, method="ratio of medians")
+    _, flat = stats.bootstrap(ratio, np.concatenate(a), np.concatenate(b))
+    assert ci.n == 8 and "over 8 runs" in ci.method and ci.enough
+    assert ci.low <= v <= ci.high and (ci.high - ci.low) > 5 * (flat.high - flat.low)
+    few = stats.runs_bootstrap(ratio, side(2.0, 1), side(1.0, 1))[1]
+    assert few.n == 2 and not few.enough and "too few" in few.method
+    assert stats.runs_bootstrap(ratio, [], side(1.0, 3))[1].ok is False
+    df = pd.DataFrame({"run": [0, 0, 1, 1, 2], "x": [1.0, 2.0, 3.0, 4.0, 5.0], "warmup": [False] * 4 + [True]})
+    assert [list(r) for r in stats.runs_of(df, "x")] == [[1.0, 2.0], [3.0, 4.0]]
