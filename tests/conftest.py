@@ -332,8 +332,17 @@ def _whole_suite(config) -> bool:
 
 def pytest_sessionstart(session):
     """The whole suite starts the smoke pipeline before collecting (about 10 s earlier), and
-    the course's class grading beside it."""
+    the course's class grading beside it. Every test that runs a measuring stage outside the
+    pipeline reads its findings' rules from a folder written here once from the declarations
+    (what the ``claim_rules`` stage writes into results/, which a fresh clone lacks)."""
     global _SMOKE, _COURSE
+    from experiments.claims.steering import write_all
+    from experiments.repeats.findings import RULES_ENV
+    from experiments.repeats.purchases import BUYING
+
+    rules = session.config._tmp_path_factory.mktemp("claim_rules")
+    write_all(rules, BUYING)
+    os.environ[RULES_ENV] = str(rules)
     if _whole_suite(session.config):
         _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
         _COURSE = CourseClass(session.config._tmp_path_factory.mktemp("course"))

@@ -212,10 +212,11 @@ def test_measure_records_processes_residency_and_the_hand_over_check(tmp_path):
     cache.reset_log()
     t = tiers.Tier(name="disk", path=str(tmp_path / "disk"))
     cfg = _cfg(procs=[1, 2], strategies=["lmdb", "lmm"])
-    raw, facts = lmdbio.measure([t], cfg, seed=1)
+    m, facts = lmdbio.measure([t], cfg, seed=1)
+    raw = m.rows
     assert set(raw["strategy"]) == {"lmdb", "lmm"} and (raw["handover"] == "spin").all()
     assert raw["resident_fraction"].notna().all()
-    per = facts["processes"]
+    per = m.tables["processes"]
     assert len(per) == raw["P"].sum() and {"cs_voluntary", "cs_involuntary"} <= set(per)
     h = facts["handover_check"]
     assert set(zip(h["strategy"], h["handover"])) == {("lmdb", "none"), ("lmm", "spin"), ("lmm", "sleep")}
@@ -249,13 +250,19 @@ def _steps_rows(repeats, effect, noise, seed=0):
     return pd.DataFrame(rows)
 
 
-def test_decide_judges_like_the_report_a_clear_effect_decides_noise_at_few_repeats_does_not():
+def test_the_rounds_judge_like_the_report_a_clear_effect_decides_noise_at_few_repeats_does_not():
+    """The stage's rounds judge its findings by their declared rules alone (the same measure
+    function as the report, experiments.repeats.findings.judge): the same verdicts."""
+    from experiments.claims import steering
+    from experiments.repeats import findings
+
     env = {"cpu": {"count": 2}, "handover": "spin", "params": {"lmdbio": {"ranks_per_node": 2}}}
     level = 1 - 0.05 / 3
-    clear = lmdbio.decide(_steps_rows(8, 2.0, 0.01), level, env)
+    judge = findings.judge("lmdbio", lambda rows, tables: lmdbio.findings_of(rows, env), rules=steering.rules("lmdbio"))
+    clear = judge(_steps_rows(8, 2.0, 0.01), {}, level)
     # the report's findings with a value: the switches, the four steps, stag over every P
     assert len(clear) == 6 and all(clear.values()), clear
-    noise = lmdbio.decide(_steps_rows(4, 1.0, 0.2), level, env)
+    noise = judge(_steps_rows(4, 1.0, 0.2), {}, level)
     assert set(noise) == set(clear) and not any(noise.values()), noise
     # the report judges rows at their level: 4 noisy repeats cannot reach 98.3 %, 8 can
     rows = _steps_rows(8, 2.0, 0.01).assign(level=level)
@@ -302,20 +309,21 @@ def test_measure_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):
     _fake_measure(monkeypatch, lambda s, p: float(rng.uniform(1, 2)))   # no effect, much noise
     t = SimpleNamespace(name="disk", dir=tmp_path)
     cfg = _cfg(procs=[1, 2], strategies=["lmdb", "lmm"], repeats=2, max_repeats=5, handover_check=False)
-    raw, facts = lmdbio.measure([t], cfg, seed=3)
-    assert {"level", "repeat", "round_order", "warmup"} <= set(raw)
+    m, facts = lmdbio.measure([t], cfg, seed=3)
+    raw, seq = m.rows, m.course
+    assert {"level", "repeat", "round_order", "warmup", "run", "run_s"} <= set(raw)
     assert raw["repeat"].max() == 4 and len(raw) == 5 * 4   # undecided: every round up to the maximum
-    seq = raw.attrs["sequential"]
     assert seq["plan"]["max_repeats"] == 5 and len(seq["order"]) == len(raw)
     assert {f["stopped"] for f in seq["findings"].values()} == {"maximum"}
     # rounds: every configuration once, in a seeded order that differs between rounds
     orders = [tuple(g["strategy"] + g["P"].astype(str)) for _, g in raw.groupby("repeat", sort=True)]
     assert all(len(set(o)) == 4 for o in orders) and len(set(orders)) > 1
     assert (raw["level"] == seq["plan"]["level"]).all() and seq["plan"]["level"] < 0.95 + 0.05
-    assert len(facts["processes"]) == raw["P"].sum() and facts["scale"]["procs_max"] == 2
+    assert len(m.tables["processes"]) == raw["P"].sum() and facts["scale"]["procs_max"] == 2
+    assert set(m.variance["quantity"]) == {"seconds", "cs_per_proc"} and (m.variance["runs"] == 5).all()
     # a fixed count (max_repeats None): exactly repeats rounds, at 95 %
-    raw2, _ = lmdbio.measure([t], cfg.model_copy(update={"max_repeats": None}), seed=3)
-    assert raw2["repeat"].max() == 1 and (raw2["level"] == 0.95).all()
+    m2, _ = lmdbio.measure([t], cfg.model_copy(update={"max_repeats": None}), seed=3)
+    assert m2.rows["repeat"].max() == 1 and (m2.rows["level"] == 0.95).all()
 
 
 def test_scale_rows_say_the_processes_they_need_and_had():
@@ -349,7 +357,7 @@ def test_switch_note_names_the_kind_of_switch_that_makes_the_excess():
     """The why of the context-switch row follows the measured kind: an involuntary excess (the
     default run: LMM 1.5 + 31,120 against LMDB 41.8 + 6.0 at P = 4) is preemption of spinning
     consumers, not their waits; a voluntary one is sleeping hand-overs."""
-    from experiments.lmdbio.report import _nodes_words, _switch_kind
+    from experiments.lmdbio.findings import _nodes_words, _switch_kind
 
     inv = _switch_kind(4, {4: 1.5}, {4: 31120.2}, {4: 41.8}, {4: 6.0}, "spin", 2)
     assert "involuntary" in inv and "preempts" in inv and "waits for their reader" not in inv
@@ -363,31 +371,33 @@ def test_switch_note_names_the_kind_of_switch_that_makes_the_excess():
 
 
 def test_focus_keeps_the_configurations_each_undecided_finding_needs():
-    """The rounds run, on the judged tier, only what the undecided findings compare: a step
-    finding, every strategy at the P the steps are judged at (the most processes within the
-    cores); STAG "in all cases", LMDB and STAG at every P; the switches, LMM and LMDB at the P
-    with more than one process that fit the cores."""
+    """The rounds run, on the judged tier, only what the undecided findings compare (their
+    declarations' ``compares``, filled from the stage's context): a step finding, its two
+    strategies at the P the steps are judged at (the most processes within the cores); STAG "in
+    all cases", LMDB and STAG at every P; the switches, LMM and LMDB at the P with more than one
+    process that fit the cores."""
     import pandas as pd
 
+    from experiments.claims import steering
     from experiments.lmdbio import read
+    from experiments.repeats import findings
 
     strategies = ("lmdb", "lmm", "dio_prov", "coal", "stag")
-    configs = [(t, ds, s, p, 1) for t in ("mem", "disk") for ds in ("cifar", "imagenet")
-               for s in strategies for p in (1, 2, 4)]
-    rows = pd.DataFrame([{"tier": t, "memory_backed": t == "mem", "dataset": ds, "strategy": s, "P": p,
-                          "nodes": n, "seconds": 1.0, "MBps": 1.0, "cs_per_proc": 1.0,
-                          "cs_vol_per_proc": 1.0, "cs_invol_per_proc": 0.0, "warmup": False}
-                         for t, ds, s, p, n in configs])
+    configs = [{"tier": t, "dataset": ds, "strategy": s, "P": p, "nodes": 1} for t in ("mem", "disk")
+               for ds in ("cifar", "imagenet") for s in strategies for p in (1, 2, 4)]
+    rows = pd.DataFrame([{**c, "memory_backed": c["tier"] == "mem", "seconds": 1.0, "MBps": 1.0, "cs_per_proc": 1.0,
+                          "cs_vol_per_proc": 1.0, "cs_invol_per_proc": 0.0, "warmup": False} for c in configs])
     env = {"cpu": {"count": 2, "affinity": 2}}
-    got = read.focus(["lmdbio_stag_beats_lmdb_every_p_cifar", "lmdbio_coal_faster_than_dio_prov_cifar"],
-                     configs, rows, env)
-    assert sorted(configs[i] for i in got) == sorted(
+    focus = findings.focus("lmdbio", configs, lambda r: read.context(r, env), rules=steering.rules("lmdbio"))
+    key = lambda i: tuple(configs[i].values())   # noqa: E731
+    got = focus(["lmdbio_stag_beats_lmdb_every_p_cifar", "lmdbio_coal_faster_than_dio_prov_cifar"], rows)
+    assert sorted(key(i) for i in got) == sorted(
         {("disk", "cifar", s, p, 1) for s in ("lmdb", "stag") for p in (1, 2, 4)}
-        | {("disk", "cifar", s, 2, 1) for s in strategies})
-    sw = read.focus(["lmdbio_lmm_fewer_switches_imagenet"], configs, rows, env)
-    assert sorted(configs[i] for i in sw) == [("disk", "imagenet", "lmdb", 2, 1), ("disk", "imagenet", "lmm", 2, 1)]
-    keep = read.focus(["lmdbio_coal_faster_than_dio_prov_cifar"], configs, rows, env)
-    assert sorted(configs[i] for i in keep) == sorted(("disk", "cifar", s, 2, 1) for s in strategies)
-    both = read.focus(["lmdbio_coal_faster_than_dio_prov_cifar", "lmdbio_stag_faster_than_coal_imagenet"],
-                      configs, rows, env)
-    assert {configs[i][1] for i in both} == {"cifar", "imagenet"} and len(both) == 10
+        | {("disk", "cifar", s, 2, 1) for s in ("coal", "dio_prov")})
+    sw = focus(["lmdbio_lmm_fewer_switches_imagenet"], rows)
+    assert sorted(key(i) for i in sw) == [("disk", "imagenet", "lmdb", 2, 1), ("disk", "imagenet", "lmm", 2, 1)]
+    keep = focus(["lmdbio_coal_faster_than_dio_prov_cifar"], rows)
+    assert sorted(key(i) for i in keep) == sorted(("disk", "cifar", s, 2, 1) for s in ("coal", "dio_prov"))
+    both = focus(["lmdbio_coal_faster_than_dio_prov_cifar", "lmdbio_stag_faster_than_coal_imagenet"], rows)
+    assert {configs[i]["dataset"] for i in both} == {"cifar", "imagenet"} and len(both) == 4
+

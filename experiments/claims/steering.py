@@ -25,6 +25,14 @@ def extract(stage: str) -> list[dict]:
             if d.kind == "finding" and d.compares and stage in d.compares]
 
 
+def rules(stage: str) -> list:
+    """:func:`extract` of ``stage`` as :class:`experiments.repeats.findings.Steering` (what the
+    stage's steering file holds; for tests and exploring without the ``claim_rules`` stage)."""
+    from ..repeats.findings import Steering
+
+    return [Steering(r["id"], r["rule"], r.get("margin"), r.get("compares") or {}) for r in extract(stage)]
+
+
 def write_all(folder: Path, stages) -> dict[str, int]:
     """One ``<stage>.json`` per measuring stage of ``stages`` into ``folder`` (an empty list for a
     stage no finding steers), atomically; returns {stage: findings}."""

@@ -272,30 +272,26 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
 LOOK_EVERY = 4
 
 
-def decide(rows: pd.DataFrame, tables: dict, level: float, env: dict | None = None) -> dict:
-    """{finding id: :class:`experiments.repeats.Judged`} (decided, and the forecast that
-    steers the rounds) for LMDBIO's findings on the runs so far (``rows``), judged at ``level``
-    by the report's own computation (:func:`experiments.lmdbio.report.claims` on
-    :func:`summarize` of the rows, on the tier the report judges). ``env``: what the report
-    reads from env.json (``cpu``: the cores that pick the P of the step findings; ``handover``;
-    ``params.lmdbio.ranks_per_node``): :func:`judging_env`."""
-    from .. import stats
-    from ..repeats.futility import judged
-    from . import report
+def findings_of(rows: pd.DataFrame, env: dict | None) -> list:
+    """LMDBIO's findings on the runs so far (:func:`experiments.lmdbio.findings.measure_steps` on
+    the one-node runs of the tier they are judged on), at the level in force: the measure
+    function the stage's rounds judge at each look (:func:`experiments.repeats.findings.judge`).
+    ``env``: what the findings read of env.json (:func:`judging_env`)."""
+    from .. import claims as C
+    from ..tiers import storage_tier_of
+    from .findings import measure_steps
 
-    with stats.corrected_level(level):
-        return judged(report.claims(summarize(rows), report.storage_tier(rows), env,
-                                    raw=rows.assign(level=level)), level)
+    return measure_steps(C.one_node(summarize(rows)), storage_tier_of(rows), env or {}, C.one_node(rows))
 
 
 def context(rows: pd.DataFrame, env: dict | None) -> dict:
     """The named values LMDBIO's findings' ``compares`` use (their declarations), on the runs so
     far: ``storage_tier`` (the tier the report judges), ``claim_p`` (the P of the step findings:
-    :func:`experiments.lmdbio.report.claim_p`) and ``switch_ps`` (the P of the context-switch
-    finding: :func:`experiments.lmdbio.report.switch_ps`)."""
+    :func:`experiments.lmdbio.findings.claim_p`) and ``switch_ps`` (the P of the context-switch
+    finding: :func:`experiments.lmdbio.findings.switch_ps`)."""
     from .. import claims as C
     from ..tiers import storage_tier_of
-    from . import report
+    from .findings import claim_p, switch_ps
 
     if not len(rows):
         return {}
@@ -303,12 +299,12 @@ def context(rows: pd.DataFrame, env: dict | None) -> dict:
     s = summarize(rows)
     d = s[s["tier"] == tier]
     cores = C.cores(env or {})
-    return {"storage_tier": tier, "claim_p": report.claim_p(d, cores),
-            "switch_ps": report.switch_ps(d.loc[d["strategy"].isin(["lmm", "lmdb"]), "P"], cores)}
+    return {"storage_tier": tier, "claim_p": claim_p(d, cores),
+            "switch_ps": switch_ps(d.loc[d["strategy"].isin(["lmm", "lmdb"]), "P"], cores)}
 
 
 def judging_env(cfg: LMDBIOConfig) -> dict:
-    """The part of env.json the report's claims read, for :func:`decide` while measuring: this
+    """The part of env.json the findings read, for :func:`findings_of` while measuring: this
     process's usable cores (as :func:`experiments.envinfo.capture` records them), the hand-over
     and the ranks per node."""
     return {"cpu": {"count": os.cpu_count(), "affinity": host_cores()},
@@ -323,7 +319,8 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
     """Build each data set's LMDB on each tier, then run every (tier, data set, strategy, P,
     node count of ``nodes`` (at most P)) in rounds (each once per round, in a seeded random
     order: :class:`experiments.repeats.MeasuringStage`), the cache evicted before each run: at
-    least ``repeats`` rounds, more while a finding is undecided (:func:`decide`), up to
+    least ``repeats`` rounds, more while a finding is undecided (:func:`findings_of`, judged by the
+    declared rules), up to
     ``max_repeats`` within ``budget_s``; then the runs ``make decide`` bought (``purchases``:
     ``params.yaml``'s ``decide.lmdbio``). Returns the :class:`experiments.repeats.Measurement`
     (one row per run: total seconds, MB/s, context switches; side table ``processes``, one row
@@ -372,7 +369,7 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
     stage = repeats.MeasuringStage(
         "lmdbio", KEYS, configs, run_one,
         repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
-        tables=("processes",), judge=lambda rows, tables, level: decide(rows, tables, level, env),
+        tables=("processes",), judge=findings.judge("lmdbio", lambda rows, tables: findings_of(rows, env)),
         focus=findings.focus("lmdbio", configs, lambda rows: context(rows, env)),
         context=lambda rows: context(rows, env), progress="lmdbio rounds",
         quantities=("seconds", "cs_per_proc"))

@@ -28,6 +28,7 @@ import pandas as pd
 from .. import paths
 
 RULES_STAGE = "claim_rules"   # the stage that writes results/claim_rules/<stage>.json
+RULES_ENV = "DLIO_CLAIM_RULES"   # another folder of them, outside a pipeline run (the unit tests')
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,15 @@ class Steering:
 
 
 def rules_file(stage: str):
+    """``results/claim_rules/<stage>.json``; outside a pipeline run, in :data:`RULES_ENV`'s folder
+    when it names one (the unit tests write the declarations' rules there once)."""
+    import os
+    from pathlib import Path
+
+    from ..results import PIPELINE_ENV
+
+    if os.environ.get(RULES_ENV) and not os.environ.get(PIPELINE_ENV):
+        return Path(os.environ[RULES_ENV]) / f"{stage}.json"
     return paths.results_dir(RULES_STAGE) / f"{stage}.json"
 
 
