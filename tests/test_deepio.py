@@ -181,13 +181,19 @@ def _loader_rows(repeats, effect, noise, seed=0):
         for m in ("ordered", "opportunistic") for r in (0.5, 0.25) for p in (1, 2) for i in range(repeats)])
 
 
-def test_loader_decided_judges_like_the_report():
+def test_the_loaders_rounds_judge_like_the_report():
+    """The stage's rounds judge the loader's findings by their declared rules alone (the same
+    measure function as the report, experiments.repeats.findings.judge): the same verdicts."""
+    from experiments.claims import steering
+    from experiments.repeats import findings
+
     level = 1 - 0.05 / 3
-    clear = deepio.loader_decided(_loader_rows(8, 3.0, 0.02), level)
+    judge = findings.judge("deepio", deepio.loader_findings, rules=steering.rules("deepio"))
+    clear = judge(_loader_rows(8, 3.0, 0.02), {}, level)
     # the report's bandwidth findings: one per R at the largest P, and every P on the tier
     assert set(clear) == {"deepio_fig10_opp_faster_R0.25", "deepio_fig10_opp_faster_R0.5",
                           "deepio_opp_faster_every_p_disk"} and all(clear.values()), clear
-    noise = deepio.loader_decided(_loader_rows(4, 1.0, 0.2), level)
+    noise = judge(_loader_rows(4, 1.0, 0.2), {}, level)
     assert set(noise) == set(clear) and not any(noise.values()), noise
     # the report's own rows, at the level of the rows (the level column): the same verdicts
     rows = _loader_rows(8, 3.0, 0.02).assign(level=level)
@@ -226,16 +232,16 @@ def test_measure_loader_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp
     t = SimpleNamespace(name="disk", dir=tmp_path)
     staged = {"disk": pd.DataFrame({"abspath": ["a", "b"], "bytes": [10, 10]})}
     cfg = deepio.DeepIOConfig(ratios=[0.5], procs=[1, 2], repeats=2, max_repeats=5)
-    raw, facts = deepio.measure_loader(staged, [t], cfg, seed=2)
+    m, facts = deepio.measure_loader(staged, [t], cfg, seed=2)
+    raw, seq = m.rows, m.course
     assert {"level", "repeat", "round_order", "warmup"} <= set(raw)
     assert raw["repeat"].max() == 4 and len(raw) == 5 * 4   # no effect: undecided up to the maximum
-    seq = raw.attrs["sequential"]
     assert {f["stopped"] for f in seq["findings"].values()} == {"maximum"} and len(seq["order"]) == len(raw)
     assert facts["scale"] == {"procs_max": 2, "nodes_max": 1, "allocation_nodes": 1}
     # a clear effect stops at the first look (7 rounds of at least 6, up to 9, a look every 4)
     effect["x"] = 3.0
-    raw, _ = deepio.measure_loader(staged, [t], cfg.model_copy(update={"repeats": 6, "max_repeats": 9}), seed=2)
-    seq = raw.attrs["sequential"]
+    m, _ = deepio.measure_loader(staged, [t], cfg.model_copy(update={"repeats": 6, "max_repeats": 9}), seed=2)
+    raw, seq = m.rows, m.course
     assert seq["plan"]["first_look"] == 7 and raw["repeat"].max() == 6
     assert {f["stopped"] for f in seq["findings"].values()} == {"decided"}
     assert (raw["level"] == seq["plan"]["level"]).all() and seq["plan"]["level"] > 0.95
@@ -276,10 +282,16 @@ def test_fig10_rows_say_what_the_ratio_is_of_and_nodes_row_measures_more_than_on
 
 
 def test_decide_buys_loader_runs_for_the_bandwidth_findings_only():
-    """``make decide``'s hook (deepio.needs): a bandwidth finding judged per tier compares that
-    tier's loader configurations, the Fig 10 one every configuration; an accuracy finding none
-    (its samples are training seeds)."""
-    configs = [(t, m, 0.25, 2, 1) for t in ("mem", "disk") for m in ("ordered", "opportunistic")]
-    assert deepio.needs("deepio_fig7_low_rl_hurts", None, configs) == []
-    assert deepio.needs("deepio_opp_faster_every_p_disk", None, configs) == [2, 3]
-    assert deepio.needs("deepio_fig10_opp_faster_R0.25", None, configs) == [0, 1, 2, 3]
+    """What the declarations say the loader's findings compare (``compares``, filled from the
+    stage's context): a bandwidth finding judged per tier, that tier's loader configurations;
+    the Fig 10 ones, the storage tier's; an accuracy finding steers nothing (its samples are
+    training seeds, which loader runs do not add)."""
+    from experiments.claims import steering
+    from experiments.repeats import findings
+
+    configs = [{"tier": t, "mode": m, "R": 0.25, "P": 2, "nodes": 1} for t in ("mem", "disk")
+               for m in ("ordered", "opportunistic")]
+    rules, ctx = steering.rules("deepio"), {"storage_tier": "disk"}
+    assert findings.of("deepio_fig7_low_rl_hurts", rules) is None
+    assert findings.compared("deepio_opp_faster_every_p_mem", configs, rules, ctx) == [0, 1]
+    assert findings.compared("deepio_fig10_opp_faster_R0.25", configs, rules, ctx) == [2, 3]

@@ -245,20 +245,13 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
 LOOK_EVERY = 4
 
 
-def loader_decided(rows: pd.DataFrame, tables: dict, level: float) -> dict:
-    """{finding id: :class:`experiments.repeats.Judged`} (decided, and the forecast that
-    steers the rounds) for the loader's bandwidth findings on the runs so far (``rows``), judged
-    at ``level`` by the report's own computation (:func:`experiments.deepio.report.loader_claims`
-    on :func:`summarize_loader` of the rows, on the tier the report judges:
-    :func:`experiments.deepio.report.storage_tier`)."""
-    from .. import stats
-    from ..repeats.futility import judged
-    from . import report
+def loader_findings(rows: pd.DataFrame, tables: dict | None = None) -> list:
+    """The loader's bandwidth findings on the runs so far (:func:`experiments.deepio.findings.measure_loader`
+    on :func:`summarize_loader` of the rows, on the tier they are judged on), at the level in
+    force: the measure function the stage's rounds judge at each look."""
+    from .findings import measure_loader
 
-    loader = summarize_loader(rows)
-    tier = report.storage_tier(loader, set(rows.loc[rows["memory_backed"].astype(bool), "tier"]))
-    with stats.corrected_level(level):
-        return judged(report.loader_claims(loader, tier, raw=rows), level)
+    return measure_loader(summarize_loader(rows), storage_tier_of(rows), raw=rows)
 
 
 KEYS = ("tier", "mode", "R", "P", "nodes")   # the columns that name a loader configuration
@@ -283,13 +276,14 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     """Ordered vs opportunistic read bandwidth for each tier, R, P and node count of ``nodes``
     (at most P); cache evicted before each run. The configurations run in rounds (each once
     per round, in a seeded random order: :class:`experiments.repeats.MeasuringStage`): at least
-    ``repeats`` rounds, more while a bandwidth finding is undecided (:func:`loader_decided`),
-    up to ``max_repeats`` within ``budget_s``; then the runs ``make decide`` bought
+    ``repeats`` rounds, more while a bandwidth finding is undecided (:func:`loader_findings`, judged by the declared
+    rules); then the runs ``make decide`` bought
     (``purchases``: ``params.yaml``'s ``decide.deepio``). Returns the
     :class:`experiments.repeats.Measurement` (one row per run) and facts: eviction, the launcher
     (env.json) and the scale reached (``scale``: most ranks and nodes of a run).
     ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
     from .. import repeats
+    from ..repeats import findings
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     packs, evictions = {}, {}
@@ -313,7 +307,8 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     stage = repeats.MeasuringStage(
         "deepio", KEYS, configs, run_one,
         repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
-        judge=loader_decided, progress="deepio: loader rounds", quantities=("MBps",),
+        judge=findings.judge("deepio", loader_findings), progress="deepio: loader rounds", quantities=("MBps",),
+        focus=findings.focus("deepio", configs, lambda rows: {"storage_tier": storage_tier_of(rows)}),
         context=lambda rows: {"storage_tier": storage_tier_of(rows)})   # the tier the report judges
     try:
         got = repeats.measure(stage, purchases)
