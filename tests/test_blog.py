@@ -228,7 +228,7 @@ def _rounds(configs, one_run, cfg, seed, purchases=()):
     (rows, dstat rows, rounds.json)."""
     from experiments import repeats
 
-    m = repeats.measure(bt.stage(configs, one_run, cfg, seed, blog_report.decided), purchases)
+    m = repeats.measure(bt.stage(configs, one_run, cfg, seed), purchases)
     return m.rows, bt.dstat_rows_of(m.tables["dstat"]), m.course
 
 
@@ -269,24 +269,33 @@ def test_blog_measure_goes_in_rounds_with_warm_pairs_and_stops_when_decided():
     assert list(again["run"]) == list(raw["run"]) and list(again["format"]) == list(raw["format"])
 
 
+def _decided(raw, dstat_rows, level):
+    """What the blog's rounds judge at a look: its findings by their declared rules."""
+    from experiments.blog.findings import findings_of
+    from experiments.claims import steering
+    from experiments.repeats import findings
+
+    return findings.judge("blog", findings_of, rules=steering.rules("blog"))(raw, {"dstat": dstat_rows}, level)
+
+
 def test_blog_decided_judges_the_reports_own_findings():
     """A clear effect is decided; no effect within a large noise is not, at few repeats; a
     finding with no value (no runs of it) is left out."""
     cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=7)
     configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
     raw, dstat_rows, _ = _rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=1)
-    got = blog_report.decided(raw, dstat_rows, 0.95)
+    got = _decided(raw, dstat_rows, 0.95)
     assert got["blog_private_threads_help"] and got["blog_workers_help"] and got["blog_warm_faster"]
     # no effect of a warm cache (rule '> 1'), and workers at their rule's threshold (1.2 at 2
     # workers), within a noise of 30 %: six repeats cannot tell
     none = {"threads": 0.5, "tfrecord": 0.2, "workers": 1.2 ** 0.5 - 1, "warm": 0.0}
     cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6)
     raw, dstat_rows, _ = _rounds(configs, _fake_run(none, 0.3, seed=2), cfg, seed=1)
-    got = blog_report.decided(raw, dstat_rows, 0.95)
+    got = _decided(raw, dstat_rows, 0.95)
     assert not got["blog_workers_help"] and not got["blog_warm_faster"]
     assert got["blog_private_threads_help"]
     only_tf = raw[raw["framework"] == "tensorflow"]
-    got = blog_report.decided(only_tf, dstat_rows[dstat_rows["run"].isin(only_tf["run"])], 0.95)
+    got = _decided(only_tf, dstat_rows[dstat_rows["run"].isin(only_tf["run"])], 0.95)
     assert "blog_workers_help" not in got and "blog_private_threads_help" in got
 
 
@@ -294,10 +303,9 @@ def test_blog_repeats_bad_input():
     with pytest.raises(ConfigError, match=r"blog\.max_repeats = 2 is below blog\.repeats = 6"):
         config.validate("blog", {"repeats": 6, "max_repeats": 2})
     configs = bt.run_configs(["disk"], [1], [0])
-    one = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=3), 0, blog_report.decided)
+    one = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=3), 0)
     assert one.rounds.max_repeats == 3                                   # no max: a fixed count
-    p = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390), 0,
-                 blog_report.decided).rounds
+    p = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390), 0).rounds
     assert (p.min_repeats, p.max_repeats, p.budget_s) == (6, 9, 390)
 
 

@@ -182,17 +182,19 @@ def run_configs(tiers: list[str], threads: list[int], workers: list[int]) -> lis
 KEYS = ("framework", "tier", "format", "threads", "workers")   # the columns that name a configuration
 
 
-def stage(configs: list[dict], one_run, cfg: BlogConfig, seed: int, decide):
+def stage(configs: list[dict], one_run, cfg: BlogConfig, seed: int):
     """The blog's runs as one measuring stage (:class:`experiments.repeats.MeasuringStage`):
     each round runs every configuration of ``configs`` (:func:`run_configs`) once cold, in an
     order drawn for the round (drift on the box hits every configuration alike), a ``warm``
     configuration's cold pass followed at once by its warm pass: both rows share the run's id
     (``run``), ``cache`` says which pass. At least ``repeats`` rounds, more up to
-    ``max_repeats`` within ``budget_s`` while a finding is undecided: ``decide(raw, dstat_rows,
-    level)`` judges the runs so far (:func:`experiments.blog.report.decided`, passed in, as the
-    report imports this module). ``one_run(config, cache)`` measures one pass and returns (its
-    row, its dstat samples). A run gives one row per pass and its side table ``dstat``."""
+    ``max_repeats`` within ``budget_s`` while a finding is undecided (the findings of the runs
+    so far, :func:`experiments.blog.findings.findings_of`, judged by their declared rules).
+    ``one_run(config, cache)`` measures one pass and returns (its row, its dstat samples). A run
+    gives one row per pass and its side table ``dstat``."""
     from .. import repeats
+    from ..repeats import findings
+    from .findings import findings_of
 
     def run_one(c, i):
         rows, frames = [], []
@@ -204,19 +206,20 @@ def stage(configs: list[dict], one_run, cfg: BlogConfig, seed: int, decide):
         return repeats.Run(rows, {"dstat": pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()})
 
     plan = repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s)
+    configs = [{k: c.get(k) for k in KEYS} | c for c in configs]
+    context = lambda rows: {"storage_tier": storage_tier_of(rows)}   # noqa: E731 (the tier the report judges)
     return repeats.MeasuringStage(
-        "blog", KEYS, [{k: c.get(k) for k in KEYS} | c for c in configs], run_one, plan, seed, tables=("dstat",),
-        judge=lambda raw, tables, level: decide(raw.assign(level=level), dstat_rows_of(tables.get("dstat", pd.DataFrame())), level),
-        context=lambda rows: {"storage_tier": storage_tier_of(rows)}, progress="blog rounds",
+        "blog", KEYS, configs, run_one, plan, seed, tables=("dstat",),
+        judge=findings.judge("blog", findings_of), focus=findings.focus("blog", configs, context),
+        context=context, progress="blog rounds",
         quantities=("images_per_s",), units="dstat", unit_quantities=("read_MBps", "queue_len"))
 
 
 def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tiers,
-            cfg: BlogConfig, seed: int, decide, purchases=()):
+            cfg: BlogConfig, seed: int, purchases=()):
     """tf.data over TFRecords and over JPEG files at each private thread count, and the PyTorch
     DataLoader over the JPEG files at each ``num_workers``, on every tier, cold cache, in seeded
-    rounds until the findings are decided (:func:`stage`: ``decide`` is
-    :func:`experiments.blog.report.decided`), then the rounds ``make decide`` bought
+    rounds until the findings are decided (:func:`stage`), then the rounds ``make decide`` bought
     (``purchases``: ``params.yaml``'s ``decide.blog``); each repeat of the most threads
     (workers) is a cold run followed at once by the same run warm (no eviction: the files are in
     the page cache), so both see the same load. Each run times one epoch (images/s, MB/s of
@@ -268,7 +271,7 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
     from .. import repeats
 
     got = repeats.measure(stage(run_configs([t.name for t in tiers], cfg.threads, cfg.workers), one_run, cfg,
-                                seed, decide), purchases)
+                                seed), purchases)
     got.tables["dstat"] = dstat_rows_of(got.tables["dstat"])
     return got, {"eviction": evictions}
 
