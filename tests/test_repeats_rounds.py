@@ -128,23 +128,30 @@ def test_a_report_judges_at_the_corrected_level():
 
 
 def test_alexnet_prefetch_findings_steer_its_rounds():
-    """The prefetch sweep's judging at a look (experiments.chien.alexnet) on fake runs: a 20 %
-    effect is decided, none with 20 % noise is not."""
+    """The prefetch sweep's judging at a look (experiments.chien.alexnet.sweep_findings judged by
+    the declared rules) on fake runs: a 20 % effect is decided, none with 20 % noise is not."""
     import pandas as pd
 
     from experiments.chien import alexnet as ax
+    from experiments.claims import steering
+    from experiments.repeats import findings
+
+    cfg = ax.AlexNetConfig(batch_tiers=["disk"], batch_sizes=[16, 64])
+    judge = findings.judge("alexnet_prefetch", lambda r, t: ax.sweep_findings(r, t, cfg),
+                           rules=steering.rules("alexnet_prefetch"))
 
     rng = np.random.default_rng(0)
 
     def runs(effect, noise, n=8):
         return pd.DataFrame([{"experiment": "prefetch", "tier": "disk", "threads": t, "prefetch": p,
-                              "warmup": False, "repeat": i,
+                              "warmup": False, "repeat": i, "batch_size": 64, "images_per_s": 1.0,
+                              "data_s": 1.0, "compute_s": 1.0, "iterations": 8,
                               "seconds": (1 + effect * (p == 0)) * (1 + noise * rng.standard_normal())}
                              for i in range(n) for t in (1, 2) for p in (0, 1)])
 
     k = "alexnet-prefetch-faster-disk"
-    clear, noise = ax.prefetch_decided(runs(0.2, 0.01), {}, 0.99), ax.prefetch_decided(runs(0.0, 0.2), {}, 0.99)
-    assert list(clear) == list(noise) == [k] and clear[k] and not noise[k]
+    clear, noise = judge(runs(0.2, 0.01), {}, 0.99), judge(runs(0.0, 0.2), {}, 0.99)
+    assert k in clear and k in noise and clear[k] and not noise[k]
     # the undecided one carries its samples, for the forecast that steers the repeats
     assert noise[k].n and noise[k].forecast
 

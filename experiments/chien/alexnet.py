@@ -271,27 +271,18 @@ def _one_run(trainer, m, n_classes, threads, batch, prefetch, image_size, seed, 
     return seconds, steps, ev
 
 
-def prefetch_decided(runs: pd.DataFrame, tables: dict, level: float) -> dict:
-    """{``alexnet-prefetch-faster-<tier>``: :class:`experiments.repeats.Judged`} (decided, and
-    the forecast that steers the rounds) on the runs so far: the report's own
-    computation (:func:`experiments.chien.alexnet_report.prefetch_ratio`: the run time without
-    prefetch over with it, summed over the thread counts' medians, bootstrapped over the
-    runs) at ``level``, judged by the finding's rule ('> 1', its 5 % margin)."""
-    from .. import claims, stats
-    from ..repeats.futility import judged
-    from .alexnet_report import prefetch_ratio
+def sweep_findings(runs: pd.DataFrame, tables: dict, cfg: "AlexNetConfig") -> list:
+    """The prefetch and batch findings of the sweeps' runs so far (Fig 6, 7:
+    :func:`experiments.chien.alexnet_findings.measure_prefetch` and ``measure_batch_size`` on
+    :func:`summarize` of the runs), at the level in force: the measure function the stage's
+    rounds judge at each look."""
+    from .alexnet_findings import measure_batch_size, measure_prefetch
 
-    r = runs[(runs["experiment"] == "prefetch")]
-    out = {}
-    for tier, g in r.groupby("tier", sort=False):
-        if not {0, 1} <= set(g["prefetch"]):
-            continue
-        threads = sorted(set(g.loc[g["prefetch"] > 0, "threads"]))
-        with stats.corrected_level(level):
-            v, ci = prefetch_ratio(r, tier, threads, "seconds", 1.0)
-        c = claims.claim(f"alexnet-prefetch-faster-{tier}", "", "", "", v, "x", "> 1", kind="finding", interval=ci)
-        out.update(judged([c], level))
-    return out
+    n = os.cpu_count() or 1
+    summary = summarize(runs)
+    batches = batch_table(summary, cfg.batch_threads, cfg.batch_tiers, cfg.batch_sizes)
+    return [*measure_prefetch(summary, {}, n, runs),
+            *(measure_batch_size(batches, {}, n, runs, tables.get("steps")) if len(batches) else [])]
 
 
 KEYS = ("experiment", "tier", "threads", "batch_size", "prefetch")   # the columns that name a configuration
@@ -302,11 +293,13 @@ def sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int, tie
     """Fig 6's prefetch sweep and Fig 7's batch sweep as one measuring stage
     (:class:`experiments.repeats.MeasuringStage`): every configuration (``experiment``: prefetch
     or batch) once a round, in a seeded order, the data set evicted from the page cache before
-    each run; a warm-up round first; at least ``repeats`` rounds, more while a prefetch finding
-    is undecided (:func:`prefetch_decided`), up to ``max_repeats`` within ``budget_s``. A run
+    each run; a warm-up round first; at least ``repeats`` rounds, more while a prefetch or batch
+    finding is undecided (:func:`sweep_findings`, judged by the declared rules), up to
+    ``max_repeats`` within ``budget_s``. A run
     trains one epoch: its row (run time, images/s, the summed data wait and compute) and its
     steps (side table ``steps``)."""
     from .. import repeats
+    from ..repeats import findings
 
     def run_one(c, i):
         m = staged[c["tier"]]
@@ -321,14 +314,17 @@ def sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int, tie
     pre = prefetch_configs(tier_names, cfg)
     configs = ([{"experiment": "prefetch", **c} for c in pre]
                + [{"experiment": "batch", **c} for c in batch_configs(cfg, pre)])
+    context = lambda rows: {"batch_threads": cfg.batch_threads, "batch_tiers": cfg.batch_tiers}   # noqa: E731
     top = max(cfg.repeats, cfg.max_repeats or cfg.repeats)
     plan = repeats.RoundsPlan(cfg.repeats, top, cfg.budget_s or math.inf) if top > cfg.repeats else \
         repeats.RoundsPlan(cfg.repeats, cfg.repeats)
     return repeats.MeasuringStage("alexnet_prefetch", KEYS, configs, run_one, plan, seed, warmup=cfg.warmup,
-                                  tables=("steps",), judge=prefetch_decided, progress="alexnet rounds",
+                                  tables=("steps",), progress="alexnet rounds",
+                                  judge=findings.judge("alexnet_prefetch", lambda r, t: sweep_findings(r, t, cfg)),
+                                  focus=findings.focus("alexnet_prefetch", configs, context),
                                   quantities=("seconds", "data_s"), units="steps",
                                   unit_quantities=("data_s", "compute_s"),
-                                  context=lambda rows: {"batch_threads": cfg.batch_threads, "batch_tiers": cfg.batch_tiers})
+                                  context=context)
 
 
 def measure_stage(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: dict[str, str], n_classes: int,
