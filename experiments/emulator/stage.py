@@ -8,7 +8,7 @@ default), ``summary.csv`` (one row per traced checkpoint and writer), the traces
 
 ``emulator`` (notebook 51, for storage engineers): the points to run (:func:`points`), their
 emulator configurations on a tier (:func:`point_configs`), the emulation of each on each tier
-with its accelerator utilization (:func:`run_grid`, drawn by :func:`au_figure`), and the search
+with its accelerator utilization (:func:`run_grid`, drawn by :func:`experiments.emulator.figures.au_figure`), and the search
 for the most accelerators each workload's storage feeds (:func:`search_all`).
 """
 
@@ -159,23 +159,6 @@ def search_all(cfgs: dict, out_root, limit: int) -> dict:
     from .search import max_accelerators
 
     return {w: max_accelerators(c, Path(out_root) / w, limit=limit) for w, c in cfgs.items()} if limit else {}
-
-
-def au_figure(table: pd.DataFrame, title: str):
-    """Accelerator utilization (%) of each run of :func:`run_grid`'s ``table``, one bar per
-    workload, green where it passes MLPerf Storage's 90 % mark and red where it does not."""
-    import matplotlib.pyplot as plt
-
-    from .. import style
-    from ..workloads.compute_model import MLPERF_AU_PASS
-
-    fig, ax = plt.subplots(figsize=(6, 3))
-    ax.bar(table["workload"], 100 * table["au"], color=["tab:green" if p else "tab:red" for p in table["au_pass"]])
-    ax.axhline(100 * MLPERF_AU_PASS, color="k", ls="--", lw=1, label=f"MLPerf Storage pass ({100 * MLPERF_AU_PASS:g} %)")
-    ax.set(ylabel="accelerator utilization (%)", ylim=(0, 105), title=title)
-    ax.legend(loc="lower right")
-    style.stamp_host(fig)
-    return fig
 
 
 def _flat(s: dict) -> dict:

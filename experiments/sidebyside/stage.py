@@ -204,10 +204,11 @@ def validation_records(done: dict) -> dict:
 def timeline_inputs(done: dict) -> list[dict]:
     """Per traced side, what its Fig 5.7/5.12/5.18 timeline draws: ``name`` (the figure's
     file name), ``workload``, ``side``, ``title``, ``bin_s`` (s), ``io`` (MB/s per bin,
-    :func:`experiments.trace.timeline.io_series`) and ``phases`` (the application log's, or
+    :func:`experiments.trace.series.io_series`) and ``phases`` (the application log's, or
     None). Call it before the checkpoints are removed (the block rows are filtered by their
     extents)."""
-    from ..trace import phases, timeline
+    from ..trace import phases
+    from ..trace import series as timeline   # the series a timeline draws (no figure here)
 
     out = []
     for w, got in done.items():

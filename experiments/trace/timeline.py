@@ -17,59 +17,14 @@ import numpy as np
 import pandas as pd
 
 from .. import style
-from .schema import VFS_READS, VFS_WRITES, Trace
-from .vector import block_rows, file_filter, file_sectors
+from .schema import Trace
+from .series import SERIES, auto_bin, io_series  # noqa: F401 (the series drawn: computed apart from the figure)
 
 PHASE_COLORS = {"init": "#bbbbbb", "train": "#4c9f70", "eval": "#e5a50a", "checkpoint": "#c0392b"}
 IO_STYLE = {  # series -> (color, label)
     "vfs_read": ("#8ecae6", "VFS read"), "block_read": ("#023e8a", "BIO read"),
     "vfs_write": ("#f4a6a6", "VFS write"), "block_write": ("#9d0208", "BIO write"),
 }
-
-
-def io_series(trace: Trace, bin_s: float = 1.0, data=None, checkpoint=None, block_files=None) -> pd.DataFrame:
-    """MB/s per bin: columns ``t_s`` (bin start) and the four series of :data:`IO_STYLE`.
-    ``block_files``: count only block requests touching these files' extents."""
-    ev = trace.events
-    if len(ev):
-        t_end = float(ev["t_s"].max())
-        edges = np.arange(0.0, max(t_end, 0.0) + bin_s, bin_s)
-        if len(edges) < 2:
-            edges = np.array([0.0, bin_s])
-        out = pd.DataFrame({"t_s": edges[:-1]})
-        blk = ev["layer"] == "block"
-        if block_files:
-            keep = block_rows(ev, "read", sectors=file_sectors(block_files)).index.union(
-                block_rows(ev, "write", sectors=file_sectors(block_files)).index)
-            blk = blk & ev.index.isin(keep)
-        sel = {
-            "vfs_read": (ev["layer"] == "vfs") & ev["op"].isin(VFS_READS) & file_filter(ev["path"], data),
-            "vfs_write": (ev["layer"] == "vfs") & ev["op"].isin(VFS_WRITES) & file_filter(ev["path"], checkpoint),
-            "block_read": blk & (ev["op"] == "read"),
-            "block_write": blk & (ev["op"] == "write"),
-        }
-        for name, m in sel.items():
-            e = ev[m & (ev["error"] == 0)]
-            h, _ = np.histogram(e["t_s"], bins=edges, weights=e["size"].fillna(0))
-            out[name] = h / 1e6 / bin_s
-        end = pd.DataFrame({"t_s": [edges[-1]], **{k: [0.0] for k in sel}})  # closes the last bin
-        return pd.concat([out, end], ignore_index=True)
-    s = trace.samples
-    if not len(s):
-        return pd.DataFrame(columns=["t_s", *IO_STYLE])
-    proc = s[s["source"] == "proc"].set_index("t_s")
-    dev = s[s["source"].astype(str).str.startswith("dev:")].groupby("t_s")[["read_MBps", "write_MBps"]].sum()
-    out = pd.DataFrame({"vfs_read": proc.get("vfs_read_MBps"), "vfs_write": proc.get("vfs_write_MBps")})
-    out = out.join(dev.rename(columns={"read_MBps": "block_read", "write_MBps": "block_write"}), how="outer")
-    return out.fillna(0).reset_index().rename(columns={"index": "t_s"})
-
-
-def auto_bin(trace: Trace, bins: int = 80) -> float:
-    """A bin width giving about ``bins`` bins over the trace (1, 2 or 5 x 10^k seconds)."""
-    t = float(trace.events["t_s"].max()) if len(trace.events) else 1.0
-    raw = max(t / bins, 1e-3)
-    k = 10 ** np.floor(np.log10(raw))
-    return float(min((m * k for m in (1, 2, 5, 10) if m * k >= raw), default=raw))
 
 
 def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None = 1.0, data=None,

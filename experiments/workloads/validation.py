@@ -29,7 +29,6 @@ import numpy as np
 import pandas as pd
 
 from .. import paths
-from ..repeats import purchases
 from ..config import ConfigError
 from . import compute_model as cm
 from . import datasets, stage
