@@ -401,3 +401,29 @@ def test_focus_keeps_the_configurations_each_undecided_finding_needs():
     both = focus(["lmdbio_coal_faster_than_dio_prov_cifar", "lmdbio_stag_faster_than_coal_imagenet"], rows)
     assert {configs[i]["dataset"] for i in both} == {"cifar", "imagenet"} and len(both) == 4
 
+
+
+def test_a_purchase_widens_the_intervals_of_the_findings_it_bought_for_and_of_no_other():
+    """Issue 57: rows bought for one finding (LMM against LMDB at the judged P) carry one more
+    look; that finding's interval is judged at the higher level, every finding that compares
+    other configurations keeps its value, interval and verdict."""
+    env = {"cpu": {"count": 2}, "handover": "spin", "params": {"lmdbio": {"ranks_per_node": 2}}}
+    rows = _steps_rows(8, 2.0, 0.03).assign(level=0.95, made_by="repro")
+    before = {c["id"]: c for c in lmdbio_report.claims(lmdbio.summarize(rows), "disk", env, raw=rows)}
+    extra = _steps_rows(2, 2.0, 0.03, seed=9)
+    extra = extra[extra["strategy"].isin(["lmm", "lmdb"]) & (extra["P"] == 2)].assign(
+        level=1 - 0.05 / 2, made_by="decide 1", repeat=lambda d: d["repeat"] + 8)
+    both = pd.concat([rows, extra], ignore_index=True)
+    after = {c["id"]: c for c in lmdbio_report.claims(lmdbio.summarize(both), "disk", env, raw=both)}
+    from experiments.claims import steering
+    from experiments.repeats import findings
+
+    rules, ctx = steering.rules("lmdbio"), lmdbio.context(both, env)
+    level = lambda k: findings.level_of_finding(k, both, rules, ctx)   # noqa: E731
+    assert level("lmdbio_lmm_faster_than_lmdb_cifar") == pytest.approx(1 - 0.05 / 2)   # its data bought
+    assert level("lmdbio_dio_prov_faster_than_lmm_cifar") == pytest.approx(1 - 0.05 / 2)   # it compares LMM too
+    for k in ("lmdbio_coal_faster_than_dio_prov_cifar", "lmdbio_stag_faster_than_coal_cifar"):
+        assert level(k) == 0.95
+        assert (after[k]["our_value"], after[k]["ci_low"], after[k]["ci_high"], after[k]["verdict"]) == \
+            (before[k]["our_value"], before[k]["ci_low"], before[k]["ci_high"], before[k]["verdict"]), k
+    assert after["lmdbio_lmm_faster_than_lmdb_cifar"]["ci_low"] != before["lmdbio_lmm_faster_than_lmdb_cifar"]["ci_low"]

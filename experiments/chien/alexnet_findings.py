@@ -15,7 +15,6 @@ import pandas as pd
 from .. import claims as C
 from .. import reference, stats
 from ..claims.measured import Measured
-from ..repeats import level_of
 
 
 def stall_ratios(ck: pd.DataFrame, fast: str, slow: str) -> dict:
@@ -170,9 +169,8 @@ def _run_ratio(ck: pd.DataFrame, ck_runs: pd.DataFrame | None, num: tuple[str, s
         return v, None
     timed = ck_runs[~ck_runs["warmup"].astype(bool)] if "warmup" in ck_runs else ck_runs
     one = lambda m, t: stats.samples(timed, "seconds", mode=m, target=t)   # noqa: E731
-    # a fixed count of checkpoint runs, looked at once (95 %), and once more per purchase of
-    # make decide (the rows' level: experiments.repeats.purchases)
-    return stats.ratio_of_medians(one(*num), one(*den), level=level_of(ck_runs))
+    # at the level in force: the looks at the configurations the finding compares
+    return stats.ratio_of_medians(one(*num), one(*den))
 
 
 def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int,
@@ -195,10 +193,9 @@ def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int
     bb = f"{fast}>{slow}"
     if r and saves is not None and len(saves):
         stall = lambda t: stats.samples(saves, "stall_s", target=t)   # noqa: E731 (warm-ups left out)
-        # alexnet_checkpoint's runs: a fixed count, looked at once, plus decide's looks (as in _run_ratio)
-        lv = level_of(ck_runs)
-        close, close_ci = stats.ratio_of_medians(stall(bb), stall(fast), level=lv)
-        sp, sp_ci = stats.ratio_of_medians(stall(slow), stall(bb), level=lv)
+        # at the level in force (as in _run_ratio)
+        close, close_ci = stats.ratio_of_medians(stall(bb), stall(fast))
+        sp, sp_ci = stats.ratio_of_medians(stall(slow), stall(bb))
     serial = (f"a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s on {fast}: serializing the state "
               f"on {n} cores takes most of a stall on either tier")
     ci_words = lambda iv: (f" [{iv.low:.2f}, {iv.high:.2f}]" if iv is not None and iv.ok else "")  # noqa: E731

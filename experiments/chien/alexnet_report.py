@@ -228,10 +228,20 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
     ``steps`` (alexnet_prefetch's steps.csv, one row per training step) and ``ck_runs``
     (alexnet_checkpoint's raw.parquet, one row per run: the run times Fig 9 compares); a
     finding whose samples are not given has no interval and is ``inconclusive``."""
+    from ..repeats.findings import judged_at_their_levels
+
     env, ck_env = env or {}, ck_env or {}
     n = C.cores(env or ck_env)
-    return join(STAGE, [*measure_prefetch(summary, env, n, raw),
-                        *measure_batch_size(batches, env, n, raw, steps),
-                        *measure_checkpoint(ck, fast, slow, env, n, fio, saves, ck_runs)])
+    bp = (env.get("params") or {}).get("alexnet") or {}
+    sweeps = lambda: [*measure_prefetch(summary, env, n, raw), *measure_batch_size(batches, env, n, raw, steps)]  # noqa: E731
+    ckpt = lambda: measure_checkpoint(ck, fast, slow, env, n, fio, saves, ck_runs)   # noqa: E731
+    # each finding at the level of the looks at the configurations it compares
+    return join(STAGE, [
+        *(judged_at_their_levels("alexnet_prefetch", raw, sweeps, {"batch_threads": bp.get("batch_threads"),
+                                                                     "batch_tiers": bp.get("batch_tiers")})
+          if raw is not None else sweeps()),
+        *(judged_at_their_levels("alexnet_checkpoint", ck_runs, ckpt,
+                                 {"fast": fast, "slow": slow, "burst": f"{fast}>{slow}"})
+          if ck_runs is not None and len(ck_runs) else ckpt())])
 
 

@@ -186,8 +186,13 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     # the loader's runs went in rounds until its findings were decided (experiments.repeats):
     # their intervals at the level its looks used (Bonferroni over looks; 95 % for a fixed
     # count); the accuracy findings rest on a fixed count of seeds, at 95 %
+    from ..repeats.findings import judged_at_their_levels
+
+    # each bandwidth finding at the level of the looks at the configurations it compares
+    loader_m = (judged_at_their_levels("deepio", raw, lambda: measure_loader(loader, tier, env, fio, raw),
+                                       {"storage_tier": tier}) if raw is not None
+                else measure_loader(loader, tier, env, fio, raw))
     with stats.corrected_level(level_of(raw)):
-        loader_m = measure_loader(loader, tier, env, fio, raw)
         nodes_m = measure_nodes(loader, env, raw)
     return join(STAGE, [*measure_rl(rl), *measure_accuracy(curves), *loader_m, nodes_m,
                         measure_opp_rl(loader, tier), *measure_beegfs(env)])

@@ -8,7 +8,6 @@ import pandas as pd
 
 from .. import claims as C
 from .. import stats, style
-from ..repeats import level_of
 from ..tiers import storage_tier_of as storage_tier  # noqa: F401 (the tier the claims judge)
 from ..claims.declared import join
 from .findings import (PAPER_DATASET, PUMMA_PROCS, STEPS, claim_p, measure_caffe, measure_steps,  # noqa: F401
@@ -85,8 +84,8 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
     ``env``: lmdbio's env.json (cores, cold-run residency, handover). ``raw``: lmdbio's
     raw.parquet (one row per run and repeat), from which each ratio's interval is computed
     (bootstrap over the repeats, of the whole reduction over P where there is one), at the
-    level the stage's repeats-until-decided loop looked at (its ``level`` column:
-    :func:`experiments.repeats.level_of`; 95 % for a fixed count); without it
+    level of the looks at the configurations it compares (the ``level`` column of their rows:
+    :func:`experiments.repeats.findings.judged_at_their_levels`); without it
     the findings are ``inconclusive``. Context switches are all of them, voluntary (the process
     slept: waiting for I/O, or for the hand-over) and involuntary (preemptions), since the paper
     names no kind; the note gives both per P. The paper ran
@@ -94,10 +93,13 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
     and carry no paper value. Judged on the one-node runs (:func:`experiments.claims.one_node`).
     The paper's headline numbers at 9,216 processes (660-fold from
     ideal strong scaling, read time ~90 % of training) are rows too, not measured here."""
+    from ..repeats.findings import judged_at_their_levels
+    from .read import context
+
     env = env or {}
-    with stats.corrected_level(level_of(raw)):
-        return join(STAGE, [*measure_steps(C.one_node(summary), tier, env, C.one_node(raw)),
-                            *measure_caffe(C.one_node(summary), tier, env)])
+    steps = lambda: measure_steps(C.one_node(summary), tier, env, C.one_node(raw))   # noqa: E731
+    return join(STAGE, [*(judged_at_their_levels("lmdbio", raw, steps, context(raw, env)) if raw is not None
+                          else steps()), *measure_caffe(C.one_node(summary), tier, env)])
 
 
 def switches_table(summary: pd.DataFrame, kind: str = "vol") -> pd.DataFrame:
