@@ -230,8 +230,12 @@ def bootstrap(stat: Callable[..., float], *samples, level: float | None = None, 
     return point, Interval(float(lo), float(hi), n, method, level, cov)
 
 
+MIN_RUNS = 3   # runs of a configuration below which its interval would come from inside its runs
+
+
 def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = None, n_boot: int = N_BOOT,
-                   seed: int = 0, method: str = "bootstrap", units: str = "steps") -> tuple[float, Interval]:
+                   seed: int = 0, method: str = "bootstrap", units: str = "steps",
+                   min_runs: int = MIN_RUNS) -> tuple[float, Interval]:
     """``stat(*arrays)`` and its two-level percentile-bootstrap interval, runs the unit.
 
     Each sample is a list of runs, each run an array of the units measured inside it (steps,
@@ -247,7 +251,9 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
     reach is :func:`reachable` of that count: for a statistic that grows or falls with each
     sample (a ratio of medians, a median over configurations), the resampled values stay between
     those of the most extreme runs, so it misses only when every run of every sample falls on
-    the wrong side, with probability 2^(1 - runs). A sample with no run gives NaN bounds."""
+    the wrong side, with probability 2^(1 - runs). A sample with no run gives NaN bounds, and so
+    does one with fewer than ``min_runs`` runs: its interval would be the noise inside its
+    runs, not what a new run would give; the method then says how many runs it needs."""
     level = _lv(level)
     if n_boot < 100:
         raise ValueError(f"n_boot = {n_boot!r}; allowed: at least 100 resamples")
@@ -258,16 +264,39 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
     if not runs or any(len(s) == 0 for s in runs):
         return math.nan, _none(n, what, level)
     point = float(stat(*[np.concatenate(s) for s in runs]))
+    few = min(len(s) for s in runs)
+    if few < min_runs:
+        return point, _none(n, f"{method}: needs at least {min_runs} runs of each configuration it compares, "
+                               f"has {few} (an interval from inside fewer runs would hold only their own noise)",
+                            level)
     if n < 2:
         return point, _none(n, what, level)
     rng = np.random.default_rng(seed)
-    boot = np.empty(n_boot)
-    for i in range(n_boot):
-        arrs = []
-        for s in runs:
-            pick = rng.integers(0, len(s), size=len(s))
-            arrs.append(np.concatenate([s[j][rng.integers(0, len(s[j]), size=len(s[j]))] for j in pick]))
-        boot[i] = stat(*arrs)
+    # each sample's runs laid end to end: a resample picks runs (with replacement), then as many
+    # units as each picked run has, uniformly within it, as indices into the flat array
+    flat = [np.concatenate(s) for s in runs]
+    lens = [np.array([len(r) for r in s]) for s in runs]
+    starts = [np.concatenate([[0], np.cumsum(ln)[:-1]]) for ln in lens]
+    drawn = []   # per sample: all its resamples at once where its runs have one length, else None
+    for f, ln, st in zip(flat, lens, starts):
+        if ln.min() == ln.max() and n_boot * int(ln.sum()) <= 20_000_000:   # at most ~160 MB of draws
+            k, L = len(ln), int(ln[0])
+            pick = rng.integers(0, k, size=(n_boot, k))
+            idx = st[pick][:, :, None] + rng.integers(0, L, size=(n_boot, k, L))
+            drawn.append(f[idx.reshape(n_boot, k * L)])
+        else:
+            drawn.append(None)
+
+    def one(j: int, i: int) -> np.ndarray:
+        if drawn[j] is not None:
+            return drawn[j][i]
+        ln, st = lens[j], starts[j]
+        pick = rng.integers(0, len(ln), size=len(ln))
+        pl = ln[pick]
+        rep = np.repeat(pl, pl)
+        return flat[j][np.repeat(st[pick], pl) + (rng.random(len(rep)) * rep).astype(np.int64)]
+
+    boot = np.array([stat(*(one(j, i) for j in range(len(flat)))) for i in range(n_boot)], dtype=float)
     boot = boot[np.isfinite(boot)]
     if len(boot) < n_boot // 2:
         return point, _none(n, what + " (statistic undefined on most resamples)", level)

@@ -157,8 +157,11 @@ def test_runs_bootstrap_takes_its_interval_over_runs_not_steps():
     _, flat = stats.bootstrap(ratio, np.concatenate(a), np.concatenate(b))
     assert ci.n == 8 and "over 8 runs" in ci.method and ci.enough
     assert ci.low <= v <= ci.high and (ci.high - ci.low) > 5 * (flat.high - flat.low)
-    few = stats.runs_bootstrap(ratio, side(2.0, 1), side(1.0, 1))[1]
-    assert few.n == 2 and not few.enough and "too few" in few.method
+    few = stats.runs_bootstrap(ratio, side(2.0, 2), side(1.0, 2))[1]
+    assert few.n == 4 and not few.ok and "needs at least 3 runs" in few.method
+    three = stats.runs_bootstrap(ratio, side(2.0, 3), side(1.0, 3))[1]
+    assert three.n == 6 and three.ok and three.enough       # 1 - 2^-5 = 97 % >= 95 %
+    assert not stats.runs_bootstrap(ratio, side(2.0, 3), side(1.0, 3), level=0.99)[1].enough
     assert stats.runs_bootstrap(ratio, [], side(1.0, 3))[1].ok is False
     df = pd.DataFrame({"run": [0, 0, 1, 1, 2], "x": [1.0, 2.0, 3.0, 4.0, 5.0], "warmup": [False] * 4 + [True]})
     assert [list(r) for r in stats.runs_of(df, "x")] == [[1.0, 2.0], [3.0, 4.0]]

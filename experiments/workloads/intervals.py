@@ -1,11 +1,14 @@
 """Values and 95 % intervals of the workload findings from their samples (steps or the
-loader's reads), as the claims of :mod:`.report` use them.
+loader's reads, grouped by the run that measured them), as the claims of :mod:`.report` use them.
 
 A claim over several configurations (G, B) is a statistic of per-configuration statistics (the
-median over configurations of a ratio of medians, say). Its interval resamples the steps (or
-the loader's reads) of every configuration and row independently and recomputes the whole
-statistic (:func:`experiments.stats.bootstrap`), so the interval carries the noise of every
-sample, and the value is the same function on the samples themselves.
+median over configurations of a ratio of medians, say). Its interval takes the run as its unit
+(:func:`experiments.stats.runs_bootstrap`): for every configuration and row independently, it
+draws runs with replacement, then the steps (or reads) inside each drawn run, and recomputes the
+whole statistic; so the interval holds what changes when a run starts again, not only the noise
+inside one, and the value is the same function on the samples themselves. A configuration
+measured by fewer than :data:`experiments.stats.MIN_RUNS` runs gives no interval (the row says
+how many runs it needs).
 """
 
 from __future__ import annotations
@@ -43,16 +46,18 @@ def steady_rows(tab: pd.DataFrame) -> pd.DataFrame:
 
 
 class Samples(dict):
-    """:func:`config_samples`' {(G, B): samples}, with ``level``: the level their rows were judged
-    at (a ``make decide`` purchase of the workload adds a look; one of another workload does not)."""
+    """:func:`config_samples`' {(G, B): [runs of row r for r in rows]}, each row's runs a list of
+    arrays (one per run), with ``level``: the level their rows were judged at (a ``make decide``
+    purchase of the configurations adds a look; one of other configurations does not)."""
 
     level: float | None = None
 
 
 def config_samples(tab: pd.DataFrame, w: str, rows: tuple[str, ...], value) -> Samples:
-    """{(G, B): [``value(d)`` of row r's samples for r in ``rows``]} for every configuration of
-    workload ``w`` that every row ran (``tab``: steps or loader reads with column ``row``, see
-    :func:`steady_rows`; ``value``: DataFrame -> array, in the claim's unit)."""
+    """{(G, B): [row r's runs for r in ``rows``]} for every configuration of workload ``w`` that
+    every row ran, a row's runs being ``value(d)`` of each run's samples (``tab``: steps or loader
+    reads with column ``row``, see :func:`steady_rows`, and ``run`` (else ``repeat``) naming the
+    run; ``value``: DataFrame -> array, in the claim's unit)."""
     d = steady_rows(tab)
     if not len(d) or "row" not in d.columns:
         return Samples()
@@ -60,28 +65,37 @@ def config_samples(tab: pd.DataFrame, w: str, rows: tuple[str, ...], value) -> S
     out = Samples()
     out.level = level_of(d[d["row"].isin(rows)])
     for (g, b), x in d.groupby(["ranks", "batch_size"]):
-        got = [np.asarray(value(x[x["row"] == r]), dtype=float) for r in rows]
+        got = [runs_of(x[x["row"] == r], value) for r in rows]
         if all(len(v) for v in got):
             out[(int(g), int(b))] = got
     return out
 
 
+def runs_of(d: pd.DataFrame, value) -> list[np.ndarray]:
+    """``value`` of each run's rows of ``d`` (one array per run: ``run``, else ``repeat``, else
+    one run), runs without a sample left out."""
+    key = "run" if "run" in d.columns else "repeat" if "repeat" in d.columns else None
+    parts = [d] if key is None else [g for _, g in d.groupby(key, sort=True)]
+    out = [np.asarray(value(g), dtype=float) for g in parts]
+    return [a for a in out if len(a)]
+
+
 def configs_stat(groups: dict, per_config, reduce=np.median, what: str = "") -> tuple[float, stats.Interval | None]:
     """``reduce([per_config(*samples of (G, B)) for each (G, B)])`` (``groups``:
-    :func:`config_samples`) and its bootstrap interval, every sample resampled independently:
-    the point and the interval from the same samples through the same function
-    (:func:`experiments.stats.bootstrap`). (NaN, None) when there is no configuration.
-    ``n``: the smallest sample."""
+    :func:`config_samples`) and its interval over runs, every configuration's and row's runs
+    resampled independently, then the samples inside each drawn run: the point and the interval
+    from the same samples through the same function (:func:`experiments.stats.runs_bootstrap`).
+    (NaN, None) when there is no configuration. ``n``: the runs."""
     if not groups:
         return float("nan"), None
     k = len(next(iter(groups.values())))
-    flat = [a for v in groups.values() for a in v]
+    flat = [runs for v in groups.values() for runs in v]
 
     def stat(*arrs):
         return float(reduce([per_config(*arrs[i:i + k]) for i in range(0, len(arrs), k)]))
 
-    return stats.bootstrap(stat, *flat, method=f"bootstrap over steps of {len(groups)} configurations"
-                           + (f" ({what})" if what else ""), level=getattr(groups, "level", None))
+    return stats.runs_bootstrap(stat, *flat, method=f"{len(groups)} configurations" + (f" ({what})" if what else ""),
+                                level=getattr(groups, "level", None))
 
 
 def from_steps(fallback: float, got: tuple[float, stats.Interval | None]) -> tuple[float, stats.Interval | None]:
@@ -132,12 +146,12 @@ def vfs_rate(d):
 def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tuple[float, stats.Interval | None]:
     """The R² of workload ``w``'s ``moment`` compute-time model (OLS of the per-configuration
     mean, or standard deviation, of the compute time, s, on G and B, as :func:`.fits.ols` of
-    :func:`.fits.normal_fits`) and its bootstrap interval, both from one selection of steps
+    :func:`.fits.normal_fits`) and its interval over runs, both from one selection of steps
     (:func:`steady_rows`, the real variant) through one function: the point is that function on
-    the steps, the interval resamples each configuration's steps in blocks of consecutive steps
-    (they are not independent). ``moment``: ``mean``, ``std``, or ``std - mean`` (the std
-    model's R² minus the mean model's, both on the same resampled steps). (NaN, None) without
-    steps or with fewer than 3 configurations."""
+    the steps, the interval resamples each configuration's runs, then the steps inside each
+    drawn run (:func:`experiments.stats.runs_bootstrap`). ``moment``: ``mean``, ``std``, or
+    ``std - mean`` (the std model's R² minus the mean model's, both on the same resampled
+    steps). (NaN, None) without steps or with fewer than 3 configurations."""
     if moment not in ("mean", "std", "std - mean"):
         raise ValueError(f"r2_interval: moment = {moment!r}; allowed: mean, std, std - mean")
     if steps is None or not len(steps):
@@ -145,8 +159,7 @@ def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tup
     st = steady_rows(steps[steps["workload"] == w])
     if "variant" in st.columns:
         st = st[st["variant"] == "real"]
-    g = [(int(k[0]), int(k[1]), x["compute_ns"].to_numpy(dtype=float) / 1e9)
-         for k, x in st.groupby(["ranks", "batch_size"])]
+    g = [(int(k[0]), int(k[1]), runs_of(x, secs("compute_ns"))) for k, x in st.groupby(["ranks", "batch_size"])]
     if len(g) < 3:
         return float("nan"), None
     X = np.array([[G, B] for G, B, _ in g], dtype=float)
@@ -163,5 +176,4 @@ def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tup
         return {"mean": mean, "std": std}.get(moment, std - mean)
 
     what = "the std model's R² minus the mean model's" if moment == "std - mean" else f"R² of the {moment} model"
-    return stats.bootstrap(r2, *(a for *_, a in g), block="auto", level=level_of(st),
-                           method=f"{what}, bootstrap over steps of {len(g)} configurations")
+    return stats.runs_bootstrap(r2, *(a for *_, a in g), level=level_of(st), method=f"{what}, {len(g)} configurations")

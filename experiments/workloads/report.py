@@ -144,7 +144,11 @@ def eval_over_epoch(phases: pd.DataFrame | None) -> tuple[float, stats.Interval 
     if not len(ev) or not len(tr):
         return np.nan, None, (f"{len(ev)} evaluation and {len(tr)} training phases: the unet3d section "
                               "ran no evaluation (evaluate_every)")
-    v, ci = stats.ratio_of_medians(ev, tr, level=iv.level_of(p))
+    # runs the unit: each run's evaluations and epochs, runs drawn with replacement, then its phases
+    v, ci = stats.runs_bootstrap(iv.med_ratio, iv.runs_of(p[p["phase"] == "eval"], lambda d: d["seconds"]),
+                                 iv.runs_of(p[p["phase"] == "train"], lambda d: d["seconds"]),
+                                 method="ratio of medians, evaluations over epochs", units="phases",
+                                 level=iv.level_of(p))
     return v, ci, (f"median evaluation {ev.median():.3g} s over {len(ev)} evaluations, median epoch "
                    f"{tr.median():.3g} s over {len(tr)} epochs (all configurations)")
 
@@ -216,7 +220,8 @@ def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
     v, ci = iv.configs_stat(fwd, np.median, np.median, what="median forward / compute")
     out.append(Measured(
         "dlrm-forward-80pct-of-compute", v, ci,
-        note=("per configuration: " + ", ".join(f"G={g} B={b}: {np.median(a):.2f}" for (g, b), (a,) in fwd.items()))
+        note=("per configuration: " + ", ".join(f"G={g} B={b}: {np.median(np.concatenate(runs)):.2f}"
+                                               for (g, b), (runs,) in fwd.items()))
         if fwd else "",
         why_not="our DLRM is scaled down and runs on this host's CPUs: its embedding look-ups and MLPs "
                 "weigh otherwise than on the thesis's V100s" if fwd else
@@ -233,10 +238,11 @@ def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
         def lowest(*arrs):
             return min(float(np.median(arrs[2 * i + 1]) / np.median(arrs[2 * i])) for i in range(len(pairs)))
         flat = [sec[k][0] for pair in pairs for k in pair]
-        v, ci = stats.bootstrap(lowest, *flat, method="lowest ratio of median step times over batch "
-                                "sizes, bootstrap over steps", level=sec.level)
-        shown = ", ".join(f"B={b}: G={g0} {np.median(sec[(g0, b)][0]):.3g} s, G={g1} "
-                          f"{np.median(sec[(g1, b)][0]):.3g} s" for (g0, b), (g1, _) in pairs)
+        v, ci = stats.runs_bootstrap(lowest, *flat, method="lowest ratio of median step times over batch sizes",
+                                     level=sec.level)
+        med = lambda k: float(np.median(np.concatenate(sec[k][0])))   # noqa: E731
+        shown = ", ".join(f"B={b}: G={g0} {med((g0, b)):.3g} s, G={g1} {med((g1, b)):.3g} s"
+                          for (g0, b), (g1, _) in pairs)
     out.append(Measured(
         "dlrm-step-time-grows-with-gpus", v, ci,
         note="; ".join(x for x in (shown, "the thesis: 'most likely due to the extra communication overhead "
@@ -506,7 +512,8 @@ def measure_utilization(s: pd.DataFrame, au: pd.DataFrame, au_steps: pd.DataFram
         # the steps of each configuration as their row numbers, so that a step's wall time and
         # its ideal compute are resampled together
         xs = st[st["workload"] == w].reset_index().merge(small, on=["ranks", "batch_size"])
-        groups = iv.Samples({k: [g["index"].to_numpy(dtype=float)] for k, g in xs.groupby(["ranks", "batch_size"])})
+        groups = iv.Samples({k: [iv.runs_of(g, lambda d: d["index"].to_numpy(dtype=float))]
+                             for k, g in xs.groupby(["ranks", "batch_size"])})
         groups.level = iv.level_of(xs)   # None (the report's level) where au_steps kept no level
         pooled = (a.groupby(["ranks", "batch_size"])["ideal_s"].sum() / a.groupby(["ranks", "batch_size"])["train_s"].sum()
                   if len(a) else pd.Series(dtype=float))
@@ -589,8 +596,8 @@ def measure_emulator_gap(s: pd.DataFrame, steps) -> list[Measured]:
         if steps is not None and {"data_ns", "samples"} <= set(steps.columns) else iv.Samples()
     got = both.get((G, B))
     x = big.iloc[-1]
-    v, ci = (float(x.get("x", np.nan)), None) if got is None else stats.ratio_of_medians(got[1], got[0], block="auto",
-                                                                                         level=both.level)
+    v, ci = (float(x.get("x", np.nan)), None) if got is None else stats.runs_bootstrap(
+        iv.med_ratio, got[1], got[0], method="ratio of medians, emulator over real", level=both.level)
     shown = (f"real {x['data_sps_a']:,.0f}, emulator {x['data_sps_b']:,.0f} samples/s (medians of the summaries)"
              if "x" in x else "")
     return [Measured("dlrm-emulator-data-throughput-half", v, ci,

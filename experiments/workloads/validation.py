@@ -176,7 +176,7 @@ def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFram
     phases of the slowest rank) and ``au`` (fraction); and where the rest of the train time
     went, summed over the first rank's steps: ``data_wait_s`` (of which ``epoch_start_wait_s``,
     the first batch of each epoch) and ``barrier_s`` (the per-step all-reduce), seconds."""
-    keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat") if k in steps]
+    keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat", "run") if k in steps]
     rows = []
     for key, g in steps.groupby(keys):
         r = dict(zip(keys, key))
@@ -236,7 +236,7 @@ def au_steps(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFrame:
     compute), seconds. For a run that slept, sum(ideal_s) / sum(wall_s) over its rows is its
     ``au`` in :func:`utilization`. Empty without ``end_wall`` in the steps or phase begin/end
     times."""
-    keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat") if k in steps]
+    keys = [k for k in ("row", "workload", "variant", "ranks", "batch_size", "repeat", "run") if k in steps]
     if not len(steps) or "end_wall" not in steps or not {"start", "end"} <= set(phases.columns):
         return pd.DataFrame(columns=[*keys, "rank", "epoch", "step", "wall_s", "ideal_s"])
     out = []
