@@ -243,7 +243,9 @@ def write_deps(dvc_yaml: Path | None = None) -> int:
             need = required_files(nb) | gathered.get(cur, set()) | stage_required(cur, st)
             nb = Path(nb).resolve().relative_to(_root())
             mods = collapsed({f for f in need if f.startswith(PACKAGE + "/")})
-            kept = [b for b in block if not re.match(rf"^      - {PACKAGE}/", b)]
+            # package deps are rewritten; a claims or measured file no notebook writes any more, dropped
+            kept = [b for b in block if not re.match(rf"^      - {PACKAGE}/", b) and not (
+                re.match(r"^      - results/[^/]+/(claims|measured)\.json$", b) and b.strip()[2:] not in need)]
             have = [b.strip()[2:].strip() for b in kept if b.strip().startswith("- ")]
             extra = sorted(f for f in need if not f.startswith(PACKAGE + "/")
                            and not any(_dep_covers(h, f) for h in have))

@@ -66,7 +66,7 @@ def _highest_median(*groups) -> float:
 def _interval_samples(dstat_rows: pd.DataFrame | None, tier: str, framework: str, fmt: str,
                       col: str) -> np.ndarray | None:
     """Per sampled interval of the cold runs on a block device of ``tier``, ``col`` (KB_per_read
-    or queue_len): the samples behind :func:`experiments.blog.tfrecord.collectl_table`'s medians."""
+    or queue_len): the samples behind :func:`collectl_table`'s medians."""
     if dstat_rows is None or not len(dstat_rows):
         return None
     d = dstat_rows[dstat_rows["source"].astype(str).str.startswith("dev:") & (dstat_rows["cache"] == "cold")
@@ -284,9 +284,8 @@ def measure_page_cache(wc: pd.DataFrame, reads: pd.DataFrame | None, tier: str, 
 def run_tables(raw: pd.DataFrame, dstat_rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """What the blog stage and this report derive from its runs (``raw``: one row per run;
     ``dstat_rows``: one per sampled interval), as they derive it: ``summary`` (medians per
-    configuration, :func:`experiments.blog.tfrecord.summarize_runs`), ``collectl``,
+    configuration, :func:`summarize_runs`), ``collectl``,
     ``wc`` (:func:`warm_cold`) and ``reads`` (:func:`device_reads`)."""
-    from .tfrecord import collectl_table, summarize_runs
 
     return {"summary": summarize_runs(raw), "collectl": collectl_table(dstat_rows, raw),
             "wc": warm_cold(raw) if len(raw) else pd.DataFrame(),
@@ -299,10 +298,65 @@ def findings_of(raw: pd.DataFrame, tables: dict | None = None) -> list[Measured]
     at the level in force: the measure function the blog stage's rounds judge at each look.
     A finding with no value yet (no runs of it) is left out: more rounds cannot give it one."""
     from ..tiers import storage_tier_of
-    from .tfrecord import dstat_rows_of
 
     dstat_rows = dstat_rows_of((tables or {}).get("dstat", pd.DataFrame()))
     t = run_tables(raw, dstat_rows)
     ms = measure_runs(t["summary"], t["collectl"], t["wc"], storage_tier_of(raw), t["reads"],
                       raw=raw, dstat_rows=dstat_rows)
     return [m for m in ms if m.value is not None and np.isfinite(m.value)]
+
+
+COLLECTL_COLUMNS = ["framework", "tier", "format", "source", "intervals", "read_KBps",
+                    "reads_per_s", "KB_per_read", "queue_len", "util"]
+
+
+DSTAT_KEYS = ["run", "framework", "tier", "format", "cache", "source", "time_s", "interval_s",
+              "read_MBps", "read_iops", "queue_len", "util"]
+
+
+def dstat_rows_of(*frames: pd.DataFrame) -> pd.DataFrame:
+    """The dstat samples of every run in one table, with its columns even when no interval
+    was sampled (so the file a later stage reads always parses)."""
+    d = pd.concat([f for f in frames if len(f.columns)], ignore_index=True) \
+        if any(len(f.columns) for f in frames) else pd.DataFrame()
+    for c in DSTAT_KEYS:
+        if c not in d:
+            d[c] = pd.Series(dtype=float)
+    return d
+
+
+def collectl_table(dstat_rows: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The blog's collectl table: per framework and format, on block devices, the median over
+    sampled intervals of read KB/s, reads/s, KB per read and queue length (cold runs only,
+    intervals with reads). No rows (but the columns) when no device read was sampled."""
+    if dstat_rows.empty:
+        return pd.DataFrame(columns=COLLECTL_COLUMNS)
+    d = dstat_rows[dstat_rows["source"].astype(str).str.startswith("dev:") & (dstat_rows["cache"] == "cold")]
+    d = d[d["read_iops"] > 0]
+    if d.empty:
+        return pd.DataFrame(columns=COLLECTL_COLUMNS)
+    d = d.assign(read_KBps=d["read_MBps"] * 1e3,
+                 KB_per_read=d["read_MBps"] * 1e3 / d["read_iops"])
+    return (d.groupby(["framework", "tier", "format", "source"]).agg(
+        intervals=("read_iops", "size"), read_KBps=("read_KBps", "median"),
+        reads_per_s=("read_iops", "median"), KB_per_read=("KB_per_read", "median"),
+        queue_len=("queue_len", "median"), util=("util", "median")).reset_index())
+
+
+def summarize(raw: pd.DataFrame) -> pd.DataFrame:
+    """Median images/s and MB/s (min, max) per framework, tier, format, parallelism and cache."""
+    key = "threads" if "threads" in raw else "workers"
+    return (raw.groupby(["framework", "tier", "format", key, "cache"]).agg(
+        images_per_s=("images_per_s", "median"), images_per_s_min=("images_per_s", "min"),
+        images_per_s_max=("images_per_s", "max"), MBps=("MBps", "median"),
+        runs=("seconds", "size")).reset_index())
+
+
+def summarize_runs(raw: pd.DataFrame) -> pd.DataFrame:
+    """:func:`summarize` of each framework's runs (tf.data by ``threads``, the DataLoader by
+    ``workers``: each column is empty in the other framework's rows), in one table with both
+    columns even when a framework has no runs."""
+    cols = ["framework", "tier", "format", "threads", "workers", "cache", "images_per_s", "MBps"]
+    parts = [summarize(g.dropna(axis=1, how="all")) for _, g in raw.groupby("framework")] if len(raw) else []
+    s = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return s.reindex(columns=list(dict.fromkeys([*cols, *s.columns])))

@@ -29,6 +29,8 @@ from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import Section
 from ..tiers import require_free, storage_tier_of
+from .findings import (COLLECTL_COLUMNS, DSTAT_KEYS, collectl_table, dstat_rows_of, summarize,  # noqa: F401
+                       summarize_runs)
 
 
 class BlogConfig(Section):
@@ -276,55 +278,3 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
     return got, {"eviction": evictions}
 
 
-COLLECTL_COLUMNS = ["framework", "tier", "format", "source", "intervals", "read_KBps",
-                    "reads_per_s", "KB_per_read", "queue_len", "util"]
-DSTAT_KEYS = ["run", "framework", "tier", "format", "cache", "source", "time_s", "interval_s",
-              "read_MBps", "read_iops", "queue_len", "util"]
-
-
-def dstat_rows_of(*frames: pd.DataFrame) -> pd.DataFrame:
-    """The dstat samples of every run in one table, with its columns even when no interval
-    was sampled (so the file a later stage reads always parses)."""
-    d = pd.concat([f for f in frames if len(f.columns)], ignore_index=True) \
-        if any(len(f.columns) for f in frames) else pd.DataFrame()
-    for c in DSTAT_KEYS:
-        if c not in d:
-            d[c] = pd.Series(dtype=float)
-    return d
-
-
-def collectl_table(dstat_rows: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """The blog's collectl table: per framework and format, on block devices, the median over
-    sampled intervals of read KB/s, reads/s, KB per read and queue length (cold runs only,
-    intervals with reads). No rows (but the columns) when no device read was sampled."""
-    if dstat_rows.empty:
-        return pd.DataFrame(columns=COLLECTL_COLUMNS)
-    d = dstat_rows[dstat_rows["source"].astype(str).str.startswith("dev:") & (dstat_rows["cache"] == "cold")]
-    d = d[d["read_iops"] > 0]
-    if d.empty:
-        return pd.DataFrame(columns=COLLECTL_COLUMNS)
-    d = d.assign(read_KBps=d["read_MBps"] * 1e3,
-                 KB_per_read=d["read_MBps"] * 1e3 / d["read_iops"])
-    return (d.groupby(["framework", "tier", "format", "source"]).agg(
-        intervals=("read_iops", "size"), read_KBps=("read_KBps", "median"),
-        reads_per_s=("read_iops", "median"), KB_per_read=("KB_per_read", "median"),
-        queue_len=("queue_len", "median"), util=("util", "median")).reset_index())
-
-
-def summarize(raw: pd.DataFrame) -> pd.DataFrame:
-    """Median images/s and MB/s (min, max) per framework, tier, format, parallelism and cache."""
-    key = "threads" if "threads" in raw else "workers"
-    return (raw.groupby(["framework", "tier", "format", key, "cache"]).agg(
-        images_per_s=("images_per_s", "median"), images_per_s_min=("images_per_s", "min"),
-        images_per_s_max=("images_per_s", "max"), MBps=("MBps", "median"),
-        runs=("seconds", "size")).reset_index())
-
-
-def summarize_runs(raw: pd.DataFrame) -> pd.DataFrame:
-    """:func:`summarize` of each framework's runs (tf.data by ``threads``, the DataLoader by
-    ``workers``: each column is empty in the other framework's rows), in one table with both
-    columns even when a framework has no runs."""
-    cols = ["framework", "tier", "format", "threads", "workers", "cache", "images_per_s", "MBps"]
-    parts = [summarize(g.dropna(axis=1, how="all")) for _, g in raw.groupby("framework")] if len(raw) else []
-    s = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    return s.reindex(columns=list(dict.fromkeys([*cols, *s.columns])))

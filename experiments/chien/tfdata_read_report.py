@@ -176,7 +176,7 @@ def claims(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None = None,
                 *measure_pipeline(reads, env, fio, raw, fio_raw),
                 *[measure_wrappers_cost(reads, raw, t, env) for t in dict.fromkeys(reads["tier"])]]
 
-    from ..repeats.findings import judged_at_their_levels
+    from ..claims.levels import judged_at_their_levels
 
     return join(STAGE, judged_at_their_levels("tfdata_read", raw, measure) if raw is not None else measure())
 

@@ -93,7 +93,7 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
     and carry no paper value. Judged on the one-node runs (:func:`experiments.claims.one_node`).
     The paper's headline numbers at 9,216 processes (660-fold from
     ideal strong scaling, read time ~90 % of training) are rows too, not measured here."""
-    from ..repeats.findings import judged_at_their_levels
+    from ..claims.levels import judged_at_their_levels
     from .read import context
 
     env = env or {}

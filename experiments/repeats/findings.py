@@ -209,38 +209,3 @@ def level_of_finding(finding: str, rows: pd.DataFrame, rules: list[Steering], co
         return level_of(rows)
     mine = rows_matching(rows, selects(got[0], got[1], context))
     return level_of(mine if len(mine) else rows)
-
-
-def at_their_levels(measure: Callable[[], list], level_of_id: Callable[[str], float], default: float) -> list:
-    """``measure()`` (a stage's measure function: Measured values and intervals at the level in
-    force) with each finding's interval at its own level (``level_of_id``): a first pass at
-    ``default`` (the level of all the rows), then one pass per other level wanted, each finding
-    taken from the pass at its level."""
-    from .. import stats
-
-    with stats.corrected_level(default):
-        first = measure()
-    want = {m.id: level_of_id(m.id) for m in first}
-    others = sorted({lv for lv in want.values() if abs(lv - default) > 1e-12})
-    by_level = {}
-    for lv in others:
-        with stats.corrected_level(lv):
-            by_level[lv] = {m.id: m for m in measure()}
-    return [by_level[want[m.id]].get(m.id, m) if want[m.id] in by_level else m for m in first]
-
-
-def judged_at_their_levels(stage: str, rows: pd.DataFrame, measure: Callable[[], list],
-                           context: dict | None = None, rules: list[Steering] | None = None) -> list:
-    """A report's measured findings of ``stage``'s ``rows``, each at its own level
-    (:func:`level_of_finding`): a purchase for some configurations widens the intervals of the
-    findings that compare them, and of no other (so a decided finding it did not buy for keeps
-    its verdict). ``rules``: the stage's steering parts (default: from the declarations, as a
-    report reads them)."""
-    from ..claims.steering import rules as declared_rules
-    from .levels import level_of
-
-    rules = declared_rules(stage) if rules is None else rules
-    ctx = context or {}
-    default = level_of(rows)
-    return at_their_levels(measure, lambda i: level_of_finding(i, rows, rules, ctx) if of(i, rules) else default,
-                           default)
