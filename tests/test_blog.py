@@ -150,11 +150,11 @@ def test_request_size_row_tests_the_blogs_inference_and_warm_note_says_what_was_
     """TF's larger device requests support the blog's inference (TF issues larger reads): the
     row holds, with no paper value (the blog's 128 vs 113 KB were its device's cap). A warm
     run that read nothing gets a note saying so, not a reason for reads it did not make."""
-    dev = pd.DataFrame([
-        {"source": "dev:vda", "cache": "cold", "framework": fw, "tier": "disk", "format": fm,
-         "read_MBps": mb * (1 + 0.01 * i), "read_iops": 100.0, "queue_len": q, "util": 0.5}
-        for i in range(6) for fw, fm, mb, q in (("tensorflow", "tfrecord", 250.0, 1.0),
-                                                ("pytorch", "jpeg", 11.5, 4.0))])
+    dev = pd.DataFrame([   # 6 cold runs of each, 4 sampled intervals a run
+        {"source": "dev:vda", "cache": "cold", "framework": fw, "tier": "disk", "format": fm, "run": 10 * k + i,
+         "read_MBps": mb * (1 + 0.01 * i + 0.001 * j), "read_iops": 100.0, "queue_len": q, "util": 0.5}
+        for i in range(6) for j in range(4) for k, (fw, fm, mb, q) in enumerate((("tensorflow", "tfrecord", 250.0, 1.0),
+                                                                               ("pytorch", "jpeg", 11.5, 4.0)))])
     collectl = bt.collectl_table(dev, pd.DataFrame()).assign(tier="disk")
     reads = pd.DataFrame([{"framework": "tensorflow", "tier": "disk", "format": "tfrecord",
                            "cold_storage_MB": 100.0, "warm_storage_MB": 0.0, "data_MB": 113.8}] * 3)

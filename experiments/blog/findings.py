@@ -51,8 +51,8 @@ def device_reads(dstat_rows: pd.DataFrame, wc_raw: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-_SAMPLED = ("interval over the sampled intervals of the cold runs: consecutive, not independent, "
-            "so optimistic")
+_SAMPLED = ("interval over the cold runs (the runs drawn with replacement, then the sampled intervals "
+            "inside each: intervals of one run are not independent)")
 
 
 def _lowest_median(*groups) -> float:
@@ -64,18 +64,20 @@ def _highest_median(*groups) -> float:
 
 
 def _interval_samples(dstat_rows: pd.DataFrame | None, tier: str, framework: str, fmt: str,
-                      col: str) -> np.ndarray | None:
+                      col: str) -> list[np.ndarray] | None:
     """Per sampled interval of the cold runs on a block device of ``tier``, ``col`` (KB_per_read
-    or queue_len): the samples behind :func:`collectl_table`'s medians."""
+    or queue_len), one array per run (the unit of the interval): the samples behind
+    :func:`collectl_table`'s medians."""
     if dstat_rows is None or not len(dstat_rows):
         return None
     d = dstat_rows[dstat_rows["source"].astype(str).str.startswith("dev:") & (dstat_rows["cache"] == "cold")
                    & (dstat_rows["tier"] == tier) & (dstat_rows["framework"] == framework)
                    & (dstat_rows["format"] == fmt)]
     d = d[d["read_iops"] > 0]
-    if col == "KB_per_read":
-        return (d["read_MBps"] * 1e3 / d["read_iops"]).to_numpy(dtype=float)
-    return d[col].to_numpy(dtype=float)
+    value = (lambda g: (g["read_MBps"] * 1e3 / g["read_iops"]).to_numpy(dtype=float)) if col == "KB_per_read" \
+        else (lambda g: g[col].to_numpy(dtype=float))
+    key = "run" if "run" in d else None
+    return [value(g) for _, g in d.groupby(key)] if key else [value(d)]
 
 
 def _cold(summary: pd.DataFrame, tier: str) -> pd.DataFrame:
@@ -164,8 +166,8 @@ def measure_collectl(collectl: pd.DataFrame, tier: str, env: dict, dstat_rows: p
                      cpu: str) -> list[Measured]:
     """The collectl tables' comparisons on ``tier``'s device during the cold runs, TensorFlow
     (TFRecords) against PyTorch (JPEG files): KB per read (TF over PyTorch), queue length
-    (PyTorch over TF), read KB/s (TF over PyTorch); each a ratio of medians (x) with its
-    interval over the sampled intervals (consecutive, so optimistic)."""
+    (PyTorch over TF), read KB/s (TF over PyTorch); each a ratio of medians (x) of the sampled
+    intervals with its interval over the runs (:func:`experiments.stats.runs_bootstrap`)."""
     cold = C.cold_run(env, tier)
     q = (collectl[collectl["tier"] == tier].set_index(["framework", "format"])
          if len(collectl) and "tier" in collectl else pd.DataFrame())
@@ -182,8 +184,9 @@ def measure_collectl(collectl: pd.DataFrame, tier: str, env: dict, dstat_rows: p
         if sa is None or sb is None or not np.isfinite(fallback):
             return fallback, None
         if col == "queue_len":   # a queue of 0 in every interval would divide by 0
-            sb = np.maximum(sb, 1e-9)
-        return stats.ratio_of_medians(sa, sb)
+            sb = [np.maximum(x, 1e-9) for x in sb]
+        return stats.runs_bootstrap(lambda x, y: float(np.median(x) / np.median(y)), sa, sb,
+                                    method="ratio of medians", units="sampled intervals")
 
     TF, PT = ("tensorflow", "tfrecord"), ("pytorch", "jpeg")
     out = []
