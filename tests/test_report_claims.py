@@ -166,8 +166,9 @@ def test_alexnet_claims_take_their_intervals_from_repeats_saves_and_steps():
         + [{"experiment": "batch", "tier": "disk", "threads": 2, "batch_size": b, "prefetch": 1,
             "repeat": i, "warmup": False, "seconds": 20.0 * rng.normal(1, 0.005), "data_s": 1.0}
            for b in (16,) for i in range(6)])   # batch 64 is the prefetch experiment's run
-    saves = pd.DataFrame([{"target": t, "warmup": False, "stall_s": s * rng.normal(1, 0.01)}
-                          for t, s in (("mem", 0.5), ("disk", 0.6), ("mem>disk", 0.5)) for _ in range(8)])
+    saves = pd.DataFrame([{"target": t, "warmup": False, "run": 10 * k + i // 2, "stall_s": s * rng.normal(1, 0.01)}
+                          for k, (t, s) in enumerate((("mem", 0.5), ("disk", 0.6), ("mem>disk", 0.5)))
+                          for i in range(8)])   # 4 runs of 2 checkpoints each
     steps = pd.DataFrame({"experiment": "prefetch", "repeat": 1, "batch_size": 64,
                           "compute_s": rng.normal(1.5, 0.05, 30)})
     env = {**ENV, "params": {"alexnet": {"warmup": 1, "batch_size": 64, "width": 0.25, "dense_width": 0.5}}}

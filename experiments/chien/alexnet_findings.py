@@ -192,10 +192,15 @@ def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int
     sp, sp_ci = r.get("burst_speedup_stall_vs_slow", np.nan), None
     bb = f"{fast}>{slow}"
     if r and saves is not None and len(saves):
-        stall = lambda t: stats.samples(saves, "stall_s", target=t)   # noqa: E731 (warm-ups left out)
+        by = "run" if "run" in saves else "repeat"
+        # each run's checkpoints (warm-ups left out): the run the unit, its checkpoints resampled inside it
+        stall = lambda t: stats.runs_of(saves, "stall_s", by, target=t)   # noqa: E731
+        ratio = lambda a, b: float(np.median(a) / np.median(b)) if np.median(b) else np.nan   # noqa: E731
         # at the level in force (as in _run_ratio)
-        close, close_ci = stats.ratio_of_medians(stall(bb), stall(fast))
-        sp, sp_ci = stats.ratio_of_medians(stall(slow), stall(bb))
+        close, close_ci = stats.runs_bootstrap(ratio, stall(bb), stall(fast), method="ratio of median stalls",
+                                               units="checkpoints")
+        sp, sp_ci = stats.runs_bootstrap(ratio, stall(slow), stall(bb), method="ratio of median stalls",
+                                         units="checkpoints")
     serial = (f"a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s on {fast}: serializing the state "
               f"on {n} cores takes most of a stall on either tier")
     ci_words = lambda iv: (f" [{iv.low:.2f}, {iv.high:.2f}]" if iv is not None and iv.ok else "")  # noqa: E731

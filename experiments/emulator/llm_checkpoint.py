@@ -179,14 +179,16 @@ def metrics(steps: pd.DataFrame, by: list[str] | None = None) -> tuple[pd.DataFr
     op): ``run_throughput_GiBps`` = all bytes / sum of durations, the median and spread of the
     checkpoints' throughputs, and ``dlio_rank0_mean_GiBps`` (DLIO's figure: the mean over
     checkpoints of bytes / rank 0's time)."""
-    keys = (by or []) + ["op", "step"]
+    by = list(by or [])
+    # per checkpoint of each run (the run a unit of the intervals); per phase over all runs
+    keys = by + (["run"] if "run" in steps and "run" not in by else []) + ["op", "step"]
     g = steps.groupby(keys, sort=False)
     per = g.agg(bytes=("bytes", "sum"), duration_s=("io_s", "max"), ranks=("rank", "nunique")).reset_index()
     r0 = steps[steps["rank"] == 0].set_index(keys)["io_s"].rename("rank0_s")
     per = per.join(r0, on=keys)
     per["throughput_GiBps"] = per["bytes"] / per["duration_s"] / GiB
     per["rank0_GiBps"] = per["bytes"] / per["rank0_s"] / GiB
-    run = per.groupby((by or []) + ["op"], sort=False).agg(
+    run = per.groupby(by + ["op"], sort=False).agg(
         checkpoints=("step", "count"), bytes=("bytes", "sum"), total_s=("duration_s", "sum"),
         median_GiBps=("throughput_GiBps", "median"), min_GiBps=("throughput_GiBps", "min"),
         dlio_rank0_mean_GiBps=("rank0_GiBps", "mean")).reset_index()

@@ -122,7 +122,9 @@ def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> 
 
 
 def burst_buffer(cfg, tiers: dict[str, Path]) -> pd.DataFrame:
-    """The burst buffer's stalls (:func:`.llm_burst_buffer.stalls`) with the stage's layout."""
+    """The burst buffer's stalls (:func:`.llm_burst_buffer.stalls`: one row per checkpoint) with
+    the stage's layout, ``cfg.repeats`` runs of it (``run``: the unit of the stalls' intervals)."""
     b = cfg.burst_buffer
     lo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
-    return B.stalls(lo, tiers[b.fast], tiers[b.slow], b.keeps, b.interval_s, b.checkpoints, b.slow_MBps)
+    return pd.concat([B.stalls(lo, tiers[b.fast], tiers[b.slow], b.keeps, b.interval_s, b.checkpoints,
+                               b.slow_MBps).assign(run=r) for r in range(cfg.repeats)], ignore_index=True)
