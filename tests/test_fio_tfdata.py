@@ -32,13 +32,14 @@ def test_tfdata_pipeline_counts_every_image(tmp_path):
     il.generate(ds_dir, il.ImageNetLikeConfig(n_images=10, n_classes=2, workers=1), MIX, 1)
     m = il.read_manifest(ds_dir)
     cfg = tr.TFDataReadConfig(threads=[1, 2], batch_size=4, repeats=2, warmup=1, image_size=32)
-    raw, facts = tr.measure({"t": m}, [Tier(name="t", path=str(tmp_path))], cfg, seed=1)
+    measured, facts = tr.measure({"t": m}, [Tier(name="t", path=str(tmp_path))], cfg, seed=1)
+    raw = measured.rows
     assert len(raw) == 18 and (raw["batches"] == 3).all() and (raw["images"] == 10).all()
     # rounds: every configuration once a round, the warm-up round first, the order recorded
     per_round = raw.groupby("repeat").apply(lambda g: sorted(zip(g["variant"], g["threads"])))
     assert list(per_round.index) == [0, 1, 2] and len({tuple(x) for x in per_round}) == 1
     assert raw["warmup"].tolist() == [True] * 6 + [False] * 12
-    assert facts["order"]["seed"] == 1 and len(facts["order"]["rounds"]) == 18
+    assert measured.course["seed"] == 1 and len(measured.course["order"]) == 18
     s = tr.summarize(raw)
     assert set(s["variant"]) == {"full", "read_only", "raw"}
     assert (s[s["threads"] == 1]["speedup_vs_min_threads"] == 1).all()

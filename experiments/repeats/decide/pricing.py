@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ... import paths
-from ..findings import compared, of, steering
+from ..findings import compared, of
 from ..futility import Judged, judged, rounds_needed
 from ..levels import level as bonferroni
 from ..levels import level_of
@@ -217,5 +217,8 @@ def offers(chosen: list[Priced], stages: dict[str, StageRows]) -> list[Offer]:
 
 
 def rules_of(stages) -> dict[str, list]:
-    """{stage: its findings' steering parts} (:func:`experiments.repeats.findings.steering`)."""
-    return {st: steering(st) for st in stages}
+    """{stage: its findings' steering parts}, from the declarations as they are now
+    (:func:`experiments.claims.steering.rules`: what the ``claim_rules`` stage writes)."""
+    from ...claims.steering import rules
+
+    return {st: rules(st) for st in stages}
