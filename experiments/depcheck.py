@@ -213,53 +213,91 @@ def collapsed(files: set[str]) -> list[str]:
     return sorted(f for f in out if not any(f != g and f.startswith(g + "/") for g in out))
 
 
+WIDTH = 108   # dvc.yaml's lines: deps and params are flow lists wrapped at this width
+
+
+def flow(key: str, items: list[str], indent: int = 4, width: int = WIDTH) -> list[str]:
+    """``key: [a, b, ...]`` as YAML lines of at most ``width`` characters (an item longer than
+    that on a line of its own), continuation lines indented two more than ``key``: a stage's
+    deps read as a paragraph instead of a line each."""
+    lines, cur = [], " " * indent + f"{key}: ["
+    for i, item in enumerate(items):
+        piece = item + ("]" if i == len(items) - 1 else ",")
+        if len(cur) + 1 + len(piece) > width and not cur.endswith("["):
+            lines.append(cur)
+            cur = " " * (indent + 2) + piece
+        else:
+            cur += ("" if cur.endswith("[") else " ") + piece
+    return lines + [cur if items else cur + "]"]
+
+
+def _span(lines: list[str], i: int) -> int:
+    """The end (exclusive) of the block that starts at line ``i`` (``    key:``): the lines
+    after it indented six or more (block items, flow continuations, their comments)."""
+    j = i + 1
+    while j < len(lines) and lines[j].startswith("      "):
+        j += 1
+    return j
+
+
+def stage_deps(name: str, st: dict, gathered: dict) -> tuple[list[str], list[str]] | None:
+    """(the stage's deps as they should read, comments found in its deps block to keep), or None
+    for a stage that runs no notebook: its notebook, its other deps (data, upstream results) in
+    their order, the results it needs and lacks, then its package files from the imports
+    (:func:`required_files`, folders collapsed: :func:`collapsed`); a claims or measured file no
+    notebook writes any more is dropped."""
+    nb = stage_notebook(st.get("cmd", ""))
+    if nb is None:
+        return None
+    need = required_files(nb) | gathered.get(name, set()) | stage_required(name, st)
+    nb = str(Path(nb).resolve().relative_to(_root()))
+    deps = [d if isinstance(d, str) else next(iter(d)) for d in st.get("deps", [])]
+    kept = [d for d in deps if not d.startswith(PACKAGE + "/") and d != nb and not (
+        re.match(r"^results/[^/]+/(claims|measured)\.json$", d) and d not in need)]
+    extra = sorted(f for f in need if not f.startswith(PACKAGE + "/") and not any(_dep_covers(h, f) for h in kept))
+    mods = collapsed({f for f in need if f.startswith(PACKAGE + "/")})
+    return [nb, *kept, *extra, *mods]
+
+
 def write_deps(dvc_yaml: Path | None = None) -> int:
-    """Rewrite every stage's package deps in ``dvc.yaml`` from its notebook's imports
-    (:func:`required_files`, folders collapsed: :func:`collapsed`), after its notebook line; its
-    other deps (data, upstream results) and comments kept, the results it needs and lacks
-    added. Returns the number of stages changed."""
+    """Rewrite every stage's ``deps`` in ``dvc.yaml`` as :func:`stage_deps` says, and its
+    ``params``, each as one wrapped flow list (:func:`flow`); a comment inside either block
+    moves above it, other lines are kept as they are. Returns the number of stages changed."""
     dvc_yaml = Path(dvc_yaml or _root() / "dvc.yaml")
     stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
     gathered = gathered_claims(stages)
     lines = dvc_yaml.read_text().split("\n")
-    out, i, changed = [], 0, 0
+    out, i, changed = [], 0, set()
     cur = None
     while i < len(lines):
         ln = lines[i]
         m = re.match(r"^  ([A-Za-z0-9_]+):\s*$", ln)
         if m:
             cur = m.group(1)
-        if cur in stages and ln == "    deps:":
-            block = []
-            i += 1
-            while i < len(lines) and (lines[i].startswith("      ") or not lines[i].strip() and False):
-                block.append(lines[i])
-                i += 1
+        key = re.match(r"^    (deps|params):", ln)
+        if cur in stages and key:
+            j = _span(lines, i)
+            block = lines[i:j]
             st = stages[cur]
-            nb = stage_notebook(st.get("cmd", ""))
-            if nb is None:
-                out += [ln, *block]
-                continue
-            need = required_files(nb) | gathered.get(cur, set()) | stage_required(cur, st)
-            nb = Path(nb).resolve().relative_to(_root())
-            mods = collapsed({f for f in need if f.startswith(PACKAGE + "/")})
-            # package deps are rewritten; a claims or measured file no notebook writes any more, dropped
-            kept = [b for b in block if not re.match(rf"^      - {PACKAGE}/", b) and not (
-                re.match(r"^      - results/[^/]+/(claims|measured)\.json$", b) and b.strip()[2:] not in need)]
-            have = [b.strip()[2:].strip() for b in kept if b.strip().startswith("- ")]
-            extra = sorted(f for f in need if not f.startswith(PACKAGE + "/")
-                           and not any(_dep_covers(h, f) for h in have))
-            rest = [b for b in kept if b.strip() != f"- {nb}"]
-            new = [f"      - {nb}", *[f"      - {x}" for x in mods], *rest, *[f"      - {x}" for x in extra]]
-            changed += new != block
-            out += [ln, *new]
+            params = st.get("params", [])
+            items = stage_deps(cur, st, gathered) if key.group(1) == "deps" else \
+                (params if all(isinstance(p, str) for p in params) else None)
+            if items is None:
+                out += block
+            else:
+                notes = ["    " + b.strip() for b in block[1:] if b.strip().startswith("#")]
+                new = notes + flow(key.group(1), items)
+                if new != block:
+                    changed.add(cur)
+                out += new
+            i = j
             continue
         out.append(ln)
         i += 1
     from .results import atomic_write
 
     atomic_write(dvc_yaml, lambda p: p.write_text("\n".join(out)))
-    return changed
+    return len(changed)
 
 
 def _dep_covers(dep: str, path: str) -> bool:
