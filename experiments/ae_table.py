@@ -8,7 +8,7 @@ this command writes
 - ``docs/ae-table.md``: per stage its time (that of ``dvc repro -f -s STAGE``, which re-runs the
   stage alone: how a reviewer re-measures one stage), its outputs and tier copies, and the time
   of ``dvc repro STAGE`` from scratch (the stage and everything upstream of it);
-- the README's marked blocks: the summary of the run (``<!-- ae:summary -->``) and the time and
+- the reviewer's guide's (``docs/reviewers.md``) marked blocks: the summary of the run (``<!-- ae:summary -->``) and the time and
   disk column of the claims table (``<!-- ae:table -->``: the last cell of each row whose
   command is ``dvc repro STAGE``).
 
@@ -29,6 +29,7 @@ from .run_notebook import disk_bytes, fmt_seconds, human
 
 SUMMARY = ("<!-- ae:summary -->", "<!-- /ae:summary -->")
 TABLE = ("<!-- ae:table -->", "<!-- /ae:table -->")
+GUIDE = "docs/reviewers.md"   # the page with the marked blocks (its links are relative to docs/)
 
 
 def stages() -> dict[str, dict]:
@@ -90,7 +91,7 @@ def summary(r: dict[str, dict], foot: dict[str, tuple[str, int]], per_stage: boo
     if not r:
         return ("Not measured on this checkout yet: run `make repro`, then `python -m experiments.ae_table` "
                 "writes the time and disk of that run here" +
-                (" and, per stage, in [docs/ae-table.md](docs/ae-table.md)." if per_stage else "."))
+                (" and, per stage, in [ae-table.md](ae-table.md)." if per_stage else "."))
     total = sum(x["wall_s"] for x in r.values())
     first = min(r.values(), key=lambda x: x["started_at"])
     load = max(max(x["loadavg_start"][0], x["loadavg_end"][0]) for x in r.values())
@@ -108,7 +109,7 @@ def summary(r: dict[str, dict], foot: dict[str, tuple[str, int]], per_stage: boo
     return (f"Last run: `make repro` of {len(r)} stages took {fmt_seconds(total)} (the sum of the stages' "
             f"wall times) on {first['host']}, started {first['started_at']} (1-minute load average up to "
             f"{load:.1f} during the run). On disk after it: {disk}."
-            + (" Per stage: [docs/ae-table.md](docs/ae-table.md)." if per_stage else ""))
+            + (" Per stage: [ae-table.md](ae-table.md)." if per_stage else ""))
 
 
 def cell_for(stage: str, st: dict, r: dict[str, dict]) -> str:
@@ -160,7 +161,7 @@ def _replace_block(text: str, marks: tuple[str, str], body: str) -> str:
     a, b = marks
     i, j = text.find(a), text.find(b)
     if i < 0 or j < i:
-        raise SystemExit(f"ae_table: README.md lacks the marked block {a} ... {b}")
+        raise SystemExit(f"ae_table: {GUIDE} lacks the marked block {a} ... {b}")
     return text[:i + len(a)] + "\n" + body.strip("\n") + "\n" + text[j:]
 
 
@@ -177,12 +178,12 @@ def fill_table(block: str, st: dict, r: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def update_readme(text: str, r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict) -> str:
+def update_guide(text: str, r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict) -> str:
     text = _replace_block(text, SUMMARY, summary(r, foot))
     a, b = TABLE
     i, j = text.find(a), text.find(b)
     if i < 0 or j < i:
-        raise SystemExit(f"ae_table: README.md lacks the marked block {a} ... {b}")
+        raise SystemExit(f"ae_table: {GUIDE} lacks the marked block {a} ... {b}")
     return _replace_block(text, TABLE, fill_table(text[i + len(a):j], st, r))
 
 
@@ -197,9 +198,9 @@ def main(argv=None) -> int:
     root = paths.root()
     (root / "docs").mkdir(exist_ok=True)
     (root / "docs" / "ae-table.md").write_text(doc(r, foot, st))
-    readme = root / "README.md"
-    readme.write_text(update_readme(readme.read_text(), r, foot, st))
-    print(f"wrote docs/ae-table.md and README.md's time and disk from {len(r)} stages' last run")
+    guide = root / GUIDE
+    guide.write_text(update_guide(guide.read_text(), r, foot, st))
+    print(f"wrote docs/ae-table.md and {GUIDE}'s time and disk from {len(r)} stages' last run")
     return 0
 
 

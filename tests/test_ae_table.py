@@ -40,22 +40,23 @@ def test_upstream_follows_outputs_named_in_deps(project):
     assert ae_table.upstream("other", st) == ["other"]
 
 
-def test_readme_blocks_are_filled_from_the_runs(project):
+def test_the_guides_blocks_are_filled_from_the_runs(project):
     readme = ("intro\n<!-- ae:summary -->\nold\n<!-- /ae:summary -->\n\n<!-- ae:table -->\n"
               "| claim | command | time |\n|---|---|---|\n"
               "| a claim | `dvc repro report` | ~5 min |\n| unmeasured | `dvc repro other` | ~1 min |\n"
               "<!-- /ae:table -->\nend\n")
-    out = ae_table.update_readme(readme, ae_table.runs(), ae_table.footprint(), ae_table.stages())
+    out = ae_table.update_guide(readme, ae_table.runs(), ae_table.footprint(), ae_table.stages())
     assert "old" not in out and "~5 min" not in out and out.endswith("end\n")
     assert "| a claim | `dvc repro report` | 3 min 15 s (10 s for this stage), 8.1 MB |" in out
     assert "| unmeasured | `dvc repro other` | not measured yet |" in out
     assert "took 3 min 15 s" in out and "on box · 2 CPUs · cpu" in out and "load average up to 1.5" in out
     assert "`data/`" in out and ".venv/" in out
-    assert ae_table.update_readme(out, ae_table.runs(), ae_table.footprint(), ae_table.stages()) == out
+    assert ae_table.update_guide(out, ae_table.runs(), ae_table.footprint(), ae_table.stages()) == out
 
 
 def test_main_writes_the_per_stage_doc(project):
-    (project / "README.md").write_text("<!-- ae:summary -->\n<!-- /ae:summary -->\n<!-- ae:table -->\n<!-- /ae:table -->\n")
+    (project / "docs").mkdir(exist_ok=True)
+    (project / ae_table.GUIDE).write_text("<!-- ae:summary -->\n<!-- /ae:summary -->\n<!-- ae:table -->\n<!-- /ae:table -->\n")
     assert ae_table.main([]) == 0
     doc = (project / "docs" / "ae-table.md").read_text()
     assert "| `use` | 2 min 5 s | 1.0 MB | disk 2.0 MB | 3 min 5 s (2 min 5 s for this stage), 8.0 MB |" in doc
