@@ -31,7 +31,10 @@ What it traces (the thesis's Section 4.2, made portable):
   file ended) with exact counts; only the per-file name lines, the ``mmap`` calls and one
   line per block request are printed. That gives Table 4.2's counts, bytes, unique files and
   size quartiles exactly (sizes are discrete, so a count per size is the whole distribution)
-  at a fraction of the cost of a line per call; there is no timeline.
+  at a fraction of the cost of a line per call; there is no timeline. A descriptor's file is
+  resolved so only at its first read or write in a process and kept in a map until the number
+  stops naming it (``close``, ``dup2``/``dup3`` onto it, ``exec``, ``close_range``; issue 56):
+  one map lookup per call instead of a dozen kernel-memory reads.
 - ``tracepoint:block:block_rq_issue`` / ``block_rq_complete`` on the devices that hold the traced
   files (all devices when none is known): one row per request, latency = completion - issue
   (timeline mode; vector mode prints the request at issue only). The submitter of each
