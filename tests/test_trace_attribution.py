@@ -260,3 +260,43 @@ def test_lmdbio_dio_prov_shows_its_preadv_bytes(tmp_path, mode):
     if mode == "vector":  # VFS sequentiality is not counted in the kernel unless asked for
         assert math.isnan(v["vfs_sequential_read_pct"]) and v["vfs_reads_offset_unknown"] == len(prov)
     assert info["strategy"] == "dio_prov" and lmdbio.STRATEGIES
+
+
+# a descriptor number reused for another file after each way the vector mode's descriptor cache
+# must notice (issue 56): close, dup2 onto it, exec closing a close-on-exec descriptor, close_range
+_REUSE = r"""
+import os, sys
+d = sys.argv[1]
+def rd(fd, n):
+    assert os.read(fd, n) and True
+def op(name, flags=0):
+    return os.open(os.path.join(d, name), os.O_RDONLY | flags)
+a = op("a"); rd(a, 1000); os.close(a)
+b = op("b"); assert b == a; rd(b, 2000)
+c = op("c"); rd(c, 3000); os.dup2(b, c, inheritable=True); rd(c, 100)   # c's number now names b
+os.close(c); os.close(b)
+e = op("e", os.O_CLOEXEC); rd(e, 4000)
+pid = os.fork()
+if pid == 0:   # exec closes e; the new program's first open gets its number
+    os.execv(sys.executable, [sys.executable, "-S", "-c",
+             f"import os; f = os.open({os.path.join(d, 'f')!r}, 0); assert f == {e}; os.read(f, 5000)"])
+assert os.waitpid(pid, 0)[1] == 0
+os.close(e)
+g = op("g"); rd(g, 6000); os.closerange(g, g + 1)   # close_range(2) where the kernel has it
+h = op("h"); assert h == g; rd(h, 7000)
+"""
+
+
+def test_vector_mode_descriptor_cache_follows_reused_numbers(tmp_path):
+    kw, skip = CONFIGS["bpftrace_vector"]
+    if skip:
+        pytest.skip(f"bpftrace_vector: {skip}")
+    for n in "abcefgh":
+        (tmp_path / n).write_bytes(b"x" * 8000)
+    tr, rc = tracer.run([sys.executable, "-S", "-c", _REUSE, str(tmp_path)], watch=[tmp_path], quiet=True,
+                        **{**kw, "vfs_sequential": False})
+    assert rc == 0 and tr.mode == "vector"
+    c = vector.counts_of(tr)
+    r = c[c["op"] == "read"].assign(b=lambda x: x["size"] * x["calls"]).groupby("path")["b"].sum()
+    got = {n: int(r.get(str(tmp_path / n), 0)) for n in "abcefgh"}
+    assert got == {"a": 1000, "b": 2100, "c": 3000, "e": 4000, "f": 5000, "g": 6000, "h": 7000}

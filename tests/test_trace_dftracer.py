@@ -13,6 +13,7 @@ from experiments.trace import timeline, tracer, vector
 from experiments.trace.schema import TraceError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dftracer"   # README.md there says what it did
+FIXTURE2 = Path(__file__).parent / "fixtures" / "dftracer2"  # the same program under DFTracer 2.x
 A, B = "/fixture/data/a.bin", "/fixture/data/b.out"
 OK, WHY = dft.available()
 
@@ -33,6 +34,20 @@ def test_stored_trace_becomes_rows_with_files_bytes_and_errors():
     assert ev["timestamp"].is_monotonic_increasing and ev["t_s"].min() == 0.0
 
 
+def test_stored_2x_trace_names_files_through_hashes_and_reads_a_cut_stream():
+    t = dft.load_trace(FIXTURE2)
+    ev = t.events
+    assert t.meta["dftracer_files"] == 2 and t.meta["unparsed_lines"] == 0
+    reads = ev[ev["op"].isin(["read", "pread64"]) & (ev["path"] == A)]
+    # the parent's 4096 + 4096 + 1808 + 0 and 100 at 5000; the child's 555 from its cut-off stream
+    assert sorted(reads["size"]) == [0, 100, 555, 1808, 4096, 4096]
+    assert reads.loc[reads["op"] == "pread64", "offset"].tolist() == [5000.0]
+    assert set(ev.loc[ev["path"] == A, "comm"]) == {"k.py", "DEFAULT"}   # the start event's exec_hash
+    v = vector.characteristic_vector(t, data=[A], checkpoint=[B])
+    assert (v["vfs_writes"], v["vfs_write_bytes"]) == (2.0, 3010.0)
+    assert t.meta["mapped_files"][A]["mmaps"] == 1
+
+
 def test_stored_trace_gives_our_vector_and_timeline():
     t = dft.load_trace(FIXTURE)
     v = vector.characteristic_vector(t, data=[A], checkpoint=[B])
@@ -48,8 +63,11 @@ def test_stored_trace_gives_our_vector_and_timeline():
     assert s["vfs_write"].sum() * 0.01 * 1e6 == pytest.approx(3010.0)
 
 
-@pytest.mark.skipif(not OK, reason=f"dftracer cannot run here: {WHY}")
-def test_backend_traces_a_tiny_job_and_its_child(tmp_path):
+@pytest.mark.parametrize("release", list(dft.RELEASES))
+def test_backend_traces_a_tiny_job_and_its_child(tmp_path, release):
+    ok, why = dft.available(release)
+    if not ok:
+        pytest.skip(f"dftracer ({release}) cannot run here: {why}")
     data = tmp_path / "d.bin"
     data.write_bytes(b"x" * 10000)
     out = tmp_path / "o.out"
@@ -58,8 +76,10 @@ def test_backend_traces_a_tiny_job_and_its_child(tmp_path):
             f"while os.read(f, 4096): pass\nos.close(f)\n"
             f"w = os.open({str(out)!r}, os.O_WRONLY | os.O_CREAT); os.write(w, b'y' * 700); os.close(w)\n"
             f"subprocess.run([sys.executable, '-S', '-c', {child!r}])\n")
-    tr, rc = tracer.run([sys.executable, "-S", "-c", prog], backend="dftracer", sample=False, quiet=True)
+    tr, rc = tracer.run([sys.executable, "-S", "-c", prog], backend="dftracer", sample=False, quiet=True,
+                        dftracer_release=release)
     assert rc == 0 and tr.backend == "dftracer" and tr.meta["dftracer_files"] >= 2
+    assert tr.meta["dftracer_version"].split()[0] == dft.RELEASES[release][1]
     v = vector.characteristic_vector(tr, data=[data], checkpoint=[out])
     assert (v["vfs_reads"], v["vfs_read_bytes"]) == (5.0, 10333.0)   # 3 + 1 short + end, child's 333
     assert (v["vfs_writes"], v["vfs_write_bytes"]) == (1.0, 700.0)
@@ -99,3 +119,7 @@ def test_missing_library_says_why_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_VENV", str(tmp_path))
     lib, why = dft.preload_library()
     assert lib is None and "glibc 2.31" in why and "\n" not in why
+    with pytest.raises(ValueError, match="allowed: dlio, current"):
+        dft.preload_library("newest")
+    with pytest.raises(TraceError, match="dftracer_release = 'newest'"):
+        tracer.Tracer(backend="dftracer", dftracer_release="newest")

@@ -178,6 +178,10 @@ def cmd_status(a) -> int:
         state = "ok" if s["ok"] else f"unavailable: {s['why']}"
         extra = " (block layer too)" if s.get("block") else ""
         print(f"{name:<9} {state}{extra}")
+    from . import dftracer_backend
+    ok, why = dftracer_backend.available("current")   # the row above is DLIO's release
+    print(f"{'dftracer (current)':<9} {'ok' if ok else f'unavailable: {why}'} "
+          f"({dftracer_backend.version('current') if ok else 'dftracer'}; --dftracer-release current)")
     return 0
 
 
@@ -192,7 +196,7 @@ def cmd_run(a) -> int:
         env[phases.ENV] = str(pl.resolve())
     t = tracer.Tracer(backend=a.backend, watch=a.watch, block_scope=a.block_scope,
                       interval_s=a.interval, sample=not a.no_sample, block=not a.no_block,
-                      mode=a.mode, files=a.files)
+                      mode=a.mode, files=a.files, dftracer_release=a.dftracer_release)
     tr, rc = t.run(cmd, env=env)
     if a.phase_log:
         tr.meta["phase_log"] = env[phases.ENV]
@@ -299,6 +303,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="timeline", choices=["timeline", "vector"],
                    help="timeline: one row per call; vector: calls counted in the kernel (Table 4.2 "
                         "only, far cheaper; bpftrace)")
+    p.add_argument("--dftracer-release", default="dlio", choices=["dlio", "current"],
+                   help="--backend dftracer: the pydftracer 1.0.2 DLIO pins (.venv-dlio) or the "
+                        "current dftracer release (.venv-dftracer)")
     p.add_argument("--files", default="auto", choices=["auto", "kernel", "descriptors"],
                    help="bpftrace: name files from the kernel's struct file (auto where BTF allows) "
                         "or from descriptor numbers")

@@ -21,8 +21,9 @@ The back ends and modes:
 - ``bpftrace_vector``: calls counted in the kernel by (operation, file, size), one line per
   block request (all Table 4.2 needs); goal: < 3 % at 128 KiB and < 15 % at 4 KiB (:data:`GOALS`);
 - ``strace`` (ptrace; VFS only);
-- ``dftracer``: DFTracer's ``LD_PRELOAD`` library (:mod:`.dftracer_backend`; libc calls of
-  every file, its trace written by the traced process itself);
+- ``dftracer_<version>``: DFTracer's ``LD_PRELOAD`` library (:mod:`.dftracer_backend`; libc
+  calls of every file, its trace written by the traced process itself), each release of
+  :data:`.dftracer_backend.RELEASES`: the 1.0.2 DLIO 2.0.0 pins and the current one (issue 56);
 - ``bpftrace_floor``: not a tracer, the floor under the bpftrace ones: the same exit
   tracepoints as the vector mode with programs that only count the command's calls
   (:func:`probe_floor`; by process name, so TensorFlow's renamed threads' calls fire the probes
@@ -219,8 +220,9 @@ def default_backends() -> list[tuple[str, dict]]:
             out.append(("bpftrace_vector", {"backend": "bpftrace", "mode": "vector"}))
     if status["strace"]["ok"]:
         out.append(("strace", {"backend": "strace"}))
-    if status["dftracer"]["ok"]:
-        out.append(("dftracer", {"backend": "dftracer"}))
+    for release in dftracer_backend.RELEASES:
+        if dftracer_backend.available(release)[0]:
+            out.append((dftracer_backend.label(release), {"backend": "dftracer", "dftracer_release": release}))
     return out
 
 
@@ -364,7 +366,9 @@ def main(argv=None) -> int:
     if not shutil.which("fio"):
         print("fio is not installed; nothing to measure")
         return 1
-    not_measured = {name: s["why"] for name, s in backend_status().items() if not s["ok"]}
+    not_measured = {name: s["why"] for name, s in backend_status().items() if not s["ok"] and name != "dftracer"}
+    not_measured.update({dftracer_backend.label(r): dftracer_backend.available(r)[1]
+                         for r in dftracer_backend.RELEASES if not dftracer_backend.available(r)[0]})
     for name, why in not_measured.items():
         print(f"{name}: not measured ({why})")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the tf.data job's start-up lines
@@ -393,7 +397,9 @@ def main(argv=None) -> int:
     write_json(out / "env.json", envinfo.capture(
         stage="trace_bench", repeats=a.repeats, py_repeats=a.py_repeats, py_images=a.py_images,
         epochs=a.epochs, io_mib=a.io_mib, jobs=a.jobs, not_measured=not_measured,
-        dftracer_library=None if "dftracer" in not_measured else str(dftracer_backend.preload_library()[0]),
+        dftracer_libraries={dftracer_backend.label(r): {"version": dftracer_backend.version(r),
+                                                        "library": str(dftracer_backend.preload_library(r)[0])}
+                            for r in dftracer_backend.RELEASES if dftracer_backend.available(r)[0]},
         loadavg_before=load0, loadavg_after=load1))
     print(f"\n-> {out}/overhead.csv, raw.csv, goals.csv{', coverage.csv' if cov is not None else ''}, env.json")
     if not a.dir:

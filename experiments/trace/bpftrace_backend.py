@@ -31,7 +31,10 @@ What it traces (the thesis's Section 4.2, made portable):
   file ended) with exact counts; only the per-file name lines, the ``mmap`` calls and one
   line per block request are printed. That gives Table 4.2's counts, bytes, unique files and
   size quartiles exactly (sizes are discrete, so a count per size is the whole distribution)
-  at a fraction of the cost of a line per call; there is no timeline.
+  at a fraction of the cost of a line per call; there is no timeline. A descriptor's file is
+  resolved so only at its first read or write in a process and kept in a map until the number
+  stops naming it (``close``, ``dup2``/``dup3`` onto it, ``exec``, ``close_range``; issue 56):
+  one map lookup per call instead of a dozen kernel-memory reads.
 - ``tracepoint:block:block_rq_issue`` / ``block_rq_complete`` on the devices that hold the traced
   files (all devices when none is known): one row per request, latency = completion - issue
   (timeline mode; vector mode prints the request at issue only). The submitter of each
@@ -63,7 +66,7 @@ TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 # the tracepoints every variant needs (the rest are used where the kernel has them)
 SYSCALLS = ("read", "pread64", "readv", "write", "pwrite64", "writev", "openat", "close", "lseek")
 OPTIONAL_SYSCALLS = ("preadv", "preadv2", "pwritev", "pwritev2", "sendfile64", "copy_file_range",
-                     "splice", "mmap", "dup", "dup2", "dup3", "fcntl")
+                     "splice", "mmap", "dup", "dup2", "dup3", "fcntl", "close_range")
 AT_FDCWD = -100
 MODES = ("timeline", "vector")
 FILE_NAMING = ("auto", "kernel", "descriptors")
@@ -274,7 +277,7 @@ def _vector_count(op: str, dev: str, ino: str, gen: str, ret: str, pos: str | No
 
 def script(devices: list[str] | None, block: bool, block_scope: str = "device",
            ready_file: str | None = None, mode: str = "timeline", files: str = "kernel",
-           syscalls=None, exit_regs: int = 0, sequential: bool = True) -> str:
+           syscalls=None, exit_regs: int = 0, sequential: bool = True, fd_cache: bool = True) -> str:
     """The bpftrace program; ``$1`` is the root pid of the traced tree. BEGIN runs once every
     probe is attached; it touches ``ready_file`` (output is block-buffered, so a printed line
     would not be seen until much later). ``mode``: ``timeline`` or ``vector`` (see the module
@@ -285,9 +288,12 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
     checked): vector mode then needs one probe per read or write, at its exit, instead of two
     (half the probe cost, see :func:`_probe`). ``sequential``: vector mode also counts the
     calls that start where the same process's previous call on the file ended (a map lookup
-    and update per call). One group of probes per helper, in this order: the tree
+    and update per call). ``fd_cache`` (vector mode with ``exit_regs``): each process's
+    descriptors are resolved to their file once, at their first read or write, into a map keyed
+    by (process, its descriptor epoch, descriptor), instead of at every call (see
+    :func:`_io_probes_at_exit`). One group of probes per helper, in this order: the tree
     (:func:`_tree_probes`), single-file reads and writes (:func:`_io_probes_at_exit`,
-    :func:`_io_probes`), copies (:func:`_copy_probes`), ``mmap`` (:func:`_mmap_probes`), the
+    :func:`_io_probes`), the descriptor cache's invalidation (:func:`_fd_cache_probes`), copies (:func:`_copy_probes`), ``mmap`` (:func:`_mmap_probes`), the
     descriptors' life cycle (timeline mode: :func:`_open_close_probes`,
     :func:`_descriptor_probes`), block requests (:func:`_block_probes`) and END
     (:func:`_end_probe`)."""
@@ -300,9 +306,12 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
     have = set(syscalls or SYSCALLS + OPTIONAL_SYSCALLS)
     vec, kern = mode == "vector", files == "kernel"
     io = [s for s in _IO if s in have]
-    lines = _tree_probes(ready_file)
+    cache = bool(vec and exit_regs and fd_cache)
+    lines = _tree_probes(ready_file, epochs=cache)
     if vec and exit_regs:  # one probe per call: the arguments from the saved registers
-        lines += _io_probes_at_exit(io, exit_regs, sequential)
+        lines += _io_probes_at_exit(io, exit_regs, sequential, cache)
+        if cache:
+            lines += _fd_cache_probes(have)
     else:
         lines += _io_probes(io, vec, kern, sequential)
     lines += _copy_probes([s for s in _COPIES if s in have], vec, kern)
@@ -312,7 +321,7 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
         lines += _open_close_probes() if kern else _descriptor_probes(have)
     if block:
         lines += _block_probes(devices, block_scope, vec)
-    lines.append(_end_probe(block, kern, vec, sequential, exit_regs))
+    lines.append(_end_probe(block, kern, vec, sequential, exit_regs, cache))
     return "\n".join(lines) + "\n"
 
 
@@ -323,40 +332,80 @@ def _fdt(kern: bool) -> str:
     return "$fdt = curtask->files->fdt; " if kern else ""
 
 
-def _tree_probes(ready_file: str | None) -> list[str]:
+def _tree_probes(ready_file: str | None, epochs: bool = False) -> list[str]:
     """BEGIN (seed the tree with ``$1``, say READY, touch ``ready_file``) and the tree's
-    forks and execs (``F`` and ``E`` lines)."""
+    forks and execs (``F`` and ``E`` lines). ``epochs``: each process's value in ``@tree`` is
+    its descriptor epoch, a new one (``nsecs``, never 0) at ``fork`` and at ``exec`` (whose
+    close-on-exec descriptors are closed without a ``close`` call), so the descriptor cache's
+    entries of an earlier epoch, or of an earlier process with the same pid, are never hit."""
     touch = f' system("touch {ready_file}");' if ready_file else ""
+    child, execd = ("nsecs", " @tree[pid] = nsecs;") if epochs else ("1", "")
     return [
         f'BEGIN {{ @tree[$1] = 1; printf("READY\\t%llu\\n", nsecs);{touch} }}',
-        'tracepoint:sched:sched_process_fork /@tree[pid]/ { @tree[args->child_pid] = 1; '
+        f'tracepoint:sched:sched_process_fork /@tree[pid]/ {{ @tree[args->child_pid] = {child}; '
         'printf("F\\t%llu\\t%d\\t%d\\t%s\\n", nsecs, pid, args->child_pid, comm); }',
-        'tracepoint:sched:sched_process_exec /@tree[pid]/ { printf("E\\t%llu\\t%d\\t%s\\n", nsecs, pid, comm); }',
+        f'tracepoint:sched:sched_process_exec /@tree[pid]/ {{{execd} '
+        'printf("E\\t%llu\\t%d\\t%s\\n", nsecs, pid, comm); }',
     ]
 
 
-def _io_probes_at_exit(io: list[str], exit_regs: int, sequential: bool) -> list[str]:
+def _io_probes_at_exit(io: list[str], exit_regs: int, sequential: bool, fd_cache: bool = True) -> list[str]:
     """Vector mode with checked saved registers: one probe per single-file read or write, at
-    its exit, counting it in the kernel (descriptor and offset from the saved registers)."""
+    its exit, counting it in the kernel (descriptor and offset from the saved registers).
+
+    ``fd_cache``: the file behind a descriptor is looked up in ``@fd[pid, epoch, fd]`` (the
+    ``struct file`` and its inode's device, number and generation), and resolved from the
+    task's descriptor table (and named, once per inode) only where the map has no entry: at a
+    descriptor's first read or write in a process, whichever way it came (``open*``, ``dup*``,
+    ``fcntl(F_DUPFD)``, a redirection, inherited across ``fork``/``exec``, opened before tracing
+    began). That replaces about a dozen checked kernel-memory reads per call by one map lookup
+    (``python -m experiments.trace.vector_cost``). An entry lives while its descriptor names the
+    same file: ``close`` and ``dup2``/``dup3`` onto it delete it, ``close_range`` and ``exec``
+    start a new epoch for the process (:func:`_fd_cache_probes`, :func:`_tree_probes`)."""
     lines = []
     regs = _REGS.format(size=int(exit_regs))
     for s in io:
         how = _IO[s]
-        body = (f"$r = {regs}; if ((int64)$r->orig_ax != (int64)args->__syscall_nr) {{ @badregs = count(); }} "
-                f"else {{ $ret = (int64)args->ret; $fdt = curtask->files->fdt; "
-                + _file_of("$f", "$r->di")
-                + "$dev = (uint64)0; $ino = (uint64)0; $gen = (uint64)0; $pos = (int64)-1; "
-                "if ($f) { $i = ((struct file *)$f)->f_inode; $dev = (uint64)$i->i_sb->s_dev; "
-                "$ino = (uint64)$i->i_ino; $gen = (uint64)$i->i_generation; ")
-        if how == "fpos":
-            body += "$pos = ((struct file *)$f)->f_pos - $ret; "
+        resolve = ("$fdt = curtask->files->fdt; " + _file_of("$f", "$fd") + _inode("$f", "$dev", "$ino", "$gen")
+                   + "if ($f) {" + _name_walk("$f", "$dev", "$ino", "$gen") + "} ")
+        if fd_cache:
+            find = ("$c = @fd[pid, $e, $fd]; $f = $c.0; $dev = $c.1; $ino = $c.2; $gen = $c.3; "
+                    "if ($f == 0) { " + resolve + "if ($f) { @fd[pid, $e, $fd] = ($f, $dev, $ino, $gen); } } ")
         else:
-            body += f"$pos = (int64)$r->{ARG_REGS[3]}; "
-            if how == "pos_l2":  # offset -1: the file's position, already advanced
-                body += "if ($pos == -1) { $pos = ((struct file *)$f)->f_pos - $ret; } "
-        body += _name_walk("$f", "$dev", "$ino", "$gen") + "} "
+            find = resolve
+        body = (f"$r = {regs}; if ((int64)$r->orig_ax != (int64)args->__syscall_nr) {{ @badregs = count(); }} "
+                f"else {{ $ret = (int64)args->ret; $fd = (int64)$r->di; " + find)
+        if sequential:  # the file's position (already advanced) or the call's offset argument
+            body += "$pos = (int64)-1; if ($f) { "
+            if how == "fpos":
+                body += "$pos = ((struct file *)$f)->f_pos - $ret; "
+            else:
+                body += f"$pos = (int64)$r->{ARG_REGS[3]}; "
+                if how == "pos_l2":  # offset -1: the file's position, already advanced
+                    body += "if ($pos == -1) { $pos = ((struct file *)$f)->f_pos - $ret; } "
+            body += "} "
         body += _vector_count(str(OP_ID[s]), "$dev", "$ino", "$gen", "$ret", "$pos" if sequential else None) + "} "
-        lines.append(f"tracepoint:syscalls:sys_exit_{s} {_IN_TREE} {{ {body}}}")
+        if fd_cache:  # one lookup of the tree gives the process's descriptor epoch too
+            lines.append(f"tracepoint:syscalls:sys_exit_{s} {{ $e = @tree[pid]; if ($e) {{ {body}}} }}")
+        else:
+            lines.append(f"tracepoint:syscalls:sys_exit_{s} {_IN_TREE} {{ {body}}}")
+    return lines
+
+
+def _fd_cache_probes(have: set[str]) -> list[str]:
+    """What ends a descriptor cache entry (:func:`_io_probes_at_exit`): ``close`` (at entry,
+    before the slot can be reused), ``dup2``/``dup3`` onto a descriptor (at exit: the new
+    descriptor's entry), ``close_range`` (a new epoch for the process; so does ``exec``, in
+    :func:`_tree_probes`). ``dup``, ``fcntl(F_DUPFD)`` and ``open*`` take free slots, whose
+    entries these have already ended."""
+    lines = ["tracepoint:syscalls:sys_enter_close { $e = @tree[pid]; if ($e) { "
+             "delete(@fd[pid, $e, (int64)args->fd]); } }"]
+    dups = [f"tracepoint:syscalls:sys_exit_{s}" for s in ("dup2", "dup3") if s in have]
+    if dups:
+        lines.append(f"{','.join(dups)} {{ $e = @tree[pid]; if ($e && args->ret >= 0) {{ "
+                     "delete(@fd[pid, $e, (int64)args->ret]); } }")
+    if "close_range" in have:
+        lines.append(f"tracepoint:syscalls:sys_exit_close_range {_IN_TREE} {{ @tree[pid] = nsecs; }}")
     return lines
 
 
@@ -529,10 +578,11 @@ def _block_probes(devices: list[str] | None, block_scope: str, vec: bool) -> lis
     return lines
 
 
-def _end_probe(block: bool, kern: bool, vec: bool, sequential: bool, exit_regs: int) -> str:
+def _end_probe(block: bool, kern: bool, vec: bool, sequential: bool, exit_regs: int,
+               fd_cache: bool = False) -> str:
     """END: clear the working maps; vector mode prints the aggregation (after ``AGG``)."""
     maps = (["@tree", "@s"] + (["@q"] if block else []) + (["@seen"] if kern else [])
-            + (["@end"] if vec and sequential else []))
+            + (["@end"] if vec and sequential else []) + (["@fd"] if fd_cache else []))
     end = " ".join(f"clear({m});" for m in maps)
     if vec:
         end += (' printf("AGG\\n"); print(@agg); print(@tot); clear(@agg); clear(@tot);'

@@ -22,22 +22,33 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import known_io, vector
+from . import dftracer_backend, known_io, vector
 from .schema import COPY_IN, COPY_OUT, VFS_READS, VFS_WRITES
 from .tracer import Tracer, backend_status
 
-CONFIGS = {  # name -> Tracer keywords
-    "bpftrace_timeline": {"backend": "bpftrace", "mode": "timeline"},
-    "bpftrace_vector": {"backend": "bpftrace", "mode": "vector", "vfs_sequential": True},
-    "strace": {"backend": "strace"},
-    "dftracer": {"backend": "dftracer"},
-    "proc": {"backend": "proc", "interval_s": 0.1},
-}
+def all_configs() -> dict[str, dict]:
+    """Name -> Tracer keywords of each configuration: both bpftrace modes, strace, each DFTracer
+    release (:data:`.dftracer_backend.RELEASES`, named by its version: ``dftracer_1.0.2``), proc."""
+    return {"bpftrace_timeline": {"backend": "bpftrace", "mode": "timeline"},
+            "bpftrace_vector": {"backend": "bpftrace", "mode": "vector", "vfs_sequential": True},
+            "strace": {"backend": "strace"},
+            **{dftracer_backend.label(r): {"backend": "dftracer", "dftracer_release": r}
+               for r in dftracer_backend.RELEASES},
+            "proc": {"backend": "proc", "interval_s": 0.1}}
+
+
+def why_not(kw: dict) -> str:
+    """Why the configuration ``kw`` cannot run here ("" where it can)."""
+    if kw["backend"] == "dftracer":
+        return dftracer_backend.available(kw.get("dftracer_release", "dlio"))[1]
+    return backend_status()[kw["backend"]]["why"]
+
+
 ALL_CASES = known_io.CASES + known_io.EXTRA_CASES
-# why DFTracer (pydftracer 1.0.2) misses a case, where the table shows it does: what its
-# interception is built on (libc symbols, descriptors it saw opened), not a measured fact
+# why DFTracer 1.0.2 misses a case, where the table shows it does: what its interception is
+# built on (libc symbols, descriptors it saw opened), not a measured fact
 _DUP = "descriptor not opened by a traced open* of this process (dup, redirection, exec)"
-WHY_MISSED = {"dftracer": {
+WHY_MISSED = {"dftracer_1.0.2": {
     "dup2": _DUP, "dup3": _DUP, "fcntl_dupfd": _DUP, "redirect": _DUP, "exec_inherit": _DUP,
     "readv": "readv/writev not wrapped", "preadv": "preadv/pwritev not wrapped",
     "preadv2": "preadv2/pwritev2 not wrapped", "sendfile": "sendfile not wrapped",
@@ -90,13 +101,12 @@ def verdict(k: dict, calls: int, nbytes: int, mapped_seen: bool) -> str:
 
 def measure(configs=None, directory: Path | None = None, quiet: bool = True) -> pd.DataFrame:
     """Run the job once under each back end configuration; one row per (back end, case, file)."""
-    configs = configs or CONFIGS
-    status = backend_status()
+    configs = configs or all_configs()
     rows = []
     with tempfile.TemporaryDirectory(prefix="dlio-trace-coverage-", dir=directory) as tmp:
         for name, kw in configs.items():
             d = known_io.prepare(Path(tmp) / name, ALL_CASES)
-            why = status[kw["backend"]]["why"]
+            why = why_not(kw)
             if not why:
                 cmd = [sys.executable, "-S", known_io.__file__, "run", str(d), "--hold-s", "0.4",
                        "--cases", *ALL_CASES]

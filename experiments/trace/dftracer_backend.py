@@ -9,10 +9,21 @@ lines, ``.pfw.gz`` when compressed). It runs as the command's ``LD_PRELOAD`` wit
     DFTRACER_DATA_DIR=all DFTRACER_INC_METADATA=1 (file names in each event)
 
 so it traces a command only (the preload must be there when it starts), not the Python block
-of :class:`~experiments.trace.tracer.Tracer` used as a context manager. The library comes from
-DLIO's environment (``.venv-dlio``, ``env/dlio.lock`` pins ``pydftracer``): its wheels are
-manylinux_2_34 only and DLIO's environment already carries it, so the main lock is left alone.
-``$DFTRACER_PRELOAD`` names another ``libdftracer_preload.so``.
+of :class:`~experiments.trace.tracer.Tracer` used as a context manager. Two releases
+(:data:`RELEASES`): ``dlio``, the ``pydftracer`` 1.0.2 that DLIO 2.0.0 pins, from DLIO's
+environment (``.venv-dlio``, ``env/dlio.lock``), and ``current``, the ``dftracer`` 2.x release
+(``.venv-dftracer``, ``env/dftracer.lock``, issue 56); their wheels are manylinux_2_34 only, so
+the main lock is left alone. ``$DFTRACER_PRELOAD`` names another ``libdftracer_preload.so``
+(for the ``dlio`` release). :func:`version` says which release a library is, from the
+environment's package metadata.
+
+The two write different traces, both read here (:func:`read_events`): 1.0.2 one JSON event per
+call with ``"ph": "X"`` and the file name in ``args.fname``, one file per process named
+``<prefix>-<name>-<pid>-preload.pfw``; 2.x ``"ph": 1`` events whose ``args.fhash`` points to a
+file-name event (``"name": "FH"``), the program's name in the ``start`` event (``exec_hash`` ->
+an ``SH`` event), files ``<prefix>-<hash>-{preload,fork}.pfw.gz``, gzip streams that a process
+ending without DFTracer's exit handler (``_exit``, ``exec``) leaves unfinished (read up to
+where they stop).
 
 What it sees (and so what the rows hold): ``read``/``pread(64)``/``write``/``pwrite(64)``,
 ``open*``/``close``/``lseek*``, ``mmap*`` (the mapping, not the page reads), ``dup*``,
@@ -49,29 +60,66 @@ SIZED = ("read", "pread64", "write", "pwrite64")
 _FILE = re.compile(r"-(?P<name>[^/]*)-(?P<pid>\d+)-[^-/]+\.pfw(\.gz)?$")
 
 
-def preload_library() -> tuple[Path | None, str]:
-    """(``libdftracer_preload.so``, why not found): ``$DFTRACER_PRELOAD``, else the one the
-    ``pydftracer`` wheel put in DLIO's environment."""
-    if os.environ.get("DFTRACER_PRELOAD"):
+# release -> (environment folder beside the project, the package carrying the preload library)
+RELEASES = {"dlio": (None, "pydftracer"), "current": (".venv-dftracer", "dftracer")}
+
+
+def _check_release(release: str) -> None:
+    if release not in RELEASES:
+        raise ValueError(f"dftracer release = {release!r}; allowed: {', '.join(RELEASES)}")
+
+
+def release_venv(release: str = "dlio") -> Path:
+    """The environment holding ``release``'s library (``dlio``: DLIO's, :func:`paths.dlio_venv`)."""
+    from .. import paths
+    _check_release(release)
+    folder = RELEASES[release][0]
+    return paths.dlio_venv() if folder is None else paths.root() / folder
+
+
+def preload_library(release: str = "dlio") -> tuple[Path | None, str]:
+    """(``libdftracer_preload.so``, why not found): for ``dlio``, ``$DFTRACER_PRELOAD`` or the
+    one the ``pydftracer`` 1.0.2 wheel put in DLIO's environment; for ``current``, the one the
+    ``dftracer`` wheel put in ``.venv-dftracer``."""
+    _check_release(release)
+    if release == "dlio" and os.environ.get("DFTRACER_PRELOAD"):
         p = Path(os.environ["DFTRACER_PRELOAD"])
         return (p, "") if p.is_file() else (None, f"DFTRACER_PRELOAD={p}: no such file")
-    from ..paths import DLIO_VENV as VENV, dlio_venv
-    v = dlio_venv()
+    v = release_venv(release)
+    lock = "env/dlio.lock" if release == "dlio" else "env/dftracer.lock"
     if (v / "UNAVAILABLE").exists():
-        return None, (f"pydftracer is installed only in DLIO's environment, which could not be "
+        return None, (f"DFTracer ({release}) is installed only in {v.name}, which could not be "
                       f"installed here: {(v / 'UNAVAILABLE').read_text().strip()}")
-    libs = sorted(v.glob("lib/python3*/site-packages/dftracer/lib/libdftracer_preload.so"))
+    libs = sorted(v.glob("lib/python3*/site-packages/dftracer/lib*/libdftracer_preload.so"))
     if not libs:
-        return None, (f"no libdftracer_preload.so in {VENV} (pydftracer from env/dlio.lock); "
+        return None, (f"no libdftracer_preload.so in {v.name} ({RELEASES[release][1]} from {lock}); "
                       f"run `make setup` (or `bash env/setup-dlio.sh`)")
     return libs[0], ""
 
 
+def version(release: str = "dlio") -> str:
+    """``<package> <version>`` of ``release``'s library, from its environment's package metadata
+    (``DFTRACER_PRELOAD``: ``unknown``)."""
+    lib, _ = preload_library(release)
+    if lib is None or (release == "dlio" and os.environ.get("DFTRACER_PRELOAD")):
+        return "unknown"
+    pkg = RELEASES[release][1]
+    found = sorted(lib.parents[2].glob(f"{pkg}-*.dist-info"))  # site-packages
+    return f"{pkg} {found[0].name[len(pkg) + 1:-len('.dist-info')]}" if found else "unknown"
+
+
+def label(release: str = "dlio") -> str:
+    """The bench's and coverage table's name for ``release``: ``dftracer_<version>``
+    (``dftracer_<release>`` where the version is not known)."""
+    v = version(release)
+    return f"dftracer_{v.split()[1]}" if v != "unknown" else f"dftracer_{release}"
+
+
 @lru_cache(maxsize=None)
-def available() -> tuple[bool, str]:
+def available(release: str = "dlio") -> tuple[bool, str]:
     """(usable, why not): the preload library exists and loads into ``true`` without error."""
     import subprocess
-    lib, why = preload_library()
+    lib, why = preload_library(release)
     if lib is None:
         return False, why
     true = "/bin/true" if os.path.exists("/bin/true") else "true"
@@ -86,9 +134,10 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
-def environment(prefix: Path, data_dir: str = "all") -> dict[str, str]:
-    """The variables that make a command write its DFTracer trace to ``<prefix>-*.pfw``."""
-    lib, why = preload_library()
+def environment(prefix: Path, data_dir: str = "all", release: str = "dlio") -> dict[str, str]:
+    """The variables that make a command write its DFTracer trace to ``<prefix>-*.pfw``
+    (``.pfw.gz`` for 2.x, which compresses by default)."""
+    lib, why = preload_library(release)
     if lib is None:
         raise RuntimeError(why)
     pre = os.environ.get("LD_PRELOAD", "")
@@ -102,36 +151,55 @@ def trace_files(prefix: Path) -> list[Path]:
 
 
 def read_events(files) -> tuple[pd.DataFrame, int]:
-    """Every complete event (``"ph": "X"``) of DFTracer's trace files, one row each, with the
-    file name's process name as ``comm``; (rows, lines that did not parse). Exact duplicate
-    lines are dropped (a ``fork``-ed child may flush a copy of its parent's buffer)."""
+    """Every complete event of DFTracer's trace files (1.0.2's ``"ph": "X"``, 2.x's ``"ph": 1``),
+    one row each, with the process name as ``comm`` (from the file name, 1.0.2, or from the
+    ``start`` event, 2.x) and the file name as ``fname`` (2.x: through ``fhash``); (rows, lines
+    that did not parse). Exact duplicate lines are dropped (a ``fork``-ed child may flush a copy
+    of its parent's buffer); a gzip stream that stops unfinished is read up to where it stops."""
     rows, bad, seen = [], 0, set()
+    names: dict[str, str] = {}   # 2.x: hash -> file name (FH) or string (SH), from any process's file
     for f in files:
         f = Path(f)
         m = _FILE.search(f.name)
-        comm = m.group("name")[:15] if m else ""
+        comm = m.group("name")[:15] if m else None   # None: 2.x, the start event's exec_hash
+        first = len(rows)
         opener = gzip.open if f.suffix == ".gz" else open
         with opener(f, "rt", errors="replace") as fh:
-            for line in fh:
-                line = line.strip().rstrip(",")
-                if not line or line in ("[", "]"):
-                    continue
-                if line in seen:
-                    continue
-                seen.add(line)
-                try:
-                    e = json.loads(line)
-                except json.JSONDecodeError:
-                    bad += 1
-                    continue
-                if e.get("ph") != "X":
-                    continue
-                a = e.get("args") or {}
-                rows.append({"name": e.get("name"), "cat": e.get("cat"), "pid": e.get("pid"),
-                             "tid": e.get("tid"), "ts_us": e.get("ts"), "dur_us": e.get("dur"),
-                             "fname": a.get("fname"), "ret": a.get("ret"), "fd": a.get("fd"),
-                             "offset": a.get("offset"), "length": a.get("length"), "flags": a.get("flags"),
-                             "comm": comm})
+            try:
+                for line in fh:
+                    line = line.strip().rstrip(",")
+                    if not line or line in ("[", "]"):
+                        continue
+                    if line in seen:
+                        continue
+                    seen.add(line)
+                    try:
+                        e = json.loads(line)
+                    except json.JSONDecodeError:
+                        bad += 1
+                        continue
+                    a = e.get("args") or {}
+                    if e.get("name") in ("FH", "SH") and e.get("ph") == 4:
+                        names[str(a.get("value"))] = str(a.get("name"))
+                        continue
+                    if e.get("ph") not in ("X", 1) or "ts" not in e:
+                        continue
+                    if e.get("name") == "start" and comm is None:
+                        comm = ("hash", a.get("exec_hash"))
+                    rows.append({"name": e.get("name"), "cat": e.get("cat"), "pid": e.get("pid"),
+                                 "tid": e.get("tid"), "ts_us": e.get("ts"), "dur_us": e.get("dur"),
+                                 "fname": a.get("fname", ("hash", a.get("fhash"))), "ret": a.get("ret"),
+                                 "fd": a.get("fd"), "offset": a.get("offset"), "length": a.get("length"),
+                                 "flags": a.get("flags"), "comm": comm})
+            except (EOFError, gzip.BadGzipFile, OSError):   # an unfinished stream: what it had
+                pass
+        for r in rows[first:]:   # 2.x names the program in its first event
+            r["comm"] = comm
+    for r in rows:   # 2.x's hashes, once every file's names are known
+        if isinstance(r["fname"], tuple):
+            r["fname"] = names.get(r["fname"][1])
+        if isinstance(r["comm"], tuple) or r["comm"] is None:
+            r["comm"] = os.path.basename(names.get(r["comm"][1], ""))[:15] if r["comm"] else ""
     return pd.DataFrame(rows, columns=["name", "cat", "pid", "tid", "ts_us", "dur_us", "fname", "ret",
                                        "fd", "offset", "length", "flags", "comm"]), bad
 

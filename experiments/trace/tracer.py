@@ -137,13 +137,16 @@ class Tracer:
     ``meta['agg_lost_calls']``). vfs_sequential: in vector mode, also count in the kernel which
     calls continue where the same process's previous call on the file ended (VFS
     sequentiality, not part of Table 4.2; about a fifth of the probe's cost; default off in
-    vector mode, always available in timeline mode).
+    vector mode, always available in timeline mode). dftracer_release: which DFTracer the
+    ``dftracer`` back end preloads, ``dlio`` (the 1.0.2 DLIO pins) or ``current`` (the release
+    in ``.venv-dftracer``; :data:`~experiments.trace.dftracer_backend.RELEASES`).
     """
 
     def __init__(self, backend: str = "auto", watch=(), block: bool = True, block_scope: str = "device",
                  interval_s: float = 1.0, sample: bool = True, keep_raw: bool = False, quiet: bool = False,
                  mode: str = "timeline", files: str = "auto", max_keys: int | None = None,
-                 vfs_sequential: bool | None = None, keep_parsed: bool = False):
+                 vfs_sequential: bool | None = None, keep_parsed: bool = False,
+                 dftracer_release: str = "dlio"):
         if block_scope not in ("device", "tree"):
             raise TraceError(f"trace block_scope = {block_scope!r}; allowed: device, tree")
         if interval_s <= 0:
@@ -159,7 +162,17 @@ class Tracer:
         self.requested_files = files
         self.vfs_sequential = (mode != "vector") if vfs_sequential is None else bool(vfs_sequential)
         self.max_keys = int(max_keys) if max_keys is not None else (262144 if mode == "vector" else 65536)
-        self.backend, self.fallbacks = choose_backend(backend, quiet)
+        if dftracer_release not in dftracer_backend.RELEASES:
+            raise TraceError(f"trace dftracer_release = {dftracer_release!r}; allowed: "
+                             f"{', '.join(dftracer_backend.RELEASES)}")
+        self.dftracer_release = dftracer_release
+        if backend == "dftracer" and dftracer_release != "dlio":   # backend_status has DLIO's
+            ok, why = dftracer_backend.available(dftracer_release)
+            if not ok:
+                raise TraceError(f"trace backend 'dftracer' ({dftracer_release}) cannot run here: {why}")
+            self.backend, self.fallbacks = "dftracer", []
+        else:
+            self.backend, self.fallbacks = choose_backend(backend, quiet)
         self.watch = [str(p) for p in (watch or [])]
         self.devices = devices_of(self.watch)
         self.block = block
@@ -426,9 +439,10 @@ class Tracer:
         self.meta["comm"] = os.path.basename(cmd[0])[:15]
         self._offset_ns, self.meta["clock_uncertainty_ns"] = bt.clock_offset_ns()
         self.meta["clock_offset_ns"] = self._offset_ns
-        self.meta["dftracer_library"] = str(dftracer_backend.preload_library()[0])
+        self.meta["dftracer_library"] = str(dftracer_backend.preload_library(self.dftracer_release)[0])
+        self.meta["dftracer_version"] = dftracer_backend.version(self.dftracer_release)
         self.meta["dftracer_data_dir"] = "all"
-        env = {**env, **dftracer_backend.environment(self._dir / "dftracer")}
+        env = {**env, **dftracer_backend.environment(self._dir / "dftracer", release=self.dftracer_release)}
         self._t0_ns = time.time_ns()
         self.meta["started"] = self._t0_ns / 1e9
         t_cmd = time.perf_counter()

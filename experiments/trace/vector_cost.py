@@ -1,5 +1,5 @@
-"""What the vector mode's cost per call is made of (issue 42, point 5): the vector program with
-one part taken out at a time, on fio's 4 KiB page-cache reads (the goal that is tight).
+"""What the vector mode's cost per call is made of (issue 42, point 5; issue 56): the vector
+program with one part taken out at a time, on fio's 4 KiB page-cache reads (the goal that is tight).
 
 ``python -m experiments.trace.vector_cost [--repeats N] [--io-mib M] [--out DIR]`` runs, in the
 same alternating run, fio untraced and under each variant of the vector mode's bpftrace program
@@ -7,10 +7,15 @@ same alternating run, fio untraced and under each variant of the vector mode's b
 mode attaches them, filtered by the command's name instead of the traced tree, so that no
 variant pays for following children):
 
-- ``vector``: the whole program;
+- ``vector``: the whole program (each call's file looked up in the per-(process, descriptor)
+  map ``@fd``, resolved from the descriptor table only where it misses);
+- ``resolve_every_call``: the program before issue 56, the file resolved from the task's
+  descriptor table at every call (``fd_cache=False``: about a dozen checked kernel-memory reads,
+  and the once-per-inode name check, a map lookup);
 - ``no_total``: without the exact total of calls (``@tot``, a per-CPU count);
-- ``no_name_check``: without the once-per-inode name check (a map lookup per call);
 - ``no_aggregation``: without the aggregation update (a hash map keyed by operation, file, size);
+- ``registers_only``: each probe reads the saved registers (checked) and counts, without finding
+  the file or aggregating: what the descriptor costs before any map is touched;
 - ``count_only``: the floor, each exit probe only counting (``@n = count()``).
 
 Prints and writes ``vector_cost.csv`` (default ``results/trace_bench/``): per variant the
@@ -34,20 +39,30 @@ from . import bench
 from . import bpftrace_backend as bt
 
 
+def _by_comm(prog: str, comm: str) -> str:
+    """``prog`` with the traced tree replaced by a filter on the process name ``comm`` (the
+    descriptor epoch a constant 1)."""
+    prog = "\n".join(x for x in prog.split("\n") if not x.startswith("tracepoint:sched"))
+    return (prog.replace("@tree[$1] = 1; ", "@tree[0] = 1; ").replace("/@tree[pid]/", f'/comm == "{comm}"/')
+            .replace("$e = @tree[pid];", f'$e = comm == "{comm}" ? (uint64)1 : (uint64)0;'))
+
+
 def variants(comm: str) -> dict[str, str]:
     """The programs, each filtered by process name ``comm``."""
     pr = bt._probe()
-    full = bt.script(None, False, "device", bench.READY_TOKEN, "vector", "kernel", pr["syscalls"] or None,
-                     pr["exit_regs"], False)
-    full = "\n".join(x for x in full.split("\n") if not x.startswith("tracepoint:sched"))
-    full = full.replace("@tree[$1] = 1; ", "").replace("clear(@tree); ", "").replace("/@tree[pid]/", f'/comm == "{comm}"/')
-    no_name = re.sub(r"\n    if \(@seen.*?\n    \}", "", full, flags=re.S).replace("clear(@seen); ", "")
+    full, before = (_by_comm(bt.script(None, False, "device", bench.READY_TOKEN, "vector", "kernel",
+                                       pr["syscalls"] or None, pr["exit_regs"], False, cache), comm)
+                    for cache in (True, False))
+    no_agg = re.sub(r"@agg\[[^\]]*\] = count\(\); ", "", full).replace("print(@agg); ", "").replace("clear(@agg); ", "")
+    # from the file's lookup to the count: gone (the maps it used with it)
+    regs = re.sub(r"\$c = @fd\[.*?@tot = count\(\); ", "@tot = count(); ", no_agg, flags=re.S)
+    regs = "\n".join(x for x in regs.split("\n") if "@fd[" not in x).replace("clear(@fd); ", "").replace("clear(@seen); ", "")
     return {
         "vector": full,
+        "resolve_every_call": before,
         "no_total": full.replace("@tot = count(); ", "").replace("print(@tot); ", "").replace("clear(@tot); ", ""),
-        "no_name_check": no_name,
-        "no_aggregation": re.sub(r"@agg\[[^\]]*\] = count\(\); ", "", full)
-        .replace("print(@agg); ", "").replace("clear(@agg); ", ""),
+        "no_aggregation": no_agg,
+        "registers_only": regs,
         "count_only": bench.probe_program(comm),
     }
 
