@@ -12,6 +12,7 @@ import pandas as pd
 from experiments import claims
 import pytest
 import yaml
+from experiments.claims import declared as claims_declared
 from experiments.claims import table as claims_table
 
 pytestmark = pytest.mark.smoke
@@ -103,7 +104,12 @@ def test_claims_table_gathers_every_claim(smoke_results, stage_results):
     t = pd.read_csv(stage_results("claims") / "claims.csv")
     n = sum(len(json.loads(p.read_text())) for p in smoke_results.glob("*/claims.json")
             if p.parent.name != "claims")
-    assert len(t) == n > 0
+    # a data stage's measured.json is joined with its declarations: every one of them a row
+    wrote = {p.parent.name for p in smoke_results.glob("*/measured.json")}
+    for st in wrote:
+        ids = {m["id"] for m in json.loads((smoke_results / st / "measured.json").read_text())}
+        n += len(ids | {i for i, (_, d) in claims_declared.declared(st).items() if d.template is None})
+    assert len(t) == n > 0 and wrote <= set(t["stage"])
     md = (smoke_results / "claims" / "claims.md").read_text()
     nf = int((t["kind"] == "finding").sum())
     assert md.startswith(f"# Claims: {nf} findings (") and f"; {n - nf} checks (" in md.splitlines()[0]
