@@ -36,7 +36,7 @@ import json
 import os
 import re
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -53,7 +53,8 @@ _CONFIG_END = "# END TEST CONFIG"
 @dataclass(frozen=True)
 class Hidden:
     """One hidden test: its ``key`` (``q1.2``: the question and its n-th hidden test), points,
-    the source of its three parts, and ``shipped``: the inputs its run uses (what the sandbox gets)."""
+    the source of its three parts, ``shipped``: the inputs its run uses, and ``given``: their
+    values as the sandbox gets them (encoded; filled by :func:`write_judges`)."""
     key: str
     question: str
     points: float | None
@@ -61,6 +62,7 @@ class Hidden:
     run: str
     judge: str
     shipped: tuple[str, ...] = ()
+    given: dict = field(default_factory=dict)
 
 
 def _config(src: str) -> tuple[str, str]:
@@ -205,13 +207,14 @@ def write_judges(lab: Lab) -> dict[str, dict]:
                              "the next (seed every draw): the judge could not make them again")
     p = judges_path(lab)
     tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps([asdict(h) for h in tests], indent=1))
+    tmp.write_text(json.dumps([asdict(replace(h, given=data[h.key])) for h in tests], indent=1))
     os.replace(tmp, p)
     return data
 
 
 def judges(lab: Lab) -> list[Hidden]:
-    """The judges ``make course`` wrote for ``lab``; FileNotFoundError (naming ``make course``) if none."""
+    """The judges ``make course`` wrote for ``lab`` (each with the inputs' values the sandbox
+    gets); FileNotFoundError (naming ``make course``) if none."""
     p = judges_path(lab)
     if not p.is_file():
         raise FileNotFoundError(f"no judges for {lab.name} at {p}: run `make course` first")

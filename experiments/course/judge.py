@@ -81,6 +81,7 @@ def judge_one(h: Hidden, entry: dict | None, witness=None) -> str:
     from . import harness
     try:
         ns = inputs_namespace(h)
+        ns.update({k: decode(v) for k, v in h.given.items()})   # exactly what the sandbox's run got
         ns.update(_gh=harness, _rec=decode(entry.get("values") or {}),
                   _witnessed=_witnessed(witness.log if witness else {}),
                   _asked=list(witness.asked.get(h.key, [])) if witness else [])
