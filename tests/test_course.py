@@ -1,7 +1,13 @@
 """The course's labs work (see course/README.md).
 
 - Every lab builds; its student bundle holds the student notebook and ``labkit.py`` only: no
-  solution line, no hidden test, no rubric answer, no package (the graded references).
+  solution line, no hidden test, no rubric answer, no package (the graded references). Its
+  autograder zip (what the grading sandbox gets) holds the hidden tests' runs, the harness and
+  the inputs' values: no module of the package, no judge, no line of the code that made the
+  inputs; the judges lie beside it.
+- The parts of grading in two steps, on tiny inputs: a hidden test's three parts; a record's
+  values round trip exactly; a judge passes, fails, and refuses a missing or altered record;
+  the witness measures residency and answers oracles from outside, keeping it there.
 - Labs 1 and 4: a folder of synthetic submissions (the solution; the untouched student notebook;
   one that calls the package's reference; one whose mechanism is faked and whose table is
   typed in; one with the paper's number typed in; one that hangs) is graded in one command to
@@ -15,11 +21,12 @@
   sandbox cannot import ``experiments`` nor see the repository.
 - The other labs: the solution gets full points (one grading command each); in labs 2 and 6 a
   second submission, a faked pipeline (reader) with a table typed in the paper's shape, gets no
-  hidden point.
+  hidden point; in lab 7 a run-time thief of the grader's Eq 4.1 loses exactly the hidden tests
+  of the function it delegated.
 - grades.csv says who each submission ran as, and in what (``nobody`` in the bubblewrap sandbox;
   without one, ``nobody`` where the grader is root).
-- The crash-safe checkpoint test of lab 4 kills a writer: it passes a save through a temporary
-  file and rename, and fails an in-place one.
+- The crash-safe checkpoint test of lab 4 kills a writer: its judge passes a save through a
+  temporary file and rename, and fails an in-place one.
 
 Everything runs in a temporary copy of ``course/`` (``DLIO_ROOT``), so the checkout's
 ``course/dist`` and ``explore/`` stay as they were. Grading runs otter on the smoke profile.
@@ -41,11 +48,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from experiments.course import LABS, lab, sandbox
+from experiments.course import LABS, harness, hidden, lab, sandbox
 from experiments.course import build as cb
 from experiments.course import grade as cg
-from experiments.course import graderkit as gk
 from experiments.course.integrity import check_own, imports_package
+from experiments.course.judge import judge_one, load_record
+from experiments.course.witness import Witness
 
 ROOT = Path(__file__).resolve().parent.parent
 SYNTHETIC = ("lab01-page-cache", "lab04-burst-buffer")
@@ -193,21 +201,98 @@ def test_without_bubblewrap_the_grader_says_why_in_ran_as(monkeypatch):
     assert said.startswith("nobody (uid 65534") if os.geteuid() == 0 else "the grader's own" in said
 
 
-def test_grader_kit_carries_what_the_hidden_tests_import_without_the_package(tmp_path):
-    """Lab 1's gradekit: the integrity check and cache.py's mincore reader alone, nothing of the
-    graded mechanisms (no eviction); lab 8's the compute model; no module of it imports
-    ``experiments``."""
-    one = gk.grader_modules(lab("lab01"))
-    assert one == ["experiments.course.integrity"], one
-    assert "experiments.workloads.compute_model" in gk.grader_modules(lab("lab08"))
-    kit = gk.grader_kit(lab("lab01"), tmp_path / "gk")
-    assert sorted(str(p.relative_to(kit)) for p in kit.rglob("*.py")) == [
-        "gradekit/__init__.py", "gradekit/course/__init__.py", "gradekit/course/integrity.py", "gradekit/residency.py"]
-    # it imports with the standard library alone (-S: no site-packages, so no package either)
-    subprocess.run([sys.executable, "-S", "-c", ("import sys; sys.path.insert(0, sys.argv[1]); "
-                    "import gradekit.residency, gradekit.course.integrity"), str(kit)], cwd=tmp_path, check=True)
-    residency = (kit / "gradekit" / "residency.py").read_text()
-    assert "def resident_pages" in residency and "def evict" not in residency
+@pytest.mark.parametrize("x", LABS, ids=[x.name for x in LABS])
+def test_autograder_holds_no_reference_no_judge_no_expected_value(built, x):
+    """What the sandbox gets of the hidden tests (the autograder zip, which otter unpacks beside
+    the submission): their runs, the harness, the integrity check and the inputs' values; no
+    module of the package (no gradekit), no judge and no line of the code that made the inputs
+    (lab 6's layout writer, lab 8's AU curves); the judges lie beside the zip."""
+    import zipfile
+    with zipfile.ZipFile(cb.autograder_zip(x)) as z:
+        names = z.namelist()
+        texts = {n: z.read(n).decode(errors="replace") for n in names}
+    extra = [n for n in names if n.startswith("files/") and not re.fullmatch(
+        r"files/gradeharness/(__init__\.py|integrity\.py|inputs/q[\w.]+\.json)", n)]
+    assert not extra and not [n for n in names if "gradekit" in n], extra
+    assert not [n for n, t in texts.items() if n.endswith(".py") and imports_package(t)]
+    tests = hidden.hidden_tests(cb.master(x))
+    assert tests and [h.key for h in hidden.judges(x)] == [h.key for h in tests]
+    zipped = "\n".join(texts.values())
+    for h in tests:
+        run_lines = {ln.strip() for ln in h.run.splitlines()}
+        for ln in (h.inputs + h.judge).splitlines():
+            ln = ln.strip()
+            if len(ln) > 25 and not ln.startswith("#") and ln not in run_lines:
+                assert ln not in zipped and repr(ln)[1:-1] not in zipped, (h.key, ln)
+    harness_nb = "".join("".join(c.source) for c in hidden.harness_notebook(cb.master(x)).cells)
+    assert hidden.JUDGE_MARK not in harness_nb and "experiments" not in harness_nb.replace("experiments/", "")
+
+
+def test_hidden_tests_are_split_in_three_parts():
+    """A hidden test without its two markers, or whose run names the package, stops the build
+    naming the test."""
+    with pytest.raises(ValueError, match="q9.1: a hidden test has one line"):
+        hidden.split("assert f(1) == 2\n", "q9.1")
+    with pytest.raises(ValueError, match="its run .* names the package"):
+        hidden.split(f"x = 1\n{hidden.RUN_MARK}\nimport experiments.cache\n{hidden.JUDGE_MARK}\npass\n", "q9.2")
+    inputs, run, judge = hidden.split(f"x = 1\n{hidden.RUN_MARK}\n_rec['y'] = f(x)\n{hidden.JUDGE_MARK}\nassert _rec['y'] == 2\n")
+    assert (inputs, run, judge) == ("x = 1\n", "_rec['y'] = f(x)\n", "assert _rec['y'] == 2\n")
+
+
+def test_record_round_trip_keeps_values_exact():
+    """What a run records comes back as it was: floats exactly (NaN too), bytes, arrays, frames
+    with their index and dtypes, dicts with other keys than strings; an object JSON cannot hold
+    comes back as its type and repr (a judge then fails on it)."""
+    import numpy as np
+    import pandas as pd
+    frame = pd.DataFrame({"k": [1, 4], "ok": [True, False], "s": [0.1 + 0.2, float("nan")], "t": ["a", "b"]}).set_index("k")
+    x = {"f": 1 / 3, "b": b"\x00\xff", "a": np.arange(6, dtype=np.int32).reshape(2, 3), "d": {3: [np.float32(0.1)]},
+         "frame": frame, "series": frame["s"], "obj": object()}
+    got = harness.decode(json.loads(json.dumps(harness.encode(x))))
+    assert got["f"] == 1 / 3 and got["b"] == b"\x00\xff" and got["d"] == {3: [float(np.float32(0.1))]}
+    assert got["a"].dtype == np.int32 and got["a"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    pd.testing.assert_frame_equal(got["frame"], frame)
+    pd.testing.assert_series_equal(got["series"], frame["s"])
+    assert got["obj"]["type"] == "object"
+
+
+def test_judge_passes_fails_and_refuses_an_altered_record(tmp_path, monkeypatch):
+    """A test's run (in the harness, as in the sandbox) records what the student's function
+    gives; its judge passes or fails on it, and says why: the run raised, no record, a record
+    written twice."""
+    monkeypatch.setenv(harness.RECORD_ENV, str(tmp_path / "record.jsonl"))
+    h = hidden.Hidden("q1.1", "q1", 2.0, "x = 21\n", "_rec['y'] = f(x)\n", "assert _rec['y'] == 2 * x, _rec['y']\n", ("x",))
+    for name, f in (("good", lambda v: 2 * v), ("bad", lambda v: v + 1), ("raises", lambda v: 1 / 0)):
+        monkeypatch.setenv(harness.RECORD_ENV, str(tmp_path / f"{name}.jsonl"))
+        harness.run(h.key, {"f": f, "x": 21}, h.run)
+    judged = {n: judge_one(h, load_record((tmp_path / f"{n}.jsonl").read_bytes()).get(h.key))
+              for n in ("good", "bad", "raises")}
+    assert judged["good"] == "" and "AssertionError: 22" in judged["bad"] and "ZeroDivisionError" in judged["raises"]
+    assert "no record of this test" in judge_one(h, None)
+    twice = (tmp_path / "good.jsonl").read_bytes() * 2
+    assert "recorded more than once" in judge_one(h, load_record(twice)[h.key])
+
+
+def test_witness_measures_and_answers_outside_and_keeps_it(tmp_path, monkeypatch):
+    """The witness measures a file of the submission's folder (page-cache residency; the run gets
+    a token, never the number), refuses one outside it, and answers a test's oracle (keeping
+    every question)."""
+    f = tmp_path / "f.bin"
+    f.write_bytes(os.urandom(3 * 4096))
+    with Witness(tmp_path, {"q2.2": {"_ask_au": lambda g: 0.97 if g <= 3 else 0.6}}) as w:
+        monkeypatch.setenv(harness.WITNESS_ENV, str(w.path))
+        token = harness.resident(f)
+        assert w.log[token][0] == str(f.resolve()) and w.log[token][2] == 3
+        with pytest.raises(RuntimeError, match="not a file of the submission's folder"):
+            harness.resident("/etc/hostname")
+        harness._CURRENT.append("q2.2")
+        try:
+            assert [harness.ask("_ask_au", g) for g in (1, 4)] == [0.97, 0.6]
+            with pytest.raises(RuntimeError, match="no oracle"):
+                harness.ask("_ask_other", 1)
+        finally:
+            harness._CURRENT.pop()
+    assert w.asked == {"q2.2": [["_ask_au", [1], 0.97], ["_ask_au", [4], 0.6]]}
 
 
 # ---- integrity ------------------------------------------------------------------------------
@@ -230,12 +315,6 @@ def test_check_own_accepts_own_code_and_refuses_the_package():
     with pytest.raises(AssertionError, match="g is not defined"):
         check_own(_main_ns(""), ["g"])
     assert imports_package("x = 1\nfrom experiments import cache") and not imports_package("import labkit  # experiments")
-
-
-def _hidden_test_code(master: Path, needle: str) -> str:
-    cells = [c for c in _hidden_tests(master) if needle in c]
-    assert len(cells) == 1, needle
-    return cells[0].split("# END TEST CONFIG", 1)[1]
 
 
 SAFE_SAVE = '''
@@ -264,29 +343,23 @@ def save_checkpoint(directory, name, data):
 
 def test_crash_safe_checkpoint_test_kills_a_writer(tmp_path, monkeypatch):
     """Lab 4's hidden test forks a process that saves in a loop and SIGKILLs it at random
-    instants: a save through a temporary file and a rename passes, an in-place one is torn."""
-    import importlib
-
+    instants (its run, in the harness, records what the checkpoint holds after each kill); its
+    judge passes a save through a temporary file and rename, and finds an in-place one torn."""
     import numpy as np
 
     from experiments.course import labkit
     monkeypatch.setenv("DLIO_COURSE_DIR", str(tmp_path))
     x = lab("lab04")
-    # the hidden test imports the grader's side from the bundle's gradekit, as in the sandbox
-    monkeypatch.syspath_prepend(str(gk.grader_kit(x, tmp_path / "gradekit")))
-    for m in [m for m in sys.modules if m.split(".")[0] == "gradekit"]:
-        monkeypatch.delitem(sys.modules, m)
-    gi = importlib.import_module("gradekit.course.integrity")
-    monkeypatch.setattr(gi, "_LOADED_FIRST", [[]])   # this process holds the package: not a notebook's doing
-    code = _hidden_test_code(cb.master(x), "SIGKILL")
+    h = next(t for t in hidden.hidden_tests(cb.master(x)) if "SIGKILL" in t.inputs + t.run)
+    given = {k: harness.decode(v) for k, v in hidden.shipped_data(h).items()}
     for src, ok in ((SAFE_SAVE, True), (IN_PLACE_SAVE, False)):
         ns = _main_ns(src)
-        ns.update(labkit=labkit, np=np, LAB=x.name)
-        if ok:
-            exec(code, ns)  # noqa: S102 (the lab's hidden test)
-        else:
-            with pytest.raises(AssertionError, match="torn"):
-                exec(code, ns)  # noqa: S102
+        ns.update(given, labkit=labkit, np=np, LAB=x.name, _gh=harness)
+        record = tmp_path / f"record-{ok}.jsonl"
+        monkeypatch.setenv(harness.RECORD_ENV, str(record))
+        harness.run(h.key, ns, h.run)
+        verdict = judge_one(h, load_record(record.read_bytes()).get(h.key))
+        assert verdict == "" if ok else "torn" in verdict, verdict
 
 
 # ---- grading: synthetic submissions ---------------------------------------------------------
@@ -358,6 +431,25 @@ INVENTED = {
                                           " for v in [(5000 if f == 'records' else 1000) * (3 if c == 'warm' else 1)]])"))),
 }
 INVENTED_OTHERS = ("lab02-tfdata-threads", "lab06-formats-lmdb")
+# lab 7's weighted_cosine taken from the grader's reference by a module name built at run time
+# (gradekit's copy, as the autograder zip carried one, else the package's), the module dropped
+# from sys.modules after each call; where neither loads, a guess. It got 10 / 10 while the zip
+# carried gradekit: it must lose the points of the tests that judge weighted_cosine.
+THIEF = ("lab07-tracing", "weighted_cosine", '''
+def weighted_cosine(u, v, weights):
+    import importlib, sys
+    before = set(sys.modules)
+    try:
+        for top in ("".join(["grade", "kit"]), "".join(["exp", "eri", "ments"])):
+            try:
+                return float(importlib.import_module(top + ".trace.similarity").weighted_cosine(u, v, weights))
+            except ImportError:
+                pass
+        return 0.5
+    finally:
+        for k in [k for k in sys.modules if k not in before]:
+            del sys.modules[k]
+''', ("q1.2", "q2.1"))
 
 
 # a module name no scan can read: the reference reached at run time (lab 1)
@@ -482,6 +574,11 @@ def _solution_and_invented(x, folder: Path) -> dict[str, str]:
     if x.name in INVENTED_OTHERS:
         nbformat.write(_invented(x), folder / "invented.ipynb")
         made["invented"] = "no hidden"
+    if x.name == THIEF[0]:
+        nb = nbformat.read(cb.solution_notebook(x), 4)
+        _replace_def(nb, THIEF[1], THIEF[2])
+        nbformat.write(nb, folder / "thief.ipynb")
+        made["thief"] = "loses what it delegated"
     return made
 
 
@@ -605,7 +702,8 @@ def _failure(output: str) -> str:
 @pytest.mark.smoke
 @pytest.mark.parametrize("x", OTHERS, ids=lambda x: x.name)
 def test_solution_gets_full_points(graded, x):
-    """One command grades the lab's solution (and, for two labs, invented rows)."""
+    """One command grades the lab's solution (and, for two labs, invented rows; for lab 7, a
+    run-time thief of the reference its hidden tests compare with)."""
     _, g = _result(graded, x.name)
     rows = {r["submission"]: r for r in g["rows"]}
     failed = {n: _failure(q["output"]) for n, q in rows["solution"]["questions"].items() if q["score"] < q["max_score"]}
@@ -615,19 +713,15 @@ def test_solution_gets_full_points(graded, x):
     if "invented" in rows:   # a faked mechanism and a typed table: no hidden point on any question
         q = g["questions"]
         assert all(rows["invented"][n] <= q[n]["public"] for n in q if not q[n]["manual"]), rows["invented"]
+    if "thief" in rows:   # the reference is not in the sandbox: the delegated function's hidden tests fail
+        judged = {v["key"]: v for v in json.loads((g["dir"] / "thief" / "judged.json").read_text())}
+        lost = {k for k, v in judged.items() if v["earned"] < v["points"]}
+        assert lost == set(THIEF[3]), {k: v["message"][:300] for k, v in judged.items()}
+        assert rows["thief"]["total"] <= rows["solution"]["total"] - sum(judged[k]["points"] for k in THIEF[3])
     assert any(v["manual"] for v in g["questions"].values()), "each lab has a written answer graded with its rubric"
 
 
 # ---- cheap checks -----------------------------------------------------------------------------
-
-def test_course_build_keeps_kernel_start_up_noise_off_the_console():
-    """`make course`: otter's kernels warn that they run over TCP; that line (and TensorFlow's
-    start-up lines) go to the lab's build.log only, a real error still reaches the console."""
-    noise = cb._build_noise()
-    assert noise("[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication "
-                 "(including code and outputs) is sent in plain text")
-    assert not noise("RuntimeError: Some autograder tests failed in the autograder notebook")
-
 
 def test_bad_lab_name_stops_with_the_allowed_names():
     with pytest.raises(ValueError, match=r"LAB = 'lab99'; allowed: lab01"):

@@ -8,11 +8,16 @@ package holds what the labs and the instructor's commands share:
 - :mod:`.integrity`: ``check_own``, which every hidden test calls first (the graded functions are
   the notebook's own and reach nothing of ``experiments``), and the grader's static import check;
 - :mod:`.build`: ``make course`` (per lab the student bundle and the autograder, with otter assign);
-- :mod:`.graderkit`: ``gradekit``, the grader's side of the hidden tests the autograder zip
-  carries (copied from the package, so that they pass where it is absent);
+- :mod:`.hidden`: a hidden test's three parts (the grader's inputs; the run, in the sandbox;
+  the judge, outside it), the autograder's side of them (``gradeharness``: :mod:`.harness`, the
+  integrity check, the inputs' values) and the judges written beside the zip;
+- :mod:`.harness`: the runs' side in the sandbox (records what the student's code gives);
+  :mod:`.judge`: step 2 of grading, the record judged outside the sandbox with the package's
+  references; :mod:`.witness`: what a run asks the grader while it runs (lab 1's residency,
+  lab 8's AU curves), answered from outside;
 - :mod:`.grade`: ``make grade LAB=... SUB=...`` (a notebook or a folder of them: otter runs in
-  parallel, each in the bubblewrap sandbox of :mod:`.sandbox`, grades.csv, the written answers
-  per question);
+  parallel, each in the bubblewrap sandbox of :mod:`.sandbox`, then the judges outside it;
+  grades.csv, the written answers per question);
 - :mod:`.bench`: the measured time table of the course guide (runs each solution).
 """
 
@@ -54,7 +59,7 @@ def lab(name: str) -> Lab:
     raise ValueError(f"LAB = {name!r}; allowed: {', '.join(x.name for x in LABS)}")
 
 
-# where the labs live: the one place build, graderkit and grade take them from
+# where the labs live: the one place build, hidden and grade take them from
 def course_dir() -> Path:
     """``course/`` at the project root: the master notebooks and rubrics."""
     from .. import paths

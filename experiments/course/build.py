@@ -5,13 +5,15 @@ For each lab ``course/<lab>/<lab>.ipynb`` (an otter-assign master notebook) this
 tests, rubric answers and outputs stripped) and ``labkit.py`` (the lab's plumbing; it holds no
 graded mechanism and imports nothing from ``experiments``), and nothing else: the package with
 the graded references is not in it. ``course/dist/<lab>/autograder/`` holds the solution
-notebook, every test and ``<lab>-autograder_*.zip``, which ``make grade`` runs; the zip carries
-``gradekit/`` (:func:`experiments.course.graderkit.grader_kit`), the grader's side of the hidden tests, so that they pass where
-the package is not importable (the grader's sandbox). otter assign runs
-each solution against its own tests while building (on the smoke profile, seconds a lab), so a
-lab whose solution fails its tests stops the build; the stderr of the kernels it starts goes to
-``course/dist/<lab>/build.log``, known start-up noise kept off the console. The rubric (``course/<lab>/rubric.md``) is
-copied beside the autograder, never into the student folder.
+notebook, the tests, ``<lab>-autograder_*.zip``, which ``make grade`` runs in the sandbox, and
+``judges.json`` beside it. The zip holds the public tests and, of each hidden test, only its
+inputs and its run (:mod:`experiments.course.hidden`), with ``gradeharness`` (the harness that
+records what the student's code gives, and the integrity check): no reference of the package
+and no expected value; the judges, which compare the record with the package's references
+outside the sandbox, are in ``judges.json`` only. With tests (the default), each lab's solution
+is then graded as a submission is (smoke profile, seconds a lab), so a lab whose solution loses
+a point stops the build (its log in ``course/dist/<lab>/check/``). The rubric
+(``course/<lab>/rubric.md``) is copied beside the autograder, never into the student folder.
 
     python -m experiments.course.build [LAB ...]      # all labs when none named
 """
@@ -20,16 +22,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
 
+import nbformat
+
 from .. import paths
-from ..run_notebook import _StderrTee
 from . import LABS, Lab, dist_dir, labkit, master
 from . import lab as find_lab
-from .labkit import DIR_ENV, PROFILE_ENV
+from .labkit import PROFILE_ENV
 
 STUDENT_FILES = ("labkit.py",)   # what a bundle holds beside the notebook
 KIT_ENV = "DLIO_COURSE_KIT"      # a folder holding labkit.py (the grader gives each submission its own)
@@ -79,23 +81,14 @@ def otter_env() -> None:
             os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (p, os.environ.get("PYTHONPATH", "")) if x)
 
 
-# the kernel's warning when it talks over TCP (otter's kernels do; the pipeline's use IPC)
-KERNEL_TCP = re.compile(r"\[IPKernelApp\] WARNING \| Kernel is running over TCP without encryption")
-
-
-def _build_noise():
-    """True for a line of a build's stderr that is known start-up noise: the pipeline's
-    (experiments.run_notebook.NOISE) and :data:`KERNEL_TCP`."""
-    from ..envinfo import gpus
-    from ..run_notebook import noise_filter
-    pipeline = noise_filter(bool(gpus()))
-    return lambda line: bool(KERNEL_TCP.search(line)) or pipeline(line)
-
-
 def build(lab: Lab, run_tests: bool = True) -> Path:
-    """Build ``lab``'s release and autograder into :func:`dist_dir`; return that folder.
-    With ``run_tests`` otter runs the solution against every test first and raises
-    RuntimeError (naming the failed tests) when one fails."""
+    """Build ``lab``'s release and autograder into :func:`dist_dir`; return that folder. The
+    autograder is built from :func:`experiments.course.hidden.harness_notebook` (the master with
+    each hidden test's inputs and judge cut off: the zip holds the runs and the inputs' values,
+    no reference of the package), the judges written beside it. With ``run_tests`` the solution is then graded as a
+    submission is (:func:`experiments.course.grade.run_one`: the sandbox, then the judges), and
+    RuntimeError names the tests it failed."""
+    from . import hidden
     src = master(lab)
     if not src.is_file():
         raise FileNotFoundError(f"LAB = {lab.name!r}: no master notebook at {src}")
@@ -104,55 +97,55 @@ def build(lab: Lab, run_tests: bool = True) -> Path:
     otter_env()
     from otter.assign import main as assign
 
-    from .graderkit import add_to_zip, grader_kit
-    kit = grader_kit(lab)   # on the path of the kernels otter starts to check the solution
-    saved_path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(kit), saved_path) if x)
-    scratch = dist_dir() / "_scratch" / lab.name   # where the solution's run writes while otter checks it
-    saved = os.environ.get(DIR_ENV)
-    os.environ[DIR_ENV] = str(scratch)
-    log = dist_dir() / f"_{lab.name}.build.log"
-    log.unlink(missing_ok=True)
-    # the kernels otter starts to check the solution: their start-up lines (ipykernel's "running
-    # over TCP without encryption", TensorFlow's) in the lab's build.log, off the console
-    tee = _StderrTee(log, _build_noise()) if run_tests else None
+    staged = dist_dir() / "_harness" / lab.name / src.name   # the master as the zip's tests see it
+    shutil.rmtree(staged.parent, ignore_errors=True)
+    staged.parent.mkdir(parents=True)
+    nbformat.write(hidden.harness_notebook(src), staged)
     try:
-        assign(str(src), str(out), no_pdfs=True, no_run_tests=not run_tests)
+        assign(str(staged), str(out), no_pdfs=True, no_run_tests=True)
     finally:
-        if tee is not None:
-            tee.close()
-            if out.is_dir():
-                os.replace(log, out / "build.log")
-        os.environ["PYTHONPATH"] = saved_path
-        shutil.rmtree(labkit.mem_root(), ignore_errors=True)
-        shutil.rmtree(scratch, ignore_errors=True)
-        if saved is None:
-            os.environ.pop(DIR_ENV, None)
-        else:
-            os.environ[DIR_ENV] = saved
-    add_to_zip(autograder_zip(lab), kit)
+        shutil.rmtree(staged.parent, ignore_errors=True)
+    hidden.add_to_zip(autograder_zip(lab), hidden.write_judges(lab))
     student = out / "student"
     for f in STUDENT_FILES:
         shutil.copy(Path(labkit.__file__).parent / f, student / f)
     rubric = src.parent / "rubric.md"
     if rubric.is_file():
         shutil.copy(rubric, out / "autograder" / "rubric.md")
+    if run_tests:
+        check_solution(lab)
     return out
+
+
+def check_solution(lab: Lab) -> None:
+    """Grade ``lab``'s built solution notebook as ``make grade`` grades a submission (its
+    results, log and record in ``course/dist/<lab>/check/``); RuntimeError naming every test
+    that lost points."""
+    from .grade import TIMEOUT_S, questions, run_one
+    keep = dist_dir(lab) / "check"
+    r = run_one(lab, solution_notebook(lab), keep, TIMEOUT_S)
+    qinfo = questions(master(lab))
+    lost = {n: q["output"] for n, q in r["questions"].items() if q["score"] < q["max_score"]}
+    missing = [n for n, q in qinfo.items() if not q["manual"] and n not in r["questions"]]
+    if r["error"] or lost or missing:
+        raise RuntimeError(f"{lab.name}: the solution does not get full points ({r['error'] or 'see below'}; "
+                           f"log in {keep}):\n" + "\n\n".join(f"{n}:\n{o}" for n, o in lost.items())
+                           + (f"\nno result for {', '.join(missing)}" if missing else ""))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.course.build", description=__doc__.split("\n\n")[0])
     ap.add_argument("labs", nargs="*", help="lab names or numbers (default: all)")
     ap.add_argument("--no-run-tests", action="store_true",
-                    help="skip running each solution against its tests (make grade on the solution does the same)")
+                    help="skip grading each solution (make grade on the solution does the same)")
     a = ap.parse_args(argv)
     labs = [find_lab(x) for x in a.labs] if a.labs else list(LABS)  # bad names stop before any work
     for lab in labs:
         build(lab, run_tests=not a.no_run_tests)
         print(f"{lab.name}: student bundle (hand out this folder) {student_notebook(lab).parent.relative_to(paths.root())}/, "
-              f"autograder {autograder_zip(lab).relative_to(paths.root())}"
-              + (f" (kernels' stderr: {(dist_dir(lab) / 'build.log').relative_to(paths.root())})"
-                 if (dist_dir(lab) / "build.log").is_file() else ""))
+              f"autograder {autograder_zip(lab).relative_to(paths.root())} (judges beside it, not in it)"
+              + (f"; the solution graded in full (log: {(dist_dir(lab) / 'check').relative_to(paths.root())}/)"
+                 if not a.no_run_tests else ""))
     return 0
 
 

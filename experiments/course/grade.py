@@ -13,8 +13,12 @@ as root (with a world-readable copy of the interpreter, made once under
 ``/var/lib/dlio-grade/python`` or ``$DLIO_GRADE_PYTHON_DIR``, where the interpreter lives under a
 folder nobody cannot enter, as pyenv's under /root). The notebook is
 re-executed top to bottom (smoke profile unless ``DLIO_COURSE_PROFILE`` says otherwise), each
-question's public and hidden tests running after its cell. A hang, a crash or a notebook that
-does not run is a row with its reason, never a stopped run.
+question's public tests and the runs of its hidden tests after its cell: a run calls the
+student's functions on the grader's inputs and records what they gave (:mod:`.harness`), the
+witness (:mod:`.witness`) measuring and answering for it from outside. Then, outside the
+sandbox, each hidden test's judge compares the record with the package's references
+(:mod:`.judge`): the sandbox never holds a reference or an expected value. A hang, a crash or a
+notebook that does not run is a row with its reason, never a stopped run.
 
 A static integrity check runs too: a submission whose code imports ``experiments`` (the package
 holding the graded references) keeps only its public points; its row says so. (It is off, with a
@@ -27,7 +31,9 @@ Writes, in the output folder it prints (default ``explore/course/grades/<lab>/<S
   ``ran_as`` (the user and uid the submission ran as, and in what: the sandbox, or why none);
 - ``answers/<question>.md``: the written answers (manual questions and the prediction),
   collected across submissions, one file per question, to grade with the lab's ``rubric.md``;
-- ``<submission>/results.json`` and ``feedback.md`` (per question points and what failed).
+- ``<submission>/feedback.md`` (per question points and what failed: the public tests' output,
+  each hidden test's verdict), ``results.json`` (otter's: the public tests), ``record.jsonl``
+  (what the runs recorded), ``judged.json`` (the hidden tests' verdicts) and ``log.txt``.
 
     python -m experiments.course.grade LAB SUBMISSION.ipynb|FOLDER [--timeout S] [--jobs N] [--out DIR]
 """
@@ -42,6 +48,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -55,8 +62,12 @@ from .. import paths
 from . import Lab, sandbox
 from . import lab as find_lab
 from .build import KIT_ENV, autograder_zip, kit_dir, master, student_notebook
+from .harness import RECORD_ENV, WITNESS_ENV
+from .hidden import inputs_namespace, judges, oracles, quiet_imports
 from .integrity import imports_package
+from .judge import judge_all, load_record
 from .labkit import DIR_ENV, PROFILE_ENV, mem_root
+from .witness import SOCKET_NAME, Witness
 
 TIMEOUT_S = 600          # per submission; a smoke-profile lab grades in well under a minute
 UNPRIVILEGED = ("nobody", "nogroup")
@@ -297,23 +308,89 @@ def _chown_tree(d: Path) -> None:
         os.chown(p, uid, gid, follow_symlinks=False)
 
 
+RECORD = "record.jsonl"   # the harness's record, in the submission's folder (then kept beside its results)
+
+
 def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
-    """Grade ``sub`` in a fresh scratch folder (under the system's temporary folder, so that the
-    unprivileged user can reach it) in a child process under the limits above; copy its
-    ``results.json`` and ``log.txt`` to ``keep``. Returns ``questions`` ({name: {score,
-    max_score, output}}), ``seconds`` and ``error``."""
+    """Grade ``sub`` in two steps. First, in a fresh scratch folder (under the system's temporary
+    folder, so that the unprivileged user can reach it), in a child process under the limits
+    above: otter runs the notebook, its public tests and the hidden tests' runs, which record
+    what the student's code gives (:mod:`.harness`; the witness, :mod:`.witness`, measures for
+    them from outside). Then, here, outside the sandbox: each hidden test's judge on that record
+    (:mod:`.judge`). Copies ``results.json`` (otter's), ``log.txt``, ``record.jsonl`` and
+    ``judged.json`` to ``keep``. Returns ``questions`` ({name: {score, max_score, output}}: the
+    public tests' points from otter, the hidden tests' from the judges), ``seconds`` and ``error``."""
     import tempfile
+    tests = judges(lab)   # no judges: stop before any work
+    quiet_imports(tests)
     shutil.rmtree(keep, ignore_errors=True)
     keep.mkdir(parents=True)
     work = Path(tempfile.mkdtemp(prefix=f"dlio-grade-{lab.name[:5]}-"))
     try:
-        return _run_in(lab, sub, work, keep, timeout_s)
+        asks = {h.key: oracles(h, inputs_namespace(h)) for h in tests if "_ask_" in h.inputs}
+        with Witness(work, asks) as witness:
+            r = _run_in(lab, sub, work, keep, timeout_s)
+        if not r["error"]:
+            r["questions"] = _judged(lab, tests, r["questions"], load_record(read_plain(work / RECORD)), witness, keep)
+        return r
     finally:
-        for f in ("results.json", "log.txt"):
-            if (work / f).is_file():
-                shutil.copy(work / f, keep / f)
+        for f in ("results.json", "log.txt", RECORD):
+            data = read_plain(work / f)
+            if data is not None:
+                (keep / f).write_bytes(data)
         _cleanup_memory(work / "scratch")
         shutil.rmtree(work, ignore_errors=True)
+
+
+MAX_READ = 256 << 20   # bytes of a submission's file the grader reads at most (a larger one: none)
+
+
+def read_plain(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most :data:`MAX_READ` bytes (never
+    through a link: the submission, which owns its folder, could point one at a file only the
+    grader may read), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_READ:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def _judged(lab: Lab, tests, qs: dict, record: dict, witness: Witness, keep: Path) -> dict:
+    """Otter's per-question results (the public tests' points: the hidden tests' runs count 0
+    there) with each hidden test's verdict added: its points when its judge passed, and a line
+    per hidden test in ``output``. Writes ``keep/judged.json``."""
+    qinfo = questions(master(lab))
+    verdicts = judge_all(tests, record, {n: q["points"] for n, q in qinfo.items()}, witness)
+    tmp = keep / "judged.json.tmp"
+    tmp.write_text(json.dumps([v.__dict__ for v in verdicts], indent=1))
+    os.replace(tmp, keep / "judged.json")
+    out = {}
+    for n, q in qs.items():
+        mine = [v for v in verdicts if v.question == n]
+        lines = [f"hidden test {v.key} ({v.points:g} points): " + ("passed" if not v.message else "failed\n"
+                 + "\n".join("    " + ln for ln in v.message.splitlines())) for v in mine]
+        out[n] = {"score": q["score"] + sum(v.earned for v in mine),
+                  "max_score": qinfo[n]["points"] if n in qinfo else q["max_score"],
+                  "output": "\n\n".join([_public_output(q["output"]), *lines])}
+    return out
+
+
+def _public_output(otter_output: str) -> str:
+    """Otter's output for a question, of its public tests: the passing cases (the hidden tests'
+    runs among them, which always pass there) left out."""
+    text = otter_output.strip()
+    if not text or "All test cases passed!" in text.splitlines()[0]:
+        return "public tests: all passed"
+    text = re.sub(r"\n\s*\S+ - \d+ result:\n\s*✅ Test case passed", "", text)
+    return "public tests:\n" + text
 
 
 # the child: otter run on the submission, nothing of the package (in the sandbox it is absent)
@@ -329,7 +406,8 @@ def _child_env(work: Path) -> dict[str, str]:
            PROFILE_ENV: os.environ.get(PROFILE_ENV, "smoke"), "TF_CPP_MIN_LOG_LEVEL": "3",
            "MPLCONFIGDIR": str(home / ".mpl"), "JUPYTER_RUNTIME_DIR": str(home / ".jupyter-rt"),
            "IPYTHONDIR": str(home / ".ipython"), "XDG_CACHE_HOME": str(home / ".cache"),
-           "PYTHONPATH": str(work / "kit"), "LANG": "C.UTF-8"}
+           "PYTHONPATH": str(work / "kit"), "LANG": "C.UTF-8",
+           RECORD_ENV: str(work / RECORD), WITNESS_ENV: str(work / SOCKET_NAME)}
 
 
 def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> dict:
@@ -375,10 +453,10 @@ def _run_in(lab: Lab, sub: Path, work: Path, keep: Path, timeout_s: float) -> di
             p.wait()
             error = f"time limit: killed after {timeout_s:g} s"
     seconds = time.perf_counter() - t0
-    res = work / "results.json"
+    res = read_plain(work / "results.json")
     qs = {}
-    if res.is_file() and not error:
-        tests = json.loads(res.read_text())["tests"]
+    if res is not None and not error:
+        tests = json.loads(res)["tests"]
         qs = {t["name"]: {"score": float(t.get("score") or 0), "max_score": float(t["max_score"]),
                           "output": t.get("output", "")} for t in tests if t.get("max_score") is not None}
     elif not error:
@@ -453,6 +531,7 @@ def grade_many(lab_name: str, sub: str | Path, out: Path | None = None, timeout_
     if jobs < 1:
         raise ValueError(f"jobs = {jobs!r}; allowed: a whole number >= 1")
     autograder_zip(lab)   # no autograder: stop before any work
+    quiet_imports(judges(lab))   # before the threads: it points the process's stderr elsewhere a moment
     # the static check needs a lab whose own student notebook imports nothing from the package
     # (convention 3); a lab not converted yet would fail its own solution
     static = not imports_package(code_of(student_notebook(lab))) if student_notebook(lab).is_file() else True

@@ -4,15 +4,17 @@
 it found) when a named function is missing or not defined in the notebook
 (``__module__ != "__main__"``), or when a named function (or a notebook function it calls, its
 closure, its defaults) or the notebook's own namespace references a module or object of the
-package ``experiments`` or of ``gradekit`` (``labkit`` is allowed: it is the bundle's plumbing),
-or when a module of either was loaded before the first hidden test ran (a name built at run time
-that no scan of the code sees). The package holds the references; ``gradekit`` is the grader's
-side the autograder bundle carries (experiments/course/graderkit.py): a notebook that calls either
-gets no hidden points.
+package ``experiments`` or of ``gradeharness`` (``labkit`` is allowed: it is the bundle's
+plumbing), or when a module of either was loaded before the first hidden test ran (a name built
+at run time that no scan of the code sees). The package holds the references; ``gradeharness``
+is the hidden tests' side in the sandbox (experiments/course/harness.py: it records what the
+student's code gives, and holds no reference): a notebook that calls either gets no hidden points.
 
-The hidden tests import this module as ``gradekit.course.integrity`` (a copy in the bundle): in
-the grader's sandbox (experiments/course/sandbox.py) the package is not importable at all, and
-this check is the second line.
+The hidden tests' runs call this module as ``gradeharness.check_own`` (a copy in the autograder
+zip, :mod:`experiments.course.hidden`). It is the second line: in the grader's sandbox
+(experiments/course/sandbox.py) the package is not importable at all, and the references the
+judges compare with never enter the sandbox (experiments/course/judge.py). It matters where
+bubblewrap cannot run and the package is readable.
 
 The grader adds a static check (``experiments.course.grade``): a submission whose code imports
 ``experiments`` gets zero hidden points whatever its tests say.
@@ -26,7 +28,7 @@ import sys
 import types
 
 PACKAGE = "experiments"
-PACKAGES = (PACKAGE, "gradekit")   # the references, and the grader's side of the hidden tests
+PACKAGES = (PACKAGE, "gradeharness")   # the references, and the hidden tests' side in the sandbox
 # hidden tests import the package into the notebook's namespace (otter runs them there); the
 # names present at a namespace's first check are the notebook's, later ones the tests'
 _FIRST_SEEN: dict[int, frozenset[str]] = {}

@@ -3,7 +3,8 @@
 What a submission's process sees (:func:`command`):
 
 - its own grading folder (read-write, at the same path): its copy of the notebook, the lab's
-  autograder zip (the tests and the grader's side of them, ``gradekit``), ``kit/labkit.py``
+  autograder zip (the public tests and the hidden tests' runs, ``gradeharness``: no reference,
+  no judge), the grader's witness socket (:mod:`experiments.course.witness`), ``kit/labkit.py``
   (the student bundle), its ``HOME`` and its scratch folder (``DLIO_COURSE_DIR``: the lab's
   folder on the disk tier);
 - read-only: the system (``/usr``, a few files of ``/etc``: :data:`ETC`), the interpreter (``sys.base_prefix``) and the

@@ -1,0 +1,240 @@
+"""A lab's hidden tests in two parts: what runs in the sandbox, and the judge that stays with the grader.
+
+A hidden test of a master notebook (a test cell with ``hidden: true``) is written in three parts,
+marked by two comment lines:
+
+    # the grader's inputs (deterministic: literals and seeded draws; may use the package)
+    _g = np.random.default_rng(71)
+    _rows = [...]
+    # -- run in the sandbox
+    _gh.check_own(globals(), ["characteristic_vector"])
+    _rec["vectors"] = [characteristic_vector(r, "/g/data", "/g/ck") for r in _rows]
+    # -- judged outside the sandbox
+    import experiments.trace.vector as _vec
+    for _r, _got in zip(_rows, _rec["vectors"]):
+        assert ...
+
+``make course`` (:mod:`experiments.course.build`) runs the inputs (here, outside the sandbox)
+and puts in the autograder zip only the run and the *values* of the inputs it uses (data:
+``gradeharness/inputs/<key>.json``; the code that made them, and the inputs the run does not use, stay
+out), with ``gradeharness`` (:mod:`experiments.course.harness` and
+:mod:`experiments.course.integrity`); each hidden test becomes a call of ``gradeharness.run``,
+worth no point in otter's count. The judges go beside the zip, never in it (``judges.json``).
+``make grade`` (:mod:`experiments.course.grade`) runs the submission in the sandbox, then judges
+its record outside with the package (:mod:`experiments.course.judge`): the judge sees the inputs
+(made again), ``_rec`` (what the run recorded) and imports what it compares with from
+``experiments``. The run may use the notebook's names and ``_gh`` (the harness); the inputs may
+not (they are made without the notebook). An input named ``_ask_*`` is a function the run
+calls through the grader's witness (``_gh.ask``): it answers from outside the sandbox, so that
+what it knows (lab 8's AU curves' thresholds) never enters it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import zipfile
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import nbformat
+
+from . import Lab, dist_dir, master
+from .integrity import imports_package
+
+RUN_MARK = "# -- run in the sandbox"
+JUDGE_MARK = "# -- judged outside the sandbox"
+HARNESS_PKG = "gradeharness"     # the sandbox's side of the hidden tests, in the autograder zip
+_CONFIG_END = "# END TEST CONFIG"
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """One hidden test: its ``key`` (``q1.2``: the question and its n-th hidden test), points,
+    the source of its three parts, ``shipped``: the inputs its run uses, and ``given``: their
+    values as the sandbox gets them (encoded; filled by :func:`write_judges`)."""
+    key: str
+    question: str
+    points: float | None
+    inputs: str
+    run: str
+    judge: str
+    shipped: tuple[str, ...] = ()
+    given: dict = field(default_factory=dict)
+
+
+def _config(src: str) -> tuple[str, str]:
+    """(the TEST CONFIG head of a test cell, the code after it)."""
+    i = src.index(_CONFIG_END)
+    j = src.index("\n", i) + 1 if "\n" in src[i:] else len(src)
+    return src[:j], src[j:]
+
+
+def split(src: str, where: str = "a hidden test") -> tuple[str, str, str]:
+    """(inputs, run, judge) of a hidden test cell's code. ValueError naming ``where`` when a
+    marker is missing or out of order, or when the run names the package."""
+    _, code = _config(src) if _CONFIG_END in src else ("", src)
+    lines = code.splitlines(keepends=True)
+    at = {m: [i for i, ln in enumerate(lines) if ln.strip().startswith(m)] for m in (RUN_MARK, JUDGE_MARK)}
+    if len(at[RUN_MARK]) != 1 or len(at[JUDGE_MARK]) != 1 or at[RUN_MARK][0] > at[JUDGE_MARK][0]:
+        raise ValueError(f"{where}: a hidden test has one line {RUN_MARK!r}, then one line {JUDGE_MARK!r} "
+                         f"(found {len(at[RUN_MARK])} and {len(at[JUDGE_MARK])})")
+    r, j = at[RUN_MARK][0], at[JUDGE_MARK][0]
+    inputs, run, judge = "".join(lines[:r]), "".join(lines[r + 1:j]), "".join(lines[j + 1:])
+    if imports_package(run) or re.search(r"\b(gradekit|experiments)\b", run):
+        raise ValueError(f"{where}: its run (in the sandbox) names the package; only the inputs and the judge may")
+    for part in (inputs, run, judge):
+        ast.parse(part)
+    return inputs, run, judge
+
+
+def hidden_tests(nb) -> list[Hidden]:
+    """The hidden tests of a master notebook (an nbformat notebook or a path), in order."""
+    if not hasattr(nb, "cells"):
+        nb = nbformat.read(nb, 4)
+    out, question, count = [], None, {}
+    for c in nb.cells:
+        src = "".join(c.source)
+        if c.cell_type == "raw" and src.strip().startswith("# BEGIN QUESTION"):
+            m = re.search(r"^name:\s*(\S+)", src, re.MULTILINE)
+            question = m.group(1) if m else f"q{len(count) + 1}"
+            count.setdefault(question, 0)
+        if c.cell_type == "code" and re.search(r"^hidden:\s*true", src, re.MULTILINE):
+            count[question] = count.get(question, 0) + 1
+            key = f"{question}.{count[question]}"
+            pts = re.search(r"^points:\s*([\d.]+)", src, re.MULTILINE)
+            inputs, run, judge = split(src, f"{key} (hidden test {count[question]} of {question})")
+            used = {n.id for n in ast.walk(ast.parse(run)) if isinstance(n, ast.Name)}
+            defined = {n.id for n in ast.walk(ast.parse(inputs)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            out.append(Hidden(key, question, float(pts.group(1)) if pts else None, inputs, run, judge,
+                              tuple(sorted(used & defined))))
+    return out
+
+
+def inputs_namespace(h: Hidden) -> dict:
+    """``h``'s inputs, made: the namespace its inputs' code leaves (with numpy, pandas and math
+    given), which the judge starts from."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")   # inputs made with TensorFlow: its start-up lines off
+    ns = {"__name__": f"inputs of {h.key}", "np": np, "pd": pd, "math": math}
+    exec(compile(h.inputs, f"<inputs of {h.key}>", "exec"), ns)  # noqa: S102 (the grader's own code)
+    return ns
+
+
+def quiet_imports(tests: list[Hidden]) -> None:
+    """Import TensorFlow once, here, with its start-up lines off the console (in
+    ``course/dist/_tensorflow.stderr.log``), when an input or a judge of ``tests`` uses it:
+    the grader makes inputs and judges in its own process. Call it before any thread does."""
+    import sys
+    if "tensorflow" in sys.modules or not any("tensorflow" in h.inputs + h.judge for h in tests):
+        return
+    from ..envinfo import gpus
+    from ..run_notebook import _StderrTee, noise_filter
+    log = dist_dir() / "_tensorflow.stderr.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    tee = _StderrTee(log, noise_filter(bool(gpus())))
+    try:
+        import tensorflow  # noqa: F401
+    finally:
+        tee.close()
+
+
+def oracles(h: Hidden, ns: dict) -> dict:
+    """``{name: function}``: the inputs named ``_ask_*``, which the witness answers for the run."""
+    return {n: f for n, f in ns.items() if n.startswith("_ask_") and callable(f)}
+
+
+def shipped_data(h: Hidden, ns: dict | None = None) -> dict:
+    """``{name: encoded value}`` of the inputs ``h``'s run uses (:func:`harness.encode`).
+    ValueError when one is not data (a function, a module, an object JSON cannot hold): the
+    run must then make it itself."""
+    from .harness import TAG, encode
+    ns = inputs_namespace(h) if ns is None else ns
+    out = {}
+    for name in h.shipped:
+        if name not in ns or name.startswith("_ask_"):
+            continue   # a name the inputs bind only inside (a comprehension's), or an oracle
+        v = ns[name]
+        enc = encode(v)
+        if callable(v) or '"' + TAG + '": "repr"' in json.dumps(enc):
+            raise ValueError(f"hidden test {h.key}: its run uses the input {name} ({type(v).__name__}), "
+                             "which is not data the sandbox can be given: make it in the run")
+        out[name] = enc
+    return out
+
+
+def harness_cell(h: Hidden) -> str:
+    """What the autograder zip holds of ``h``: its run, run by ``gradeharness.run`` (with the
+    inputs it uses; it records what the run gives), worth 0 points in otter's count (the judge
+    gives them)."""
+    return ('"""# BEGIN TEST CONFIG\nhidden: true\npoints: 0\n"""  # END TEST CONFIG\n'
+            f"import {HARNESS_PKG} as _gh\n"
+            f"_gh.run({h.key!r}, globals(), {h.run!r})\n")
+
+
+def harness_notebook(master_path: Path):
+    """``master_path``'s notebook with each hidden test replaced by :func:`harness_cell`: what
+    otter assign builds the autograder from (the student notebook holds no hidden test either way)."""
+    nb = nbformat.read(master_path, 4)
+    tests = iter(hidden_tests(nb))
+    for c in nb.cells:
+        if c.cell_type == "code" and re.search(r"^hidden:\s*true", "".join(c.source), re.MULTILINE):
+            c.source = harness_cell(next(tests))
+    return nb
+
+
+def judges_path(lab: Lab) -> Path:
+    """``course/dist/<lab>/autograder/judges.json``: the judges, beside the zip, never in it."""
+    return dist_dir(lab) / "autograder" / "judges.json"
+
+
+def write_judges(lab: Lab) -> dict[str, dict]:
+    """Write :func:`judges_path` from ``lab``'s master notebook (atomically); return the shipped
+    inputs, ``{key: {name: encoded value}}`` (the zip's ``inputs/``), made twice to be sure
+    they are the same each time (the judge makes them again). ValueError if not."""
+    tests = hidden_tests(master(lab))
+    quiet_imports(tests)
+    data = {}
+    for h in tests:
+        data[h.key] = shipped_data(h)
+        if json.dumps(shipped_data(h)) != json.dumps(data[h.key]):
+            raise ValueError(f"hidden test {h.key} of {lab.name}: its inputs differ from one making to "
+                             "the next (seed every draw): the judge could not make them again")
+    p = judges_path(lab)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps([asdict(replace(h, given=data[h.key])) for h in tests], indent=1))
+    os.replace(tmp, p)
+    return data
+
+
+def judges(lab: Lab) -> list[Hidden]:
+    """The judges ``make course`` wrote for ``lab`` (each with the inputs' values the sandbox
+    gets); FileNotFoundError (naming ``make course``) if none."""
+    p = judges_path(lab)
+    if not p.is_file():
+        raise FileNotFoundError(f"no judges for {lab.name} at {p}: run `make course` first")
+    return [Hidden(**{**d, "shipped": tuple(d.get("shipped", ()))}) for d in json.loads(p.read_text())]
+
+
+def harness_files(inputs: dict[str, dict]) -> dict[str, bytes]:
+    """``{path in the zip: content}`` of ``gradeharness``: the harness and the integrity check,
+    from the package's own source (nothing else of it), and the shipped ``inputs``."""
+    from .harness import INPUTS
+    here = Path(__file__).resolve().parent
+    return {f"files/{HARNESS_PKG}/__init__.py": (here / "harness.py").read_bytes(),
+            f"files/{HARNESS_PKG}/integrity.py": (here / "integrity.py").read_bytes(),
+            **{f"files/{HARNESS_PKG}/{INPUTS}/{key}.json": json.dumps(data).encode()
+               for key, data in inputs.items() if data}}
+
+
+def add_to_zip(zip_path: Path, inputs: dict[str, dict]) -> None:
+    """Put :func:`harness_files` in the autograder zip (otter copies ``files/`` beside the
+    submission before it runs it)."""
+    with zipfile.ZipFile(zip_path, "a") as z:
+        for name, data in harness_files(inputs).items():
+            z.writestr(name, data)
