@@ -96,10 +96,13 @@ def capture(**extra) -> dict:
 
     ``cold_runs`` (when this process evicted a data set before a run): per tier, the eviction
     method and the page-cache residency measured after it (:func:`experiments.cache.summary`).
+    ``device_audit`` (when this process audited a run): the device's bytes beside the job's and
+    each run's verdict (:func:`experiments.device_audit.summary`).
     """
-    from . import cache
+    from . import cache, device_audit
 
     cold = cache.summary()
+    audit = device_audit.summary()
     return {
         "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
@@ -114,5 +117,6 @@ def capture(**extra) -> dict:
         "git": git_revision(),
         "is_root": os.geteuid() == 0,
         **({"cold_runs": cold} if cold else {}),
+        **({"device_audit": audit} if audit else {}),
         **extra,
     }
