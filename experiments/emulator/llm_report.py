@@ -50,12 +50,14 @@ def check(cfg, tiers: dict[str, Path]) -> None:
 
 def measure(cfg, tiers: dict[str, Path], seed: int = 0, progress=print) -> dict:
     """Every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder), one pool of
-    ranks for all; ``files``, ``steps`` (labelled by tier and variant) and ``evictions``."""
-    from .. import cache, launcher
+    ranks for all; ``files``, ``steps`` (labelled by tier and variant), ``evictions`` (with each
+    run's device verdicts) and ``device`` (each phase's device audit, one row per tier, variant
+    and op: :func:`experiments.device_audit.columns`)."""
+    from .. import cache, device_audit, launcher
 
     lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
     check(cfg, tiers)
-    files, steps, evs = [], [], []
+    files, steps, evs, devs = [], [], [], []
     with launcher.RankPool(lo.ranks, C.RANK_PROGRAM) as pool:
         for t in cfg.tiers:
             mem = cache.memory_backed(tiers[t])
@@ -69,17 +71,32 @@ def measure(cfg, tiers: dict[str, Path], seed: int = 0, progress=print) -> dict:
                                   variant=v, **kw)
                 files.append(r["files"])
                 steps.append(r["steps"])
-                evs.append({"tier": t, "variant": v, "read": r["read"], **r["eviction"]})
+                rd, wr = (device_audit.columns(r["device"][op]) for op in ("read", "write"))
+                evs.append({"tier": t, "variant": v, "read": r["read"], **r["eviction"],
+                            "device_read_ratio": rd["device_read_ratio"], "read_from": rd["read_from"],
+                            "device_write_ratio": wr["device_write_ratio"], "written_to": wr["written_to"]})
+                devs += [{"tier": t, "variant": v, "op": op, **device_audit.columns(a)}
+                         for op, a in r["device"].items()]
     return {"layout": lo, "files": pd.concat(files, ignore_index=True),
-            "steps": pd.concat(steps, ignore_index=True), "evictions": pd.DataFrame(evs)}
+            "steps": pd.concat(steps, ignore_index=True), "evictions": pd.DataFrame(evs),
+            "device": pd.DataFrame(devs)}
 
 
-def summarize(steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def summarize(steps: pd.DataFrame, device: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per checkpoint and per run (tier, variant, phase) metrics (:func:`.llm_checkpoint.metrics`),
-    with the read mode and the phase's verdict."""
+    with the read mode, each phase's device audit (``device``: :func:`measure`'s, its columns
+    joined) and the phase's verdict: none for reads served from the page cache and for writes
+    the page cache still held when the phase ended (``written_to`` cache: no fsync)."""
     per, run = C.metrics(steps, ["tier", "variant", "read"])
-    run["verdict"] = [C.verdict(r) if op == "read" else "storage" for r, op in zip(run["read"], run["op"])]
+    if device is not None and len(device):
+        run = run.merge(device, on=["tier", "variant", "op"], how="left")
+    held = run["written_to"].eq("cache") if "written_to" in run else pd.Series(False, index=run.index)
+    run["verdict"] = [C.verdict(r) if op == "read" else WRITES_HELD if h else "storage"
+                      for r, op, h in zip(run["read"], run["op"], held)]
     return per, run
+
+
+WRITES_HELD = "no storage verdict: the page cache held the writes when the phase ended (device audit)"
 
 
 JOB = {"write": "seqwrite", "read": "seqread"}   # the fio_baseline job a phase is judged against
@@ -92,7 +109,7 @@ def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> 
     (its thread's on-CPU and run-queue seconds over its I/O seconds: torch.save and torch.load
     run on the rank's one thread; the median over checkpoints of the largest over ranks) and the
     ranks' CPU share of the host's cores. The timed part of a rank does nothing but I/O, so its data wait is all of it.
-    A cache-served phase gets no verdict."""
+    A phase whose reads or writes were the page cache's gets no verdict."""
     from ..claims import fio_MBps
     from .bound import host_cores, verdict
 
@@ -107,7 +124,7 @@ def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> 
         mb = fio_MBps(fio, r["tier"], JOB[r["op"]])
         ref = {"bytes_per_s": mb * 1e6, "how": f"fio_baseline {JOB[r['op']]} on tier {r['tier']}"}
         m = med.loc[tuple(r[k] for k in keys)]
-        b, why, frac = (("no verdict", C.verdict(r["read"]), float("nan")) if r["verdict"] != "storage" else
+        b, why, frac = (("no verdict", r["verdict"], float("nan")) if r["verdict"] != "storage" else
                         verdict(r["run_throughput_GiBps"] * C.GiB, ref, 1.0, m["busiest"], m["share"],
                                 "main thread"))
         rows.append({"fio_MBps": mb, "client_fraction_of_fio": frac, "bound": b, "bound_why": why,
@@ -161,7 +178,8 @@ def measure_throughput(per: pd.DataFrame, evictions: pd.DataFrame, storage: str)
         "llm_ckpt_nofsync_inflates_writes", v, ci, context=f"tier {storage}",
         note="DLIO's configs ask for fsync: True, but its loader stores it as checkpoint_sync "
              "while the save reads checkpoint_fsync (default False), so it never fsyncs "
-             "(argonne-lcf/dlio_benchmark utils/config.py, checkpointing/base_checkpointing.py)",
+             "(argonne-lcf/dlio_benchmark utils/config.py, checkpointing/base_checkpointing.py)"
+             + _audit_note(evictions, storage, "write"),
         why_not="the tier absorbs the writes at the rate it syncs them here")
     v, ci = _ratio(per, storage, "read", "no-fsync", "fsync")
     e = evictions[(evictions["tier"] == storage) & (evictions["variant"] == "fsync")]
@@ -169,9 +187,22 @@ def measure_throughput(per: pd.DataFrame, evictions: pd.DataFrame, storage: str)
     reads = Measured(
         "llm_ckpt_cache_inflates_reads", v, ci, context=f"tier {storage}",
         resident_fraction=rf, memory_backed=bool(len(e) and e["memory_backed"].all()),
-        note="dlio_benchmark issue 277: the whole checkpoint resident when the read phase starts",
+        note="dlio_benchmark issue 277: the whole checkpoint resident when the read phase starts"
+             + _audit_note(evictions, storage, "read"),
         why_not="torch.load's deserialization, not the device, bounds the reads here")
     return [writes, reads]
+
+
+def _audit_note(evictions: pd.DataFrame, storage: str, op: str) -> str:
+    """The device audit of ``op`` (read, write) of the variants on ``storage``: device bytes over
+    the phase's bytes and where they came from (``evictions``: :func:`measure`'s), for a note."""
+    col, where = ("device_read_ratio", "read_from") if op == "read" else ("device_write_ratio", "written_to")
+    if col not in evictions:
+        return ""
+    e = evictions[evictions["tier"] == storage]
+    bits = [f"{r['variant']} {'n/a' if pd.isna(r[col]) else format(r[col], '.2f')} ({r[where]})"
+            for _, r in e[e["variant"] != "direct"].iterrows()]
+    return f"; device audit, device / phase bytes of the {op}s: " + ", ".join(bits) if bits else ""
 
 
 def measure_burst_buffer(stalls: pd.DataFrame) -> Measured:
