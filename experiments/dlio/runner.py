@@ -378,18 +378,46 @@ def _save(plan: Plan, r: dict) -> None:
 
 def execute(plan: Plan, tracer=None) -> dict:
     """Run a prepared plan (traced when ``tracer``, an ``experiments.trace.Tracer``, is given:
-    the result then has ``trace``); returns :func:`collect`'s result."""
+    the result then has ``trace``); returns :func:`collect`'s result, with the run's device
+    audit from outside DLIO's processes (:func:`audit`)."""
+    from .. import device_audit
+
     t0 = time.perf_counter()
-    if tracer is not None:
-        trace, rc = tracer.run(plan.logged_command(), env=plan.env, cwd=plan.cwd)
-    else:
-        with open(plan.out_dir / "output.txt", "ab") as log:
-            rc = subprocess.run(plan.command, env=plan.env, cwd=plan.cwd, stdout=log,
-                                stderr=subprocess.STDOUT).returncode
-        trace = None
-    r = collect(plan, rc, time.perf_counter() - t0)
+    # the device under DLIO's data (the view's links point into the last of data_paths)
+    with device_audit.Span(plan.data_paths[-1], f"dlio {plan.workload} G={plan.ranks}") as span:
+        if tracer is not None:
+            trace, rc = tracer.run(plan.logged_command(), env=plan.env, cwd=plan.cwd)
+        else:
+            with open(plan.out_dir / "output.txt", "ab") as log:
+                rc = subprocess.run(plan.command, env=plan.env, cwd=plan.cwd, stdout=log,
+                                    stderr=subprocess.STDOUT).returncode
+            trace = None
+    r = audit(plan, collect(plan, rc, time.perf_counter() - t0), span)
     if trace is not None:
         r["trace"] = trace
+    return r
+
+
+def audit(plan: Plan, r: dict, span) -> dict:
+    """The device audit of a measured run (``span``: the
+    :class:`experiments.device_audit.Span` it ran in) into ``r``: ``device_audit``, and in its
+    ``row`` the bytes DLIO's training read (``data_bytes``: the steps of every epoch x DLIO's
+    batch x ranks x the bytes of a DLIO sample, the basis of its MB/s) beside the device's
+    (:func:`experiments.device_audit.columns`). A row whose reads were the page cache's says so
+    in ``read_from``: DLIO's figure is then the cache's, not the storage's."""
+    from .. import device_audit
+    from ..tiers import block_device
+
+    if r.get("status") != "measured":
+        return r
+    b = plan.built
+    nbytes = float(r["epochs"]["steps"].sum()) * b.config["reader"]["batch_size"] * plan.ranks \
+        * b.bytes_per_dlio_sample
+    same = plan.checkpoint_folder.exists() and block_device(plan.checkpoint_folder)[1] == span.device
+    a = span.judge(nbytes, r["row"].get("checkpoint_bytes_written") if same else None)
+    r["device_audit"] = a
+    r["row"].update(data_bytes=nbytes, **device_audit.columns(a))
+    _save(plan, r)
     return r
 
 
