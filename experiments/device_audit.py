@@ -19,9 +19,10 @@ an upper bound on the bytes the device served the job's data:
   the requests that touched the data files' extents: the per-file split.
 
 The audit takes the smallest measured (``read_measured_by``) over the bytes the job read
-(``read_ratio``). A process count is used only when it saw the job's reads, i.e. its ``rchar``
-(bytes through read calls) reaches :data:`THRESHOLD` of the job's bytes; ranks started by srun
-(not this process's descendants) or a job that maps its files fall back to the device's count.
+(``read_ratio``). A process count is used only when it saw the job's reads: its ``rchar``
+(bytes through read calls) or its block reads reach :data:`THRESHOLD` of the job's bytes; for
+ranks started by srun (not this process's descendants) or a job that maps its files the
+device's count decides.
 
 ``read_from``: ``device`` at a ratio of at least :data:`THRESHOLD`; ``cache`` below it: *served
 from the page cache*, the run's figures are not the storage's and give no storage verdict;
@@ -142,7 +143,8 @@ def judge(counts: dict, read_bytes=None, written_bytes=None, job_processes: dict
         rb, rc = _num(got.get("read_bytes" if name == "program" else "processes_read_bytes")), \
             _num(got.get("rchar" if name == "program" else "processes_rchar"))
         # a count that did not see the job's read calls did not see its block reads either
-        if rb is not None and job_r and rc is not None and rc >= THRESHOLD * job_r:
+        # (asynchronous I/O counts no rchar; a count that already reaches the job's bytes is used)
+        if rb is not None and job_r and ((rc or 0) >= THRESHOLD * job_r or rb >= THRESHOLD * job_r):
             bounds.setdefault("processes", rb)
             bounds["processes"] = min(bounds["processes"], rb)
     dev_r, dev_w = _num(counts.get("device_read_bytes")), _num(counts.get("device_written_bytes"))

@@ -40,6 +40,10 @@ def test_a_process_count_that_missed_the_reads_is_not_used():
     # here (rchar far below the job's bytes), so their block count says nothing; the device's does
     a = A.judge(_counts(11 * MB, proc_r=0, rchar=100), read_bytes=10 * MB)
     assert a["read_measured_by"] == "device" and a["read_from"] == "device"
+    # asynchronous I/O (fio's libaio) counts no rchar; block reads that reach the job's bytes
+    # cannot make a false "cache" and are the tighter count
+    a = A.judge(_counts(70 * MB, proc_r=10 * MB, rchar=0), read_bytes=10 * MB)
+    assert a["read_measured_by"] == "processes" and a["read_ratio"] == pytest.approx(1.0)
     # a program's own window (the emulator's ranks) is used when it saw the reads, as the traced files
     a = A.judge(_counts(11 * MB, proc_r=11 * MB, rchar=20 * MB), 10 * MB,
                 job_processes={"read_bytes": 0, "rchar": 10 * MB})
