@@ -8,7 +8,7 @@ phase that reads what the last one wrote. The audit counts what the device did, 
 an upper bound on the bytes the device served the job's data:
 
 - ``device``: the growth of the device's counters in ``/proc/diskstats`` (sectors x 512 B) over
-  the run, the device found from the tier's mount (:func:`experiments.tiers.block_device`);
+  the run, the device found from the tier's mount (:func:`block_device`);
   everything it did, other programs' I/O and metadata included;
 - ``processes``: the growth of ``read_bytes`` in ``/proc/<pid>/io`` of this process and its
   descendants (:func:`experiments.dstat.read_proc_io`; a reaped child's count goes to its
@@ -66,6 +66,24 @@ def _num(x) -> float | None:
     return None if math.isnan(x) else x
 
 
+def block_device(path) -> tuple[str, str | None]:
+    """(file-system type, block device as ``/proc/diskstats`` names it: ``vda``, ``sda1``,
+    ``dm-0``) under ``path``, from its mount (:func:`experiments.tiers.mount_of`, the one reader
+    of the mount table): the file's device number, else the mount's source (``/dev/...``, links
+    followed). The device is None on a memory-backed file system and on one with no local block
+    device (NFS, Lustre, FUSE, overlay)."""
+    from .tiers import MEMORY_FS, mount_of
+
+    fstype, source = mount_of(Path(path))
+    if fstype in MEMORY_FS:
+        return fstype, None
+    dev = dstat.device_of(path)
+    if dev is None and source.startswith("/dev/"):
+        name = os.path.basename(os.path.realpath(source))
+        dev = name if dstat.read_diskstats([name]) else None
+    return fstype, dev
+
+
 def pagecache_drops() -> int | None:
     """How many times the whole page cache was dropped since boot (``drop_pagecache`` in
     /proc/vmstat: another process writing drop_caches); None where the kernel does not say."""
@@ -88,8 +106,6 @@ class Span:
         self.counts: dict = {}
 
     def __enter__(self) -> "Span":
-        from .tiers import block_device
-
         probe = self.path
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent

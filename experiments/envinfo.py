@@ -99,10 +99,13 @@ def capture(**extra) -> dict:
     ``device_audit`` (when this process audited a run): the device's bytes beside the job's and
     each run's verdict (:func:`experiments.device_audit.summary`).
     """
-    from . import cache, device_audit
+    from . import cache
 
     cold = cache.summary()
-    audit = device_audit.summary()
+    # loaded only by a stage that audits its runs (not imported here, so the stages that audit
+    # nothing do not depend on the module)
+    audited = sys.modules.get(f"{__package__}.device_audit")
+    audit = audited.summary() if audited else {}
     return {
         "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),

@@ -79,23 +79,6 @@ def mount_of(path: Path) -> tuple[str, str]:
     return fstype, dev
 
 
-def block_device(path: str | os.PathLike) -> tuple[str, str | None]:
-    """(file-system type, block device as ``/proc/diskstats`` names it: ``vda``, ``sda1``,
-    ``dm-0``) under ``path``: from the file's device number, else from the mount's source
-    (``/dev/...``, links followed). The device is None on a memory-backed file system and on
-    one with no local block device (NFS, Lustre, FUSE, overlay)."""
-    from .dstat import device_of, read_diskstats
-
-    fstype, source = mount_of(Path(path))
-    if fstype in MEMORY_FS:
-        return fstype, None
-    dev = device_of(path)
-    if dev is None and source.startswith("/dev/"):
-        name = os.path.basename(os.path.realpath(source))
-        dev = name if read_diskstats([name]) else None
-    return fstype, dev
-
-
 def prepare(tier: Tier, need_bytes: int = 0) -> TierInfo:
     """Create the tier's directory if needed and check it: writable, ``need_bytes`` free.
 

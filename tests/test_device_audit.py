@@ -8,7 +8,7 @@ import pytest
 
 from experiments import cache
 from experiments import device_audit as A
-from experiments.tiers import block_device
+from experiments.device_audit import block_device
 
 MB = 10**6
 

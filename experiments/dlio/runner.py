@@ -406,7 +406,7 @@ def audit(plan: Plan, r: dict, span) -> dict:
     (:func:`experiments.device_audit.columns`). A row whose reads were the page cache's says so
     in ``read_from``: DLIO's figure is then the cache's, not the storage's."""
     from .. import device_audit
-    from ..tiers import block_device
+    from ..device_audit import block_device
 
     if r.get("status") != "measured":
         return r

@@ -198,7 +198,7 @@ def audit(s: dict, span) -> dict:
     the run gives no storage verdict: ``bound`` becomes ``no verdict`` (the verdict it would
     have had: ``bound_unaudited``)."""
     from .. import device_audit
-    from ..tiers import block_device
+    from ..device_audit import block_device
 
     same = Path(s["checkpoint_dir"]).exists() and block_device(s["checkpoint_dir"])[1] == span.device
     a = span.judge(s["data_bytes"], (s["checkpoint"] or {}).get("bytes") if same else None,
