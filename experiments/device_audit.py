@@ -99,10 +99,13 @@ def pagecache_drops() -> int | None:
 class Span:
     """The device's and the job's counters over one run: ``with Span(tier_folder) as s: run()``,
     then :meth:`judge` with the bytes the job read and wrote. ``processes``: count this
-    process's descendants (False where the job's processes are not: ranks started by srun)."""
+    process's descendants (False where the job's processes are not: ranks started by srun).
+    ``sample_s``: also sample both counts every that many seconds (:class:`experiments.dstat.Sampler`),
+    so that :meth:`window` gives them over a part of the run (a program's epochs)."""
 
-    def __init__(self, path, label: str = "", processes: bool = True):
+    def __init__(self, path, label: str = "", processes: bool = True, sample_s: float | None = None):
         self.path, self.label, self.processes = Path(path), label or str(path), processes
+        self.sample_s, self.samples = sample_s, None
         self.counts: dict = {}
 
     def __enter__(self) -> "Span":
@@ -113,6 +116,8 @@ class Span:
         self._d0 = dstat.read_diskstats([self.device]).get(self.device) if self.device else None
         self._p0 = dstat.read_proc_io(os.getpid()) if self.processes else None
         self._drops0 = pagecache_drops()
+        self._sampler = (dstat.Sampler([self.device] if self.device else [], os.getpid() if self.processes else None,
+                                       self.sample_s).start() if self.sample_s else None)
         self._t0 = time.perf_counter()
         return self
 
@@ -130,12 +135,36 @@ class Span:
             c["processes_read_bytes"] = max(0, p1["read_bytes"] - self._p0["read_bytes"])
             c["processes_rchar"] = max(0, p1["rchar"] - self._p0["rchar"])
         self.counts = c
+        if self._sampler is not None:
+            self._sampler.stop()
+            self.samples = self._sampler.frame()
+
+    def window(self, start: float, end: float) -> dict:
+        """The counts over [``start``, ``end``] (epoch seconds) from the samples: every sampled
+        interval that overlaps it, whole (more than the window, never less: a sum cut short
+        could only make the device's side too small)."""
+        c = {k: self.counts.get(k) for k in ("fstype", "device", "cache_dropped_during")} | {"seconds": end - start}
+        f = self.samples
+        if f is None or not len(f):
+            return c
+        f = f[(f["wall"] > start) & (f["wall"] - f["interval_s"] < end)]
+        def got(src: str, col: str) -> float:   # MB/s x seconds of each interval, in bytes
+            g = f[f["source"] == src]
+            return float((g[col] * g["interval_s"]).sum() * 1e6)
+
+        if self.device:
+            c["device_read_bytes"], c["device_written_bytes"] = got(f"dev:{self.device}", "read_MBps"), \
+                got(f"dev:{self.device}", "write_MBps")
+        if self.processes:
+            c["processes_read_bytes"], c["processes_rchar"] = got("proc", "read_MBps"), got("proc", "vfs_read_MBps")
+        return c
 
     def judge(self, read_bytes=None, written_bytes=None, job_processes: dict | None = None,
-              files_read_bytes=None) -> dict:
-        """:func:`judge` of this span's counts, kept for :func:`summary` under its label."""
-        a = judge(self.counts, read_bytes, written_bytes, job_processes, files_read_bytes)
-        a["label"] = self.label
+              files_read_bytes=None, counts: dict | None = None, what: str = "") -> dict:
+        """:func:`judge` of this span's counts (or of ``counts``: a :meth:`window`), kept for
+        :func:`summary` under its label (and ``what``: the part of the run judged)."""
+        a = judge(counts or self.counts, read_bytes, written_bytes, job_processes, files_read_bytes)
+        a["label"] = f"{self.label}: {what}" if what else self.label
         _log.append(a)
         return a
 

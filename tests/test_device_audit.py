@@ -110,3 +110,31 @@ def test_a_warm_read_is_flagged_and_an_evicted_one_is_not(tmp_path):
     from experiments import envinfo
     assert envinfo.capture()["device_audit"]["runs"][-1]["read_from"] == "device"
     A.reset_log()
+
+
+def test_a_window_of_a_sampled_span_counts_only_its_part(tmp_path):
+    """A span sampled every 0.1 s: an evicted file read in its second half; the first half's
+    window saw no block reads of this process, the second's at least the file."""
+    import time
+
+    f = tmp_path / "data.bin"
+    if block_device(tmp_path)[1] is None:
+        pytest.skip(f"{tmp_path} has no local block device to audit")
+    f.write_bytes(os.urandom(4 * 2**20))
+    cache.evict([f], "fadvise")
+    with A.Span(f, "sampled", sample_s=0.1) as s:
+        t0 = time.time()
+        time.sleep(0.5)
+        t1 = time.time()
+        time.sleep(0.1)
+        subprocess.run(["cat", str(f)], stdout=subprocess.DEVNULL, check=True)
+        time.sleep(0.2)
+        t2 = time.time()
+    if s.counts["cache_dropped_during"]:
+        pytest.skip("another process dropped the page cache during the span")
+    first, second = s.window(t0 + 0.15, t1 - 0.15), s.window(t1, t2)
+    assert first["processes_read_bytes"] == 0 and second["processes_read_bytes"] >= f.stat().st_size
+    assert second["device_read_bytes"] >= f.stat().st_size and second["seconds"] == pytest.approx(t2 - t1)
+    a = s.judge(f.stat().st_size, counts=s.counts | second, what="second half")
+    assert a["read_from"] == "device" and a["label"] == "sampled: second half"
+    A.reset_log()

@@ -37,8 +37,9 @@ Throughputs (one row per side, :func:`throughput_row`):
 - ``vfs_read_MB``: the trace's bytes read from data files over the whole run (init and
   evaluation included), the same for every side;
 - the device audit (:func:`audit`, :mod:`experiments.device_audit`): ``device_read_MB`` beside
-  ``job_read_MB`` (the bytes behind ``MBps``), their ``device_read_ratio`` and ``read_from``
-  (``cache``: the side's figure was the page cache's), the same columns for the writes.
+  ``job_read_MB`` (the bytes behind ``MBps``; DLIO: of the epochs its figure is the median of),
+  their ``device_read_ratio`` and ``read_from`` (``cache``: the side's figure was the page
+  cache's), the same columns for the writes.
 """
 
 from __future__ import annotations
@@ -254,8 +255,11 @@ def audit(res: dict, read_bytes, own: dict | None) -> dict:
     their measured windows) and, where the block layer was traced, the requests on its data
     files' extents (the vector's ``bio_read_bytes``); writes: the trace's bytes written to its
     checkpoint folder against the device's (each window ends with ``sync``). ``read_from``
-    cache: the side's figure was the page cache's, not the storage's."""
+    cache: the side's figure was the page cache's, not the storage's. DLIO's side takes DLIO's
+    own audit (:func:`experiments.dlio.runner.audit`: over the epochs its figure is the median of)."""
     span, v = res.get("device_span"), res.get("vector") or {}
+    if (res.get("dlio") or {}).get("device_audit"):
+        return device_audit.columns(res["dlio"]["device_audit"])
     if span is None:
         return device_audit.columns(None)
     from ..trace.vector import file_sectors
