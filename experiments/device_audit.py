@@ -44,6 +44,7 @@ from pathlib import Path
 
 from . import dstat
 from .cache import COLD_LIMIT
+from .tiers import MEMORY_FS, mount_of
 
 # A cold run reads at least 1 - COLD_LIMIT (0.95) of its bytes from the device: the eviction
 # leaves at most 5 % resident or the stage calls the run warm; readahead, whole pages and
@@ -53,6 +54,7 @@ from .cache import COLD_LIMIT
 THRESHOLD = 1 - 2 * COLD_LIMIT
 READ_FROM = ("device", "cache", "memory", "unknown")
 _log: list[dict] = []
+_said: set[str] = set()
 
 
 def _num(x) -> float | None:
@@ -72,8 +74,6 @@ def block_device(path) -> tuple[str, str | None]:
     of the mount table): the file's device number, else the mount's source (``/dev/...``, links
     followed). The device is None on a memory-backed file system and on one with no local block
     device (NFS, Lustre, FUSE, overlay)."""
-    from .tiers import MEMORY_FS, mount_of
-
     fstype, source = mount_of(Path(path))
     if fstype in MEMORY_FS:
         return fstype, None
@@ -113,6 +113,10 @@ class Span:
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
         self.fstype, self.device = block_device(probe)
+        if self.device is None and self.fstype not in MEMORY_FS and self.fstype not in _said:
+            _said.add(self.fstype)   # said once per file-system type, recorded in every audit
+            print(f"device audit: {probe} is on {self.fstype} with no local block device: its runs "
+                  "are not judged (read_from unknown)")
         self._d0 = dstat.read_diskstats([self.device]).get(self.device) if self.device else None
         self._p0 = dstat.read_proc_io(os.getpid()) if self.processes else None
         self._drops0 = pagecache_drops()
@@ -176,8 +180,6 @@ def judge(counts: dict, read_bytes=None, written_bytes=None, job_processes: dict
     ``processes_rchar``), the bytes the job read and wrote, the job's own process counts
     (``{"read_bytes", "rchar"}`` over its measured window) and the bytes the traced block
     requests on the data files' extents read. See the module docstring for the verdicts."""
-    from .tiers import MEMORY_FS
-
     job_r, job_w = _num(read_bytes), _num(written_bytes)
     mem = counts.get("fstype") in MEMORY_FS
     bounds = {}
