@@ -31,6 +31,9 @@ from the page cache*, the run's figures are not the storage's and give no storag
 alone: writeback runs in kernel threads, so no process count exists for it; ``cache`` means the
 bytes were still in the page cache when the run ended (no fsync).
 
+A span may also sample both counts (``sample_s``) so that a part of the run is judged alone
+(:meth:`Span.window`: DLIO's epochs after the first, which its figure is made of).
+
 Every audit of this process is kept; :func:`summary` is what ``env.json`` records
 (``device_audit``, through :func:`experiments.envinfo.capture`). Bytes; MB = 10^6 B.
 """
