@@ -200,8 +200,9 @@ def judge(counts: dict, read_bytes=None, written_bytes=None, job_processes: dict
     dev_r, dev_w = _num(counts.get("device_read_bytes")), _num(counts.get("device_written_bytes"))
     if dev_r is not None:
         bounds["device"] = dev_r
-    by = min(bounds, key=bounds.get) if bounds else None
+    by = min(bounds, key=bounds.get) if bounds and not mem else None   # memory: no device to count
     used = bounds.get(by) if by else None
+    dev_w = None if mem else dev_w
 
     def verdict(job, dev):
         if mem:

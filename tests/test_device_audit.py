@@ -55,6 +55,7 @@ def test_a_process_count_that_missed_the_reads_is_not_used():
 def test_memory_no_device_and_nothing_read_give_no_ratio():
     a = A.judge(_counts(fstype="tmpfs", device=None), read_bytes=10 * MB, written_bytes=MB)
     assert (a["read_from"], a["written_to"], a["read_ratio"]) == ("memory", "memory", None)
+    assert a["device_read_bytes"] is None and a["device_written_bytes"] is None
     assert "memory-backed tier (tmpfs): no device, no ratio" in A.words(a)
     a = A.judge(_counts(fstype="nfs", device=None, dev_r=None), read_bytes=10 * MB)
     assert a["read_from"] == "unknown" and "no local block device" in A.words(a)
