@@ -292,24 +292,34 @@ def test_two_nodes_on_loopback(emu, w):
     assert sorted(st["rank"].unique()) == [0, 1]
 
 
-def test_device_audit_flags_the_warm_run_not_the_cold_one(runs):
+def test_device_audit_flags_the_warm_run_not_the_cold_one(emu, runs):
     """DLRM at G = 1 right after its data was evicted, at G = 2 right after it was read twice,
     on the smoke project's data folder (a real device): the device audit of the first says its
     reads came from the device, of the second from the page cache, which then gives no storage
-    verdict."""
-    from experiments.device_audit import THRESHOLD
+    verdict. Another process dropping the page cache during the cold run only makes it colder;
+    during a warm one it makes it cold, so that one is run again (G = 1, untraced), twice at most."""
+    from experiments import device_audit
+    from experiments.emulator import run
 
     cold, warm = runs[("dlrm", 1)][1], runs[("dlrm", 2)][1]
-    a, b = cold["device_audit"], warm["device_audit"]
+    a = cold["device_audit"]
     if a["read_from"] == "memory" or not a["device"]:
         pytest.skip(f"the smoke data lies on {a['fstype']}: no block device to audit")
-    if a["cache_dropped_during"] or b["cache_dropped_during"]:
-        pytest.skip("another process dropped the page cache during the audited runs")
-    assert a["read_from"] == "device" and a["read_ratio"] >= THRESHOLD, a
+    assert a["read_from"] == "device" and a["read_ratio"] >= device_audit.THRESHOLD, a
     assert a["read_measured_by"] == "processes" and a["job_read_bytes"] == cold["data_bytes"] > 0
-    assert b["read_from"] == "cache" and b["read_ratio"] < THRESHOLD, b
-    assert warm["bound"] == "no verdict" and warm["bound_unaudited"] in ("storage", "client", "undetermined")
     assert cold["bound"] != "no verdict"
+    tries = 1
+    while warm["device_audit"]["cache_dropped_during"] and tries < 3:
+        c = _cfg(emu, "dlrm", 1)
+        for f in sorted(Path(c.data_dir).rglob("*")) * 2:
+            if f.is_file():
+                f.read_bytes()
+        warm, tries = run(c, emu["tmp"] / f"dlrm-warm-{tries}"), tries + 1
+    if warm["device_audit"]["cache_dropped_during"]:
+        pytest.skip("another process dropped the page cache during each of 3 warm runs")
+    b = warm["device_audit"]
+    assert b["read_from"] == "cache" and b["read_ratio"] < device_audit.THRESHOLD, b
+    assert warm["bound"] == "no verdict" and warm["bound_unaudited"] in ("storage", "client", "undetermined")
     md = (Path(warm["run_dir"]) / "summary.md").read_text()
     assert "served from the page cache, no storage verdict" in md
 
