@@ -159,11 +159,12 @@ def run_variant(lo: L.Layout, run_dir: Path, *, fsync: bool = True, evict: str =
             "direct": direct}
     # each phase's device audit: srun's ranks are not this process's children (device count only)
     own = not launcher.in_slurm()
+    tag = " ".join(str(x) for x in (label or run_dir, labels.get("variant")) if x)
     try:
-        with device_audit.Span(run_dir, f"{label or run_dir} write", processes=own) as sw:
+        with device_audit.Span(run_dir, f"{tag} write", processes=own) as sw:
             w = launcher.call(RANK_PROGRAM, {**spec, "op": "write"}, lo.ranks, nodes, pool)
         ev = cache.evict([run_dir], evict, label=label or str(run_dir))
-        with device_audit.Span(run_dir, f"{label or run_dir} read", processes=own) as sr:
+        with device_audit.Span(run_dir, f"{tag} read", processes=own) as sr:
             r = launcher.call(RANK_PROGRAM, {**spec, "op": "read"}, lo.ranks, nodes, pool)
     finally:
         if not keep:
