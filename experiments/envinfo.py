@@ -96,10 +96,16 @@ def capture(**extra) -> dict:
 
     ``cold_runs`` (when this process evicted a data set before a run): per tier, the eviction
     method and the page-cache residency measured after it (:func:`experiments.cache.summary`).
+    ``device_audit`` (when this process audited a run): the device's bytes beside the job's and
+    each run's verdict (:func:`experiments.device_audit.summary`).
     """
     from . import cache
 
     cold = cache.summary()
+    # loaded only by a stage that audits its runs (not imported here, so the stages that audit
+    # nothing do not depend on the module)
+    audited = sys.modules.get(f"{__package__}.device_audit")
+    audit = audited.summary() if audited else {}
     return {
         "captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
@@ -114,5 +120,6 @@ def capture(**extra) -> dict:
         "git": git_revision(),
         "is_root": os.geteuid() == 0,
         **({"cold_runs": cold} if cold else {}),
+        **({"device_audit": audit} if audit else {}),
         **extra,
     }

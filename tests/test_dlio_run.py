@@ -55,6 +55,18 @@ def check_common(r, tmp_path, ranks):
     steps = r["steps"]
     assert (steps[steps["phase"] == "train"]["compute_s"] == 0.01).all()
     assert r["row"]["samples_per_s"] > 0 and r["row"]["MBps"] > 0
+    # the device audit from outside DLIO's processes: the bytes its training read (the basis
+    # of its MB/s) beside the device's, in the row and in result.json
+    row, a = r["row"], r["device_audit"]
+    e, b = r["epochs"], r["config"]["reader"]["batch_size"]
+    assert row["data_bytes"] == pytest.approx(e["steps"].sum() * b * ranks * r["bytes_per_dlio_sample"])
+    # judged over the epochs its figures are the median of: those after the first, if several
+    judged = e.iloc[1:] if len(e) > 1 else e
+    assert row["audited_epochs"] == ", ".join(map(str, judged["epoch"]))
+    assert a["job_read_bytes"] == pytest.approx(judged["steps"].sum() * b * ranks * r["bytes_per_dlio_sample"])
+    assert a["job_read_bytes"] > 0 and row["read_from"] in ("device", "cache", "memory", "unknown")
+    assert (row["read_from"] in ("device", "cache")) == (a["device"] is not None)
+    assert res["row"]["read_from"] == row["read_from"]
     return out, summary
 
 

@@ -196,6 +196,39 @@ def test_search_stops_when_the_client_is_the_limit(tmp_path, dlrm_data):  # noqa
     assert "| client |" in search.markdown(res)
 
 
+def test_a_search_decided_by_a_cache_served_run_gives_no_verdict(tmp_path, dlrm_data):  # noqa: F811
+    def stub(c, folder):   # G = 2 re-read what was in memory (its device audit says so), and failed
+        g = c.accelerators
+        return {"au": 0.99 if g == 1 else 0.5, "au_pass": g == 1, "throughput_samples_per_s": 1.0,
+                "data_bytes_per_s": 1.0, "train_s": 1.0, "peak_rss_bytes_per_rank": 1,
+                "bound": "storage" if g == 1 else "no verdict", "bound_why": "",
+                "device_audit": {"read_from": "device" if g == 1 else "cache", "read_ratio": 1.1 if g == 1 else 0.02}}
+    res = search.max_accelerators(_cfg(dlrm_data), tmp_path / "s", run=stub, say=lambda m: None)
+    assert res["cache_served"] == [2] and [t["read_from"] for t in res["trials"]] == ["device", "cache"]
+    r = search.row(res)
+    assert r["bound"] == "no verdict" and r["read_from"] == "cache"
+    md = search.markdown(res)
+    assert "| cache (0.02) |" in md and "Served from the page cache (device audit): G = 2" in md
+
+
+def test_report_audit_takes_the_verdict_from_a_cache_served_run(tmp_path, dlrm_data):  # noqa: F811
+    from types import SimpleNamespace
+
+    from experiments import device_audit as A
+
+    s = report.summarize(_fake_run(tmp_path, dlrm_data))
+    bound = s["bound"]
+    # the ranks' own windows read the data through read calls, the device served none of it
+    s["io_window"] = {"read_bytes": 0, "rchar": s["data_bytes"]}
+    span = SimpleNamespace(device="vda", counts={"fstype": "ext4", "device": "vda", "device_read_bytes": 10**9})
+    span.judge = lambda *a, **k: A.judge(span.counts, *a, **k)
+    a = report.audit(s, span)["device_audit"]
+    assert a["read_from"] == "cache" and a["read_measured_by"] == "processes"
+    assert s["bound"] == "no verdict" and s["bound_unaudited"] == bound
+    assert s["bound_why"].startswith("device audit: served from the page cache, no storage verdict")
+    assert "| device | served from the page cache" in report.markdown(s)
+
+
 def test_summary_has_au_per_rank_and_bytes_per_node(tmp_path, dlrm_data):  # noqa: F811
     rd = _fake_run(tmp_path, dlrm_data)
     s = report.summarize(rd)
@@ -247,6 +280,7 @@ def test_storage_engineer_table_per_tier_and_workload():
     assert "| xfs | bert | fit | n/a | n/a | n/a | n/a | not measured | not measured |" in md
     assert combined_bound("storage", "storage") == "storage" and combined_bound(None, None) == "not measured"
     assert combined_bound("storage", None) == "undetermined" and combined_bound("undetermined", "client") == "client"
+    assert combined_bound("no verdict", "storage") == "no verdict"   # the search's deciding run was cached
 
 
 def test_cpu_from_the_training_phase_first_then_the_whole_process():

@@ -25,6 +25,10 @@ def test_fio_measures_every_job_on_a_tier(tmp_path):
     s = fb.summarize(raw)
     assert set(s["job"]) == set(fb.JOBS) and (s["bw_MBps"] > 0).all()
     assert not (tmp_path / "fio-baseline.testfile").exists()
+    # the device audit: direct I/O on a block device is the device's, byte for byte; tmpfs says memory
+    if raw["direct"].all() and raw["device"].notna().all():
+        assert (s["served_by"] == "device").all() and (s["device_ratio"] >= 0.9).all(), s
+    assert set(raw["served_by"]) <= {"device", "memory"}
 
 
 def test_tfdata_pipeline_counts_every_image(tmp_path):

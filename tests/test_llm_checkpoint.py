@@ -138,6 +138,12 @@ def test_read_phase_flagged_cache_served_without_eviction(evict, expect, pool, t
     assert r["read"] == expect
     assert (r["resident_fraction"] > cache.COLD_LIMIT) == (expect == "cache-served")
     assert C.verdict(r["read"]).startswith("no storage verdict") == (expect == "cache-served")
+    # the device audit agrees with the residency: the device served none of a warm read phase
+    # and all of a cold one; the fsynced writes reached it
+    a = r["device"]
+    assert a["read"]["read_from"] == ("cache" if expect == "cache-served" else "device"), a["read"]
+    assert a["read"]["job_read_bytes"] == r["steps"].query("op == 'read'")["bytes"].sum() > 0
+    assert a["write"]["written_to"] == "device", a["write"]
     f = r["files"]
     # both phases, every rank's files of every checkpoint, with their sizes on disk
     assert len(f) == 2 * 2 * 2 * 2 and (f["bytes"] >= f.groupby("file")["bytes"].transform("min")).all()

@@ -60,14 +60,21 @@ def _cfg(emu, w, G, **kw):
 @pytest.fixture(scope="module")
 def runs(emu):
     """Each workload at G = 1 and G = 2 (G = 2 traced): {(w, G): (cfg, summary, trace)}."""
+    from experiments import cache
     from experiments.emulator import run
     from experiments.trace import Tracer
 
     out = {}
     for w in ("unet3d", "bert", "dlrm"):
         c = _cfg(emu, w, 1)
+        if w == "dlrm":   # the device audit's cold run: its data evicted (per file: the box is shared)
+            cache.evict([c.data_dir], "fadvise")
         out[(w, 1)] = (c, run(c, emu["tmp"] / f"{w}-G1"), None)
         c = _cfg(emu, w, 2)
+        if w == "dlrm":   # and its warm run: the whole data set read twice just before
+            for f in sorted(Path(c.data_dir).rglob("*")) * 2:
+                if f.is_file():
+                    f.read_bytes()
         Path(c.checkpoint_dir).mkdir(parents=True, exist_ok=True)
         with Tracer(watch=[c.data_dir, c.checkpoint_dir], block=False, sample=False, quiet=True) as t:
             s = run(c, emu["tmp"] / f"{w}-G2")
@@ -283,6 +290,38 @@ def test_two_nodes_on_loopback(emu, w):
     assert (out / "output-node0.txt").exists() and (out / "output-node1.txt").exists()
     st = _steps(out)
     assert sorted(st["rank"].unique()) == [0, 1]
+
+
+def test_device_audit_flags_the_warm_run_not_the_cold_one(emu, runs):
+    """DLRM at G = 1 right after its data was evicted, at G = 2 right after it was read twice,
+    on the smoke project's data folder (a real device): the device audit of the first says its
+    reads came from the device, of the second from the page cache, which then gives no storage
+    verdict. Another process dropping the page cache during the cold run only makes it colder;
+    during a warm one it makes it cold, so that one is run again (G = 1, untraced), twice at most."""
+    from experiments import device_audit
+    from experiments.emulator import run
+
+    cold, warm = runs[("dlrm", 1)][1], runs[("dlrm", 2)][1]
+    a = cold["device_audit"]
+    if a["read_from"] == "memory" or not a["device"]:
+        pytest.skip(f"the smoke data lies on {a['fstype']}: no block device to audit")
+    assert a["read_from"] == "device" and a["read_ratio"] >= device_audit.THRESHOLD, a
+    assert a["read_measured_by"] == "processes" and a["job_read_bytes"] == cold["data_bytes"] > 0
+    assert cold["bound"] != "no verdict"
+    tries = 1
+    while warm["device_audit"]["cache_dropped_during"] and tries < 3:
+        c = _cfg(emu, "dlrm", 1)
+        for f in sorted(Path(c.data_dir).rglob("*")) * 2:
+            if f.is_file():
+                f.read_bytes()
+        warm, tries = run(c, emu["tmp"] / f"dlrm-warm-{tries}"), tries + 1
+    if warm["device_audit"]["cache_dropped_during"]:
+        pytest.skip("another process dropped the page cache during each of 3 warm runs")
+    b = warm["device_audit"]
+    assert b["read_from"] == "cache" and b["read_ratio"] < device_audit.THRESHOLD, b
+    assert warm["bound"] == "no verdict" and warm["bound_unaudited"] in ("storage", "client", "undetermined")
+    md = (Path(warm["run_dir"]) / "summary.md").read_text()
+    assert "served from the page cache, no storage verdict" in md
 
 
 def test_storage_engineer_notebook(emu):

@@ -49,6 +49,9 @@ def test_fio_baseline_has_every_job_per_tier(stage_results):
     s = pd.read_csv(stage_results("fio_baseline") / "summary.csv")
     assert set(s["job"]) == {"seqwrite", "seqread", "randread", "randread16k"} and set(s["tier"]) == {"mem", "disk"}
     assert (s["bw_MBps"] > 0).all() and (s["iops"] > 0).all()
+    # the device audit of every run: tmpfs is memory; the disk tier's direct I/O the device's
+    by = s.set_index(["tier", "job"])["served_by"]
+    assert set(by["mem"]) == {"memory"} and set(by["disk"]) <= {"device", "unknown"}
 
 
 def test_imagenet_like_data_and_histogram(smoke_run, stage_results):

@@ -83,6 +83,12 @@ def test_throughputs_of_measured_sides(tc):
             assert r["samples_per_s"] > 0 and r["train_s"] > 0, (r["workload"], r["side"])
             assert r["data_sps"] > 0 and r["compute_sps"] > 0, (r["workload"], r["side"])
             assert not r["MBps"] <= 0, (r["workload"], r["side"])   # NaN where the records hold no bytes
+            # the device audit of every measured side, DLIO's from outside its processes: the
+            # bytes behind MBps beside the device's (tier disk: a block device, a ratio)
+            assert r["read_from"] in ("device", "cache", "unknown"), (r["workload"], r["side"])
+            if r["read_from"] != "unknown":
+                assert r["job_read_MB"] > 0 and r["device_read_ratio"] == pytest.approx(
+                    r["device_read_MB"] / r["job_read_MB"]), (r["workload"], r["side"])
         assert r["batch_size"] == tc["points"][r["workload"]]["batch_size"]
         assert r["ranks"] == tc["points"][r["workload"]]["ranks"]
 

@@ -115,6 +115,20 @@ def test_claims_computed_not_typed():
     assert cl["traced-data-throughput-emulator-unet3d"]["verdict"] == "inconclusive"
 
 
+def test_throughput_claims_say_where_each_side_read_from():
+    """The device audit's columns of throughput.csv (sides.audit) reach the throughput claims'
+    notes: DLIO's figure from the page cache, the real run's from the device."""
+    sims, tp, vs = _tables()
+    tp = tp.assign(read_from=["device", "device", "cache"], device_read_ratio=[1.31, 1.02, 0.04])
+    cl = {c["id"]: c for c in compare.claims(sims, tp, vs)}
+    assert ("device audit, reads from (device / job bytes): real device (1.31), dlio cache (0.04)"
+            in cl["traced-data-throughput-dlio-unet3d"]["note"])
+    assert "emulator device (1.02)" in cl["traced-data-throughput-emulator-unet3d"]["note"]
+    # a table from before the audit: no words
+    assert "device audit" not in {c["id"]: c for c in compare.claims(*_tables())}[
+        "traced-data-throughput-dlio-unet3d"]["note"]
+
+
 def test_throughput_interval_straddles_when_the_steps_are_noisy():
     sims, tp, vs = _tables(emu_mbps=91.0)
     quiet = _steps({"real": (100, 50), "emulator": (91, 50)}, noise=0.005)

@@ -5,6 +5,11 @@ ImageNet size mix of the blog (``bssplit``) and random read of 16 KiB blocks (th
 IOPS" job, set against its large reads), direct I/O where the file system allows it
 (otherwise buffered, with the file evicted before each read run). One warm-up run, then
 ``repeats`` runs; the summary reports the median bandwidth in MB/s (10^6 B/s) and IOPS.
+
+Every run is audited (:mod:`experiments.device_audit`): the bytes fio moved beside the bytes the
+tier's device read or wrote (``device_ratio``, ``served_by``: device, cache, memory). A job whose
+runs the page cache served (a buffered read of a file that stayed in memory, a write never
+synced) is ``cache`` in the summary, and gives no storage reference (:func:`experiments.claims.fio_MBps`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field
 
-from .. import cache
+from .. import cache, device_audit
 from ..config import ConfigError, Section
 from ..progress import progress
 from ..tiers import Tier, prepare, require_free
@@ -95,22 +100,24 @@ def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFra
             ):
                 if not direct and job != "seqwrite":
                     facts["eviction"][t.name] = cache.evict([path], label=t.name)
-                try:
-                    r = run_job(path, job, cfg, bssplit, direct)
-                except subprocess.CalledProcessError as e:
-                    if direct and cfg.direct == "auto":
-                        # e.g. tmpfs without O_DIRECT: fall back to buffered I/O, say so once
-                        print(f"fio: direct I/O refused on tier {t.name} ({infos[t.name].fstype}); "
-                              "using buffered I/O with eviction before reads")
-                        direct = False
-                        facts["eviction"][t.name] = cache.evict([path], label=t.name)
+                with device_audit.Span(path, f"fio {t.name} {job} {i}") as span:
+                    try:
                         r = run_job(path, job, cfg, bssplit, direct)
-                    else:
-                        raise RuntimeError(f"fio failed on tier {t.name}: {e.stderr.strip()[-400:]}") from e
+                    except subprocess.CalledProcessError as e:
+                        if direct and cfg.direct == "auto":
+                            # e.g. tmpfs without O_DIRECT: fall back to buffered I/O, say so once
+                            print(f"fio: direct I/O refused on tier {t.name} ({infos[t.name].fstype}); "
+                                  "using buffered I/O with eviction before reads")
+                            direct = False
+                            facts["eviction"][t.name] = cache.evict([path], label=t.name)
+                            r = run_job(path, job, cfg, bssplit, direct)
+                        else:
+                            raise RuntimeError(f"fio failed on tier {t.name}: {e.stderr.strip()[-400:]}") from e
                 rows.append({"tier": t.name, "fstype": infos[t.name].fstype, "job": job,
                              "repeat": i, "warmup": i < cfg.warmup, "direct": direct,
                              "bw_MBps": r["bw_bytes"] / 1e6, "iops": r["iops"],
-                             "io_bytes": r["io_bytes"], "runtime_ms": r["runtime_ms"]})
+                             "io_bytes": r["io_bytes"], "runtime_ms": r["runtime_ms"],
+                             **_audited(span, job, r["io_bytes"])})
             facts["direct"][t.name] = direct
         finally:
             path.unlink(missing_ok=True)
@@ -118,11 +125,27 @@ def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFra
     return pd.DataFrame(rows), facts
 
 
+def _audited(span, job: str, io_bytes: int) -> dict:
+    """A run's device audit as columns: ``device`` and the device's bytes (MB) for what fio read
+    (or wrote: seqwrite), ``device_ratio`` and ``served_by``."""
+    w = job == "seqwrite"
+    a = span.judge(None if w else io_bytes, io_bytes if w else None)
+    c = device_audit.columns(a)
+    ratio, by = (c["device_write_ratio"], c["written_to"]) if w else (c["device_read_ratio"], c["read_from"])
+    return {"device": c["device"], "device_MB": c["device_written_MB" if w else "device_read_MB"],
+            "device_ratio": ratio, "served_by": by}
+
+
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:
-    """Median, min and max bandwidth (MB/s) and median IOPS per tier and job, warm-ups left out."""
+    """Median, min and max bandwidth (MB/s) and median IOPS per tier and job, warm-ups left out;
+    ``served_by`` from the device audit (``cache`` when any run's bytes were the page cache's,
+    else what served them all) with the median ``device_ratio``."""
     d = raw[~raw["warmup"]]
     g = d.groupby(["tier", "job"], sort=False)
     out = g.agg(bw_MBps=("bw_MBps", "median"), bw_min=("bw_MBps", "min"),
                 bw_max=("bw_MBps", "max"), iops=("iops", "median"), runs=("bw_MBps", "size"),
                 direct=("direct", "all")).reset_index()
+    if "served_by" in d:
+        by = g["served_by"].agg(lambda s: "cache" if (s == "cache").any() else s.iloc[0])
+        out = out.join(by, on=["tier", "job"]).join(g["device_ratio"].median(), on=["tier", "job"])
     return out

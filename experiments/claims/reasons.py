@@ -20,10 +20,13 @@ def memory_gib(env: dict) -> float:
 
 def fio_MBps(fio: pd.DataFrame, tier: str, job: str) -> float:
     """fio's median bandwidth (MB/s) of ``job`` (seqread, seqwrite, randread) on ``tier``, from
-    ``results/fio_baseline/summary.csv``; NaN when it was not measured."""
+    ``results/fio_baseline/summary.csv``; NaN when it was not measured, or when its device audit
+    says the page cache served it (``served_by`` cache: no storage reference)."""
     if fio is None or not len(fio):
         return float("nan")
     r = fio[(fio["tier"] == tier) & (fio["job"] == job)]
+    if len(r) and "served_by" in r and r["served_by"].iloc[0] == "cache":
+        return float("nan")
     return float(r["bw_MBps"].iloc[0]) if len(r) else float("nan")
 
 

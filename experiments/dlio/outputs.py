@@ -119,6 +119,8 @@ def epochs_table(folder: Path, batch_size: int, ranks: int, per_sample: int = 1,
         ideal = n_steps * compute_mean_s  # Eq 3.2: samples / (B G) x sleep, per rank
         rows.append({
             "epoch": int(ep), "steps": n_steps, "train_s": train_s, "epoch_s": _span(d),
+            "start": _ts(d["start"]) if "start" in d else float("nan"),   # epoch seconds (the device audit's window)
+            "end": _ts(d["end"]) if "end" in d else float("nan"),
             "checkpoint_s": sum(_span(c) for c in ckpts), "checkpoints": len(ckpts),
             "eval_s": _span(d["eval"]) if "eval" in d else 0.0,
             "dlio_samples_per_s": dlio_sps,

@@ -378,18 +378,57 @@ def _save(plan: Plan, r: dict) -> None:
 
 def execute(plan: Plan, tracer=None) -> dict:
     """Run a prepared plan (traced when ``tracer``, an ``experiments.trace.Tracer``, is given:
-    the result then has ``trace``); returns :func:`collect`'s result."""
+    the result then has ``trace``); returns :func:`collect`'s result, with the run's device
+    audit from outside DLIO's processes (:func:`audit`)."""
+    from .. import device_audit
+
     t0 = time.perf_counter()
-    if tracer is not None:
-        trace, rc = tracer.run(plan.logged_command(), env=plan.env, cwd=plan.cwd)
-    else:
-        with open(plan.out_dir / "output.txt", "ab") as log:
-            rc = subprocess.run(plan.command, env=plan.env, cwd=plan.cwd, stdout=log,
-                                stderr=subprocess.STDOUT).returncode
-        trace = None
-    r = collect(plan, rc, time.perf_counter() - t0)
+    # the device under DLIO's data (the view's links point into the last of data_paths)
+    with device_audit.Span(plan.data_paths[-1], f"dlio {plan.workload} G={plan.ranks}", sample_s=0.2) as span:
+        if tracer is not None:
+            trace, rc = tracer.run(plan.logged_command(), env=plan.env, cwd=plan.cwd)
+        else:
+            with open(plan.out_dir / "output.txt", "ab") as log:
+                rc = subprocess.run(plan.command, env=plan.env, cwd=plan.cwd, stdout=log,
+                                    stderr=subprocess.STDOUT).returncode
+            trace = None
+    r = audit(plan, collect(plan, rc, time.perf_counter() - t0), span)
     if trace is not None:
         r["trace"] = trace
+    return r
+
+
+def audit(plan: Plan, r: dict, span) -> dict:
+    """The device audit of a measured run (``span``: the
+    :class:`experiments.device_audit.Span` it ran in, sampled) into ``r``: ``device_audit``, and
+    in its ``row`` the bytes DLIO's training read (``data_bytes``: the steps of every epoch x
+    DLIO's batch x ranks x the bytes of a DLIO sample, the basis of its MB/s) and the audit's
+    columns (:func:`experiments.device_audit.columns`). The reads are judged over the epochs
+    the row's figures are the median of (those after the first, where there are several:
+    ``audited_epochs``), against the device's and DLIO's processes' counts sampled over them
+    (start-up left out); the checkpoint writes over the run. ``read_from`` cache: DLIO's figure
+    was the page cache's, not the storage's."""
+    from .. import device_audit
+    from ..device_audit import block_device
+
+    if r.get("status") != "measured":
+        return r
+    b, ep = plan.built, r["epochs"]
+    per_epoch = ep["steps"].astype(float) * b.config["reader"]["batch_size"] * plan.ranks * b.bytes_per_dlio_sample
+    steady = ep.iloc[1:] if len(ep) > 1 else ep
+    counts, judged = span.counts, ep
+    if span.samples is not None and len(steady) and steady["start"].notna().all() and steady["end"].notna().all():
+        w = span.window(float(steady["start"].min()), float(steady["end"].max()))
+        counts = span.counts | {k: w[k] for k in ("device_read_bytes", "processes_read_bytes", "processes_rchar")
+                                if k in w}
+        judged = steady
+    same = plan.checkpoint_folder.exists() and block_device(plan.checkpoint_folder)[1] == span.device
+    a = span.judge(float(per_epoch[judged.index].sum()), r["row"].get("checkpoint_bytes_written") if same else None,
+                   counts=counts, what=f"epochs {', '.join(map(str, judged['epoch']))}")
+    r["device_audit"] = a
+    r["row"].update(data_bytes=float(per_epoch.sum()), audited_epochs=", ".join(map(str, judged["epoch"])),
+                    **device_audit.columns(a))
+    _save(plan, r)
     return r
 
 

@@ -279,9 +279,12 @@ def combined_bound(search_bound, load_bound) -> str:
     (:func:`measure`, against fio on the same files), both by :func:`.bound.verdict`: client when
     either was client-bound; storage only when the load run reached the storage (its client /
     fio fraction at least :data:`.bound.STORAGE_CLOSE`) and the search did not say otherwise;
+    no verdict when the search was decided by a run the page cache served (its device audit);
     not measured when neither ran; else undetermined."""
     b = search_bound if isinstance(search_bound, str) else None
     lb = load_bound if isinstance(load_bound, str) else None
+    if b == "no verdict":
+        return b
     if "client" in (b, lb):
         return "client"
     if lb == "storage" and b in (None, "storage", "undetermined"):

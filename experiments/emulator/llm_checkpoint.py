@@ -11,8 +11,9 @@ maximum over ranks of the rank's own save (load) time, its ``throughput_GiBps`` 
 bytes over that duration; the run's ``run_throughput_GiBps`` is all bytes over the sum of the
 durations. ``dlio_rank0_mean_GiBps`` is what DLIO reports (the mean over checkpoints of the
 bytes over rank 0's own time), kept beside them under that name. A read phase that starts with
-more than 5 % of its bytes resident (``experiments.cache.COLD_LIMIT``) is ``cache-served``: it
-gets no storage verdict. Units: bytes, seconds, GiB/s = 2^30 B/s.
+more than 5 % of its bytes resident (``experiments.cache.COLD_LIMIT``), or whose device served
+less than it read (each phase's device audit, :mod:`experiments.device_audit`), is
+``cache-served``: it gets no storage verdict. Units: bytes, seconds, GiB/s = 2^30 B/s.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from .. import cache
+from .. import cache, device_audit
 from ..config import ConfigError, Section
 from . import llm_layout as L
 
@@ -144,8 +145,10 @@ def run_variant(lo: L.Layout, run_dir: Path, *, fsync: bool = True, evict: str =
     """Write ``checkpoints`` checkpoints into ``run_dir`` from every rank, handle the cache
     (``evict``: a method of :func:`experiments.cache.evict`, ``none`` leaves it), measure the
     residency, read them back. Returns ``files`` and ``steps`` (per rank, both phases),
-    ``eviction`` (its facts) and ``cache_served``. ``run_dir`` is removed afterwards unless
-    ``keep``. ``pool``: a :class:`experiments.launcher.RankPool` of ``lo.ranks`` ranks (else
+    ``eviction`` (its facts), ``device`` (each phase's device audit,
+    :mod:`experiments.device_audit`: ``write`` and ``read``) and ``cache_served`` (files resident
+    when the reads began, or a device that served less than they read). ``run_dir`` is removed
+    afterwards unless ``keep``. ``pool``: a :class:`experiments.launcher.RankPool` of ``lo.ranks`` ranks (else
     ranks started for this run over ``nodes`` nodes: ``srun`` in a Slurm allocation)."""
     from .. import launcher
 
@@ -155,22 +158,31 @@ def run_variant(lo: L.Layout, run_dir: Path, *, fsync: bool = True, evict: str =
     spec = {"model": lo.model.name, "scale": lo.scale, "run_dir": str(run_dir), "seed": seed,
             "steps": list(range(1, checkpoints + 1)), "pause_s": pause_s, "fsync": fsync,
             "direct": direct}
+    # each phase's device audit: srun's ranks are not this process's children (device count only)
+    own = not launcher.in_slurm()
+    tag = " ".join(str(x) for x in (label or run_dir, labels.get("variant")) if x)
     try:
-        w = launcher.call(RANK_PROGRAM, {**spec, "op": "write"}, lo.ranks, nodes, pool)
+        with device_audit.Span(run_dir, f"{tag} write", processes=own) as sw:
+            w = launcher.call(RANK_PROGRAM, {**spec, "op": "write"}, lo.ranks, nodes, pool)
         ev = cache.evict([run_dir], evict, label=label or str(run_dir))
-        r = launcher.call(RANK_PROGRAM, {**spec, "op": "read"}, lo.ranks, nodes, pool)
+        with device_audit.Span(run_dir, f"{tag} read", processes=own) as sr:
+            r = launcher.call(RANK_PROGRAM, {**spec, "op": "read"}, lo.ranks, nodes, pool)
     finally:
         if not keep:
             shutil.rmtree(run_dir, ignore_errors=True)
     facts = ev.facts()
-    served = bool(facts["memory_backed"] or (facts["resident_fraction"] or 0) > cache.COLD_LIMIT)
+    nbytes = lambda rows: sum(x["bytes"] for q in rows for x in q["steps"])  # noqa: E731 - a phase's bytes
+    audit = {"write": sw.judge(written_bytes=nbytes(w)), "read": sr.judge(read_bytes=nbytes(r))}
+    # cache-served: the files resident when the reads began, or the device served less than they read
+    served = bool(facts["memory_backed"] or (facts["resident_fraction"] or 0) > cache.COLD_LIMIT
+                  or device_audit.cache_served(audit["read"]))
     read_mode = "direct" if direct else ("cache-served" if served else "cold")
     lab = {"fsync": fsync, "eviction": str(ev), "read": read_mode, **labels}
     wf, ws = _frames(w, **lab)
     rf, rs = _frames(r, **lab)
     return {"files": pd.concat([wf, rf], ignore_index=True), "steps": pd.concat([ws, rs], ignore_index=True),
-            "eviction": facts, "cache_served": served, "resident_fraction": facts["resident_fraction"],
-            "read": read_mode}
+            "eviction": facts, "cache_served": served,
+            "resident_fraction": facts["resident_fraction"], "read": read_mode, "device": audit}
 
 
 def metrics(steps: pd.DataFrame, by: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -212,6 +224,7 @@ def summary_md(lo: L.Layout, r: dict) -> str:
              f"{'n/a' if ev['resident_fraction'] is None else format(ev['resident_fraction'], '.1%')}"
              f"{' (memory-backed tier)' if ev['memory_backed'] else ''}; reads: {r['read']} "
              f"({verdict(r['read'])})", "",
+             *[f"{op}s: {device_audit.words(a, op)}" for op, a in r.get("device", {}).items()], "",
              "| phase | checkpoints | GiB | run throughput GiB/s (rules) | median GiB/s | min GiB/s "
              "| DLIO's rank-0 mean of rates GiB/s |", "|---|---|---|---|---|---|---|"]
     for _, x in run.iterrows():
@@ -238,6 +251,7 @@ def write_run(out: Path, lo: L.Layout, r: dict) -> None:
     atomic_write(out / "checkpoints.csv", lambda p: per.to_csv(p, index=False))
     write_json(out / "summary.json", {"model": lo.model.name, "ranks": lo.ranks, "scale": lo.scale,
                                       "checkpoint_bytes": lo.total_bytes, "eviction": r["eviction"],
-                                      "read": r["read"], "runs": run.to_dict("records")})
+                                      "read": r["read"], "device_audit": r.get("device"),
+                                      "runs": run.to_dict("records")})
     md = summary_md(lo, r)
     atomic_write(out / "summary.md", lambda p: p.write_text(md))

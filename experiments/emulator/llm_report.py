@@ -66,7 +66,8 @@ def measure_throughput(per: pd.DataFrame, evictions: pd.DataFrame, storage: str)
         "llm_ckpt_nofsync_inflates_writes", v, ci, context=f"tier {storage}",
         note="DLIO's configs ask for fsync: True, but its loader stores it as checkpoint_sync "
              "while the save reads checkpoint_fsync (default False), so it never fsyncs "
-             "(argonne-lcf/dlio_benchmark utils/config.py, checkpointing/base_checkpointing.py)",
+             "(argonne-lcf/dlio_benchmark utils/config.py, checkpointing/base_checkpointing.py)"
+             + _audit_note(evictions, storage, "write"),
         why_not="the tier absorbs the writes at the rate it syncs them here")
     v, ci = _ratio(per, storage, "read", "no-fsync", "fsync")
     e = evictions[(evictions["tier"] == storage) & (evictions["variant"] == "fsync")]
@@ -74,9 +75,24 @@ def measure_throughput(per: pd.DataFrame, evictions: pd.DataFrame, storage: str)
     reads = Measured(
         "llm_ckpt_cache_inflates_reads", v, ci, context=f"tier {storage}",
         resident_fraction=rf, memory_backed=bool(len(e) and e["memory_backed"].all()),
-        note="dlio_benchmark issue 277: the whole checkpoint resident when the read phase starts",
+        note="dlio_benchmark issue 277: the whole checkpoint resident when the read phase starts"
+             + _audit_note(evictions, storage, "read"),
         why_not="torch.load's deserialization, not the device, bounds the reads here")
     return [writes, reads]
+
+
+def _audit_note(evictions: pd.DataFrame, storage: str, op: str) -> str:
+    """The device audit of ``op`` (read, write) of the variants on ``storage``: device bytes over
+    the phase's bytes and where they came from (``evictions``: one row per run), for a note."""
+    col, where = ("device_read_ratio", "read_from") if op == "read" else ("device_write_ratio", "written_to")
+    if col not in evictions:
+        return ""
+    e = evictions[(evictions["tier"] == storage) & (evictions["variant"] != "direct")]
+    # the median over runs of the ratio, the most frequent answer of where the bytes went
+    g = e.groupby("variant", sort=False)
+    bits = [f"{v} {'n/a' if pd.isna(x[col].median()) else format(x[col].median(), '.2f')} "
+            f"({x[where].mode().iloc[0] if x[where].notna().any() else 'unknown'})" for v, x in g]
+    return f"; device audit, device / phase bytes of the {op}s: " + ", ".join(bits) if bits else ""
 
 
 def measure_burst_buffer(stalls: pd.DataFrame) -> Measured:

@@ -44,7 +44,7 @@ def check(cfg, tiers: dict[str, Path]) -> None:
 
 
 KEYS = ("tier", "variant")   # the columns that name a configuration
-FILES = {"rows": "evictions.csv", "files": "raw.parquet", "steps": "ranks.csv"}
+FILES = {"rows": "evictions.csv", "files": "raw.parquet", "steps": "ranks.csv", "device": "device.csv"}
 
 
 def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
@@ -54,7 +54,7 @@ def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
     writes ``cfg.checkpoints`` checkpoints and reads them back: its row is its eviction
     (method, residency before the reads, the read mode), its side tables its ``files`` and its
     ranks' ``steps``. Returns the :class:`experiments.repeats.Measurement`."""
-    from .. import cache, launcher, repeats
+    from .. import cache, device_audit, launcher, repeats
     from ..tiers import storage_tier_of
 
     lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
@@ -68,24 +68,45 @@ def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
                               pause_s=cfg.pause_s, seed=seed, pool=pool, label=t, tier=t,
                               variant=v, **VARIANTS[v])
             ev = {k: v for k, v in r["eviction"].items() if k not in ("missing", "unreadable")}   # lists of paths
-            return repeats.Run({"read": r["read"], **ev},
+            rd, wr = (device_audit.columns(r["device"][op]) for op in ("read", "write"))
+            audit = {"device_read_ratio": rd["device_read_ratio"], "read_from": rd["read_from"],
+                     "device_write_ratio": wr["device_write_ratio"], "written_to": wr["written_to"]}
+            device = pd.DataFrame([{"op": op, **device_audit.columns(a)} for op, a in r["device"].items()])
+            return repeats.Run({"read": r["read"], **ev, **audit},
                                {"files": r["files"].drop(columns=["tier", "variant"], errors="ignore"),
-                                "steps": r["steps"].drop(columns=["tier", "variant"], errors="ignore")})
+                                "steps": r["steps"].drop(columns=["tier", "variant"], errors="ignore"),
+                                "device": device})
 
         stage = repeats.MeasuringStage("llm_checkpoint", KEYS, configs, run_one,
                                        repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
-                                       tables=("files", "steps"), files=FILES, progress="llm_checkpoint runs",
+                                       tables=("files", "steps", "device"), files=FILES, progress="llm_checkpoint runs",
                                        context=lambda rows: {"storage_tier": storage_tier_of(rows)},
                                        units="steps", unit_quantities=("io_s",), unit_seconds="io_s")
         return repeats.measure(stage, purchases)
 
 
-def summarize(steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def summarize(steps: pd.DataFrame, device: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per checkpoint and per run (tier, variant, phase) metrics (:func:`.llm_checkpoint.metrics`),
-    with the read mode and the phase's verdict."""
+    with the read mode, each phase's device audit (``device``: the measurement's ``device`` table,
+    one row per run and op; its ratios the median over runs, where the bytes came from the most
+    frequent answer) and the phase's verdict: none for reads served from the page cache and for
+    writes the page cache still held when the phase ended (``written_to`` cache: no fsync)."""
     per, run = C.metrics(steps, ["tier", "variant", "read"])
-    run["verdict"] = [C.verdict(r) if op == "read" else "storage" for r, op in zip(run["read"], run["op"])]
+    if device is not None and len(device):
+        keys = ["tier", "variant", "op"]
+        num = [c for c in device.columns if c not in keys and pd.api.types.is_numeric_dtype(device[c]) and c != "run"]
+        txt = [c for c in device.columns if c not in keys + num + ["run"]]
+        g = device.groupby(keys)
+        dev = pd.concat([g[num].median(), g[txt].agg(lambda x: x.mode().iloc[0] if x.notna().any() else None)],
+                        axis=1).reset_index()
+        run = run.merge(dev, on=keys, how="left")
+    held = run["written_to"].eq("cache") if "written_to" in run else pd.Series(False, index=run.index)
+    run["verdict"] = [C.verdict(r) if op == "read" else WRITES_HELD if h else "storage"
+                      for r, op, h in zip(run["read"], run["op"], held)]
     return per, run
+
+
+WRITES_HELD = "no storage verdict: the page cache held the writes when the phase ended (device audit)"
 
 
 JOB = {"write": "seqwrite", "read": "seqread"}   # the fio_baseline job a phase is judged against
@@ -98,7 +119,7 @@ def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> 
     (its thread's on-CPU and run-queue seconds over its I/O seconds: torch.save and torch.load
     run on the rank's one thread; the median over checkpoints of the largest over ranks) and the
     ranks' CPU share of the host's cores. The timed part of a rank does nothing but I/O, so its data wait is all of it.
-    A cache-served phase gets no verdict."""
+    A phase whose reads or writes were the page cache's gets no verdict."""
     from ..claims import fio_MBps
     from .bound import host_cores, verdict
 
@@ -113,7 +134,7 @@ def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> 
         mb = fio_MBps(fio, r["tier"], JOB[r["op"]])
         ref = {"bytes_per_s": mb * 1e6, "how": f"fio_baseline {JOB[r['op']]} on tier {r['tier']}"}
         m = med.loc[tuple(r[k] for k in keys)]
-        b, why, frac = (("no verdict", C.verdict(r["read"]), float("nan")) if r["verdict"] != "storage" else
+        b, why, frac = (("no verdict", r["verdict"], float("nan")) if r["verdict"] != "storage" else
                         verdict(r["run_throughput_GiBps"] * C.GiB, ref, 1.0, m["busiest"], m["share"],
                                 "main thread"))
         rows.append({"fio_MBps": mb, "client_fraction_of_fio": frac, "bound": b, "bound_why": why,

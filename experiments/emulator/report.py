@@ -21,6 +21,9 @@ Measured from the ranks' own records (no model of the result):
 - per rank: ``au_by_rank`` (its steps x its mean sleep over its own training seconds) and
   ``data_bytes_by_rank``; per node ``data_bytes_by_node`` (ranks in blocks of G / nodes);
 - **checkpoints**: per checkpoint the files, writes, bytes and seconds every writer reported;
+- **device audit** (``device_audit``, :func:`audit`): the bytes the device under the data read
+  over the run beside ``data_bytes`` (:mod:`experiments.device_audit`); a run whose reads were
+  the page cache's gets ``bound`` ``no verdict``;
 - **bound** (``storage``, ``client`` or ``undetermined``) and the figures behind it
   (``client_cpu``): :mod:`.bound` (the data bytes/s against the tier's ``fio_baseline``, the
   busiest thread of the data path from the launcher's ``threads.csv``, the ranks' CPU), and
@@ -178,11 +181,33 @@ def summarize(run_dir) -> dict:
                                            "thread_full", "storage_close", "wait_matters", "host", "cpu_by_rank",
                                            "threads", "time_split", "client_bytes_per_s", "reference_bytes_per_s",
                                            "reference_how", "client_fraction_of_reference") if k in bnd},
+        # the ranks' own /proc/self/io over their measured windows (the device audit's job count)
+        "io_window": {k: int(sum(r.get("io", {}).get(k, 0) for r in got["ranks"])) for k in ("read_bytes", "rchar")},
         "evaluations": int(sum(len(r.get("evals", [])) for r in got["ranks"])),
         "peak_rss_bytes_per_rank": int(max(r.get("peak_rss_bytes", 0) for r in got["ranks"])),
         "run_dir": str(run_dir), "notes": notes,
     }
     return out
+
+
+def audit(s: dict, span) -> dict:
+    """The device audit of a run (``span``: the :class:`experiments.device_audit.Span` it ran
+    in) into its summary ``s``: ``device_audit`` judges ``data_bytes`` against the device's
+    and the ranks' block reads (``io_window``), and the checkpoint bytes against the device's
+    writes when the checkpoints went to the same device. When the reads were the page cache's
+    the run gives no storage verdict: ``bound`` becomes ``no verdict`` (the verdict it would
+    have had: ``bound_unaudited``)."""
+    from .. import device_audit
+    from ..device_audit import block_device
+
+    same = Path(s["checkpoint_dir"]).exists() and block_device(s["checkpoint_dir"])[1] == span.device
+    a = span.judge(s["data_bytes"], (s["checkpoint"] or {}).get("bytes") if same else None,
+                   job_processes=s.get("io_window"))
+    s["device_audit"] = a
+    if device_audit.cache_served(a):
+        s["bound_unaudited"] = s["bound"]
+        s["bound"], s["bound_why"] = "no verdict", f"{device_audit.words(a)}; unaudited: {s['bound_why']}"
+    return s
 
 
 def markdown(s: dict) -> str:
@@ -217,6 +242,7 @@ def markdown(s: dict) -> str:
                              f"{ck['bytes'] / 1e6:.4g} MB ({s['checkpoint_pattern']})" if ck else
                              f"none written ({s['checkpoint_pattern']})") + " |",
         f"| bound | {s.get('bound', 'unknown')} |",
+        f"| device | {_audit_cell(s.get('device_audit'))} |",
         f"| whole run | {s['run_s']:.3g} s (initialization, evaluation, checkpoints included) |",
         f"| data | {s['data_dir']} |",
         "",
@@ -227,6 +253,12 @@ def markdown(s: dict) -> str:
         *([f"Where the client's time went: {s['where_time_went']}.", ""] if s.get("where_time_went") else []),
     ] + [f"Note: {n}." for n in s.get("notes", [])]
     return "\n".join(lines)
+
+
+def _audit_cell(a: dict | None) -> str:
+    from .. import device_audit
+
+    return device_audit.words(a).removeprefix("device audit: ")
 
 
 def write(run_dir, summary: dict | None = None) -> dict:

@@ -16,6 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
+from .. import device_audit
 from . import launch, report
 from .config import EmulatorConfig, check_config
 
@@ -24,15 +25,19 @@ def run(cfg: EmulatorConfig, out_dir, node_rank: int = 0, rdzv_endpoint: str | N
         rdzv_id: str | None = None, hosts: list[str] | None = None, base_port: int | None = None,
         check: bool = True) -> dict:
     """Run the emulation ``cfg``; returns the summary (``summary.json``; node 0) or ``{}``
-    (other nodes). Bad input raises :class:`~experiments.config.ConfigError` before any
-    process starts; a failed rank raises ``RuntimeError`` with its output."""
+    (other nodes). On one machine the summary carries the device audit of the run
+    (:func:`.report.audit`); across machines it is not taken (each node's device saw its
+    share). Bad input raises :class:`~experiments.config.ConfigError` before any process
+    starts; a failed rank raises ``RuntimeError`` with its output."""
     if check:
         check_config(cfg)
     out_dir = Path(out_dir)
     if cfg.nodes == 1 and not rdzv_endpoint:
         work = out_dir.with_name(out_dir.name + ".partial")
-        launch.execute(cfg, work, fresh=True)
-        s = report.summarize(work)
+        # what the device under the data did over the run, beside what the ranks read
+        with device_audit.Span(cfg.data_dir, f"emulator {cfg.workload} G={cfg.accelerators}") as span:
+            launch.execute(cfg, work, fresh=True)
+        s = report.audit(report.summarize(work), span)
         s["run_dir"] = str(out_dir)
         report.write(work, s)
         _fix_paths(work, out_dir)

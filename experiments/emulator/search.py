@@ -11,6 +11,12 @@ stay under 80 % of the available memory), and the client's CPU: a run that was c
 (its summary's ``bound``, the verdict of :mod:`.bound` that the storage engineer's table uses
 too) stops the search there, since more accelerators on this client measure the client, not
 the storage (``client_bound`` in the answer; the answer is the client's limit).
+
+Every trial starts from a cold cache (the data set evicted, :func:`experiments.cache.evict`):
+a trial that read what the last one left in memory measured the page cache. Each trial carries
+its run's device audit (``read_from``, ``device_read_ratio``: :mod:`experiments.device_audit`);
+trials whose reads were the page cache's are listed in ``cache_served``, and an answer decided
+by one gives no storage verdict (:func:`row`).
 """
 
 from __future__ import annotations
@@ -31,17 +37,25 @@ def _available_memory() -> int:
     return 0
 
 
+def cold_run(cfg: EmulatorConfig, folder) -> dict:
+    """One trial: the data set evicted from the page cache, then :func:`.runner.run`."""
+    from .. import cache
+    from .runner import run
+
+    cache.evict([Path(cfg.data_dir)], label=str(cfg.data_dir))
+    return run(cfg, folder)
+
+
 def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 64,
                      run=None, say=print) -> dict:
     """Search as the module docstring says; run folders go to ``out_dir/G<g>``. ``run``:
-    a function ``(cfg, folder) -> summary`` (default :func:`.runner.run`; tests pass a stub).
+    a function ``(cfg, folder) -> summary`` (default :func:`cold_run`; tests pass a stub).
 
     Returns ``{"max_accelerators": G or 0, "trials": [{accelerators, au, au_pass, ...}],
     "stopped_because": "...", "limit": ...}`` and writes ``search.json`` and ``search.md``."""
     from ..results import atomic_write, write_json
-    from .runner import run as run_one
 
-    run = run or run_one
+    run = run or cold_run
     if start < 1 or limit < 1:
         raise ConfigError(f"start = {start}, limit = {limit}: both must be >= 1")
     layout = check_config(cfg)
@@ -63,6 +77,8 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
                "data_bytes_per_s": s["data_bytes_per_s"], "train_s": s["train_s"],
                "bound": s.get("bound", "undetermined"), "bound_why": s.get("bound_why", ""),
                "where_time_went": s.get("where_time_went", ""),
+               "read_from": (s.get("device_audit") or {}).get("read_from", "unknown"),
+               "device_read_ratio": (s.get("device_audit") or {}).get("read_ratio"),
                "run_dir": str(out_dir / f"G{g}")}
         trials[g] = row
         mem_per_rank = max(mem_per_rank or 0, s.get("peak_rss_bytes_per_rank", 0))
@@ -122,6 +138,7 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
     res = {"workload": cfg.workload, "batch_size": cfg.batch_size, "compute_model": cfg.compute_model,
            "data_dir": cfg.data_dir, "max_accelerators": good, "stopped_because": why,
            "client_bound": client is not None,
+           "cache_served": [t["accelerators"] for t in rows if t.get("read_from") == "cache"],
            "limit": hi, "trials": rows}
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "search.json", res)
@@ -139,24 +156,34 @@ def markdown(res: dict) -> str:
              f"({res['compute_model']})", "",
              f"**{res['max_accelerators']} emulated accelerator(s)** at AU >= {100 * cfg_threshold():.0f} %; "
              f"search stopped: {res['stopped_because']}.", "",
-             "| accelerators | AU % | pass | samples/s | data MB/s | bound |", "|---|---|---|---|---|---|"]
+             "| accelerators | AU % | pass | samples/s | data MB/s | bound | reads from (device / job bytes) |",
+             "|---|---|---|---|---|---|---|"]
     for t in res["trials"]:
+        ratio = t.get("device_read_ratio")
         lines.append(f"| {t['accelerators']} | {100 * t['au']:.1f} | {'yes' if t['au_pass'] else 'no'} | "
-                     f"{t['throughput_samples_per_s']:.4g} | {t['data_bytes_per_s'] / 1e6:.4g} | {t.get('bound', '')} |")
+                     f"{t['throughput_samples_per_s']:.4g} | {t['data_bytes_per_s'] / 1e6:.4g} | {t.get('bound', '')} | "
+                     f"{t.get('read_from', 'unknown')}{'' if ratio is None else f' ({ratio:.2f})'} |")
+    if res.get("cache_served"):
+        gs = ", ".join(map(str, res["cache_served"]))
+        lines += ["", f"Served from the page cache (device audit): G = {gs}; those runs say nothing about the storage."]
     return "\n".join(lines) + "\n"
 
 
 def row(res: dict) -> dict:
     """One line of a table from a search's answer: the most accelerators at AU >= 90 %, the
     compute model, ``bound`` (client when the search stopped at a client-bound run, else the
-    bound of the run that decided: the first failing one, or the largest passing one) with
+    bound of the run that decided: the first failing one, or the largest passing one; ``no
+    verdict`` when that run's reads were the page cache's, ``read_from`` its device audit) with
     where that run's time went, why it stopped and every G tried with its AU."""
     t = res["trials"]
     fail = [x for x in t if not x["au_pass"]]
     client = [x for x in t if x.get("bound") == "client"]
     decided = client[0] if res.get("client_bound") and client else fail[0] if fail else (t[-1] if t else {})
+    cached = decided.get("read_from") == "cache"   # the deciding run measured the page cache
     return {"compute_model": res["compute_model"], "max_accelerators": res["max_accelerators"],
-            "bound": "client" if res.get("client_bound") else decided.get("bound", "undetermined"),
+            "bound": "no verdict" if cached else "client" if res.get("client_bound")
+            else decided.get("bound", "undetermined"),
+            "read_from": decided.get("read_from", "unknown"),
             "where_time_went": decided.get("where_time_went", ""),
             "stopped_because": res["stopped_because"],
             "tried": ", ".join(f"G={x['accelerators']}: {100 * x['au']:.1f} %" for x in t)}

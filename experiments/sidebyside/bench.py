@@ -82,8 +82,9 @@ def client_table(emu: pd.DataFrame, dl: pd.DataFrame) -> pd.DataFrame:
 
 
 def stage_table() -> pd.DataFrame:
-    """Per workload from the traced_comparison stage: data throughput (MB/s) and similarity to
-    the real run of the emulator, the real run and DLIO (NaN where not measured)."""
+    """Per workload from the traced_comparison stage: data throughput (MB/s), where its reads came
+    from (the device audit: ``read_from``, ``device_read_ratio``) and similarity to the real run
+    of the emulator, the real run and DLIO (NaN where not measured)."""
     d = paths.results_dir("traced_comparison")
     if not (d / "throughput.csv").exists():
         raise FileNotFoundError(f"{d / 'throughput.csv'}: run `dvc repro traced_comparison` first")
@@ -94,6 +95,9 @@ def stage_table() -> pd.DataFrame:
         r = {"workload": w, "batch_size": int(t["batch_size"].iloc[0]), "ranks": int(t["ranks"].iloc[0])}
         for side in ("real", "emulator", "dlio"):
             r[f"{side}_MBps"] = float(t["MBps"].get(side, float("nan")))
+            if "read_from" in t:   # the device audit: cache where the figure was the page cache's
+                r[f"{side}_read_from"] = t["read_from"].get(side, "not measured")
+                r[f"{side}_device_read_ratio"] = float(t["device_read_ratio"].get(side, float("nan")))
             r[f"{side}_data_sps"] = float(t["data_sps"].get(side, float("nan")))
             if side != "real":
                 r[f"{side}_similarity"] = float(s["similarity"].get(side, float("nan")))
@@ -176,7 +180,8 @@ def main(argv=None) -> int:
             print(t.round(3).to_string(index=False))
     try:
         s = stage_table()
-        print("\nper workload, from results/traced_comparison: data throughput (MB/s) and similarity to the real run")
+        print("\nper workload, from results/traced_comparison: data throughput (MB/s), where its reads came from "
+              "(device audit: device or page cache) and similarity to the real run")
         with pd.option_context(*sum(wide.items(), ())):
             print(s.round(4).to_string(index=False))
     except FileNotFoundError as e:

@@ -267,9 +267,22 @@ class _Tables:
         r = df[(df["workload"] == w) & (df["side"] == side)]
         return float(r[col].iloc[0]) if len(r) and not _nan(r[col].iloc[0]) else float("nan")
 
-    def pre(self, text: str = "") -> str:
-        """The stage's note (back ends, tier) before ``text``."""
-        return "; ".join(x for x in (self.note, text) if x)
+    def pre(self, *texts: str) -> str:
+        """The stage's note (back ends, tier) before ``texts``."""
+        return "; ".join(x for x in (self.note, *texts) if x)
+
+    def audit(self, w, *sides) -> str:
+        """The device audit of ``sides`` of ``w`` (``throughput.csv``'s ``read_from`` and
+        ``device_read_ratio``), for a note: where each side's reads came from."""
+        if "read_from" not in self.throughput:
+            return ""
+        bits = []
+        for s in sides:
+            r = self.throughput[(self.throughput["workload"] == w) & (self.throughput["side"] == s)]
+            if len(r) and isinstance(r["read_from"].iloc[0], str):
+                ratio = r["device_read_ratio"].iloc[0]
+                bits.append(f"{s} {r['read_from'].iloc[0]}" + ("" if _nan(ratio) else f" ({ratio:.2f})"))
+        return "device audit, reads from (device / job bytes): " + ", ".join(bits) if bits else ""
 
     def reason(self, w, *sides) -> str:
         """Why a claim of ``w`` that needs ``sides`` has no value: each missing side's reason."""
@@ -397,15 +410,16 @@ def measure_throughput(t: _Tables) -> list[Measured]:
                        else "paper value: the thesis's benchmark against its real run")
             out.append(Measured(f"traced-{col.split('_')[0]}-throughput-emulator-{w}", v, ci,
                                 why_not=measured if not _nan(v) else t.reason(w, "real", "emulator"),
-                                note=t.pre(context)))
+                                note=t.pre(context, t.audit(w, "real", "emulator"))))
         # The thesis's own finding, reproduced with MLPerf Storage's base on this box.
         v, ci, (d_, r) = t.ratio(w, "dlio", "data_sps")
         out.append(Measured(
             "traced-data-throughput-dlio-dlrm-from-16k" if w == "dlrm" and not similar
             else f"traced-data-throughput-dlio-{w}", v, ci,
             context=f"thesis: its benchmark reached {_gap_words(t, w)}",
-            note=t.pre("Sec 5.3.2: 'the median latencies and throughputs are all very similar. This does "
-                       "not hold for the benchmark starting at batch sizes of 16k and up'" if w == "dlrm" else ""),
+            note=t.pre(("Sec 5.3.2: 'the median latencies and throughputs are all very similar. This does "
+                        "not hold for the benchmark starting at batch sizes of 16k and up'" if w == "dlrm" else ""),
+                       t.audit(w, "real", "dlio")),
             why_not=(f"data_sps: real {r:.4g}, DLIO {d_:.4g} samples/s (DLIO: its per-step load time)"
                      if not _nan(v) else t.reason(w, "real", "dlio"))))
     return out

@@ -35,7 +35,11 @@ Throughputs (one row per side, :func:`throughput_row`):
   records count it) / median data wait, and / median compute time, of the steady steps (:func:`experiments.workloads.fits.step_summary`); DLIO: the same
   from its per-step ``load`` and ``compute`` times (each epoch's first step left out);
 - ``vfs_read_MB``: the trace's bytes read from data files over the whole run (init and
-  evaluation included), the same for every side.
+  evaluation included), the same for every side;
+- the device audit (:func:`audit`, :mod:`experiments.device_audit`): ``device_read_MB`` beside
+  ``job_read_MB`` (the bytes behind ``MBps``; DLIO: of the epochs its figure is the median of),
+  their ``device_read_ratio`` and ``read_from`` (``cache``: the side's figure was the page
+  cache's), the same columns for the writes.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import cache
+from .. import cache, device_audit
 from ..config import ConfigError, merge
 
 
@@ -123,7 +127,9 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
         data = [Path(p) for p in plan.data_paths]
     method = cache.evict(data, eviction)
     t0 = time.perf_counter()
-    with session.window(f"{workload}/{side}") as win:
+    # the device audit of the side, from outside its processes (:func:`audit` judges it)
+    with session.window(f"{workload}/{side}") as win, \
+            device_audit.Span(data[-1], f"traced_comparison {workload}/{side}") as span:
         if side in ("real", "sleep"):
             from ..workloads import compute_model as cm
             from ..workloads import launch
@@ -151,7 +157,7 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
     block_files = _files([*data, ck])   # listed now: a later side's clean-up may remove them
     out = {**base, "window": win, "data": [str(p) for p in data], "checkpoint": [str(ck)],
            "block_files": [str(p) for p in block_files], "eviction": str(method), "wall_s": wall,
-           "dlio": dres}
+           "dlio": dres, "device_span": span}
     if dres is not None and dres.get("status") != "measured":
         return {**out, "status": "not measured", "why": dres.get("why", "DLIO did not finish")}
     return {**out, "status": "pending", "why": ""}
@@ -212,6 +218,7 @@ def throughput_row(res: dict, got: dict) -> dict:
         d = res["dlio"]["row"]
         row.update(train_s=d["train_s"], samples_per_s=d["samples_per_s"], MBps=d["MBps"],
                    samples=d["samples_per_s"] * d["train_s"], data_MB=d["MBps"] * d["train_s"])
+        row.update(audit(res, d.get("data_bytes"), None))
         st = res["dlio"]["steps"]
         st = st[st["phase"] == "train"] if len(st) else st
         if len(st):
@@ -236,7 +243,31 @@ def throughput_row(res: dict, got: dict) -> dict:
                data_MB=nbytes / 1e6, MBps=nbytes / 1e6 / train_s if train_s > 0 else float("nan"),
                data_sps=float(st["data_sps"].iloc[0]) if len(st) else float("nan"),
                compute_sps=float(st["compute_sps"].iloc[0]) if len(st) else float("nan"))
+    own = {k: sum(r.get("io", {}).get(k, 0) for r in got["ranks"]) for k in ("read_bytes", "rchar")}
+    row.update(audit(res, nbytes, own))
     return row
+
+
+def audit(res: dict, read_bytes, own: dict | None) -> dict:
+    """A measured side's device audit as throughput columns (:func:`experiments.device_audit.columns`):
+    the bytes the side read for training (``read_bytes``, the basis of its ``MBps``) against the
+    device's over its window, its ranks' own block reads (``own``: their ``/proc/self/io`` over
+    their measured windows) and, where the block layer was traced, the requests on its data
+    files' extents (the vector's ``bio_read_bytes``); writes: the trace's bytes written to its
+    checkpoint folder against the device's (each window ends with ``sync``). ``read_from``
+    cache: the side's figure was the page cache's, not the storage's. DLIO's side takes DLIO's
+    own audit (:func:`experiments.dlio.runner.audit`: over the epochs its figure is the median of)."""
+    span, v = res.get("device_span"), res.get("vector") or {}
+    if (res.get("dlio") or {}).get("device_audit"):
+        return device_audit.columns(res["dlio"]["device_audit"])
+    if span is None:
+        return device_audit.columns(None)
+    from ..trace.vector import file_sectors
+
+    bio = v.get("bio_read_bytes") if res.get("trace") is not None and res["trace"].meta.get("block_traced") else None
+    if bio is not None and not file_sectors(_files(res["data"])[:4]):
+        bio = None   # no extents (FIEMAP unsupported): no request could be matched to the files
+    return device_audit.columns(span.judge(read_bytes, v.get("vfs_write_bytes"), own, bio))
 
 
 def prepare_workload(workload: str, section: dict, point, cfg, seed: int, tier, work_root: Path) -> dict:
