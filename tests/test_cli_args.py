@@ -69,6 +69,8 @@ BAD = {  # (command, dest): (argv, text the error line must hold)
     ("trace run", "block_scope"): (["run", "-o", "t.parquet", "--block-scope", "all", "--", "true"], "--block-scope"),
     ("trace run", "mode"): (["run", "-o", "t.parquet", "--mode", "x", "--", "true"], "--mode"),
     ("trace run", "files"): (["run", "-o", "t.parquet", "--files", "x", "--", "true"], "--files"),
+    ("trace run", "dftracer_release"): (["run", "-o", "t.parquet", "--dftracer-release", "2.2", "--", "true"],
+                                        "--dftracer-release"),
     ("trace run", "interval"): (["run", "-o", "t.parquet", "--interval", "-1", "--", "true"], "--interval = -1"),
     ("trace run", "phase_log"): (["run", "-o", "t.parquet", "--phase-log", "", "--", "true"], "--phase-log = ''"),
     ("trace run", "cmd"): (["run", "-o", "t.parquet"], "cmd = "),

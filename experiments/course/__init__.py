@@ -24,6 +24,7 @@ package holds what the labs and the instructor's commands share:
 from __future__ import annotations
 
 from dataclasses import dataclass
+import shutil
 from pathlib import Path
 
 
@@ -76,3 +77,36 @@ def dist_dir(lab: Lab | None = None) -> Path:
 def master(lab: Lab) -> Path:
     """The master notebook of ``lab`` (solutions and hidden tests)."""
     return course_dir() / lab.name / f"{lab.name}.ipynb"
+
+
+# where the build puts what it makes (the grader reads them there)
+KIT_ENV = "DLIO_COURSE_KIT"      # a folder holding labkit.py (the grader gives each submission its own)
+
+
+def student_notebook(lab: Lab) -> Path:
+    return dist_dir(lab) / "student" / f"{lab.name}.ipynb"
+
+
+def solution_notebook(lab: Lab) -> Path:
+    return dist_dir(lab) / "autograder" / f"{lab.name}.ipynb"
+
+
+def autograder_zip(lab: Lab) -> Path:
+    """The newest autograder zip of ``lab``; FileNotFoundError (naming ``make course``) if none."""
+    zips = sorted((dist_dir(lab) / "autograder").glob(f"{lab.name}-autograder_*.zip"))
+    if not zips:
+        raise FileNotFoundError(f"no autograder for {lab.name} under {dist_dir(lab)}: run `make course` first")
+    return zips[-1]
+
+
+def kit_dir() -> Path:
+    """A folder holding only a copy of ``labkit.py`` (created): on the kernels' ``PYTHONPATH``
+    so that a notebook's ``import labkit`` works in the build and the grader as in a bundle,
+    without putting ``experiments/course/`` (the build and grade modules) on the path."""
+    d = dist_dir() / "_kit"
+    d.mkdir(parents=True, exist_ok=True)
+    from . import labkit
+    src = Path(labkit.__file__)
+    if not (d / src.name).is_file() or (d / src.name).read_bytes() != src.read_bytes():
+        shutil.copy(src, d / src.name)
+    return d

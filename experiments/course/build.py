@@ -29,42 +29,12 @@ from pathlib import Path
 import nbformat
 
 from .. import paths
-from . import LABS, Lab, dist_dir, labkit, master
+from . import (KIT_ENV, LABS, Lab, autograder_zip, dist_dir, kit_dir, labkit, master,  # noqa: F401 - the layout, kept here for callers
+               solution_notebook, student_notebook)
 from . import lab as find_lab
 from .labkit import PROFILE_ENV
 
 STUDENT_FILES = ("labkit.py",)   # what a bundle holds beside the notebook
-KIT_ENV = "DLIO_COURSE_KIT"      # a folder holding labkit.py (the grader gives each submission its own)
-
-
-def student_notebook(lab: Lab) -> Path:
-    return dist_dir(lab) / "student" / f"{lab.name}.ipynb"
-
-
-def solution_notebook(lab: Lab) -> Path:
-    return dist_dir(lab) / "autograder" / f"{lab.name}.ipynb"
-
-
-def autograder_zip(lab: Lab) -> Path:
-    """The newest autograder zip of ``lab``; FileNotFoundError (naming ``make course``) if none."""
-    zips = sorted((dist_dir(lab) / "autograder").glob(f"{lab.name}-autograder_*.zip"))
-    if not zips:
-        raise FileNotFoundError(f"no autograder for {lab.name} under {dist_dir(lab)}: run `make course` first")
-    return zips[-1]
-
-
-def kit_dir() -> Path:
-    """A folder holding only a copy of ``labkit.py`` (created): on the kernels' ``PYTHONPATH``
-    so that a notebook's ``import labkit`` works in the build and the grader as in a bundle,
-    without putting ``experiments/course/`` (the build and grade modules) on the path."""
-    d = dist_dir() / "_kit"
-    d.mkdir(parents=True, exist_ok=True)
-    src = Path(labkit.__file__)
-    if not (d / src.name).is_file() or (d / src.name).read_bytes() != src.read_bytes():
-        shutil.copy(src, d / src.name)
-    return d
-
-
 def otter_env() -> None:
     """Set up this process's environment for the kernels otter starts (they inherit it): this
     checkout's package and root, ``labkit`` importable as a plain module, and the smoke profile

@@ -61,7 +61,7 @@ import nbformat
 from .. import paths
 from . import Lab, sandbox
 from . import lab as find_lab
-from .build import KIT_ENV, autograder_zip, kit_dir, master, student_notebook
+from . import KIT_ENV, autograder_zip, kit_dir, master, student_notebook
 from .harness import RECORD_ENV, WITNESS_ENV
 from .hidden import inputs_namespace, judges, oracles, quiet_imports
 from .integrity import imports_package
