@@ -202,11 +202,35 @@ def join(stage: str, measured: Iterable[Measured]) -> list[dict]:
     return out
 
 
+# an absolute path: "/" after a space, an opening bracket or quote, or at the start, then two or
+# more name segments ("/home/u/run/model.json"); not "MB/s", "1/3" or "a /proc sampler".
+# The kernel's interfaces (/proc/..., /sys/...) are the same on every Linux host and may be named.
+_ABSOLUTE = re.compile(r"(?:^|(?<=[\s(\[{'\"=:,;]))(/(?!proc/|sys/)[\w.@+~-]+(?:/[\w.@+~<>-]+)+)")
+
+
+def absolute_paths(text: str) -> list[str]:
+    """The absolute paths of this host ``text`` names (see :data:`_ABSOLUTE`)."""
+    return _ABSOLUTE.findall(text or "")
+
+
+def _no_absolute_path(stage: str, c: dict) -> None:
+    """Stop on a claim whose note or statement names an absolute path: the table is read on other
+    hosts, where it names nothing (:func:`experiments.paths.shown`: a path relative to the project)."""
+    for field in ("note", "statement"):
+        found = absolute_paths(c.get(field) or "")
+        if found:
+            raise ValueError(f"stage {stage!r}, claim {c['id']!r}: its {field} names the absolute path "
+                             f"{found[0]!r}; allowed: a path relative to the project root "
+                             "(experiments.paths.shown) or a file's name")
+
+
 def _claim(s: Source, d: Declaration, fields: dict[str, str], m: Measured) -> dict:
     value = None if _missing(m.value) else m.value
     statement = d.statement.format(**fields) if fields else d.statement
     statement = f"{statement} ({m.context})" if m.context else statement
-    if m.extension and d.kind == "finding":
+    # a template measured on a memory-backed tier (tmpfs): the papers read their data from storage
+    # devices, so the configuration is ours whatever the declared basis
+    if (m.extension or (m.memory_backed and d.template is not None)) and d.kind == "finding":
         d = d.model_copy(update={"basis": "extension", "paper_value": None, "quote": None,
                                  "magnitude": None, "derived": None})
     c = claim(m.id, s.name, d.where, statement, value, d.unit, d.rule, paper_value=d.paper_value,
@@ -214,4 +238,6 @@ def _claim(s: Source, d: Declaration, fields: dict[str, str], m: Measured) -> di
               kind=d.kind, magnitude=d.magnitude, resident_fraction=m.resident_fraction,
               memory_backed=m.memory_backed, interval=m.interval, basis=d.basis,
               margin=d.margin, margin_why=d.margin_why)
-    return {**c, "quote": d.quote, "derived": d.derived}
+    out = {**c, "quote": d.quote, "derived": d.derived}
+    _no_absolute_path(d.stage, out)
+    return out

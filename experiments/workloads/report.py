@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from .. import reference, stats
+from .. import paths, reference, stats
 from ..claims.declared import Measured, join
 from . import compute_model as cm
 from . import intervals as iv
@@ -633,7 +633,7 @@ def measure_sleep_checks(sleep_steps: pd.DataFrame, model, rank_usage: list[dict
         same, why = np.nan, "no random-content data set generated (workload_random)"
     return [
         Measured("sleep-follows-compute-model", max(z) if z else np.nan, why_not="" if z else "no sleep run",
-                 note=f"model: {model.source}; the model mean is that of max(0, Normal(mean, std)); "
+                 note=f"model: {paths.shown(model.source)}; the model mean is that of max(0, Normal(mean, std)); "
                       f"{SLEEP_SLACK_S * 1e3:g} ms allows for the kernel waking a sleeper late"),
         Measured("sleep-ranks-do-not-burn-cpu", max(busy) if busy else np.nan,
                  note="1 for a rank that spins through its sleeps; the rank process only (BERT's includes its "
