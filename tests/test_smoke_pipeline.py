@@ -88,10 +88,13 @@ def test_report_draws_figures_and_checks_claims(stage_results):
     # disk run), the 4- and 8-thread ones stay as rows that say why they were not
     for tier in ("mem", "disk"):
         two = cl[f"tfdata-speedup-2t-{tier}"]
-        assert two["our_value"] > 0 and two["verdict"] != "not measured" and two["magnitude"] == "within 25%"
+        assert two["our_value"] > 0 and two["verdict"] != "not measured"
         eight = cl[f"tfdata-speedup-8t-{tier}"]
         assert eight["verdict"] == "not measured" and "tfdata_read.threads = [1, 2]" in eight["note"]
     assert cl["tfdata-speedup-2t-disk"]["cold"] is True and cl["tfdata-speedup-2t-mem"]["memory_backed"]
+    # the paper's HDD value on the disk tier; on tmpfs the row is our extension, with no value
+    assert cl["tfdata-speedup-2t-disk"]["magnitude"] == "within 25%"
+    assert (cl["tfdata-speedup-2t-mem"]["basis"], cl["tfdata-speedup-2t-mem"]["paper_value"]) == ("extension", None)
     assert cl["tfdata-speedup-8t-parallel-fs"]["verdict"] == "not measured"
     assert cl["tfdata-read-only-faster-disk"]["our_value"] > 0
     s = pd.read_csv(d / "summary.csv")
