@@ -100,12 +100,29 @@ ROW = dict(id="x_faster", kind="finding", stage="s", where="Fig 1", statement="A
     ({"rule": "bigger than 1"}, "not understood"),
     ({"basis": "extension", "quote": None, "paper_value": 2.0}, "extension has no paper value"),
     ({"kind": "check"}, "basis"),
+    # a reason with no margin is never shown: the validator stops it
+    ({"margin_why": "the band every 'unchanged' row uses"}, "margin_why without a margin"),
+    ({"kind": "check", "basis": None, "rule": "between 0.9 and 1", "margin_why": "rounded"},
+     "margin_why without a margin"),
+    # a template stands for every tier a user configures; a paper value belongs to the one the
+    # paper ran, declared on a plain id naming it
+    ({"id": "x_faster_{tier}", "paper_value": 1.65, "magnitude": "within 25%"},
+     r"paper_value = 1.65, magnitude = 'within 25%' on a template.*plain id naming that configuration"),
+    ({"id": "x_faster_{tier}", "paper_value": 2.0, "derived": "'almost double'"}, "on a template"),
 ])
 def test_a_bad_declaration_stops_with_its_id(tmp_path, change, words):
     f = _write(tmp_path, [{**ROW, **change}])
     with pytest.raises(ValueError, match=words) as e:
         D._load(f)
     assert "x_faster" in str(e.value)
+
+
+def test_a_margin_with_its_reason_and_a_plain_id_with_its_paper_value_load(tmp_path):
+    src = D._load(_write(tmp_path, [
+        {**ROW, "margin": 0.1, "margin_why": "the paper's own spread"},
+        {**ROW, "id": "x_faster_disk", "paper_value": 1.65, "magnitude": "within 25%"},
+        {**ROW, "id": "x_faster_{tier}"}]))
+    assert [d.id for d in src.claims] == ["x_faster", "x_faster_disk", "x_faster_{tier}"]
 
 
 def test_join_judges_the_measured_fills_the_unmeasured_and_rejects_the_undeclared(monkeypatch, tmp_path):

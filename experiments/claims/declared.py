@@ -10,7 +10,12 @@ declared id) and :func:`join` makes the claims: the verdict logic stays in
 :func:`experiments.claims.verdict.claim`.
 
 Validated on load: an unknown field, a ``stated`` finding without a quote, a rule that does
-not parse, an id declared twice stop with the row's id and file.
+not parse, a ``margin_why`` without a ``margin`` (its reason would never be shown), a paper
+value on a template (an id with ``{name}`` fields stands for every tier, data set or count a
+user configures, a paper value for the one the paper ran: it belongs on a plain id that names
+that configuration), an id declared twice stop with the row's id and file. :func:`join` stops
+on a claim whose note or statement holds an absolute path (a path of this host in the table a
+reviewer reads elsewhere: :func:`experiments.paths.shown` gives one relative to the project).
 """
 
 from __future__ import annotations
@@ -29,6 +34,11 @@ from .rules import _missing, _parse, _parse_magnitude
 from .verdict import claim
 
 PAPERS = Path(__file__).with_name("papers")
+
+
+# what a template (an id with {name} fields) does not carry: they belong to the configuration the
+# paper ran, which a plain id names
+TEMPLATE_NOT = ("paper_value", "magnitude", "derived")
 
 
 class Declaration(BaseModel):
@@ -91,6 +101,16 @@ class Declaration(BaseModel):
             raise ValueError("a stated finding needs the quote of the text it rests on")
         if self.basis == "extension" and self.paper_value is not None:
             raise ValueError("an extension has no paper value")
+        if self.margin_why.strip() and self.margin is None:
+            raise ValueError("margin_why without a margin: the reason is shown only beside a margin "
+                             "other than the default; allowed: a margin with it, or the reason in the "
+                             "statement (a 'between' rule or a check has no margin)")
+        if self.template is not None and any(getattr(self, f) is not None for f in TEMPLATE_NOT):
+            given = ", ".join(f"{f} = {getattr(self, f)!r}" for f in TEMPLATE_NOT if getattr(self, f) is not None)
+            raise ValueError(f"{given} on a template: an id with {{name}} fields stands for every tier, "
+                             "data set or count a user configures, a paper value for the one the paper "
+                             "ran; allowed: the value on a plain id naming that configuration (the tier "
+                             "it belongs to), the template without paper value, magnitude or derived")
         return self
 
 
