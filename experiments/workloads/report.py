@@ -7,7 +7,9 @@ intervals from the samples: :mod:`.intervals`; the stages' figures: :mod:`.plots
 
 The validation rows: real (our realistic generators stand in for KiTS19, Wikipedia and
 Criteo), ``random`` content for the thesis's generated data, ``compute: sleep`` for its sleep
-row, and the emulator for its benchmark (:data:`.validation.ROWS`).
+row, and the emulator in the place of its benchmark in the figures (:data:`.validation.ROWS`); in
+the claims the thesis's benchmark is DLIO's side and the emulator's rows are our extension
+(docs/claims.md).
 """
 
 from __future__ import annotations
