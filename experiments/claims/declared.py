@@ -236,10 +236,10 @@ def absolute_paths(text: str) -> list[str]:
 def _no_absolute_path(stage: str, c: dict) -> None:
     """Stop on a claim whose note or statement names an absolute path: the table is read on other
     hosts, where it names nothing (:func:`experiments.paths.shown`: a path relative to the project)."""
-    for field in ("note", "statement"):
-        found = absolute_paths(c.get(field) or "")
+    for part in ("note", "statement"):
+        found = absolute_paths(c.get(part) or "")
         if found:
-            raise ValueError(f"stage {stage!r}, claim {c['id']!r}: its {field} names the absolute path "
+            raise ValueError(f"stage {stage!r}, claim {c['id']!r}: its {part} names the absolute path "
                              f"{found[0]!r}; allowed: a path relative to the project root "
                              "(experiments.paths.shown) or a file's name")
 
