@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -126,49 +127,57 @@ def _results_digest(project: Path, digest) -> dict[str, str]:
     return {s: digest(project / "results" / s) for s in (STAGE, *READS)}
 
 
-def run_report_in_browser(url: str, shot: Path) -> dict:
-    """Drive Chromium through the explorer's path (see the module's docstring); returns what
-    the page showed: ``kernels`` (the launcher's), ``prompts`` (of every code cell),
-    ``errors`` (error outputs' text), ``images`` (figures rendered as images)."""
+@contextmanager
+def _page(url: str, failure_shot: Path):
+    """Chromium's page at ``url`` (JupyterLab with its token), 60 s a step; a screenshot of what
+    it showed to ``failure_shot`` when a step fails; the browser closed in every case."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(60_000)
             page.goto(url)
-            page.locator(".jp-LauncherCard").first.wait_for()
-            kernels = page.locator(".jp-LauncherCard-label").all_inner_texts()
-            _open_folder(page, "notebooks")      # make lab opens at the project root
-            page.locator(f'.jp-DirListing-item[title*="{NOTEBOOK}"]').dblclick()
-            nb = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-            first = nb.locator(".jp-CodeCell").first
-            first.locator(".cm-content").click()
-            page.keyboard.press("Control+A")
-            page.keyboard.type(PARAMETER)
-            page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()   # kernel up
-            typed = first.locator(".cm-content").text_content()
-            assert PARAMETER in typed, f"the first cell reads {typed!r} after typing {PARAMETER!r}"
-            _run_all(page, nb)
-            prompts = _wait_all_ran(page, nb)
-            errors = nb.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
-                                ":has-text('Traceback')").all_inner_texts()
-            errors += [t for t in nb.locator(".jp-OutputArea-output").all_text_contents() if "Traceback" in t]
-            images = nb.locator(".jp-RenderedImage img")
-            n = images.count()
-            if n:
-                images.first.scroll_into_view_if_needed()
-                shot.parent.mkdir(parents=True, exist_ok=True)
-                images.first.screenshot(path=str(shot))
-            news = page.get_by_text("official Jupyter news").count()   # env/jupyterlab-overrides.json turns it off
-            return {"kernels": kernels, "prompts": prompts, "errors": errors, "images": n, "news": news,
-                    "png": [images.nth(i).get_attribute("src")[:22] for i in range(n)]}
+            yield page
         except Exception:
-            page.screenshot(path=str(shot.with_name("lab-browser-failure.png")))   # what the page showed
+            page.screenshot(path=str(failure_shot))
             raise
         finally:
             browser.close()
+
+
+def run_report_in_browser(url: str, shot: Path) -> dict:
+    """Drive Chromium through the explorer's path (see the module's docstring); returns what
+    the page showed: ``kernels`` (the launcher's), ``prompts`` (of every code cell),
+    ``errors`` (error outputs' text), ``images`` (figures rendered as images)."""
+    with _page(url, shot.with_name("lab-browser-failure.png")) as page:
+        page.locator(".jp-LauncherCard").first.wait_for()
+        kernels = page.locator(".jp-LauncherCard-label").all_inner_texts()
+        _open_folder(page, "notebooks")      # make lab opens at the project root
+        page.locator(f'.jp-DirListing-item[title*="{NOTEBOOK}"]').dblclick()
+        nb = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+        first = nb.locator(".jp-CodeCell").first
+        first.locator(".cm-content").click()
+        page.keyboard.press("Control+A")
+        page.keyboard.type(PARAMETER)
+        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()   # kernel up
+        typed = first.locator(".cm-content").text_content()
+        assert PARAMETER in typed, f"the first cell reads {typed!r} after typing {PARAMETER!r}"
+        _run_all(page, nb)
+        prompts = _wait_all_ran(page, nb)
+        errors = nb.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+                            ":has-text('Traceback')").all_inner_texts()
+        errors += [t for t in nb.locator(".jp-OutputArea-output").all_text_contents() if "Traceback" in t]
+        images = nb.locator(".jp-RenderedImage img")
+        n = images.count()
+        if n:
+            images.first.scroll_into_view_if_needed()
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            images.first.screenshot(path=str(shot))
+        news = page.get_by_text("official Jupyter news").count()   # env/jupyterlab-overrides.json turns it off
+        return {"kernels": kernels, "prompts": prompts, "errors": errors, "images": n, "news": news,
+                "png": [images.nth(i).get_attribute("src")[:22] for i in range(n)]}
 
 
 def _open_folder(page, *names: str) -> None:
@@ -187,36 +196,24 @@ def open_claims_in_browser(url: str, shot: Path, words: str) -> dict:
     right-click > Open With > Markdown Preview) and return what the preview shows: ``rows`` (the
     rendered table's rows), ``quotes`` (the text of its italic spans) and ``found`` (whether an
     italic span holds ``words``, a stated finding's quote)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            page.goto(url)
-            page.locator(".jp-DirListing-item").first.wait_for()
-            _open_folder(page, "results", "claims")
-            page.locator('.jp-DirListing-item[title*="claims.md"]').click(button="right")
-            page.locator(".lm-Menu-item", has_text="Open With").first.hover()
-            page.locator(".lm-Menu-item", has_text="Markdown Preview").first.click()
-            preview = page.locator(".jp-RenderedMarkdown:visible").first
-            preview.locator("table").first.wait_for()
-            em = preview.locator("table em")
-            em.first.wait_for()
-            quotes = em.all_inner_texts()
-            hit = em.filter(has_text=words)
-            found = hit.count() > 0
-            if found:
-                hit.first.scroll_into_view_if_needed()
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(shot))
-            return {"rows": preview.locator("table tr").count(), "quotes": quotes, "found": found}
-        except Exception:
-            page.screenshot(path=str(shot.with_name("lab-claims-failure.png")))
-            raise
-        finally:
-            browser.close()
+    with _page(url, shot.with_name("lab-claims-failure.png")) as page:
+        page.locator(".jp-DirListing-item").first.wait_for()
+        _open_folder(page, "results", "claims")
+        page.locator('.jp-DirListing-item[title*="claims.md"]').click(button="right")
+        page.locator(".lm-Menu-item", has_text="Open With").first.hover()
+        page.locator(".lm-Menu-item", has_text="Markdown Preview").first.click()
+        preview = page.locator(".jp-RenderedMarkdown:visible").first
+        preview.locator("table").first.wait_for()
+        em = preview.locator("table em")
+        em.first.wait_for()
+        quotes = em.all_inner_texts()
+        hit = em.filter(has_text=words)
+        found = hit.count() > 0
+        if found:
+            hit.first.scroll_into_view_if_needed()
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot))
+        return {"rows": preview.locator("table tr").count(), "quotes": quotes, "found": found}
 
 
 def _prompts(nb) -> list[str]:
@@ -250,6 +247,25 @@ def _wait_all_ran(page, nb) -> list[str]:
     pytest.fail(f"the notebook did not finish within {RUN_S} s; prompts: {prompts}")
 
 
+ARTIFACTS = Path(os.environ.get("DLIO_TEST_ARTIFACTS", ROOT / "explore" / "test-artifacts"))
+
+
+def in_lab(project: Path, home: Path, drive, *args):
+    """``drive(url, *args)`` against JupyterLab started in ``project`` as make lab starts it
+    (:func:`start_lab`, its settings under ``home``), stopped afterwards; a browser step that
+    timed out (60 s each) fails saying which, with the server's log."""
+    proc, url, log = start_lab(project, home)
+    try:
+        return drive(url, *args)
+    except Exception as e:
+        if isinstance(e, pytest.fail.Exception):
+            raise
+        pytest.fail(f"in the browser: {type(e).__name__}: {str(e)[:1500]}\nJupyterLab's log ends:\n"
+                    f"{log.read_text(errors='replace')[-2000:]}")
+    finally:
+        _stop(proc)
+
+
 def test_a_server_that_does_not_start_fails_with_its_log(tmp_path, monkeypatch):
     """Its port taken (no retries, as make lab's port is): JupyterLab exits at once, and the
     failure shows its log's end."""
@@ -275,17 +291,8 @@ def test_an_explorer_runs_a_report_in_jupyterlab(stage_results, smoke_run, diges
     project = smoke_run.root
     chromium()
     results_before, status_before = _results_digest(project, digest), _dvc_status(project)
-    shot = Path(os.environ.get("DLIO_TEST_ARTIFACTS", ROOT / "explore" / "test-artifacts")) / "lab-browser-figure.png"
-    proc, url, log = start_lab(project, tmp_path)
-    try:
-        seen = run_report_in_browser(url, shot)
-    except Exception as e:   # a step that timed out (60 s each): say which, with the server's log
-        if isinstance(e, pytest.fail.Exception):
-            raise
-        pytest.fail(f"in the browser: {type(e).__name__}: {str(e)[:1500]}\nJupyterLab's log ends:\n"
-                    f"{log.read_text(errors='replace')[-2000:]}")
-    finally:
-        _stop(proc)
+    shot = ARTIFACTS / "lab-browser-figure.png"
+    seen = in_lab(project, tmp_path, run_report_in_browser, shot)
     assert KERNEL in seen["kernels"], f"the launcher shows {seen['kernels']}, not {KERNEL}"
     assert seen["news"] == 0, "the 'official Jupyter news' pop-up showed (env/jupyterlab-overrides.json, set-up)"
     assert not seen["errors"], seen["errors"][0][-3000:]
@@ -310,17 +317,8 @@ def test_a_reviewer_reads_the_claims_table_with_its_quotes_in_jupyterlab(stage_r
     quote = next(" ".join(q.split()) for q in stated["quote"] if "$" not in q and "\\" not in q)
     words = " ".join(quote.split()[:6])
     chromium()
-    shot = Path(os.environ.get("DLIO_TEST_ARTIFACTS", ROOT / "explore" / "test-artifacts")) / "lab-claims-table.png"
-    proc, url, log = start_lab(smoke_run.root, tmp_path)
-    try:
-        seen = open_claims_in_browser(url, shot, words)
-    except Exception as e:
-        if isinstance(e, pytest.fail.Exception):
-            raise
-        pytest.fail(f"in the browser: {type(e).__name__}: {str(e)[:1500]}\nJupyterLab's log ends:\n"
-                    f"{log.read_text(errors='replace')[-2000:]}")
-    finally:
-        _stop(proc)
+    shot = ARTIFACTS / "lab-claims-table.png"
+    seen = in_lab(smoke_run.root, tmp_path, open_claims_in_browser, shot, words)
     assert seen["rows"] > len(stated), seen["rows"]
     assert seen["found"], (words, seen["quotes"][:5])
     assert shot.is_file() and shot.stat().st_size > 1000
