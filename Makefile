@@ -9,7 +9,7 @@ RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
 help:
 	@echo "make repro   set up, then dvc repro on params.yaml (the default profile)"
 	@echo "make test    set up, then unit tests and a smoke run of every notebook"
-	@echo "make lab     set up, then JupyterLab on the project kernel"
+	@echo "make lab     set up, then JupyterLab on the project kernel, at the project root (notebooks/, results/)"
 	@echo "make paper   switch params.yaml to the paper profile and dvc repro"
 	@echo "make default switch params.yaml back to the default profile"
 	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio, UNET3D CPU convolution path, LMDBIO's hand-over under MPICH's wait settings (first runs the stale stages they read)"
@@ -40,7 +40,7 @@ smoke: setup
 	$(RUN) python -m pytest -m smoke
 
 lab: setup
-	$(RUN) jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(RUN) jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root)
 
 paper: setup
 	$(RUN) python -m experiments.profile paper

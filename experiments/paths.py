@@ -61,6 +61,19 @@ def resolve(path: str | os.PathLike) -> Path:
     return p if p.is_absolute() else root() / p
 
 
+def shown(path: str | os.PathLike) -> str:
+    """``path`` as a table read on another host shows it: relative to the project root where it
+    lies inside, else its file name (a name that is not a path, such as a built-in model's
+    ``thesis-v100``, as it is)."""
+    p = Path(str(path))
+    if not p.is_absolute():
+        return str(path)
+    try:
+        return str(p.resolve().relative_to(root()))
+    except ValueError:
+        return p.name
+
+
 DLIO_VENV = ".venv-dlio"
 
 

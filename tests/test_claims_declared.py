@@ -100,12 +100,29 @@ ROW = dict(id="x_faster", kind="finding", stage="s", where="Fig 1", statement="A
     ({"rule": "bigger than 1"}, "not understood"),
     ({"basis": "extension", "quote": None, "paper_value": 2.0}, "extension has no paper value"),
     ({"kind": "check"}, "basis"),
+    # a reason with no margin is never shown: the validator stops it
+    ({"margin_why": "the band every 'unchanged' row uses"}, "margin_why without a margin"),
+    ({"kind": "check", "basis": None, "rule": "between 0.9 and 1", "margin_why": "rounded"},
+     "margin_why without a margin"),
+    # a template stands for every tier a user configures; a paper value belongs to the one the
+    # paper ran, declared on a plain id naming it
+    ({"id": "x_faster_{tier}", "paper_value": 1.65, "magnitude": "within 25%"},
+     r"paper_value = 1.65, magnitude = 'within 25%' on a template.*plain id naming that configuration"),
+    ({"id": "x_faster_{tier}", "paper_value": 2.0, "derived": "'almost double'"}, "on a template"),
 ])
 def test_a_bad_declaration_stops_with_its_id(tmp_path, change, words):
     f = _write(tmp_path, [{**ROW, **change}])
     with pytest.raises(ValueError, match=words) as e:
         D._load(f)
     assert "x_faster" in str(e.value)
+
+
+def test_a_margin_with_its_reason_and_a_plain_id_with_its_paper_value_load(tmp_path):
+    src = D._load(_write(tmp_path, [
+        {**ROW, "margin": 0.1, "margin_why": "the paper's own spread"},
+        {**ROW, "id": "x_faster_disk", "paper_value": 1.65, "magnitude": "within 25%"},
+        {**ROW, "id": "x_faster_{tier}"}]))
+    assert [d.id for d in src.claims] == ["x_faster", "x_faster_disk", "x_faster_{tier}"]
 
 
 def test_join_judges_the_measured_fills_the_unmeasured_and_rejects_the_undeclared(monkeypatch, tmp_path):
@@ -133,3 +150,52 @@ def test_a_measurement_on_a_configuration_the_paper_did_not_run_is_an_extension(
     monkeypatch.setattr(D, "sources", lambda: (src,))
     c = D.join("s", [D.Measured("x_faster", 1.3, extension=True)])[0]
     assert (c["basis"], c["paper_value"], c["magnitude"], c["quote"]) == ("extension", None, None, None)
+
+
+def test_a_note_or_statement_naming_an_absolute_path_stops_the_join(monkeypatch, tmp_path):
+    """The table is read on other hosts: a path of this one names nothing there. The join stops,
+    naming the stage, the claim and the path; a path relative to the project passes."""
+    from experiments import paths
+
+    src = D._load(_write(tmp_path, [ROW, {**ROW, "id": "x_other"}]))
+    monkeypatch.setattr(D, "sources", lambda: (src,))
+    model = paths.root() / "results" / "workload_fits" / "compute_model.json"
+    with pytest.raises(ValueError, match=r"stage 's', claim 'x_faster': its note names the absolute "
+                                         r"path '/.*compute_model.json'"):
+        D.join("s", [D.Measured("x_faster", 1.3, note=f"model: {model}; mean of max(0, N)")])
+    with pytest.raises(ValueError, match=r"claim 'x_other': its statement names .*'/dev/shm/tier-x/a'"):
+        D.join("s", [D.Measured("x_other", 1.3, context="tier mem at /dev/shm/tier-x/a")])
+    with pytest.raises(ValueError, match=r"claim 'x_faster': its note names .*'/home/u/run.log'"):
+        D.join("s", [D.Measured("x_faster", why_not="see /home/u/run.log")])
+    ok = D.join("s", [D.Measured("x_faster", 1.3, note=f"model: {paths.shown(model)}; 12 MB/s, 1/3 "
+                                                         "of reads, /proc/<pid>/io read_bytes")])
+    assert "model: results/workload_fits/compute_model.json" in ok[0]["note"]
+    assert paths.shown("/elsewhere/my_model.json") == "my_model.json" and paths.shown("thesis-v100") == "thesis-v100"
+
+
+def test_a_template_measured_on_a_memory_backed_tier_is_our_extension(monkeypatch, tmp_path):
+    """The papers read from storage devices: on tmpfs a template's row is ours whatever its
+    declared basis (no quote shown as its ground); a plain id keeps its basis."""
+    src = D._load(_write(tmp_path, [{**ROW, "id": "x_faster_{tier}"}, {**ROW, "id": "x_plain"}]))
+    monkeypatch.setattr(D, "sources", lambda: (src,))
+    out = {c["id"]: c for c in D.join("s", [D.Measured("x_faster_mem", 1.3, memory_backed=True),
+                                           D.Measured("x_faster_disk", 1.3),
+                                           D.Measured("x_plain", 1.3, memory_backed=True)])}
+    assert (out["x_faster_mem"]["basis"], out["x_faster_mem"]["quote"]) == ("extension", None)
+    assert (out["x_faster_disk"]["basis"], out["x_faster_disk"]["quote"]) == ("stated", ROW["quote"])
+    assert out["x_plain"]["basis"] == "stated"
+
+
+def test_no_template_takes_the_ids_of_another_declaration_of_its_stage():
+    """The first template an id matches is its declaration (:func:`D.lookup`): a template that
+    also matches the ids of a later declaration of the same stage (``x-{w}`` before ``x-vs-y-{w}``)
+    would take them, with its own statement and rule."""
+    wrong = []
+    for stage in {d.stage for _, d in D.declared().values()}:
+        rows = [d for _, d in D.declared(stage).values()]
+        for i, d in enumerate(rows):
+            sample = re.sub(r"\{\w+\}", "zz", d.id)
+            found = D.lookup(stage, sample)
+            if found is None or found[1].id != d.id:
+                wrong.append(f"{d.id} (as {sample!r}) resolves to {found[1].id if found else None}")
+    assert not wrong, wrong

@@ -166,6 +166,9 @@ def test_results_writer_is_atomic_and_cleans(tmp_path, monkeypatch):
 
 def test_gather_and_markdown(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    quoted = {**claims.claim("q", "S", "F", "quoted", 2.0, "u", "> 1", kind="finding", paper_value=2.6,
+                             magnitude="within 2x", interval=ci(1.5, 2.5), basis="stated"),
+              "quote": "A is  faster\nthan B.", "derived": "13 / 5"}     # as join writes it
     for stage, cl in (("a", [claims.claim("x", "S", "F", "st|x", 2.0, "u", "> 1", kind="finding",
                                           resident_fraction=0.5, interval=ci(1.5, 2.5), basis="stated"),
                              claims.claim("z", "S", "F", "gen", 1.0, "u", "> 0", kind="check")]),
@@ -174,14 +177,19 @@ def test_gather_and_markdown(tmp_path, monkeypatch):
                              claims.claim("w", "S", "F", "st", None, "u", "> 1", why_not="no disk tier",
                                           kind="finding", memory_backed=True),
                              claims.claim("v", "S", "F", "st", 1.1, "u", "> 1", kind="finding",
-                                          interval=ci(0.9, 1.3), basis="extension")])):
+                                          interval=ci(0.9, 1.3), basis="extension"), quoted])):
         monkeypatch.setenv(results.PIPELINE_ENV, stage)   # as dvc repro runs each stage
         results.StageResults(stage).claims(cl)
     t = claims_table.gather()
-    assert list(t["stage"]) == ["a", "a", "b", "b", "b"]
-    assert list(t["holds"]) == [True, True, False, None, None]
-    assert list(t["basis"].fillna("-")) == ["stated", "-", "implied", "-", "extension"]
-    assert list(t["n"].fillna(0)) == [5, 0, 7, 0, 5] and t["ci_low"].iloc[0] == 1.5
+    assert list(t["stage"]) == ["a", "a", "b", "b", "b", "b"]
+    assert list(t["holds"]) == [True, True, False, None, None, True]
+    assert list(t["basis"].fillna("-")) == ["stated", "-", "implied", "-", "extension", "stated"]
+    assert list(t["n"].fillna(0)) == [5, 0, 7, 0, 5, 5] and t["ci_low"].iloc[0] == 1.5
+    # the paper's side a stage wrote stays in the table: the quote and the derivation
+    assert list(t["quote"].iloc[-1:]) == ["A is  faster\nthan B."] and t["derived"].iloc[-1] == "13 / 5"
+    t = t.iloc[:-1]
+    md = claims_table.to_markdown(pd.concat([t, claims_table.gather().iloc[-1:]]))
+    assert '| quoted<br>*"A is faster than B."* | 2.6 (derived: 13 / 5) |' in md
     md = claims_table.to_markdown(t)
     assert md.startswith("# Claims: 4 findings (1 holds, 0 direction only, 1 inconclusive, 1 fails, "
                          "0 fails (negligible), 1 not measured); 1 checks (1 holds, 0 direction only, "
@@ -195,7 +203,7 @@ def test_gather_and_markdown(tmp_path, monkeypatch):
         < md.index("| holds | stated | S | F | st\\|x") < md.index("## Checks")
     # the csv keeps the new columns
     t.to_csv(tmp_path / "c.csv", index=False)
-    assert {"basis", "ci_low", "ci_high", "n"} <= set(pd.read_csv(tmp_path / "c.csv").columns)
+    assert {"basis", "ci_low", "ci_high", "n", "quote", "derived"} <= set(pd.read_csv(tmp_path / "c.csv").columns)
 
 
 def test_gather_refuses_a_claims_file_with_a_bad_rule(tmp_path, monkeypatch):

@@ -118,5 +118,5 @@ def test_blog_report_figures_and_claims(stage_results):
     assert c["blog_warm_faster"]["our_value"] > 0 and c["blog_warm_faster"]["cold"] is True
     assert c["blog_private_threads_help"]["our_value"] > 0 and c["blog_workers_help"]["our_value"] > 0
     # every blog finding is a row, measured or not
-    assert {"blog_collectl_tf_reads_larger", "blog_collectl_tf_shorter_queue",
+    assert {"blog_collectl_read_sizes_similar", "blog_collectl_tf_shorter_queue",
             "blog_tfrecord_not_slower", "blog_warm_reads_nothing"} <= set(c)

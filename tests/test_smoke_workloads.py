@@ -83,12 +83,17 @@ def test_fits_model_file_figures_and_claims(stage_results):
     assert all(c["verdict"] in claims.VERDICTS and c["rule"] for c in cl)
     # 3 linear fits and 3 std-model R², 3 data shares, the thesis's 4 headline numbers (issue
     # 24) and 4 more (issue 31: DLRM's forward share and step time over ranks, UNET3D's compute
-    # range and evaluation fit)
+    # range and evaluation fit), and 4 from Sec 5.1.2, 5.1.3 and the captions of Fig 5.3 and A.1
+    # (issue 53: the first epoch, the data wait's spread, the evaluation against the image size,
+    # the breakdown without the cumulative loss)
     assert {c["id"] for c in cl} >= {"unet3d-eval-longer-than-epoch", "bert-data-throughput-range",
                                      "bert-compute-throughput-range", "dlrm-compute-asymptote",
                                      "dlrm-forward-80pct-of-compute", "dlrm-step-time-grows-with-gpus",
                                      "unet3d-compute-0.6-1.6s", "unet3d-eval-time-normal-fit",
-                                     "bert-compute-std-model-r2"} and len(cl) == 17
+                                     "bert-compute-std-model-r2", "unet3d-first-epoch-longer",
+                                     "unet3d-data-latency-spans-order-of-magnitude",
+                                     "unet3d-eval-linear-in-image-size",
+                                     "unet3d-breakdown-off-without-cumulative-loss"} and len(cl) == 21
     found = [c for c in cl if c["kind"] == "finding"]
     assert all(c["basis"] in claims.BASES for c in found)
     # a measured share has an interval from the steps (issue 19)

@@ -346,7 +346,7 @@ def test_utilization_eq_31_32_per_run(tmp_path):
 def _summary(rows):
     base = {"data_s": 0.01, "data_s_q1": 0.005, "data_s_q3": 0.02, "vfs_s": 0.002, "vfs_s_q1": 0.001,
             "vfs_s_q3": 0.003, "vfs_sps": 500.0, "vfs_sps_q1": 300.0, "vfs_sps_q3": 900.0, "prep_s": 0.01,
-            "prep_s_q3": 0.02, "compute_s": 0.1, "compute_sps": 10.0, "data_share": 0.05}
+            "prep_s_q3": 0.02, "compute_s": 0.1, "compute_sps": 10.0, "data_share": 0.05, "step_s": 0.11}
     out = []
     for row, over in rows.items():
         for w in ("unet3d", "dlrm"):
@@ -401,7 +401,8 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     m.workloads["unet3d"]["mean"]["r2"] = None     # a fit with too few configurations writes null
     s = _summary({"real": {}, "sleep": {"data_s": 0.005, "data_s_q1": 0.004, "data_s_q3": 0.0055,
                                         "compute_sps": 10.5},
-                  "random": {"prep_s_q3": 0.5, "data_s": 1.0}, "prep-none": {"data_s_q1": 0.009, "data_s_q3": 0.011},
+                  "random": {"prep_s_q3": 0.5, "data_s": 1.0, "data_s_q1": 0.9, "data_s_q3": 1.1, "step_s": 1.1},
+                  "prep-none": {"data_s_q1": 0.009, "data_s_q3": 0.011},
                   "prep-sleep": {"data_s": 0.0101, "data_s_q1": 0.0091, "data_s_q3": 0.0111}})
     au = pd.DataFrame([{"row": "sleep", "workload": "unet3d", "ranks": 1, "batch_size": 4, "au": 0.95,
                         "steps": 10, "ideal_s": 1, "train_s": 1, "data_wait_s": 0, "epoch_start_wait_s": 0,
@@ -442,21 +443,29 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     assert got["unet3d-fig-a3-prep-sleep-no-change"]["verdict"] == "holds"
     # one band for "unchanged" (0.8-1.25); the thesis's texts stated in the notes
     assert got["unet3d-fig-a3-prep-sleep-no-change"]["rule"] == "between 0.8 and 1.25"
+    # Fig A.3 is the benchmark's: DLIO's row carries the quote (not run here, with what it needs);
+    # our sleep run beside it is our extension
+    assert got["unet3d-fig-a3-prep-sleep-no-change"]["basis"] == "extension"
+    a3 = got["unet3d-fig-a3-dlio-prep-sleep-no-change"]
+    assert (a3["verdict"], a3["basis"]) == ("not measured", "stated") and "preprocess_time" in a3["note"]
     assert got["unet3d-random-vfs-within-real-spread"]["basis"] == "stated"
     assert "contained within the same ranges" in got["unet3d-random-vfs-within-real-spread"]["note"]
     assert "pixel values" in got["unet3d-random-preprocessing-longer"]["statement"]
     assert got["unet3d-sleep-au-above-90pct"]["verdict"] == "inconclusive"     # one run
     assert got["unet3d-sleep-au-above-90pct"]["n"] == 1
     assert got["random-content-same-sizes-other-bytes"]["verdict"] == "holds"
-    # Sec 5.3.2 "virtually identical" compute on generated data; Sec 5.1.3's UNET3D drop: the same
-    # compute throughput here, so DLRM's holds and UNET3D's drop is ruled out (no effect beyond 5 %)
+    # Sec 5.3.2 "virtually identical" compute on generated data; Sec 5.1.3's UNET3D drop is of
+    # accelerators kept waiting for data: the same compute here, but a data wait of 1 s against
+    # 0.01 s starves the steps, so DLRM's holds and UNET3D's drop (of whole steps) holds too
     assert got["dlrm-random-compute-throughput-same"]["verdict"] == "holds"
-    assert got["unet3d-random-compute-throughput-lower"]["verdict"] == "fails"
-    assert got["unet3d-random-compute-throughput-lower"]["negligible"]
+    u = got["unet3d-random-compute-throughput-lower"]
+    assert u["verdict"] == "holds" and u["our_value"] == pytest.approx(0.11 / 1.1, rel=0.1)
     assert got["bert-random-data-throughput-same"]["verdict"] == "not measured"   # no BERT rows here
-    # the benchmark's DLRM data-throughput gap begins at 16k: batch 4 does not measure it
-    gap = got["dlrm-emulator-data-throughput-half"]
-    assert gap["verdict"] == "not measured" and "16,384" in gap["note"] and gap["paper_value"] == 0.5
+    # the benchmark's DLRM data-throughput gap begins at 16k: batch 4 does not measure it; the
+    # thesis's 0.5 is DLIO's (traced_comparison_report), the emulator's row our extension
+    gap = got["dlrm-emulator-data-throughput-from-16k"]
+    assert gap["verdict"] == "not measured" and "16,384" in gap["note"]
+    assert (gap["paper_value"], gap["basis"], gap["quote"]) == (None, "extension", None)
     assert got["sleep-ranks-do-not-burn-cpu"]["verdict"] == "not measured"   # usage without its steps
     # rows that did not run: the claims are there, not measured, with the reason
     for cid in ("bert-sleep-compute-throughput", "bert-random-vfs-within-real-spread",
@@ -468,8 +477,9 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
 
 
 def test_dlrm_emulator_data_throughput_at_the_largest_batch(tmp_path):
-    """Sec 5.3.2: the benchmark's DLRM data throughput, 2.5M against the real run's 5M samples/s
-    at its largest batch: emulator / real at the largest batch of 16k or more that both ran."""
+    """Sec 5.3.2: the benchmark's DLRM data throughput fell to 2.5M against the real run's 5M
+    samples/s at its largest batch (DLIO's row); our emulator's, emulator / real at the largest
+    batch of 16k or more that both ran, is judged against the 10 % our emulator aims at."""
     m = cm.load(_model_file(tmp_path / "m.json"))
     s = pd.concat([_summary({"real": {}}), pd.DataFrame([
         {**_summary({"real": {}}).iloc[0].to_dict(), "workload": "dlrm", "row": r, "variant": r, "ranks": 1,
@@ -479,8 +489,8 @@ def test_dlrm_emulator_data_throughput_at_the_largest_batch(tmp_path):
     au = pd.DataFrame(columns=["row", "workload", "ranks", "batch_size", "au"])
     got = {c["id"]: c for c in report.validation_claims(s, au, pd.DataFrame(), m, [], None, steps=steps,
                                                         loader=loader)}
-    c = got["dlrm-emulator-data-throughput-half"]
-    assert c["our_value"] == pytest.approx(0.5, rel=0.02) and c["verdict"] == "holds", c["note"]
+    c = got["dlrm-emulator-data-throughput-from-16k"]
+    assert c["our_value"] == pytest.approx(0.5, rel=0.02) and c["verdict"] == "fails", c["note"]
     assert "B=32768" in c["note"]
 
 
@@ -591,7 +601,8 @@ def test_fits_claims_have_kind_and_magnitude():
                 "bert-compute-throughput-range", "dlrm-compute-asymptote"):
         assert got[cid]["paper_value"] is not None and got[cid]["basis"] == "stated"
     assert got["dlrm-compute-asymptote"]["verdict"] == "not measured" and "V100" in got["dlrm-compute-asymptote"]["note"]
-    assert got["bert-data-throughput-range"]["paper_value"] == "10,000-50,000"
+    # the rise with the batch size, which a band on one value could not test
+    assert got["bert-data-throughput-range"]["paper_value"] == 5 and got["bert-data-throughput-range"]["rule"] == "> 1"
 
 
 def test_eval_over_epoch_from_the_phases():
@@ -759,3 +770,31 @@ def test_data_share_forward_share_and_bert_throughput_take_value_and_interval_fr
     point = {c["id"]: c for c in report.claims(summ, models, nf)}
     assert point["unet3d-data-share-small"]["our_value"] == 0.02
     assert point["unet3d-data-share-small"]["verdict"] == "inconclusive"
+
+
+def test_unet3d_headlines_first_epoch_data_spread_and_evaluation_against_size():
+    """Sec 5.1.2, 5.1.3 and Fig 5.3: each run's first epoch over its later ones (the median over
+    the runs, an interval over the runs), the data wait's 3rd over 1st quartile (median over
+    configurations) and the R² of the evaluated cases' window time against their size."""
+    runs = [(g, b, r) for g in (1, 2) for b in (2, 4) for r in (0, 1)]
+    phases = pd.DataFrame([{"workload": "unet3d", "phase": "train", "rank": 0, "variant": "real", "ranks": g,
+                            "batch_size": b, "repeat": r, "epoch": e, "seconds": (3.0 if e == 1 else 2.0) + 0.01 * k}
+                           for k, (g, b, r) in enumerate(runs) for e in (1, 2, 3, 4)])
+    steps = pd.DataFrame([{"row": "real", "workload": "unet3d", "ranks": g, "batch_size": 4, "steady": True,
+                           "samples": 4, "data_ns": d * 1e9, "compute_ns": 1e9, "step_ns": (1 + d) * 1e9}
+                          for g in (1, 2) for d in np.geomspace(0.001, 0.1, 40)])
+    rng = np.random.default_rng(0)
+    mb = np.linspace(10, 100, 12)
+    evals = pd.DataFrame({"bytes": mb * 1e6, "window_s": 0.05 * mb + rng.normal(0, 0.05, len(mb))})
+    got = {m.id: m for m in report.measure_unet3d_headlines(steps, phases, evals)}
+    f = got["unet3d-first-epoch-longer"]
+    assert f.value == pytest.approx(1.5, rel=0.01) and f.interval.n == len(runs) and f.interval.low > 1
+    d = got["unet3d-data-latency-spans-order-of-magnitude"]
+    assert d.value == pytest.approx(10 ** 1.0, rel=0.1) and d.interval.low <= d.value <= d.interval.high
+    e = got["unet3d-eval-linear-in-image-size"]
+    assert e.value > 0.99 and e.interval.n == 12 and "12 evaluated cases" in e.note
+    # without the tables each row is there, not measured, with the reason
+    none = {m.id: m for m in report.measure_unet3d_headlines(None, None, None)}
+    assert all(np.isnan(m.value) if m.value is not None else True for m in none.values())
+    assert "evals.csv" in none["unet3d-eval-linear-in-image-size"].why_not
+    assert "phases.csv" in none["unet3d-first-epoch-longer"].why_not

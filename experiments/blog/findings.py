@@ -190,24 +190,21 @@ def measure_collectl(collectl: pd.DataFrame, tier: str, env: dict, dstat_rows: p
 
     TF, PT = ("tensorflow", "tfrecord"), ("pytorch", "jpeg")
     out = []
-    # The blog: "When just looking at the IO sizes, both runs appear similar ... It is likely
-    # that Tensorflow is doing much larger reads that are broken up into contiguous 128KB chunks
-    # by the block layer based on the underlying device's max_sectors_kb setting." Its similar
-    # request sizes are its device's cap; the inference is that TF's reads are larger, which a
-    # device with a larger cap shows in the request size itself.
+    # The blog: "When just looking at the IO sizes, both runs appear similar" (128 and 113 KB per
+    # device read): the row of that comparison. Its inference that TF asks for much larger reads
+    # is about the read calls, which the device's request size does not show
+    # (blog_tf_requests_much_larger_reads, not measured).
     v, ci = per_interval("KB_per_read", TF, PT, a["KB_per_read"] / b["KB_per_read"] if both else np.nan)
     out.append(Measured(
-        "blog_collectl_tf_reads_larger", v, ci, context=f"tier {tier}",
-        note="the blog's device capped both at 128 KB (max_sectors_kb), so its request "
-             f"sizes 'appear similar' ({ref['tensorflow']['KB_per_read']} and "
-             f"{ref['pytorch']['KB_per_read']} KB) and it infers TF's larger reads from "
-             "the queue; the device here splits reads at its own max_sectors_kb, so "
-             "its request size shows the reads up to that cap"
-             + (f" (here TF {a['KB_per_read']:.0f} KB, PyTorch {b['KB_per_read']:.0f} KB"
-                " per read)" if both else "") + f"; {_SAMPLED}",
-        why_not=(f"KB per read here: TF {a['KB_per_read']:.0f}, PyTorch {b['KB_per_read']:.0f}: "
-                 "where the device's max_sectors_kb caps both below TF's read size, the "
-                 "request sizes cannot show it" if both else nodev), **cold))
+        "blog_collectl_read_sizes_similar", v, ci, context=f"tier {tier}",
+        note=f"the blog's tables: {ref['tensorflow']['KB_per_read']} and {ref['pytorch']['KB_per_read']} "
+             "KB per read (its device's max_sectors_kb caps both at 128 KB)"
+             + (f"; here TF {a['KB_per_read']:.0f} KB, PyTorch {b['KB_per_read']:.0f} KB per read" if both else "")
+             + f"; {_SAMPLED}",
+        why_not=(f"KB per read here: TF {a['KB_per_read']:.0f}, PyTorch {b['KB_per_read']:.0f}: the "
+                 "device splits reads at its own max_sectors_kb, and TF's TFRecord reads reach past "
+                 "the JPEG files' sizes where the cap is higher than the blog's 128 KB"
+                 if both else nodev), **cold))
     v, ci = per_interval("queue_len", PT, TF, b["queue_len"] / max(a["queue_len"], 1e-9) if both else np.nan)
     out.append(Measured(
         "blog_collectl_tf_shorter_queue", v, ci, context=f"tier {tier}", note=_SAMPLED,

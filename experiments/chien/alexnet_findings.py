@@ -86,6 +86,7 @@ def measure_prefetch(summary: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame
         out.append(Measured(
             f"alexnet-prefetch-faster-{tier}", ratio, ci,
             why_not=why if np.isfinite(ratio) else "alexnet.prefetch lacks 0 or 1 on this tier", **cold))
+        out.append(_threads_effect(g, raw, tier, n, cold))
         out.append(Measured(
             f"alexnet-prefetch-less-data-wait-{tier}", wait, wci,
             note="the wait for next(iterator), measured per step; less sensitive to other "
@@ -107,6 +108,25 @@ def measure_prefetch(summary: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame
                  f"shares {n} cores between its input threads and the step"
                  if slowest is not None else "fewer than two prefetch configurations were run")))
     return out
+
+
+def _threads_effect(g: pd.DataFrame, raw: pd.DataFrame | None, tier: str, n: int, cold: dict) -> Measured:
+    """Fig 6 on ``tier`` without prefetch: the median run time at the fewest input threads over
+    at the most (x, ratio of medians over alexnet_prefetch's repeats; the summary's ratio and
+    no interval without ``raw``)."""
+    g0 = g[g["prefetch"] == 0].sort_values("threads")
+    if len(g0) < 2:
+        return Measured(f"alexnet-threads-moderate-effect-{tier}",
+                        why_not="alexnet.threads has fewer than two counts, or no run without prefetch on this tier")
+    lo, hi = int(g0["threads"].iloc[0]), int(g0["threads"].iloc[-1])
+    v, ci = float(g0["seconds"].iloc[0] / g0["seconds"].iloc[-1]), None
+    if raw is not None:
+        r = raw[raw["experiment"] == "prefetch"]
+        v, ci = stats.ratio_of_medians(stats.samples(r, "seconds", tier=tier, threads=lo, prefetch=0),
+                                       stats.samples(r, "seconds", tier=tier, threads=hi, prefetch=0))
+    return Measured(f"alexnet-threads-moderate-effect-{tier}", v, ci, context=f"{lo} vs {hi} threads",
+                    why_not=f"{n} CPU cores run the input threads and the training step: threads beyond "
+                            "the cores add no decoding", **cold)
 
 
 def measure_batch_size(batches: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame | None,

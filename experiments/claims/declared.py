@@ -10,7 +10,12 @@ declared id) and :func:`join` makes the claims: the verdict logic stays in
 :func:`experiments.claims.verdict.claim`.
 
 Validated on load: an unknown field, a ``stated`` finding without a quote, a rule that does
-not parse, an id declared twice stop with the row's id and file.
+not parse, a ``margin_why`` without a ``margin`` (its reason would never be shown), a paper
+value on a template (an id with ``{name}`` fields stands for every tier, data set or count a
+user configures, a paper value for the one the paper ran: it belongs on a plain id that names
+that configuration), an id declared twice stop with the row's id and file. :func:`join` stops
+on a claim whose note or statement holds an absolute path (a path of this host in the table a
+reviewer reads elsewhere: :func:`experiments.paths.shown` gives one relative to the project).
 """
 
 from __future__ import annotations
@@ -29,6 +34,11 @@ from .rules import _missing, _parse, _parse_magnitude
 from .verdict import claim
 
 PAPERS = Path(__file__).with_name("papers")
+
+
+# what a template (an id with {name} fields) does not carry: they belong to the configuration the
+# paper ran, which a plain id names
+TEMPLATE_NOT = ("paper_value", "magnitude", "derived")
 
 
 class Declaration(BaseModel):
@@ -112,6 +122,16 @@ class Declaration(BaseModel):
             raise ValueError("compares on a check; allowed: on a finding (a check steers no rounds)")
         if self.basis == "extension" and self.paper_value is not None:
             raise ValueError("an extension has no paper value")
+        if self.margin_why.strip() and self.margin is None:
+            raise ValueError("margin_why without a margin: the reason is shown only beside a margin "
+                             "other than the default; allowed: a margin with it, or the reason in the "
+                             "statement (a 'between' rule or a check has no margin)")
+        if self.template is not None and any(getattr(self, f) is not None for f in TEMPLATE_NOT):
+            given = ", ".join(f"{f} = {getattr(self, f)!r}" for f in TEMPLATE_NOT if getattr(self, f) is not None)
+            raise ValueError(f"{given} on a template: an id with {{name}} fields stands for every tier, "
+                             "data set or count a user configures, a paper value for the one the paper "
+                             "ran; allowed: the value on a plain id naming that configuration (the tier "
+                             "it belongs to), the template without paper value, magnitude or derived")
         return self
 
 
@@ -201,11 +221,35 @@ def join(stage: str, measured: Iterable[Measured]) -> list[dict]:
     return out
 
 
+# an absolute path: "/" after a space, an opening bracket or quote, or at the start, then two or
+# more name segments ("/home/u/run/model.json"); not "MB/s", "1/3" or "a /proc sampler".
+# The kernel's interfaces (/proc/..., /sys/...) are the same on every Linux host and may be named.
+_ABSOLUTE = re.compile(r"(?:^|(?<=[\s(\[{'\"=:,;]))(/(?!proc/|sys/)[\w.@+~-]+(?:/[\w.@+~<>-]+)+)")
+
+
+def absolute_paths(text: str) -> list[str]:
+    """The absolute paths of this host ``text`` names (see :data:`_ABSOLUTE`)."""
+    return _ABSOLUTE.findall(text or "")
+
+
+def _no_absolute_path(stage: str, c: dict) -> None:
+    """Stop on a claim whose note or statement names an absolute path: the table is read on other
+    hosts, where it names nothing (:func:`experiments.paths.shown`: a path relative to the project)."""
+    for part in ("note", "statement"):
+        found = absolute_paths(c.get(part) or "")
+        if found:
+            raise ValueError(f"stage {stage!r}, claim {c['id']!r}: its {part} names the absolute path "
+                             f"{found[0]!r}; allowed: a path relative to the project root "
+                             "(experiments.paths.shown) or a file's name")
+
+
 def _claim(s: Source, d: Declaration, fields: dict[str, str], m: Measured) -> dict:
     value = None if _missing(m.value) else m.value
     statement = d.statement.format(**fields) if fields else d.statement
     statement = f"{statement} ({m.context})" if m.context else statement
-    if m.extension and d.kind == "finding":
+    # a template measured on a memory-backed tier (tmpfs): the papers read their data from storage
+    # devices, so the configuration is ours whatever the declared basis
+    if (m.extension or (m.memory_backed and d.template is not None)) and d.kind == "finding":
         d = d.model_copy(update={"basis": "extension", "paper_value": None, "quote": None,
                                  "magnitude": None, "derived": None})
     c = claim(m.id, s.name, d.where, statement, value, d.unit, d.rule, paper_value=d.paper_value,
@@ -213,4 +257,6 @@ def _claim(s: Source, d: Declaration, fields: dict[str, str], m: Measured) -> di
               kind=d.kind, magnitude=d.magnitude, resident_fraction=m.resident_fraction,
               memory_backed=m.memory_backed, interval=m.interval, basis=d.basis,
               margin=d.margin, margin_why=d.margin_why)
-    return {**c, "quote": d.quote, "derived": d.derived}
+    out = {**c, "quote": d.quote, "derived": d.derived}
+    _no_absolute_path(d.stage, out)
+    return out

@@ -13,6 +13,13 @@ from ..cache import COLD_LIMIT
 from .rules import MAX_TO_DECIDE, rule_text, NEVER_DECIDES, _missing, _parse, _parse_magnitude
 from .verdict import COLUMNS, KINDS, VERDICTS
 
+# the paper's side a reviewer reads beside each claim: the sentence of the text a finding rests on
+# (verbatim) and how a paper value was derived where the quote does not hold it as written, both
+# from experiments/claims/papers/<source>.yaml, written into each stage's claims.json by join
+PAPER_SIDE = ["quote", "derived"]
+TABLE_COLUMNS = ["stage", *COLUMNS, *PAPER_SIDE]
+
+
 def outside_own_interval(df: pd.DataFrame) -> pd.DataFrame:
     """The claims (rows of :func:`gather` or a claims.json as a table) whose value lies outside
     their own interval: a value and an interval from different computations."""
@@ -40,9 +47,10 @@ def joined(folder) -> list[dict]:
 
 
 def gather(stages: list[str] | None = None) -> pd.DataFrame:
-    """Every ``results/*/claims.json`` (or those of ``stages``) as one table, with the stage; a
-    stage that wrote ``measured.json`` instead has its claims joined with its declarations here
-    (:func:`joined`)."""
+    """Every ``results/*/claims.json`` (or those of ``stages``) as one table (:data:`TABLE_COLUMNS`):
+    the stage, the verdict's columns and the paper side (the quote, how a paper value was
+    derived); a stage that wrote ``measured.json`` instead has its claims joined with its
+    declarations here (:func:`joined`)."""
     root = paths.results_dir()
     files = ([root / s / "claims.json" for s in stages] if stages
              else sorted({*root.glob("*/claims.json"), *(f.with_name("claims.json") for f in root.glob("*/measured.json"))}))
@@ -72,8 +80,8 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
             except (KeyError, ValueError) as e:
                 raise ValueError(f"{f}: claim {c.get('id')!r}: {e}; re-run the stage "
                                  f"{f.parent.name!r}") from None
-            rows.append({"stage": f.parent.name, **{k: c.get(k) for k in COLUMNS}})
-    return pd.DataFrame(rows, columns=["stage", *COLUMNS])
+            rows.append({"stage": f.parent.name, **{k: c.get(k) for k in (*COLUMNS, *PAPER_SIDE)}})
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
 def _is_negligible(x) -> bool:
@@ -239,7 +247,7 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
               "|---|---|---|---|---|---|---|---|"]
     for r in chk.itertuples(index=False):
         v = r.verdict if r.verdict == "holds" else f"**{r.verdict}**"
-        lines.append("| " + " | ".join([v] + [_fmt(x) for x in (r.figure, r.statement)] + [_ours(r)] + [
+        lines.append("| " + " | ".join([v, _fmt(r.figure), _statement(r), _ours(r)] + [
             _fmt(x) for x in (r.unit, r.rule, r.note, r.stage)]) + " |")
     lines += _forecast_lines(find)
     if changed is not None:

@@ -14,10 +14,10 @@ laid out with one column per side:
 - :func:`checkpoint_distance`: how far a side's checkpoint components (VFS write count, write
   size quartiles) are from the real run's, the mean over them of ``1 - min/max`` (0 = equal,
   1 = one side writes nothing), the Eq 4.2 normalization;
-- :func:`window_samples`: the per-window samples of the claims (each side's trace cut into
-  :data:`WINDOWS` windows, equal shares of its reads of the data set,
-  :func:`.stage.window_vectors`): window i of a side
-  against window i of the real run;
+- :func:`window_samples`: per-window samples (each side's trace cut into :data:`WINDOWS`
+  windows, equal shares of its reads of the data set, :func:`.stage.window_vectors`): window i
+  of a side against window i of the real run; the storage shares' values and intervals, and
+  the notes beside the whole-run similarities (the thesis's quantity);
 - :func:`claims`: the stage's claims: the ``measure_*`` functions measure (value, interval,
   note) and :func:`experiments.claims.declared.join` joins them with the declarations.
 """
@@ -228,10 +228,11 @@ def claims(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, dict
     steps, :func:`step_rates`), whose per-step throughputs give each throughput ratio its 95 %
     interval (ratio of medians, bootstrap over blocks of consecutive steps), and ``windows``
     (:func:`.stage.window_vectors`: each side's trace cut into :data:`WINDOWS` windows, equal
-    shares of its reads of the data set), whose per-window similarities, checkpoint distances
-    and storage shares give the trace findings their value and interval (:func:`window_samples`;
-    the whole-run similarity stays in ``similarity.csv`` and the tables). Without windows a
-    trace finding has one sample and stays ``inconclusive``, its note saying why; ``phases``
+    shares of its reads of the data set), whose storage shares give those findings their value
+    and interval, and whose per-window similarities and checkpoint distances are noted beside
+    the whole run's (:func:`window_samples`): a similarity finding is the whole run's, as the
+    thesis's Tables 5.1-5.3 are, one value from one traced run per side (``inconclusive``
+    without runs to give it an interval); ``phases``
     (``phases.csv``: each side's phases, column ``variant`` = the side) gives the epochs a run
     trained. The measures (``measure_*``) are joined with the declarations of
     ``experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml``; a declared claim no
@@ -345,24 +346,36 @@ class _Tables:
                                   ci.coverage)), ""
 
 
+def _windows_words(got, why_w: str) -> str:
+    """The per-window median and its interval (:meth:`_Tables.window_ci`), for a note beside the
+    whole run's value: what the windows of the one traced run per side show, or why none."""
+    if got is None:
+        return why_w
+    v, ci = got
+    return (f"median over the windows {v:.4g}" + (f" [{ci.low:.4g}, {ci.high:.4g}] n={ci.n}" if ci.ok else "")
+            + " (window-to-window, not run-to-run, variation)")
+
+
 def measure_similarity(t: _Tables) -> list[Measured]:
-    """Per workload: the emulator's weighted cosine similarity to the real run (Eq 4.1, 0-1),
-    emulator minus DLIO, and the real run against itself; the first two as the median over the
-    windows (:func:`window_samples`) with its 95 % interval, the whole run's in the note."""
+    """Per workload, the thesis's quantity: each side's weighted cosine similarity (Eq 4.1, 0-1)
+    of the whole run's vector to the real run's: DLIO's (the thesis's benchmark), the emulator's
+    and the sleep run's (our rows beside it), emulator minus DLIO, and the real run against
+    itself. One traced run per side gives the whole run one value and no interval; the median
+    over the windows (:func:`window_samples`) with its interval is in the note."""
     out = []
     for w in t.vectors:
-        emu, dl = t.get(t.sims, w, "emulator", "similarity"), t.get(t.sims, w, "dlio", "similarity")
-        got, why_w = t.window_ci(w, "emulator", "similarity") if not _nan(emu) else (None, "")
-        v, ci = got or (emu, None)
-        out.append(Measured(f"traced-similarity-emulator-{w}", v, ci, why_not=t.farthest(w, "emulator"),
-                            note=t.pre(why_w or f"whole run {emu:.4g}; value: the median over the windows")))
+        sim = {s_: t.get(t.sims, w, s_, "similarity") for s_ in ("dlio", "emulator", "sleep")}
+        for side, v in sim.items():
+            got, why_w = t.window_ci(w, side, "similarity") if not _nan(v) else (None, "")
+            out.append(Measured(f"traced-similarity-{side}-{w}", v, why_not=t.farthest(w, side),
+                                note=t.pre(_windows_words(got, why_w))))
+        emu, dl = sim["emulator"], sim["dlio"]
         both = not (_nan(emu) or _nan(dl))
         got, why_w = t.window_ci(w, "emulator", "similarity_minus", "dlio") if both else (None, "")
-        v, ci = got or (emu - dl if both else float("nan"), None)
         out.append(Measured(
-            f"traced-similarity-emulator-vs-dlio-{w}", v, ci,
+            f"traced-similarity-emulator-vs-dlio-{w}", emu - dl if both else float("nan"),
             why_not=t.farthest(w, "emulator") if both else t.reason(w, "real", "emulator", "dlio"),
-            note=t.pre(why_w or (f"whole run {emu - dl:.4g}" if both else ""))))
+            note=t.pre(_windows_words(got, why_w))))
         out.append(Measured(f"traced-self-similarity-{w}", t.get(t.sims, w, "real", "similarity"),
                             why_not=t.reason(w, "real")))
     return out
@@ -407,10 +420,16 @@ def measure_throughput(t: _Tables) -> list[Measured]:
             # goal for our emulator, an extension; the thesis's gap is its context.
             context = (f"context: the thesis's MLPerf Storage emulation reached {_gap_words(t, w)} ({gap_where})"
                        + ("" if similar else ", a gap it reports, not a target") if col == "data_sps"
-                       else "paper value: the thesis's benchmark against its real run")
+                       else "context: the thesis's benchmark recreated its real run's (DLIO's row)")
             out.append(Measured(f"traced-{col.split('_')[0]}-throughput-emulator-{w}", v, ci,
                                 why_not=measured if not _nan(v) else t.reason(w, "real", "emulator"),
                                 note=t.pre(context, t.audit(w, "real", "emulator"))))
+        # The thesis's benchmark recreated the real run's compute throughput: DLIO's side
+        v, ci, (d_, r) = t.ratio(w, "dlio", "compute_sps")
+        out.append(Measured(
+            f"traced-compute-throughput-dlio-{w}", v, ci,
+            why_not=(f"compute_sps: real {r:.4g}, DLIO {d_:.4g} samples/s (DLIO: its per-step sleep, "
+                     "computation_time from the compute model)" if not _nan(v) else t.reason(w, "real", "dlio"))))
         # The thesis's own finding, reproduced with MLPerf Storage's base on this box.
         v, ci, (d_, r) = t.ratio(w, "dlio", "data_sps")
         out.append(Measured(
@@ -434,12 +453,13 @@ def measure_checkpoint(t: _Tables) -> list[Measured]:
         dd = checkpoint_distance(t.vectors[w].get("real"), t.vectors[w].get("dlio"))
         both = not (_nan(dd) or _nan(de))
         got, why_w = t.window_ci(w, "emulator", "distance_minus", "dlio") if both else (None, "")
-        v, ci = got or (dd - de if both else float("nan"), None)
-        # a check, not a finding: why, in its note and docs/statistics.md
+        # a check, not a finding: why, in its note and docs/statistics.md; of the whole runs, as the
+        # statement's components are
         out.append(Measured(
-            f"traced-checkpoint-closer-than-dlio-{w}", v, ci, why_not=t.reason(w, "real", "emulator", "dlio"),
+            f"traced-checkpoint-closer-than-dlio-{w}", dd - de if both else float("nan"),
+            why_not=t.reason(w, "real", "emulator", "dlio"),
             note=t.pre(f"whole-run distance emulator {de:.3g}, DLIO {dd:.3g}"
-                       + (f"; {why_w}" if why_w else "; value: the median over the windows with a checkpoint")
+                       + (f"; over the windows with a checkpoint: {_windows_words(got, why_w)}" if both else "")
                        + "; a check of the replay (the emulator writes the pattern traced from the real "
                          "run, and every checkpoint of a run writes the same calls), judged on its value")))
     return out

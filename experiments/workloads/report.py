@@ -7,7 +7,9 @@ intervals from the samples: :mod:`.intervals`; the stages' figures: :mod:`.plots
 
 The validation rows: real (our realistic generators stand in for KiTS19, Wikipedia and
 Criteo), ``random`` content for the thesis's generated data, ``compute: sleep`` for its sleep
-row, and the emulator for its benchmark (:data:`.validation.ROWS`).
+row, and the emulator in the place of its benchmark in the figures (:data:`.validation.ROWS`); in
+the claims the thesis's benchmark is DLIO's side and the emulator's rows are our extension
+(docs/claims.md).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from .. import reference, stats
+from .. import paths, reference, stats
 from ..claims.declared import Measured, join
 from . import compute_model as cm
 from . import intervals as iv
@@ -57,17 +59,19 @@ def _not_linear_reason(nf: pd.DataFrame, workload: str = "") -> str:
 
 
 def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None = None,
-           phases: pd.DataFrame | None = None) -> list[dict]:
+           phases: pd.DataFrame | None = None, evals: pd.DataFrame | None = None) -> list[dict]:
     """The claims of ``workload_fits`` (declared in ``experiments/claims/papers/
     hovon2023-thesis-dl-io-patterns.yaml``): linear compute time (R^2 of the mean and std
     models), the data-loading share of the step, and the thesis's headline numbers of each
     workload (Sec 5.1.2, 5.2.2, 5.3.2). ``steps`` (the workloads' raw.parquet) give each finding
     its value and interval (one function of the steps, bootstrapped: :func:`iv.configs_stat`);
-    ``phases`` (UNET3D's phases.csv) its evaluation and epoch durations. Without them the
-    findings have no interval (``inconclusive``, n = 1)."""
+    ``phases`` (UNET3D's phases.csv) its evaluation and epoch durations, ``evals`` (UNET3D's
+    evals.csv: one row per evaluated case) the sliding window against the image size. Without
+    them the findings have no interval (``inconclusive``, n = 1)."""
     st = steps.assign(row="real") if steps is not None and len(steps) else None
     return join(STAGE_FITS, [*measure_compute_fits(models, nfits, steps), *measure_data_share(summary, st),
-                             *measure_headlines(summary, st, phases), *measure_dlrm_steps(st)])
+                             *measure_headlines(summary, st, phases), *measure_dlrm_steps(st),
+                             *measure_unet3d_headlines(st, phases, evals)])
 
 
 def measure_compute_fits(models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None) -> list[Measured]:
@@ -207,6 +211,67 @@ def measure_headlines(summary: pd.DataFrame, steps: pd.DataFrame | None, phases:
             "no UNET3D runs (workload unet3d)")
     out.append(Measured("unet3d-compute-0.6-1.6s", note=here))
     out.append(Measured("unet3d-eval-time-normal-fit", note=f"here: {measured}"))
+    return out
+
+
+def first_epoch_ratios(phases: pd.DataFrame | None) -> pd.Series:
+    """UNET3D: per run (variant, G, B, repeat; rank 0's phases), its first training epoch over
+    the median of its later ones (s / s); empty without runs of two epochs or more."""
+    need = {"workload", "phase", "epoch", "seconds", "rank"}
+    if phases is None or not len(phases) or not need <= set(phases.columns):
+        return pd.Series(dtype=float)
+    p = phases[(phases["workload"] == "unet3d") & (phases["phase"] == "train")]
+    p = p[p["rank"] == p["rank"].min()]
+    keys = [k for k in ("variant", "ranks", "batch_size", "repeat") if k in p.columns]
+    out = {}
+    for k, g in (p.groupby(keys) if keys else [((), p)]):
+        g = g.sort_values("epoch")
+        if len(g) > 1:
+            out[k] = float(g["seconds"].iloc[0] / g["seconds"].iloc[1:].median())
+    return pd.Series(out, dtype=float)
+
+
+def measure_unet3d_headlines(steps: pd.DataFrame | None, phases: pd.DataFrame | None,
+                             evals: pd.DataFrame | None) -> list[Measured]:
+    """Sec 5.1.2, 5.1.3 and Fig 5.3: UNET3D's first epoch over its later ones (x, the median over
+    runs of each run's ratio, its interval over the runs); the 3rd over the 1st quartile of the
+    data wait per step (x, median over configurations, bootstrapped over the steps); the R² of
+    the evaluation cases' sliding-window time (s) against their image size (MB), bootstrapped
+    over the cases."""
+    out = []
+    r = first_epoch_ratios(phases)
+    v, ci = stats.median_ci(r.to_numpy()) if len(r) else (np.nan, None)
+    out.append(Measured(
+        "unet3d-first-epoch-longer", v, ci if len(r) > 1 else None,
+        note=f"{len(r)} runs, first over later epochs: " + ", ".join(f"{x:.2f}" for x in r) if len(r) else "",
+        why_not=("the first epoch also starts the loader workers; the later ones read the data set from "
+                 "the page cache only where it stayed there (memory shared with other processes)") if len(r)
+        else "no UNET3D run of two epochs or more in results/unet3d/phases.csv"))
+    spread = lambda a: float(np.quantile(a, 0.75) / max(np.quantile(a, 0.25), 1e-9))  # noqa: E731
+    v, ci = iv.configs_stat(iv.config_samples(steps, "unet3d", ("real",), iv.secs("data_ns")), spread,
+                            what="median over configurations of the data wait's 3rd / 1st quartile")
+    out.append(Measured(
+        "unet3d-data-latency-spans-order-of-magnitude", v, ci,
+        why_not=("the loader workers keep batches ready: most steps find one waiting, whatever the "
+                 "storage" if np.isfinite(v) else "no UNET3D steps (workload unet3d)")))
+    ev = evals if evals is not None and len(evals) and {"window_s", "bytes"} <= set(evals.columns) else None
+    if ev is None or ev["bytes"].nunique() < 3:
+        out.append(Measured("unet3d-eval-linear-in-image-size",
+                            why_not="fewer than 3 evaluated case sizes in results/unet3d/evals.csv "
+                                    "(unet3d.evaluate_every and the evaluation cases)"))
+        return out
+    t, mb = ev["window_s"].to_numpy(dtype=float), ev["bytes"].to_numpy(dtype=float) / 1e6
+
+    def r2(rows):    # R² of the line through the resampled cases (rows: their indices)
+        i = rows.astype(int)
+        return float(np.corrcoef(mb[i], t[i])[0, 1] ** 2) if np.ptp(mb[i]) > 0 else np.nan
+
+    v, ci = stats.bootstrap(r2, np.arange(len(ev), dtype=float), method="R² of time on MB, bootstrap over the cases")
+    out.append(Measured(
+        "unet3d-eval-linear-in-image-size", v, ci,
+        note=f"{len(ev)} evaluated cases of {ev['bytes'].nunique()} sizes, {mb.min():.3g}-{mb.max():.3g} MB",
+        why_not="the cases' sizes span too little here for the window time to follow them (the "
+                "generated data set's cases at the profile's scale), or other load on the cores"))
     return out
 
 
@@ -557,29 +622,36 @@ def measure_fig_a3(s: pd.DataFrame, steps) -> list[Measured]:
 
 def measure_random_throughputs(s: pd.DataFrame, runs, steps) -> list[Measured]:
     """Random / real content, median over configurations of the ratio of median per-step
-    throughputs (samples/s): BERT's data and compute throughputs (Sec 5.2.2), DLRM's and
-    UNET3D's compute throughputs (Sec 5.3.2, 5.1.3), bootstrapped over the steps."""
+    throughputs (samples/s): BERT's data and compute throughputs (Sec 5.2.2), DLRM's compute
+    throughput (Sec 5.3.2) and UNET3D's throughput of whole steps (samples over the step time,
+    the wait for data included: Sec 5.1.3's drop is of accelerators kept waiting for data),
+    bootstrapped over the steps."""
     out = []
-    for w, col in (("bert", "data_sps"), ("bert", "compute_sps"), ("dlrm", "compute_sps"), ("unet3d", "compute_sps")):
+    for w, col in (("bert", "data_sps"), ("bert", "compute_sps"), ("dlrm", "compute_sps"), ("unet3d", "step_sps")):
         p = _pair(s, w, "real", "random")
+        if col == "step_sps" and len(p):   # the summaries hold the median step time, not its rate
+            p = p.assign(**{f"step_sps_{x}": 1 / p[f"step_s_{x}"] if f"step_s_{x}" in p else np.nan
+                            for x in "ab"})
         v, ci = _of(_ratio(p, f"{col}_b", f"{col}_a"), steps, w, "real", "random",
                     iv.rate(col.replace("_sps", "_ns")), lambda a, b: iv.med_ratio(b, a))
-        what = col.split("_")[0]
+        what = "compute" if w == "unet3d" else col.split("_")[0]
         cid = f"{w}-random-{what}-throughput-" + ("lower" if w == "unet3d" else "same")
+        unit = "steps/s" if col == "step_sps" else "samples/s"
         out.append(Measured(
             cid, v, ci,
             note=("random / real per configuration: " + _configs(p.assign(x=p[f"{col}_b"] / p[f"{col}_a"]), "x"))
             if len(p) else "",
-            why_not=(f"median {what} throughput real {p[f'{col}_a'].median():.4g}, random "
-                     f"{p[f'{col}_b'].median():.4g} samples/s" + _loads(runs, w, "real", "random"))
+            why_not=(f"median {col.split('_')[0]} throughput real {p[f'{col}_a'].median():.4g}, random "
+                     f"{p[f'{col}_b'].median():.4g} {unit}" + _loads(runs, w, "real", "random"))
             if len(p) else NONE.format("random-content", w)))
     return out
 
 
 def measure_emulator_gap(s: pd.DataFrame, steps) -> list[Measured]:
     """DLRM, emulator / real median per-step data throughput at the largest global batch both
-    ran at one G, when that batch is at least the thesis's 16k (Sec 5.3.2: 2.5M against 5M
-    samples/s at its largest batch), bootstrapped over the two runs' steps."""
+    ran at one G, when that batch is at least the thesis's 16k (where Sec 5.3.2's benchmark fell
+    to 2.5M against 5M samples/s: DLIO's row, traced_comparison_report), bootstrapped over the
+    two runs' steps."""
     gap = reference.HOVON_DLRM_BENCHMARK_GAP_FROM_BATCH
     both = _pair(s, "dlrm", "real", "emulator")
     if len(both) and "data_sps_a" in both:
@@ -587,7 +659,7 @@ def measure_emulator_gap(s: pd.DataFrame, steps) -> list[Measured]:
     big = both[both["batch_size"] >= gap].sort_values(["batch_size", "ranks"])
     if not len(big):
         ran = _configs(both, "x") if "x" in both and len(both) else "none"
-        return [Measured("dlrm-emulator-data-throughput-half",
+        return [Measured("dlrm-emulator-data-throughput-from-16k",
                          why_not=f"no configuration with a global batch of {gap:,} or more run by both the "
                                  f"real DLRM and the emulator (emulator / real data throughput where both ran: "
                                  f"{ran}); the thesis's gap begins at 16k")]
@@ -600,7 +672,7 @@ def measure_emulator_gap(s: pd.DataFrame, steps) -> list[Measured]:
         iv.med_ratio, got[1], got[0], method="ratio of medians, emulator over real", level=both.level)
     shown = (f"real {x['data_sps_a']:,.0f}, emulator {x['data_sps_b']:,.0f} samples/s (medians of the summaries)"
              if "x" in x else "")
-    return [Measured("dlrm-emulator-data-throughput-half", v, ci,
+    return [Measured("dlrm-emulator-data-throughput-from-16k", v, ci,
                      note=f"G={G} B={B}" + (f": {shown}" if shown else ""))]
 
 
@@ -626,7 +698,7 @@ def measure_sleep_checks(sleep_steps: pd.DataFrame, model, rank_usage: list[dict
         same, why = np.nan, "no random-content data set generated (workload_random)"
     return [
         Measured("sleep-follows-compute-model", max(z) if z else np.nan, why_not="" if z else "no sleep run",
-                 note=f"model: {model.source}; the model mean is that of max(0, Normal(mean, std)); "
+                 note=f"model: {paths.shown(model.source)}; the model mean is that of max(0, Normal(mean, std)); "
                       f"{SLEEP_SLACK_S * 1e3:g} ms allows for the kernel waking a sleeper late"),
         Measured("sleep-ranks-do-not-burn-cpu", max(busy) if busy else np.nan,
                  note="1 for a rank that spins through its sleeps; the rank process only (BERT's includes its "
