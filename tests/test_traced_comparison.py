@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from experiments import config, reference
-from experiments.sidebyside import compare
+from experiments.sidebyside import compare, findings
 from experiments.trace.vector import KEYS
 
 
@@ -84,7 +84,7 @@ def _steps(rates: dict, n=40, noise=0.01, seed=1):
 def test_claims_computed_not_typed():
     sims, tp, vs = _tables()
     steps = _steps({"real": (100, 50), "emulator": (95, 50), "dlio": (20, 10)})
-    cl = {c["id"]: c for c in compare.claims(sims, tp, vs, steps=steps)}
+    cl = {c["id"]: c for c in findings.claims(sims, tp, vs, steps=steps)}
     assert all(c["kind"] in ("finding", "check") for c in cl.values())
     # the thesis's benchmark is DLIO's side: its similarity carries the paper's value and quote;
     # our emulator's is our extension beside it
@@ -117,9 +117,9 @@ def test_claims_computed_not_typed():
     assert cl["traced-self-similarity-unet3d"]["verdict"] == "holds"
     # a slow emulator fails its rule; without steps the same value is only a point
     steps = _steps({"real": (100, 50), "emulator": (50, 50)})
-    cl = {c["id"]: c for c in compare.claims(*_tables(emu_mbps=50.0), steps=steps)}
+    cl = {c["id"]: c for c in findings.claims(*_tables(emu_mbps=50.0), steps=steps)}
     assert cl["traced-data-throughput-emulator-unet3d"]["verdict"] == "fails"
-    cl = {c["id"]: c for c in compare.claims(*_tables(emu_mbps=50.0))}
+    cl = {c["id"]: c for c in findings.claims(*_tables(emu_mbps=50.0))}
     assert cl["traced-data-throughput-emulator-unet3d"]["verdict"] == "inconclusive"
 
 
@@ -128,12 +128,12 @@ def test_throughput_claims_say_where_each_side_read_from():
     notes: DLIO's figure from the page cache, the real run's from the device."""
     sims, tp, vs = _tables()
     tp = tp.assign(read_from=["device", "device", "cache"], device_read_ratio=[1.31, 1.02, 0.04])
-    cl = {c["id"]: c for c in compare.claims(sims, tp, vs)}
+    cl = {c["id"]: c for c in findings.claims(sims, tp, vs)}
     assert ("device audit, reads from (device / job bytes): real device (1.31), dlio cache (0.04)"
             in cl["traced-data-throughput-dlio-unet3d"]["note"])
     assert "emulator device (1.02)" in cl["traced-data-throughput-emulator-unet3d"]["note"]
     # a table from before the audit: no words
-    assert "device audit" not in {c["id"]: c for c in compare.claims(*_tables())}[
+    assert "device audit" not in {c["id"]: c for c in findings.claims(*_tables())}[
         "traced-data-throughput-dlio-unet3d"]["note"]
 
 
@@ -142,8 +142,8 @@ def test_throughput_interval_straddles_when_the_steps_are_noisy():
     quiet = _steps({"real": (100, 50), "emulator": (91, 50)}, noise=0.005)
     # seed 2: seed 1's draw happens to lie 8 % below the truth, an interval's 5 % miss
     noisy = _steps({"real": (100, 50), "emulator": (91, 50)}, noise=0.3, seed=2)
-    q = {c["id"]: c for c in compare.claims(sims, tp, vs, steps=quiet)}
-    n = {c["id"]: c for c in compare.claims(sims, tp, vs, steps=noisy)}
+    q = {c["id"]: c for c in findings.claims(sims, tp, vs, steps=quiet)}
+    n = {c["id"]: c for c in findings.claims(sims, tp, vs, steps=noisy)}
     assert q["traced-data-throughput-emulator-unet3d"]["verdict"] == "holds"
     assert n["traced-data-throughput-emulator-unet3d"]["verdict"] == "inconclusive"
 
@@ -153,7 +153,7 @@ def test_each_workload_quotes_its_own_benchmark_gap():
     sims = pd.concat([compare.similarity_table(w, vs[w]) for w in vs])
     tp = pd.DataFrame([{"workload": w, "side": s, "data_sps": 1.0, "compute_sps": 1.0}
                        for w in vs for s in ("real", "emulator", "dlio")])
-    cl = {c["id"]: c for c in compare.claims(sims, tp, vs)}
+    cl = {c["id"]: c for c in findings.claims(sims, tp, vs)}
     # each row quotes its own workload's gap, as words (a context, not a target for ours)
     assert "0.2 of the real run's" in cl["traced-data-throughput-emulator-bert"]["note"]
     assert cl["traced-data-throughput-emulator-bert"]["paper_value"] is None
@@ -173,7 +173,7 @@ def test_dlrm_benchmark_gap_only_from_batch_16k(batch, measured, other, rule, pa
     sims = compare.similarity_table("dlrm", vs["dlrm"])
     tp = pd.DataFrame([{"workload": "dlrm", "side": s, "batch_size": batch, "data_sps": v,
                         "compute_sps": 1.0} for s, v in (("real", 1.0), ("emulator", 1.0), ("dlio", 0.95))])
-    cl = {c["id"]: c for c in compare.claims(sims, tp, vs)}
+    cl = {c["id"]: c for c in findings.claims(sims, tp, vs)}
     g = cl[measured]
     assert g["rule"] == rule and g["paper_value"] == paper and "16k and up" in g["note"]
     assert f"batch {batch}" in g["statement"]
@@ -184,7 +184,7 @@ def test_dlrm_benchmark_gap_only_from_batch_16k(batch, measured, other, rule, pa
 
 def test_dlio_not_measured_claims_are_emitted_with_the_reason():
     sims, tp, vs = _tables(dlio=None)
-    cl = {c["id"]: c for c in compare.claims(sims, tp, vs, why={"unet3d": {"dlio": "mpiexec missing"}})}
+    cl = {c["id"]: c for c in findings.claims(sims, tp, vs, why={"unet3d": {"dlio": "mpiexec missing"}})}
     for k in ("traced-similarity-emulator-vs-dlio-unet3d", "traced-checkpoint-closer-than-dlio-unet3d"):
         assert cl[k]["verdict"] == "not measured"
         assert "mpiexec missing" in cl[k]["note"]
@@ -255,12 +255,12 @@ def test_a_failing_claim_says_what_was_measured():
     sims, tp, vs = _tables(emu_mbps=50.0)
     tp = pd.concat([tp, pd.DataFrame([{"workload": "unet3d", "side": "sleep", "data_sps": 55.0,
                                        "compute_sps": 50.0}])], ignore_index=True)
-    cl = {c["id"]: c for c in compare.claims(sims, tp, vs, steps=_steps({"real": (100, 50), "emulator": (50, 50)}))}
+    cl = {c["id"]: c for c in findings.claims(sims, tp, vs, steps=_steps({"real": (100, 50), "emulator": (50, 50)}))}
     note = cl["traced-data-throughput-emulator-unet3d"]["note"]
     assert "real 100" in note and "emulator 50" in note and "sleep run 55" in note
     far = vec(**{k: 0.0 for k in KEYS[:9]})     # reads nothing the real run read
     vs2 = {"unet3d": {"real": REAL, "emulator": far, "dlio": DLIO}}
-    cl = {c["id"]: c for c in compare.claims(compare.similarity_table("unet3d", vs2["unet3d"]), tp, vs2)}
+    cl = {c["id"]: c for c in findings.claims(compare.similarity_table("unet3d", vs2["unet3d"]), tp, vs2)}
     c = cl["traced-similarity-emulator-unet3d"]
     # one run: no interval, so not a failure, but the note still names the farthest components
     assert c["verdict"] == "inconclusive" and "farthest components" in c["note"] and "vfs_reads 10 vs 0" in c["note"]
@@ -296,7 +296,7 @@ def test_bert_bio_over_vfs_of_the_benchmark_against_the_real_run():
     sims = compare.similarity_table("bert", vs["bert"])
     tp = pd.DataFrame([{"workload": "bert", "side": s, "data_sps": 1.0, "compute_sps": 1.0}
                        for s in ("real", "emulator", "dlio")])
-    c = {x["id"]: x for x in compare.claims(sims, tp, vs)}["traced-bio-vfs-dlio-below-real-bert"]
+    c = {x["id"]: x for x in findings.claims(sims, tp, vs)}["traced-bio-vfs-dlio-below-real-bert"]
     assert c["our_value"] == pytest.approx(87 / 107) and c["paper_value"] == pytest.approx(0.813, abs=1e-3)
     assert "emulator 100 %" in c["note"]
     assert c["n"] is None or c["n"] <= 1   # no windows: one run per side, no interval
@@ -305,11 +305,11 @@ def test_bert_bio_over_vfs_of_the_benchmark_against_the_real_run():
     win = pd.DataFrame([{"workload": "bert", "side": side, "window": i,
                          "vfs_read_bytes": 1000.0, "bio_read_bytes": 1000.0 * pct / 100 * (1 + 0.02 * rng.standard_normal())}
                         for side, pct in (("real", 107.0), ("dlio", 87.0)) for i in range(6)])
-    c = {x["id"]: x for x in compare.claims(sims, tp, vs, windows=win)}["traced-bio-vfs-dlio-below-real-bert"]
+    c = {x["id"]: x for x in findings.claims(sims, tp, vs, windows=win)}["traced-bio-vfs-dlio-below-real-bert"]
     assert c["n"] == 6 and c["ci_low"] <= c["our_value"] <= c["ci_high"] < 1 and c["verdict"] == "holds"
     assert c["our_value"] == pytest.approx(87 / 107, rel=0.03) and "windows" in c["ci_method"]
     vs["bert"]["real"] = vec(bio_vfs_read_pct=0.0)
-    c = {x["id"]: x for x in compare.claims(sims, tp, vs)}["traced-bio-vfs-dlio-below-real-bert"]
+    c = {x["id"]: x for x in findings.claims(sims, tp, vs)}["traced-bio-vfs-dlio-below-real-bert"]
     assert c["verdict"] == "not measured" and "memory-backed" in c["note"]
 def _side_trace(t0_ns, reads_per_s, seconds=6, write_size=4096.0):
     """A bpftrace-like trace: reads of /data/a spread over ``seconds``, checkpoint writes to
@@ -349,7 +349,7 @@ def test_trace_similarities_are_the_whole_runs_with_the_windows_in_the_note():
     sims = compare.similarity_table("unet3d", vs["unet3d"])
     tp = pd.DataFrame([{"workload": "unet3d", "side": k, "data_sps": 1.0, "compute_sps": 1.0}
                        for k in ("real", "emulator", "dlio")])
-    cl = {c["id"]: c for c in compare.claims(sims, tp, vs, windows=win)}
+    cl = {c["id"]: c for c in findings.claims(sims, tp, vs, windows=win)}
     e = cl["traced-similarity-emulator-unet3d"]
     assert e["our_value"] == pytest.approx(1.0) and e["ci_low"] is None and e["verdict"] == "inconclusive"
     assert "median over the windows 1 [1, 1] n=6" in e["note"]
@@ -377,9 +377,9 @@ def test_unet3d_storage_reads_are_judged_in_passes_over_the_data_set(share, verd
                          "bio_read_bytes": share / 100 * 1e6} for i in range(compare.WINDOWS)])
     phases = pd.DataFrame([{"workload": "unet3d", "variant": "real", "phase": p, "epoch": e}
                            for p, e in (("init", None), ("train", 0), ("train", 1), ("eval", 1))])
-    c = {x["id"]: x for x in compare.claims(sims, tp, vs, windows=win, phases=phases)}[
+    c = {x["id"]: x for x in findings.claims(sims, tp, vs, windows=win, phases=phases)}[
         "traced-unet3d-vfs-reads-to-storage"]
     assert c["our_value"] == pytest.approx(share / 50) and c["verdict"] == verdict
     assert "2 training epochs" in c["statement"]
-    c = {x["id"]: x for x in compare.claims(sims, tp, vs, windows=win)}["traced-unet3d-vfs-reads-to-storage"]
+    c = {x["id"]: x for x in findings.claims(sims, tp, vs, windows=win)}["traced-unet3d-vfs-reads-to-storage"]
     assert c["verdict"] == "not measured" and "phases" in c["note"]

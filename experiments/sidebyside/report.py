@@ -6,7 +6,7 @@
   and phases;
 - :func:`throughput_figure`: the four sides' data and compute throughputs at each workload's
   one measured point, with the 95 % interval of each median;
-- :func:`claims`: the side-by-side claims (:func:`.compare.claims`).
+- :func:`claims`: the side-by-side claims (:func:`.findings.claims`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import pandas as pd
 
 from .. import paths
-from . import compare
+from . import compare, findings
 from .settings import SIDES
 
 STAGE = "traced_comparison"
@@ -120,6 +120,6 @@ def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
 
 
 def claims(tabs: dict, note: str = "") -> list[dict]:
-    """The side-by-side claims of :func:`load`'s tables (:func:`.compare.claims`)."""
-    return compare.claims(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
+    """The side-by-side claims of :func:`load`'s tables (:func:`.findings.claims`)."""
+    return findings.claims(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
                               steps=tabs.get("steps"), windows=tabs.get("windows"), phases=tabs.get("phases"))
