@@ -40,15 +40,14 @@ def claims(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, dict
     """The stage's claims from its tables: ``sims`` (:func:`similarity_table` of every
     workload), ``throughput`` (one row per workload and side with ``data_sps``, ``compute_sps``:
     the thesis's Sec 4.4 throughputs, samples/s), ``vectors`` ({workload: {side: vector}}), the
-    reasons a side was not measured ({workload: {side: why}}) and ``steps`` (the sides' steady
-    steps, :func:`step_rates`), whose per-step throughputs give each throughput ratio its 95 %
-    interval (ratio of medians, bootstrap over blocks of consecutive steps), and ``windows``
-    (:func:`.stage.window_vectors`: each side's trace cut into :data:`WINDOWS` windows, equal
-    shares of its reads of the data set), whose storage shares give those findings their value
-    and interval, and whose per-window similarities and checkpoint distances are noted beside
-    the whole run's (:func:`window_samples`): a similarity finding is the whole run's, as the
-    thesis's Tables 5.1-5.3 are, one value from one traced run per side (``inconclusive``
-    without runs to give it an interval); ``phases``
+    reasons a side was not measured ({workload: {side: why}}), ``steps`` (the sides' steady
+    steps, :func:`step_rates`) and ``windows`` (:func:`.stage.window_vectors`: each side's
+    trace cut into :data:`WINDOWS` windows, equal shares of its reads of the data set), whose
+    per-window values are noted beside the whole run's (:func:`window_samples`). Every finding
+    is the whole runs', as the thesis's Tables 5.1-5.3 are, one value from one traced run per
+    side, without an interval: the run is the unit of an interval, and steps or windows of one
+    run are not independent samples, so a finding stays ``inconclusive`` until the stage
+    repeats its runs (:data:`ONE_RUN_NOTE`); ``phases``
     (``phases.csv``: each side's phases, column ``variant`` = the side) gives the epochs a run
     trained. The measures (``measure_*``) are joined with the declarations of
     ``experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml``; a declared claim no
@@ -122,17 +121,12 @@ class _Tables:
             f"{k} {a:.4g} vs {b:.4g}" for _, k, a, b in top)
 
     def ratio(self, w, side, col):
-        """side / real throughput ``col``: the tables' value, and the interval of the ratio of
-        the per-step medians (None without steps); with the two throughputs (samples/s)."""
+        """side / real throughput ``col`` of the whole runs (the tables' values), no interval: the
+        run is the unit of an interval and the stage traces each side once (its steps are not
+        independent samples); with the two throughputs (samples/s)."""
         e, r = self.get(self.throughput, w, side, col), self.get(self.throughput, w, "real", col)
         v = e / r if r and not (_nan(e) or _nan(r)) else float("nan")
-        a, b = step_rates(self.steps, w, side, col), step_rates(self.steps, w, "real", col)
-        ci = None
-        if len(a) and len(b) and not _nan(v):
-            # value and interval from the same steps (consecutive steps of one run are not
-            # independent: resampled in blocks)
-            v, ci = stats.ratio_of_medians(a, b, block="auto")
-        return v, ci, (e, r)
+        return v, None, (e, r)
 
     def window_ci(self, w, side, what, other=None):
         """((value, interval) or None, why not) of a trace finding from its per-window samples
@@ -160,6 +154,11 @@ class _Tables:
         v, ci = stats.median_ci(x)
         return (v, stats.Interval(ci.low, ci.high, ci.n, "median " + how + ", " + ci.method, ci.level,
                                   ci.coverage)), ""
+
+
+ONE_RUN_NOTE = ("one traced run per side: no interval (the run is the unit of an interval; steps and "
+                "windows of one run are not independent samples), so the finding stays inconclusive "
+                "until the stage repeats its runs")
 
 
 def _windows_words(got, why_w: str) -> str:
@@ -219,8 +218,8 @@ def _gap_words(t: _Tables, w: str) -> str:
 def measure_throughput(t: _Tables) -> list[Measured]:
     """Per workload: the emulator's data and compute throughputs (Sec 4.4: samples per step /
     median data wait, / median compute time) over the real run's, and DLIO's data throughput
-    over the real run's (DLRM: the row of the thesis's batch range, below or from 16k); each a
-    ratio of the per-step medians with its 95 % interval (:meth:`_Tables.ratio`)."""
+    over the real run's (DLRM: the row of the thesis's batch range, below or from 16k); each the
+    ratio of the whole runs' throughputs, without an interval (:meth:`_Tables.ratio`: one run per side)."""
     out = []
     for w in t.vectors:
         similar, _ = _dlrm_below_gap(t, w)
@@ -239,11 +238,11 @@ def measure_throughput(t: _Tables) -> list[Measured]:
                        else "context: the thesis's benchmark recreated its real run's (DLIO's row)")
             out.append(Measured(f"traced-{col.split('_')[0]}-throughput-emulator-{w}", v, ci,
                                 why_not=measured if not _nan(v) else t.reason(w, "real", "emulator"),
-                                note=t.pre(context, t.audit(w, "real", "emulator"))))
+                                note=t.pre(context, t.audit(w, "real", "emulator"), ONE_RUN_NOTE)))
         # The thesis's benchmark recreated the real run's compute throughput: DLIO's side
         v, ci, (d_, r) = t.ratio(w, "dlio", "compute_sps")
         out.append(Measured(
-            f"traced-compute-throughput-dlio-{w}", v, ci,
+            f"traced-compute-throughput-dlio-{w}", v, ci, note=t.pre(ONE_RUN_NOTE),
             why_not=(f"compute_sps: real {r:.4g}, DLIO {d_:.4g} samples/s (DLIO: its per-step sleep, "
                      "computation_time from the compute model)" if not _nan(v) else t.reason(w, "real", "dlio"))))
         # The thesis's own finding, reproduced with MLPerf Storage's base on this box.
@@ -254,7 +253,7 @@ def measure_throughput(t: _Tables) -> list[Measured]:
             context=f"thesis: its benchmark reached {_gap_words(t, w)}",
             note=t.pre(("Sec 5.3.2: 'the median latencies and throughputs are all very similar. This does "
                         "not hold for the benchmark starting at batch sizes of 16k and up'" if w == "dlrm" else ""),
-                       t.audit(w, "real", "dlio")),
+                       t.audit(w, "real", "dlio"), ONE_RUN_NOTE),
             why_not=(f"data_sps: real {r:.4g}, DLIO {d_:.4g} samples/s (DLIO: its per-step load time)"
                      if not _nan(v) else t.reason(w, "real", "dlio"))))
     return out
@@ -293,22 +292,19 @@ def measure_storage_share(t: _Tables) -> list[Measured]:
                for side in ("real", "emulator", "dlio")}
         r_, d_ = pct["real"], pct["dlio"]
         v = d_ / r_ if not (_nan(r_) or _nan(d_)) and r_ > 0 else float("nan")
-        ci, why_b = None, ""
+        why_b = ""
         if not _nan(v):
-            # each side's share summed over its windows, the two sides' windows resampled apart
+            # the windows of one run per side: their spread in the note, not an interval
             xd, xr = (window_samples(t.windows, "bert", s_, "bio_vfs") for s_ in ("dlio", "real"))
             xd, xr = ([x[np.isfinite(x).all(axis=1) & (x[:, 1] > 0)] if len(x) else x for x in (xd, xr)])
             if min(len(xd), len(xr)) >= 2:
-                share = lambda x, i: x[i.astype(int), 0].sum() / x[i.astype(int), 1].sum()  # noqa: E731
-                v, ci = stats.bootstrap(lambda i, j: share(xd, i) / share(xr, j), np.arange(len(xd)),
-                                        np.arange(len(xr)), method="ratio of the sides' BIO / VFS read bytes "
-                                        "summed over their windows, bootstrap of each side's windows "
-                                        + WINDOW_METHOD.format(k=min(len(xd), len(xr))))
-            else:
-                why_b = f"{min(len(xd), len(xr))} window(s) with VFS reads on a side: no interval ({ONE_RUN})"
+                per = [100 * a_[0] / a_[1] for a_ in xd], [100 * a_[0] / a_[1] for a_ in xr]
+                why_b = (f"over the windows (window-to-window, not run-to-run, variation): DLIO "
+                         f"{min(per[0]):.3g}-{max(per[0]):.3g} %, real {min(per[1]):.3g}-{max(per[1]):.3g} %")
+        ci = None
         out.append(Measured(
             "traced-bio-vfs-dlio-below-real-bert", v, ci,
-            note=t.pre(why_b or "value: the windows' sums") + "; BIO / VFS read bytes here: " + ", ".join(
+            note=t.pre(ONE_RUN_NOTE, why_b) + "; BIO / VFS read bytes here: " + ", ".join(
                 f"{k} {x:.3g} %" for k, x in pct.items() if not _nan(x)),
             why_not=(t.reason("bert", "real", "dlio") if _nan(r_) or _nan(d_) else
                      "the real run read nothing from storage (a memory-backed tier has no block device)"
@@ -336,15 +332,12 @@ def _storage_passes(t: _Tables) -> Measured:
             "the run's phases (phases.csv) hold no training epoch of the real UNET3D run")
         return Measured("traced-unet3d-vfs-reads-to-storage", why_not=why_)
     got, why_w = t.window_ci("unet3d", "real", "bio_vfs")
-    v, ci = got or (share, None)
+    v = share
     passes = v * k / 100
-    if ci is not None:
-        ci = stats.Interval(ci.low * k / 100, ci.high * k / 100, ci.n, f"{ci.method}, times {k} epochs / 100",
-                            ci.level, ci.coverage)
     return Measured(
-        "traced-unet3d-vfs-reads-to-storage", passes, ci, context=f"{k} training epochs",
-        note=t.pre(why_w) + ("; " if t.pre(why_w) else "") + f"BIO / VFS read bytes {v:.3g} % over {k} "
-             f"epochs (whole run {share:.3g} %); 0 on a memory-backed tier (no block device)",
+        "traced-unet3d-vfs-reads-to-storage", passes, None, context=f"{k} training epochs",
+        note=t.pre(ONE_RUN_NOTE, f"BIO / VFS read bytes {v:.3g} % of the whole run over {k} epochs; "
+                   + _windows_words(got, why_w)) + "; 0 on a memory-backed tier (no block device)",
         why_not="" if passes <= 1 else (
             f"BIO / VFS read bytes {v:.3g} % over {k} epochs: more than one pass came from storage (the "
             "page cache did not hold all of the data set between epochs, or other programs on the "
