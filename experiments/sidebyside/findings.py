@@ -157,8 +157,8 @@ class _Tables:
 
 
 ONE_RUN_NOTE = ("one traced run per side: no interval (the run is the unit of an interval; steps and "
-                "windows of one run are not independent samples), so the finding stays inconclusive "
-                "until the stage repeats its runs")
+                "windows of one run are not independent samples); inconclusive until the stage gives "
+                "it at least 3 runs per side (it traces 1)")
 
 
 def _windows_words(got, why_w: str) -> str:
