@@ -281,7 +281,7 @@ def test_throughput_figure_draws_each_side_at_its_point_with_its_interval():
     real = bars[0]
     assert real.lines[0].get_xdata()[0] == 0 and real.lines[0].get_color() == style.category("side", "real")["color"]
     lo, hi = real.lines[2][0].get_segments()[0][:, 1]
-    assert lo < 100 < hi                        # the real side's data throughput, 95 % CI over its steps
+    assert lo < 100 < hi                        # the real side's data throughput, its steps' interquartile range
     assert data.get_xscale() == "linear" and style.series_problems(fig) == []
 
 

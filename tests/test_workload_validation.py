@@ -781,18 +781,23 @@ def test_unet3d_headlines_first_epoch_data_spread_and_evaluation_against_size():
                             "batch_size": b, "repeat": r, "epoch": e, "seconds": (3.0 if e == 1 else 2.0) + 0.01 * k}
                            for k, (g, b, r) in enumerate(runs) for e in (1, 2, 3, 4)])
     steps = pd.DataFrame([{"row": "real", "workload": "unet3d", "ranks": g, "batch_size": 4, "steady": True,
-                           "samples": 4, "data_ns": d * 1e9, "compute_ns": 1e9, "step_ns": (1 + d) * 1e9}
-                          for g in (1, 2) for d in np.geomspace(0.001, 0.1, 40)])
+                           "repeat": r, "samples": 4, "data_ns": d * (1 + 0.01 * r) * 1e9, "compute_ns": 1e9,
+                           "step_ns": (1 + d) * 1e9}
+                          for g in (1, 2) for r in range(3) for d in np.geomspace(0.001, 0.1, 40)])
     rng = np.random.default_rng(0)
-    mb = np.linspace(10, 100, 12)
-    evals = pd.DataFrame({"bytes": mb * 1e6, "window_s": 0.05 * mb + rng.normal(0, 0.05, len(mb))})
+    mb = np.tile(np.linspace(10, 100, 4), 3)   # 4 case sizes evaluated in each of 3 runs
+    evals = pd.DataFrame({"bytes": mb * 1e6, "window_s": 0.05 * mb + rng.normal(0, 0.05, len(mb)),
+                          "run": np.repeat([0, 1, 2], 4)})
     got = {m.id: m for m in report.measure_unet3d_headlines(steps, phases, evals)}
     f = got["unet3d-first-epoch-longer"]
     assert f.value == pytest.approx(1.5, rel=0.01) and f.interval.n == len(runs) and f.interval.low > 1
     d = got["unet3d-data-latency-spans-order-of-magnitude"]
     assert d.value == pytest.approx(10 ** 1.0, rel=0.1) and d.interval.low <= d.value <= d.interval.high
     e = got["unet3d-eval-linear-in-image-size"]
-    assert e.value > 0.99 and e.interval.n == 12 and "12 evaluated cases" in e.note
+    assert e.value > 0.99 and e.interval.n == 3 and "12 evaluated cases" in e.note and "3 run(s)" in e.note
+    # the cases of one run give no interval (the run is the unit)
+    one = {m.id: m for m in report.measure_unet3d_headlines(steps, phases, evals.assign(run=0))}
+    assert not one["unet3d-eval-linear-in-image-size"].interval.ok
     # without the tables each row is there, not measured, with the reason
     none = {m.id: m for m in report.measure_unet3d_headlines(None, None, None)}
     assert all(np.isnan(m.value) if m.value is not None else True for m in none.values())

@@ -85,7 +85,7 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
     raw.parquet (one row per run and repeat), from which each ratio's interval is computed
     (bootstrap over the repeats, of the whole reduction over P where there is one), at the
     level of the looks at the configurations it compares (the ``level`` column of their rows:
-    :func:`experiments.repeats.findings.judged_at_their_levels`); without it
+    :func:`experiments.claims.levels.judged_at_their_levels`); without it
     the findings are ``inconclusive``. Context switches are all of them, voluntary (the process
     slept: waiting for I/O, or for the hand-over) and involuntary (preemptions), since the paper
     names no kind; the note gives both per P. The paper ran

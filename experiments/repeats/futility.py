@@ -77,7 +77,7 @@ def rounds_needed(j: Judged, rounds_run: int) -> int | None:
 # narrow faster than that. On 150 simulated loops (tests/test_repeats_rounds.py's, 6 to 20
 # rounds, 4 % noise) a futility stop at 1x what is left cut the decided loops from 77 to 35 (no
 # effect), 36 to 12 (a 3 % effect) and 150 to 129 (10 %); at 10x they are 72, 28 and 150, with
-# 10 to 20 % fewer runs (docs/statistics.md).
+# 10 to 20 % fewer runs.
 FUTILITY_SLACK = 10.0
 
 

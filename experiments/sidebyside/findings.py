@@ -283,8 +283,8 @@ def measure_checkpoint(t: _Tables) -> list[Measured]:
 def measure_storage_share(t: _Tables) -> list[Measured]:
     """The share of the requested (VFS) read bytes that went to storage (BIO), Tables 5.1-5.2's
     row: BERT's DLIO over its real run (ratio of shares), and UNET3D's real run in passes over
-    the data set (:func:`_storage_passes`); summed over the windows, the windows bootstrapped
-    for the 95 % interval."""
+    the data set (:func:`_storage_passes`); the whole runs' shares, no interval (one traced run
+    per side: :data:`ONE_RUN_NOTE`), the windows' spread in the note."""
     out = []
     if "bert" in t.vectors:
         # Table 5.2 and Sec 5.2.3: BIO / VFS read bytes 86.97 % (benchmark) against 107.0 %.

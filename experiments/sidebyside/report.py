@@ -5,7 +5,7 @@
 - :func:`timelines`: the Fig 5.7/5.12/5.18 timelines from each side's saved trace, I/O series
   and phases;
 - :func:`throughput_figure`: the four sides' data and compute throughputs at each workload's
-  one measured point, with the 95 % interval of each median;
+  one measured point, with the interquartile range of its steady steps (one run: no interval);
 - :func:`claims`: the side-by-side claims (:func:`.findings.claims`).
 """
 
@@ -63,15 +63,18 @@ def timelines(stage_dir=None):
 
 
 def _with_ci(tp: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFrame:
-    """``tp`` with the 95 % interval of each side's median data and compute throughput
-    (:func:`experiments.stats.median_ci` of :func:`.compare.step_rates`)."""
-    from .. import stats
+    """``tp`` with the bars of each side's data and compute throughput: the interquartile range
+    of its steady steps' throughputs (:func:`.compare.step_rates`), in the columns
+    ``<col>_ci_low``/``_ci_high`` the figure style draws. The spread inside one run, not an
+    interval: one traced run per side gives none (the run is the unit of an interval)."""
+    import numpy as np
 
     tp = tp.copy()
     for col in ("data_sps", "compute_sps"):
-        cis = [stats.median_ci(compare.step_rates(steps, w, s, col))[1] for w, s in zip(tp["workload"], tp["side"])]
-        tp[f"{col}_ci_low"] = [c.low for c in cis]
-        tp[f"{col}_ci_high"] = [c.high for c in cis]
+        qs = [np.quantile(x, [0.25, 0.75]) if len(x := compare.step_rates(steps, w, s, col)) else (np.nan, np.nan)
+              for w, s in zip(tp["workload"], tp["side"])]
+        tp[f"{col}_ci_low"] = [q[0] for q in qs]
+        tp[f"{col}_ci_high"] = [q[1] for q in qs]
     return tp
 
 
@@ -79,9 +82,9 @@ def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
     """The thesis's data and compute throughputs (samples/s, Sec 4.4) of the four sides at the
     one (batch, ranks) point each workload ran: one column of panels per workload, the sides
     side by side on the x axis in one colour each (:func:`experiments.style.category`), each
-    median with its 95 % interval over the steady steps (``steps``, :func:`.stage.side_steps`),
-    the samples the claims' ratios are bootstrapped from. A side not measured is named on its
-    axis with no point."""
+    whole-run throughput with the interquartile range of its steady steps (``steps``,
+    :func:`.stage.side_steps`: the spread inside the one run, not an interval). A side not
+    measured is named on its axis with no point."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -114,7 +117,8 @@ def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
                 unit = "global" if w == "dlrm" else "per rank"
                 ax.set_title(f"{w.upper()}: batch {int(d['batch_size'].iloc[0])} ({unit}), "
                              f"{int(d['ranks'].iloc[0])} ranks", fontsize="medium")
-    fig.suptitle("Four sides at one point per workload: median, bars 95 % CI over the steady steps")
+    fig.suptitle("Four sides at one point per workload, one traced run each: bars the steady steps' "
+                 "interquartile range (spread within the run, not an interval)", fontsize="medium")
     fig.tight_layout()
     return fig
 

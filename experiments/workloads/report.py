@@ -266,10 +266,15 @@ def measure_unet3d_headlines(steps: pd.DataFrame | None, phases: pd.DataFrame | 
         i = rows.astype(int)
         return float(np.corrcoef(mb[i], t[i])[0, 1] ** 2) if np.ptp(mb[i]) > 0 else np.nan
 
-    v, ci = stats.bootstrap(r2, np.arange(len(ev), dtype=float), method="R² of time on MB, bootstrap over the cases")
+    # the run is the unit: the cases of each run resampled inside the runs drawn
+    key = "run" if "run" in ev.columns and ev["run"].notna().all() else None
+    idx = np.arange(len(ev), dtype=float)
+    per_run = [idx[(ev[key] == k).to_numpy()] for k in sorted(ev[key].unique())] if key else [idx]
+    v, ci = stats.runs_bootstrap(r2, per_run, method="R² of time on MB", units="cases")
     out.append(Measured(
         "unet3d-eval-linear-in-image-size", v, ci,
-        note=f"{len(ev)} evaluated cases of {ev['bytes'].nunique()} sizes, {mb.min():.3g}-{mb.max():.3g} MB",
+        note=f"{len(ev)} evaluated cases of {ev['bytes'].nunique()} sizes, {mb.min():.3g}-{mb.max():.3g} MB, "
+             f"from {len(per_run)} run(s)",
         why_not="the cases' sizes span too little here for the window time to follow them (the "
                 "generated data set's cases at the profile's scale), or other load on the cores"))
     return out

@@ -254,9 +254,12 @@ def write(stage: str, got: dict, params: dict, **env) -> dict:
     out.table("phases", got["phases"])
     out.table("runs", got["runs"])
     if "measurement" in got:   # the rounds run and what make decide bought
-        from ..repeats.stage import ROUNDS_FILE
+        from ..repeats.stage import ROUNDS_FILE, VARIANCE_FILE
 
-        results.write_json(out.path(ROUNDS_FILE), got["measurement"].course)
+        m = got["measurement"]
+        results.write_json(out.path(ROUNDS_FILE), m.course)
+        if m.variance is not None:   # between-run and within-run variance and costs (experiments.repeats.variance)
+            results.atomic_write(out.path(VARIANCE_FILE), lambda p: m.variance.to_csv(p, index=False))
     results.atomic_write(out.path("app_log.jsonl"),
                          lambda p: p.write_text(launch.app_log_text(got["app"])))
     ranks = [{k: v for k, v in r.items() if k not in ("evals",)} for r in got["ranks"]]
