@@ -1,8 +1,12 @@
 """``make decide`` on the smoke profile: in a copy of the smoke project after its
 whole ``dvc repro``, buy one round of the configurations one LMDBIO finding compares; the rows
-are appended and marked, the first run's kept, and DVC stays consistent."""
+are appended and marked, the first run's kept, DVC stays consistent, and every finding of the
+stage whose configurations were not bought keeps its verdict, value and interval (its level
+counts the looks at its own data: experiments/claims/levels.py)."""
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +29,7 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
     env = {**os.environ, "DLIO_ROOT": str(root),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     first = pd.read_parquet(root / "results/lmdbio/raw.parquet")
+    before = {c["id"]: c for c in json.loads((root / "results/lmdbio_report/claims.json").read_text())}
     try:
         p = subprocess.run([sys.executable, "-m", "experiments.repeats.decide", "--minutes", "10", "--finding", FINDING],
                            cwd=root, env=env, capture_output=True, text=True, timeout=600)
@@ -41,9 +46,25 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
         st = subprocess.run(["dvc", "status", "lmdbio", "lmdbio_report", "claims"], cwd=root, env=env,
                             capture_output=True, text=True, check=True).stdout
         assert "up to date" in st, st
+        # the findings that compare none of the strategies bought keep what they had
+        rules = json.loads((root / "results/claim_rules/lmdbio.json").read_text())
+        untouched = [r["id"] for r in rules if not {"lmm", "lmdb"} & set(r["compares"]["lmdbio"].get("strategy", []))]
+        after = {c["id"]: c for c in json.loads((root / "results/lmdbio_report/claims.json").read_text())}
+        kept_ids = [i for i in before if any(_matches(t, i) for t in untouched)]
+        assert kept_ids, (untouched, sorted(before))
+        same = lambda a, b: a == b or (a is None or pd.isna(a)) and (b is None or pd.isna(b))  # noqa: E731
+        for i in kept_ids:
+            assert all(same(before[i].get(k), after[i].get(k)) for k in ("verdict", "our_value", "ci_low", "ci_high")), \
+                (i, before[i], after[i])
     finally:
         own = subprocess.run([sys.executable, "-m", "experiments.tiers", "dirs", "--own"], cwd=root, env=env,
                              capture_output=True, text=True).stdout.split()
         for d in own:
             if not str(d).startswith(str(smoke_root)) and Path(d).resolve() != (smoke_root / "data").resolve():
                 shutil.rmtree(d, ignore_errors=True)
+
+
+def _matches(template: str, finding: str) -> bool:
+    """Whether ``finding`` is an id of the declared ``template`` (its {field}s any text)."""
+    pat = re.sub(r"\\\{\w+\\\}", ".+", re.escape(template))
+    return re.fullmatch(pat, finding) is not None
