@@ -104,7 +104,8 @@ def test_a_warm_read_is_flagged_and_an_evicted_one_is_not(tmp_path):
             break
     else:
         pytest.skip("another process dropped the page cache during each of 3 tries")
-    assert got["warm"]["read_from"] == "cache" and got["warm"]["read_measured_by"] == "processes"
+    # the verdicts (which count decided, device or processes, depends on what else the box read)
+    assert got["warm"]["read_from"] == "cache" and got["warm"]["read_measured_by"] in ("processes", "device")
     assert got["cold"]["read_from"] == "device" and got["cold"]["read_ratio"] >= A.THRESHOLD
     env = A.summary()
     assert env["threshold"] == A.THRESHOLD and [r["label"] for r in env["runs"]][-2:] == ["warm", "cold"]
@@ -134,7 +135,8 @@ def test_a_window_of_a_sampled_span_counts_only_its_part(tmp_path):
     if s.counts["cache_dropped_during"]:
         pytest.skip("another process dropped the page cache during the span")
     first, second = s.window(t0 + 0.15, t1 - 0.15), s.window(t1, t2)
-    assert first["processes_read_bytes"] == 0 and second["processes_read_bytes"] >= f.stat().st_size
+    # this process's other threads (pytest's) may read a little while it sleeps: far less than the file
+    assert first["processes_read_bytes"] < f.stat().st_size / 4 and second["processes_read_bytes"] >= f.stat().st_size
     assert second["device_read_bytes"] >= f.stat().st_size and second["seconds"] == pytest.approx(t2 - t1)
     a = s.judge(f.stat().st_size, counts=s.counts | second, what="second half")
     assert a["read_from"] == "device" and a["label"] == "sampled: second half"
