@@ -36,3 +36,16 @@ def test_between_and_within_run_variance_are_told_apart():
 def test_units_kj_is_undefined_without_variation_between_runs():
     assert variance.units_kj(5.0, 0.1, 0.01, 0.0) is None
     assert variance.units_kj(5.0, 0.1, 0.01, 0.01) == pytest.approx(np.sqrt(50))
+
+
+def test_summary_reads_every_stages_table_and_the_cli_refuses_a_missing_folder(tmp_path, capsys):
+    rows, steps = _runs(0.2, 0.05)
+    (tmp_path / "stage_a").mkdir()
+    variance.table(rows, ["config"], ["x"], steps, ["t"], "step_ns").to_csv(tmp_path / "stage_a" / "variance.csv", index=False)
+    s = variance.summary(tmp_path).set_index("quantity")
+    assert list(s["stage"]) == ["stage_a", "stage_a"] and s.loc["t", "runs"] == 8 and s.loc["t", "units"] == 50
+    assert s.loc["t", "between_share"] > 0.9 and s.loc["t", "kj_defined"] == "1 of 1"
+    assert variance.main(["--results", str(tmp_path)]) == 0 and "stage_a" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        variance.main(["--results", str(tmp_path / "nowhere")])
+    assert "--results" in capsys.readouterr().err

@@ -103,3 +103,51 @@ def units_kj(setup_s: float, unit_s: float, within_var: float, between_var: floa
     if any(v is None or not np.isfinite(v) for v in vals) or between_var <= 0 or unit_s <= 0:
         return None
     return float(max(1.0, math.sqrt(setup_s * within_var / (unit_s * between_var))))
+
+
+def summary(root=None) -> pd.DataFrame:
+    """One row per measuring stage and quantity, from every ``results/<stage>/variance.csv``
+    under ``root`` (the results folder): the configurations, runs per configuration (median),
+    units per run (median), the median share of the variance that is between runs, and the
+    median of Kalibera and Jones's units per run (where defined) against the units run."""
+    from .. import paths
+
+    root = paths.results_dir() if root is None else root
+    rows = []
+    for f in sorted(root.glob("*/variance.csv")):
+        try:
+            v = pd.read_csv(f)
+        except pd.errors.EmptyDataError:
+            continue
+        for q, g in v.groupby("quantity", sort=False):
+            kj = pd.to_numeric(g["units_kj"], errors="coerce").dropna()
+            rows.append({"stage": f.parent.name, "quantity": q, "configurations": len(g),
+                         "runs": float(g["runs"].median()), "units": float(g["units"].median()),
+                         "between_share": float(pd.to_numeric(g["between_share"], errors="coerce").median()),
+                         "run_s": float(g["run_s"].median()),
+                         "units_kj": float(kj.median()) if len(kj) else float("nan"),
+                         "kj_defined": f"{len(kj)} of {len(g)}"})
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    """Print :func:`summary` as a Markdown table (``python -m experiments.repeats.variance``)."""
+    import argparse
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.repeats.variance",
+                                 description="every measuring stage's variance.csv, one row per quantity")
+    ap.add_argument("--results", type=Path, default=None, help="a results folder (default: this checkout's)")
+    a = ap.parse_args(argv)
+    if a.results is not None and not a.results.is_dir():
+        ap.error(f"--results = {str(a.results)!r}: not a folder; allowed: a results folder a pipeline run wrote")
+    s = summary(a.results)
+    if not len(s):
+        print("no results/*/variance.csv: run the measuring stages first (make repro)")
+        return 1
+    print(s.to_markdown(index=False, floatfmt=".3g"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
