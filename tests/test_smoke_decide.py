@@ -48,7 +48,7 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
         assert "up to date" in st, st
         # the findings that compare none of the strategies bought keep what they had
         rules = json.loads((root / "results/claim_rules/lmdbio.json").read_text())
-        untouched = [r["id"] for r in rules if not {"lmm", "lmdb"} & set(r["compares"]["lmdbio"].get("strategy", []))]
+        untouched = [r["id"] for r in rules if not {"lmm", "lmdb"} & set(r["compares"].get("strategy", []))]
         after = {c["id"]: c for c in json.loads((root / "results/lmdbio_report/claims.json").read_text())}
         kept_ids = [i for i in before if any(_matches(t, i) for t in untouched)]
         assert kept_ids, (untouched, sorted(before))
