@@ -6,7 +6,6 @@ counts the looks at its own data: experiments/claims/levels.py)."""
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 import yaml
 
 from experiments.repeats import purchases as P
+from experiments.repeats.findings import Steering
 
 pytestmark = pytest.mark.smoke
 FINDING = "lmdbio_lmm_fewer_switches_cifar"
@@ -48,10 +48,11 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
         assert "up to date" in st, st
         # the findings that compare none of the strategies bought keep what they had
         rules = json.loads((root / "results/claim_rules/lmdbio.json").read_text())
-        untouched = [r["id"] for r in rules if not {"lmm", "lmdb"} & set(r["compares"].get("strategy", []))]
+        untouched = [Steering(r["id"], r["rule"], r.get("margin"), r["compares"]) for r in rules
+                     if not {"lmm", "lmdb"} & set(r["compares"].get("strategy", []))]
         after = {c["id"]: c for c in json.loads((root / "results/lmdbio_report/claims.json").read_text())}
-        kept_ids = [i for i in before if any(_matches(t, i) for t in untouched)]
-        assert kept_ids, (untouched, sorted(before))
+        kept_ids = [i for i in before if any(t.fields(i) is not None for t in untouched)]
+        assert kept_ids, ([t.id for t in untouched], sorted(before))
         same = lambda a, b: a == b or (a is None or pd.isna(a)) and (b is None or pd.isna(b))  # noqa: E731
         for i in kept_ids:
             assert all(same(before[i].get(k), after[i].get(k)) for k in ("verdict", "our_value", "ci_low", "ci_high")), \
@@ -62,9 +63,3 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
         for d in own:
             if not str(d).startswith(str(smoke_root)) and Path(d).resolve() != (smoke_root / "data").resolve():
                 shutil.rmtree(d, ignore_errors=True)
-
-
-def _matches(template: str, finding: str) -> bool:
-    """Whether ``finding`` is an id of the declared ``template`` (its {field}s any text)."""
-    pat = re.sub(r"\\\{\w+\\\}", ".+", re.escape(template))
-    return re.fullmatch(pat, finding) is not None

@@ -126,11 +126,14 @@ def measure_throughput(summary: pd.DataFrame, tier: str, env: dict, raw: pd.Data
         return stats.ratio_of_medians(stats.samples(raw, "images_per_s", tier=tier, cache="cold", **num),
                                       stats.samples(raw, "images_per_s", tier=tier, cache="cold", **den))
 
+    def most_over_fewest(s: pd.Series, kw: dict, key: str):
+        """images/s at the largest ``key`` (threads, workers) over the smallest, with its interval."""
+        return ratio(s.iloc[-1] / s.iloc[0] if len(s) > 1 else np.nan,
+                     {**kw, key: s.index.max() if len(s) else 0}, {**kw, key: s.index.min() if len(s) else 0})
+
     out = []
     tf_kw = dict(framework="tensorflow", format="tfrecord")
-    v, ci = ratio(tr.iloc[-1] / tr.iloc[0] if len(tr) > 1 else np.nan,
-                  {**tf_kw, "threads": tr.index.max() if len(tr) else 0},
-                  {**tf_kw, "threads": tr.index.min() if len(tr) else 0})
+    v, ci = most_over_fewest(tr, tf_kw, "threads")
     out.append(Measured(
         "blog_private_threads_help", v, ci,
         context=f"tier {tier}" + (f"; {int(tr.index.max())} over {int(tr.index.min())} threads"
@@ -149,10 +152,7 @@ def measure_throughput(summary: pd.DataFrame, tier: str, env: dict, raw: pd.Data
         why_not=(f"{cpu}; the {int(c['images_per_s'].count())} cold runs open "
                  "files from a local disk, where per-file metadata costs little")
         if t is not None and t in jp.index else f"no TFRecord and JPEG runs on tier {tier}", **cold))
-    pt_kw = dict(framework="pytorch", format="jpeg")
-    v, ci = ratio(pt.iloc[-1] / pt.iloc[0] if len(pt) > 1 else np.nan,
-                  {**pt_kw, "workers": pt.index.max() if len(pt) else 0},
-                  {**pt_kw, "workers": pt.index.min() if len(pt) else 0})
+    v, ci = most_over_fewest(pt, dict(framework="pytorch", format="jpeg"), "workers")
     out.append(Measured(
         "blog_workers_help", v, ci,
         context=f"tier {tier}" + (f"; {int(pt.index.max())} over {int(pt.index.min())} workers"
