@@ -1,0 +1,36 @@
+"""Collect the 2026-11-28 replication records from two fresh clones into one folder."""
+import json, sys, subprocess, shutil
+from pathlib import Path
+import pandas as pd
+
+out = Path(sys.argv[1]).resolve(); out.mkdir(parents=True, exist_ok=True)
+clones = {"A": Path("/tmp/r1"), "B": Path("/tmp/r2")}
+STAGES = ["tfdata_read_report", "deepio_report", "lmdbio_report", "blog_report"]
+for name, c in clones.items():
+    # stage wall times of each clone (env.json "run")
+    rows = []
+    for f in sorted((c / "results").glob("*/env.json")):
+        r = json.load(open(f)).get("run", {})
+        rows.append({"stage": f.parent.name, "wall_s": r.get("wall_s"), "started_at": r.get("started_at"),
+                     "loadavg_start": (r.get("loadavg_start") or [None])[0], "loadavg_end": (r.get("loadavg_end") or [None])[0],
+                     "host": r.get("host")})
+    pd.DataFrame(rows).sort_values("started_at").to_csv(out / f"stage_times_{name}.csv", index=False)
+    subprocess.run([str(c / ".venv/bin/python"), "-c",
+                    "import sys; from experiments.claims import table; "
+                    f"table.gather({STAGES!r}).to_csv(sys.argv[1], index=False)", str(out / f"claims_{name}.csv")],
+                   cwd=c, check=True)
+    if (c / "results/claims/claims.csv").exists():
+        shutil.copy(c / "results/claims/claims.csv", out / f"claims_full_{name}.csv")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=c, capture_output=True, text=True).stdout.strip()
+    (out / f"commit_{name}.txt").write_text(head + "\n")
+a = clones["A"]
+v = subprocess.run([str(a / ".venv/bin/python"), "-m", "experiments.repeats.variance"], cwd=a, capture_output=True,
+                   text=True, check=True).stdout
+(out / "variance_A.md").write_text(v)
+subprocess.run([str(a / ".venv/bin/python"), "-m", "experiments.ae_table"], cwd=a, check=True, capture_output=True)
+shutil.copy(a / "docs/ae-table.md", out / "ae-table_A.md")
+subprocess.run([str(clones["A"] / ".venv/bin/python"), "-m", "experiments.repeats.compare",
+                str(out / "claims_A.csv"), str(out / "claims_B.csv"), "--every", "--out", str(out / "comparison.md")],
+               cwd=clones["A"], check=True, capture_output=True)
+cmp = out / "comparison.md"
+cmp.write_text(cmp.read_text().replace(str(out) + "/", ""))
