@@ -1,10 +1,11 @@
-"""Collect the 2026-11-28 replication records from two fresh clones into one folder."""
+"""Collect the 2026-11-28 replication records from two fresh clones into one folder:
+``python collect.py OUT CLONE_A CLONE_B`` (the clones were /tmp/r1 and /tmp/r2)."""
 import json, sys, subprocess, shutil
 from pathlib import Path
 import pandas as pd
 
 out = Path(sys.argv[1]).resolve(); out.mkdir(parents=True, exist_ok=True)
-clones = {"A": Path("/tmp/r1"), "B": Path("/tmp/r2")}
+clones = {"A": Path(sys.argv[2]), "B": Path(sys.argv[3])}
 STAGES = ["tfdata_read_report", "deepio_report", "lmdbio_report", "blog_report"]
 for name, c in clones.items():
     # stage wall times of each clone (env.json "run")
@@ -32,5 +33,5 @@ shutil.copy(a / "docs/ae-table.md", out / "ae-table_A.md")
 subprocess.run([str(clones["A"] / ".venv/bin/python"), "-m", "experiments.repeats.compare",
                 str(out / "claims_A.csv"), str(out / "claims_B.csv"), "--every", "--out", str(out / "comparison.md")],
                cwd=clones["A"], check=True, capture_output=True)
-cmp = out / "comparison.md"
+cmp = out / "comparison.md"   # the table names files by path: keep them relative to this folder
 cmp.write_text(cmp.read_text().replace(str(out) + "/", ""))
