@@ -7,7 +7,7 @@ in the clone), claims_repro.csv (the clone's results/claims/claims.csv), varianc
 (`experiments.repeats.variance`), inconclusive.md (the verdicts of the measured findings
 counted); with --decide, claims_decide.csv and decide-comparison.md (`experiments.repeats.compare`
 of the two claims tables)."""
-import json, sys, subprocess, shutil
+import sys, subprocess, shutil
 from pathlib import Path
 import pandas as pd
 
@@ -15,6 +15,11 @@ out, clone = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
 decide = "--decide" in sys.argv[3:]
 out.mkdir(parents=True, exist_ok=True)
 py = str(clone / ".venv/bin/python")
+STAGE_TIMES = (  # every stage's env.json "run" record, read by the clone's own experiments.ae_table.runs()
+    "import sys, pandas as pd; from experiments import ae_table; "
+    "pd.DataFrame([{'stage': k, 'wall_s': r.get('wall_s'), 'started_at': r.get('started_at'), "
+    "'loadavg_start': (r.get('loadavg_start') or [None])[0], 'loadavg_end': (r.get('loadavg_end') or [None])[0], "
+    "'host': r.get('host')} for k, r in ae_table.runs().items()]).sort_values('started_at').to_csv(sys.argv[1], index=False)")
 
 
 def counts(csv: Path) -> str:
@@ -28,13 +33,7 @@ def counts(csv: Path) -> str:
 
 
 if not decide:
-    rows = []
-    for f in sorted((clone / "results").glob("*/env.json")):
-        r = json.load(open(f)).get("run", {})
-        rows.append({"stage": f.parent.name, "wall_s": r.get("wall_s"), "started_at": r.get("started_at"),
-                     "loadavg_start": (r.get("loadavg_start") or [None])[0],
-                     "loadavg_end": (r.get("loadavg_end") or [None])[0], "host": r.get("host")})
-    pd.DataFrame(rows).sort_values("started_at").to_csv(out / "stage_times.csv", index=False)
+    subprocess.run([py, "-c", STAGE_TIMES, str(out / "stage_times.csv")], cwd=clone, check=True)
     subprocess.run([py, "-m", "experiments.ae_table"], cwd=clone, check=True, capture_output=True)
     shutil.copy(clone / "docs/ae-table.md", out / "ae-table.md")
     shutil.copy(clone / "results/claims/claims.csv", out / "claims_repro.csv")

@@ -1,21 +1,20 @@
 """Collect the 2026-11-28 replication records from two fresh clones into one folder:
 ``python collect.py OUT CLONE_A CLONE_B`` (the clones were /tmp/r1 and /tmp/r2)."""
-import json, sys, subprocess, shutil
+import sys, subprocess, shutil
 from pathlib import Path
 import pandas as pd
 
 out = Path(sys.argv[1]).resolve(); out.mkdir(parents=True, exist_ok=True)
 clones = {"A": Path(sys.argv[2]), "B": Path(sys.argv[3])}
+STAGE_TIMES = (  # every stage's env.json "run" record, read by the clone's own experiments.ae_table.runs()
+    "import sys, pandas as pd; from experiments import ae_table; "
+    "pd.DataFrame([{'stage': k, 'wall_s': r.get('wall_s'), 'started_at': r.get('started_at'), "
+    "'loadavg_start': (r.get('loadavg_start') or [None])[0], 'loadavg_end': (r.get('loadavg_end') or [None])[0], "
+    "'host': r.get('host')} for k, r in ae_table.runs().items()]).sort_values('started_at').to_csv(sys.argv[1], index=False)")
 STAGES = ["tfdata_read_report", "deepio_report", "lmdbio_report", "blog_report"]
 for name, c in clones.items():
-    # stage wall times of each clone (env.json "run")
-    rows = []
-    for f in sorted((c / "results").glob("*/env.json")):
-        r = json.load(open(f)).get("run", {})
-        rows.append({"stage": f.parent.name, "wall_s": r.get("wall_s"), "started_at": r.get("started_at"),
-                     "loadavg_start": (r.get("loadavg_start") or [None])[0], "loadavg_end": (r.get("loadavg_end") or [None])[0],
-                     "host": r.get("host")})
-    pd.DataFrame(rows).sort_values("started_at").to_csv(out / f"stage_times_{name}.csv", index=False)
+    subprocess.run([str(c / ".venv/bin/python"), "-c", STAGE_TIMES, str(out / f"stage_times_{name}.csv")],
+                   cwd=c, check=True)
     subprocess.run([str(c / ".venv/bin/python"), "-c",
                     "import sys; from experiments.claims import table; "
                     f"table.gather({STAGES!r}).to_csv(sys.argv[1], index=False)", str(out / f"claims_{name}.csv")],
