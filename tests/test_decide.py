@@ -159,3 +159,47 @@ def test_a_finding_is_priced_in_the_stages_its_declaration_compares_and_nowhere_
     q = pricing.price({**claim, "id": "other"}, stages, rules, ["sweep", "ck"])
     assert q.configs == {"sweep": [0, 1, 2, 3], "ck": [0, 1, 2, 3]}
     assert pricing.price({**claim, "id": "other"}, stages, rules, []) == pricing.NOT_MEASURED_HERE
+
+
+def test_a_purchase_tops_up_the_configurations_that_share_a_finding_with_it():
+    """issue 52: a finding comparing a bought configuration with one not bought is judged at the
+    raised level (97.5 % after one purchase), which 6 runs cannot reach (96.9 % at most): the
+    purchase adds a run to the other side, and on along the findings that side shares; a
+    finding without a declared comparison here shares every configuration."""
+    s = _stage("st", 2.0)
+    s.findings = [{0, 1}, {1, 2}]
+    assert pricing.top_up(s, {0}) == ([1, 2], 1)          # 1 shares with 0, then 2 with 1
+    assert pricing.top_up(s, {3}) == ([], 0)              # 3 shares no finding
+    s.findings = [{0, 1}, None]
+    assert pricing.top_up(s, {0}) == ([1, 2, 3], 1)
+    # a configuration already short of its level keeps its distance: 3 runs lack 3 at 95 %, 4 at 97.5 %
+    few = s.rows[~((s.rows["c"] == 1) & (s.rows["repeat"] >= 3))].reset_index(drop=True)
+    t = pricing.StageRows("st", ["c"], s.configs, s.seconds, few, {}, 10.0, [{0, 1}])
+    assert t.runs == [6, 3, 6, 6] and pricing.top_up(t, {0}) == ([1], 1)
+    # priced: the rounds, the top-up and the stages that read the results, once
+    s.findings, s.readers = [{0, 1}], {"report": 30.0, "claims": 4.0}
+    p = pricing.Priced("f", Judged(False, 6, 8), 2, {"st": [0]})
+    assert pricing.total([p], {"st": s}, 5.0) == 5.0 + 2 * 2.0 + 1 * 2.0 + 10.0 + 34.0
+    (o,) = pricing.offers([p], {"st": s})
+    assert o.top_up == [{"c": 1}] and o.top_up_runs == 1 and o.planned == 3 and o.seconds == 6.0
+
+
+def test_a_top_up_runs_after_the_bought_runs_at_their_level_and_is_recorded_as_made():
+    from experiments.repeats.decide import params_edit
+
+    raw = pd.DataFrame({"config": ["A", "B", "C"] * 6, "repeat": [r for r in range(6) for _ in range(3)],
+                        "made_by": P.FIRST, "level": 0.95})
+    configs = [{"config": c} for c in "ABC"]
+    p = P.Purchase(run=1, configs=configs[:1], runs=2, top_up=configs[1:2], top_up_runs=1)
+    rows = P.buy(configs, ["config"], lambda c, i: [{"config": c["config"]}], [p], raw, 1)
+    assert list(rows["config"]) == ["A", "A", "B"] and list(rows["repeat"]) == [6, 7, 8]
+    assert list(rows["level"]) == pytest.approx([1 - 0.05 / 2] * 3) and P.made(rows) == {"decide 1": 3}
+    assert p.planned() == 3 and P.Purchase(run=1, configs=configs[:1], runs=2).record() == \
+        {"run": 1, "configs": [{"config": "A"}], "runs": 2}   # written as before top-ups existed
+    # cut short after the bought runs: recorded without its top-up
+    text = params_edit.replace_section("x: 1\n", "decide", {"fake": [p.record()]})
+    import yaml
+    after = yaml.safe_load(params_edit.with_runs_made(text, yaml.safe_load(text), {"fake": 2}, 1))
+    assert after["decide"]["fake"] == [{"run": 1, "configs": [{"config": "A"}], "runs": 2}]
+    after = yaml.safe_load(params_edit.with_runs_made(text, yaml.safe_load(text), {"fake": 3}, 1))
+    assert after["decide"]["fake"][0]["top_up_runs"] == 1

@@ -5,8 +5,9 @@ claims table leaves ``inconclusive``, where their forecasts say more runs would 
 1. **Price** (:mod:`.pricing`): each inconclusive finding whose configurations a measuring stage
    can run again (every stage whose DVC params include ``decide.<stage>``) is priced from its
    forecast, the runs per round it gained, the configurations it compares (its declaration's
-   ``compares``) and the seconds their runs took; the purchases are taken cheapest first, across
-   stages, within the minutes. A finding forecast *never*, or beyond the minutes, is named and
+   ``compares``) and the seconds their runs took, with the top-up of the configurations that
+   share a finding with them (:func:`.pricing.top_up`); the purchases are taken cheapest first,
+   across stages, within the minutes. A finding forecast *never*, or beyond the minutes, is named and
    skipped, as is one no buying stage measures.
 2. **Buy** (:func:`run`): the purchases are appended to ``params.yaml``'s ``decide`` section
    (:mod:`.params_edit`) and ``dvc repro`` runs (:mod:`.dvc_run`): each buying stage re-runs
@@ -59,6 +60,7 @@ def _stages(root: Path, dvc: dict) -> dict[str, pricing.StageRows]:
         wall = dvc_run.wall_s(root, st)
         runs = float(s.rows["run_s"].sum()) if "run_s" in s.rows else 0.0
         s.after = 30.0 if wall is None else max(0.0, wall - runs)
+        s.readers = {r: dvc_run.overhead_s(root, [r]) for r in dvc_run.readers(dvc, st)}
         out[st] = s
     return out
 
@@ -78,6 +80,7 @@ def plan(table: pd.DataFrame, seconds: float, root: Path | None = None, finding:
     stages = _stages(root, dvc)
     rules = pricing.rules_of(stages)
     reads = _report_reads(dvc, list(stages))
+    pricing.read_by(table, stages, rules, reads)
     out = Shopping()
     rows = table[(table["kind"] == "finding") & (table["verdict"] == "inconclusive")] if finding is None \
         else table[table["id"] == finding]
@@ -99,11 +102,11 @@ def plan(table: pd.DataFrame, seconds: float, root: Path | None = None, finding:
         priced[0].rounds = rounds
         chosen = priced
     else:
-        claims_s = dvc_run.overhead_s(root, ["claims"]) if "claims" in dvc else 0.0
-        chosen = pricing.take(priced, stages, seconds, claims_s, out.skipped)
+        chosen = pricing.take(priced, stages, seconds, dvc_run.overhead_s(root, ["claims"]) if "claims" in dvc
+                              else 0.0, out.skipped)
     out.offers = pricing.offers(chosen, stages)
-    reports = {r for o in out.offers for r in dvc_run.readers(dvc, o.stage)} - {o.stage for o in out.offers}
-    out.seconds = sum(o.seconds + stages[o.stage].after for o in out.offers) + dvc_run.overhead_s(root, reports)
+    claims_s = dvc_run.overhead_s(root, ["claims"]) if "claims" in dvc else 0.0
+    out.seconds = pricing.total(chosen, stages, claims_s)   # what take() weighed against the minutes
     return out
 
 
@@ -111,8 +114,10 @@ def show(p: Shopping, minutes: float) -> str:
     lines = [f"decide: {minutes:g} min; buying {sum(o.runs for o in p.offers)} run(s), about "
              f"{p.seconds / 60:.1f} min with the reports"]
     for o in p.offers:
-        lines.append(f"  {o.stage}: {o.runs} runs of {len(o.configs)} configuration(s), ~{o.seconds:.0f} s, for "
-                     f"{len(o.findings)} finding(s), cheapest first:")
+        up = (f", and {o.top_up_runs} run(s) of each of {len(o.top_up)} configuration(s) sharing their findings"
+              if o.top_up_runs and o.top_up else "")
+        lines.append(f"  {o.stage}: {o.runs} runs of {len(o.configs)} configuration(s){up}, ~{o.seconds:.0f} s, "
+                     f"for {len(o.findings)} finding(s), cheapest first:")
         lines += [f"    {k}: {o.costs.get(k, '')}" for k in o.findings]
     for k, why in sorted(p.skipped.items()):
         lines.append(f"  skipped {k}: {why}")
@@ -173,7 +178,7 @@ def _record_made(root: Path, offers: list[Offer], run: int, env: dict) -> list[s
     for o in offers:
         s = pricing.stage_rows(o.stage, 0.0)
         got = P.made(s.rows).get(P.label(run), 0) if s is not None else 0
-        if got != o.runs:
+        if got != o.planned:
             made[o.stage] = got
     if made:
         text, params = params_edit.read(root)

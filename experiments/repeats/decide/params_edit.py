@@ -33,19 +33,24 @@ def with_purchases(text: str, params: dict, offers, run: int) -> str:
     section as purchases of run ``run``."""
     dec = dict(params.get("decide") or {})
     for o in offers:
-        p = Purchase(run=run, configs=o.configs, runs=o.runs)
-        dec[o.stage] = list(dec.get(o.stage) or []) + [p.model_dump()]
+        p = Purchase(run=run, configs=o.configs, runs=o.runs, top_up=o.top_up, top_up_runs=o.top_up_runs)
+        dec[o.stage] = list(dec.get(o.stage) or []) + [p.record()]
     return replace_section(text, "decide", dec)
 
 
 def with_runs_made(text: str, params: dict, made: dict[str, int], run: int) -> str:
     """``params.yaml`` with run ``run``'s purchase of each stage in ``made`` recorded as the runs
-    it made ({stage: runs}; 0 removes it)."""
+    it made ({stage: runs}; 0 removes it): its bought runs first, then whole rounds of its
+    top-up (the runs of a top-up round cut short are rows no re-run from scratch repeats)."""
     dec = dict(params.get("decide") or {})
     for stage, n in made.items():
-        mine = [p for p in dec.get(stage) or [] if p["run"] == run]
+        mine = [Purchase(**p) for p in dec.get(stage) or [] if p["run"] == run]
         keep = [p for p in dec.get(stage) or [] if p["run"] != run]
-        dec[stage] = keep + ([{**mine[0], "runs": n}] if mine and n else [])
+        if mine and n:
+            p = mine[0]
+            top = (n - p.runs) // len(p.top_up) if p.top_up and n > p.runs else 0
+            keep.append(p.model_copy(update={"runs": min(n, p.runs), "top_up_runs": top}).record())
+        dec[stage] = keep
     return replace_section(text, "decide", dec)
 
 
