@@ -1,8 +1,9 @@
 """``make decide`` on the smoke profile: in a copy of the smoke project after its
 whole ``dvc repro``, buy one round of the configurations one LMDBIO finding compares; the rows
-are appended and marked, the first run's kept, DVC stays consistent, and every finding of the
-stage whose configurations were not bought keeps its verdict, value and interval (its level
-counts the looks at its own data: experiments/claims/levels.py)."""
+are appended and marked, the first run's kept, DVC stays consistent, the configurations that
+share a finding with them are topped up, and every finding of the stage whose configurations
+were neither bought nor topped up keeps its verdict, value and interval (its level counts the
+looks at its own data: experiments/claims/levels.py)."""
 
 import json
 import os
@@ -16,7 +17,7 @@ import pytest
 import yaml
 
 from experiments.repeats import purchases as P
-from experiments.repeats.findings import Steering
+from experiments.repeats.findings import Steering, compared
 
 pytestmark = pytest.mark.smoke
 FINDING = "lmdbio_lmm_fewer_switches_cifar"
@@ -39,20 +40,27 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
         pd.testing.assert_frame_equal(kept, first.drop(columns="made_by", errors="ignore"), check_dtype=False)
         new = raw[raw["made_by"] == "decide 1"]
         bought_ = yaml.safe_load((root / "params.yaml").read_text())["decide"]["lmdbio"]
-        assert len(bought_) == 1 and bought_[0]["runs"] == len(new) == len(bought_[0]["configs"]) >= 2
-        assert set(new["strategy"]) == {"lmm", "lmdb"} and (new["repeat"] > first["repeat"].max()).all()
-        assert new["run"].min() > first["run"].max()
+        assert len(bought_) == 1 and bought_[0]["runs"] == len(bought_[0]["configs"]) >= 2
+        assert {c["strategy"] for c in bought_[0]["configs"]} == {"lmm", "lmdb"}
+        # and the top-up: a run of each configuration sharing a finding with the bought ones
+        top = bought_[0].get("top_up", []) if bought_[0].get("top_up_runs") else []
+        assert len(new) == bought_[0]["runs"] + bought_[0].get("top_up_runs", 0) * len(top)
+        assert (new["repeat"] > first["repeat"].max()).all() and new["run"].min() > first["run"].max()
         assert "Two runs compared: before and after" in p.stdout
         st = subprocess.run(["dvc", "status", "lmdbio", "lmdbio_report", "claims"], cwd=root, env=env,
                             capture_output=True, text=True, check=True).stdout
         assert "up to date" in st, st
-        # the findings that compare none of the strategies bought keep what they had
-        rules = json.loads((root / "results/claim_rules/lmdbio.json").read_text())
-        untouched = [Steering(r["id"], r["rule"], r.get("margin"), r["compares"]) for r in rules
-                     if not {"lmm", "lmdb"} & set(r["compares"].get("strategy", []))]
+        # the findings that compare none of the configurations bought or topped up keep what they had
+        steer = [Steering(r["id"], r["rule"], r.get("margin"), r["compares"])
+                 for r in json.loads((root / "results/claim_rules/lmdbio.json").read_text())]
+        course = json.loads((root / "results/lmdbio/rounds.json").read_text())
+        keys = course["keys"]
+        cfgs = [dict(zip(keys, k)) for k in dict.fromkeys(P.key_of(r, keys) for r in first[keys].itertuples(index=False))]
+        touched = {P.key_of(c, keys) for c in bought_[0]["configs"] + top}
         after = {c["id"]: c for c in json.loads((root / "results/lmdbio_report/claims.json").read_text())}
-        kept_ids = [i for i in before if any(t.fields(i) is not None for t in untouched)]
-        assert kept_ids, ([t.id for t in untouched], sorted(before))
+        kept_ids = [i for i in before if (idx := compared(i, cfgs, steer, course.get("context") or {}))
+                    and not {P.key_of(cfgs[j], keys) for j in idx} & touched]
+        assert kept_ids, (sorted(touched), sorted(before))
         same = lambda a, b: a == b or (a is None or pd.isna(a)) and (b is None or pd.isna(b))  # noqa: E731
         for i in kept_ids:
             assert all(same(before[i].get(k), after[i].get(k)) for k in ("verdict", "our_value", "ci_low", "ci_high")), \
