@@ -203,3 +203,18 @@ def test_a_top_up_runs_after_the_bought_runs_at_their_level_and_is_recorded_as_m
     assert after["decide"]["fake"] == [{"run": 1, "configs": [{"config": "A"}], "runs": 2}]
     after = yaml.safe_load(params_edit.with_runs_made(text, yaml.safe_load(text), {"fake": 3}, 1))
     assert after["decide"]["fake"][0]["top_up_runs"] == 1
+
+
+def test_a_run_of_two_rows_is_priced_at_its_whole_seconds(tmp_path, monkeypatch):
+    """The blog writes a cold and a warm row per run, each with half the run's seconds: a
+    configuration's price per run is the sum over its run's rows (median over runs)."""
+    import json
+
+    d = tmp_path / "results" / "st"
+    d.mkdir(parents=True)
+    rows = pd.DataFrame([{"c": c, "run": 2 * r + c, "repeat": r, "pass": p, "run_s": s, "made_by": P.FIRST,
+                          "level": 0.95} for r in range(3) for c in (0, 1) for p, s in (("cold", 1.5), ("warm", 1.5))])
+    rows.to_parquet(d / "raw.parquet", index=False)
+    (d / "rounds.json").write_text(json.dumps({"keys": ["c"], "order": []}))
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    assert pricing.stage_rows("st", 0.0).seconds == [3.0, 3.0]

@@ -142,7 +142,12 @@ def stage_rows(stage: str, overhead: float) -> StageRows | None:
     cfgs = list(dict.fromkeys(key_of(r, keys) for r in rows[keys].itertuples(index=False)))
     per = rows.assign(_k=[key_of(r, keys) for r in rows[keys].itertuples(index=False)])
     fallback = float(course.get("elapsed_s") or 0) / max(1, len(course.get("order") or [])) or 1.0
-    sec = (per.groupby("_k")["run_s"].median() if "run_s" in per else pd.Series(dtype=float)).to_dict()
+    # a run's seconds: the sum over its rows (the blog's cold and warm pass share their run's
+    # wall time out), the median over each configuration's runs
+    sec = {}
+    if "run_s" in per:
+        runs_s = per.groupby(["_k", "run"], sort=False)["run_s"].sum() if "run" in per else per.set_index("_k")["run_s"]
+        sec = runs_s.groupby(level=0, sort=False).median().to_dict()
     return StageRows(stage, list(keys), [dict(zip(keys, c)) for c in cfgs],
                      [float(sec.get(c, fallback)) for c in cfgs], rows, course.get("context") or {}, overhead)
 
