@@ -119,8 +119,15 @@ def show(p: Shopping, minutes: float) -> str:
         lines.append(f"  {o.stage}: {o.runs} runs of {len(o.configs)} configuration(s){up}, ~{o.seconds:.0f} s, "
                      f"for {len(o.findings)} finding(s), cheapest first:")
         lines += [f"    {k}: {o.costs.get(k, '')}" for k in o.findings]
+    by_why: dict[str, list[str]] = {}
     for k, why in sorted(p.skipped.items()):
-        lines.append(f"  skipped {k}: {why}")
+        by_why.setdefault(why, []).append(k)
+    for k, why in sorted(p.skipped.items()):
+        if len(by_why[why]) < 3:
+            lines.append(f"  skipped {k}: {why}")
+    for why, ks in by_why.items():   # one reason shared by many (a stage that cannot buy): once
+        if len(ks) >= 3:
+            lines.append(f"  skipped {len(ks)} findings, {why}: {', '.join(ks)}")
     return "\n".join(lines)
 
 
