@@ -86,6 +86,7 @@ def plan(table: pd.DataFrame, seconds: float, root: Path | None = None, finding:
         else table[table["id"] == finding]
     if finding is not None and not len(rows):
         raise SystemExit(f"decide --finding {finding}: not in results/claims/claims.csv")
+    claims_s = dvc_run.overhead_s(root, ["claims"]) if "claims" in dvc else 0.0
     priced = []
     for c in rows.to_dict("records"):
         p = pricing.price(c, stages, rules, reads.get(c.get("stage"), []))
@@ -102,10 +103,8 @@ def plan(table: pd.DataFrame, seconds: float, root: Path | None = None, finding:
         priced[0].rounds = rounds
         chosen = priced
     else:
-        chosen = pricing.take(priced, stages, seconds, dvc_run.overhead_s(root, ["claims"]) if "claims" in dvc
-                              else 0.0, out.skipped)
+        chosen = pricing.take(priced, stages, seconds, claims_s, out.skipped)
     out.offers = pricing.offers(chosen, stages)
-    claims_s = dvc_run.overhead_s(root, ["claims"]) if "claims" in dvc else 0.0
     out.seconds = pricing.total(chosen, stages, claims_s)   # what take() weighed against the minutes
     return out
 
@@ -122,12 +121,10 @@ def show(p: Shopping, minutes: float) -> str:
     by_why: dict[str, list[str]] = {}
     for k, why in sorted(p.skipped.items()):
         by_why.setdefault(why, []).append(k)
-    for k, why in sorted(p.skipped.items()):
-        if len(by_why[why]) < 3:
-            lines.append(f"  skipped {k}: {why}")
-    for why, ks in by_why.items():   # one reason shared by many (a stage that cannot buy): once
-        if len(ks) >= 3:
-            lines.append(f"  skipped {len(ks)} findings, {why}: {', '.join(ks)}")
+    few = sorted((k, why) for why, ks in by_why.items() if len(ks) < 3 for k in ks)
+    lines += [f"  skipped {k}: {why}" for k, why in few]
+    # one reason shared by many (a stage that cannot buy): said once
+    lines += [f"  skipped {len(ks)} findings, {why}: {', '.join(ks)}" for why, ks in by_why.items() if len(ks) >= 3]
     return "\n".join(lines)
 
 

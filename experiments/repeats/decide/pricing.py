@@ -233,17 +233,14 @@ def price(claim: dict, stages: dict[str, StageRows], rules: dict[str, list], rea
 def runs_seconds(p: Priced, stages: dict[str, StageRows]) -> float:
     """The runs' seconds of ``p`` alone: its rounds over its configurations in every stage, and
     their top-up."""
-    out = 0.0
-    for st, idx in p.configs.items():
-        up, each = top_up(stages[st], set(idx))
-        out += (p.rounds or 0) * sum(stages[st].seconds[i] for i in idx) + each * sum(stages[st].seconds[i] for i in up)
-    return out
+    return sum(_runs_s(stages[st], set(idx), p.rounds or 0) for st, idx in p.configs.items())
 
 
-def _stage_s(s: StageRows, union: set[int], rounds: int) -> float:
-    """The seconds of ``rounds`` rounds over ``union`` in stage ``s``, its top-up and its ``after``."""
-    up, each = top_up(s, union)
-    return rounds * sum(s.seconds[i] for i in union) + each * sum(s.seconds[i] for i in up) + s.after
+def _runs_s(s: StageRows, union: set[int], rounds: int, up: tuple[list[int], int] | None = None) -> float:
+    """The seconds of ``rounds`` rounds over ``union`` in stage ``s`` and of its top-up (``up``:
+    :func:`top_up` of ``union``, computed here when not given)."""
+    idx, each = top_up(s, union) if up is None else up
+    return rounds * sum(s.seconds[i] for i in union) + each * sum(s.seconds[i] for i in idx)
 
 
 def total(chosen: list[Priced], stages: dict[str, StageRows], claims_s: float) -> float:
@@ -257,7 +254,8 @@ def total(chosen: list[Priced], stages: dict[str, StageRows], claims_s: float) -
     out = claims_s
     for st in bought:
         mine = [p for p in chosen if st in p.configs]
-        out += _stage_s(stages[st], set().union(*(p.configs[st] for p in mine)), max(p.rounds for p in mine))
+        out += _runs_s(stages[st], set().union(*(p.configs[st] for p in mine)), max(p.rounds for p in mine))
+        out += stages[st].after
     again = {r: t for st in bought for r, t in stages[st].readers.items() if r not in bought}
     return out + sum(again.values())
 
@@ -293,10 +291,10 @@ def offers(chosen: list[Priced], stages: dict[str, StageRows]) -> list[Offer]:
         union = sorted(set().union(*(p.configs[st] for p in mine)))
         rounds = max(p.rounds for p in mine)
         s = stages[st]
-        up, each = top_up(s, set(union))
+        up = top_up(s, set(union))
         out.append(Offer(st, [p.finding for p in mine], [s.configs[i] for i in union], rounds * len(union),
-                         _stage_s(s, set(union), rounds) - s.after, {p.finding: p.words(stages) for p in mine},
-                         [s.configs[i] for i in up], each))
+                         _runs_s(s, set(union), rounds, up), {p.finding: p.words(stages) for p in mine},
+                         [s.configs[i] for i in up[0]], up[1]))
     return out
 
 
