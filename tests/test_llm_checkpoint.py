@@ -131,10 +131,16 @@ def test_read_phase_flagged_cache_served_without_eviction(evict, expect, pool, t
         before = _pagecache_drops()
         work = tmp_path / f"llm{attempt}"
         r = C.run_variant(lo, work, evict=evict, checkpoints=2, pause_s=0, pool=pool)
-        if _pagecache_drops() == before:
+        dropped = _pagecache_drops() != before
+        # the device audit counts the whole device: another process's reads in this short window
+        # (the smoke pipeline's, on the same disk) read as the device serving a warm phase; a
+        # fault of ours repeats in every attempt and still fails below
+        heard = r["device"]["read"]["read_from"] == ("cache" if expect == "cache-served" else "device")
+        if not dropped and heard:
             break
     else:
-        pytest.skip("another process dropped the page cache during each of 3 runs")
+        if dropped:
+            pytest.skip("another process dropped the page cache during the last of 3 runs")
     assert r["read"] == expect
     assert (r["resident_fraction"] > cache.COLD_LIMIT) == (expect == "cache-served")
     assert C.verdict(r["read"]).startswith("no storage verdict") == (expect == "cache-served")
