@@ -6,6 +6,9 @@
                    (the real and sleep runs through :mod:`experiments.workloads.launch`, the
                    emulator through :mod:`experiments.emulator`, DLIO through
                    :mod:`experiments.dlio`) and measures its throughputs;
-- :mod:`.compare`  the per-component tables, the similarities and the claims (pure: tables in,
-                   tables out; unit-tested on tiny vectors).
+- :mod:`.stage`    the measuring stage: a run is one pass of a workload (every side once,
+                   traced), through :mod:`experiments.repeats`; what it writes;
+- :mod:`.compare`  the per-component tables and the similarities (pure: tables in, tables
+                   out; unit-tested on tiny vectors);
+- :mod:`.findings`, :mod:`.report` the report's claims (intervals over the passes) and figures.
 """

@@ -14,10 +14,8 @@ laid out with one column per side:
 - :func:`checkpoint_distance`: how far a side's checkpoint components (VFS write count, write
   size quartiles) are from the real run's, the mean over them of ``1 - min/max`` (0 = equal,
   1 = one side writes nothing), the Eq 4.2 normalization;
-- :func:`window_samples`: per-window samples (each side's trace cut into :data:`WINDOWS`
-  windows, equal shares of its reads of the data set, :func:`.stage.window_vectors`): window i
-  of a side against window i of the real run; the storage shares' values and intervals, and
-  the notes beside the whole-run similarities (the thesis's quantity);
+- :func:`step_rates`: a side's per-step throughputs, the units inside a pass of the
+  throughput findings' two-level intervals;
 The claims on these tables are :mod:`.findings`' (the report's, not the measuring stage's:
 nothing here reads what a paper says, so editing a declaration re-measures nothing).
 """
@@ -38,13 +36,6 @@ CHECKPOINT_KEYS = ("vfs_writes", "vfs_write_size_q1", "vfs_write_size_median", "
 THESIS_TABLE = {"unet3d": "Table 5.1", "bert": "Table 5.2", "dlrm": "Table 5.3"}
 THESIS_TIMELINE = {"unet3d": "Fig 5.7", "bert": "Fig 5.12", "dlrm": "Fig 5.18"}
 STAGE = "traced_comparison_report"
-ONE_RUN = "one traced run per side"
-# windows a side's trace is cut into: the fewest samples whose median interval reaches 95 %
-# (experiments.stats.MIN_N)
-WINDOWS = 6
-WINDOW_METHOD = ("over {k} windows of one traced run per side, each an equal share of the side's "
-                 "reads of the data set (window i of a side against window i of the real run; the "
-                 "windows of one run show its window-to-window, not its run-to-run, variation)")
 
 
 def _nan(x) -> bool:
@@ -119,41 +110,6 @@ def checkpoint_distance(real: dict | None, other: dict | None, keys=CHECKPOINT_K
         m = max(a, b)
         d.append(0.0 if m == 0 else 1.0 - min(a, b) / m)
     return float(sum(d) / len(d)) if d else float("nan")
-
-
-def _window_vectors(windows: pd.DataFrame | None, w: str, side: str) -> dict[int, dict]:
-    """{window: vector} of ``side`` of workload ``w`` in ``windows`` (:func:`.stage.window_vectors`)."""
-    if windows is None or not len(windows):
-        return {}
-    d = windows[(windows["workload"] == w) & (windows["side"] == side)]
-    return {int(r["window"]): {k: r[k] for k in KEYS if k in d.columns} for _, r in d.iterrows()}
-
-
-def window_samples(windows: pd.DataFrame | None, w: str, side: str, what: str, other: str | None = None):
-    """Per-window samples of workload ``w``, window i of ``side`` against window i of the real
-    run (windows both have): ``what`` = ``similarity`` (Eq 4.1), ``similarity_minus`` (side's
-    similarity minus ``other``'s), ``distance_minus`` (``other``'s checkpoint distance minus
-    ``side``'s, over the windows where one of the three sides wrote a checkpoint: elsewhere the
-    distance is 0 by construction and says nothing), ``bio_vfs`` (``side``'s BIO and VFS read
-    bytes: an array of shape (windows, 2)). An empty array where there are no windows."""
-
-    real, v = _window_vectors(windows, w, "real"), _window_vectors(windows, w, side)
-    o = _window_vectors(windows, w, other) if other else {}
-    ids = sorted(set(real) & set(v) & (set(o) if other else set(v)))
-    if what == "similarity":
-        return np.array([weighted_cosine(real[i], v[i]) for i in ids], dtype=float)
-    if what == "similarity_minus":
-        return np.array([weighted_cosine(real[i], v[i]) - weighted_cosine(real[i], o[i]) for i in ids],
-                        dtype=float)
-    if what == "distance_minus":
-        wrote = [i for i in ids if any((x[i].get("vfs_writes") or 0) > 0 for x in (real, v, o))]
-        return np.array([checkpoint_distance(real[i], o[i]) - checkpoint_distance(real[i], v[i])
-                         for i in wrote], dtype=float)
-    if what == "bio_vfs":
-        b = [(v[i].get("bio_read_bytes", float("nan")), v[i].get("vfs_read_bytes", float("nan"))) for i in ids]
-        return np.array(b, dtype=float).reshape(-1, 2)
-    raise ValueError(f"window_samples: what = {what!r}; allowed: similarity, similarity_minus, "
-                     "distance_minus, bio_vfs")
 
 
 def _fmt(x) -> str:

@@ -1,12 +1,25 @@
 """The traced comparison's claims (the ``traced_comparison_report`` stage): the ``measure_*``
-functions measure each finding (value, interval, note) from the stage's tables
-(:mod:`.compare`), and :func:`claims` joins them with the declarations of
+functions measure each finding (value, interval, note) from the stage's rows, one per pass and
+side (:mod:`.stage`), and :func:`claims` joins them with the declarations of
 ``experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml``. Only the report imports
-this module: the measuring stage (:mod:`.stage`) reads no declaration.
+this module: the measuring stage reads no declaration.
+
+The pass is the unit of every interval (a pass: every side of a workload once, traced):
+
+- a side's own quantity (its similarity to the real run, UNET3D's passes over the data set) is
+  the median over the passes with its order-statistics interval (:func:`over_passes`): 6 passes
+  reach 95 %;
+- a comparison of two sides (a throughput ratio, emulator minus DLIO, DLIO's storage share over
+  the real run's) resamples each side's passes, and, for a throughput, the steady steps inside
+  each drawn pass (:func:`experiments.stats.runs_bootstrap`): 3 passes of each side reach 95 %.
+
+With fewer than 3 passes a finding has no interval and is ``inconclusive``, saying how many
+passes it needs; ``make decide`` buys them (``decide.traced_comparison``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,8 +28,11 @@ import pandas as pd
 from .. import reference, stats
 from ..claims.declared import Measured, join
 from ..trace.vector import KEYS
-from .compare import (ONE_RUN, STAGE, THESIS_TABLE, WINDOW_METHOD, WINDOWS,  # noqa: F401
-                      _fmt, _nan, checkpoint_distance, similarities, step_rates, window_samples)
+from .compare import STAGE, _nan, step_rates  # noqa: F401
+
+PASS = "pass"   # what a run of this stage is called in the notes
+PASSES_NOTE = ("the pass is the unit of the interval (a pass: every side of the workload once, traced; "
+               "steps of one pass are not independent samples)")
 
 
 def _benchmark_data_gap(w: str):
@@ -33,81 +49,96 @@ def _benchmark_data_gap(w: str):
 GAP_WHERE = {"unet3d": "Sec 5.1.3, Fig 5.5", "bert": "Sec 5.2.2, Fig 5.11", "dlrm": "Sec 5.3.2, Fig 5.17"}
 
 
-def claims(sims: pd.DataFrame, throughput: pd.DataFrame, vectors: dict[str, dict[str, dict | None]],
-           why: dict[str, dict[str, str]] | None = None, note: str = "",
-           steps: pd.DataFrame | None = None, windows: pd.DataFrame | None = None,
-           phases: pd.DataFrame | None = None) -> list[dict]:
-    """The stage's claims from its tables: ``sims`` (:func:`similarity_table` of every
-    workload), ``throughput`` (one row per workload and side with ``data_sps``, ``compute_sps``:
-    the thesis's Sec 4.4 throughputs, samples/s), ``vectors`` ({workload: {side: vector}}), the
-    reasons a side was not measured ({workload: {side: why}}), ``steps`` (the sides' steady
-    steps, :func:`step_rates`) and ``windows`` (:func:`.stage.window_vectors`: each side's
-    trace cut into :data:`WINDOWS` windows, equal shares of its reads of the data set), whose
-    per-window values are noted beside the whole run's (:func:`window_samples`). Every finding
-    is the whole runs', as the thesis's Tables 5.1-5.3 are, one value from one traced run per
-    side, without an interval: the run is the unit of an interval, and steps or windows of one
-    run are not independent samples, so a finding stays ``inconclusive`` until the stage
-    repeats its runs (:data:`ONE_RUN_NOTE`); ``phases``
-    (``phases.csv``: each side's phases, column ``variant`` = the side) gives the epochs a run
-    trained. The measures (``measure_*``) are joined with the declarations of
-    ``experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml``; a declared claim no
-    measure names is ``not measured`` with its declared need."""
-    t = _Tables(sims, throughput, vectors, why or {}, note, steps, windows, phases)
+def over_passes(x, what: str) -> tuple[float, stats.Interval]:
+    """The median of ``x`` (one value per pass) and its interval (:func:`experiments.stats.median_ci`),
+    none below :data:`experiments.stats.MIN_RUNS` passes: the method then says how many it needs."""
+    a = np.asarray([v for v in x if v is not None and np.isfinite(v)], dtype=float)
+    if not len(a):
+        return math.nan, stats.Interval(math.nan, math.nan, 0, what)
+    if len(a) < stats.MIN_RUNS:
+        return float(np.median(a)), stats.Interval(
+            math.nan, math.nan, len(a), f"{what}: needs at least {stats.MIN_RUNS} passes, has {len(a)} "
+                                        f"({stats.MIN_N} for 95 %)")
+    v, ci = stats.median_ci(a)
+    return v, stats.Interval(ci.low, ci.high, ci.n, f"{what}, median over {ci.n} passes, {ci.method}",
+                             ci.level, ci.coverage)
+
+
+def claims(rows: pd.DataFrame, steps: pd.DataFrame | None = None, vectors: dict | None = None,
+           note: str = "") -> list[dict]:
+    """The stage's claims from its tables: ``rows`` (``throughput.csv``: one row per pass and
+    side, with ``run``, ``status``, ``similarity``, ``data_sps``, ``compute_sps``,
+    ``checkpoint_distance``, ``bio_vfs_read_pct``, ``epochs``, the device audit), ``steps``
+    (``side_steps.csv``: the steady steps of every pass, :func:`.compare.step_rates`) and
+    ``vectors`` ({workload: {side: median vector}}, for the notes). The measures (``measure_*``)
+    are joined with the declarations; a declared claim no measure names is ``not measured``
+    with its declared need."""
+    t = _Tables(rows, steps, vectors or {}, note)
     return join(STAGE, [*measure_similarity(t), *measure_throughput(t), *measure_checkpoint(t),
                         *measure_storage_share(t)])
 
 
 @dataclass
 class _Tables:
-    """The stage's tables as :func:`claims` takes them (``why``: {workload: {side: why}})."""
+    """The stage's tables as :func:`claims` takes them."""
 
-    sims: pd.DataFrame
-    throughput: pd.DataFrame
+    rows: pd.DataFrame
+    steps: pd.DataFrame | None
     vectors: dict
-    why: dict
     note: str = ""
-    steps: pd.DataFrame | None = None
-    windows: pd.DataFrame | None = None
-    phases: pd.DataFrame | None = None
 
-    def epochs(self, w: str, side: str = "real") -> int:
-        """The training epochs ``side`` of ``w`` ran (distinct ``epoch`` of its ``train``
-        phases in ``phases.csv``, column ``variant`` = the side); 0 when none are recorded."""
-        p = self.phases
-        if p is None or not len(p) or not {"workload", "variant", "phase", "epoch"} <= set(p.columns):
-            return 0
-        d = p[(p["workload"] == w) & (p["variant"] == side) & (p["phase"] == "train")]
-        return int(d["epoch"].dropna().nunique())
+    def __post_init__(self):
+        r = self.rows
+        if "warmup" in r:
+            r = r[~r["warmup"].fillna(False).astype(bool)]
+        self.rows = r
+        self.workloads = list(dict.fromkeys(r["workload"])) if len(r) else []
 
-    def get(self, df, w, side, col) -> float:
-        r = df[(df["workload"] == w) & (df["side"] == side)]
-        return float(r[col].iloc[0]) if len(r) and not _nan(r[col].iloc[0]) else float("nan")
+    def side(self, w: str, side: str) -> pd.DataFrame:
+        """The measured passes of ``side`` of ``w``, one row each, in pass order."""
+        r = self.rows
+        d = r[(r["workload"] == w) & (r["side"] == side) & (r["status"] == "measured")]
+        return d.sort_values("run") if "run" in d else d
+
+    def values(self, w: str, side: str, col: str) -> list[float]:
+        d = self.side(w, side)
+        return [float(x) for x in d[col]] if col in d else []
+
+    def first(self, w: str, side: str, col: str) -> float:
+        """``col`` of any pass of ``side`` (measured or not): a fact the passes share (the batch)."""
+        r = self.rows
+        d = r[(r["workload"] == w) & (r["side"] == side)]
+        return float(d[col].iloc[0]) if len(d) and col in d and not _nan(d[col].iloc[0]) else float("nan")
 
     def pre(self, *texts: str) -> str:
         """The stage's note (back ends, tier) before ``texts``."""
         return "; ".join(x for x in (self.note, *texts) if x)
 
+    def reason(self, w, *sides) -> str:
+        """Why a claim of ``w`` that needs ``sides`` has no value: each unmeasured side's reason."""
+        parts = []
+        for s in sides:
+            if len(self.side(w, s)):
+                continue
+            r = self.rows
+            d = r[(r["workload"] == w) & (r["side"] == s)]
+            parts.append(f"{s}: {(str(d['why'].fillna('').iloc[-1]) or 'not measured') if len(d) else 'not run'}")
+        return "; ".join(parts) or "a value is missing (see throughput.csv)"
+
     def audit(self, w, *sides) -> str:
-        """The device audit of ``sides`` of ``w`` (``throughput.csv``'s ``read_from`` and
-        ``device_read_ratio``), for a note: where each side's reads came from."""
-        if "read_from" not in self.throughput:
+        """Where each side's reads came from in its passes (``read_from``: device / cache)."""
+        if "read_from" not in self.rows:
             return ""
         bits = []
         for s in sides:
-            r = self.throughput[(self.throughput["workload"] == w) & (self.throughput["side"] == s)]
-            if len(r) and isinstance(r["read_from"].iloc[0], str):
-                ratio = r["device_read_ratio"].iloc[0]
-                bits.append(f"{s} {r['read_from'].iloc[0]}" + ("" if _nan(ratio) else f" ({ratio:.2f})"))
-        return "device audit, reads from (device / job bytes): " + ", ".join(bits) if bits else ""
-
-    def reason(self, w, *sides) -> str:
-        """Why a claim of ``w`` that needs ``sides`` has no value: each missing side's reason."""
-        parts = [f"{s}: {self.why.get(w, {}).get(s) or 'not measured'}" for s in sides
-                 if self.vectors.get(w, {}).get(s) is None]
-        return "; ".join(parts) or "a value is missing (see throughput.csv)"
+            got = [x for x in self.side(w, s)["read_from"] if isinstance(x, str)]
+            if got:
+                counts = pd.Series(got).value_counts()
+                bits.append(f"{s} " + ", ".join(f"{k} in {n}" for k, n in counts.items()))
+        return "device audit, passes reading from: " + "; ".join(bits) if bits else ""
 
     def farthest(self, w, side, n=3) -> str:
-        """The ``n`` components of ``side`` farthest from the real run's (1 - min/max)."""
+        """The ``n`` components of ``side``'s median vector farthest from the real run's (1 - min/max)."""
         real, v = self.vectors.get(w, {}).get("real"), self.vectors.get(w, {}).get(side)
         if real is None or v is None:
             return self.reason(w, "real", side)
@@ -117,89 +148,74 @@ class _Tables:
             if not (_nan(a) or _nan(b)) and max(a, b) > 0:
                 d.append((1 - min(a, b) / max(a, b), k, a, b))
         top = sorted(d, reverse=True)[:n]
-        return "farthest components (real vs " + side + "): " + ", ".join(
+        return "farthest components of the median vectors (real vs " + side + "): " + ", ".join(
             f"{k} {a:.4g} vs {b:.4g}" for _, k, a, b in top)
 
-    def ratio(self, w, side, col):
-        """side / real throughput ``col`` of the whole runs (the tables' values), no interval: the
-        run is the unit of an interval and the stage traces each side once (its steps are not
-        independent samples); with the two throughputs (samples/s)."""
-        e, r = self.get(self.throughput, w, side, col), self.get(self.throughput, w, "real", col)
-        v = e / r if r and not (_nan(e) or _nan(r)) else float("nan")
-        return v, None, (e, r)
+    def spread(self, x: list[float]) -> str:
+        """The passes' values, for a note."""
+        return f"{len(x)} pass(es): " + ", ".join(f"{v:.4g}" for v in x) if x else "no pass"
 
-    def window_ci(self, w, side, what, other=None):
-        """((value, interval) or None, why not) of a trace finding from its per-window samples
-        (:func:`window_samples`): None and why there is no interval where windows cannot be had."""
-        windows = self.windows
-        x = window_samples(windows, w, side, what, other)
-        k = int(windows[windows["workload"] == w]["window"].nunique()) if windows is not None and len(windows) else 0
-        how = WINDOW_METHOD.format(k=k)
-        if what == "bio_vfs":
-            x = x[np.isfinite(x).all(axis=1) & (x[:, 1] > 0)] if len(x) else x
-            if len(x) < 2:
-                return None, f"{len(x)} window(s) with VFS reads: no interval ({ONE_RUN})"
-            share = lambda i: 100 * x[i.astype(int), 0].sum() / x[i.astype(int), 1].sum()  # noqa: E731
-            v, ci = stats.bootstrap(share, np.arange(len(x)), method="BIO / VFS read bytes summed over the "
-                                    "windows, bootstrap of the windows " + how)
-            return (v, ci), ""
-        x = x[np.isfinite(x)] if len(x) else x
-        if len(x) < 2:
-            why_ = ("the trace could not be cut into windows (a /proc-sampled trace holds the run's "
-                    "totals, not timed calls)" if not k
-                    else f"{len(x)} window(s) in which a side wrote a checkpoint (the checkpoints fall in "
-                         "too few windows to give samples)" if what == "distance_minus"
-                    else f"{len(x)} window(s) measured on both sides")
-            return None, f"{why_}: no interval ({ONE_RUN})"
-        v, ci = stats.median_ci(x)
-        return (v, stats.Interval(ci.low, ci.high, ci.n, "median " + how + ", " + ci.method, ci.level,
-                                  ci.coverage)), ""
+    def compare_passes(self, w, a, b, col, stat, what) -> tuple[float, stats.Interval | None]:
+        """``stat(a's values, b's values)`` of ``col`` over the measured passes of sides ``a`` and
+        ``b``, each pass one value, its passes resampled (:func:`experiments.stats.runs_bootstrap`)."""
+        xa, xb = self.values(w, a, col), self.values(w, b, col)
+        if not xa or not xb:
+            return float("nan"), None
+        return stats.runs_bootstrap(stat, [[v] for v in xa], [[v] for v in xb],
+                                    method=f"{what}, bootstrap of each side's passes", units="one value per pass")
 
-
-ONE_RUN_NOTE = ("one traced run per side: no interval (the run is the unit of an interval; steps and "
-                "windows of one run are not independent samples); inconclusive until the stage gives "
-                "it at least 3 runs per side (it traces 1)")
-
-
-def _windows_words(got, why_w: str) -> str:
-    """The per-window median and its interval (:meth:`_Tables.window_ci`), for a note beside the
-    whole run's value: what the windows of the one traced run per side show, or why none."""
-    if got is None:
-        return why_w
-    v, ci = got
-    return (f"median over the windows {v:.4g}" + (f" [{ci.low:.4g}, {ci.high:.4g}] n={ci.n}" if ci.ok else "")
-            + " (window-to-window, not run-to-run, variation)")
+    def throughput_ratio(self, w, side, col) -> tuple[float, stats.Interval | None, tuple[list, list]]:
+        """side / real throughput ``col`` (samples/s): the ratio of the medians of the per-step
+        throughputs of the steady steps of every pass (:func:`.compare.step_rates`), with its
+        two-level interval: each side's passes resampled, then the steps inside each drawn pass.
+        Also each side's per-pass throughputs (``throughput.csv``), for the note."""
+        per = (self.values(w, side, col), self.values(w, "real", col))
+        st = self.steps
+        if st is None or not len(st) or "run" not in st:
+            return float("nan"), None, per
+        runs = []
+        for s in (side, "real"):
+            keep = set(self.side(w, s)["run"])
+            d = st[(st["workload"] == w) & (st["side"] == s) & st["run"].isin(keep)]
+            runs.append([step_rates(g, w, s, col) for _, g in d.groupby("run", sort=True)])
+        if not runs[0] or not runs[1]:
+            return float("nan"), None, per
+        v, ci = stats.runs_bootstrap(lambda e, r: float(np.median(e) / np.median(r)), *runs,
+                                     method="ratio of the medians of per-step throughputs, two-level bootstrap",
+                                     units="steady steps")
+        return v, ci, per
 
 
 def measure_similarity(t: _Tables) -> list[Measured]:
     """Per workload, the thesis's quantity: each side's weighted cosine similarity (Eq 4.1, 0-1)
-    of the whole run's vector to the real run's: DLIO's (the thesis's benchmark), the emulator's
-    and the sleep run's (our rows beside it), emulator minus DLIO, and the real run against
-    itself. One traced run per side gives the whole run one value and no interval; the median
-    over the windows (:func:`window_samples`) with its interval is in the note."""
+    of a pass's vector to the same pass's real run's, the median over the passes: DLIO's (the
+    thesis's benchmark), the emulator's and the sleep run's (our rows beside it); emulator minus
+    DLIO (each side's passes resampled); the real run against itself (a check)."""
     out = []
-    for w in t.vectors:
-        sim = {s_: t.get(t.sims, w, s_, "similarity") for s_ in ("dlio", "emulator", "sleep")}
-        for side, v in sim.items():
-            got, why_w = t.window_ci(w, side, "similarity") if not _nan(v) else (None, "")
-            out.append(Measured(f"traced-similarity-{side}-{w}", v, why_not=t.farthest(w, side),
-                                note=t.pre(_windows_words(got, why_w))))
-        emu, dl = sim["emulator"], sim["dlio"]
-        both = not (_nan(emu) or _nan(dl))
-        got, why_w = t.window_ci(w, "emulator", "similarity_minus", "dlio") if both else (None, "")
+    for w in t.workloads:
+        for side in ("dlio", "emulator", "sleep"):
+            x = t.values(w, side, "similarity")
+            v, ci = over_passes(x, "similarity to the same pass's real run")
+            out.append(Measured(f"traced-similarity-{side}-{w}", v, ci if x else None,
+                                why_not=t.farthest(w, side) if x else t.reason(w, "real", side),
+                                note=t.pre(t.spread(x), PASSES_NOTE)))
+        xe, xd = t.values(w, "emulator", "similarity"), t.values(w, "dlio", "similarity")
+        v, ci = t.compare_passes(w, "emulator", "dlio", "similarity",
+                                 lambda e, d: float(np.median(e) - np.median(d)), "median emulator - median DLIO")
         out.append(Measured(
-            f"traced-similarity-emulator-vs-dlio-{w}", emu - dl if both else float("nan"),
-            why_not=t.farthest(w, "emulator") if both else t.reason(w, "real", "emulator", "dlio"),
-            note=t.pre(_windows_words(got, why_w))))
-        out.append(Measured(f"traced-self-similarity-{w}", t.get(t.sims, w, "real", "similarity"),
-                            why_not=t.reason(w, "real")))
+            f"traced-similarity-emulator-vs-dlio-{w}", v, ci,
+            why_not=t.farthest(w, "emulator") if not _nan(v) else t.reason(w, "real", "emulator", "dlio"),
+            note=t.pre(f"emulator {t.spread(xe)}; DLIO {t.spread(xd)}", PASSES_NOTE)))
+        x = t.values(w, "real", "similarity")
+        out.append(Measured(f"traced-self-similarity-{w}", float(np.min(x)) if x else float("nan"),
+                            why_not=t.reason(w, "real"), note=t.pre(f"the lowest of {t.spread(x)}")))
     return out
 
 
 def _dlrm_below_gap(t: _Tables, w: str) -> tuple[bool, float]:
     """(whether workload ``w`` is DLRM run below the thesis's batch 16k, where its benchmark's
     data throughput was "all very similar" to the real run's; the global batch)."""
-    batch = t.get(t.throughput, w, "real", "batch_size") if "batch_size" in t.throughput else float("nan")
+    batch = t.first(w, "real", "batch_size")
     return w == "dlrm" and not (batch >= reference.HOVON_DLRM_BENCHMARK_GAP_FROM_BATCH), batch
 
 
@@ -215,21 +231,28 @@ def _gap_words(t: _Tables, w: str) -> str:
             "only at its highest batch" if similar else f"{words} data throughput from batch 16k up (ours: {at_b})")
 
 
+def _per_pass(name: str, per: tuple[list, list], other: str) -> str:
+    e, r = per
+    return (f"{name} per pass (samples/s): real " + ", ".join(f"{x:.4g}" for x in r)
+            + f"; {other} " + ", ".join(f"{x:.4g}" for x in e))
+
+
 def measure_throughput(t: _Tables) -> list[Measured]:
     """Per workload: the emulator's data and compute throughputs (Sec 4.4: samples per step /
-    median data wait, / median compute time) over the real run's, and DLIO's data throughput
-    over the real run's (DLRM: the row of the thesis's batch range, below or from 16k); each the
-    ratio of the whole runs' throughputs, without an interval (:meth:`_Tables.ratio`: one run per side)."""
+    median data wait, / median compute time) over the real run's, and DLIO's over the real
+    run's (DLRM's data row: the thesis's batch range, below or from 16k); each the ratio of the
+    medians of the per-step throughputs of every pass, two-level bootstrap
+    (:meth:`_Tables.throughput_ratio`)."""
     out = []
-    for w in t.vectors:
+    for w in t.workloads:
         similar, _ = _dlrm_below_gap(t, w)
         gap_where = GAP_WHERE[w]
         for col in ("data_sps", "compute_sps"):
-            v, ci, (e, r) = t.ratio(w, "emulator", col)
-            sl = t.get(t.throughput, w, "sleep", col)
-            measured = (f"{col}: real {r:.4g}, emulator {e:.4g}, sleep run {sl:.4g} samples/s; a sleep run "
-                        "as far off says the compute model (or the load on the box when it was fitted) "
-                        "differs from this run, not the emulator's data path")
+            v, ci, per = t.throughput_ratio(w, "emulator", col)
+            sl = t.values(w, "sleep", col)
+            measured = (f"{_per_pass(col, per, 'emulator')}; sleep run " + ", ".join(f"{x:.4g}" for x in sl)
+                        + "; a sleep run as far off says the compute model (or the load on the box when it "
+                          "was fitted) differs from this run, not the emulator's data path")
             # The thesis reports its benchmark's data throughput as a miss (UNET3D "an order of
             # magnitude higher" latency, BERT "consistently 5 times lower"): within 10 % is our
             # goal for our emulator, an extension; the thesis's gap is its context.
@@ -238,107 +261,97 @@ def measure_throughput(t: _Tables) -> list[Measured]:
                        else "context: the thesis's benchmark recreated its real run's (DLIO's row)")
             out.append(Measured(f"traced-{col.split('_')[0]}-throughput-emulator-{w}", v, ci,
                                 why_not=measured if not _nan(v) else t.reason(w, "real", "emulator"),
-                                note=t.pre(context, t.audit(w, "real", "emulator"), ONE_RUN_NOTE)))
+                                note=t.pre(context, t.audit(w, "real", "emulator"), PASSES_NOTE)))
         # The thesis's benchmark recreated the real run's compute throughput: DLIO's side
-        v, ci, (d_, r) = t.ratio(w, "dlio", "compute_sps")
+        v, ci, per = t.throughput_ratio(w, "dlio", "compute_sps")
         out.append(Measured(
-            f"traced-compute-throughput-dlio-{w}", v, ci, note=t.pre(ONE_RUN_NOTE),
-            why_not=(f"compute_sps: real {r:.4g}, DLIO {d_:.4g} samples/s (DLIO: its per-step sleep, "
-                     "computation_time from the compute model)" if not _nan(v) else t.reason(w, "real", "dlio"))))
+            f"traced-compute-throughput-dlio-{w}", v, ci, note=t.pre(PASSES_NOTE),
+            why_not=(_per_pass("compute_sps", per, "DLIO") + " (DLIO: its per-step sleep, computation_time "
+                     "from the compute model)" if not _nan(v) else t.reason(w, "real", "dlio"))))
         # The thesis's own finding, reproduced with MLPerf Storage's base on this box.
-        v, ci, (d_, r) = t.ratio(w, "dlio", "data_sps")
+        v, ci, per = t.throughput_ratio(w, "dlio", "data_sps")
         out.append(Measured(
             "traced-data-throughput-dlio-dlrm-from-16k" if w == "dlrm" and not similar
             else f"traced-data-throughput-dlio-{w}", v, ci,
             context=f"thesis: its benchmark reached {_gap_words(t, w)}",
             note=t.pre(("Sec 5.3.2: 'the median latencies and throughputs are all very similar. This does "
                         "not hold for the benchmark starting at batch sizes of 16k and up'" if w == "dlrm" else ""),
-                       t.audit(w, "real", "dlio"), ONE_RUN_NOTE),
-            why_not=(f"data_sps: real {r:.4g}, DLIO {d_:.4g} samples/s (DLIO: its per-step load time)"
+                       t.audit(w, "real", "dlio"), PASSES_NOTE),
+            why_not=(_per_pass("data_sps", per, "DLIO") + " (DLIO: its per-step load time)"
                      if not _nan(v) else t.reason(w, "real", "dlio"))))
     return out
 
 
 def measure_checkpoint(t: _Tables) -> list[Measured]:
     """Per workload: DLIO's checkpoint distance from the real run minus the emulator's
-    (:func:`checkpoint_distance`, 0-1), the median over the windows with a checkpoint."""
+    (:func:`.compare.checkpoint_distance`, 0-1), medians over the passes."""
     out = []
-    for w in t.vectors:
-        de = checkpoint_distance(t.vectors[w].get("real"), t.vectors[w].get("emulator"))
-        dd = checkpoint_distance(t.vectors[w].get("real"), t.vectors[w].get("dlio"))
-        both = not (_nan(dd) or _nan(de))
-        got, why_w = t.window_ci(w, "emulator", "distance_minus", "dlio") if both else (None, "")
-        # a check, not a finding: why, in its note and docs/statistics.md; of the whole runs, as the
-        # statement's components are
+    for w in t.workloads:
+        de, dd = t.values(w, "emulator", "checkpoint_distance"), t.values(w, "dlio", "checkpoint_distance")
+        v, ci = t.compare_passes(w, "dlio", "emulator", "checkpoint_distance",
+                                 lambda d, e: float(np.median(d) - np.median(e)), "median DLIO - median emulator")
+        # a check, not a finding: why, in its note and docs/statistics.md
         out.append(Measured(
-            f"traced-checkpoint-closer-than-dlio-{w}", dd - de if both else float("nan"),
+            f"traced-checkpoint-closer-than-dlio-{w}", v, ci,
             why_not=t.reason(w, "real", "emulator", "dlio"),
-            note=t.pre(f"whole-run distance emulator {de:.3g}, DLIO {dd:.3g}"
-                       + (f"; over the windows with a checkpoint: {_windows_words(got, why_w)}" if both else "")
-                       + "; a check of the replay (the emulator writes the pattern traced from the real "
-                         "run, and every checkpoint of a run writes the same calls), judged on its value")))
+            note=t.pre(f"distance emulator {t.spread(de)}; DLIO {t.spread(dd)}; a check of the replay (the "
+                       "emulator writes the pattern traced from the real run, and every checkpoint of a run "
+                       "writes the same calls), judged on its value")))
     return out
 
 
 def measure_storage_share(t: _Tables) -> list[Measured]:
     """The share of the requested (VFS) read bytes that went to storage (BIO), Tables 5.1-5.2's
-    row: BERT's DLIO over its real run (ratio of shares), and UNET3D's real run in passes over
-    the data set (:func:`_storage_passes`); the whole runs' shares, no interval (one traced run
-    per side: :data:`ONE_RUN_NOTE`), the windows' spread in the note."""
+    row: BERT's DLIO over its real run (ratio of the medians over the passes, each side's passes
+    resampled), and UNET3D's real run in passes over the data set (:func:`_storage_passes`)."""
     out = []
-    if "bert" in t.vectors:
+    if "bert" in t.workloads:
         # Table 5.2 and Sec 5.2.3: BIO / VFS read bytes 86.97 % (benchmark) against 107.0 %.
-        pct = {side: (t.vectors["bert"].get(side) or {}).get("bio_vfs_read_pct", float("nan"))
-               for side in ("real", "emulator", "dlio")}
-        r_, d_ = pct["real"], pct["dlio"]
-        v = d_ / r_ if not (_nan(r_) or _nan(d_)) and r_ > 0 else float("nan")
-        why_b = ""
-        if not _nan(v):
-            # the windows of one run per side: their spread in the note, not an interval
-            xd, xr = (window_samples(t.windows, "bert", s_, "bio_vfs") for s_ in ("dlio", "real"))
-            xd, xr = ([x[np.isfinite(x).all(axis=1) & (x[:, 1] > 0)] if len(x) else x for x in (xd, xr)])
-            if min(len(xd), len(xr)) >= 2:
-                per = [100 * a_[0] / a_[1] for a_ in xd], [100 * a_[0] / a_[1] for a_ in xr]
-                why_b = (f"over the windows (window-to-window, not run-to-run, variation): DLIO "
-                         f"{min(per[0]):.3g}-{max(per[0]):.3g} %, real {min(per[1]):.3g}-{max(per[1]):.3g} %")
-        ci = None
+        xr, xd = t.values("bert", "real", "bio_vfs_read_pct"), t.values("bert", "dlio", "bio_vfs_read_pct")
+        xr, xd = [x for x in xr if np.isfinite(x)], [x for x in xd if np.isfinite(x)]
+        r_, d_ = (float(np.median(x)) if x else float("nan") for x in (xr, xd))
+        v, ci = float("nan"), None
+        if xr and xd and r_ > 0:
+            v, ci = stats.runs_bootstrap(lambda d, r: float(np.median(d) / np.median(r)), [[x] for x in xd],
+                                         [[x] for x in xr], method="ratio of the medians over the passes, "
+                                         "bootstrap of each side's passes", units="one value per pass")
         out.append(Measured(
             "traced-bio-vfs-dlio-below-real-bert", v, ci,
-            note=t.pre(ONE_RUN_NOTE, why_b) + "; BIO / VFS read bytes here: " + ", ".join(
-                f"{k} {x:.3g} %" for k, x in pct.items() if not _nan(x)),
+            note=t.pre(f"BIO / VFS read bytes (%): real {t.spread(xr)}; DLIO {t.spread(xd)}", PASSES_NOTE),
             why_not=(t.reason("bert", "real", "dlio") if _nan(r_) or _nan(d_) else
                      "the real run read nothing from storage (a memory-backed tier has no block device)"
                      if r_ <= 0 else
-                     f"BIO / VFS read bytes: real {r_:.3g} %, DLIO {d_:.3g} %: "
+                     f"BIO / VFS read bytes, medians: real {r_:.3g} %, DLIO {d_:.3g} %: "
                      + ("DLIO read about all it requested from storage, so its data did not stay in "
                         "the page cache between its reads, where the real run's did" if d_ >= 90 else
                         "the page cache held more of the real run's data than of DLIO's"))))
-    if "unet3d" in t.vectors:
+    if "unet3d" in t.workloads:
         out.append(_storage_passes(t))
     return out
 
 
 def _storage_passes(t: _Tables) -> Measured:
     """UNET3D's real run: the bytes read from storage (BIO) over the bytes one training epoch
-    requests (VFS read bytes / epochs), i.e. the BIO / VFS share times the epochs: about 1 when
-    the data set crosses from storage once and the later epochs read it from the page cache,
-    the epoch count when nothing is cached. The share alone is about 1 / epochs even with
-    perfect caching, so it tests the run's epoch count, not the caching Sec 5.1.4 states."""
-    real = t.vectors["unet3d"].get("real")
-    share = float("nan") if real is None else real.get("bio_vfs_read_pct", float("nan"))
-    k = t.epochs("unet3d")
-    if real is None or _nan(share) or not k:
-        why_ = t.reason("unet3d", "real") if real is None or _nan(share) else (
-            "the run's phases (phases.csv) hold no training epoch of the real UNET3D run")
-        return Measured("traced-unet3d-vfs-reads-to-storage", why_not=why_)
-    got, why_w = t.window_ci("unet3d", "real", "bio_vfs")
-    v = share
-    passes = v * k / 100
+    requests (VFS read bytes / epochs), i.e. the BIO / VFS share times the epochs, per pass, the
+    median over the passes: about 1 when the data set crosses from storage once and the later
+    epochs read it from the page cache, the epoch count when nothing is cached. The share alone
+    is about 1 / epochs even with perfect caching, so it tests the run's epoch count, not the
+    caching Sec 5.1.4 states."""
+    d = t.side("unet3d", "real")
+    if not len(d) or "bio_vfs_read_pct" not in d or not d["bio_vfs_read_pct"].notna().any():
+        return Measured("traced-unet3d-vfs-reads-to-storage", why_not=t.reason("unet3d", "real"))
+    d = d[d["bio_vfs_read_pct"].notna() & (d["epochs"] > 0)]
+    if not len(d):
+        return Measured("traced-unet3d-vfs-reads-to-storage",
+                        why_not="the run's phases (phases.csv) hold no training epoch of the real UNET3D run")
+    x = (d["bio_vfs_read_pct"] * d["epochs"] / 100).tolist()
+    k = sorted(set(int(e) for e in d["epochs"]))
+    v, ci = over_passes(x, "BIO / VFS read bytes x training epochs")
     return Measured(
-        "traced-unet3d-vfs-reads-to-storage", passes, None, context=f"{k} training epochs",
-        note=t.pre(ONE_RUN_NOTE, f"BIO / VFS read bytes {v:.3g} % of the whole run over {k} epochs; "
-                   + _windows_words(got, why_w)) + "; 0 on a memory-backed tier (no block device)",
-        why_not="" if passes <= 1 else (
-            f"BIO / VFS read bytes {v:.3g} % over {k} epochs: more than one pass came from storage (the "
-            "page cache did not hold all of the data set between epochs, or other programs on the "
-            "box evicted its pages)"))
+        "traced-unet3d-vfs-reads-to-storage", v, ci, context=f"{'/'.join(map(str, k))} training epochs",
+        note=t.pre(f"passes over the data set from storage, {t.spread(x)} (BIO / VFS read bytes: "
+                   + ", ".join(f"{s:.3g} %" for s in d["bio_vfs_read_pct"]) + ")", PASSES_NOTE)
+        + "; 0 on a memory-backed tier (no block device)",
+        why_not="" if v <= 1 else (
+            f"median {v:.3g} passes over {k} epochs: more than one pass came from storage (the page cache "
+            "did not hold all of the data set between epochs, or other programs on the box evicted its pages)"))

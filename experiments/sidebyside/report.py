@@ -1,11 +1,11 @@
 """The ``traced_comparison_report`` stage (notebook 53): figures and claims from what the
 ``traced_comparison`` stage measured (:mod:`.stage`), re-measuring nothing.
 
-- :func:`load`: the measuring stage's tables back as :func:`.stage.tables` returned them;
-- :func:`timelines`: the Fig 5.7/5.12/5.18 timelines from each side's saved trace, I/O series
-  and phases;
+- :func:`load`: the measuring stage's tables (one row per pass and side);
+- :func:`timelines`: the Fig 5.7/5.12/5.18 timelines from each side's saved trace (the
+  workload's first pass), I/O series and phases;
 - :func:`throughput_figure`: the four sides' data and compute throughputs at each workload's
-  one measured point, with the interquartile range of its steady steps (one run: no interval);
+  one measured point, the median over the passes with their range;
 - :func:`claims`: the side-by-side claims (:func:`.findings.claims`).
 """
 
@@ -16,7 +16,7 @@ import json
 import pandas as pd
 
 from .. import paths
-from . import compare, findings
+from . import findings
 from .settings import SIDES
 
 STAGE = "traced_comparison"
@@ -27,20 +27,20 @@ def _dir(stage_dir=None):
 
 
 def load(stage_dir=None) -> dict:
-    """The tables the measuring stage wrote, under :func:`.stage.tables`' keys
-    (``similarity``, ``throughput``, ``components`` DataFrames; ``vectors`` and ``why`` dicts;
-    ``steps``, ``windows`` and ``phases`` DataFrames)."""
+    """The tables the measuring stage wrote: ``rows`` (``throughput.csv``, one row per pass and
+    side), ``similarity`` (its similarity columns), ``steps`` (``side_steps.csv``), ``components``
+    (every pass's), ``vectors`` (each side's median vector) and ``why`` (dicts), ``phases``."""
     d = _dir(stage_dir)
     # text columns read as text: an all-empty column is not a float column to fill with ""
-    sim = pd.read_csv(d / "similarity.csv", dtype={"why": str, "backend": str})
+    text = {"why": str, "backend": str, "status": str}
+    rows = pd.read_csv(d / "throughput.csv", dtype=text)
+    rows[["why", "backend"]] = rows[["why", "backend"]].fillna("")
+    sim = pd.read_csv(d / "similarity.csv", dtype=text)
     sim[["why", "backend"]] = sim[["why", "backend"]].fillna("")
-    windows = d / "windows.csv"
-    return {"similarity": sim, "throughput": pd.read_csv(d / "throughput.csv"),
+    return {"rows": rows, "similarity": sim, "steps": pd.read_csv(d / "side_steps.csv"),
             "components": pd.read_csv(d / "components.csv"),
             "vectors": _vectors(json.loads((d / "vectors.json").read_text())),
             "why": json.loads((d / "why.json").read_text()),
-            "steps": pd.read_csv(d / "side_steps.csv"),
-            "windows": pd.read_csv(windows) if windows.exists() else None,
             "phases": pd.read_csv(d / "phases.csv") if (d / "phases.csv").exists() else None}
 
 
@@ -62,35 +62,37 @@ def timelines(stage_dir=None):
         yield t["name"], timeline.plot(tr, ph, bin_s=t["bin_s"], io=pd.read_csv(d / t["io"]), title=t["title"])
 
 
-def _with_ci(tp: pd.DataFrame, steps: pd.DataFrame | None) -> pd.DataFrame:
-    """``tp`` with the bars of each side's data and compute throughput: the interquartile range
-    of its steady steps' throughputs (:func:`.compare.step_rates`), in the columns
-    ``<col>_ci_low``/``_ci_high`` the figure style draws. The spread inside one run, not an
-    interval: one traced run per side gives none (the run is the unit of an interval)."""
-    import numpy as np
+def per_side(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per workload and side: the median over its measured passes of ``data_sps`` and
+    ``compute_sps`` (samples/s), with the lowest and highest pass in ``<col>_ci_low``/``_ci_high``
+    (the columns the figure style draws: the passes' range, not an interval), ``passes``,
+    ``batch_size`` and ``ranks``."""
+    out = []
+    for (w, side), g in rows.groupby(["workload", "side"], sort=False):
+        ok = g[g["status"] == "measured"]
+        r = {"workload": w, "side": side, "batch_size": g["batch_size"].iloc[0], "ranks": g["ranks"].iloc[0],
+             "passes": len(ok)}
+        for col in ("data_sps", "compute_sps"):
+            x = ok[col].dropna()
+            r[col] = float(x.median()) if len(x) else float("nan")
+            r[f"{col}_ci_low"] = float(x.min()) if len(x) > 1 else float("nan")
+            r[f"{col}_ci_high"] = float(x.max()) if len(x) > 1 else float("nan")
+        out.append(r)
+    return pd.DataFrame(out)
 
-    tp = tp.copy()
-    for col in ("data_sps", "compute_sps"):
-        qs = [np.quantile(x, [0.25, 0.75]) if len(x := compare.step_rates(steps, w, s, col)) else (np.nan, np.nan)
-              for w, s in zip(tp["workload"], tp["side"])]
-        tp[f"{col}_ci_low"] = [q[0] for q in qs]
-        tp[f"{col}_ci_high"] = [q[1] for q in qs]
-    return tp
 
-
-def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
+def throughput_figure(rows: pd.DataFrame):
     """The thesis's data and compute throughputs (samples/s, Sec 4.4) of the four sides at the
     one (batch, ranks) point each workload ran: one column of panels per workload, the sides
     side by side on the x axis in one colour each (:func:`experiments.style.category`), each
-    whole-run throughput with the interquartile range of its steady steps (``steps``,
-    :func:`.stage.side_steps`: the spread inside the one run, not an interval). A side not
-    measured is named on its axis with no point."""
+    side's median over its passes with the range of the passes (:func:`per_side`; one pass: no
+    bar). A side not measured is named on its axis with no point."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     from .. import style
 
-    tp = _with_ci(tp, steps)
+    tp = per_side(rows)
     ws = list(dict.fromkeys(tp["workload"]))
     fig, axes = plt.subplots(2, len(ws), figsize=(3.6 * len(ws) + 0.8, 5.8), squeeze=False)
     for j, w in enumerate(ws):
@@ -116,14 +118,14 @@ def throughput_figure(tp: pd.DataFrame, steps: pd.DataFrame | None = None):
             if i == 0:
                 unit = "global" if w == "dlrm" else "per rank"
                 ax.set_title(f"{w.upper()}: batch {int(d['batch_size'].iloc[0])} ({unit}), "
-                             f"{int(d['ranks'].iloc[0])} ranks", fontsize="medium")
-    fig.suptitle("Four sides at one point per workload, one traced run each: bars the steady steps' "
-                 "interquartile range (spread within the run, not an interval)", fontsize="medium")
+                             f"{int(d['ranks'].iloc[0])} ranks, {int(d['passes'].max())} pass(es)",
+                             fontsize="medium")
+    fig.suptitle("Four sides at one point per workload: the median over the passes, bars the lowest and "
+                 "highest pass (their range, not an interval)", fontsize="medium")
     fig.tight_layout()
     return fig
 
 
 def claims(tabs: dict, note: str = "") -> list[dict]:
     """The side-by-side claims of :func:`load`'s tables (:func:`.findings.claims`)."""
-    return findings.claims(tabs["similarity"], tabs["throughput"], tabs["vectors"], tabs["why"], note,
-                              steps=tabs.get("steps"), windows=tabs.get("windows"), phases=tabs.get("phases"))
+    return findings.claims(tabs["rows"], tabs["steps"], tabs["vectors"], note)

@@ -22,7 +22,8 @@ class ComparisonPoint(Section):
 class TracedComparisonConfig(Section):
     """What the ``traced_comparison`` stage traces: each workload of ``points`` at its (B, G),
     with the schedule of its own section (``train`` part), laid over by ``overrides``; the data
-    staged on ``tier`` (checkpoints go there too), evicted before each side."""
+    staged on ``tier`` (checkpoints go there too), evicted before each side; ``runs`` passes of
+    every workload (``make decide`` buys more)."""
 
     points: dict[Literal["unet3d", "bert", "dlrm"], ComparisonPoint] = Field(
         min_length=1, description="one (batch_size, ranks) per workload compared")
@@ -38,3 +39,6 @@ class TracedComparisonConfig(Section):
                                           "e.g. {unet3d: {train: {epochs: 2}}}")
     eviction: Literal["auto", "drop_caches", "fadvise", "none"] = "auto"
     dlio_timeout_s: int = Field(600, ge=10, le=7200, description="DLIO run limit, s")
+    runs: int = Field(1, ge=1, le=50, description="passes of every workload (a pass: each side once, "
+                                                 "traced): the unit of every interval; 3 give the ratios "
+                                                 "between sides one, 6 a side's own similarity")

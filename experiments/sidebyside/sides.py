@@ -12,8 +12,8 @@ The four sides read the same data set (staged on the comparison's tier by
   config written from the same section; ``computation_time`` from the compute model). When DLIO
   cannot run here its side is ``not measured`` with DLIO's own reason.
 
-Each side runs inside one window of the stage's :class:`experiments.trace.Session` (one tracer,
-the same back end and options for every side, attached once: it follows every child: torchrun,
+Each side runs inside one window of its pass's :class:`experiments.trace.Session` (one tracer,
+the same back end and options for every side, attached once a pass: it follows every child: torchrun,
 TF workers, ``mpiexec`` and its ranks; each side's trace is its window, cut out by time), and
 ends with ``sync`` inside its window so that each side's checkpoint writeback lands in its own
 trace. Its vector (:func:`experiments.trace.vector.characteristic_vector`) counts reads of

@@ -1,29 +1,35 @@
-"""The ``traced_comparison`` stage (notebook 52): run every side traced, tabulate, write.
+"""The ``traced_comparison`` stage (notebook 52): every side of every workload traced, pass after
+pass, through the one measuring-stage interface; tabulated and written.
 
-It measures and draws nothing; ``traced_comparison_report`` (notebook 53,
-:mod:`.report`) reads what it wrote and makes the figures and claims, so a figure setting
-re-runs only the report. ``results/traced_comparison/`` holds
+A **run** is one pass of a workload (:func:`measuring_stage`): each side (real, sleep, emulator,
+DLIO) once, in a tracer session of its own (the probes attach once per pass), on data evicted
+before each side. The pass is the unit of every interval (the report's findings, :mod:`.findings`);
+the stage runs ``traced_comparison.runs`` rounds of every workload in a seeded order, then the
+passes ``make decide`` bought (``decide.traced_comparison``), appending to what it measured before.
 
-- ``components.csv`` (Tables 5.1-5.3, every workload: one value and one difference column per
-  side), ``table_5_1_unet3d.md`` / ``table_5_2_bert.md`` / ``table_5_3_dlrm.md`` (the same as
-  Markdown, with each side's similarity to the real run);
-- ``similarity.csv`` (workload, side, similarity, status, why, back end);
-- ``throughput.csv`` (workload, side: data and compute throughput, see :mod:`.sides`);
-- ``side_steps.csv``: every measured side's steady steps (:func:`side_steps`), the samples of
-  the throughputs' intervals;
-- ``vectors.json``; ``why.json`` (workload -> side -> why it was not measured);
-  ``trace_<workload>_<side>.parquet`` (every traced side);
-- ``windows.csv``: each measured side's trace cut into :data:`.compare.WINDOWS` windows (equal
-  shares of its data reads) and the vector of each (:func:`window_vectors`): the samples of
-  the trace findings;
-- ``timelines.json`` with ``timeline_<workload>_<side>.io.csv`` and ``.phases.csv``: what
-  each side's Fig 5.7/5.12/5.18 timeline draws (:func:`timeline_inputs`), computed while its
-  checkpoint files, whose extents filter the block rows, still exist;
+It measures and draws nothing else; ``traced_comparison_report`` (notebook 53, :mod:`.report`)
+reads what it wrote and makes the figures and claims. ``results/traced_comparison/`` holds
+
+- ``throughput.csv``: the stage's rows, one per pass and side (``run``, ``repeat``, ``made_by``,
+  ``run_s``): its data and compute throughputs (:mod:`.sides`), its similarity to the same pass's
+  real run (Eq 4.1) with the components used, its checkpoint distance from it, its BIO / VFS read
+  share, its training epochs, the device audit; ``similarity.csv`` the same rows' similarity columns;
+- ``vectors.csv`` (every pass's Table 4.2 vector of every side), ``components.csv`` (Tables
+  5.1-5.3 of every pass: one value and one difference column per side);
+  ``table_5_1_unet3d.md`` / ``table_5_2_bert.md`` / ``table_5_3_dlrm.md`` (and ``.csv``): the
+  tables of each side's median vector over the passes, with each side's median similarity;
+  ``vectors.json`` (those median vectors), ``why.json`` (workload -> side -> why not measured);
+- ``side_steps.csv``: every measured side's steady steps (:func:`side_steps`), tagged with the pass;
+- of each workload's first pass only (they are large and show one pass): ``trace_<workload>_<side>.parquet``,
+  ``timelines.json`` with ``timeline_<workload>_<side>.io.csv`` and ``.phases.csv`` (what each
+  side's Fig 5.7/5.12/5.18 timeline draws, computed while its checkpoint files, whose extents
+  filter the block rows, still exist);
 - the validation layout of the workload stages for the sides that run our programs
-  (``summary.csv`` from :func:`experiments.workloads.fits.step_summary`, ``raw.parquet``
-  steps, ``phases.csv``, ``runs.csv``, column ``variant`` = the side), so
+  (``raw.parquet`` steps, ``loader.csv``, ``phases.csv``, ``runs.csv``, ``summary.csv``, column
+  ``variant`` = the side, every row tagged with its pass), so that
   :data:`experiments.workloads.validation.ROWS`'s ``emulator`` row reads this folder;
-- ``metrics.json``, ``env.json``.
+- ``rounds.json``, ``variance.csv`` (between- and within-pass variance per workload and side),
+  ``metrics.json``, ``env.json``.
 """
 
 from __future__ import annotations
@@ -39,104 +45,153 @@ from . import compare, sides
 TABLE_FILE = {"unet3d": "table_5_1_unet3d", "bert": "table_5_2_bert", "dlrm": "table_5_3_dlrm"}
 TIMELINE_FILE = {"unet3d": "fig5_7_unet3d_timeline", "bert": "fig5_12_bert_timeline",
                  "dlrm": "fig5_18_dlrm_timeline"}
+STAGE = "traced_comparison"
+CONFIG_KEYS = ("workload",)   # a configuration is a workload at its point; a run is one pass of its sides
+TABLES = ("vectors", "components", "side_steps", "steps", "loader", "phases")
+FILES = {"rows": "throughput.csv", "steps": "raw.parquet"}
+RECORDS = ("steps", "loader", "phases")   # the validation layout's side tables (variant = the side)
 
 
-def run_all(cfg, work_root) -> dict:
-    """Every workload of ``cfg.traced_comparison.points``: {workload: :func:`.sides.finish_workload`}.
-    ``cfg`` holds the sections ``traced_comparison``, ``tiers``, ``seed`` and the workloads'.
-    Every side of every workload runs in one tracer session (the probes attach once)."""
-    from ..trace import Session
+class Passes:
+    """What the passes run in this process kept beside their rows: each workload's first pass's
+    traces and timeline inputs (:func:`timeline_inputs`) and its sides' facts (for ``env.json``)."""
+
+    def __init__(self):
+        self.traces: dict[str, dict] = {}      # workload -> side -> Trace
+        self.timelines: dict[str, list] = {}   # workload -> timeline_inputs items
+        self.facts: dict[str, dict] = {}       # workload -> side -> facts
+        self.data: dict[str, str] = {}         # workload -> the staged data folder
+
+
+def measuring_stage(cfg, work_root, passes: Passes | None = None):
+    """The stage as a :class:`experiments.repeats.MeasuringStage`: one configuration per workload
+    of ``cfg.traced_comparison.points`` (key ``workload``), ``traced_comparison.runs`` rounds in a
+    seeded order; a run is one pass (:func:`run_pass`), its rows one per side, its side tables
+    :data:`TABLES`. ``cfg`` holds the sections ``traced_comparison``, ``tiers``, ``seed`` and the
+    workloads'. Bad input (a workload without its section, sides without ``real``, an unknown
+    tier) stops here, before any pass."""
+    from .. import repeats
 
     tc = cfg.traced_comparison
     secs = {w: getattr(cfg, w).model_dump(mode="json") for w in tc.points if hasattr(cfg, w)}
     sides.check_points(tc, secs)
     tier = sides.pick_tier(cfg.tiers, tc.tier)
     work_root = Path(work_root)
+    kept = passes if passes is not None else Passes()
+
+    def run_one(c: dict, repeat: int):
+        rows, tables = run_pass(c["workload"], secs[c["workload"]], tc, cfg.seed, tier, work_root, kept,
+                                desc=f"{c['workload']} pass {repeat}: sides")
+        return repeats.Run(rows, tables)
+
+    configs = [{"workload": w} for w in tc.points]
+    return repeats.MeasuringStage(STAGE, CONFIG_KEYS, configs, run_one, repeats.RoundsPlan(tc.runs, tc.runs),
+                                  cfg.seed, tables=TABLES, files=FILES, progress=f"{STAGE} passes")
+
+
+def measure(cfg, work_root, purchases=()) -> tuple:
+    """Run the stage (:func:`measuring_stage`) and the passes ``make decide`` bought
+    (``purchases``: ``decide.traced_comparison``); returns the
+    :class:`experiments.repeats.Measurement` and the :class:`Passes` run now."""
+    from .. import repeats
+
+    kept = Passes()
+    return repeats.measure(measuring_stage(cfg, work_root, kept), purchases), kept
+
+
+def run_pass(workload: str, section: dict, tc, seed: int, tier, work_root: Path, kept: Passes,
+             desc: str | None = None) -> tuple[list[dict], dict]:
+    """One pass of ``workload`` (:func:`trace_pass`); returns its rows (:func:`pass_rows`) and
+    side tables (:func:`pass_tables`). The first pass of a workload in this process keeps its
+    traces, timeline inputs and facts in ``kept``; every pass's checkpoints are removed once its
+    timelines are computed."""
+    done = {workload: trace_pass(workload, section, tc, seed, tier, work_root, desc)}
+    try:
+        rows, tables = pass_rows(done), pass_tables(done)
+        if workload not in kept.traces:
+            kept.traces[workload] = {s: r["trace"] for s, r in done[workload]["results"].items()
+                                     if r.get("trace") is not None}
+            kept.timelines[workload] = timeline_inputs(done)
+            kept.facts[workload] = facts(done)[workload]
+            kept.data[workload] = done[workload]["data_dir"]
+    finally:
+        sides.clean(done)
+    return rows, tables
+
+
+def trace_pass(workload: str, section: dict, tc, seed: int, tier, work_root: Path, desc: str | None = None) -> dict:
+    """Every side of ``workload`` once: its data staged and DLIO's plan made
+    (:func:`.sides.prepare_workload`), then each side in a window of one tracer session
+    (:func:`.sides.run_workload`); :func:`.sides.finish_workload`'s result."""
+    from ..trace import Session
+
     work_root.mkdir(parents=True, exist_ok=True)
-    # data staged and DLIO's plans made first: a folder renamed inside a session keeps the name
+    # data staged and DLIO's plan made first: a folder renamed inside a session keeps the name
     # the tracer saw first (staging writes <name>.partial, then renames it)
-    prep = {w: sides.prepare_workload(w, secs[w], p, tc, cfg.seed, tier, work_root) for w, p in tc.points.items()}
+    prep = sides.prepare_workload(workload, section, tc.points[workload], tc, seed, tier, work_root)
     with Session(backend=tc.backend, watch=[tier.dir, work_root], quiet=True) as session:
-        got = {w: sides.run_workload(prep[w], tc, cfg.seed, session) for w in tc.points}
-    return {w: sides.finish_workload(g) for w, g in got.items()}
+        got = sides.run_workload(prep, tc, seed, session, progress_desc=desc)
+    return sides.finish_workload(got)
 
 
-def tables(done: dict) -> dict:
-    """The comparison tables of :func:`run_all`'s result: ``components``, ``similarity``,
-    ``throughput`` (DataFrames), ``vectors`` and ``why`` ({workload: {side: ...}}), ``markdown``
-    ({workload: text})."""
-    comps, sims, tps, md = [], [], [], {}
-    vectors, why = {}, {}
+def pass_rows(done: dict) -> list[dict]:
+    """The rows of one pass ({workload: :func:`.sides.finish_workload`}): one per side, its
+    throughput row (:func:`.sides.throughput_row`) with ``similarity`` to this pass's real run
+    (Eq 4.1, 0-1; NaN when either side has no vector), ``components_used``, ``checkpoint_distance``
+    from the real run (:func:`.compare.checkpoint_distance`), ``bio_vfs_read_pct`` (BIO / VFS read
+    bytes, %), ``epochs`` (training epochs in its phases), ``eviction``, and, for the sides that
+    ran our programs, ``cpu_seconds``, ``load_1min``, ``run_dir``."""
+    out = []
     for w, got in done.items():
         res = got["results"]
-        vectors[w] = {s: r["vector"] for s, r in res.items()}
-        why[w] = {s: r["why"] for s, r in res.items() if r["status"] != "measured"}
-        backends = {s: r.get("backend", "") for s, r in res.items()}
-        c = compare.component_table(w, vectors[w])
-        s = compare.similarity_table(w, vectors[w], why[w], backends)
-        comps.append(c)
-        sims.append(s)
-        tps.append(got["throughput"])
-        md[w] = compare.markdown(c, s, f"{compare.THESIS_TABLE[w]} ({w.upper()}, batch "
-                                       f"{got['throughput']['batch_size'].iloc[0]}, "
-                                       f"{got['throughput']['ranks'].iloc[0]} ranks): this run")
-    return {"components": pd.concat(comps, ignore_index=True), "similarity": pd.concat(sims, ignore_index=True),
-            "throughput": pd.concat(tps, ignore_index=True), "vectors": vectors, "why": why, "markdown": md,
-            "steps": side_steps(done), "windows": window_vectors(done)}
+        vectors = {s: r["vector"] for s, r in res.items()}
+        why = {s: r["why"] for s, r in res.items() if r["status"] != "measured"}
+        sims = compare.similarity_table(w, vectors, why, {s: r.get("backend", "") for s, r in res.items()})
+        sims = sims.set_index("side")
+        tp = got["throughput"].set_index("side")
+        for side, r in res.items():
+            row = tp.loc[side].to_dict()
+            v = vectors.get(side) or {}
+            rec = got["records"].get(side, {})
+            u = rec.get("usage") or {}
+            ph = rec.get("phases")
+            epochs = int(ph[ph["phase"] == "train"]["epoch"].dropna().nunique()) \
+                if ph is not None and len(ph) and {"phase", "epoch"} <= set(ph.columns) else 0
+            row.update(side=side, similarity=sims.loc[side, "similarity"],
+                       components_used=int(sims.loc[side, "components_used"]),
+                       checkpoint_distance=compare.checkpoint_distance(vectors.get("real"), vectors.get(side)),
+                       bio_vfs_read_pct=v.get("bio_vfs_read_pct", float("nan")), epochs=epochs,
+                       eviction=r.get("eviction", ""), cpu_seconds=u.get("cpu_s", float("nan")),
+                       load_1min=float(np.mean(u.get("load_1min", [np.nan]))), run_dir=r.get("run_dir", ""))
+            out.append(row)
+    return out
 
 
-def _bounds(tr, data, t0: float, t1: float, k: int) -> list[float]:
-    """``k`` windows' bounds (wall clock, s) over [t0, t1]: at the quantiles of the times of the
-    side's reads of its data files, so that window i of every side covers the same share of its
-    pass over the data (as equal step ranges would, whatever each side's start-up); equal times
-    where the trace has fewer than 2 such reads per window (a memory-mapped data set)."""
-    import numpy as np
-
-    from ..trace.schema import VFS_READS
-    from ..trace.vector import file_filter
-
-    ev = tr.events
-    if len(ev):
-        r = ev[(ev["layer"] == "vfs") & ev["op"].isin(list(VFS_READS)) & (ev["error"] == 0)]
-        r = r[file_filter(r["path"], data)] if len(r) else r
-        ts = r["timestamp"].astype("int64").to_numpy() / 1e9 if len(r) else np.array([])
-        if len(ts) >= 2 * k:
-            inner = np.quantile(ts, [i / k for i in range(1, k)])
-            return [t0, *[float(x) for x in inner], t1]
-    return [t0 + (t1 - t0) * i / k for i in range(k + 1)]
-
-
-def window_vectors(done: dict, k: int = compare.WINDOWS) -> pd.DataFrame:
-    """Every measured side's trace cut into ``k`` windows (:func:`_bounds`: equal shares of its
-    reads of the data set, from its window's start to its end,
-    :func:`experiments.trace.session.cut`) and the Table 4.2 vector of each, with the side's
-    own filters (data, checkpoint, block files): one row per workload, side and window
-    (``window`` 0..k-1, ``started``/``ended`` wall clock, s, then the vector's keys). The start-up
-    before the first reads falls in window 0, the checkpoint after the last in window k-1. A
-    /proc-sampled trace (run totals, no timed calls) gives no windows. Call it before the
-    checkpoints are removed (the block filter reads their extents)."""
-    from ..trace.session import cut
-    from ..trace.vector import characteristic_vector
-
-    rows = []
+def pass_tables(done: dict) -> dict[str, pd.DataFrame]:
+    """The side tables of one pass: ``vectors`` (one row per measured side: its vector's
+    :data:`~experiments.trace.vector.KEYS`), ``components`` (:func:`.compare.component_table`),
+    ``side_steps`` (:func:`side_steps`) and the validation layout's ``steps``, ``loader``,
+    ``phases`` (:func:`validation_records`)."""
+    vec, comps = [], []
     for w, got in done.items():
-        for side, r in got["results"].items():
-            tr = r.get("trace")
-            if r.get("status") != "measured" or tr is None:
-                continue
-            if tr.meta.get("backend") not in ("bpftrace", "strace"):
-                continue   # /proc sampling: its amounts are the run's totals, not per window
-            t0, t1 = tr.meta.get("started"), tr.meta.get("ended")
-            if not (isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0):
-                continue
-            filters = {"data": [Path(p) for p in r["data"]], "checkpoint": [Path(p) for p in r["checkpoint"]],
-                       "block_files": [Path(p) for p in r["block_files"]]}
-            b = _bounds(tr, filters["data"], t0, t1, k)
-            for i in range(k):
-                # cut keeps both ends; a call on a boundary belongs to the later window only
-                v = characteristic_vector(cut(tr, b[i], b[i + 1] - 1e-6 if i < k - 1 else b[i + 1]), **filters)
-                rows.append({"workload": w, "side": side, "window": i, "started": b[i], "ended": b[i + 1], **v})
-    return pd.DataFrame(rows, columns=["workload", "side", "window", "started", "ended", *KEYS])
+        vectors = {s: r["vector"] for s, r in got["results"].items()}
+        vec += [{"workload": w, "side": s, **v} for s, v in vectors.items() if v is not None]
+        if vectors.get("real") is not None:
+            comps.append(compare.component_table(w, vectors).assign(workload=w))
+    val = validation_records(done)
+    return {"vectors": pd.DataFrame(vec, columns=["workload", "side", *KEYS]),
+            "components": pd.concat(comps, ignore_index=True) if comps else pd.DataFrame(),
+            "side_steps": side_steps(done), **{k: val[k] for k in RECORDS}}
+
+
+def facts(done: dict) -> dict:
+    """Per workload and side, what ``env.json`` records of a pass (status, why, back end,
+    eviction, wall seconds, run folder, and DLIO's command and config)."""
+    keep = ("status", "why", "command", "config_file", "dlio_version", "wall_s")
+    return {w: {s: {k: r.get(k) for k in ("status", "why", "backend", "eviction", "wall_s", "run_dir")}
+                | {"dlio": {k: v for k, v in (r.get("dlio") or {}).items() if k in keep}}
+                for s, r in got["results"].items()}
+            for w, got in done.items()}
 
 
 STEP_COLS = ["workload", "side", "rank", "samples", "data_ns", "compute_ns"]
@@ -175,30 +230,15 @@ def side_steps(done: dict) -> pd.DataFrame:
 
 
 def validation_records(done: dict) -> dict:
-    """The sides that ran our programs in the workload stages' layout (``steps``, ``loader``,
-    ``phases``, ``runs``, ``summary``), ``variant`` = the side."""
-    from ..workloads.fits import step_summary
-
-    parts = {"steps": [], "loader": [], "phases": []}
-    runs = []
-    for w, got in done.items():
-        for side, rec in got["records"].items():
+    """The step, loader and phase records of the sides that ran our programs, in the workload
+    stages' layout (``variant`` = the side): ``steps``, ``loader``, ``phases``."""
+    parts = {k: [] for k in RECORDS}
+    for got in done.values():
+        for rec in got["records"].values():
             for k in parts:
                 if len(rec.get(k, [])):
                     parts[k].append(rec[k])
-            if len(rec.get("steps", [])):
-                r = got["results"][side]
-                u = rec.get("usage", {})
-                runs.append({"workload": w, "variant": side, "batch_size": r["batch_size"], "ranks": r["ranks"],
-                             "repeat": 0, "wall_seconds": u.get("wall_s", r.get("wall_s")),
-                             "cpu_seconds": u.get("cpu_s", np.nan),
-                             "load_1min": float(np.mean(u.get("load_1min", [np.nan]))),
-                             "compute": "real" if side == "real" else "sleep", "run_dir": r["run_dir"]})
-    out = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in parts.items()}
-    out["runs"] = pd.DataFrame(runs)
-    out["summary"] = step_summary(out["steps"], out["loader"] if len(out["loader"]) else None) \
-        if len(out["steps"]) else pd.DataFrame()
-    return out
+    return {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in parts.items()}
 
 
 def timeline_inputs(done: dict) -> list[dict]:
@@ -226,51 +266,132 @@ def timeline_inputs(done: dict) -> list[dict]:
     return out
 
 
-def write(out, done: dict, tabs: dict, params: dict) -> dict:
-    """Everything :func:`run_all` and :func:`tables` measured into ``out`` (a
-    :class:`experiments.results.StageResults`), the figures' inputs included; returns the
-    metrics."""
-    from ..results import atomic_write, write_json
+def median_vectors(rows: pd.DataFrame, vectors: pd.DataFrame) -> dict:
+    """{workload: {side: its vector's median over the passes, or None when no pass measured it}}
+    for every workload and side of ``rows``."""
+    out: dict = {}
+    for (w, side), _ in rows.groupby(["workload", "side"], sort=False):
+        v = vectors[(vectors["workload"] == w) & (vectors["side"] == side)] if len(vectors) else vectors
+        out.setdefault(w, {})[side] = ({k: float(v[k].median()) if k in v and v[k].notna().any() else float("nan")
+                                        for k in KEYS} if len(v) else None)
+    return out
 
-    val = validation_records(done)
-    out.raw(val["steps"])
-    out.summary(val["summary"])
-    for k in ("phases", "runs", "loader"):
-        if len(val[k]):
-            out.table(k, val[k])
-    out.table("components", tabs["components"])
-    out.table("similarity", tabs["similarity"])
-    out.table("throughput", tabs["throughput"])
-    out.table("side_steps", tabs["steps"])
-    if tabs.get("windows") is not None:
-        out.table("windows", tabs["windows"])
-    for w, text in tabs["markdown"].items():
+
+def why_not(rows: pd.DataFrame) -> dict:
+    """{workload: {side: why}} for the sides no pass measured (the last pass's reason)."""
+    out: dict = {}
+    for (w, side), g in rows.groupby(["workload", "side"], sort=False):
+        if not (g["status"] == "measured").any():
+            out.setdefault(w, {})[side] = str(g["why"].fillna("").iloc[-1]) or "(no reason recorded)"
+    return out
+
+
+SIM_COLS = ["workload", "side", "run", "repeat", "made_by", "similarity", "status", "why", "backend",
+            "components_used"]
+
+
+def similarity_summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per workload and side: the median similarity over its measured passes, ``passes`` (how
+    many), ``status`` (measured when any pass was), ``why`` and ``backend``: what a table's
+    similarity rows and the headline show."""
+    out = []
+    for (w, side), g in rows.groupby(["workload", "side"], sort=False):
+        ok = g[g["status"] == "measured"]
+        out.append({"workload": w, "side": side, "similarity": float(ok["similarity"].median()) if len(ok) else np.nan,
+                    "passes": len(ok), "status": "measured" if len(ok) else "not measured",
+                    "why": "" if len(ok) else str(g["why"].fillna("").iloc[-1]),
+                    "backend": ", ".join(sorted(set(g["backend"].fillna("")) - {""}))})
+    return pd.DataFrame(out)
+
+
+def runs_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """``runs.csv`` of the validation layout: the passes of the sides that ran our programs."""
+    d = rows[(rows["side"] != "dlio") & (rows["status"] == "measured")]
+    return pd.DataFrame({"workload": d["workload"], "variant": d["side"], "batch_size": d["batch_size"],
+                         "ranks": d["ranks"], "repeat": d["repeat"], "run": d["run"], "made_by": d["made_by"],
+                         "wall_seconds": d["wall_s"], "cpu_seconds": d["cpu_seconds"], "load_1min": d["load_1min"],
+                         "compute": np.where(d["side"] == "real", "real", "sleep"), "run_dir": d["run_dir"]})
+
+
+def variance(m) -> pd.DataFrame:
+    """``variance.csv``: per workload and side, the between- and within-pass variance of the
+    similarity and the throughputs (once a pass) and of the steady steps' data and compute times
+    (units inside a pass) (:func:`experiments.repeats.variance.table`)."""
+    from ..repeats.variance import table
+
+    steps = m.tables.get("side_steps", pd.DataFrame())
+    parts = []
+    for side, g in m.rows.groupby("side", sort=False):
+        u = steps[steps["side"] == side] if len(steps) else None
+        parts.append(table(g, ("workload", "side"), ("similarity", "data_sps", "compute_sps"), u,
+                           ("data_ns", "compute_ns")))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+_FIRST_PASS = ("trace_", "timeline_")   # file prefixes of the first pass's traces and timelines
+_FIRST_PASS_FILES = ("timelines.json", "sides.json")
+
+
+def write(out, m, kept: Passes, params: dict, appending: bool = False) -> dict:
+    """What :func:`measure` returned into ``out`` (a :class:`experiments.results.StageResults`):
+    the rows and side tables (``m.write``), the tables derived from every pass (module
+    docstring), and each workload's first pass's traces and timelines (``kept``). When a decide
+    run appends (``appending``), the traces and timelines of before stay; otherwise those of an
+    earlier run are removed first. Returns the metrics."""
+    from ..results import atomic_write, read_json, write_json
+    from ..workloads.fits import step_summary
+
+    if not appending:
+        for f in out.dir.iterdir():
+            if f.name.startswith(_FIRST_PASS) or f.name in _FIRST_PASS_FILES:
+                f.unlink()
+    m.variance = variance(m)
+    m.write(out)
+    rows = m.rows
+    out.table("similarity", rows[[c for c in SIM_COLS if c in rows]])
+    out.table("runs", runs_table(rows))
+    steps, loader = m.tables.get("steps", pd.DataFrame()), m.tables.get("loader", pd.DataFrame())
+    out.summary(step_summary(steps, loader if len(loader) else None) if len(steps) else pd.DataFrame())
+    vec = median_vectors(rows, m.tables.get("vectors", pd.DataFrame()))
+    why = why_not(rows)
+    sims = similarity_summary(rows)
+    for w, vs in vec.items():
+        if vs.get("real") is None:
+            continue
+        c = compare.component_table(w, vs)
+        s = sims[sims["workload"] == w]
+        r = rows[rows["workload"] == w].iloc[0]
+        n = int(rows.loc[rows["workload"] == w, "run"].nunique())
+        text = compare.markdown(c, s, f"{compare.THESIS_TABLE[w]} ({w.upper()}, batch {r['batch_size']}, "
+                                      f"{r['ranks']} ranks): each side's median over {n} pass(es)")
         atomic_write(out.path(f"{TABLE_FILE[w]}.md"), lambda p, t=text: p.write_text(t))
-        tabs["components"][tabs["components"]["workload"] == w].to_csv(out.path(f"{TABLE_FILE[w]}.csv"), index=False)
-    write_json(out.path("vectors.json"), tabs["vectors"])
-    write_json(out.path("why.json"), tabs["why"])
-    for w, got in done.items():
-        for side, r in got["results"].items():
-            if r.get("trace") is not None:
-                r["trace"].save(out.path(f"trace_{w}_{side}.parquet"))
-    listed = []
-    for t in timeline_inputs(done):
-        stem = f"timeline_{t['workload']}_{t['side']}"
-        out.table(f"{stem}.io", t["io"])
-        if t["phases"] is not None:
-            out.table(f"{stem}.phases", t["phases"])
-        listed.append({k: t[k] for k in ("name", "workload", "side", "title", "bin_s")}
-                      | {"trace": f"trace_{t['workload']}_{t['side']}.parquet", "io": f"{stem}.io.csv",
-                         "phases": f"{stem}.phases.csv" if t["phases"] is not None else None})
+        c.to_csv(out.path(f"{TABLE_FILE[w]}.csv"), index=False)
+    write_json(out.path("vectors.json"), vec)
+    write_json(out.path("why.json"), why)
+    side_facts = read_json(out.path("sides.json")) if out.path("sides.json").exists() else {}
+    # a decide run's passes leave the first pass's files of a workload as they were
+    fresh = [w for w in kept.traces if not (appending and w in side_facts)]
+    for w in fresh:
+        for side, tr in kept.traces[w].items():
+            tr.save(out.path(f"trace_{w}_{side}.parquet"))
+    listed = [t for t in (read_json(out.path("timelines.json")) if out.path("timelines.json").exists() else [])
+              if t["workload"] not in fresh]
+    for w in fresh:
+        for t in kept.timelines[w]:
+            stem = f"timeline_{t['workload']}_{t['side']}"
+            out.table(f"{stem}.io", t["io"])
+            if t["phases"] is not None:
+                out.table(f"{stem}.phases", t["phases"])
+            listed.append({k: t[k] for k in ("name", "workload", "side", "title", "bin_s")}
+                          | {"trace": f"trace_{t['workload']}_{t['side']}.parquet", "io": f"{stem}.io.csv",
+                             "phases": f"{stem}.phases.csv" if t["phases"] is not None else None})
     write_json(out.path("timelines.json"), listed)
-    metrics = {"similarity": compare.headline_similarity(tabs["similarity"])}
+    side_facts.update({w: {"sides": kept.facts[w], "data": kept.data.get(w)} for w in fresh})
+    write_json(out.path("sides.json"), side_facts)
+    metrics = {"similarity": compare.headline_similarity(sims)}
     out.metrics(metrics)
-    keep = ("status", "why", "command", "config_file", "dlio_version", "wall_s")
-    facts = {w: {s: {k: r.get(k) for k in ("status", "why", "backend", "eviction", "wall_s", "run_dir")}
-                 | {"dlio": {k: v for k, v in (r.get("dlio") or {}).items() if k in keep}}
-                 for s, r in got["results"].items()}
-             for w, got in done.items()}
-    backends = sorted({r.get("backend") for got in done.values() for r in got["results"].values() if r.get("backend")})
-    out.env(params=params, tracer=", ".join(backends), sides=facts,
-            data={w: got["data_dir"] for w, got in done.items()})
+    backends = sorted({b for b in rows["backend"].fillna("") if b})
+    out.env(params=params, tracer=", ".join(backends), passes=int(rows["run"].nunique()),
+            sides={w: f["sides"] for w, f in side_facts.items()},
+            data={w: f["data"] for w, f in side_facts.items()})
     return metrics
