@@ -60,7 +60,8 @@ def over_passes(x, what: str) -> tuple[float, stats.Interval]:
             math.nan, math.nan, len(a), f"{what}: needs at least {stats.MIN_RUNS} passes, has {len(a)} "
                                         f"({stats.MIN_N} for 95 %)")
     v, ci = stats.median_ci(a)
-    return v, stats.Interval(ci.low, ci.high, ci.n, f"{what}, median over {ci.n} passes, {ci.method}",
+    how = ci.method.replace("median, ", "", 1)
+    return v, stats.Interval(ci.low, ci.high, ci.n, f"{what}, median over {ci.n} passes, {how}",
                              ci.level, ci.coverage)
 
 

@@ -316,15 +316,20 @@ def runs_table(rows: pd.DataFrame) -> pd.DataFrame:
 def variance(m) -> pd.DataFrame:
     """``variance.csv``: per workload and side, the between- and within-pass variance of the
     similarity and the throughputs (once a pass) and of the steady steps' data and compute times
-    (units inside a pass) (:func:`experiments.repeats.variance.table`)."""
+    (units inside a pass) (:func:`experiments.repeats.variance.table`); a run's cost is the
+    side's wall seconds, a unit's its step's data wait and compute."""
     from ..repeats.variance import table
 
     steps = m.tables.get("side_steps", pd.DataFrame())
+    if len(steps):   # a step's seconds: its data wait and its compute (the side steps' parts)
+        steps = steps.assign(step_ns=steps["data_ns"] + steps["compute_ns"])
     parts = []
-    for side, g in m.rows.groupby("side", sort=False):
+    # a side's run costs its own wall seconds (its share of the pass), not the pass's
+    rows = m.rows.assign(run_s=m.rows["wall_s"]) if "wall_s" in m.rows else m.rows
+    for side, g in rows.groupby("side", sort=False):
         u = steps[steps["side"] == side] if len(steps) else None
         parts.append(table(g, ("workload", "side"), ("similarity", "data_sps", "compute_sps"), u,
-                           ("data_ns", "compute_ns")))
+                           ("data_ns", "compute_ns"), "step_ns" if u is not None else None))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
