@@ -322,6 +322,13 @@ def test_throughput_figure_draws_each_side_at_its_point_with_the_passes_range():
     assert (lo, hi) == (90, 120)                # the passes' range
     assert data.get_xscale() == "linear" and style.series_problems(fig) == []
     assert "3 pass(es)" in data.get_title()
+    # three workloads' panels side by side, as the smoke and default profiles draw them: no title
+    # runs into its neighbour's (the layout check every saved figure passes)
+    three = pd.concat([_rows({"real": REAL, "emulator": EMU, "dlio": DLIO}, workload=w).assign(batch_size=b)
+                       for w, b in (("unet3d", 2), ("dlrm", 256), ("bert", 2))], ignore_index=True)
+    with matplotlib.rc_context():
+        style.apply("notebook")   # the report's style: bold titles, seaborn's notebook sizes
+        assert style.layout_problems(report.throughput_figure(three)) == []
 
 
 def test_bert_bio_over_vfs_of_the_benchmark_against_the_real_run():

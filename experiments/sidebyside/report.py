@@ -117,8 +117,9 @@ def throughput_figure(rows: pd.DataFrame):
             ax.set(ylabel=label if j == 0 else "", xlabel="side" if i == 1 else "")
             if i == 0:
                 unit = "global" if w == "dlrm" else "per rank"
+                # the passes on a line of their own: three panels' titles side by side
                 ax.set_title(f"{w.upper()}: batch {int(d['batch_size'].iloc[0])} ({unit}), "
-                             f"{int(d['ranks'].iloc[0])} ranks, {int(d['passes'].max())} pass(es)",
+                             f"{int(d['ranks'].iloc[0])} ranks\n{int(d['passes'].max())} pass(es)",
                              fontsize="medium")
     fig.suptitle("Four sides at one point per workload: the median over the passes, bars the lowest and "
                  "highest pass (their range, not an interval)", fontsize="medium")
