@@ -64,6 +64,11 @@ def table(rows: pd.DataFrame, keys: Sequence[str], quantities: Sequence[str],
         if units is None or not len(units) or "run" not in units:
             continue
         u = units[units["run"].isin(g["run"])]
+        # a run with a row per part (the traced comparison's sides) has its units per part too:
+        # those of this configuration, where the side table names it (NaN keys alike)
+        for k, v in zip(keys, key if isinstance(key, tuple) else (key,)):
+            if k in u:
+                u = u[(u[k] == v) | (u[k].isna() & pd.isna(v))]
         for q in unit_quantities:
             if q not in u:
                 continue

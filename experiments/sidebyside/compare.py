@@ -112,6 +112,34 @@ def checkpoint_distance(real: dict | None, other: dict | None, keys=CHECKPOINT_K
     return float(sum(d) / len(d)) if d else float("nan")
 
 
+def _last(g: pd.DataFrame, col: str) -> str:
+    """The last row's ``col`` as text ("" where the table has no such column or it is empty)."""
+    return str(g[col].fillna("").iloc[-1]) if col in g else ""
+
+
+def per_side(rows: pd.DataFrame, cols=("similarity",)) -> pd.DataFrame:
+    """One row per workload and side of ``rows`` (a row per pass and side): ``batch_size``,
+    ``ranks``, ``passes`` (how many measured it), ``status`` (measured when any pass was),
+    ``why`` (the last pass's reason, for a side no pass measured), ``backend``, and for each of
+    ``cols`` the median over its measured passes with the lowest and highest pass in
+    ``<col>_ci_low``/``_ci_high`` (the columns the figure style draws: the passes' range, not an
+    interval; NaN for one pass)."""
+    out = []
+    for (w, side), g in rows.groupby(["workload", "side"], sort=False):
+        ok = g[g["status"] == "measured"]
+        r = {"workload": w, "side": side, "batch_size": g["batch_size"].iloc[0], "ranks": g["ranks"].iloc[0],
+             "passes": len(ok), "status": "measured" if len(ok) else "not measured",
+             "why": "" if len(ok) else _last(g, "why") or "(no reason recorded)",
+             "backend": ", ".join(sorted(set(g["backend"].fillna("")) - {""})) if "backend" in g else ""}
+        for col in cols:
+            x = ok[col].dropna()
+            r[col] = float(x.median()) if len(x) else float("nan")
+            r[f"{col}_ci_low"] = float(x.min()) if len(x) > 1 else float("nan")
+            r[f"{col}_ci_high"] = float(x.max()) if len(x) > 1 else float("nan")
+        out.append(r)
+    return pd.DataFrame(out)
+
+
 def _fmt(x) -> str:
     if _nan(x):
         return "n/a"

@@ -28,9 +28,8 @@ import pandas as pd
 from .. import reference, stats
 from ..claims.declared import Measured, join
 from ..trace.vector import KEYS
-from .compare import STAGE, _nan, step_rates  # noqa: F401
+from .compare import STAGE, _nan, step_rates
 
-PASS = "pass"   # what a run of this stage is called in the notes
 PASSES_NOTE = ("the pass is the unit of the interval (a pass: every side of the workload once, traced; "
                "steps of one pass are not independent samples)")
 
@@ -313,9 +312,8 @@ def measure_storage_share(t: _Tables) -> list[Measured]:
         r_, d_ = (float(np.median(x)) if x else float("nan") for x in (xr, xd))
         v, ci = float("nan"), None
         if xr and xd and r_ > 0:
-            v, ci = stats.runs_bootstrap(lambda d, r: float(np.median(d) / np.median(r)), [[x] for x in xd],
-                                         [[x] for x in xr], method="ratio of the medians over the passes, "
-                                         "bootstrap of each side's passes", units="one value per pass")
+            v, ci = t.compare_passes("bert", "dlio", "real", "bio_vfs_read_pct",
+                                     lambda d, r: float(np.median(d) / np.median(r)), "ratio of the medians over the passes")
         out.append(Measured(
             "traced-bio-vfs-dlio-below-real-bert", v, ci,
             note=t.pre(f"BIO / VFS read bytes (%): real {t.spread(xr)}; DLIO {t.spread(xd)}", PASSES_NOTE),

@@ -16,7 +16,7 @@ import json
 import pandas as pd
 
 from .. import paths
-from . import findings
+from . import compare, findings
 from .settings import SIDES
 
 STAGE = "traced_comparison"
@@ -27,21 +27,14 @@ def _dir(stage_dir=None):
 
 
 def load(stage_dir=None) -> dict:
-    """The tables the measuring stage wrote: ``rows`` (``throughput.csv``, one row per pass and
-    side), ``similarity`` (its similarity columns), ``steps`` (``side_steps.csv``), ``components``
-    (every pass's), ``vectors`` (each side's median vector) and ``why`` (dicts), ``phases``."""
+    """What the report reads of the measuring stage: ``rows`` (``throughput.csv``, one row per
+    pass and side), ``steps`` (``side_steps.csv``) and ``vectors`` (each side's median vector)."""
     d = _dir(stage_dir)
     # text columns read as text: an all-empty column is not a float column to fill with ""
-    text = {"why": str, "backend": str, "status": str}
-    rows = pd.read_csv(d / "throughput.csv", dtype=text)
+    rows = pd.read_csv(d / "throughput.csv", dtype={"why": str, "backend": str, "status": str})
     rows[["why", "backend"]] = rows[["why", "backend"]].fillna("")
-    sim = pd.read_csv(d / "similarity.csv", dtype=text)
-    sim[["why", "backend"]] = sim[["why", "backend"]].fillna("")
-    return {"rows": rows, "similarity": sim, "steps": pd.read_csv(d / "side_steps.csv"),
-            "components": pd.read_csv(d / "components.csv"),
-            "vectors": _vectors(json.loads((d / "vectors.json").read_text())),
-            "why": json.loads((d / "why.json").read_text()),
-            "phases": pd.read_csv(d / "phases.csv") if (d / "phases.csv").exists() else None}
+    return {"rows": rows, "steps": pd.read_csv(d / "side_steps.csv"),
+            "vectors": _vectors(json.loads((d / "vectors.json").read_text()))}
 
 
 def _vectors(obj: dict) -> dict:
@@ -63,22 +56,9 @@ def timelines(stage_dir=None):
 
 
 def per_side(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per workload and side: the median over its measured passes of ``data_sps`` and
-    ``compute_sps`` (samples/s), with the lowest and highest pass in ``<col>_ci_low``/``_ci_high``
-    (the columns the figure style draws: the passes' range, not an interval), ``passes``,
-    ``batch_size`` and ``ranks``."""
-    out = []
-    for (w, side), g in rows.groupby(["workload", "side"], sort=False):
-        ok = g[g["status"] == "measured"]
-        r = {"workload": w, "side": side, "batch_size": g["batch_size"].iloc[0], "ranks": g["ranks"].iloc[0],
-             "passes": len(ok)}
-        for col in ("data_sps", "compute_sps"):
-            x = ok[col].dropna()
-            r[col] = float(x.median()) if len(x) else float("nan")
-            r[f"{col}_ci_low"] = float(x.min()) if len(x) > 1 else float("nan")
-            r[f"{col}_ci_high"] = float(x.max()) if len(x) > 1 else float("nan")
-        out.append(r)
-    return pd.DataFrame(out)
+    """Each side's data and compute throughputs (samples/s), the median over its passes with
+    their range (:func:`.compare.per_side`)."""
+    return compare.per_side(rows, ("data_sps", "compute_sps"))
 
 
 def throughput_figure(rows: pd.DataFrame):

@@ -177,7 +177,7 @@ def pass_tables(done: dict) -> dict[str, pd.DataFrame]:
         vectors = {s: r["vector"] for s, r in got["results"].items()}
         vec += [{"workload": w, "side": s, **v} for s, v in vectors.items() if v is not None]
         if vectors.get("real") is not None:
-            comps.append(compare.component_table(w, vectors).assign(workload=w))
+            comps.append(compare.component_table(w, vectors))
     val = validation_records(done)
     return {"vectors": pd.DataFrame(vec, columns=["workload", "side", *KEYS]),
             "components": pd.concat(comps, ignore_index=True) if comps else pd.DataFrame(),
@@ -277,31 +277,8 @@ def median_vectors(rows: pd.DataFrame, vectors: pd.DataFrame) -> dict:
     return out
 
 
-def why_not(rows: pd.DataFrame) -> dict:
-    """{workload: {side: why}} for the sides no pass measured (the last pass's reason)."""
-    out: dict = {}
-    for (w, side), g in rows.groupby(["workload", "side"], sort=False):
-        if not (g["status"] == "measured").any():
-            out.setdefault(w, {})[side] = str(g["why"].fillna("").iloc[-1]) or "(no reason recorded)"
-    return out
-
-
 SIM_COLS = ["workload", "side", "run", "repeat", "made_by", "similarity", "status", "why", "backend",
             "components_used"]
-
-
-def similarity_summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per workload and side: the median similarity over its measured passes, ``passes`` (how
-    many), ``status`` (measured when any pass was), ``why`` and ``backend``: what a table's
-    similarity rows and the headline show."""
-    out = []
-    for (w, side), g in rows.groupby(["workload", "side"], sort=False):
-        ok = g[g["status"] == "measured"]
-        out.append({"workload": w, "side": side, "similarity": float(ok["similarity"].median()) if len(ok) else np.nan,
-                    "passes": len(ok), "status": "measured" if len(ok) else "not measured",
-                    "why": "" if len(ok) else str(g["why"].fillna("").iloc[-1]),
-                    "backend": ", ".join(sorted(set(g["backend"].fillna("")) - {""}))})
-    return pd.DataFrame(out)
 
 
 def runs_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -323,14 +300,10 @@ def variance(m) -> pd.DataFrame:
     steps = m.tables.get("side_steps", pd.DataFrame())
     if len(steps):   # a step's seconds: its data wait and its compute (the side steps' parts)
         steps = steps.assign(step_ns=steps["data_ns"] + steps["compute_ns"])
-    parts = []
     # a side's run costs its own wall seconds (its share of the pass), not the pass's
     rows = m.rows.assign(run_s=m.rows["wall_s"]) if "wall_s" in m.rows else m.rows
-    for side, g in rows.groupby("side", sort=False):
-        u = steps[steps["side"] == side] if len(steps) else None
-        parts.append(table(g, ("workload", "side"), ("similarity", "data_sps", "compute_sps"), u,
-                           ("data_ns", "compute_ns"), "step_ns" if u is not None else None))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return table(rows, ("workload", "side"), ("similarity", "data_sps", "compute_sps"), steps if len(steps) else None,
+                 ("data_ns", "compute_ns"), "step_ns" if len(steps) else None)
 
 
 _FIRST_PASS = ("trace_", "timeline_")   # file prefixes of the first pass's traces and timelines
@@ -358,8 +331,10 @@ def write(out, m, kept: Passes, params: dict, appending: bool = False) -> dict:
     steps, loader = m.tables.get("steps", pd.DataFrame()), m.tables.get("loader", pd.DataFrame())
     out.summary(step_summary(steps, loader if len(loader) else None) if len(steps) else pd.DataFrame())
     vec = median_vectors(rows, m.tables.get("vectors", pd.DataFrame()))
-    why = why_not(rows)
-    sims = similarity_summary(rows)
+    sims = compare.per_side(rows)   # each side's median similarity over its passes
+    why: dict = {}
+    for r in sims[sims["status"] != "measured"].itertuples():
+        why.setdefault(r.workload, {})[r.side] = r.why
     for w, vs in vec.items():
         if vs.get("real") is None:
             continue
