@@ -334,3 +334,22 @@ def test_cli_dry_run_prints_config_and_command(dlrm_data):
     assert p.returncode == 0, p.stderr
     assert '"accelerators": 2' in p.stdout and "torch.distributed.run" in p.stdout
     assert "compute per step: Normal(" in p.stdout and "checkpoint per writer: 1 file(s), 53 writes" in p.stdout
+
+
+def test_node0_waits_for_the_other_nodes_thread_samples(tmp_path):
+    """Node 0 summarizes a shared folder only once every node's threads file is there (or the
+    wait's end); a node's file appears whole or not at all (a half-written one stopped node
+    0's summary on loopback)."""
+    import threading
+
+    from experiments.emulator.runner import _await_nodes
+
+    (tmp_path / "threads-node0.csv").write_text("tid\n1\n")
+    assert not _await_nodes(tmp_path, 2, timeout_s=0.3)
+    write = lambda p: (__import__("time").sleep(0.4), p.write_text("tid\n2\n"))  # noqa: E731
+    t = threading.Thread(target=launch.atomic_write, args=(tmp_path / "threads-node1.csv", write))
+    t.start()
+    assert _await_nodes(tmp_path, 2, timeout_s=10)
+    t.join()
+    assert (tmp_path / "threads-node1.csv").read_text() == "tid\n2\n"
+    assert not list(tmp_path.glob("threads*.tmp")) and len(list(tmp_path.glob("threads*.csv"))) == 2

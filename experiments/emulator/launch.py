@@ -28,6 +28,7 @@ import uuid
 from pathlib import Path
 
 from .. import launcher, paths
+from ..results import atomic_write
 from ..workloads.launch import _free_ports  # the real launcher's (free ports now)
 from . import threads as thread_cpu
 from .config import TORCH_WORKLOADS, EmulatorConfig
@@ -185,8 +186,9 @@ def execute(cfg: EmulatorConfig, run_dir, node_rank: int = 0, rdzv_endpoint: str
         finally:
             sampler.stop()
         seconds = time.perf_counter() - t0
-    sampler.frame().to_csv(run_dir / (f"threads-node{node_rank}.csv" if cfg.nodes > 1 else "threads.csv"),
-                           index=False)
+    # atomically: across nodes node 0 reads every node's file while the others may still write theirs
+    atomic_write(run_dir / (f"threads-node{node_rank}.csv" if cfg.nodes > 1 else "threads.csv"),
+                 lambda p: sampler.frame().to_csv(p, index=False))
     if any(codes):
         tail = out.read_text()[-4000:]
         raise RuntimeError(f"emulator {cfg.workload} G={cfg.accelerators} B={cfg.batch_size}: a rank "

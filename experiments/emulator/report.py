@@ -151,6 +151,9 @@ def summarize(run_dir) -> dict:
                    client_bps=nbytes / train_s if train_s > 0 else float("nan"),
                    ref=reference(w, run["data_dir"]))
     notes = []
+    if nodes > 1 and len(th) < nodes:
+        notes.append(f"thread CPU samples of {len(th)} of {nodes} nodes (the others' threads-node<k>.csv "
+                     "were not in the folder when node 0 summarized): the bound is judged on those")
     if mean == mean and mean <= 0 and emu["compute_model"] != "zero":
         notes.append(f"the compute model's mean at G={G}, B={B} is {mean:.3g} s (<= 0: the fit is used "
                      "outside the range it was fitted on), so steps sleep 0 s and AU is 0; pick a batch "

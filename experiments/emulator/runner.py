@@ -49,7 +49,22 @@ def run(cfg: EmulatorConfig, out_dir, node_rank: int = 0, rdzv_endpoint: str | N
                    fresh=False)
     if node_rank != 0:
         return {}
+    _await_nodes(out_dir, cfg.nodes)
     return report.write(out_dir)
+
+
+def _await_nodes(out_dir: Path, nodes: int, timeout_s: float = 60.0) -> bool:
+    """Wait (at most ``timeout_s``) for every node's ``threads-node<k>.csv``: the others pass
+    the ranks' final barrier with node 0 and write theirs seconds later where the folder is
+    shared. Whether all are there; a summary without some says so (``report.summarize``)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not all((out_dir / f"threads-node{k}.csv").exists() for k in range(nodes)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
 
 
 def _fix_paths(work: Path, final: Path) -> None:
