@@ -335,12 +335,12 @@ def _ratio_med(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def ratio_of_medians(a: Sequence[float], b: Sequence[float], level: float | None = None,
-                     n_boot: int = N_BOOT, seed: int = 0, block=None) -> tuple[float, Interval]:
+                     n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, Interval]:
     """median(a) / median(b) (unitless) with a percentile-bootstrap interval over the samples of
-    each side (independent resampling: a and b need not be paired). n = min(len(a), len(b)).
-    ``block``: for consecutive steps of one run, see :func:`bootstrap`."""
-    return bootstrap(_ratio_med, a, b, level=level, n_boot=n_boot, seed=seed, block=block,
-                     method="ratio of medians, bootstrap")
+    each side (independent resampling: a and b need not be paired). Each sample is one run's
+    value (a run's steps go through :func:`runs_bootstrap`); n = min(len(a), len(b)) runs."""
+    return bootstrap(_ratio_med, a, b, level=level, n_boot=n_boot, seed=seed,
+                     method="ratio of medians, bootstrap over runs")
 
 
 def speedup(base_s: Sequence[float], other_s: Sequence[float], level: float | None = None,

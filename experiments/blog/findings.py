@@ -239,7 +239,7 @@ def measure_page_cache(wc: pd.DataFrame, reads: pd.DataFrame | None, tier: str, 
     groups = [g["warm_over_cold"].to_numpy(dtype=float) for _, g in w.groupby(keys, dropna=False)] \
         if len(w) and keys else ([w["warm_over_cold"].to_numpy(dtype=float)] if len(w) else [])
     v, ci = (stats.bootstrap(_lowest_median, *groups,
-                             method="lowest median of paired warm/cold ratios, bootstrap over repeats")
+                             method="lowest median of paired warm/cold ratios, bootstrap over runs")
              if groups else (np.nan, None))
     faster = Measured(
         "blog_warm_faster", v, ci, context=f"tier {tier}",
@@ -251,7 +251,7 @@ def measure_page_cache(wc: pd.DataFrame, reads: pd.DataFrame | None, tier: str, 
     k = r["share"].idxmax() if len(r) else None
     rgroups = [g["share"].to_numpy(dtype=float) for _, g in r.groupby(["framework", "format"])] if len(r) else []
     v, ci = (stats.bootstrap(_highest_median, *rgroups,
-                             method="highest median of warm/cold storage reads, bootstrap over repeats")
+                             method="highest median of warm/cold storage reads, bootstrap over runs")
              if rgroups else (np.nan, None))
     # What was measured, per configuration (median over its warm runs): the note says it
     # whatever the verdict; the reason for reads (why_not) only when there were reads to explain.

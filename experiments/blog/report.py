@@ -127,9 +127,9 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
     baseline, from which failing claims get their reason.
 
     Intervals (95 %): the throughput ratios from ``raw`` (the blog stage's raw.parquet, one row
-    per run and repeat: ratio of medians, bootstrap); the collectl ratios from ``dstat_rows``
-    (one row per sampled interval: ratio of medians over intervals, which are consecutive and so
-    not independent: the interval is optimistic); warm over cold from ``wc`` (each warm run over
+    per run: ratio of medians, bootstrap over runs); the collectl ratios from ``dstat_rows``
+    (one row per sampled interval: ratio of medians over intervals, the runs resampled and the
+    intervals within each drawn run, :func:`experiments.stats.runs_bootstrap`); warm over cold from ``wc`` (each warm run over
     the cold run just before it, paired); storage reads from ``reads`` (one row per warm run).
     The blog's headline numbers that need its hardware (8 V100 GPUs, a 96-vCPU instance, network
     persistent storage) are rows too, not measured, each with what this box shows instead;

@@ -60,7 +60,7 @@ def prefetch_ratio(raw: pd.DataFrame | None, tier: str, threads, col: str, fallb
     no = [stats.samples(r, col, tier=tier, threads=int(k), prefetch=0) for k in threads]
     yes = [stats.samples(r, col, tier=tier, threads=int(k), prefetch=1) for k in threads]
     return stats.bootstrap(_sum_of_medians_ratio, *no, *yes,
-                           method="ratio of summed medians, bootstrap over repeats")
+                           method="ratio of summed medians, bootstrap over runs")
 
 
 def measure_prefetch(summary: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame | None) -> list[Measured]:
@@ -101,7 +101,7 @@ def measure_prefetch(summary: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame
         r = raw[raw["experiment"] == "prefetch"]
         spread, sci = stats.bootstrap(_spread, *[
             stats.samples(r, "seconds", tier=x.tier, threads=int(x.threads), prefetch=int(x.prefetch))
-            for x in p.itertuples()], method="spread of medians, bootstrap over repeats")
+            for x in p.itertuples()], method="spread of medians, bootstrap over runs")
     out.append(Measured(
         "alexnet-prefetch-hides-io", spread, sci,
         why_not=(f"the slowest prefetch run ({slowest['tier']}, {int(slowest['threads'])} threads) "

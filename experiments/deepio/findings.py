@@ -65,7 +65,7 @@ def measure_loader(loader: pd.DataFrame, tier: str, env: dict | None = None,
             keys = list(ratio.dropna().index)
             v, ci = stats.bootstrap(_min_ratio, *[bw("opportunistic", r, p) for r, p in keys],
                                     *[bw("ordered", r, p) for r, p in keys],
-                                    method="lowest ratio of medians over R < 1 and P, bootstrap over repeats")
+                                    method="lowest ratio of medians over R < 1 and P, bootstrap over runs")
         mem = bool(cold.get("memory_backed"))
         out.append(Measured(
             f"deepio_opp_faster_every_p_{t}", v, ci,

@@ -179,7 +179,7 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     ordered-vs-opportunistic claim over every P is made on every tier. ``env``: deepio's
     env.json (cold-run residency); ``fio``: the device baseline (a failing claim's reason).
     ``raw``: deepio's raw.parquet (one loader run per row and repeat), from which the bandwidth
-    ratios' intervals come (bootstrap over repeats, at the level of the loader's looks:
+    ratios' intervals come (bootstrap over runs, at the level of the loader's looks:
     :func:`experiments.repeats.level_of`); the accuracy findings' intervals come
     from ``curves`` (one training per seed: bootstrap over seeds)."""
     env = env or {}

@@ -174,7 +174,7 @@ def measure_steps(summary: pd.DataFrame, tier: str, env: dict, raw: pd.DataFrame
         vol = max(per_p[q] for q in fit) if fit else np.nan
         vol, vci = _over_every_p(rt, ds, c_all, "lmm", "lmdb", fit, vol, _max_ratio,
                                  "highest ratio of medians over every P that fits the cores, "
-                                 "bootstrap over repeats")
+                                 "bootstrap over runs")
         worst = max(fit, key=per_p.get) if fit else p
         skipped = [q for q in sps if q not in fit]
         vo, iv = pw("lmm", c_vol), pw("lmm", c_invol)
@@ -219,7 +219,7 @@ def measure_steps(summary: pd.DataFrame, tier: str, env: dict, raw: pd.DataFrame
         sp = {q: get(d[d["P"] == q].set_index("strategy"), "speedup_vs_lmdb", "stag") for q in ps}
         best = min(sp.values()) if sp else np.nan
         best, bci = _over_every_p(rt, ds, "seconds", "lmdb", "stag", ps, best, _min_speedup,
-                                  "lowest ratio of medians over every P, bootstrap over repeats")
+                                  "lowest ratio of medians over every P, bootstrap over runs")
         low = min(sp, key=sp.get) if sp else 0
         each = ", ".join(f"P = {q}: {sp[q]:.2f}x" for q in ps)
         out.append(Measured(

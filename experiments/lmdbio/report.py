@@ -60,7 +60,7 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
 
 def with_intervals(summary: pd.DataFrame, raw: pd.DataFrame) -> pd.DataFrame:
     """``summary`` with the 95 % intervals Fig 2 draws: of the median seconds (median_ci over
-    the repeats) and of the speed-up over LMDB (ratio of medians, bootstrap over the repeats:
+    the repeats) and of the speed-up over LMDB (ratio of medians, bootstrap over the runs:
     the computation the claims use)."""
     by = ["tier", "dataset", "strategy", "P"]
     s = stats.with_median_ci(summary, raw, "seconds", by)
@@ -83,7 +83,7 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
 
     ``env``: lmdbio's env.json (cores, cold-run residency, handover). ``raw``: lmdbio's
     raw.parquet (one row per run and repeat), from which each ratio's interval is computed
-    (bootstrap over the repeats, of the whole reduction over P where there is one), at the
+    (bootstrap over the runs, of the whole reduction over P where there is one), at the
     level of the looks at the configurations it compares (the ``level`` column of their rows:
     :func:`experiments.claims.levels.judged_at_their_levels`); without it
     the findings are ``inconclusive``. Context switches are all of them, voluntary (the process

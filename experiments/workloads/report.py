@@ -551,19 +551,12 @@ def measure_utilization(s: pd.DataFrame, au: pd.DataFrame, au_steps: pd.DataFram
     A configuration's AU is Eq 3.1 over its steps (``au_steps``, :func:`.validation.au_steps`):
     the sum of their ideal compute over the sum of their wall times, the slowest rank's steps,
     whose walls add up to its train phases, so with one run it is that run's ``au``; with
-    several repeats their steps are taken together (one long run). The interval resamples the
-    steps of every configuration independently and recomputes the lowest AU
-    (:func:`iv.configs_stat`): the value and the interval from the same steps through the same
-    function. Why steps and not epochs or repeats: the benchmark's AU is a ratio of sums of
-    step times (the thesis's Eq 3.1, 3.2 over the run; DLIO's per epoch, averaged over epochs),
-    and the default profile runs one run per configuration (no interval over repeats) and too
-    few epochs for one over epochs (UNET3D 4, BERT and DLRM part of one; a median's 95 % needs 6).
-    Steps one by one, not in blocks: UNET3D's configuration with fewest steps (G=2, B=4: 2 a
-    epoch, 8 in all) gives 4 blocks of round(8^(1/3)) = 2, which cover at most 87.5 %
-    (:func:`experiments.stats.reachable`), so it could not decide without 2.25x the epochs;
-    resampled one by one, the share of an epoch's first steps (whose waits dominate UNET3D's
-    AU) varies between resamples while a run fixes it, which widens the interval rather than
-    narrowing it. The stage's other step findings resample single steps too. Without
+    several runs their steps are taken together. The interval is over runs (:func:`iv.configs_stat`,
+    :func:`experiments.stats.runs_bootstrap`): every configuration's runs drawn with
+    replacement, then the steps inside each drawn run, and the lowest AU recomputed; the value
+    and the interval from the same steps through the same function, ``n`` the runs. Why steps
+    inside a run and not its ``au`` alone: the benchmark's AU is a ratio of sums of step times
+    (the thesis's Eq 3.1, 3.2 over the run), so a run's steps are what it is made of. Without
     ``au_steps`` (or ``end_wall`` in the steps) the value is ``au``'s and there is no interval."""
     out = []
     st = au_steps if au_steps is not None and len(au_steps) else pd.DataFrame(
