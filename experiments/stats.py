@@ -130,8 +130,9 @@ def _none(n: int, method: str, level: float) -> Interval:
     return Interval(math.nan, math.nan, int(n), method, level)
 
 
-def median_ci(x: Sequence[float], level: float | None = None) -> tuple[float, Interval]:
-    """The median of ``x`` (its unit) and its distribution-free confidence interval.
+def median_ci(x: Sequence[float], level: float | None = None, of: str = "") -> tuple[float, Interval]:
+    """The median of ``x`` (its unit) and its distribution-free confidence interval; ``of``
+    names what the samples are (``"runs"``: the method then reads "median over runs, ...").
 
     The bounds are order statistics x_(l) and x_(n-l+1), with l the largest rank such that
     P(Binomial(n, 1/2) < l) <= (1 - level)/2: the interval covers the true median with at least
@@ -139,19 +140,20 @@ def median_ci(x: Sequence[float], level: float | None = None) -> tuple[float, In
     statistics reaches 95 %; the interval is then [min, max] and its method states the coverage
     it actually has (1 - 2^(1-n))."""
     level = _lv(level)
+    what = "median" + (f" over {of}" if of else "") + ", binomial order statistics"
     a = np.sort(_clean(x))
     n = len(a)
     if n == 0:
-        return math.nan, _none(0, "median, binomial order statistics", level)
+        return math.nan, _none(0, what, level)
     med = float(np.median(a))
     if n < 2:
-        return med, _none(n, "median, binomial order statistics", level)
+        return med, _none(n, what, level)
     alpha = 1 - level
     l = int(_sps.binom.ppf(alpha / 2, n, 0.5))  # smallest k with cdf(k) >= alpha/2; cdf(l-1) < alpha/2
     l = max(l, 1)
     u = n - l + 1
     coverage = 1 - 2 * float(_sps.binom.cdf(l - 1, n, 0.5))
-    method = "median, binomial order statistics"
+    method = what
     if coverage < level - 1e-12:
         method += f" (coverage {coverage:.0%}: too few samples for {level:.0%})"
     return med, Interval(float(a[l - 1]), float(a[u - 1]), n, method, level, coverage)

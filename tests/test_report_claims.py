@@ -176,8 +176,9 @@ def test_alexnet_claims_take_their_intervals_from_repeats_saves_and_steps():
     saves = pd.DataFrame([{"target": t, "warmup": False, "run": 10 * k + i // 2, "stall_s": s * rng.normal(1, 0.01)}
                           for k, (t, s) in enumerate((("mem", 0.5), ("disk", 0.6), ("mem>disk", 0.5)))
                           for i in range(8)])   # 4 runs of 2 checkpoints each
-    steps = pd.DataFrame({"experiment": "prefetch", "repeat": 1, "batch_size": 64,
-                          "compute_s": rng.normal(1.5, 0.05, 30)})
+    steps = pd.DataFrame({"experiment": "prefetch", "repeat": np.repeat(np.arange(1, 7), 5),
+                          "run": np.repeat(np.arange(1, 7), 5), "batch_size": 64,
+                          "compute_s": rng.normal(1.5, 0.05, 30)})   # 6 runs of 5 steps
     env = {**ENV, "params": {"alexnet": {"warmup": 1, "batch_size": 64, "width": 0.25, "dense_width": 0.5}}}
     cl = {c["id"]: c for c in alexnet_report.claims(summary, batches, ck, "mem", "disk", env, FIO, ENV,
                                                     raw=raw, saves=saves, steps=steps)}
@@ -203,7 +204,7 @@ def test_alexnet_claims_take_their_intervals_from_repeats_saves_and_steps():
     # the paper's 1-2 s is the full AlexNet on a GPU: not measured, with what this box shows
     c = cl["alexnet-compute-per-batch"]
     assert c["verdict"] == "not measured" and c["paper_value"] == "1-2"
-    assert "1.50 s" in c["note"] and "n = 30" in c["note"]
+    assert "1.50 s" in c["note"] and "n = 6 runs" in c["note"]   # the run is the unit, not the step
     ck_runs = pd.DataFrame([{"mode": m, "target": t, "warmup": i == 0, "seconds": v * rng.normal(1, 0.005)}
                             for m, t, v in (("none", "none", 10.0), ("direct", "mem", 12.0),
                                             ("direct", "disk", 13.0), ("burst", "mem>disk", 12.0))

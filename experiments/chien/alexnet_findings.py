@@ -161,14 +161,19 @@ def measure_batch_size(batches: pd.DataFrame, env: dict, n: int, raw: pd.DataFra
         st = steps[(steps["experiment"] == "prefetch") & (steps["repeat"] >= int(bp.get("warmup", 0)))]
         if "batch_size" in st and bp.get("batch_size") is not None:
             st = st[st["batch_size"] == int(bp["batch_size"])]
-        comp_v, comp_ci = stats.median_ci(st["compute_s"])
+        # the run is the unit: each run's median step compute, then their median and its interval
+        if "run" in st.columns:
+            comp_v, comp_ci = stats.median_ci([float(np.median(a)) for a in stats.runs_of(st, "compute_s") if len(a)],
+                                               of="runs")
+        else:   # steps without their runs (an older stage): the value, no interval
+            comp_v = float(st["compute_s"].median()) if len(st) else np.nan
     # The paper's 1-2 s is AlexNet at full width on its GPUs; ours is scaled for the CPU cores, so
     # the number is not the paper's quantity: not measured, with what this box shows (as BERT's
     # compute, DLRM's asymptote and the blog's hardware rows).
     shown = (f"here our scaled AlexNet (conv width x{bp.get('width', '?')}, dense "
              f"x{bp.get('dense_width', '?')}, batch {bp.get('batch_size', '?')}) computes one batch in "
              f"{comp_v:.2f} s (median training-step compute"
-             + (f", 95 % CI [{comp_ci.low:.2f}, {comp_ci.high:.2f}], n = {comp_ci.n})" if comp_ci is not None and comp_ci.ok else ")")
+             + (f" over runs, 95 % CI [{comp_ci.low:.2f}, {comp_ci.high:.2f}], n = {comp_ci.n} runs)" if comp_ci is not None and comp_ci.ok else ")")
              + f" on {n} CPU cores" if np.isfinite(comp_v) else
              "alexnet_prefetch's steps.csv was not given" if steps is None else "no prefetch step was recorded")
     out.append(Measured(

@@ -76,8 +76,8 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.D
 
 def measure_compute_fits(models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None) -> list[Measured]:
     """Per workload with a fitted model: the R² of the mean compute-time model (Eq 5.1, 5.3,
-    5.5) and of the standard-deviation model (Eq 5.2, 5.4, 5.6), each with its bootstrap
-    interval over the steps (:func:`iv.r2_interval`); the fitted model's own R² (its configurations
+    5.5) and of the standard-deviation model (Eq 5.2, 5.4, 5.6), each with its interval
+    over runs, the steps resampled inside each (:func:`iv.r2_interval`); the fitted model's own R² (its configurations
     may hold other steps) only where there are no steps."""
     out = []
     for w, m in models.items():
@@ -110,7 +110,8 @@ def _r2_or_nan(x) -> float:
 
 def measure_data_share(summary: pd.DataFrame, st: pd.DataFrame | None) -> list[Measured]:
     """Per workload: the median over configurations of the median data-loading share of the
-    step (data wait / step time, per step), bootstrapped over the real runs' steps ``st``."""
+    step (data wait / step time, per step), its interval over the real runs of ``st`` (their steps
+    resampled inside each)."""
     out = []
     share = lambda d: (d["data_ns"] / d["step_ns"]).to_numpy(dtype=float)  # noqa: E731
     for w, g in summary.groupby("workload"):
@@ -235,12 +236,12 @@ def measure_unet3d_headlines(steps: pd.DataFrame | None, phases: pd.DataFrame | 
                              evals: pd.DataFrame | None) -> list[Measured]:
     """Sec 5.1.2, 5.1.3 and Fig 5.3: UNET3D's first epoch over its later ones (x, the median over
     runs of each run's ratio, its interval over the runs); the 3rd over the 1st quartile of the
-    data wait per step (x, median over configurations, bootstrapped over the steps); the R² of
-    the evaluation cases' sliding-window time (s) against their image size (MB), bootstrapped
-    over the cases."""
+    data wait per step (x, median over configurations, over runs, the steps resampled inside
+    each); the R² of the evaluation cases' sliding-window time (s) against their image size (MB),
+    over runs, the cases resampled inside each."""
     out = []
     r = first_epoch_ratios(phases)
-    v, ci = stats.median_ci(r.to_numpy()) if len(r) else (np.nan, None)
+    v, ci = stats.median_ci(r.to_numpy(), of="runs") if len(r) else (np.nan, None)
     out.append(Measured(
         "unet3d-first-epoch-longer", v, ci if len(r) > 1 else None,
         note=f"{len(r)} runs, first over later epochs: " + ", ".join(f"{x:.2f}" for x in r) if len(r) else "",
@@ -283,7 +284,8 @@ def measure_unet3d_headlines(steps: pd.DataFrame | None, phases: pd.DataFrame | 
 def measure_dlrm_steps(steps: pd.DataFrame | None) -> list[Measured]:
     """Sec 5.3.2 (Fig 5.14): DLRM's forward pass is about 80 % of its computation, and for a
     given batch size the step time grows with the GPU count. Both from the real runs' steady
-    steps (``steps`` with ``row``), bootstrapped over steps per configuration."""
+    steps (``steps`` with ``row``), their intervals over each configuration's runs (the steps
+    resampled inside each)."""
     out = []
     fwd = iv.config_samples(steps, "dlrm", ("real",), lambda d: (d["forward_ns"] / d["compute_ns"].clip(lower=1))
                          .to_numpy(dtype=float)) if steps is not None and "forward_ns" in steps else iv.Samples()
@@ -498,7 +500,7 @@ def measure_sleep_unchanged(s: pd.DataFrame, runs, steps, loader) -> list[Measur
 def measure_random_vfs(s: pd.DataFrame, runs, loader) -> list[Measured]:
     """UNET3D and DLRM: the share of configurations whose median VFS latency and throughput on
     random-content data lie inside the real runs' inter-quartile ranges (Sec 5.1.3, 5.3.2),
-    bootstrapped over the loader's reads. BERT has no synchronous VFS read to time."""
+    over runs, the loader's reads resampled inside each. BERT has no synchronous VFS read to time."""
     out = [Measured("bert-random-vfs-within-real-spread")]
     for w in ("unet3d", "dlrm"):
         p = _pair(s, w, "real", "random")
@@ -623,7 +625,7 @@ def measure_random_throughputs(s: pd.DataFrame, runs, steps) -> list[Measured]:
     throughputs (samples/s): BERT's data and compute throughputs (Sec 5.2.2), DLRM's compute
     throughput (Sec 5.3.2) and UNET3D's throughput of whole steps (samples over the step time,
     the wait for data included: Sec 5.1.3's drop is of accelerators kept waiting for data),
-    bootstrapped over the steps."""
+    over runs, the steps resampled inside each."""
     out = []
     for w, col in (("bert", "data_sps"), ("bert", "compute_sps"), ("dlrm", "compute_sps"), ("unet3d", "step_sps")):
         p = _pair(s, w, "real", "random")
@@ -648,8 +650,8 @@ def measure_random_throughputs(s: pd.DataFrame, runs, steps) -> list[Measured]:
 def measure_emulator_gap(s: pd.DataFrame, steps) -> list[Measured]:
     """DLRM, emulator / real median per-step data throughput at the largest global batch both
     ran at one G, when that batch is at least the thesis's 16k (where Sec 5.3.2's benchmark fell
-    to 2.5M against 5M samples/s: DLIO's row, traced_comparison_report), bootstrapped over the
-    two runs' steps."""
+    to 2.5M against 5M samples/s: DLIO's row, traced_comparison_report), over each
+    side's runs, the steps resampled inside each."""
     gap = reference.HOVON_DLRM_BENCHMARK_GAP_FROM_BATCH
     both = _pair(s, "dlrm", "real", "emulator")
     if len(both) and "data_sps_a" in both:
