@@ -167,3 +167,18 @@ def test_no_finding_lies_outside_its_own_interval(smoke_root):
     assert rows, "the smoke run wrote no claims"
     bad = claims_table.outside_own_interval(pd.DataFrame(rows))
     assert bad.empty, bad[["stage", "id", "our_value", "ci_low", "ci_high", "ci_method"]].to_string()
+
+
+def test_every_interval_is_over_runs(smoke_root):
+    """Issue 52: the run is the unit of every finding's interval. Every measured finding of the
+    smoke run (one run per configuration) that has an interval says in its method what it
+    resampled (runs, a workload's passes, training seeds), and none is decided on fewer than 3:
+    steps or windows of one run would give a narrow interval here and fail this."""
+    rows = [{**c, "stage": p.parent.name} for p in sorted((smoke_root / "results").glob("*/claims.json"))
+            if p.parent.name != "claims" for c in json.loads(p.read_text())]
+    t = pd.DataFrame(rows)
+    f = t[(t["kind"] == "finding") & t["ci_low"].notna()]
+    unit = f["ci_method"].fillna("").str.contains(r"\b(?:runs?|passes|seeds)\b", regex=True)
+    assert unit.all(), f.loc[~unit, ["stage", "id", "n", "ci_method"]].to_string()
+    few = f[(f["n"] < 3) & (f["verdict"] != "inconclusive")]
+    assert few.empty, few[["stage", "id", "n", "verdict", "ci_method"]].to_string()
