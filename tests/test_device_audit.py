@@ -90,6 +90,7 @@ def test_a_warm_read_is_flagged_and_an_evicted_one_is_not(tmp_path):
         pytest.skip(f"{tmp_path} has no local block device to audit")
     f.write_bytes(os.urandom(8 * 2**20))
     A.reset_log()
+    dropped = 0
     for attempt in range(3):
         got = {}
         for mode in ("warm", "cold"):
@@ -100,9 +101,12 @@ def test_a_warm_read_is_flagged_and_an_evicted_one_is_not(tmp_path):
             with A.Span(f, mode) as s:
                 subprocess.run(["cat", str(f)], stdout=subprocess.DEVNULL, check=True)
             got[mode] = s.judge(read_bytes=f.stat().st_size)
-        if not any(a["cache_dropped_during"] for a in got.values()):
+        dropped += any(a["cache_dropped_during"] for a in got.values())
+        # tried again, too, when the warm read looked served by the device: this process's
+        # descendants include the smoke pipeline (make test), whose reads both counts hear
+        if not any(a["cache_dropped_during"] for a in got.values()) and got["warm"]["read_from"] == "cache":
             break
-    else:
+    if dropped == 3:
         pytest.skip("another process dropped the page cache during each of 3 tries")
     # the verdicts (which count decided, device or processes, depends on what else the box read)
     assert got["warm"]["read_from"] == "cache" and got["warm"]["read_measured_by"] in ("processes", "device")
@@ -114,30 +118,48 @@ def test_a_warm_read_is_flagged_and_an_evicted_one_is_not(tmp_path):
     A.reset_log()
 
 
+_WINDOWS = """
+import json, subprocess, sys, time
+from experiments import device_audit as A
+f = sys.argv[1]
+with A.Span(f, "sampled", sample_s=0.1) as s:
+    t0 = time.time()
+    time.sleep(0.5)
+    t1 = time.time()
+    time.sleep(0.1)
+    subprocess.run(["cat", f], stdout=subprocess.DEVNULL, check=True)
+    time.sleep(0.2)
+    t2 = time.time()
+second = s.window(t1, t2)
+print(json.dumps({"counts": s.counts, "first": s.window(t0 + 0.15, t1 - 0.15), "second": second,
+                  "t": t2 - t1, "judged": s.judge(int(sys.argv[2]), counts=s.counts | second, what="second half")}))
+"""
+
+
 def test_a_window_of_a_sampled_span_counts_only_its_part(tmp_path):
     """A span sampled every 0.1 s: an evicted file read in its second half; the first half's
-    window saw no block reads of this process, the second's at least the file."""
-    import time
+    window saw no block reads of the process, the second's at least the file. In a fresh
+    process: the span counts the reads of its process's descendants, and pytest's include the
+    smoke pipeline's stages under `make test` (3 MB heard in the first window once)."""
+    import json
+    import sys
+    from pathlib import Path
 
     f = tmp_path / "data.bin"
     if block_device(tmp_path)[1] is None:
         pytest.skip(f"{tmp_path} has no local block device to audit")
     f.write_bytes(os.urandom(4 * 2**20))
+    size = f.stat().st_size
     cache.evict([f], "fadvise")
-    with A.Span(f, "sampled", sample_s=0.1) as s:
-        t0 = time.time()
-        time.sleep(0.5)
-        t1 = time.time()
-        time.sleep(0.1)
-        subprocess.run(["cat", str(f)], stdout=subprocess.DEVNULL, check=True)
-        time.sleep(0.2)
-        t2 = time.time()
-    if s.counts["cache_dropped_during"]:
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", _WINDOWS, str(f), str(size)], cwd=root, check=True,
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    if r["counts"]["cache_dropped_during"]:
         pytest.skip("another process dropped the page cache during the span")
-    first, second = s.window(t0 + 0.15, t1 - 0.15), s.window(t1, t2)
-    # this process's other threads (pytest's) may read a little while it sleeps: far less than the file
-    assert first["processes_read_bytes"] < f.stat().st_size / 4 and second["processes_read_bytes"] >= f.stat().st_size
-    assert second["device_read_bytes"] >= f.stat().st_size and second["seconds"] == pytest.approx(t2 - t1)
-    a = s.judge(f.stat().st_size, counts=s.counts | second, what="second half")
+    first, second = r["first"], r["second"]
+    # the process's other threads may read a little while it sleeps: far less than the file
+    assert first["processes_read_bytes"] < size / 4 and second["processes_read_bytes"] >= size
+    assert second["device_read_bytes"] >= size and second["seconds"] == pytest.approx(r["t"])
+    a = r["judged"]
     assert a["read_from"] == "device" and a["label"] == "sampled: second half"
-    A.reset_log()
