@@ -161,12 +161,10 @@ def measure_batch_size(batches: pd.DataFrame, env: dict, n: int, raw: pd.DataFra
         st = steps[(steps["experiment"] == "prefetch") & (steps["repeat"] >= int(bp.get("warmup", 0)))]
         if "batch_size" in st and bp.get("batch_size") is not None:
             st = st[st["batch_size"] == int(bp["batch_size"])]
-        # the run is the unit: each run's median step compute, then their median and its interval
-        if "run" in st.columns:
-            comp_v, comp_ci = stats.median_ci([float(np.median(a)) for a in stats.runs_of(st, "compute_s") if len(a)],
-                                               of="runs")
-        else:   # steps without their runs (an older stage): the value, no interval
-            comp_v = float(st["compute_s"].median()) if len(st) else np.nan
+        # the run is the unit: each run's median step compute (the stage tags every step with its
+        # run), then their median and its interval
+        comp_v, comp_ci = stats.median_ci([float(np.median(a)) for a in stats.runs_of(st, "compute_s") if len(a)],
+                                           of="runs")
     # The paper's 1-2 s is AlexNet at full width on its GPUs; ours is scaled for the CPU cores, so
     # the number is not the paper's quantity: not measured, with what this box shows (as BERT's
     # compute, DLRM's asymptote and the blog's hardware rows).

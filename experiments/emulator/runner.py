@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 from .. import device_audit
@@ -57,8 +58,6 @@ def _await_nodes(out_dir: Path, nodes: int, timeout_s: float = 60.0) -> bool:
     """Wait (at most ``timeout_s``) for every node's ``threads-node<k>.csv``: the others pass
     the ranks' final barrier with node 0 and write theirs seconds later where the folder is
     shared. Whether all are there; a summary without some says so (``report.summarize``)."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while not all((out_dir / f"threads-node{k}.csv").exists() for k in range(nodes)):
         if time.monotonic() > deadline:
