@@ -116,25 +116,24 @@ def context(params: dict) -> dict[str, list]:
 
 
 def _selects(c: dict, sel: dict, names: dict[str, list]) -> bool:
-    """Whether configuration ``c`` takes one of the values ``sel`` allows on each key ({name}
-    filled from ``names``; a name not there matches every value)."""
-    def same(x, y) -> bool:
-        try:
-            return x == y or (x is not None and y is not None and float(x) == float(y))
-        except (TypeError, ValueError):
-            return False
+    """Whether configuration ``c`` takes one of the values ``sel`` allows on each key, as
+    :func:`experiments.repeats.findings.matching` compares them; a ``{name}`` is filled from
+    ``names``, and a key whose value names one not there (an id's field, a value picked at run
+    time) allows every value."""
+    from .findings import matching
 
+    filled = {}
     for k, v in sel.items():
         allowed = []
         for x in v if isinstance(v, list) else [v]:
             m = _FIELD.fullmatch(x) if isinstance(x, str) else None
             if m and m.group(1) not in names:
-                allowed = None       # an id's field or a value picked at run time: every value
+                allowed = None
                 break
             allowed += names[m.group(1)] if m else [x]
-        if allowed is not None and k in c and not any(same(c[k], y) for y in allowed):
-            return False
-    return True
+        if allowed is not None and k in c:
+            filled[k] = allowed
+    return bool(matching([c], filled))
 
 
 def readers(stage: str, findings=None, draws=None) -> list[tuple[str, dict]]:
