@@ -55,9 +55,11 @@ def test_no_sweep_in_the_smoke_profile_has_more_than_two_values(smoke):
 
 
 def test_the_smoke_profile_repeats_nothing(smoke):
-    """One run per configuration: no warm-up, no repeat (the default and paper profiles measure)."""
+    """One run per configuration: no warm-up, no repeat, one pass of the traced comparison (the
+    default and paper profiles measure; a count the smoke profile does not set is the default's)."""
     bad = {p: v for p, v in _leaves(smoke)
            if (p.endswith(".repeats") and v != 1) or (p.endswith(".warmup") and v != 0)
+           or (p.endswith(".runs") and v != 1)
            or (p.endswith(".train_seeds") and v != 1)}
     assert not bad, f"smoke profile repeats: {bad}"
 
@@ -76,3 +78,37 @@ def test_the_budget_test_sees_a_sweep_that_grew():
     """The rule itself can fail: a third thread count is caught."""
     grown = {"tfdata_read": {"threads": [1, 2, 4]}}
     assert [p for p, v in _lists(grown) if len(v) > MAX_PER_SWEEP] == ["tfdata_read.threads"]
+
+
+# The smoke profile's run lengths: the fewest steps each code path needs (issue 64: the same
+# levers as the default's run lengths). UNET3D 2 epochs (the first is left out of the steady
+# steps), BERT 3 steps (one left out, two for a spread), DLRM 4 (an evaluation after 2), the
+# traced comparison's passes the same; 2 checkpoints (a write after a write), 4 AlexNet steps (a
+# checkpoint every 2), 32 blog images, 2 DeepIO epochs. A default that grows leaks into smoke
+# wherever smoke does not set the key: this catches it.
+SMOKE_RUN_LENGTHS = {
+    "unet3d.train.epochs": 2, "bert.train.steps": 3, "dlrm.train.steps": 4,
+    "traced_comparison.overrides.unet3d.train.epochs": 2, "traced_comparison.overrides.bert.train.steps": 3,
+    "traced_comparison.overrides.dlrm.train.steps": 4,
+    "alexnet_checkpoint.iterations": 4, "llm_checkpoint.checkpoints": 2, "llm_checkpoint.burst_buffer.checkpoints": 2,
+    "blog.images": 32, "deepio.epochs": 2,
+}
+
+
+def _over_lengths(params) -> dict:
+    got = dict(_leaves(params))
+    return {k: got.get(k) for k, cap in SMOKE_RUN_LENGTHS.items() if got.get(k) is None or got[k] > cap}
+
+
+def test_the_smoke_runs_are_as_short_as_their_code_paths_allow(smoke):
+    over = _over_lengths(smoke)
+    assert not over, f"smoke run lengths over their floor {SMOKE_RUN_LENGTHS} (trim in profiles/smoke.yaml): {over}"
+
+
+def test_the_run_length_check_sees_a_default_leaking_into_smoke(smoke):
+    """The rule can fail: the default's traced DLRM pass (20 steps) laid over smoke is caught."""
+    import copy
+
+    grown = copy.deepcopy(smoke)
+    grown["traced_comparison"]["overrides"]["dlrm"]["train"]["steps"] = 20
+    assert list(_over_lengths(grown)) == ["traced_comparison.overrides.dlrm.train.steps"]

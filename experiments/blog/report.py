@@ -14,6 +14,10 @@ from ..tiers import storage_tier_of as storage_tier  # noqa: F401 (the tier the 
 from .findings import (_cold, device_reads, measure_runs, run_tables, warm_cold)  # noqa: F401
 
 STAGE = "blog_report"
+# the configurations each figure draws ({figure: {stage: selection}}, selections as in a finding's
+# `compares`): the memory tier's runs are read here, by no finding (experiments.repeats.unread)
+DRAWS = {"tfdata_threads": {"blog": {"framework": "tensorflow"}},   # every tier, format and thread count, cold
+         "torch_workers": {"blog": {"framework": "pytorch"}}}       # every tier and worker count, cold
 
 
 def plot_histogram(hist: pd.DataFrame):

@@ -20,6 +20,9 @@ from . import llm_burst_buffer as B, llm_checkpoint as C, llm_layout as L
 from .llm_stage import JOB, VARIANTS, bounds, burst_buffer, check, measure, summarize  # noqa: F401
 
 STAGE = "llm_checkpoint_report"
+# the configurations each figure draws ({figure: {stage: selection}}, selections as in a finding's
+# `compares`): the run throughput of every tier and variant (experiments.repeats.unread)
+DRAWS = {"llm_checkpoint_throughput": {"llm_checkpoint": {}}}
 
 
 def engineer_rows(summary: pd.DataFrame, model: str) -> pd.DataFrame:
