@@ -67,9 +67,12 @@ def _rounds(s: dict) -> int:
     return int(s.get("repeats", 1)) + int(s.get("warmup", 0) or 0)
 
 
-def _ranked(procs: list[int], nodes: list[int] | None) -> int:
-    """(P, nodes) pairs a launcher sweep runs: every node count no larger than P."""
-    return sum(1 for q in procs for n in (nodes or [1]) if n <= q)
+def _ranked(procs: list[int], nodes: list | None) -> int:
+    """(P, nodes) pairs a launcher sweep runs: every node count (``all``: the Slurm allocation's,
+    as the stage resolves it) no larger than P."""
+    from .launcher import resolve_nodes
+
+    return sum(1 for q in procs for n in resolve_nodes(nodes or [1]) if n <= q)
 
 
 def _alexnet_prefetch(p: dict) -> float:
