@@ -8,7 +8,8 @@ this command writes
 - ``docs/ae-table.md``: per stage its time (that of ``dvc repro -f -s STAGE``, which re-runs the
   stage alone: how a reviewer re-measures one stage), its outputs and tier copies, and the time
   of ``dvc repro STAGE`` from scratch (the stage and everything upstream of it);
-- the reviewer's guide's (``docs/reviewers.md``) marked blocks: the summary of the run (``<!-- ae:summary -->``) and the time and
+- the reviewer's guide's (``docs/reviewers.md``) marked blocks: the summary of the run and of its
+  forecast's check (``<!-- ae:summary -->``) and the time and
   disk column of the claims table (``<!-- ae:table -->``: the last cell of each row whose
   command is ``dvc repro STAGE``);
 - in ``docs/ae-table.md``, each stage's forecast (the plan ``make repro`` printed before its first
@@ -258,8 +259,7 @@ def doc(r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict, plan: di
         forecast_summary(plan, cs),
         "",
         forecast_table(cs) if cs else "",
-        "",
-    ])
+    ]).rstrip("\n") + "\n"
 
 
 def _replace_block(text: str, marks: tuple[str, str], body: str) -> str:
@@ -283,8 +283,9 @@ def fill_table(block: str, st: dict, r: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def update_guide(text: str, r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict) -> str:
-    text = _replace_block(text, SUMMARY, summary(r, foot))
+def update_guide(text: str, r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict,
+                 plan: dict | None = None) -> str:
+    text = _replace_block(text, SUMMARY, summary(r, foot) + "\n\n" + forecast_summary(plan, checks(plan, r)))
     a, b = TABLE
     i, j = text.find(a), text.find(b)
     if i < 0 or j < i:
@@ -308,7 +309,7 @@ def main(argv=None) -> int:
     (root / "docs").mkdir(exist_ok=True)
     (root / "docs" / "ae-table.md").write_text(doc(r, foot, st, plan))
     guide = root / GUIDE
-    guide.write_text(update_guide(guide.read_text(), r, foot, st))
+    guide.write_text(update_guide(guide.read_text(), r, foot, st, plan))
     print(f"wrote docs/ae-table.md and {GUIDE}'s time and disk from {len(r)} stages' last run")
     return 0
 
