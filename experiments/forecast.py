@@ -49,7 +49,8 @@ from . import paths
 
 REFERENCE = "env/reference-times.csv"
 PLAN = "results/plan.json"
-COLUMNS = ("stage", "runs", "size", "run_s", "fixed_s", "wall_s", "bytes", "source")
+COLUMNS = ("stage", "runs", "size", "run_s", "fixed_s", "wall_s", "cpu_share", "bytes", "source")
+CPU_SHARE = 0.5   # a stage whose CPU seconds the reference did not record: half CPU-, half I/O-bound
 
 
 # ----------------------------------------------------------------------------- sizes from params
@@ -208,13 +209,27 @@ def calibrate(folder: Path | None = None, tries: int = TRIES) -> dict[str, float
 
 
 def scale(here: dict, ref: dict) -> tuple[float, dict[str, float]]:
-    """The factor a reference second is multiplied by on this box: the geometric mean of the
-    CPU and I/O ratios (this box's seconds over the reference's), and the ratios themselves.
-    Without a reference calibration the factor is 1."""
-    ratios = {k: here[k] / ref[k] for k in ("cpu_s", "io_s") if ref.get(k) and here.get(k)}
+    """The factor a reference second is multiplied by on this box, for a stage half CPU- and
+    half I/O-bound: the geometric mean of the CPU and I/O ratios (this box's seconds over the
+    reference's), and the ratios themselves. Without a reference calibration the factor is 1."""
+    ratios = ratios_of(here, ref)
+    return weighted(ratios, CPU_SHARE), ratios
+
+
+def ratios_of(here: dict, ref: dict) -> dict[str, float]:
+    return {k: here[k] / ref[k] for k in ("cpu_s", "io_s") if ref.get(k) and here.get(k)}
+
+
+def weighted(ratios: dict[str, float], cpu_share: float | None) -> float:
+    """A stage's factor: ``cpu^w x io^(1 - w)`` with ``w`` its share of CPU-bound time on the
+    reference box (its CPU seconds over its wall seconds, at most 1; :data:`CPU_SHARE` when not
+    recorded); with one ratio only, that ratio; with none, 1."""
     if not ratios:
-        return 1.0, {}
-    return math.exp(sum(math.log(v) for v in ratios.values()) / len(ratios)), ratios
+        return 1.0
+    if len(ratios) == 1:
+        return next(iter(ratios.values()))
+    w = CPU_SHARE if cpu_share is None else min(1.0, max(0.0, cpu_share))
+    return ratios["cpu_s"] ** w * ratios["io_s"] ** (1 - w)
 
 
 # ----------------------------------------------------------------------------- the reference table
@@ -249,7 +264,9 @@ def read_reference(path: Path | None = None) -> Reference:
         rows[r["stage"]] = {"stage": r["stage"], "runs": float(r["runs"] or 0),
                             "size": float(r["size"]) if r["size"] else None,
                             "run_s": float(r["run_s"] or 0), "fixed_s": float(r["fixed_s"] or 0),
-                            "wall_s": float(r["wall_s"] or 0), "bytes": int(float(r["bytes"] or 0)),
+                            "wall_s": float(r["wall_s"] or 0),
+                            "cpu_share": float(r["cpu_share"]) if r.get("cpu_share") else None,
+                            "bytes": int(float(r["bytes"] or 0)),
                             "source": r.get("source", "")}
     return Reference(rows, meta)
 
@@ -281,14 +298,16 @@ def _cell(v):
 
 
 def reference_row(stage: str, wall_s: float, runs: int, runs_s: float, nbytes: int, size: float | None,
-                  source: str) -> dict:
+                  source: str, cpu_s: float | None = None) -> dict:
     """One stage's row: ``runs`` runs that took ``runs_s`` seconds in all, within a stage of
     ``wall_s`` seconds (the rest is fixed; never below 0)."""
     # a run's own clock can overlap the stage's start-up a little (or a median run stand for a
     # mean): the runs never take more than the stage
     run_s = min(runs_s / runs, wall_s / runs) if runs else 0.0
+    share = None if cpu_s is None or not wall_s else round(min(1.0, cpu_s / wall_s), 3)
     return {"stage": stage, "runs": float(runs), "size": size, "run_s": run_s,
-            "fixed_s": max(0.0, wall_s - runs * run_s), "wall_s": wall_s, "bytes": int(nbytes), "source": source}
+            "fixed_s": max(0.0, wall_s - runs * run_s), "wall_s": wall_s, "cpu_share": share,
+            "bytes": int(nbytes), "source": source}
 
 
 def _runs_of(stage: str) -> tuple[int, float]:
@@ -317,11 +336,12 @@ def _runs_of(stage: str) -> tuple[int, float]:
 ITEMS = ("imagenet_like", "caltech_like")
 
 
-def _row(st: str, wall: float, runs: int, runs_s: float, nbytes: int, params: dict, source: str) -> dict:
+def _row(st: str, wall: float, runs: int, runs_s: float, nbytes: int, params: dict, source: str,
+         cpu_s: float | None = None) -> dict:
     if st in ITEMS:
         n = size_of(st, params)
-        return reference_row(st, wall, int(n), wall, nbytes, n, "env.json wall_s over its images")
-    return reference_row(st, wall, runs, runs_s, nbytes, size_of(st, params) if runs else None, source)
+        return reference_row(st, wall, int(n), wall, nbytes, n, "env.json wall_s over its images", cpu_s)
+    return reference_row(st, wall, runs, runs_s, nbytes, size_of(st, params) if runs else None, source, cpu_s)
 
 
 def _calibration_meta() -> dict:
@@ -343,7 +363,7 @@ def record(out: Path | None = None) -> Reference:
     for st, r in recs.items():
         n, secs = _runs_of(st)
         rows[st] = _row(st, float(r["wall_s"]), n, secs, ae_table.stage_bytes(r), params,
-                        "env.json wall_s; rows' run_s")
+                        "env.json wall_s and cpu_s; rows' run_s", r.get("cpu_s"))
     first = min(recs.values(), key=lambda x: x["started_at"])
     ref = Reference(rows, {"commit": git_revision()["commit"], "host": first.get("host", ""),
                            "started_at": first.get("started_at", ""), "profile": _profile(), **_calibration_meta()})
@@ -453,18 +473,19 @@ class Line:
     fixed_s: float
     bytes: int
     note: str = ""
+    factor: float = 1.0   # this box's seconds per reference second, already in run_s and fixed_s
 
     @property
     def seconds(self) -> float:
         return self.runs * self.run_s + self.fixed_s
 
 
-def forecast(stage: str, ref: Reference, params: dict, factor: float) -> Line:
-    """Stage ``stage``'s forecast under ``params`` on a box ``factor`` times slower than the
-    reference (:func:`scale`)."""
+def forecast(stage: str, ref: Reference, params: dict, ratios: dict[str, float] | float) -> Line:
+    """Stage ``stage``'s forecast under ``params`` on a box whose benchmarks took ``ratios``
+    times the reference's (:func:`ratios_of`; a number: one factor for every stage)."""
     r = ref.rows.get(stage)
     if r is None:
-        return Line(stage, 0, 0.0, 0.0, 0, "not in the reference table: no forecast")
+        return Line(stage, 0, 0.0, 0.0, 0, "not in the reference table: no forecast", 1.0)
     runs, nbytes, note = r["runs"], r["bytes"], ""
     now = size_of(stage, params) if r["runs"] else None
     if now is not None and r["size"]:
@@ -475,7 +496,8 @@ def forecast(stage: str, ref: Reference, params: dict, factor: float) -> Line:
             note = f"runs x {now / r['size']:.2f} of the reference's (params)"
     elif not r["runs"]:
         note = "no runs: its reference seconds"
-    return Line(stage, runs, r["run_s"] * factor, r["fixed_s"] * factor, nbytes, note)
+    factor = ratios if isinstance(ratios, (int, float)) else weighted(ratios, r.get("cpu_share"))
+    return Line(stage, runs, r["run_s"] * factor, r["fixed_s"] * factor, nbytes, note, factor)
 
 
 def _fmt(s: float) -> str:
@@ -487,10 +509,11 @@ def _fmt(s: float) -> str:
 def render(lines: list[Line], fresh: list[str], head: str) -> str:
     from .run_notebook import human
 
-    out = [head, f"{'stage':26s} {'runs':>6s} x {'s/run':>7s} + {'fixed':>7s} = {'forecast':>12s} {'disk':>9s}"]
+    out = [head, f"{'stage':26s} {'runs':>6s} x {'s/run':>7s} + {'fixed':>7s} = {'forecast':>12s} {'disk':>9s} "
+                 f"{'box':>5s}"]
     for x in lines:
         out.append(f"{x.stage:26s} {x.runs:6.0f} x {x.run_s:7.2f} + {x.fixed_s:6.0f}s = {_fmt(x.seconds):>12s} "
-                   f"{human(x.bytes):>9s}" + (f"  ({x.note})" if x.note else ""))
+                   f"{human(x.bytes):>9s} x{x.factor:4.2f}" + (f"  ({x.note})" if x.note else ""))
     total = sum(x.seconds for x in lines)
     out.append(f"total: {_fmt(total)} of stages for {len(lines)} stage(s) to run, "
                f"{human(sum(x.bytes for x in lines))} of outputs and tier copies")
@@ -504,15 +527,15 @@ def plan(params: dict, ref: Reference, changed: list[str], here: dict, st: dict[
     :data:`PLAN`."""
     factor, ratios = scale(here, ref.meta)
     run = to_run(changed, st)
-    lines = [forecast(s, ref, params, factor) for s in st]
+    lines = [forecast(s, ref, params, ratios) for s in st]
     return {"made_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "reference": {k: ref.meta.get(k) for k in ("commit", "host", "started_at", "profile")},
             "calibration": {"here": here, "reference": {k: ref.meta.get(k) for k in ("cpu_s", "io_s")},
                             "ratios": ratios, "factor": factor},
             "to_run": run,
             "stages": {x.stage: {"runs": x.runs, "run_s": x.run_s, "fixed_s": x.fixed_s,
-                                 "forecast_s": x.seconds, "bytes": x.bytes, "runs_now": x.stage in run,
-                                 "note": x.note} for x in lines},
+                                 "forecast_s": x.seconds, "bytes": x.bytes, "factor": x.factor,
+                                 "runs_now": x.stage in run, "note": x.note} for x in lines},
             "total_s": sum(x.seconds for x in lines if x.stage in run)}
 
 
@@ -521,9 +544,10 @@ def words(p: dict) -> str:
     c, ref = p["calibration"], p["reference"]
     ratios = ", ".join(f"{'CPU' if k == 'cpu_s' else 'I/O'} x{v:.2f}" for k, v in c["ratios"].items())
     head = (f"The plan: forecast from {REFERENCE} (measured on {ref.get('host')} at {str(ref.get('commit'))[:10]}), "
-            f"scaled to this box by x{c['factor']:.2f} ({ratios or 'no reference calibration'}; "
-            "a short CPU and I/O benchmark here against the same there)")
-    lines = [Line(s, v["runs"], v["run_s"], v["fixed_s"], v["bytes"], v["note"])
+            f"scaled to this box by {ratios or 'no reference calibration'} (a short CPU and I/O benchmark here "
+            f"against the same there; each stage weighs the two by its CPU share on the reference box, "
+            f"x{c['factor']:.2f} at half and half)")
+    lines = [Line(s, v["runs"], v["run_s"], v["fixed_s"], v["bytes"], v["note"], v.get("factor", 1.0))
              for s, v in p["stages"].items() if v["runs_now"]]
     fresh = [s for s, v in p["stages"].items() if not v["runs_now"]]
     return render(lines, fresh, head)

@@ -83,6 +83,20 @@ def test_the_scale_is_the_geometric_mean_of_the_two_benchmarks_ratios():
     assert forecast.scale({"cpu_s": 2.0, "io_s": 8.0}, {}) == (1.0, {})
 
 
+def test_each_stage_weighs_the_two_ratios_by_its_cpu_share():
+    r = {"cpu_s": 2.0, "io_s": 0.5}
+    assert forecast.weighted(r, 1.0) == 2.0 and forecast.weighted(r, 0.0) == 0.5
+    assert forecast.weighted(r, None) == pytest.approx(1.0) and forecast.weighted(r, 3.0) == 2.0
+    assert forecast.weighted({"io_s": 0.5}, 1.0) == 0.5 and forecast.weighted({}, 0.3) == 1.0
+    ref = reference()
+    ref.rows["tfdata_read"]["cpu_share"] = 1.0   # CPU-bound on the reference box: the CPU ratio alone
+    x = forecast.forecast("tfdata_read", ref, PARAMS, r)
+    assert x.factor == 2.0 and x.seconds == pytest.approx(2 * 158)
+    assert forecast.forecast("claim_rules", ref, PARAMS, r).factor == pytest.approx(1.0)
+    assert forecast.reference_row("s", 100.0, 0, 0.0, 0, None, "t", cpu_s=150.0)["cpu_share"] == 1.0
+    assert forecast.reference_row("s", 100.0, 0, 0.0, 0, None, "t", cpu_s=25.0)["cpu_share"] == 0.25
+
+
 def test_only_the_stale_stages_and_their_downstream_run(project):
     st = forecast.stages_in_order()
     assert forecast.to_run(["tfdata_read"], st) == ["tfdata_read", "tfdata_read_report"]
@@ -102,7 +116,7 @@ def test_the_reference_table_round_trips(tmp_path):
     back = forecast.read_reference(f)
     assert back.meta["commit"] == "abc" and back.meta["cpu_s"] == 1.0
     assert back.rows["tfdata_read"]["runs"] == 64 and back.rows["tfdata_read"]["fixed_s"] == 30
-    assert back.rows["claim_rules"]["size"] is None
+    assert back.rows["claim_rules"]["size"] is None and back.rows["claim_rules"]["cpu_share"] is None
     with pytest.raises(SystemExit, match="record"):
         forecast.read_reference(tmp_path / "missing.csv")
 
@@ -111,7 +125,7 @@ def _env(root, stage, wall, started="2026-01-01T01:00:00+00:00"):
     d = root / "results" / stage
     d.mkdir(parents=True, exist_ok=True)
     (d / "env.json").write_text(json.dumps({"run": {
-        "wall_s": wall, "started_at": started, "host": "box", "loadavg_start": [1, 1, 1], "loadavg_end": [1, 1, 1],
+        "wall_s": wall, "cpu_s": wall / 2, "started_at": started, "host": "box", "loadavg_start": [1, 1, 1], "loadavg_end": [1, 1, 1],
         "outs_bytes": {f"results/{stage}": 100}, "tier_bytes_added": {"disk": 50}}}))
     return d
 
@@ -124,7 +138,7 @@ def test_record_takes_runs_and_their_seconds_from_the_rows(project, monkeypatch)
     _env(project, "tfdata_read_report", 7.0)
     ref = forecast.record(project / "ref.csv")
     t = ref.rows["tfdata_read"]
-    assert (t["runs"], t["run_s"], t["fixed_s"], t["size"]) == (3, 20.0, 40.0, 64.0)
+    assert (t["runs"], t["run_s"], t["fixed_s"], t["size"], t["cpu_share"]) == (3, 20.0, 40.0, 64.0, 0.5)
     assert ref.rows["tfdata_read_report"]["fixed_s"] == 7.0 and ref.rows["tfdata_read_report"]["bytes"] == 150
     assert ref.meta["cpu_s"] == 0.5 and ref.meta["profile"] == "default"
     assert forecast.read_reference(project / "ref.csv").rows["tfdata_read"]["run_s"] == 20.0
