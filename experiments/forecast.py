@@ -31,7 +31,6 @@ import argparse
 import csv
 import io
 import json
-import math
 import os
 import random
 import re
@@ -48,6 +47,7 @@ import yaml
 from . import paths
 
 REFERENCE = "env/reference-times.csv"
+REFERENCE_PARAMS = "env/reference-params.yaml"   # the params.yaml the reference run ran with
 PLAN = "results/plan.json"
 COLUMNS = ("stage", "runs", "size", "run_s", "fixed_s", "wall_s", "cpu_share", "bytes", "source")
 CPU_SHARE = 0.5   # a stage whose CPU seconds the reference did not record: half CPU-, half I/O-bound
@@ -80,7 +80,8 @@ def _alexnet_prefetch(p: dict) -> float:
     from .chien.alexnet import batch_configs, prefetch_configs
 
     a = p["alexnet"]
-    cfg = SimpleNamespace(**a)
+    cfg = SimpleNamespace(**{k: a[k] for k in ("threads", "prefetch", "batch_size", "batch_threads", "batch_tiers",
+                                                "batch_sizes")})
     pre = prefetch_configs(a.get("tiers") or _tier_names(p), cfg)
     return (len(pre) + len(batch_configs(cfg, pre))) * _rounds(a)
 
@@ -89,7 +90,8 @@ def _alexnet_checkpoint(p: dict) -> float:
     from .chien.alexnet_checkpoint import checkpoint_modes
 
     c = p["alexnet_checkpoint"]
-    return len(checkpoint_modes(SimpleNamespace(**c))) * _rounds(c)
+    modes = checkpoint_modes(SimpleNamespace(**{k: c[k] for k in ("targets", "burst_buffer", "fast", "slow")}))
+    return len(modes) * _rounds(c)
 
 
 def _sweep(name: str):
@@ -143,6 +145,83 @@ SIZES = {
     "llm_checkpoint": lambda p: (_len(p["llm_checkpoint"]["tiers"]) * int(p["llm_checkpoint"]["repeats"])
                                  * int(p["llm_checkpoint"]["checkpoints"])),
 }
+
+
+class _Reads(dict):
+    """A params mapping that records the leaves a size rule reads (``alexnet.threads``)."""
+
+    def __init__(self, d: dict, path: str, seen: set):
+        super().__init__(d)
+        self._path, self._seen = path, seen
+
+    def _wrap(self, k, v):
+        p = f"{self._path}.{k}" if self._path else str(k)
+        if isinstance(v, dict):   # a section passed through: only the leaves read under it count
+            return _Reads(v, p, self._seen)
+        self._seen.add(p)
+        return v
+
+    def __getitem__(self, k):
+        return self._wrap(k, super().__getitem__(k))
+
+    def get(self, k, default=None):
+        return self._wrap(k, super().__getitem__(k)) if k in self else default
+
+
+def counted(stage: str, params: dict) -> set[str]:
+    """The parameter paths stage ``stage``'s size rule reads: what sets its count of runs."""
+    seen: set[str] = set()
+    if stage in SIZES:
+        try:
+            SIZES[stage](_Reads(params, "", seen))
+        except (KeyError, TypeError, ValueError, ImportError):
+            pass
+    return seen
+
+
+def _leaves(v, path: str) -> dict[str, object]:
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            out |= _leaves(x, f"{path}.{k}")
+        return out
+    return {path: v}
+
+
+def _at(params: dict, path: str):
+    for k in path.split("."):
+        if not isinstance(params, dict) or k not in params:
+            return None
+        params = params[k]
+    return params
+
+
+# parameters that never change what a run does: the seed, the figures, make decide's purchases,
+# and an adaptive stage's bounds on its rounds (the count, not the length, of its runs)
+NOT_A_RUN = ("seed", "figures", "decide")
+ROUNDS_ONLY = ("max_repeats", "budget_s")
+
+
+def run_changes(stage: str, params: dict, ref_params: dict | None, declared: list) -> list[str]:
+    """The parameters of stage ``stage`` (``declared``: its dvc.yaml ``params``) that differ from
+    the reference run's and that its size rule does not read: they change what a run does (its
+    steps, its data), which the reference's seconds a run do not know."""
+    if not ref_params:
+        return []
+    read = counted(stage, params) | counted(stage, ref_params)
+    out = []
+    for entry in declared:
+        names = [entry] if isinstance(entry, str) else [k for v in entry.values() for k in (v or [])]
+        for name in names:
+            if name.split(".")[0] in NOT_A_RUN:
+                continue
+            a, b = _leaves(_at(params, name), name), _leaves(_at(ref_params, name), name)
+            for path in sorted(set(a) | set(b)):
+                if path.rsplit(".", 1)[-1] in ROUNDS_ONLY:
+                    continue
+                if a.get(path) != b.get(path) and not any(path == r or path.startswith(r + ".") for r in read):
+                    out.append(path)
+    return out
 
 
 def size_of(stage: str, params: dict) -> float | None:
@@ -241,6 +320,7 @@ class Reference:
 
     rows: dict[str, dict]
     meta: dict = field(default_factory=dict)
+    params: dict | None = None   # the parameters of the reference run (env/reference-params.yaml)
 
 
 def read_reference(path: Path | None = None) -> Reference:
@@ -268,7 +348,8 @@ def read_reference(path: Path | None = None) -> Reference:
                             "cpu_share": float(r["cpu_share"]) if r.get("cpu_share") else None,
                             "bytes": int(float(r["bytes"] or 0)),
                             "source": r.get("source", "")}
-    return Reference(rows, meta)
+    pf = path.parent / Path(REFERENCE_PARAMS).name
+    return Reference(rows, meta, yaml.safe_load(pf.read_text()) if pf.exists() else None)
 
 
 def write_reference(ref: Reference, path: Path | None = None) -> Path:
@@ -286,6 +367,10 @@ def write_reference(ref: Reference, path: Path | None = None) -> Path:
     for r in ref.rows.values():
         w.writerow({k: _cell(r.get(k)) for k in COLUMNS})
     text = "\n".join(head) + "\n" + out.getvalue()
+    if ref.params is not None:
+        ptext = (f"# params.yaml of the reference run ({ref.meta.get('commit', '')}), beside {path.name}: the plan "
+                 "names the parameters that change what a run does\n" + yaml.safe_dump(ref.params, sort_keys=False))
+        atomic_write(path.parent / Path(REFERENCE_PARAMS).name, lambda p: p.write_text(ptext))
     return atomic_write(path, lambda p: p.write_text(text))
 
 
@@ -366,7 +451,8 @@ def record(out: Path | None = None) -> Reference:
                         "env.json wall_s and cpu_s; rows' run_s", r.get("cpu_s"))
     first = min(recs.values(), key=lambda x: x["started_at"])
     ref = Reference(rows, {"commit": git_revision()["commit"], "host": first.get("host", ""),
-                           "started_at": first.get("started_at", ""), "profile": _profile(), **_calibration_meta()})
+                           "started_at": first.get("started_at", ""), "profile": _profile(), **_calibration_meta()},
+                    params)
     write_reference(ref, out)
     return ref
 
@@ -435,7 +521,7 @@ def from_measured(folder: Path, out: Path | None = None) -> Reference:
     commit = (folder / "commit.txt").read_text().split()[0] if (folder / "commit.txt").exists() else "unknown"
     ref = Reference(rows, {"commit": commit, "host": host, "started_at": started, "profile": _profile(),
                            "record": str(folder.relative_to(paths.root()) if folder.is_absolute() else folder),
-                           **_calibration_meta()})
+                           **_calibration_meta()}, params)
     write_reference(ref, out)
     return ref
 
@@ -480,7 +566,8 @@ class Line:
         return self.runs * self.run_s + self.fixed_s
 
 
-def forecast(stage: str, ref: Reference, params: dict, ratios: dict[str, float] | float) -> Line:
+def forecast(stage: str, ref: Reference, params: dict, ratios: dict[str, float] | float,
+             declared: list | None = None) -> Line:
     """Stage ``stage``'s forecast under ``params`` on a box whose benchmarks took ``ratios``
     times the reference's (:func:`ratios_of`; a number: one factor for every stage)."""
     r = ref.rows.get(stage)
@@ -496,6 +583,11 @@ def forecast(stage: str, ref: Reference, params: dict, ratios: dict[str, float] 
             note = f"runs x {now / r['size']:.2f} of the reference's (params)"
     elif not r["runs"]:
         note = "no runs: its reference seconds"
+    changed = run_changes(stage, params, ref.params, declared or [])
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        note = "; ".join(x for x in (note, f"UNKNOWN run length: {', '.join(changed[:3])}{more} differ from the "
+                                           "reference run's, its seconds a run are the reference's") if x)
     factor = ratios if isinstance(ratios, (int, float)) else weighted(ratios, r.get("cpu_share"))
     return Line(stage, runs, r["run_s"] * factor, r["fixed_s"] * factor, nbytes, note, factor)
 
@@ -517,6 +609,11 @@ def render(lines: list[Line], fresh: list[str], head: str) -> str:
     total = sum(x.seconds for x in lines)
     out.append(f"total: {_fmt(total)} of stages for {len(lines)} stage(s) to run, "
                f"{human(sum(x.bytes for x in lines))} of outputs and tier copies")
+    unknown = [x.stage for x in lines if "UNKNOWN" in x.note]
+    if unknown:
+        out.append(f"{len(unknown)} stage(s) run differently from the reference run ({', '.join(unknown)}): their "
+                   "forecast keeps the reference's seconds a run and may be far off; re-record the table on the "
+                   "reference box with this profile (python -m experiments.forecast record) to forecast them")
     if fresh:
         out.append(f"up to date (not run, not counted): {', '.join(fresh)}")
     return "\n".join(out)
@@ -527,7 +624,7 @@ def plan(params: dict, ref: Reference, changed: list[str], here: dict, st: dict[
     :data:`PLAN`."""
     factor, ratios = scale(here, ref.meta)
     run = to_run(changed, st)
-    lines = [forecast(s, ref, params, ratios) for s in st]
+    lines = [forecast(s, ref, params, ratios, st[s].get("params")) for s in st]
     return {"made_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "reference": {k: ref.meta.get(k) for k in ("commit", "host", "started_at", "profile")},
             "calibration": {"here": here, "reference": {k: ref.meta.get(k) for k in ("cpu_s", "io_s")},

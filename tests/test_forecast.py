@@ -13,13 +13,14 @@ from experiments import ae_table, forecast
 
 PARAMS = {
     "tiers": [{"name": "mem", "path": "/dev/shm/x"}, {"name": "disk", "path": "data/tiers/disk"}],
-    "tfdata_read": {"threads": [1, 2, 4, 8], "variants": ["full", "raw"], "repeats": 3, "warmup": 1},
+    "tfdata_read": {"threads": [1, 2, 4, 8], "variants": ["full", "raw"], "repeats": 3, "warmup": 1,
+                    "image_size": 224, "max_repeats": 3},
     "imagenet_like": {"n_images": 100},
 }
 STAGES = {
     "imagenet_like": {"cmd": "x", "deps": ["n/1.ipynb"], "outs": [{"results/imagenet_like": {"cache": False}},
                                                                  {"data/imagenet_like": {"cache": False}}]},
-    "tfdata_read": {"cmd": "x", "deps": ["n/2.ipynb", "data/imagenet_like"],
+    "tfdata_read": {"cmd": "x", "deps": ["n/2.ipynb", "data/imagenet_like"], "params": ["seed", "tiers", "tfdata_read"],
                     "outs": [{"results/tfdata_read": {"cache": False}}]},
     "tfdata_read_report": {"cmd": "x", "deps": ["results/tfdata_read/raw.parquet"],
                            "outs": [{"results/tfdata_read_report": {"cache": False}}]},
@@ -36,7 +37,7 @@ def reference() -> forecast.Reference:
         "tfdata_read_report": forecast.reference_row("tfdata_read_report", 10.0, 0, 0.0, 5, None, "t"),
         "claim_rules": forecast.reference_row("claim_rules", 3.0, 0, 0.0, 5, None, "t"),
     }
-    return forecast.Reference(rows, {"commit": "abc", "host": "ref", "cpu_s": 1.0, "io_s": 2.0})
+    return forecast.Reference(rows, {"commit": "abc", "host": "ref", "cpu_s": 1.0, "io_s": 2.0}, PARAMS)
 
 
 @pytest.fixture
@@ -75,6 +76,23 @@ def test_the_forecast_moves_with_the_params_and_the_box():
     assert y.seconds == pytest.approx(150) and y.bytes == 3000   # a data set's time and bytes follow its images
     assert forecast.forecast("tfdata_read_report", ref, half, 1.0).seconds == 10   # no runs: as measured
     assert forecast.forecast("unknown", ref, PARAMS, 1.0).note.startswith("not in the reference")
+
+
+def test_a_change_to_what_a_run_does_is_named_not_hidden(project):
+    """The size rule's own parameters move the runs; any other parameter of the stage that differs
+    from the reference run's changes what a run does, which the reference's seconds do not know."""
+    declared = ["seed", "tiers", "tfdata_read", {"params.yaml": ["decide.tfdata_read"]}]
+    assert forecast.counted("tfdata_read", PARAMS) == {
+        "tiers", "tfdata_read.threads", "tfdata_read.variants", "tfdata_read.repeats", "tfdata_read.warmup"}
+    counts = {**PARAMS, "seed": 7, "tfdata_read": {**PARAMS["tfdata_read"], "threads": [1], "max_repeats": 9}}
+    assert forecast.run_changes("tfdata_read", counts, PARAMS, declared) == []
+    longer = {**PARAMS, "tfdata_read": {**PARAMS["tfdata_read"], "image_size": 512}}
+    assert forecast.run_changes("tfdata_read", longer, PARAMS, declared) == ["tfdata_read.image_size"]
+    assert forecast.run_changes("tfdata_read", longer, None, declared) == []   # no reference params: nothing to say
+    x = forecast.forecast("tfdata_read", reference(), longer, 1.0, declared)
+    assert "UNKNOWN run length: tfdata_read.image_size" in x.note
+    p = forecast.plan(longer, reference(), ["tfdata_read"], {}, forecast.stages_in_order())
+    assert "1 stage(s) run differently from the reference run (tfdata_read)" in forecast.words(p)
 
 
 def test_the_scale_is_the_geometric_mean_of_the_two_benchmarks_ratios():
@@ -117,6 +135,7 @@ def test_the_reference_table_round_trips(tmp_path):
     assert back.meta["commit"] == "abc" and back.meta["cpu_s"] == 1.0
     assert back.rows["tfdata_read"]["runs"] == 64 and back.rows["tfdata_read"]["fixed_s"] == 30
     assert back.rows["claim_rules"]["size"] is None and back.rows["claim_rules"]["cpu_share"] is None
+    assert back.params == PARAMS   # the reference run's parameters travel beside the table
     with pytest.raises(SystemExit, match="record"):
         forecast.read_reference(tmp_path / "missing.csv")
 
