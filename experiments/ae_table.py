@@ -118,6 +118,7 @@ def summary(r: dict[str, dict], foot: dict[str, tuple[str, int]], per_stage: boo
             + (" Per stage: [ae-table.md](ae-table.md)." if per_stage else ""))
 
 
+PLAN = "results/plan.json"   # the plan make repro printed before its first stage (experiments.forecast)
 JUDGED_S = 120.0   # the done-when's stages: those over 2 minutes
 WITHIN = 0.20      # forecast within 20 % of actual
 
@@ -145,6 +146,12 @@ class Check:
     def within(self) -> bool | None:
         """|forecast - actual| <= 20 % of actual (None: not run)."""
         return None if self.actual_s is None else abs(self.forecast_s - self.actual_s) <= WITHIN * self.actual_s
+
+
+def read_plan() -> dict | None:
+    """The last plan (:data:`PLAN`), None when none was made."""
+    f = paths.root() / PLAN
+    return json.loads(f.read_text()) if f.exists() else None
 
 
 def checks(plan: dict | None, r: dict[str, dict]) -> list[Check]:
@@ -297,8 +304,6 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.ae_table", description=__doc__.split("\n\n")[0])
     ap.add_argument("--print", action="store_true", help="only print the summary of the last run")
     a = ap.parse_args(argv)
-    from .forecast import read_plan
-
     st, r, foot, plan = stages(), runs(), footprint(), read_plan()
     if a.print:
         plain = lambda t: re.sub(r"\[([^]]+)\]\([^)]+\)", r"\1", t).replace("`", "")   # noqa: E731

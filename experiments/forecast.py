@@ -16,7 +16,7 @@ them), moved to the active ``params.yaml`` and to this box:
 
 Only the stages ``dvc repro`` will run count: those ``dvc status`` finds changed and every stage
 downstream of one (its inputs will change when they run). The plan, with the forecast of every
-stage, is written atomically to :data:`PLAN` (``results/plan.json``); ``make ae-table``
+stage, is written atomically to ``results/plan.json`` (:data:`experiments.ae_table.PLAN`); ``make ae-table``
 (:mod:`experiments.ae_table`) sets each stage's wall time against it.
 
 ``python -m experiments.forecast record`` re-records the reference table from the last
@@ -48,7 +48,6 @@ from . import paths
 
 REFERENCE = "env/reference-times.csv"
 REFERENCE_PARAMS = "env/reference-params.yaml"   # the params.yaml the reference run ran with
-PLAN = "results/plan.json"
 COLUMNS = ("stage", "runs", "size", "run_s", "fixed_s", "wall_s", "cpu_share", "bytes", "source")
 CPU_SHARE = 0.5   # a stage whose CPU seconds the reference did not record: half CPU-, half I/O-bound
 
@@ -621,7 +620,7 @@ def render(lines: list[Line], fresh: list[str], head: str) -> str:
 
 def plan(params: dict, ref: Reference, changed: list[str], here: dict, st: dict[str, dict]) -> dict:
     """The plan: every stage's forecast (those ``dvc repro`` runs counted), as written to
-    :data:`PLAN`."""
+    ``results/plan.json``."""
     factor, ratios = scale(here, ref.meta)
     run = to_run(changed, st)
     lines = [forecast(s, ref, params, ratios, st[s].get("params")) for s in st]
@@ -651,14 +650,12 @@ def words(p: dict) -> str:
 
 
 def write_plan(p: dict, path: Path | None = None) -> Path:
+    from .ae_table import PLAN
     from .results import write_json
 
     return write_json(path or paths.root() / PLAN, p)
 
 
-def read_plan(path: Path | None = None) -> dict | None:
-    path = path or paths.root() / PLAN
-    return json.loads(path.read_text()) if path.exists() else None
 
 
 def main(argv=None) -> int:

@@ -205,7 +205,7 @@ def test_a_forecast_within_20_percent_everywhere_is_met(project):
 def test_the_plan_is_written_atomically_and_read_back(project):
     p = _plan(tfdata_read=1.0)
     forecast.write_plan(p)
-    assert forecast.read_plan() == p
+    assert ae_table.read_plan() == p
     assert not list((project / "results").glob(".*.tmp"))
 
 
