@@ -11,8 +11,12 @@ them), moved to the active ``params.yaml`` and to this box:
   parameters and from the reference run's, and the reference runs are scaled by their ratio
   (a stage that stops early on the reference box keeps the same share of extra rounds);
 - **seconds** follow the box: a few seconds of a CPU-bound and an I/O-bound micro-benchmark
-  (:func:`calibrate`) against the same on the reference box; every second of the reference is
-  multiplied by the geometric mean of the two ratios (:func:`scale`).
+  (:func:`calibrate`) against the same on the reference box; a stage's seconds are multiplied
+  by ``cpu^w x io^(1 - w)``, ``w`` its CPU seconds over its wall seconds on the reference box
+  (:func:`weighted`; one half where the reference did not record them);
+- what the reference cannot know is said: a parameter of the stage that differs from the
+  reference run's (``env/reference-params.yaml``) and that does not set its count of runs
+  changes what a run does, and the stage's line says so (:func:`run_changes`).
 
 Only the stages ``dvc repro`` will run count: those ``dvc status`` finds changed and every stage
 downstream of one (its inputs will change when they run). The plan, with the forecast of every
