@@ -191,7 +191,8 @@ def forecast_summary(plan: dict | None, cs: list[Check]) -> str:
     if w.actual_s is None:
         return (f"Plan of {plan['made_at']}: {fmt_seconds(plan['total_s'])} forecast for {len(cs)} stage(s); "
                 "none has run since.")
-    verdict = "met" if w.within and not off else "not met"
+    verdict = ("not judged: not every stage of the plan has run since" if missing
+               else "met" if w.within and not off else "not met")
     return (f"Forecast against actual (plan of {plan['made_at']}, x{plan['calibration']['factor']:.2f} for this box): "
             f"{fmt_seconds(w.forecast_s)} forecast, {fmt_seconds(w.actual_s)} measured for the {len(cs) - len(missing)} "
             f"stage(s) that ran ({_pct(w)}, {'within' if w.within else 'outside'} 20 %); stages over 2 min within "

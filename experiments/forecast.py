@@ -629,6 +629,7 @@ def plan(params: dict, ref: Reference, changed: list[str], here: dict, st: dict[
     run = to_run(changed, st)
     lines = [forecast(s, ref, params, ratios, st[s].get("params")) for s in st]
     return {"made_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "loadavg": round(os.getloadavg()[0], 2),
             "reference": {k: ref.meta.get(k) for k in ("commit", "host", "started_at", "profile")},
             "calibration": {"here": here, "reference": {k: ref.meta.get(k) for k in ("cpu_s", "io_s")},
                             "ratios": ratios, "factor": factor},
@@ -646,7 +647,9 @@ def words(p: dict) -> str:
     head = (f"The plan: forecast from {REFERENCE} (measured on {ref.get('host')} at {str(ref.get('commit'))[:10]}), "
             f"scaled to this box by {ratios or 'no reference calibration'} (a short CPU and I/O benchmark here "
             f"against the same there; each stage weighs the two by its CPU share on the reference box, "
-            f"x{c['factor']:.2f} at half and half)")
+            f"x{c['factor']:.2f} at half and half)"
+            + (f". The 1-minute load average is {p['loadavg']:.1f} on {os.cpu_count()} CPUs: other work on this box "
+               "lengthens every stage beyond this forecast" if p.get("loadavg", 0) > 0.5 * (os.cpu_count() or 1) else ""))
     lines = [Line(s, v["runs"], v["run_s"], v["fixed_s"], v["bytes"], v["note"], v.get("factor", 1.0))
              for s, v in p["stages"].items() if v["runs_now"]]
     fresh = [s for s, v in p["stages"].items() if not v["runs_now"]]

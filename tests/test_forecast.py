@@ -126,6 +126,8 @@ def test_only_the_stale_stages_and_their_downstream_run(project):
     text = forecast.words(p)
     assert "up to date (not run, not counted): imagenet_like, claim_rules" in text
     assert "total: 2 min 48 s of stages for 2 stage(s)" in text and "x1.00" in text
+    p["loadavg"] = 99.0
+    assert "lengthens every stage beyond this forecast" in forecast.words(p)
 
 
 def test_the_reference_table_round_trips(tmp_path):
@@ -187,7 +189,7 @@ def test_the_forecast_against_actual_judges_the_whole_and_stages_over_two_minute
     assert (w.forecast_s, w.actual_s) == (290.0, 400.0) and not w.within
     text = ae_table.forecast_summary(plan, list(cs.values()))
     assert "stages over 2 min within 20 %: 1 of 1" in text and "not run since the plan: claim_rules" in text
-    assert text.endswith(": not met.")
+    assert text.endswith(": not judged: not every stage of the plan has run since.")
     table = ae_table.forecast_table(list(cs.values()))
     assert "| `tfdata_read` | 4 min 0 s | 5 min 0 s | 1.25 | yes |" in table
     assert "| `imagenet_like` | 50 s | 1 min 40 s | 2.00 |  |" in table
@@ -196,9 +198,12 @@ def test_the_forecast_against_actual_judges_the_whole_and_stages_over_two_minute
 
 def test_a_forecast_within_20_percent_everywhere_is_met(project):
     _env(project, "tfdata_read", 300.0)
-    plan = _plan(tfdata_read=330.0)
+    _env(project, "imagenet_like", 100.0)
+    plan = _plan(tfdata_read=330.0, imagenet_like=90.0)
     cs = ae_table.checks(plan, ae_table.runs())
     assert ae_table.forecast_summary(plan, cs).endswith(": met.")
+    off = _plan(tfdata_read=200.0, imagenet_like=100.0)   # the stage over 2 min off by a third
+    assert ae_table.forecast_summary(off, ae_table.checks(off, ae_table.runs())).endswith(": not met.")
     assert ae_table.forecast_summary(None, []).startswith("No plan recorded")
 
 
