@@ -227,6 +227,30 @@ def run_changes(stage: str, params: dict, ref_params: dict | None, declared: lis
     return out
 
 
+def changed_since(commit: str | None, root: Path | None = None) -> set[str] | None:
+    """The files that differ between ``commit`` (the reference run's) and this working tree
+    (git); None when git cannot tell (no such commit here, no git)."""
+    if not commit:
+        return None
+    try:
+        out = subprocess.run(["git", "diff", "--name-only", commit, "--"], cwd=root or paths.root(),
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return set(out.stdout.split()) if out.returncode == 0 else None
+
+
+def code_changes(deps: list, changed: set[str] | None) -> list[str]:
+    """The stage's dependencies (dvc.yaml ``deps``: files and folders) among ``changed``."""
+    if not changed:
+        return []
+    out = []
+    for d in deps or []:
+        d = str(d).rstrip("/")
+        out += sorted(f for f in changed if f == d or f.startswith(d + "/"))
+    return list(dict.fromkeys(out))
+
+
 def size_of(stage: str, params: dict) -> float | None:
     """Stage ``stage``'s size under ``params`` (:data:`SIZES`); None for a stage without one."""
     f = SIZES.get(stage)
@@ -570,7 +594,7 @@ class Line:
 
 
 def forecast(stage: str, ref: Reference, params: dict, ratios: dict[str, float] | float,
-             declared: list | None = None) -> Line:
+             declared: list | None = None, code: list[str] | None = None) -> Line:
     """Stage ``stage``'s forecast under ``params`` on a box whose benchmarks took ``ratios``
     times the reference's (:func:`ratios_of`; a number: one factor for every stage)."""
     r = ref.rows.get(stage)
@@ -591,6 +615,9 @@ def forecast(stage: str, ref: Reference, params: dict, ratios: dict[str, float] 
         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
         note = "; ".join(x for x in (note, f"UNKNOWN run length: {', '.join(changed[:3])}{more} differ from the "
                                            "reference run's, its seconds a run are the reference's") if x)
+    if code:
+        more = f" and {len(code) - 2} more" if len(code) > 2 else ""
+        note = "; ".join(x for x in (note, f"CODE CHANGED since the reference run: {', '.join(code[:2])}{more}") if x)
     factor = ratios if isinstance(ratios, (int, float)) else weighted(ratios, r.get("cpu_share"))
     return Line(stage, runs, r["run_s"] * factor, r["fixed_s"] * factor, nbytes, note, factor)
 
@@ -612,28 +639,32 @@ def render(lines: list[Line], fresh: list[str], head: str) -> str:
     total = sum(x.seconds for x in lines)
     out.append(f"total: {_fmt(total)} of stages for {len(lines)} stage(s) to run, "
                f"{human(sum(x.bytes for x in lines))} of outputs and tier copies")
-    unknown = [x.stage for x in lines if "UNKNOWN" in x.note]
+    unknown = [x.stage for x in lines if "UNKNOWN" in x.note or "CODE CHANGED" in x.note]
     if unknown:
-        out.append(f"{len(unknown)} stage(s) run differently from the reference run ({', '.join(unknown)}): their "
-                   "forecast keeps the reference's seconds a run and may be far off; re-record the table on the "
-                   "reference box with this profile (python -m experiments.forecast record) to forecast them")
+        out.append(f"{len(unknown)} stage(s) run differently from the reference run (other parameters or code: "
+                   f"{', '.join(unknown)}): their forecast keeps the reference's seconds a run , which those changes may have moved; "
+                   "re-record the table on the reference box (python -m experiments.forecast record) to forecast them")
     if fresh:
         out.append(f"up to date (not run, not counted): {', '.join(fresh)}")
     return "\n".join(out)
 
 
-def plan(params: dict, ref: Reference, changed: list[str], here: dict, st: dict[str, dict]) -> dict:
+def plan(params: dict, ref: Reference, changed: list[str], here: dict, st: dict[str, dict],
+         files: set[str] | None = None) -> dict:
     """The plan: every stage's forecast (those ``dvc repro`` runs counted), as written to
-    ``results/plan.json``."""
+    ``results/plan.json``; ``files``: the files changed since the reference run's commit
+    (:func:`changed_since`), None when unknown."""
     factor, ratios = scale(here, ref.meta)
     run = to_run(changed, st)
-    lines = [forecast(s, ref, params, ratios, st[s].get("params")) for s in st]
+    lines = [forecast(s, ref, params, ratios, st[s].get("params"), code_changes(st[s].get("deps"), files))
+             for s in st]
     return {"made_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "loadavg": round(os.getloadavg()[0], 2),
             "reference": {k: ref.meta.get(k) for k in ("commit", "host", "started_at", "profile")},
             "calibration": {"here": here, "reference": {k: ref.meta.get(k) for k in ("cpu_s", "io_s")},
                             "ratios": ratios, "factor": factor},
             "to_run": run,
+            "code_checked": files is not None,
             "stages": {x.stage: {"runs": x.runs, "run_s": x.run_s, "fixed_s": x.fixed_s,
                                  "forecast_s": x.seconds, "bytes": x.bytes, "factor": x.factor,
                                  "runs_now": x.stage in run, "note": x.note} for x in lines},
@@ -653,6 +684,9 @@ def words(p: dict) -> str:
     lines = [Line(s, v["runs"], v["run_s"], v["fixed_s"], v["bytes"], v["note"], v.get("factor", 1.0))
              for s, v in p["stages"].items() if v["runs_now"]]
     fresh = [s for s, v in p["stages"].items() if not v["runs_now"]]
+    if not p.get("code_checked", True):
+        head += (f". The reference run's commit {str(ref.get('commit'))[:10]} is not in this checkout's history: "
+                 "changes to the stages' code since it are not checked")
     return render(lines, fresh, head)
 
 
@@ -680,7 +714,8 @@ def main(argv=None) -> int:
               f"calibration cpu {ref.meta['cpu_s']} s, io {ref.meta['io_s']} s")
         return 0
     params = yaml.safe_load(paths.params_file().read_text())
-    p = plan(params, read_reference(), dvc_changed(), calibrate(), stages_in_order())
+    ref = read_reference()
+    p = plan(params, ref, dvc_changed(), calibrate(), stages_in_order(), changed_since(ref.meta.get("commit")))
     write_plan(p)
     print(words(p), flush=True)
     return 0

@@ -92,7 +92,22 @@ def test_a_change_to_what_a_run_does_is_named_not_hidden(project):
     x = forecast.forecast("tfdata_read", reference(), longer, 1.0, declared)
     assert "UNKNOWN run length: tfdata_read.image_size" in x.note
     p = forecast.plan(longer, reference(), ["tfdata_read"], {}, forecast.stages_in_order())
-    assert "1 stage(s) run differently from the reference run (tfdata_read)" in forecast.words(p)
+    assert "1 stage(s) run differently from the reference run (other parameters or code: tfdata_read)" in forecast.words(p)
+
+
+def test_a_change_to_a_stages_code_since_the_reference_is_named(project):
+    deps = ["n/2.ipynb", "experiments/chien", "data/imagenet_like"]
+    files = {"experiments/chien/tfdata_read.py", "experiments/chienx.py", "README.md"}
+    assert forecast.code_changes(deps, files) == ["experiments/chien/tfdata_read.py"]
+    assert forecast.code_changes(deps, None) == [] and forecast.code_changes(deps, set()) == []
+    st = {**forecast.stages_in_order()}
+    st["tfdata_read"] = {**st["tfdata_read"], "deps": deps}
+    p = forecast.plan(PARAMS, reference(), ["tfdata_read"], {}, st, files)
+    assert "CODE CHANGED since the reference run: experiments/chien/tfdata_read.py" in p["stages"]["tfdata_read"]["note"]
+    assert "run differently from the reference run (other parameters or code: tfdata_read)" in forecast.words(p)
+    unknown = forecast.plan(PARAMS, reference(), ["tfdata_read"], {}, st, None)
+    assert "not in this checkout's history" in forecast.words(unknown)
+    assert forecast.changed_since("0" * 40, project) is None   # not a git checkout, or no such commit
 
 
 def test_the_scale_is_the_geometric_mean_of_the_two_benchmarks_ratios():
