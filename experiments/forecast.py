@@ -642,7 +642,7 @@ def render(lines: list[Line], fresh: list[str], head: str) -> str:
     unknown = [x.stage for x in lines if "UNKNOWN" in x.note or "CODE CHANGED" in x.note]
     if unknown:
         out.append(f"{len(unknown)} stage(s) run differently from the reference run (other parameters or code: "
-                   f"{', '.join(unknown)}): their forecast keeps the reference's seconds a run , which those changes may have moved; "
+                   f"{', '.join(unknown)}): their forecast keeps the reference's seconds a run, which those changes may have moved; "
                    "re-record the table on the reference box (python -m experiments.forecast record) to forecast them")
     if fresh:
         out.append(f"up to date (not run, not counted): {', '.join(fresh)}")
