@@ -306,8 +306,8 @@ def main(argv=None) -> int:
     ap.add_argument("--print", action="store_true", help="only print the summary of the last run")
     a = ap.parse_args(argv)
     st, r, foot, plan = stages(), runs(), footprint(), read_plan()
+    plain = lambda t: re.sub(r"\[([^]]+)\]\([^)]+\)", r"\1", t).replace("`", "").replace("**", "")   # noqa: E731
     if a.print:
-        plain = lambda t: re.sub(r"\[([^]]+)\]\([^)]+\)", r"\1", t).replace("`", "")   # noqa: E731
         print(plain(summary(r, foot)))
         print(plain(forecast_summary(plan, checks(plan, r))))
         return 0
@@ -317,6 +317,10 @@ def main(argv=None) -> int:
     guide = root / GUIDE
     guide.write_text(update_guide(guide.read_text(), r, foot, st, plan))
     print(f"wrote docs/ae-table.md and {GUIDE}'s time and disk from {len(r)} stages' last run")
+    cs = checks(plan, r)
+    print(plain(forecast_summary(plan, cs)))
+    if cs:
+        print(plain(forecast_table(cs)))
     return 0
 
 

