@@ -423,8 +423,9 @@ def reference_row(stage: str, wall_s: float, runs: int, runs_s: float, nbytes: i
 
 
 def _runs_of(stage: str) -> tuple[int, float]:
-    """(runs, their seconds in all) from the stage's rows in ``results/<stage>/`` (every run,
-    warm-ups too: they take time); (0, 0) for a stage without ``run_s`` rows."""
+    """(runs, their seconds in all) from the stage's rows in ``results/<stage>/`` (every run of
+    ``make repro``, warm-ups too: they take time; not the runs a ``make decide`` bought); (0, 0)
+    for a stage without ``run_s`` rows."""
     import pandas as pd
 
     from .repeats.stage import ROUNDS_FILE
@@ -436,10 +437,13 @@ def _runs_of(stage: str) -> tuple[int, float]:
     f = d / name
     if not f.exists():
         return 0, 0.0
-    cols = None
-    rows = pd.read_parquet(f, columns=cols) if name.endswith(".parquet") else pd.read_csv(f)
+    rows = pd.read_parquet(f) if name.endswith(".parquet") else pd.read_csv(f)
     if "run_s" not in rows or "run" not in rows:
         return 0, 0.0
+    if "made_by" in rows:   # make repro's runs, not those a make decide bought after it
+        from .repeats.purchases import FIRST
+
+        rows = rows[rows["made_by"] == FIRST]
     per = rows.groupby("run")["run_s"].sum()   # a run's passes share its seconds out (the blog's cold, warm)
     return int(len(per)), float(per.sum())
 

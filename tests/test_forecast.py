@@ -170,7 +170,10 @@ def test_record_takes_runs_and_their_seconds_from_the_rows(project, monkeypatch)
     monkeypatch.setattr(forecast, "calibrate", lambda *a, **k: {"cpu_s": 0.5, "io_s": 0.25})
     d = _env(project, "tfdata_read", 100.0)
     # 3 runs; the second has two passes sharing its seconds (as the blog's cold and warm)
-    pd.DataFrame({"run": [0, 1, 1, 2], "run_s": [20.0, 10.0, 10.0, 20.0]}).to_parquet(d / "raw.parquet")
+    from experiments.repeats.purchases import FIRST
+
+    pd.DataFrame({"run": [0, 1, 1, 2, 3], "run_s": [20.0, 10.0, 10.0, 20.0, 99.0],
+                  "made_by": [FIRST] * 4 + ["decide-1"]}).to_parquet(d / "raw.parquet")   # run 3: bought later
     _env(project, "tfdata_read_report", 7.0)
     ref = forecast.record(project / "ref.csv")
     t = ref.rows["tfdata_read"]
