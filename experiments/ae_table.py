@@ -184,6 +184,8 @@ def forecast_summary(plan: dict | None, cs: list[Check]) -> str:
     and every stage over 2 minutes within 20 %)."""
     if not plan:
         return "No plan recorded (results/plan.json): `make repro` writes one before its first stage."
+    if not plan["to_run"]:
+        return f"The last plan ({plan['made_at']}) found every stage up to date: dvc repro had nothing to run."
     w = whole(cs)
     missing = [c.stage for c in cs if c.actual_s is None]
     judged = [c for c in cs if c.judged]

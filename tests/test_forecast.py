@@ -223,6 +223,7 @@ def test_a_forecast_within_20_percent_everywhere_is_met(project):
     off = _plan(tfdata_read=200.0, imagenet_like=100.0)   # the stage over 2 min off by a third
     assert ae_table.forecast_summary(off, ae_table.checks(off, ae_table.runs())).endswith(": not met.")
     assert ae_table.forecast_summary(None, []).startswith("No plan recorded")
+    assert "nothing to run" in ae_table.forecast_summary(_plan(), [])
 
 
 def test_make_ae_table_shows_the_forecast_against_actual(project, capsys):
