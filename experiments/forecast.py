@@ -572,13 +572,6 @@ def to_run(changed: list[str], st: dict[str, dict]) -> list[str]:
     return [s for s in st if changed & set(upstream(s, st))]
 
 
-def dvc_changed(root: Path | None = None) -> list[str]:
-    """The stages ``dvc status`` finds changed (a stage name from ``dvc.yaml:name`` keys)."""
-    out = subprocess.run(["dvc", "status", "--json"], cwd=root or paths.root(), capture_output=True,
-                         text=True, check=True).stdout
-    return sorted(k.split(":")[-1] for k in json.loads(out or "{}"))
-
-
 @dataclass
 class Line:
     """One stage's forecast: ``runs`` x ``run_s`` + ``fixed_s`` (seconds on this box), ``bytes``
@@ -719,7 +712,9 @@ def main(argv=None) -> int:
         return 0
     params = yaml.safe_load(paths.params_file().read_text())
     ref = read_reference()
-    p = plan(params, ref, dvc_changed(), calibrate(), stages_in_order(), changed_since(ref.meta.get("commit")))
+    from .repeats.decide.dvc_run import stale   # dvc status: the stages whose inputs changed
+
+    p = plan(params, ref, stale(paths.root()), calibrate(), stages_in_order(), changed_since(ref.meta.get("commit")))
     write_plan(p)
     print(words(p), flush=True)
     return 0
