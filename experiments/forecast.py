@@ -26,7 +26,9 @@ stage, is written atomically to ``results/plan.json`` (:data:`experiments.ae_tab
 ``python -m experiments.forecast record`` re-records the reference table from the last
 ``make repro`` of this checkout (each ``results/<stage>/env.json`` and its rows' ``run_s``),
 with this box's calibration: run it on the reference box after a change to what a run does
-(its steps, its start-up), and commit ``env/reference-times.csv``.
+(its steps, its start-up), and commit ``env/reference-times.csv`` and ``env/reference-params.yaml``.
+A stage whose code (its ``dvc.yaml`` deps) changed since the reference run's commit is named
+too (:func:`code_changes`).
 """
 
 from __future__ import annotations
@@ -559,10 +561,6 @@ def from_measured(folder: Path, out: Path | None = None) -> Reference:
 
 # ----------------------------------------------------------------------------- the plan
 
-def stages_in_order() -> dict[str, dict]:
-    return yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"]
-
-
 def to_run(changed: list[str], st: dict[str, dict]) -> list[str]:
     """The stages ``dvc repro`` runs when ``changed`` are stale: those and every stage
     downstream of one (dvc.yaml's order)."""
@@ -714,7 +712,9 @@ def main(argv=None) -> int:
     ref = read_reference()
     from .repeats.decide.dvc_run import stale   # dvc status: the stages whose inputs changed
 
-    p = plan(params, ref, stale(paths.root()), calibrate(), stages_in_order(), changed_since(ref.meta.get("commit")))
+    from .ae_table import stages
+
+    p = plan(params, ref, stale(paths.root()), calibrate(), stages(), changed_since(ref.meta.get("commit")))
     write_plan(p)
     print(words(p), flush=True)
     return 0

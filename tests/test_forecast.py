@@ -91,7 +91,7 @@ def test_a_change_to_what_a_run_does_is_named_not_hidden(project):
     assert forecast.run_changes("tfdata_read", longer, None, declared) == []   # no reference params: nothing to say
     x = forecast.forecast("tfdata_read", reference(), longer, 1.0, declared)
     assert "UNKNOWN run length: tfdata_read.image_size" in x.note
-    p = forecast.plan(longer, reference(), ["tfdata_read"], {}, forecast.stages_in_order())
+    p = forecast.plan(longer, reference(), ["tfdata_read"], {}, ae_table.stages())
     assert "1 stage(s) run differently from the reference run (other parameters or code: tfdata_read)" in forecast.words(p)
 
 
@@ -100,7 +100,7 @@ def test_a_change_to_a_stages_code_since_the_reference_is_named(project):
     files = {"experiments/chien/tfdata_read.py", "experiments/chienx.py", "README.md"}
     assert forecast.code_changes(deps, files) == ["experiments/chien/tfdata_read.py"]
     assert forecast.code_changes(deps, None) == [] and forecast.code_changes(deps, set()) == []
-    st = {**forecast.stages_in_order()}
+    st = {**ae_table.stages()}
     st["tfdata_read"] = {**st["tfdata_read"], "deps": deps}
     p = forecast.plan(PARAMS, reference(), ["tfdata_read"], {}, st, files)
     assert "CODE CHANGED since the reference run: experiments/chien/tfdata_read.py" in p["stages"]["tfdata_read"]["note"]
@@ -131,7 +131,7 @@ def test_each_stage_weighs_the_two_ratios_by_its_cpu_share():
 
 
 def test_only_the_stale_stages_and_their_downstream_run(project):
-    st = forecast.stages_in_order()
+    st = ae_table.stages()
     assert forecast.to_run(["tfdata_read"], st) == ["tfdata_read", "tfdata_read_report"]
     assert forecast.to_run(["imagenet_like"], st) == ["imagenet_like", "tfdata_read", "tfdata_read_report"]
     assert forecast.to_run([], st) == []
