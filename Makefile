@@ -7,13 +7,13 @@ RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
 .PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench replicate compare-claims decide
 
 help:
-	@echo "make repro   set up, then dvc repro on params.yaml (the default profile)"
+	@echo "make repro   set up, print the plan (each stale stage's forecast, the total), then dvc repro on params.yaml (the default profile)"
 	@echo "make test    set up, then unit tests and a smoke run of every notebook"
 	@echo "make lab     set up, then JupyterLab on the project kernel, at the project root (notebooks/, results/)"
-	@echo "make paper   switch params.yaml to the paper profile and dvc repro"
+	@echo "make paper   switch params.yaml to the paper profile, print its plan (time and disk per stage), dvc repro"
 	@echo "make default switch params.yaml back to the default profile"
 	@echo "make bench   benchmark tables: pipeline vs fio, tracing overhead, emulator vs DLIO vs fio, UNET3D CPU convolution path, LMDBIO's hand-over under MPICH's wait settings (first runs the stale stages they read)"
-	@echo "make ae-table  README's time and disk figures and docs/ae-table.md, from the last run"
+	@echo "make ae-table  README's time and disk figures and docs/ae-table.md (with the plan's forecast against actual), from the last run"
 	@echo "make course  the course: student bundle (hand out) and autograder of every lab (course/dist/)"
 	@echo "make grade LAB=lab01 SUB=folder/|one.ipynb [TIMEOUT=600] [JOBS=cores]  grade a class: grades.csv, answers/ (otter, each submission in a bubblewrap sandbox, no Docker)"
 	@echo "make replicate STAGES=\"blog lmdbio\"  re-measure those stages (default all) into replicate/ and compare the findings with results/"
@@ -26,7 +26,11 @@ help:
 setup:
 	@bash env/setup.sh
 
+# the plan first (each stale stage's forecast and the total, results/plan.json), then the stages;
+# the log ends with the AE table's summary and the forecast against actual (DVC's git hints:
+# core.autostage in .dvc/config stages dvc.lock instead of asking for it)
 repro: setup
+	@$(RUN) python -m experiments.forecast plan
 	$(RUN) dvc repro
 	@$(RUN) python -m experiments.ae_table --print
 
@@ -44,6 +48,7 @@ lab: setup
 
 paper: setup
 	$(RUN) python -m experiments.profile paper
+	@$(RUN) python -m experiments.forecast plan
 	$(RUN) dvc repro
 	@$(RUN) python -m experiments.ae_table --print
 
@@ -72,6 +77,7 @@ replicate: setup
 
 decide: setup
 	$(RUN) python -m experiments.repeats.decide --minutes $(or $(MINUTES),30)
+	@$(RUN) python -m experiments.ae_table --print
 
 compare-claims: setup
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare-claims A=first/claims.csv B=second/claims.csv" >&2; exit 2; }

@@ -8,12 +8,16 @@ this command writes
 - ``docs/ae-table.md``: per stage its time (that of ``dvc repro -f -s STAGE``, which re-runs the
   stage alone: how a reviewer re-measures one stage), its outputs and tier copies, and the time
   of ``dvc repro STAGE`` from scratch (the stage and everything upstream of it);
-- the reviewer's guide's (``docs/reviewers.md``) marked blocks: the summary of the run (``<!-- ae:summary -->``) and the time and
+- the reviewer's guide's (``docs/reviewers.md``) marked blocks: the summary of the run and of its
+  forecast's check (``<!-- ae:summary -->``) and the time and
   disk column of the claims table (``<!-- ae:table -->``: the last cell of each row whose
-  command is ``dvc repro STAGE``).
+  command is ``dvc repro STAGE``);
+- in ``docs/ae-table.md``, each stage's forecast (the plan ``make repro`` printed before its first
+  stage, ``results/plan.json``, :mod:`experiments.forecast`) against its wall time, and the
+  done-when's check: the whole run and every stage over 2 minutes within 20 %.
 
-``--print`` only prints the summary (``make repro`` ends with it). Nothing here is typed by
-hand: run it after ``make repro`` on the box the numbers should describe, and commit.
+``--print`` only prints the summary and the forecast's check (``make repro`` and ``make decide``
+end with it). Nothing here is typed by hand: run it after ``make repro`` on the box the numbers should describe, and commit.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from dataclasses import dataclass
+from datetime import datetime
 
 import yaml
 
@@ -112,6 +118,104 @@ def summary(r: dict[str, dict], foot: dict[str, tuple[str, int]], per_stage: boo
             + (" Per stage: [ae-table.md](ae-table.md)." if per_stage else ""))
 
 
+PLAN = "results/plan.json"   # the plan make repro printed before its first stage (experiments.forecast)
+JUDGED_S = 120.0   # the done-when's stages: those over 2 minutes
+WITHIN = 0.20      # forecast within 20 % of actual
+
+
+@dataclass
+class Check:
+    """One stage's forecast (``results/plan.json``, :mod:`experiments.forecast`) against its wall
+    time: ``actual_s`` None when it has not run since the plan."""
+
+    stage: str
+    forecast_s: float
+    actual_s: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        """actual / forecast."""
+        return self.actual_s / self.forecast_s if self.actual_s is not None and self.forecast_s > 0 else None
+
+    @property
+    def judged(self) -> bool:
+        """Whether the done-when judges it: it ran, for over 2 minutes."""
+        return self.actual_s is not None and self.actual_s > JUDGED_S
+
+    @property
+    def within(self) -> bool | None:
+        """|forecast - actual| <= 20 % of actual (None: not run)."""
+        return None if self.actual_s is None else abs(self.forecast_s - self.actual_s) <= WITHIN * self.actual_s
+
+
+def read_plan() -> dict | None:
+    """The last plan (:data:`PLAN`), None when none was made."""
+    f = paths.root() / PLAN
+    return json.loads(f.read_text()) if f.exists() else None
+
+
+def checks(plan: dict | None, r: dict[str, dict]) -> list[Check]:
+    """Each stage the plan said ``dvc repro`` would run, its forecast against the wall time of
+    its run started after the plan was made (its ``env.json``; a ``make decide`` run keeps that
+    record)."""
+    if not plan:
+        return []
+    made = datetime.fromisoformat(plan["made_at"])
+    out = []
+    for st in plan["to_run"]:
+        x = r.get(st)
+        ran = x is not None and datetime.fromisoformat(x["started_at"]) >= made
+        out.append(Check(st, float(plan["stages"][st]["forecast_s"]), float(x["wall_s"]) if ran else None))
+    return out
+
+
+def whole(cs: list[Check]) -> Check:
+    """The whole run as one check: the forecasts and wall times of the stages that ran."""
+    ran = [c for c in cs if c.actual_s is not None]
+    return Check("whole run", sum(c.forecast_s for c in ran), sum(c.actual_s for c in ran) if ran else None)
+
+
+def _pct(c: Check) -> str:
+    return f"{100 * (c.ratio - 1):+.0f} %" if c.ratio is not None else "not run"
+
+
+def forecast_summary(plan: dict | None, cs: list[Check]) -> str:
+    """One paragraph: the plan's total against the run's, and the done-when's check (the whole
+    and every stage over 2 minutes within 20 %)."""
+    if not plan:
+        return "No plan recorded (results/plan.json): `make repro` writes one before its first stage."
+    if not plan["to_run"]:
+        return f"The last plan ({plan['made_at']}) found every stage up to date: dvc repro had nothing to run."
+    w = whole(cs)
+    missing = [c.stage for c in cs if c.actual_s is None]
+    judged = [c for c in cs if c.judged]
+    off = [c for c in judged if not c.within]
+    if w.actual_s is None:
+        return (f"Plan of {plan['made_at']}: {fmt_seconds(plan['total_s'])} forecast for {len(cs)} stage(s); "
+                "none has run since.")
+    verdict = ("not judged: not every stage of the plan has run since" if missing
+               else "met" if w.within and not off else "not met")
+    return (f"Forecast against actual (plan of {plan['made_at']}, x{plan['calibration']['factor']:.2f} for this box): "
+            f"{fmt_seconds(w.forecast_s)} forecast, {fmt_seconds(w.actual_s)} measured for the {len(cs) - len(missing)} "
+            f"stage(s) that ran ({_pct(w)}, {'within' if w.within else 'outside'} 20 %); stages over 2 min within "
+            f"20 %: {len(judged) - len(off)} of {len(judged)}"
+            + (f" (outside: {', '.join(f'{c.stage} {_pct(c)}' for c in off)})" if off else "")
+            + (f"; not run since the plan: {', '.join(missing)}" if missing else "")
+            + f". The done-when \"forecast within 20 % of actual for the whole and every stage over 2 min\": {verdict}.")
+
+
+def forecast_table(cs: list[Check]) -> str:
+    lines = ["| stage | forecast | actual | actual / forecast | over 2 min: within 20 % |", "|---|---|---|---|---|"]
+    for c in cs + [whole(cs)]:
+        name = f"**{c.stage}**" if c.stage == "whole run" else f"`{c.stage}`"
+        act = fmt_seconds(c.actual_s) if c.actual_s is not None else "not run since the plan"
+        ratio = f"{c.ratio:.2f}" if c.ratio is not None else ""
+        judged = c.judged or (c.stage == "whole run" and c.actual_s is not None)
+        ok = ("yes" if c.within else "**no**") if judged else ""
+        lines.append(f"| {name} | {fmt_seconds(c.forecast_s)} | {act} | {ratio} | {ok} |")
+    return "\n".join(lines)
+
+
 def cell_for(stage: str, st: dict, r: dict[str, dict]) -> str:
     """'time, disk' of ``dvc repro STAGE`` from scratch, or why there is none."""
     chain = upstream(stage, st)
@@ -142,19 +246,30 @@ def stage_table(r: dict[str, dict], st: dict) -> str:
     return "\n".join(lines)
 
 
-def doc(r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict) -> str:
+def doc(r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict, plan: dict | None = None) -> str:
+    cs = checks(plan, r)
     return "\n".join([
         "# Time and disk of the last run",
         "",
         "Generated by `python -m experiments.ae_table` from each stage's `env.json` (`\"run\"`), written by",
-        "`dvc repro`; do not edit by hand. The host, the start and the load average say what the numbers",
-        "describe: timings from a loaded box are longer than on an idle one.",
+        "`dvc repro`, and the plan `make repro` printed before its first stage (`results/plan.json`,",
+        "`experiments/forecast.py`); do not edit by hand. The host, the start and the load average say what",
+        "the numbers describe: timings from a loaded box are longer than on an idle one.",
         "",
         summary(r, foot, per_stage=False),
         "",
         stage_table(r, st) if r else "",
         "",
-    ])
+        "## Forecast against actual",
+        "",
+        "Each stage the plan said `dvc repro` would run: its forecast (runs x seconds a run + fixed seconds,",
+        "from `env/reference-times.csv` moved to the parameters and scaled to this box) against its wall",
+        "time. The done-when: the whole run, and every stage over 2 minutes, within 20 % of actual.",
+        "",
+        forecast_summary(plan, cs),
+        "",
+        forecast_table(cs) if cs else "",
+    ]).rstrip("\n") + "\n"
 
 
 def _replace_block(text: str, marks: tuple[str, str], body: str) -> str:
@@ -178,8 +293,9 @@ def fill_table(block: str, st: dict, r: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def update_guide(text: str, r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict) -> str:
-    text = _replace_block(text, SUMMARY, summary(r, foot))
+def update_guide(text: str, r: dict[str, dict], foot: dict[str, tuple[str, int]], st: dict,
+                 plan: dict | None = None) -> str:
+    text = _replace_block(text, SUMMARY, summary(r, foot) + "\n\n" + forecast_summary(plan, checks(plan, r)))
     a, b = TABLE
     i, j = text.find(a), text.find(b)
     if i < 0 or j < i:
@@ -191,16 +307,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.ae_table", description=__doc__.split("\n\n")[0])
     ap.add_argument("--print", action="store_true", help="only print the summary of the last run")
     a = ap.parse_args(argv)
-    st, r, foot = stages(), runs(), footprint()
+    st, r, foot, plan = stages(), runs(), footprint(), read_plan()
+    plain = lambda t: re.sub(r"\[([^]]+)\]\([^)]+\)", r"\1", t).replace("`", "").replace("**", "")   # noqa: E731
     if a.print:
-        print(re.sub(r"\[([^]]+)\]\([^)]+\)", r"\1", summary(r, foot)).replace("`", ""))
+        print(plain(summary(r, foot)))
+        print(plain(forecast_summary(plan, checks(plan, r))))
         return 0
     root = paths.root()
     (root / "docs").mkdir(exist_ok=True)
-    (root / "docs" / "ae-table.md").write_text(doc(r, foot, st))
+    (root / "docs" / "ae-table.md").write_text(doc(r, foot, st, plan))
     guide = root / GUIDE
-    guide.write_text(update_guide(guide.read_text(), r, foot, st))
+    guide.write_text(update_guide(guide.read_text(), r, foot, st, plan))
     print(f"wrote docs/ae-table.md and {GUIDE}'s time and disk from {len(r)} stages' last run")
+    cs = checks(plan, r)
+    print(plain(forecast_summary(plan, cs)))
+    if cs:
+        print(plain(forecast_table(cs)))
     return 0
 
 

@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -252,6 +253,12 @@ def human(n: float) -> str:
     return f"{n:.0f} B"
 
 
+def children_cpu_s() -> float:
+    """User and system CPU seconds of this process's waited-for descendants so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def fmt_seconds(s: float) -> str:
     """``42 s`` or ``3 min 7 s``, rounded to the second first (59.6 s is ``1 min 0 s``, never ``60 s``)."""
     s = round(s)
@@ -334,6 +341,7 @@ def main(argv=None) -> int:
     log_path.unlink(missing_ok=True)
     started = datetime.now(timezone.utc)
     load_start = os.getloadavg()
+    cpu0 = children_cpu_s()
     t0 = time.monotonic()
     tee = _StderrTee(log_path, noise_filter(gpu))
     try:
@@ -358,6 +366,9 @@ def main(argv=None) -> int:
         "host": envinfo.host_label(),
         "loadavg_start": [round(x, 2) for x in load_start],
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
+        # CPU seconds of the kernel and every process it started and waited for (the plan's
+        # share of a stage's time that a faster CPU shortens: experiments.forecast)
+        "cpu_s": round(children_cpu_s() - cpu0, 1),
         "outs_bytes": {o: disk_bytes(root / o) for o in outs},
         "tier_bytes_added": {n: disk_bytes(d) - tier_before[n] for n, d in tiers.items()},
         "kernel_stderr_lines_hidden": tee.hidden,
