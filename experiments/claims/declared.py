@@ -348,7 +348,7 @@ def _claim(s: Source, d: Declaration, fields: dict[str, str], m: Measured) -> di
               note=note, why_not=m.why_not or (d.needs or "" if value is None else ""),
               kind=d.kind, magnitude=d.magnitude, resident_fraction=m.resident_fraction,
               memory_backed=m.memory_backed, interval=m.interval, basis=d.basis,
-              margin=d.margin, margin_why=d.margin_why)
+              margin=d.margin, margin_why=d.margin_why, not_comparable=m.not_comparable)
     out = {**c, "quote": d.quote, "derived": d.derived}
     _no_absolute_path(d.stage, out)
     return out
