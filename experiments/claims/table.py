@@ -116,7 +116,8 @@ def _counts(df: pd.DataFrame) -> str:
     neg = df["negligible"] if "negligible" in df else pd.Series([None] * len(df), index=df.index)
     shown = [shown_verdict(v, g) for v, g in zip(df["verdict"], neg)]
     order = [*VERDICTS[:4], "fails (negligible)", *VERDICTS[4:]]
-    return ", ".join(f"{shown.count(v)} {v}" for v in order)
+    # "not comparable" (the traced comparison's unlike sides) only where a row has it
+    return ", ".join(f"{shown.count(v)} {v}" for v in order if v != "not comparable" or v in shown)
 
 
 def _fmt(v) -> str:
