@@ -18,8 +18,9 @@ rule that cannot test their statement (issue 66): a level (a unit that is neithe
 difference: MB/s, images/s, a share of wall time) judged by ``> 0``, which only the magnitude
 decides; a level given a ratio's default 5 % margin (a rule ``> 1`` with no margin of its own:
 :func:`experiments.claims.rules.default_margin` reads 1 as "no effect"); a quote that names an
-exception ("Except for the 4 GPU case", "excluding ...") on a row that does not say, in
-``excludes``, what it leaves out; a threshold that is the paper's value as the text prints it,
+exception ("Except for the 4 GPU case", "excluding ...") on a rule over every configuration (its
+unit or statement says "every", "all", "max", "lowest", "over configurations") that does not say,
+in ``excludes``, what it leaves out; a threshold that is the paper's value as the text prints it,
 rounded, judged unrounded (``precision``: the text's last digit, the threshold at its rounding
 edge, and the note says so). :func:`join` stops
 on a claim whose note or statement holds an absolute path (a path of this host in the table a
@@ -53,6 +54,9 @@ _RATIO_UNIT = re.compile(r"^\s*(x\b|ratio\b)|\s/\s")
 _DIFFERENCE_UNIT = re.compile(r"difference|\s-\s|\bminus\b|\bpoints\b|\blost\b|\bgain\b", re.I)
 # words of a quote that name an exception to what it says of the configurations
 _EXCEPTION = re.compile(r"\b(except|exception|excluding|apart from|other than)\b", re.I)
+# words of a unit or statement that make its rule one over every configuration run
+_OVER_ALL = re.compile(r"\b(every|all|each|over (?:the )?configurations|lowest|highest|max|min|worst|best)\b",
+                       re.I)
 # words that make the number beside them a bound the text states, not a value it printed rounded
 _BOUND_WORDS = re.compile(r"\b(over|above|below|under|at least|at most|more than|less than|or more|"
                           r"or above|or less|up to)\b", re.I)
@@ -188,11 +192,13 @@ class Declaration(BaseModel):
                 f"rule = {self.rule!r} on a level (unit = {self.unit!r}) takes a ratio's default margin of "
                 "5 % (1 as 'no effect'), which means nothing in this unit; allowed: margin and "
                 "margin_why stating the margin in the level's own unit")
-        if self.quote and (m := _EXCEPTION.search(self.quote)) and not (self.excludes or "").strip():
+        over_all = _OVER_ALL.search(f"{self.unit} {self.statement}")
+        if self.quote and (m := _EXCEPTION.search(self.quote)) and over_all and not (self.excludes or "").strip():
             raise ValueError(
                 f"the quote names an exception ({m.group(0)!r}: "
                 f"{self.quote[max(0, m.start() - 20):m.end() + 40].strip()!r}) and excludes is empty: a "
-                "rule over every configuration would judge the case the text leaves out; allowed: "
+                f"rule over every configuration ({over_all.group(0)!r}) would judge the case the text leaves "
+                "out; allowed: "
                 "excludes naming what the row leaves out (its measure leaves it out too), or a quote "
                 "without the exception")
         numeric = isinstance(self.paper_value, (int, float)) and not isinstance(self.paper_value, bool)
