@@ -167,6 +167,9 @@ HOVON_BERT_COMPUTE_SPS = (2.0, 5.5)
 # Ho-Von 2023, Sec 5.3.2 (Fig 5.17): DLRM's sleep and benchmark compute throughputs "seemingly
 # reaching an asymptote around 600,000 samples/second" (V100 compute model, Eq 5.5), samples/s.
 HOVON_DLRM_COMPUTE_ASYMPTOTE_SPS = 600_000
+# Ho-Von 2023, Sec 5.3.2: "Except for the 4 GPU case however, we see that the generated sleep times
+# approximate the behaviour of the original": the ranks (GPUs) its sleep findings leave out.
+HOVON_DLRM_SLEEP_EXCEPT_RANKS = 4
 # Ho-Von 2023, the MLPerf Storage benchmark's data throughput against the real workload's, per
 # workload: UNET3D Sec 5.1.3 (Fig 5.5): median data latencies "an order of magnitude higher",
 # 0.0028-0.0042 s against 0.0002-0.00055 s (latency_s; no throughput ratio printed); BERT Sec 5.2.2

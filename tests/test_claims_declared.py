@@ -199,3 +199,85 @@ def test_no_template_takes_the_ids_of_another_declaration_of_its_stage():
             if found is None or found[1].id != d.id:
                 wrong.append(f"{d.id} (as {sample!r}) resolves to {found[1].id if found else None}")
     assert not wrong, wrong
+
+
+# -- rules that cannot test their statement (issue 66): a planted declaration of each kind stops
+# -- with the row's id, the field and what is allowed
+
+@pytest.mark.parametrize("change,field,allowed", [
+    # a level judged by "> 0": a bandwidth is never below 0, only the magnitude could decide
+    ({"unit": "MB/s", "rule": "> 0", "paper_value": 7411.98, "magnitude": "within 25%"},
+     r"rule = '> 0' on a level \(unit = 'MB/s'\)", r"allowed: a level threshold in its unit"),
+    # a level given a ratio's default 5 % margin (1 read as "no effect")
+    ({"unit": "GB/s", "rule": "> 1"}, r"rule = '> 1' on a level \(unit = 'GB/s'\) takes a ratio's default margin",
+     r"allowed: margin and margin_why stating the margin in the level's own unit"),
+    ({"unit": "% of the private threads' wall time", "rule": "> 1", "basis": "implied"},
+     r"on a level .* default margin", r"allowed: margin and margin_why"),
+    # a quote naming an exception, on a row that does not say what it leaves out
+    ({"quote": "Except for the 4 GPU case however, we see that the sleep times approximate the original.",
+      "unit": "max |sleep / real - 1| over configurations", "rule": "<= 0.1"},
+     r"the quote names an exception \('Except'.*excludes is empty", r"allowed: excludes naming what the row leaves out"),
+    ({"quote": "A is faster than B, excluding the smallest batch.", "statement": "A is faster at every batch"},
+     r"exception \('excluding'.*over every configuration \('every'\)", r"allowed: excludes"),
+    # the paper's rounded value as the threshold, judged unrounded
+    ({"unit": "similarity (0-1)", "rule": ">= 0.95", "paper_value": 0.95,
+      "quote": "These workload runs achieve a similarity of 95%."},
+     r"takes the paper's value 0.95 as its threshold.*rounded", r"allowed: precision = the text's last digit"),
+    # a precision whose threshold is not at a rounding edge
+    ({"unit": "similarity (0-1)", "rule": ">= 0.95", "paper_value": 0.95, "precision": 0.01,
+      "quote": "These workload runs achieve a similarity of 95%."},
+     r"precision = 0.01 with rule = '>= 0.95': the threshold is not at a rounding edge", r"allowed: .*here 0.945"),
+])
+def test_a_rule_that_cannot_test_its_statement_stops_with_its_id(tmp_path, change, field, allowed):
+    f = _write(tmp_path, [{**ROW, **change}])
+    with pytest.raises(ValueError) as e:
+        D._load(f)
+    msg = str(e.value)
+    assert "claim 'x_faster'" in msg and re.search(field, msg) and re.search(allowed, msg), msg
+
+
+def test_the_same_rows_done_right_load(tmp_path):
+    """Each kind above, declared so that its rule can fail: a level threshold with a margin in
+    its unit, a ratio or a difference against 0 or 1, the exception left out and said, the
+    threshold at the rounding edge, a bound the text states in words."""
+    src = D._load(_write(tmp_path, [
+        {**ROW, "id": "a", "unit": "MB/s", "rule": "> 5559", "paper_value": 7411.98, "magnitude": "within 25%",
+         "margin": 0.1, "margin_why": "±556 MB/s: fio's repeats spread by 10 %"},
+        {**ROW, "id": "b", "unit": "GB/s", "rule": "> 1", "margin": 0.1, "margin_why": "±0.1 GB/s"},
+        {**ROW, "id": "c", "unit": "similarity difference", "rule": "> 0", "margin": 0.01, "margin_why": "w"},
+        {**ROW, "id": "d", "unit": "x (A / B)", "rule": "> 1"},
+        {**ROW, "id": "e", "quote": "Except for the 4 GPU case, A is faster.", "excludes": "G = 4"},
+        # a row of the exception itself judges no rule over every configuration
+        {**ROW, "id": "e2", "quote": "The exception to this pattern is the 4GPU case.", "statement": "4 GPUs is fastest"},
+        {**ROW, "id": "f", "unit": "similarity (0-1)", "rule": ">= 0.945", "paper_value": 0.95, "precision": 0.01,
+         "quote": "These workload runs achieve a similarity of 95%."},
+        {**ROW, "id": "g", "unit": "GB/s", "rule": "> 1", "paper_value": 1.0, "margin": 0.1, "margin_why": "w",
+         "quote": "fast enough at a little over 1GB/s for large reads."}]))
+    assert [d.id for d in src.claims] == ["a", "b", "c", "d", "e", "e2", "f", "g"]
+    assert [D.unit_kind(u) for u in ("x", "ratio", "DLIO / real", "similarity difference",
+                                     "% of images/s lost without XLA", "MB/s", "lowest AU (fraction)")] == \
+        ["ratio", "ratio", "ratio", "difference", "difference", "level", "level"]
+
+
+def test_a_row_judged_at_the_texts_precision_says_so(monkeypatch, tmp_path):
+    """0.9476 is what the thesis would print as 95 %: at the text's precision it passes "95 %",
+    and the note says the threshold is the rounding edge."""
+    from experiments.stats import Interval
+
+    src = D._load(_write(tmp_path, [{**ROW, "unit": "similarity (0-1)", "rule": ">= 0.945", "paper_value": 0.95,
+                                     "precision": 0.01, "quote": "These runs achieve a similarity of 95%."}]))
+    monkeypatch.setattr(D, "sources", lambda: (src,))
+    c = D.join("s", [D.Measured("x_faster", 0.9476, Interval(0.9462, 0.949, 6, "t"))])[0]
+    assert c["verdict"] == "holds" and "judged at the text's precision (0.01)" in c["note"]
+    assert "threshold 0.945 is the rounding edge" in c["note"]
+
+
+def test_every_declared_row_passes_the_four_kinds():
+    """The declarations as committed: no level judged by > 0 or with a ratio's default margin, no
+    exception in a quote left unsaid, no rounded paper value judged unrounded (they load)."""
+    for s in D.sources():
+        for d in s.claims:
+            if d.quote and D._EXCEPTION.search(d.quote) and D._OVER_ALL.search(f"{d.unit} {d.statement}"):
+                assert d.excludes, d.id
+            if d.kind == "finding" and D.unit_kind(d.unit) == "level":
+                assert d.rule.strip() not in ("> 0", ">= 0"), d.id

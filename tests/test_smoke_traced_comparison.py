@@ -154,7 +154,8 @@ def test_claims_present_with_computed_verdicts(tc):
               if c.get("ci_low") is not None else None)
         again = claims.claim(c["id"], c["source"], c["figure"], c["statement"], c["our_value"], c["unit"],
                              c["rule"], c["paper_value"], kind=c["kind"], magnitude=c["magnitude"],
-                             interval=ci)
+                             interval=ci, margin=c.get("margin"), margin_why="as declared",
+                             not_comparable="as written" if c["verdict"] == "not comparable" else "")
         assert again["verdict"] == c["verdict"], c["id"]
         if c["verdict"] == "not measured":
             assert "not measured on this run" in c["note"]
@@ -180,3 +181,29 @@ def test_metrics_in_the_headline_vocabulary(tc):
     r = json.loads((tc["report"] / "metrics.json").read_text())
     assert set(m) <= set(headline.KEYS) and set(r) <= set(headline.KEYS)
     assert 0 <= m["similarity"] <= 1 and r["claims"] == len(tc["claims"])
+
+
+def test_no_data_throughput_row_judges_a_cache_served_side_against_a_device_served_one(tc):
+    """Like with like (issue 66): a comparison of two sides' data throughputs is judged only when
+    the device audit (throughput.csv's ``read_from``, per pass) says both read from the same place
+    in every pass; otherwise the row says "not comparable" and where each side read from."""
+    tp, cl = tc["tp"], {c["id"]: c for c in tc["claims"]}
+    if "read_from" not in tp:
+        pytest.skip("throughput.csv has no device audit")
+    tp = tp[(tp["status"] == "measured") & ~tp.get("warmup", pd.Series(False, index=tp.index)).fillna(False).astype(bool)]
+    checked = 0
+    for cid, c in cl.items():
+        if not cid.startswith("traced-data-throughput-") or c["verdict"] == "not measured":
+            continue
+        side, w = cid.removeprefix("traced-data-throughput-").removesuffix("-from-16k").split("-", 1)
+        places = {s: set(tp[(tp["workload"] == w) & (tp["side"] == s)]["read_from"].dropna())
+                  & {"device", "cache", "memory"} for s in ("real", side)}
+        unlike = all(places.values()) and len(places["real"] | places[side]) > 1
+        if unlike:
+            assert c["verdict"] == "not comparable" and c["note"].startswith("not comparable: the real run read from"), c
+        else:
+            assert c["verdict"] != "not comparable", c
+        assert not (c["verdict"] in ("holds", "fails", "direction only") and
+                    ("cache" in places["real"]) != ("cache" in places[side]) and all(places.values())), c
+        checked += 1
+    assert checked, "no data throughput row measured"

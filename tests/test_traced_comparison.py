@@ -186,6 +186,46 @@ def test_throughput_claims_say_where_each_side_read_from():
     assert "device audit" not in _claims(_rows(VECS))["traced-data-throughput-dlio-unet3d"]["note"]
 
 
+def test_a_data_throughput_of_a_cache_served_side_against_a_device_served_one_is_not_comparable():
+    """Like with like (issue 66): the real run's reads served from the page cache against DLIO's
+    from the device is no comparison of the two data paths: the row shows its value, is not
+    judged, and says where each side read from; sides that read from the same place are judged;
+    the compute throughput, which times no read, is judged either way."""
+    rows = _rows(VECS, passes=3)
+    rows["read_from"] = rows["side"].map({"real": "cache", "emulator": "cache", "dlio": "device"})
+    cl = _claims(rows, _steps(RATES, passes=3))
+    d = cl["traced-data-throughput-dlio-unet3d"]
+    assert d["verdict"] == "not comparable" and d["holds"] is None and d["our_value"] == pytest.approx(0.2, rel=0.05)
+    assert d["note"].startswith("not comparable: the real run read from the page cache (3 passes), DLIO from "
+                                "the device (3 passes)")
+    assert cl["traced-data-throughput-emulator-unet3d"]["verdict"] != "not comparable"   # both cache
+    assert cl["traced-compute-throughput-dlio-unet3d"]["verdict"] != "not comparable"
+    # a side whose passes read from two places is unlike the other
+    rows.loc[(rows["side"] == "emulator") & (rows["run"] == 0), "read_from"] = "device"
+    e = _claims(rows, _steps(RATES, passes=3))["traced-data-throughput-emulator-unet3d"]
+    assert e["verdict"] == "not comparable" and "the emulator from the page cache (2 passes) and the device (1 pass)" in e["note"]
+    # both from the device: judged (DLIO's 0.2 of the real run's holds "< 1")
+    rows["read_from"] = "device"
+    assert _claims(rows, _steps(RATES, passes=3))["traced-data-throughput-dlio-unet3d"]["verdict"] == "holds"
+
+
+@pytest.mark.parametrize("places,unlike", [
+    ({"real": ["device"] * 2, "dlio": ["device"] * 2}, ""),
+    ({"real": ["cache"], "dlio": ["cache", "cache"]}, ""),
+    ({"real": ["memory"], "dlio": ["memory"]}, ""),
+    ({"real": ["unknown"], "dlio": ["device"]}, ""),          # the audit could not tell for one side
+    ({"real": [], "dlio": ["device"]}, ""),                   # no audit (a table from before it)
+    ({"real": ["cache", "cache"], "dlio": ["device", "device"]},
+     "the real run read from the page cache (2 passes), DLIO from the device (2 passes)"),
+    ({"real": ["device"], "emulator": ["device", "cache"]},
+     "the real run read from the device (1 pass), the emulator from the device (1 pass) and the page cache (1 pass)"),
+    ({"real": ["device", "unknown"], "sleep": ["memory"]},
+     "the real run read from the device (1 pass), the sleep run from memory (tmpfs) (1 pass)"),
+])
+def test_unlike_sides_on_tiny_tables(places, unlike):
+    assert findings.unlike_sides(places) == unlike
+
+
 def test_each_workload_quotes_its_own_benchmark_gap():
     rows = pd.concat([_rows(VECS, workload=w) for w in ("bert", "dlrm")], ignore_index=True)
     steps = pd.concat([_steps(RATES, workload=w) for w in ("bert", "dlrm")], ignore_index=True)

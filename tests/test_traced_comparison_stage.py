@@ -155,3 +155,42 @@ def test_bad_input_stops_before_any_pass(faked):
     assert faked.made == []
     with pytest.raises(config.ConfigError, match="runs"):
         config.validate("traced_comparison", {"points": {"unet3d": {"batch_size": 2, "ranks": 1}}, "runs": 0})
+
+
+def test_each_side_runs_on_its_data_set_evicted_just_before_it(tmp_path, monkeypatch):
+    """Like with like by default (issue 66): every side starts from the same cold data set: the
+    one eviction helper (experiments.cache.evict) runs on the side's data, with the section's
+    method (``auto`` unless set), right before that side, never once for all."""
+    import contextlib
+
+    from experiments import cache, device_audit, emulator
+    from experiments.sidebyside import settings, sides
+    from experiments.workloads import launch
+
+    events = []
+    monkeypatch.setattr(cache, "evict", lambda paths, method="auto": events.append(("evict", [str(p) for p in paths], method)) or method)
+    monkeypatch.setattr(launch, "run_config", lambda w, sec, B, G, seed, data, run_dir, compute=None, variant="":
+                        events.append(("run", variant)))
+    monkeypatch.setattr(emulator, "from_params", lambda *a, **k: "cfg")
+    monkeypatch.setattr(emulator, "run", lambda cfg, run_dir: events.append(("run", "emulator")))
+
+    class _Span:
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(device_audit, "Span", _Span)
+    session = SimpleNamespace(window=lambda label: contextlib.nullcontext(SimpleNamespace(trace=None)))
+    assert settings.TracedComparisonConfig.model_fields["eviction"].default == "auto"
+    data = tmp_path / "data"
+    data.mkdir()
+    for side in ("real", "emulator"):
+        sides.run_side(side, "unet3d", {"train": {}}, 2, 1, seed=0, data_dir=data, work_dir=tmp_path / "w",
+                       checkpoint_root=tmp_path / "ck", compute_model="fit", session=session)
+    assert events == [("evict", [str(data)], "auto"), ("run", "real"), ("evict", [str(data)], "auto"),
+                      ("run", "emulator")]

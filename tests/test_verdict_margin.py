@@ -159,3 +159,24 @@ def test_the_table_lists_what_would_decide_each_inconclusive_finding_fewest_firs
     assert lines[0].startswith("| near") and lines[0].endswith("| 9 | 1.5 |")
     assert lines[1].startswith("| far") and lines[1].endswith("| never | – |")
     assert "| done" not in sec
+
+
+def test_a_comparison_of_unlike_sides_is_not_comparable_and_the_table_counts_it():
+    """A throughput ratio of a cache-served side over a device-served one (issue 66): its value and
+    interval are shown, no direction, magnitude or forecast is given, and the verdict is
+    ``not comparable``, counted apart in the table's header and listed before the not measured."""
+    import pandas as pd
+
+    words = "the real run read from the page cache (3 passes), DLIO from the device (3 passes)"
+    c = find("< 1", 0.1, 0.3, paper_value=0.2, magnitude="within 2x", not_comparable=words)
+    assert c["verdict"] == "not comparable" and c["holds"] is None and c["magnitude_holds"] is None
+    assert c["our_value"] == pytest.approx(0.2) and c["ci_low"] == 0.1 and c["n_to_decide"] is None
+    assert c["note"].startswith(f"not comparable: {words}")
+    assert "not comparable" in claims.VERDICTS
+    assert find("< 1", 0.1, 0.3, not_comparable="")["verdict"] == "holds"
+    # no value: still not measured
+    assert claims.claim("x", "S", "F", "s", None, "u", "< 1", kind="finding", not_comparable=words,
+                        why_not="no pass")["verdict"] == "not measured"
+    md = claims_table.to_markdown(pd.DataFrame([c, find("< 1", 0.1, 0.3)]).assign(stage="st"))
+    assert "0 not measured, 1 not comparable" in md.splitlines()[0]
+    assert "| **not comparable** |" in md

@@ -33,7 +33,9 @@ keeps its verdict on the point value. Each finding says whether its paper states
 implies it, or is our extension (``basis``).
 
 ``holds`` (direction), ``magnitude_holds`` and ``verdict`` (``holds``, ``direction only``,
-``inconclusive``, ``fails``, ``not measured``) are never typed in; :func:`claim` computes them. The final
+``inconclusive``, ``fails``, ``not measured``, and ``not comparable`` for a comparison of two
+sides whose reads came from different places by the device audit) are never typed in;
+:func:`claim` computes them. The final
 ``claims`` stage gathers every stage's ``claims.json`` into ``results/claims/claims.md`` and
 ``claims.csv``.
 

@@ -13,13 +13,23 @@ Validated on load: an unknown field, a ``stated`` finding without a quote, a rul
 not parse, a ``margin_why`` without a ``margin`` (its reason would never be shown), a paper
 value on a template (an id with ``{name}`` fields stands for every tier, data set or count a
 user configures, a paper value for the one the paper ran: it belongs on a plain id that names
-that configuration), an id declared twice stop with the row's id and file. :func:`join` stops
+that configuration), an id declared twice stop with the row's id and file. So do four kinds of
+rule that cannot test their statement (issue 66): a level (a unit that is neither a ratio nor a
+difference: MB/s, images/s, a share of wall time) judged by ``> 0``, which only the magnitude
+decides; a level given a ratio's default 5 % margin (a rule ``> 1`` with no margin of its own:
+:func:`experiments.claims.rules.default_margin` reads 1 as "no effect"); a quote that names an
+exception ("Except for the 4 GPU case", "excluding ...") on a rule over every configuration (its
+unit or statement says "every", "all", "max", "lowest", "over configurations") that does not say,
+in ``excludes``, what it leaves out; a threshold that is the paper's value as the text prints it,
+rounded, judged unrounded (``precision``: the text's last digit, the threshold at its rounding
+edge, and the note says so). :func:`join` stops
 on a claim whose note or statement holds an absolute path (a path of this host in the table a
 reviewer reads elsewhere: :func:`experiments.paths.shown` gives one relative to the project).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -34,6 +44,32 @@ from .rules import _missing, _parse, _parse_magnitude
 from .verdict import claim
 
 PAPERS = Path(__file__).with_name("papers")
+
+
+# a unit that is a ratio of two quantities ("x", "x (...)", "ratio", "DLIO / real") or a
+# difference ("similarity difference", "R² of A - R² of B", "accuracy points", "% ... lost"):
+# against 0 or 1 a rule of these tests a direction; any other unit is a level (MB/s, images/s,
+# GB/s, "% of the wall time", a similarity, an R²)
+_RATIO_UNIT = re.compile(r"^\s*(x\b|ratio\b)|\s/\s")
+_DIFFERENCE_UNIT = re.compile(r"difference|\s-\s|\bminus\b|\bpoints\b|\blost\b|\bgain\b", re.I)
+# words of a quote that name an exception to what it says of the configurations
+_EXCEPTION = re.compile(r"\b(except|exception|excluding|apart from|other than)\b", re.I)
+# words of a unit or statement that make its rule one over every configuration run
+_OVER_ALL = re.compile(r"\b(every|all|each|over (?:the )?configurations|lowest|highest|max|min|worst|best)\b",
+                       re.I)
+# words that make the number beside them a bound the text states, not a value it printed rounded
+_BOUND_WORDS = re.compile(r"\b(over|above|below|under|at least|at most|more than|less than|or more|"
+                          r"or above|or less|up to)\b", re.I)
+
+
+def unit_kind(unit: str) -> str:
+    """``ratio``, ``difference`` or ``level``: what a rule's threshold is in ``unit`` (see
+    :data:`_RATIO_UNIT`)."""
+    if _RATIO_UNIT.search(unit or ""):
+        return "ratio"
+    if _DIFFERENCE_UNIT.search(unit or ""):
+        return "difference"
+    return "level"
 
 
 # what a template (an id with {name} fields) does not carry: they belong to the configuration the
@@ -66,6 +102,12 @@ class Declaration(BaseModel):
     margin: float | None = None
     margin_why: str = ""
     needs: str | None = None
+    # the configurations the quote leaves out ("Except for the 4 GPU case": "G = 4"), in words; the
+    # measure leaves them out too, and the statement says so
+    excludes: str | None = None
+    # the text's precision for a value it prints rounded (95 % -> 0.01): the rule's threshold sits
+    # at the rounding edge (">= 0.945"), every value the text would print as its number passing
+    precision: float | None = None
     # the configurations the finding compares, per measuring stage: {stage: {key: value or list}};
     # a string value may name a field of a templated id or of the stage's context ("{tier}",
     # "{storage_tier}"). What the stage's rounds focus on and what make decide buys
@@ -126,6 +168,7 @@ class Declaration(BaseModel):
             raise ValueError("margin_why without a margin: the reason is shown only beside a margin "
                              "other than the default; allowed: a margin with it, or the reason in the "
                              "statement (a 'between' rule or a check has no margin)")
+        self._rule_can_test_its_statement()
         if self.template is not None and any(getattr(self, f) is not None for f in TEMPLATE_NOT):
             given = ", ".join(f"{f} = {getattr(self, f)!r}" for f in TEMPLATE_NOT if getattr(self, f) is not None)
             raise ValueError(f"{given} on a template: an id with {{name}} fields stands for every tier, "
@@ -133,6 +176,55 @@ class Declaration(BaseModel):
                              "ran; allowed: the value on a plain id naming that configuration (the tier "
                              "it belongs to), the template without paper value, magnitude or derived")
         return self
+
+    def _rule_can_test_its_statement(self) -> None:
+        """The four kinds of rule that cannot test their statement (module docstring)."""
+        r = _parse(self.rule)
+        kind = unit_kind(self.unit)
+        if self.kind == "finding" and r.threshold == 0 and kind == "level":
+            raise ValueError(
+                f"rule = {self.rule!r} on a level (unit = {self.unit!r}): a level is never below 0, so "
+                "only the magnitude could decide; allowed: a level threshold in its unit ('> X', X the "
+                "smallest value the statement means) with a margin and margin_why in that unit, or a "
+                "unit that is a ratio ('x', 'A / B') or a difference")
+        if self.kind == "finding" and r.threshold == 1 and kind == "level" and self.margin is None:
+            raise ValueError(
+                f"rule = {self.rule!r} on a level (unit = {self.unit!r}) takes a ratio's default margin of "
+                "5 % (1 as 'no effect'), which means nothing in this unit; allowed: margin and "
+                "margin_why stating the margin in the level's own unit")
+        over_all = _OVER_ALL.search(f"{self.unit} {self.statement}")
+        if self.quote and (m := _EXCEPTION.search(self.quote)) and over_all and not (self.excludes or "").strip():
+            raise ValueError(
+                f"the quote names an exception ({m.group(0)!r}: "
+                f"{self.quote[max(0, m.start() - 20):m.end() + 40].strip()!r}) and excludes is empty: a "
+                f"rule over every configuration ({over_all.group(0)!r}) would judge the case the text leaves "
+                "out; allowed: "
+                "excludes naming what the row leaves out (its measure leaves it out too), or a quote "
+                "without the exception")
+        numeric = isinstance(self.paper_value, (int, float)) and not isinstance(self.paper_value, bool)
+        if (self.kind == "finding" and self.basis == "stated" and numeric and r.threshold is not None
+                and self.precision is None and math.isclose(r.threshold, float(self.paper_value), rel_tol=1e-9)
+                and not _BOUND_WORDS.search(self.quote or "")):
+            raise ValueError(
+                f"rule = {self.rule!r} takes the paper's value {self.paper_value!r} as its threshold, as "
+                "the text prints it, rounded: a value the text would print the same fails it; allowed: "
+                "precision = the text's last digit (0.01 for '95 %') with the threshold at its rounding "
+                "edge ('>= 0.945'), or a threshold the text states as a bound ('over', 'at least')")
+        if self.precision is not None:
+            p = self.precision
+            if not (p > 0 and r.threshold is not None):
+                raise ValueError(f"precision = {p!r} with rule = {self.rule!r}; allowed: a number > 0 on a "
+                                 "comparison rule ('>= X', '< X')")
+            # the rounding edge: a printed number k p minus half a digit for a lower bound, plus
+            # half a digit for an upper one
+            k = (r.threshold + (p / 2 if math.isinf(r.upper) else -p / 2)) / p
+            if not math.isclose(k, round(k), abs_tol=1e-6):
+                # the edge of the number the threshold was printed as
+                edge = r.threshold - p / 2 if math.isinf(r.upper) else r.threshold + p / 2
+                raise ValueError(
+                    f"precision = {p!r} with rule = {self.rule!r}: the threshold is not at a rounding edge "
+                    f"of the text's digits; allowed: a threshold half a digit from a printed number "
+                    f"(here {edge:.6g}), so that every value the text would print as that number passes")
 
 
 @dataclass
@@ -252,11 +344,17 @@ def _claim(s: Source, d: Declaration, fields: dict[str, str], m: Measured) -> di
     if (m.extension or (m.memory_backed and d.template is not None)) and d.kind == "finding":
         d = d.model_copy(update={"basis": "extension", "paper_value": None, "quote": None,
                                  "magnitude": None, "derived": None})
+    note = m.note
+    if d.precision is not None and d.kind == "finding":
+        # the row says it is judged at the text's precision, and where the edge lies
+        note = "; ".join(x for x in (note, f"judged at the text's precision ({d.precision:g}): the rule's "
+                                            f"threshold {_parse(d.rule).threshold:g} is the rounding edge "
+                                            "of the number the text prints") if x)
     c = claim(m.id, s.name, d.where, statement, value, d.unit, d.rule, paper_value=d.paper_value,
-              note=m.note, why_not=m.why_not or (d.needs or "" if value is None else ""),
+              note=note, why_not=m.why_not or (d.needs or "" if value is None else ""),
               kind=d.kind, magnitude=d.magnitude, resident_fraction=m.resident_fraction,
               memory_backed=m.memory_backed, interval=m.interval, basis=d.basis,
-              margin=d.margin, margin_why=d.margin_why)
+              margin=d.margin, margin_why=d.margin_why, not_comparable=m.not_comparable)
     out = {**c, "quote": d.quote, "derived": d.derived}
     _no_absolute_path(d.stage, out)
     return out

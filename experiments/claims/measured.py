@@ -31,6 +31,10 @@ class Measured:
     # paper read from storage): the claim is our extension whatever its declared basis, with no
     # paper value, quote or magnitude
     extension: bool = False
+    # a comparison of two sides that read from different places (the device audit): where each
+    # read from ("real read from the page cache in 3 passes, DLIO from the device in 3"); the
+    # claim is then "not comparable", its value shown, never judged
+    not_comparable: str = ""
 
     def as_dict(self) -> dict:
         """As ``measured.json`` holds it (the interval as its fields)."""

@@ -116,7 +116,8 @@ def _counts(df: pd.DataFrame) -> str:
     neg = df["negligible"] if "negligible" in df else pd.Series([None] * len(df), index=df.index)
     shown = [shown_verdict(v, g) for v, g in zip(df["verdict"], neg)]
     order = [*VERDICTS[:4], "fails (negligible)", *VERDICTS[4:]]
-    return ", ".join(f"{shown.count(v)} {v}" for v in order)
+    # "not comparable" (the traced comparison's unlike sides) only where a row has it
+    return ", ".join(f"{shown.count(v)} {v}" for v in order if v != "not comparable" or v in shown)
 
 
 def _fmt(v) -> str:
@@ -223,7 +224,9 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
              "straddles the threshold reaching beyond the margin on both sides or satisfies the rule "
              "but reaches into the margin, when there "
              "is no interval (n = 1: a point value alone never decides) or when its method cannot reach "
-             "95 % with so few samples; *magnitude*: ours / paper within the stated tolerance "
+             "95 % with so few samples; *not comparable*: a comparison of two sides that read from "
+             "different places (the device audit: one from the device, one from the page cache), its "
+             "value shown, not judged; *magnitude*: ours / paper within the stated tolerance "
              "(on the point, when the direction holds); *resident*: the share of the data set still in "
              "the page cache after the eviction before "
              f"the run (measured with mincore; over {COLD_LIMIT:.0%} the run was not cold). Verdicts are "
@@ -233,7 +236,8 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
              "| verdict | basis | source | figure | statement | paper | ours [95 % CI] n | unit | ours/paper | "
              "direction rule | direction | magnitude rule | magnitude | resident | note | stage |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    order = {v: i for i, v in enumerate(["fails", "direction only", "inconclusive", "not measured", "holds"])}
+    order = {v: i for i, v in enumerate(["fails", "direction only", "inconclusive", "not comparable",
+                                         "not measured", "holds"])}
     find = find.assign(_o=find["verdict"].map(order)).sort_values(["_o", "stage"], kind="stable")
     for r in find.itertuples(index=False):
         sv = shown_verdict(r.verdict, r.negligible)

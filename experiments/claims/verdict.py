@@ -11,7 +11,10 @@ from .rules import (_decide, _margin_words, _min_n, _missing, _parse, _parse_mag
                     _to_decide_words, default_margin, samples_to_decide)
 
 KINDS = ("finding", "check")
-VERDICTS = ("holds", "direction only", "inconclusive", "fails", "not measured")
+VERDICTS = ("holds", "direction only", "inconclusive", "fails", "not measured", "not comparable")
+# a comparison of two sides whose reads came from different places (the device audit: one from
+# the device, the other from the page cache): shown with its value, never judged
+NOT_COMPARABLE = "not comparable"
 # stated: the paper says it in words or numbers; implied: we read it from the paper's figures or
 # argument; extension: a configuration the paper did not run (no paper value).
 BASES = ("stated", "implied", "extension")
@@ -26,7 +29,8 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
           paper_value=None, note: str = "", why_not: str = "", *, kind: str,
           magnitude: str | None = None, resident_fraction: float | None = None,
           memory_backed: bool = False, interval: Interval | None = None,
-          basis: str | None = None, margin: float | None = None, margin_why: str = "") -> dict:
+          basis: str | None = None, margin: float | None = None, margin_why: str = "",
+          not_comparable: str = "") -> dict:
     """One claim with its verdicts computed from ``our_value`` and its ``interval``.
 
     ``kind``: ``finding`` (a paper's result, reproduced here or not) or ``check`` (a property of
@@ -58,6 +62,12 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     An interval whose method cannot reach its level with its samples
     (:attr:`experiments.stats.Interval.enough`: e.g. a bootstrap of 4 repeats) decides
     nothing: ``inconclusive``, and the note says how many samples it needs.
+
+    ``not_comparable`` (a finding comparing two sides' throughputs or latencies): where each
+    side read from when they differ ("real read from the page cache in 3 passes, DLIO from the
+    device in 3"): the two figures are not of the same thing (one the storage's, one the
+    memory's), so a measured value is shown but not judged: the verdict is ``not comparable``
+    and the note starts with those words.
     """
     test, dflt = _validated(id, kind, basis, paper_value, interval, rule, margin, margin_why)
     m = (dflt if margin is None else float(margin)) if kind == "finding" else None
@@ -89,8 +99,13 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
         if holds is None:
             to_decide = samples_to_decide(test, band, value, interval)
     mag = None if value is None or mag_test is None or ratio is None else mag_test(ratio)
+    unlike = bool(not_comparable) and kind == "finding" and value is not None
+    if unlike:
+        holds, negligible, short, to_decide = None, None, False, None
     if value is None:
         verdict = "not measured"
+    elif unlike:
+        verdict = NOT_COMPARABLE
     elif holds is None:
         verdict = "inconclusive"
     elif not holds:
@@ -104,6 +119,9 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     parts = _note_parts(note, why_not, kind, verdict, value, interval, has_ci, outside, too_few, n, rule,
                         band, to_decide, negligible, short, holds, test, m, mag, ratio, magnitude,
                         margin, dflt, margin_why)
+    if unlike:
+        parts.insert(0, f"{NOT_COMPARABLE}: {not_comparable}: one side's figure is the storage's, the "
+                        "other's the page cache's, so their ratio is not judged")
     if cold is False:
         parts.append(f"not a cold run: {rf:.0%} of the data set was in the page cache "
                      "after eviction")
@@ -117,7 +135,7 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
             "n": n, "n_to_decide": to_decide, "ci_method": ci.method if ci else None,
             "ci_coverage": ci.coverage if ci and ci.ok else None, "unit": unit, "ratio": ratio,
             "rule": rule, "margin": m, "negligible": negligible,
-            "holds": holds, "magnitude": magnitude, "magnitude_holds": mag,
+            "holds": holds, "magnitude": magnitude, "magnitude_holds": None if unlike else mag,
             "verdict": verdict, "cold": cold, "resident_fraction": rf,
             "memory_backed": bool(memory_backed), "note": "; ".join(parts)}
 

@@ -50,6 +50,8 @@ def _change(v1, v2) -> str | None:
         return "flip" if s1 != s2 else "same side"
     if "not measured" in (v1, v2):
         return "measured in one"
+    if "not comparable" in (v1, v2):
+        return "comparable in one"   # the sides read from the same place in one run only
     return "to inconclusive" if v2 == "inconclusive" else "from inconclusive"
 
 
@@ -157,7 +159,8 @@ def markdown(t: pd.DataFrame, first: pd.DataFrame | None = None, second: pd.Data
               f"({share}; about 83 % for honest 95 % intervals); **{s['disjoint']} disjoint pair(s)**"
               + (f"; {s['same']} with the same value and interval in both (not measured again), left out of the "
                  "share" if s["same"] else "") + ".", ""]
-    order = {"flip": 0, "to inconclusive": 1, "from inconclusive": 2, "measured in one": 3, "same side": 4}
+    order = {"flip": 0, "to inconclusive": 1, "from inconclusive": 2, "measured in one": 3,
+             "comparable in one": 4, "same side": 5}
     shown = t if every else t[t["change"].notna() | (t["disjoint"] == True) | (t["covers"] == False)]  # noqa: E712
     yn = {True: "yes", False: "**no**", None: "–"}
     lines += [f"| stage | finding | change | {names[0]} [CI] | verdict | {names[1]} [CI] | verdict | rule | "
