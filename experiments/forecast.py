@@ -610,8 +610,8 @@ def repro_commands(names: list[str], st: dict[str, dict]) -> list[list[str]]:
     (:func:`before`; none run when up to date), then the named stages forced and every stage
     downstream of one forced too (DVC's ``--force --downstream``: the named stages re-measured
     even though nothing changed, and what reads them re-made from the new measurements)."""
+    chosen(names, st)   # an unknown name stops here
     names = [s for s in st if s in set(names)]   # dvc.yaml's order
-    chosen(names, st)
     up = before(names, st)
     return ([["dvc", "repro", *up]] if up else []) + [["dvc", "repro", "--force", "--downstream", *names]]
 
@@ -657,6 +657,17 @@ def cost(stage: str, st: dict[str, dict], ref: Reference) -> Cost:
     wall = {s: r["wall_s"] for s, r in ref.rows.items()}
     return Cost(stage, names, runs, sum(wall.get(s, 0.0) for s in runs), sum(wall.get(s, 0.0) for s in data),
                 [s for s in [*runs, *data] if s not in wall])
+
+
+def costs(judges, ref: Reference | None = None, st: dict[str, dict] | None = None) -> dict[str, Cost]:
+    """:func:`cost` of each stage in ``judges`` (those that judge claims) that dvc.yaml has, from
+    the reference table (:data:`REFERENCE` unless given): the claims table's *re-measure*
+    column (:func:`experiments.claims.table.with_costs`)."""
+    from .ae_table import stages
+
+    st = st if st is not None else stages()
+    ref = ref or read_reference()
+    return {j: cost(j, st, ref) for j in judges if j in st}
 
 
 @dataclass
