@@ -723,7 +723,7 @@ def _fmt(s: float) -> str:
     return fmt_seconds(s)
 
 
-def render(lines: list[Line], fresh: list[str], head: str) -> str:
+def render(lines: list[Line], fresh: list[str], head: str, skipped: str = "up to date (not run, not counted)") -> str:
     from .run_notebook import human
 
     out = [head, f"{'stage':26s} {'runs':>6s} x {'s/run':>7s} + {'fixed':>7s} = {'forecast':>12s} {'disk':>9s} "
@@ -740,7 +740,7 @@ def render(lines: list[Line], fresh: list[str], head: str) -> str:
                    f"{', '.join(unknown)}): their forecast keeps the reference's seconds a run, which those changes may have moved; "
                    "re-record the table on the reference box (python -m experiments.forecast record) to forecast them")
     if fresh:
-        out.append(f"up to date (not run, not counted): {', '.join(fresh)}")
+        out.append(f"{skipped}: {', '.join(fresh)}")
     return "\n".join(out)
 
 
@@ -791,6 +791,9 @@ def words(p: dict) -> str:
     if not p.get("code_checked", True):
         head += (f". The reference run's commit {str(ref.get('commit'))[:10]} is not in this checkout's history: "
                  "changes to the stages' code since it are not checked")
+    if p.get("named"):
+        return render(lines, fresh, head, "not run, not counted (neither named nor downstream of a named stage, "
+                                          "or up to date upstream of one)")
     return render(lines, fresh, head)
 
 

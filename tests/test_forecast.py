@@ -274,6 +274,8 @@ def test_make_repro_stages_forces_them_and_their_downstream_after_the_stale_upst
     p = forecast.plan(PARAMS, reference(), ["claim_rules"], {"cpu_s": 1.0, "io_s": 2.0}, st, names=["tfdata_read"])
     assert p["to_run"] == ["tfdata_read", "tfdata_read_report"] and p["total_s"] == pytest.approx(158 + 10)
     assert "STAGES=tfdata_read: those and every stage downstream of one forced" in forecast.words(p)
+    assert "not run, not counted (neither named nor downstream of a named stage, or up to date upstream of one): " \
+           "imagenet_like, claim_rules" in forecast.words(p)
     p = forecast.plan(PARAMS, reference(), ["imagenet_like"], {"cpu_s": 1.0, "io_s": 2.0}, st, names=["tfdata_read"])
     assert p["to_run"] == ["imagenet_like", "tfdata_read", "tfdata_read_report"]
 
