@@ -8,6 +8,7 @@ RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
 
 help:
 	@echo "make repro   set up, print the plan (each stale stage's forecast, the total), then dvc repro on params.yaml (the default profile)"
+	@echo "make repro STAGES=\"deepio\"  re-measure only those stages and what depends on them (a claim's stages and minutes: results/claims/claims.md)"
 	@echo "make test    set up, then unit tests and a smoke run of every notebook"
 	@echo "make lab     set up, then JupyterLab on the project kernel, at the project root (notebooks/, results/)"
 	@echo "make paper   switch params.yaml to the paper profile, print its plan (time and disk per stage), dvc repro"
@@ -29,9 +30,11 @@ setup:
 # the plan first (each stale stage's forecast and the total, results/plan.json), then the stages;
 # the log ends with the AE table's summary and the forecast against actual (DVC's git hints:
 # core.autostage in .dvc/config stages dvc.lock instead of asking for it)
+# STAGES="a b": only those stages re-measured (forced) and what depends on them, the stale stages
+# upstream of them first (experiments/forecast.py repro_commands); an unknown name stops in the plan
 repro: setup
-	@$(RUN) python -m experiments.forecast plan
-	$(RUN) dvc repro
+	@$(RUN) python -m experiments.forecast plan $(if $(strip $(STAGES)),--stages "$(STAGES)")
+	$(RUN) $(if $(strip $(STAGES)),python -m experiments.forecast repro --stages "$(STAGES)",dvc repro)
 	@$(RUN) python -m experiments.ae_table --print
 
 test: setup

@@ -23,6 +23,13 @@ downstream of one (its inputs will change when they run). The plan, with the for
 stage, is written atomically to ``results/plan.json`` (:data:`experiments.ae_table.PLAN`); ``make ae-table``
 (:mod:`experiments.ae_table`) sets each stage's wall time against it.
 
+``make repro STAGES="deepio lmdbio"`` (``python -m experiments.forecast plan --stages ...``, then
+``... repro --stages ...``) re-measures only those stages: the stale stages upstream of them
+first (a fresh clone's data sets), then the named stages and every stage downstream of one,
+forced (:func:`repro_commands`); the plan counts just those. Each claim's cost of being
+re-measured that way, from the reference table's own wall times (:func:`cost`), is a column of
+the claims table (:mod:`experiments.claims.table`).
+
 ``python -m experiments.forecast record`` re-records the reference table from the last
 ``make repro`` of this checkout (each ``results/<stage>/env.json`` and its rows' ``run_s``),
 with this box's calibration: run it on the reference box after a change to what a run does
@@ -570,6 +577,99 @@ def to_run(changed: list[str], st: dict[str, dict]) -> list[str]:
     return [s for s in st if changed & set(upstream(s, st))]
 
 
+# stages that measure (a claim's values come from them, through the report stage that judges
+# it): what a claim's `make repro STAGES=...` names; `make replicate --stages` takes these too
+MEASURING = ("fio_baseline", "tfdata_read", "deepio", "lmdbio", "blog", "alexnet_prefetch",
+             "alexnet_checkpoint", "unet3d", "bert", "dlrm", "workload_sleep", "workload_random",
+             "tracing_patterns", "emulator_patterns", "traced_comparison", "llm_checkpoint")
+
+
+def chosen(names: list[str], st: dict[str, dict]) -> list[str]:
+    """``make repro STAGES="a b"``: the named stages and every stage downstream of one, in
+    dvc.yaml's order: what ``dvc repro --force --downstream a b`` runs. A name that is not a
+    stage of dvc.yaml stops here, before any work."""
+    bad = [n for n in names if n not in st]
+    if bad:
+        raise SystemExit(f"make repro STAGES: {' '.join(bad)} not a stage of dvc.yaml; allowed: {', '.join(st)}")
+    return to_run(names, st)
+
+
+def before(names: list[str], st: dict[str, dict]) -> list[str]:
+    """The stages upstream of ``names`` that ``--downstream`` leaves out (their data sets, the
+    rules, the baselines they read): ``dvc repro`` of these first runs the stale ones, so that
+    a forced stage finds its inputs (a fresh clone has no data sets)."""
+    from .ae_table import upstream
+
+    forced = set(chosen(names, st))
+    up = {u for n in names for u in upstream(n, st)}
+    return [s for s in st if s in up and s not in forced]
+
+
+def repro_commands(names: list[str], st: dict[str, dict]) -> list[list[str]]:
+    """The ``dvc repro`` calls of ``make repro STAGES="a b"``: the stale stages upstream of them
+    (:func:`before`; none run when up to date), then the named stages forced and every stage
+    downstream of one forced too (DVC's ``--force --downstream``: the named stages re-measured
+    even though nothing changed, and what reads them re-made from the new measurements)."""
+    chosen(names, st)   # an unknown name stops here
+    names = [s for s in st if s in set(names)]   # dvc.yaml's order
+    up = before(names, st)
+    return ([["dvc", "repro", *up]] if up else []) + [["dvc", "repro", "--force", "--downstream", *names]]
+
+
+def data_stages(st: dict[str, dict]) -> list[str]:
+    """The stages that generate data sets (an output under ``data/``)."""
+    return [n for n, s in st.items()
+            if any(str(next(iter(o)) if isinstance(o, dict) else o).startswith("data/") for o in s.get("outs", []))]
+
+
+@dataclass
+class Cost:
+    """What re-measuring a claim judged by ``stage`` costs on the reference box: ``stages``
+    (what ``make repro STAGES=...`` names: the measuring stages upstream of it, or the stage
+    itself where none is), ``runs`` (what that forces), ``seconds`` (the reference run's wall
+    seconds of those), ``data_s`` (of the data sets they read, where they are not generated yet:
+    a fresh clone) and ``unknown`` (forced stages the reference table lacks, counted as 0 s)."""
+
+    stage: str
+    stages: list[str]
+    runs: list[str]
+    seconds: float
+    data_s: float
+    unknown: list[str]
+
+    @property
+    def minutes(self) -> float:
+        return self.seconds / 60
+
+    @property
+    def command(self) -> str:
+        return f'make repro STAGES="{" ".join(self.stages)}"'
+
+
+def cost(stage: str, st: dict[str, dict], ref: Reference) -> Cost:
+    """The reference run's cost (:class:`Cost`) of re-measuring what stage ``stage`` judges."""
+    from .ae_table import upstream
+
+    up = upstream(stage, st)
+    names = [s for s in st if s in up and s in MEASURING] or [stage]
+    runs = chosen(names, st)
+    data = [s for s in before(names, st) if s in data_stages(st)]
+    wall = {s: r["wall_s"] for s, r in ref.rows.items()}
+    return Cost(stage, names, runs, sum(wall.get(s, 0.0) for s in runs), sum(wall.get(s, 0.0) for s in data),
+                [s for s in [*runs, *data] if s not in wall])
+
+
+def costs(judges, ref: Reference | None = None, st: dict[str, dict] | None = None) -> dict[str, Cost]:
+    """:func:`cost` of each stage in ``judges`` (those that judge claims) that dvc.yaml has, from
+    the reference table (:data:`REFERENCE` unless given): the claims table's *re-measure*
+    column (:func:`experiments.claims.table.with_costs`)."""
+    from .ae_table import stages
+
+    st = st if st is not None else stages()
+    ref = ref or read_reference()
+    return {j: cost(j, st, ref) for j in judges if j in st}
+
+
 @dataclass
 class Line:
     """One stage's forecast: ``runs`` x ``run_s`` + ``fixed_s`` (seconds on this box), ``bytes``
@@ -623,7 +723,7 @@ def _fmt(s: float) -> str:
     return fmt_seconds(s)
 
 
-def render(lines: list[Line], fresh: list[str], head: str) -> str:
+def render(lines: list[Line], fresh: list[str], head: str, skipped: str = "up to date (not run, not counted)") -> str:
     from .run_notebook import human
 
     out = [head, f"{'stage':26s} {'runs':>6s} x {'s/run':>7s} + {'fixed':>7s} = {'forecast':>12s} {'disk':>9s} "
@@ -640,17 +740,22 @@ def render(lines: list[Line], fresh: list[str], head: str) -> str:
                    f"{', '.join(unknown)}): their forecast keeps the reference's seconds a run, which those changes may have moved; "
                    "re-record the table on the reference box (python -m experiments.forecast record) to forecast them")
     if fresh:
-        out.append(f"up to date (not run, not counted): {', '.join(fresh)}")
+        out.append(f"{skipped}: {', '.join(fresh)}")
     return "\n".join(out)
 
 
 def plan(params: dict, ref: Reference, changed: list[str], here: dict, st: dict[str, dict],
-         files: set[str] | None = None) -> dict:
+         files: set[str] | None = None, names: list[str] | None = None) -> dict:
     """The plan: every stage's forecast (those ``dvc repro`` runs counted), as written to
     ``results/plan.json``; ``files``: the files changed since the reference run's commit
-    (:func:`changed_since`), None when unknown."""
+    (:func:`changed_since`), None when unknown; ``names``: ``make repro STAGES=...``'s stages
+    (:func:`repro_commands`: those and their downstream forced, the stale ones upstream first),
+    None for a whole ``dvc repro``."""
     factor, ratios = scale(here, ref.meta)
     run = to_run(changed, st)
+    if names:
+        forced, up = set(chosen(names, st)), set(before(names, st))
+        run = [s for s in st if s in forced or (s in up and s in run)]
     lines = [forecast(s, ref, params, ratios, st[s].get("params"), code_changes(st[s].get("deps"), files))
              for s in st]
     return {"made_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -659,6 +764,7 @@ def plan(params: dict, ref: Reference, changed: list[str], here: dict, st: dict[
             "calibration": {"here": here, "reference": {k: ref.meta.get(k) for k in ("cpu_s", "io_s")},
                             "ratios": ratios, "factor": factor},
             "to_run": run,
+            "named": list(names or []),
             "code_checked": files is not None,
             "stages": {x.stage: {"runs": x.runs, "run_s": x.run_s, "fixed_s": x.fixed_s,
                                  "forecast_s": x.seconds, "bytes": x.bytes, "factor": x.factor,
@@ -676,12 +782,18 @@ def words(p: dict) -> str:
             f"x{c['factor']:.2f} at half and half)"
             + (f". The 1-minute load average is {p['loadavg']:.1f} on {os.cpu_count()} CPUs: other work on this box "
                "lengthens every stage beyond this forecast" if p.get("loadavg", 0) > 0.5 * (os.cpu_count() or 1) else ""))
+    if p.get("named"):
+        head += (f". STAGES={' '.join(p['named'])}: those and every stage downstream of one forced "
+                 "(dvc repro --force --downstream), the stale stages upstream of them first")
     lines = [Line(s, v["runs"], v["run_s"], v["fixed_s"], v["bytes"], v["note"], v.get("factor", 1.0))
              for s, v in p["stages"].items() if v["runs_now"]]
     fresh = [s for s, v in p["stages"].items() if not v["runs_now"]]
     if not p.get("code_checked", True):
         head += (f". The reference run's commit {str(ref.get('commit'))[:10]} is not in this checkout's history: "
                  "changes to the stages' code since it are not checked")
+    if p.get("named"):
+        return render(lines, fresh, head, "not run, not counted (neither named nor downstream of a named stage, "
+                                          "or up to date upstream of one)")
     return render(lines, fresh, head)
 
 
@@ -697,7 +809,10 @@ def write_plan(p: dict, path: Path | None = None) -> Path:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.forecast", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("plan", help="print the plan of the next dvc repro and write results/plan.json")
+    pl = sub.add_parser("plan", help="print the plan of the next dvc repro and write results/plan.json")
+    pl.add_argument("--stages", default="", help="make repro STAGES: only these stages and what depends on them")
+    rp = sub.add_parser("repro", help="make repro STAGES: re-measure these stages and re-run what depends on them")
+    rp.add_argument("--stages", required=True, help="stages of dvc.yaml, space-separated")
     r = sub.add_parser("record", help=f"re-record {REFERENCE} from this checkout's last make repro (reference box)")
     r.add_argument("--out", type=Path, default=None)
     r.add_argument("--from-measured", type=Path, default=None, metavar="DIR",
@@ -708,13 +823,23 @@ def main(argv=None) -> int:
         print(f"wrote {a.out or REFERENCE}: {len(ref.rows)} stages, commit {ref.meta['commit'][:10]}, "
               f"calibration cpu {ref.meta['cpu_s']} s, io {ref.meta['io_s']} s")
         return 0
+    from .ae_table import stages
+
+    st = stages()
+    names = a.stages.split()
+    if a.cmd == "repro":
+        for cmd in repro_commands(names, st):
+            print(" ".join(cmd), flush=True)
+            rc = subprocess.run(cmd, cwd=paths.root()).returncode
+            if rc:
+                return rc
+        return 0
+    chosen(names, st)   # an unknown stage stops before the benchmarks and dvc status
     params = yaml.safe_load(paths.params_file().read_text())
     ref = read_reference()
     from .repeats.decide.dvc_run import stale   # dvc status: the stages whose inputs changed
 
-    from .ae_table import stages
-
-    p = plan(params, ref, stale(paths.root()), calibrate(), stages(), changed_since(ref.meta.get("commit")))
+    p = plan(params, ref, stale(paths.root()), calibrate(), st, changed_since(ref.meta.get("commit")), names)
     write_plan(p)
     print(words(p), flush=True)
     return 0

@@ -246,3 +246,38 @@ def test_closing_note_lists_the_verdicts_changed_against_the_run_before(tmp_path
     (tmp_path / "results" / "claims").mkdir(parents=True)
     prev.to_csv(tmp_path / "results" / "claims" / "claims.csv", index=False)
     assert list(claims_table.previous_table()["id"]) == ["x", "y", "gone"]
+
+
+def test_each_row_says_what_re_measuring_it_costs_on_the_reference_box(tmp_path, monkeypatch):
+    """The cost columns (experiments.forecast.cost, as the claims notebook adds them): the
+    reference table's wall seconds of the stages `make repro STAGES="deepio"` re-runs (deepio,
+    its report, the claims table), the data set it reads apart; the host named once; empty and
+    said so without a reference table."""
+    from experiments import forecast
+
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    out = lambda s: [{f"results/{s}": {"cache": False}}]   # noqa: E731
+    st = {"gen": {"cmd": "x", "deps": ["n/g.ipynb"], "outs": [*out("gen"), {"data/gen": {"cache": False}}]},
+          "deepio": {"cmd": "x", "deps": ["data/gen"], "outs": out("deepio")},
+          "deepio_report": {"cmd": "x", "deps": ["results/deepio"], "outs": out("deepio_report")},
+          "claims": {"cmd": "x", "deps": ["results/deepio_report/claims.json"], "outs": out("claims")}}
+    for stage in ("deepio_report", "other"):
+        monkeypatch.setenv(results.PIPELINE_ENV, stage)
+        results.StageResults(stage).claims([
+            claims.claim(f"x{stage}", "S", "F", "s", 2.0, "u", "> 1", kind="finding", interval=ci(1.5, 2.5)),
+            claims.claim(f"c{stage}", "S", "F", "s", 1.0, "u", "> 0", kind="check")])
+    t = claims_table.gather()
+    md = claims_table.to_markdown(t)     # no reference table: not known, and said so
+    assert "*re-measure*: not known here" in md and "## Re-measuring one claim" not in md
+    rows = {s: forecast.reference_row(s, w, 0, 0.0, 0, None, "t")
+            for s, w in (("gen", 30.0), ("deepio", 120.0), ("deepio_report", 30.0), ("claims", 6.0))}
+    ref = forecast.Reference(rows, {"commit": "abc1234", "host": "refhost"})
+    t = claims_table.with_costs(t, forecast.costs(set(t["stage"]), ref, st))
+    assert list(t["remeasure_min"][:2]) == [2.6, 2.6] and list(t["data_min"][:2]) == [0.5, 0.5]   # (120 + 30 + 6) / 60
+    assert list(t["remeasure_stages"][:2]) == ["deepio", "deepio"]
+    assert t["remeasure_min"][2:].isna().all()      # a stage dvc.yaml lacks: no cost
+    md = claims_table.to_markdown(t, reference=ref.meta)
+    assert md.count("refhost") == 1 and "| 2.6 | deepio_report |" in md and "| – | other |" in md
+    assert '| deepio_report | `make repro STAGES="deepio"` | 2.6 | 0.5 |' in md
+    t.to_csv(tmp_path / "c.csv", index=False)
+    assert {"remeasure_min", "data_min", "remeasure_stages"} <= set(pd.read_csv(tmp_path / "c.csv").columns)

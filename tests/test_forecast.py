@@ -256,3 +256,53 @@ def test_every_size_rule_reads_every_profile(profile):
         assert forecast.size_of(stage, params) > 0, stage
     ref = forecast.read_reference()
     assert all(ref.rows[s]["size"] for s in forecast.SIZES if s in ref.rows and ref.rows[s]["runs"])
+
+
+def test_make_repro_stages_forces_them_and_their_downstream_after_the_stale_upstream(project):
+    st = ae_table.stages()
+    assert forecast.chosen(["tfdata_read"], st) == ["tfdata_read", "tfdata_read_report"]
+    assert forecast.before(["tfdata_read"], st) == ["imagenet_like"]   # its data set, run by dvc when stale
+    # the names in dvc.yaml's order; a stage between two named ones is forced, not run first
+    assert forecast.repro_commands(["tfdata_read_report", "imagenet_like"], st) == [
+        ["dvc", "repro", "--force", "--downstream", "imagenet_like", "tfdata_read_report"]]
+    assert forecast.repro_commands(["tfdata_read"], st) == [
+        ["dvc", "repro", "imagenet_like"], ["dvc", "repro", "--force", "--downstream", "tfdata_read"]]
+    with pytest.raises(SystemExit, match=r"zzz not a stage of dvc.yaml; allowed: imagenet_like, tfdata_read, "
+                                         r"tfdata_read_report, claim_rules"):
+        forecast.repro_commands(["tfdata_read", "zzz"], st)
+    # the plan counts the forced stages, and the stale ones upstream of them only
+    p = forecast.plan(PARAMS, reference(), ["claim_rules"], {"cpu_s": 1.0, "io_s": 2.0}, st, names=["tfdata_read"])
+    assert p["to_run"] == ["tfdata_read", "tfdata_read_report"] and p["total_s"] == pytest.approx(158 + 10)
+    assert "STAGES=tfdata_read: those and every stage downstream of one forced" in forecast.words(p)
+    assert "not run, not counted (neither named nor downstream of a named stage, or up to date upstream of one): " \
+           "imagenet_like, claim_rules" in forecast.words(p)
+    p = forecast.plan(PARAMS, reference(), ["imagenet_like"], {"cpu_s": 1.0, "io_s": 2.0}, st, names=["tfdata_read"])
+    assert p["to_run"] == ["imagenet_like", "tfdata_read", "tfdata_read_report"]
+
+
+def test_an_unknown_stage_stops_before_any_work(project, monkeypatch):
+    ran = []
+    monkeypatch.setattr(forecast, "calibrate", lambda *a, **k: ran.append("calibrate"))
+    monkeypatch.setattr(forecast.subprocess, "run", lambda cmd, **k: ran.append(cmd))
+    for cmd in ("plan", "repro"):
+        with pytest.raises(SystemExit, match="zzz not a stage"):
+            forecast.main([cmd, "--stages", "tfdata_read zzz"])
+    assert ran == [] and not (project / ae_table.PLAN).exists()
+    monkeypatch.setattr(forecast.subprocess, "run", lambda cmd, **k: ran.append(cmd) or type("R", (), {"returncode": 0}))
+    assert forecast.main(["repro", "--stages", "tfdata_read"]) == 0
+    assert ran == [["dvc", "repro", "imagenet_like"], ["dvc", "repro", "--force", "--downstream", "tfdata_read"]]
+
+
+def test_a_claims_cost_is_the_reference_seconds_of_what_its_stages_re_run(project):
+    """tfdata_read_report's claims: STAGES=tfdata_read (the measuring stage upstream), which
+    re-runs it and its report (158 + 10 s), the data set apart (50 s); a stage with no measuring
+    stage upstream names itself; a stage the reference lacks is named, not hidden."""
+    st, ref = ae_table.stages(), reference()
+    c = forecast.cost("tfdata_read_report", st, ref)
+    assert (c.stages, c.runs, c.seconds, c.data_s, c.unknown) == (
+        ["tfdata_read"], ["tfdata_read", "tfdata_read_report"], 168.0, 50.0, [])
+    assert c.command == 'make repro STAGES="tfdata_read"' and c.minutes == pytest.approx(2.8)
+    c = forecast.cost("imagenet_like", st, ref)
+    assert c.stages == ["imagenet_like"] and c.seconds == 50 + 158 + 10 and c.data_s == 0
+    del ref.rows["tfdata_read_report"]
+    assert forecast.cost("tfdata_read_report", st, ref).unknown == ["tfdata_read_report"]

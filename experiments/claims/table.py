@@ -18,6 +18,9 @@ from .verdict import COLUMNS, KINDS, VERDICTS
 # from experiments/claims/papers/<source>.yaml, written into each stage's claims.json by join
 PAPER_SIDE = ["quote", "derived"]
 TABLE_COLUMNS = ["stage", *COLUMNS, *PAPER_SIDE]
+# what re-measuring a row costs on the reference box (with_costs): the minutes of
+# `make repro STAGES="<remeasure_stages>"`, and of generating the data sets they read (a fresh clone)
+COST_COLUMNS = ["remeasure_min", "data_min", "remeasure_stages"]
 
 
 def outside_own_interval(df: pd.DataFrame) -> pd.DataFrame:
@@ -82,6 +85,15 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
                                  f"{f.parent.name!r}") from None
             rows.append({"stage": f.parent.name, **{k: c.get(k) for k in (*COLUMNS, *PAPER_SIDE)}})
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def with_costs(df: pd.DataFrame, costs: dict) -> pd.DataFrame:
+    """The table with :data:`COST_COLUMNS`: per row, its stage's cost of being re-measured
+    (``costs``: stage -> :class:`experiments.forecast.Cost`, from the reference table), in
+    minutes; empty for a stage without one."""
+    get = lambda f: df["stage"].map(lambda s: f(costs[s]) if s in costs else None)   # noqa: E731
+    return df.assign(remeasure_min=get(lambda c: round(c.minutes, 1)), data_min=get(lambda c: round(c.data_s / 60, 1)),
+                     remeasure_stages=get(lambda c: " ".join(c.stages)))
 
 
 def _is_negligible(x) -> bool:
@@ -193,17 +205,22 @@ def changes(previous: pd.DataFrame | None, current: pd.DataFrame) -> pd.DataFram
     return pd.DataFrame(rows, columns=cols)
 
 
-def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
+def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None, reference: dict | None = None) -> str:
     """The reviewer's table: findings first (with the paper's number, ours, the ratio and both
     verdicts, and the page-cache residency measured after the cold-run eviction), then
     checks; the header counts each kind by verdict. ``changed`` (:func:`changes`): a closing
-    section lists the verdicts that changed against the run before, with their intervals."""
+    section lists the verdicts that changed against the run before, with their intervals.
+    ``reference``: the reference table's host and commit (``experiments.forecast.Reference.meta``),
+    which the *re-measure* column's minutes (:func:`with_costs`) come from."""
     df = df.copy()
     for c in COLUMNS:
         if c not in df:
             df[c] = None
     df = df.astype(object).where(df.notna(), None)
     df["verdict"] = df["verdict"].fillna("not measured")
+    for c in COST_COLUMNS:
+        if c not in df:
+            df[c] = None
     find, chk = df[df["kind"] != "check"], df[df["kind"] == "check"]
     lines = [f"# Claims: {len(find)} findings ({_counts(find)}); {len(chk)} checks ({_counts(chk)})", "",
              "A *finding* is a paper's result measured again here; a *check* is a property of our own "
@@ -231,11 +248,11 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
              "the page cache after the eviction before "
              f"the run (measured with mincore; over {COLD_LIMIT:.0%} the run was not cold). Verdicts are "
              "computed from this run's measurements; a claim whose data is missing stays as "
-             "*not measured*, with the reason. A check is judged on its point value.", "",
+             "*not measured*, with the reason. A check is judged on its point value. " + _cost_header(reference), "",
              f"## Findings ({len(find)}: {_counts(find)})", "",
              "| verdict | basis | source | figure | statement | paper | ours [95 % CI] n | unit | ours/paper | "
-             "direction rule | direction | magnitude rule | magnitude | resident | note | stage |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "direction rule | direction | magnitude rule | magnitude | resident | note | re-measure, min | stage |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {v: i for i, v in enumerate(["fails", "direction only", "inconclusive", "not comparable",
                                          "not measured", "holds"])}
     find = find.assign(_o=find["verdict"].map(order)).sort_values(["_o", "stage"], kind="stable")
@@ -245,14 +262,15 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
         lines.append("| " + " | ".join([v] + [_fmt(x) for x in (
             r.basis, r.source, r.figure)] + [_statement(r), _paper(r), _ours(r)] + [_fmt(x) for x in (
             r.unit, r.ratio, rule_text(r.rule, r.margin), r.holds, r.magnitude, r.magnitude_holds)] + [_resident(r)] + [
-            _fmt(x) for x in (r.note, r.stage)]) + " |")
+            _fmt(r.note), _minutes(r), _fmt(r.stage)]) + " |")
     lines += ["", f"## Checks ({len(chk)}: {_counts(chk)})", "",
-              "| verdict | figure | statement | ours | unit | rule | note | stage |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| verdict | figure | statement | ours | unit | rule | note | re-measure, min | stage |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in chk.itertuples(index=False):
         v = r.verdict if r.verdict == "holds" else f"**{r.verdict}**"
         lines.append("| " + " | ".join([v, _fmt(r.figure), _statement(r), _ours(r)] + [
-            _fmt(x) for x in (r.unit, r.rule, r.note, r.stage)]) + " |")
+            _fmt(x) for x in (r.unit, r.rule, r.note)] + [_minutes(r), _fmt(r.stage)]) + " |")
+    lines += _remeasure_lines(df)
     lines += _forecast_lines(find)
     if changed is not None:
         lines += ["", f"## Changed since the run before ({len(changed)})", ""]
@@ -264,6 +282,40 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None) -> str:
         else:
             lines.append("No verdict changed.")
     return "\n".join(lines) + "\n"
+
+
+def _minutes(r) -> str:
+    """The row's cost of being re-measured, minutes on the reference box (:data:`COST_COLUMNS`)."""
+    m = getattr(r, "remeasure_min", None)
+    return "–" if _missing(m) else f"{float(m):.1f}"
+
+
+def _cost_header(m: dict | None) -> str:
+    """The *re-measure* column's sentence, naming the reference host once."""
+    if not m:
+        return "*re-measure*: not known here (no reference table, env/reference-times.csv)."
+    return ("*re-measure*: what re-measuring the claim costs, the minutes its stages took in the reference run "
+            f"on {m.get('host')} (commit {str(m.get('commit'))[:10]}, env/reference-times.csv): the stages "
+            "`make repro STAGES=...` re-runs for it (the section *Re-measuring one claim* names them).")
+
+
+def _remeasure_lines(df: pd.DataFrame) -> list[str]:
+    """Per stage that judges claims: the ``make repro STAGES=...`` that re-measures them and its
+    minutes (:func:`experiments.forecast.cost`), with the data sets' where they are not generated."""
+    d = df[df["remeasure_stages"].notna()].drop_duplicates("stage")
+    if not len(d):
+        return []
+    lines = ["", "## Re-measuring one claim", "",
+             "`make repro STAGES=\"...\"` re-runs the named stages (forced) and every stage downstream of one "
+             "(the reports that judge them, the claims table), after the stale stages upstream of them "
+             "(`python -m experiments.forecast plan --stages ...` prints the plan first). The minutes are the "
+             "reference run's wall times of those stages; *data*: the minutes of generating the data sets they "
+             "read, where they are not generated yet (a fresh clone).", "",
+             "| claims of stage | command | minutes | + data, min |", "|---|---|---|---|"]
+    for r in d.sort_values("remeasure_min", kind="stable").itertuples(index=False):
+        lines.append(f"| {r.stage} | `make repro STAGES=\"{r.remeasure_stages}\"` | {_minutes(r)} | "
+                     f"{float(r.data_min):.1f} |")
+    return lines
 
 
 def _forecast_lines(find: pd.DataFrame) -> list[str]:

@@ -22,13 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths
+from ..forecast import MEASURING   # stages that measure; `--stages` takes any of these
 from .compare import compare, markdown
-
-# stages that measure (their findings come from a report stage that reads their results);
-# `--stages` takes any of these
-MEASURING = ("fio_baseline", "tfdata_read", "deepio", "lmdbio", "blog", "alexnet_prefetch",
-             "alexnet_checkpoint", "unet3d", "bert", "dlrm", "workload_sleep", "workload_random",
-             "tracing_patterns", "emulator_patterns", "traced_comparison", "llm_checkpoint")
 
 
 def plan(stages: list[str], dvc_yaml: dict) -> tuple[list[str], list[str]]:
