@@ -192,7 +192,7 @@ def _probe() -> dict:
 
 # the one-probe program that says whether this kernel and bpftrace attach fexit programs to the
 # x86-64 system-call functions, with their saved registers (what :func:`to_kfunc` needs)
-KFUNC_CHECK = "kretfunc:__x64_sys_getppid { $r = args->regs; @n = count(); } BEGIN { exit(); }"
+KFUNC_CHECK = "kretfunc:__x64_sys_read { $r = args->regs; @n = count(); } BEGIN { exit(); }"
 
 
 def _kfunc_check(exe: str) -> tuple[bool, str]:
