@@ -83,3 +83,17 @@ def test_unknown_backend_is_refused_before_any_work():
     assert bench.check_args(a).startswith("error: --backends ltrace: unknown; allowed: bpftrace_timeline")
     a.backends = ["bpftrace_vector", "dftracer_2.2.0"]
     assert bench.check_args(a) == ""
+
+
+def test_report_prints_each_row_or_why_it_is_missing(tmp_path):
+    import json
+    raw = pd.concat([_raw({"bpftrace_vector": [1.5] * 8, "bpftrace_floor": [1.0] * 8}, [4.0] * 8),
+                     _raw({"bpftrace_vector": [2.0] * 8}, [4.0] * 8, calls=10_000, job="fio_128k")])
+    bench.table(raw).to_csv(tmp_path / "overhead.csv", index=False)
+    bench.per_call(raw).to_csv(tmp_path / "per_call.csv", index=False)
+    (tmp_path / "env.json").write_text(json.dumps({"not_measured": {"bpftrace_vector_kfunc": "no kfunc here"}}))
+    md = bench.report(tmp_path)
+    assert "| `bpftrace_vector` | 1.50 [1.50, 1.50] | +38 [+38, +38] | 2.00 [2.00, 2.00] | +0 [+0, +0] |" in md
+    assert "| `bpftrace_vector_kfunc` | not measured (no kfunc here) |" in md
+    assert "| cloudflare/ebpf_exporter benchmark | empty probe, fentry | 24 |" in md
+    assert bench.main(["--report", str(tmp_path / "nothing")]) == 2

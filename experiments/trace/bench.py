@@ -470,6 +470,49 @@ def print_tables(t: pd.DataFrame, cov: pd.DataFrame | None, load: tuple, a) -> N
         print(per_file(cov).to_string())
 
 
+REPORT_ROWS = ("none", "bpftrace_floor", "bpftrace_floor_kfunc", "bpftrace_vector", "bpftrace_vector_kfunc",
+               "dftracer_2.2.0", "dftracer_1.0.2")
+
+
+def report(folder: Path) -> str:
+    """Markdown tables of a bench run's records in ``folder`` (``per_call.csv``,
+    ``overhead.csv``, ``env.json``): per back end, µs per call and CPU overhead at 4 KiB and
+    128 KiB with their 95 % intervals ("not measured" with the reason where a row could not
+    run), then the published per-probe costs beside our floors and vector rows."""
+    import json
+    folder = Path(folder)
+    pc = pd.read_csv(folder / "per_call.csv")
+    t = pd.read_csv(folder / "overhead.csv")
+    env = json.loads((folder / "env.json").read_text())
+    nm = env.get("not_measured", {})
+    jobs = [j for j in ("fio_4k", "fio_128k") if j in set(t.job)]
+
+    def cell(df, job, b, col, lo, hi, fmt):
+        r = df[(df.job == job) & (df.backend == b)]
+        if not len(r):
+            return "not measured"
+        r = r.iloc[0]
+        return f"{fmt(r[col])} [{fmt(r[lo])}, {fmt(r[hi])}]"
+    us = lambda x: f"{x:.2f}"
+    pct = lambda x: f"{x:+.0f}"
+    head = ["back end"] + [f"{j} {w}" for j in jobs for w in ("µs per call", "CPU %")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    backends = [b for b in REPORT_ROWS if b in set(t.backend) or b in nm] + \
+        [b for b in t.backend.unique() if b not in REPORT_ROWS]
+    for b in backends:
+        if b not in set(t.backend):
+            lines.append(f"| `{b}` | " + " | ".join([f"not measured ({nm.get(b, '?')})"] + [""] * (len(head) - 2)) + " |")
+            continue
+        cells = []
+        for j in jobs:
+            cells += [cell(pc, j, b, "us_per_call", "us_lo", "us_hi", us),
+                      cell(t, j, b, "cpu_overhead_pct", "cpu_overhead_lo", "cpu_overhead_hi", pct)]
+        lines.append(f"| `{b}` | " + " | ".join(cells) + " |")
+    lines += ["", "| published (not measured here) | what | ns per call |", "|---|---|---|"]
+    lines += [f"| {src} | {what} | {ns} |" for src, what, ns in PUBLISHED]
+    return "\n".join(lines) + "\n"
+
+
 def _bpftrace_version() -> str | None:
     exe = shutil.which("bpftrace")
     if not exe:
@@ -500,7 +543,17 @@ def main(argv=None) -> int:
                          "(intervals then cover less than 95 %%; for a smoke test, not for figures)")
     ap.add_argument("--out", default=None, help="folder for overhead.csv, raw.csv, coverage.csv, "
                                                 "env.json (default: results/trace_bench)")
+    ap.add_argument("--report", default=None, metavar="DIR",
+                    help="measure nothing: print the Markdown tables of the records in DIR (per_call.csv, "
+                         "overhead.csv, env.json), as docs/tracing.md shows them")
     a = ap.parse_args(argv)
+    if a.report:
+        if not (Path(a.report) / "per_call.csv").exists():
+            print(f"error: --report {a.report}: no per_call.csv there; allowed: a folder a bench run wrote",
+                  file=sys.stderr)
+            return 2
+        print(report(Path(a.report)), end="")
+        return 0
     if a.short:
         a.jobs, a.io_mib, a.repeats, a.no_coverage = [j for j in a.jobs if j.startswith("fio_")], 64, 2, True
     if check_args(a):  # before any work
