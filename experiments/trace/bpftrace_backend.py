@@ -444,7 +444,7 @@ def to_kfunc(prog: str, args_of=syscall_args) -> str:
         for m in points:
             kind, call = m.group(1), m.group(2)
             if kind == "exit":
-                body = _REGS_CHECK.sub("$r = args->regs; {", rest).replace("args->ret", "(int64)retval")
+                body = _REGS_CHECK.sub("$r = args->regs; if (1) {", rest).replace("args->ret", "(int64)retval")
                 bad = re.search(r"args->(?!regs\b)\w+", body)
                 if bad:
                     raise ValueError(f"to_kfunc: {bad.group(0)} in the exit probe of {call}; an fexit "
