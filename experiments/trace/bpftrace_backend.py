@@ -202,7 +202,17 @@ def _kfunc_check(exe: str) -> tuple[bool, str]:
     if not Path("/sys/kernel/btf/vmlinux").exists():
         return False, "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
     ok, why, _ = _try(exe, KFUNC_CHECK)
-    return ok, "" if ok else f"bpftrace cannot attach kfunc/kretfunc probes here: {why}"
+    if ok:
+        return True, ""
+    d, _ = tracefs_dir(mount=False)
+    try:  # bpftrace 0.17 checks kfunc targets against the kernel's list of traceable functions
+        Path(d or TRACEFS[0], "available_filter_functions").open().close()
+    except PermissionError:
+        why += (" [the kernel refuses to open available_filter_functions even to root (EPERM): "
+                "it is mounted, but its list of traceable functions is withheld]")
+    except OSError:
+        pass
+    return False, f"bpftrace cannot attach kfunc/kretfunc probes here: {why}"
 
 
 def probe_kind() -> tuple[str, str]:
