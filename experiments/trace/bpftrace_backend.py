@@ -470,7 +470,12 @@ def to_kfunc(prog: str, args_of=syscall_args) -> str:
                 r, t = args[mm.group(1)]
                 return f"(({t})args->regs->{r})"
             out.append(f"kfunc:__x64_sys_{call} " + re.sub(r"args->(\w+)", reg, rest))
-    return "\n".join(out)
+    prog = "\n".join(out)
+    # a map only the dropped check wrote (@badregs): bpftrace refuses to print an undefined map
+    for m in set(re.findall(r"(?:print|clear)\((@\w+)\)", prog)):
+        if not re.search(re.escape(m) + r"(\[[^\]]*\])? = ", prog):
+            prog = prog.replace(f" print({m});", "").replace(f" clear({m});", "")
+    return prog
 
 
 def _fdt(kern: bool) -> str:
