@@ -2,7 +2,8 @@
 one sees (issue 42).
 
 ``python -m experiments.trace.bench [--dir DIR] [--repeats N] [--io-mib M] [--py-repeats N]
-[--py-images N] [--epochs N] [--jobs ...] [--no-coverage] [--out DIR]`` prints, for each job,
+[--py-images N] [--epochs N] [--jobs ...] [--backends ...] [--no-coverage] [--short] [--out DIR]``
+(``--report DIR``: only print a run's tables as Markdown) prints, for each job,
 the median wall time of the command alone (from its start to its exit; a tracer's own start-up
 and parsing are not counted, except DFTracer's, which runs inside the command) untraced and
 under each back end and mode that can run here, and the overhead in percent with its 95 %
@@ -528,7 +529,8 @@ def main(argv=None) -> int:
                     help="folder for the 256 MiB test file and the JPEGs (default: a folder in "
                          "/dev/shm, so that no other job's cache dropping turns the page-cache reads "
                          "into disk reads)")
-    ap.add_argument("--repeats", type=int, default=5, help="repeats of each fio job")
+    ap.add_argument("--repeats", type=int, default=6,
+                    help="repeats of each fio job (6: the fewest whose median interval reaches 95 %%)")
     ap.add_argument("--io-mib", type=int, default=2048)
     ap.add_argument("--py-repeats", type=int, default=3, help="repeats of each Python read job")
     ap.add_argument("--py-images", type=int, default=256, help="JPEGs the Python jobs read")
