@@ -177,3 +177,17 @@ def test_the_kfunc_bodies_pass_bpftraces_semantic_checks_on_the_tracepoints(tmp_
     if any("tracepoint" in x and "not found" in x.lower() for x in errors):
         pytest.skip(f"this kernel lacks a tracepoint the program uses: {errors[0]}")
     assert errors == []
+
+
+def test_vector_cost_measures_the_kfunc_program_where_it_can_run(monkeypatch):
+    from experiments.trace import vector_cost
+    probe = {"syscalls": None, "exit_regs": 16384}
+    monkeypatch.setattr(bt, "_probe", lambda: probe)
+    monkeypatch.setattr(bt, "syscall_args", lambda c: FORMATS.get(c, ()))
+    monkeypatch.setattr(bt, "probe_kind", lambda: ("tracepoint", "no kfunc"))
+    assert "vector_kfunc" not in vector_cost.variants("fio")
+    monkeypatch.setattr(bt, "probe_kind", lambda: ("kfunc", ""))
+    v = vector_cost.variants("fio")
+    assert "tracepoint:syscalls" not in v["vector_kfunc"] and "tracepoint:sched" not in v["vector_kfunc"]
+    assert 'kretfunc:__x64_sys_read { $e = comm == "fio" ? (uint64)1 : (uint64)0;' in v["vector_kfunc"]
+    assert v["count_only_kfunc"].count("kretfunc:__x64_sys_") >= 2
