@@ -97,3 +97,26 @@ def test_report_prints_each_row_or_why_it_is_missing(tmp_path):
     assert "| `bpftrace_vector_kfunc` | not measured (no kfunc here) |" in md
     assert "| cloudflare/ebpf_exporter benchmark | empty probe, fentry | 24 |" in md
     assert bench.main(["--report", str(tmp_path / "nothing")]) == 2
+
+
+def test_short_mode_writes_the_per_call_table_with_what_ran(tmp_path):
+    """The bench's short mode end to end on the 4 KiB job (two repeats: untraced, the floor,
+    the vector program): every row counts the job's calls and env.json says which program ran."""
+    import json
+    import shutil
+
+    from experiments.trace import bpftrace_backend as bt
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    ok, why, _ = bt.available()
+    if not ok or not bt.kernel_files_available()[0]:
+        pytest.skip(f"bpftrace vector mode cannot run here: {why or bt.kernel_files_available()[1]}")
+    out = tmp_path / "out"
+    assert bench.main(["--short", "--jobs", "fio_4k", "--backends", "bpftrace_vector", "--out", str(out)]) == 0
+    pc = pd.read_csv(out / "per_call.csv").set_index("backend")
+    assert {"none", "bpftrace_floor", "bpftrace_vector"} <= set(pc.index)
+    assert (pc.loc[["bpftrace_floor", "bpftrace_vector"], "calls"] >= 4096).all()   # 16 MiB in 4 KiB reads
+    assert (pc["runs"] == 2).all() and (pc["us_coverage"] == 0.5).all()
+    env = json.loads((out / "env.json").read_text())
+    assert env["short"] and env["tracer_programs"]["bpftrace_vector"] == ["tracepoint"]   # that row's program
+    assert set(pd.read_csv(out / "per_call_goals.csv")["target"]) >= {"<= 0.4 µs per call", "<= +10 % CPU"}
