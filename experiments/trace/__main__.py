@@ -196,13 +196,14 @@ def cmd_run(a) -> int:
         env[phases.ENV] = str(pl.resolve())
     t = tracer.Tracer(backend=a.backend, watch=a.watch, block_scope=a.block_scope,
                       interval_s=a.interval, sample=not a.no_sample, block=not a.no_block,
-                      mode=a.mode, files=a.files, dftracer_release=a.dftracer_release)
+                      mode=a.mode, files=a.files, dftracer_release=a.dftracer_release, probes=a.probes)
     tr, rc = t.run(cmd, env=env)
     if a.phase_log:
         tr.meta["phase_log"] = env[phases.ENV]
     tr.save(out)
     calls = f", {int(tr.counts['calls'].sum())} calls counted in the kernel" if tr.counts is not None else ""
-    print(f"trace: {len(tr.events)} events{calls} ({tr.backend}, {tr.mode} mode) -> {out}; "
+    hooks = f", {tr.meta['probes']} probes" if tr.meta.get("probes") and tr.mode == "vector" else ""
+    print(f"trace: {len(tr.events)} events{calls} ({tr.backend}, {tr.mode} mode{hooks}) -> {out}; "
           f"command exit status {rc}", file=sys.stderr)
     return rc
 
@@ -306,6 +307,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dftracer-release", default="dlio", choices=["dlio", "current"],
                    help="--backend dftracer: the pydftracer 1.0.2 DLIO pins (.venv-dlio) or the "
                         "current dftracer release (.venv-dftracer)")
+    p.add_argument("--probes", default="auto", choices=["auto", "kfunc", "tracepoint"],
+                   help="vector mode's hooks: kfunc (fentry/fexit of the system-call functions) where "
+                        "the kernel allows, else the system-call tracepoints (default auto; recorded "
+                        "in the trace's meta: probes, why_not_kfunc)")
     p.add_argument("--files", default="auto", choices=["auto", "kernel", "descriptors"],
                    help="bpftrace: name files from the kernel's struct file (auto where BTF allows) "
                         "or from descriptor numbers")

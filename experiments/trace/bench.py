@@ -2,7 +2,8 @@
 one sees (issue 42).
 
 ``python -m experiments.trace.bench [--dir DIR] [--repeats N] [--io-mib M] [--py-repeats N]
-[--py-images N] [--epochs N] [--jobs ...] [--no-coverage] [--out DIR]`` prints, for each job,
+[--py-images N] [--epochs N] [--jobs ...] [--backends ...] [--no-coverage] [--short] [--out DIR]``
+(``--report DIR``: only print a run's tables as Markdown) prints, for each job,
 the median wall time of the command alone (from its start to its exit; a tracer's own start-up
 and parsing are not counted, except DFTracer's, which runs inside the command) untraced and
 under each back end and mode that can run here, and the overhead in percent with its 95 %
@@ -42,6 +43,16 @@ DFTracer: all of its cost). Then the coverage table (:mod:`.coverage`): the know
 under each back end, per case and file the calls and bytes attributed and a verdict. Written to
 ``--out`` (default ``results/trace_bench/``): ``overhead.csv``, ``raw.csv``, ``goals.csv`` (each
 goal's verdict from its interval: met, not met, undecided), ``coverage.csv``, ``env.json``.
+
+Issue 70's table (``per_call.csv``): per job and back end, what tracing adds to the command's CPU
+per call in µs (each repeat's traced run against the same repeat's untraced run; median over
+runs with its 95 % interval over runs), the untraced command's own µs per call, the floors of
+each probe kind (``bpftrace_floor``: count-only on the exit tracepoints; ``bpftrace_floor_kfunc``:
+count-only on the system-call functions' fexit, where bpftrace attaches it) and the vector
+program on each (``bpftrace_vector``: tracepoints; ``bpftrace_vector_kfunc``); the CPU overhead
+beside it; ``per_call_goals.csv``: issue 70's targets with computed verdicts. ``env.json``
+records which program each back end ran (``tracer_programs``) and why there is no kfunc one
+(``why_not_kfunc``). ``--short``: the fio jobs at 64 MiB, 2 repeats, no coverage (a smoke check).
 """
 
 from __future__ import annotations
@@ -114,15 +125,32 @@ def python_jobs(folder: Path, epochs: int = 1, workers: int = 2, names=read_jobs
             for n in names]
 
 
+def floor_kinds() -> list[str]:
+    """The probe kinds whose count-only program (the floor) can run here, of
+    :data:`.bpftrace_backend.PROBE_KINDS`: ``tracepoint`` wherever bpftrace runs, ``kfunc``
+    where it attaches fexit programs."""
+    if not backend_status()["bpftrace"]["ok"]:
+        return []
+    return ["tracepoint"] + (["kfunc"] if bt.probe_kind()[0] == "kfunc" else [])
+
+
+def floor_name(kind: str) -> str:
+    return "bpftrace_floor" if kind == "tracepoint" else f"bpftrace_floor_{kind}"
+
+
 def measure(jobs: list[dict], repeats: int = 5, backends=None, block_watch=None,
-            floor: bool | None = None, repeats_of=None) -> pd.DataFrame:
+            floor=None, repeats_of=None) -> pd.DataFrame:
     """One row per (job, back end, repeat): ``command_s`` (wall), ``command_cpu_s`` and the
     calls traced; untraced and traced runs alternate within each repeat. ``block_watch``: paths
-    whose device the block layer is traced on. ``repeats_of``: job -> repeats (default ``repeats``)."""
+    whose device the block layer is traced on. ``repeats_of``: job -> repeats (default ``repeats``).
+    ``floor``: the probe kinds whose count-only program runs too (default :func:`floor_kinds`;
+    ``True``/``False``: the tracepoint one or none)."""
     if backends is None:
         backends = default_backends()
     if floor is None:
-        floor = backend_status()["bpftrace"]["ok"]
+        floor = floor_kinds()
+    elif floor is True or floor is False:
+        floor = ["tracepoint"] if floor else []
     rows = []
     for job in jobs:
         cmd, cwd = job["cmd"], job.get("cwd")
@@ -135,10 +163,10 @@ def measure(jobs: list[dict], repeats: int = 5, backends=None, block_watch=None,
             wall, cpu = untraced(cmd, cwd)
             rows.append({**base, "backend": "none", "repeat": r, "command_s": wall, "command_cpu_s": cpu,
                          "calls": 0, "loadavg_1m": os.getloadavg()[0]})
-            if floor:
+            for kind in floor:
                 warm(*job["warm"])
-                wall, cpu, n = probe_floor(cmd, cwd)
-                rows.append({**base, "backend": "bpftrace_floor", "repeat": r, "command_s": wall,
+                wall, cpu, n = probe_floor(cmd, cwd, kind)
+                rows.append({**base, "backend": floor_name(kind), "repeat": r, "command_s": wall,
                              "command_cpu_s": cpu, "calls": n, "loadavg_1m": os.getloadavg()[0]})
             for b, kw in backends:
                 warm(*job["warm"])
@@ -155,6 +183,7 @@ def measure(jobs: list[dict], repeats: int = 5, backends=None, block_watch=None,
                              "lost": tr.meta.get("lost_events", 0),
                              "unparsed": tr.meta.get("unparsed_lines", 0),
                              "tracer_cpu_s": tr.meta.get("tracer_cpu_s"),
+                             "probes": tr.meta.get("probes"),
                              "loadavg_1m": os.getloadavg()[0]})
     return pd.DataFrame(rows)
 
@@ -170,19 +199,24 @@ FLOOR_SYSCALLS = ("read", "pread64", "readv", "preadv", "preadv2", "write", "pwr
 READY_TOKEN = "__READY_FILE__"
 
 
-def probe_floor(cmd: list[str], cwd=None) -> tuple[float, float, int]:
-    """(wall s, CPU s, calls) of ``cmd`` run with the least a syscall tracer can attach: the
-    same exit tracepoints as the vector mode, each with a program that only counts the
-    command's calls (``comm`` filter). What that costs per call is the floor of any
-    bpftrace tracer built on syscall tracepoints on this kernel."""
-    wall, cpu, text = under_program(probe_program(os.path.basename(cmd[0])[:15]), cmd, cwd)
+def probe_floor(cmd: list[str], cwd=None, kind: str = "tracepoint") -> tuple[float, float, int]:
+    """(wall s, CPU s, calls) of ``cmd`` run with the least a syscall tracer of probe ``kind``
+    can attach: the vector mode's exit hooks (``tracepoint``: the exit tracepoints; ``kfunc``:
+    the fexit of the system-call functions), each with a program that only counts the
+    command's calls (``comm`` filter). What that costs per call is the floor of any bpftrace
+    tracer built on that kind of probe on this kernel."""
+    wall, cpu, text = under_program(probe_program(os.path.basename(cmd[0])[:15], kind), cmd, cwd)
     n = [int(x.split(":")[1]) for x in text.splitlines() if x.startswith("@n:")]
     return wall, cpu, n[0] if n else 0
 
 
-def probe_program(comm: str) -> str:
-    """The floor's bpftrace program: every read/write exit tracepoint counts process ``comm``'s calls."""
-    probes = ",".join(f"tracepoint:syscalls:sys_exit_{x}" for x in FLOOR_SYSCALLS
+def probe_program(comm: str, kind: str = "tracepoint") -> str:
+    """The floor's bpftrace program: every read/write exit hook of ``kind`` counts process
+    ``comm``'s calls."""
+    if kind not in bt.PROBE_KINDS:
+        raise ValueError(f"kind = {kind!r}; allowed: {', '.join(bt.PROBE_KINDS)}")
+    hook = "tracepoint:syscalls:sys_exit_{}" if kind == "tracepoint" else "kretfunc:__x64_sys_{}"
+    probes = ",".join(hook.format(x) for x in FLOOR_SYSCALLS
                       if x in (bt._probe()["syscalls"] or FLOOR_SYSCALLS))
     return (f'BEGIN {{ system("touch {READY_TOKEN}"); }} {probes} /comm == "{comm}"/ {{ @n = count(); }} '
             'END { print(@n); clear(@n); }')
@@ -217,7 +251,9 @@ def default_backends() -> list[tuple[str, dict]]:
     if status["bpftrace"]["ok"]:
         out.append(("bpftrace_timeline", {"backend": "bpftrace", "mode": "timeline"}))
         if bt.kernel_files_available()[0]:
-            out.append(("bpftrace_vector", {"backend": "bpftrace", "mode": "vector"}))
+            out.append(("bpftrace_vector", {"backend": "bpftrace", "mode": "vector", "probes": "tracepoint"}))
+            if bt.probe_kind()[0] == "kfunc":
+                out.append(("bpftrace_vector_kfunc", {"backend": "bpftrace", "mode": "vector", "probes": "kfunc"}))
     if status["strace"]["ok"]:
         out.append(("strace", {"backend": "strace"}))
     for release in dftracer_backend.RELEASES:
@@ -267,6 +303,80 @@ def table(raw: pd.DataFrame) -> pd.DataFrame:
 GOALS = {("bpftrace_vector", "fio_128k"): 3.0, ("bpftrace_vector", "fio_4k"): 15.0}
 
 
+def per_call(raw: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Per (job, back end) that counts its calls: what tracing adds to the traced command's CPU
+    per call, in µs, with its interval over runs. Each repeat's traced run is set against the
+    same repeat's untraced run (they alternate, so a slow spell of a loaded box slows both):
+    ``us_per_call`` is the median over repeats of (traced CPU s - untraced CPU s) / calls,
+    ``us_lo``/``us_hi`` its ``level`` interval (:func:`experiments.stats.median_ci`, the unit
+    the run; ``us_coverage``: what the interval covers at this number of runs). The ``none``
+    row is the untraced command's own CPU per call (calls: the median the tracers counted)."""
+    ok = raw[(raw.get("exit_status", pd.Series(0, index=raw.index)).fillna(0) == 0)]
+    rows = []
+    for job, g in ok.groupby("job", sort=False):
+        base = g[g.backend == "none"].set_index("repeat")["command_cpu_s"]
+        counted = g[(g.backend != "none") & (g["calls"] > 0)]
+        if not len(counted):
+            continue
+        calls = float(counted["calls"].median())
+        pt, ci = stats.median_ci(1e6 * base / calls, level, of="runs")
+        rows.append({"job": job, "backend": "none", "runs": ci.n, "calls": calls, "us_per_call": pt,
+                     "us_lo": ci.low, "us_hi": ci.high, "us_coverage": ci.coverage})
+        for b, gb in counted.groupby("backend", sort=False):
+            gb = gb[gb["repeat"].isin(base.index)]
+            extra = 1e6 * (gb["command_cpu_s"].to_numpy() - base.loc[gb["repeat"]].to_numpy()) / gb["calls"].to_numpy()
+            pt, ci = stats.median_ci(extra, level, of="runs")
+            rows.append({"job": job, "backend": b, "runs": ci.n, "calls": float(gb["calls"].median()),
+                         "us_per_call": pt, "us_lo": ci.low, "us_hi": ci.high, "us_coverage": ci.coverage})
+    return pd.DataFrame(rows)
+
+
+# issue 70's targets for the vector mode (each vector row: tracepoint and kfunc programs)
+US_PER_CALL_GOAL = ("fio_4k", 0.4)      # µs per call at 4 KiB
+CPU_GOAL = ("fio_4k", 10.0)             # % CPU at 4 KiB
+
+
+def per_call_goals(t: pd.DataFrame, pc: pd.DataFrame, raw: pd.DataFrame) -> pd.DataFrame:
+    """Issue 70's targets against each vector row, each verdict computed (:func:`goal_verdict`
+    on the interval): µs per call at 4 KiB (:data:`US_PER_CALL_GOAL`), CPU overhead at 4 KiB
+    (:data:`CPU_GOAL`), and at 128 KiB the traced runs' median CPU inside the untraced runs'
+    own range (min to max: ``met`` inside, ``not met`` above)."""
+    rows = []
+    for b in sorted(x for x in t.backend.unique() if str(x).startswith("bpftrace_vector")):
+        r = pc[(pc.backend == b) & (pc.job == US_PER_CALL_GOAL[0])]
+        if len(r):
+            r = r.iloc[0]
+            rows.append({"backend": b, "job": r.job, "target": f"<= {US_PER_CALL_GOAL[1]:g} µs per call",
+                         "value": r.us_per_call, "lo": r.us_lo, "hi": r.us_hi,
+                         "verdict": goal_verdict(r.us_lo, r.us_hi, US_PER_CALL_GOAL[1] + 1e-12)})
+        r = t[(t.backend == b) & (t.job == CPU_GOAL[0])]
+        if len(r):
+            r = r.iloc[0]
+            rows.append({"backend": b, "job": r.job, "target": f"<= +{CPU_GOAL[1]:g} % CPU",
+                         "value": r.cpu_overhead_pct, "lo": r.cpu_overhead_lo, "hi": r.cpu_overhead_hi,
+                         "verdict": goal_verdict(r.cpu_overhead_lo, r.cpu_overhead_hi, CPU_GOAL[1] + 1e-12)})
+        x = raw[(raw.backend == b) & (raw.job == "fio_128k")]["command_cpu_s"].dropna()
+        y = raw[(raw.backend == "none") & (raw.job == "fio_128k")]["command_cpu_s"].dropna()
+        if len(x) and len(y):
+            lo, hi, med = 100 * (y.min() / y.median() - 1), 100 * (y.max() / y.median() - 1), 100 * (x.median() / y.median() - 1)
+            rows.append({"backend": b, "job": "fio_128k", "target": "CPU within the untraced runs' range",
+                         "value": med, "lo": lo, "hi": hi,
+                         "verdict": "met" if lo <= med <= hi else ("not met" if med > hi else "met (below)")})
+    return pd.DataFrame(rows)
+
+
+# published costs of eBPF probes (not measured here): ns per call, with their source
+PUBLISHED = [
+    ("cloudflare/ebpf_exporter benchmark", "empty probe, tracepoint", 15),
+    ("cloudflare/ebpf_exporter benchmark", "empty probe, fentry", 24),
+    ("cloudflare/ebpf_exporter benchmark", "empty probe, kprobe", 137),
+    ("cloudflare/ebpf_exporter benchmark", "simple map update, fentry", "35-42"),
+    ("cloudflare/ebpf_exporter benchmark", "complex map update, fentry", "96-103"),
+    ("rezolus PR #1155 (tcp_sendmsg)", "fentry", 48),
+    ("rezolus PR #1155 (tcp_sendmsg)", "kprobe", 110),
+]
+
+
 def image_set(directory: Path, n_images: int) -> Path:
     """A small ImageNet-like JPEG set (params.yaml's size mix and seed) in ``directory``, made once."""
     from .. import config
@@ -305,6 +415,7 @@ def goals(t: pd.DataFrame) -> pd.DataFrame:
 
 
 JOB_NAMES = ("fio_128k", "fio_4k") + read_jobs.JOBS
+BACKEND_NAMES = ("bpftrace_timeline", "bpftrace_vector", "bpftrace_vector_kfunc", "strace")
 
 
 def check_args(a) -> str:
@@ -315,7 +426,27 @@ def check_args(a) -> str:
     bad = [j for j in a.jobs if j not in JOB_NAMES]
     if bad:
         return f"error: --jobs {' '.join(bad)}: unknown; allowed: {', '.join(JOB_NAMES)}"
+    names = BACKEND_NAMES + tuple(dftracer_backend.label(r) for r in dftracer_backend.RELEASES)
+    bad = [b for b in (getattr(a, "backends", None) or []) if b not in names]
+    if bad:
+        return f"error: --backends {' '.join(bad)}: unknown; allowed: {', '.join(names)}"
     return ""
+
+
+def print_per_call(t: pd.DataFrame, pc: pd.DataFrame, pg: pd.DataFrame) -> None:
+    """The µs-per-call table with the CPU overhead beside it, and issue 70's targets."""
+    if not len(pc):
+        return
+    m = pc.merge(t[["job", "backend", "cpu_overhead_pct", "cpu_overhead_lo", "cpu_overhead_hi"]],
+                 on=["job", "backend"], how="left")
+    print("\nCost per call (µs of the traced command's CPU a call; 'none': the untraced command's own; "
+          "median over runs of each repeat's traced minus untraced run, 95 % interval over runs, "
+          "binomial order statistics) and the CPU overhead beside it:")
+    print(m.to_string(index=False, float_format=lambda x: f"{x:,.2f}"))
+    for g in pg.itertuples():
+        print(f"{g.backend} on {g.job}: {g.target}: {g.value:.2f} [{g.lo:.2f}, {g.hi:.2f}] -> {g.verdict}")
+    print("Published (not measured here), ns per call: " + "; ".join(
+        f"{src}: {what} {ns}" for src, what, ns in PUBLISHED))
 
 
 def print_tables(t: pd.DataFrame, cov: pd.DataFrame | None, load: tuple, a) -> None:
@@ -340,6 +471,57 @@ def print_tables(t: pd.DataFrame, cov: pd.DataFrame | None, load: tuple, a) -> N
         print(per_file(cov).to_string())
 
 
+REPORT_ROWS = ("none", "bpftrace_floor", "bpftrace_floor_kfunc", "bpftrace_vector", "bpftrace_vector_kfunc",
+               "dftracer_2.2.0", "dftracer_1.0.2")
+
+
+def report(folder: Path) -> str:
+    """Markdown tables of a bench run's records in ``folder`` (``per_call.csv``,
+    ``overhead.csv``, ``env.json``): per back end, µs per call and CPU overhead at 4 KiB and
+    128 KiB with their 95 % intervals ("not measured" with the reason where a row could not
+    run), then the published per-probe costs beside our floors and vector rows."""
+    import json
+    folder = Path(folder)
+    pc = pd.read_csv(folder / "per_call.csv")
+    t = pd.read_csv(folder / "overhead.csv")
+    env = json.loads((folder / "env.json").read_text())
+    nm = env.get("not_measured", {})
+    jobs = [j for j in ("fio_4k", "fio_128k") if j in set(t.job)]
+
+    def cell(df, job, b, col, lo, hi, fmt):
+        r = df[(df.job == job) & (df.backend == b)]
+        if not len(r):
+            return "not measured"
+        r = r.iloc[0]
+        return f"{fmt(r[col])} [{fmt(r[lo])}, {fmt(r[hi])}]"
+    us = lambda x: f"{x:.2f}"
+    pct = lambda x: f"{x:+.0f}"
+    head = ["back end"] + [f"{j} {w}" for j in jobs for w in ("µs per call", "CPU %")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    backends = [b for b in REPORT_ROWS if b in set(t.backend) or b in nm] + \
+        [b for b in t.backend.unique() if b not in REPORT_ROWS]
+    for b in backends:
+        if b not in set(t.backend):
+            lines.append(f"| `{b}` | " + " | ".join([f"not measured ({nm.get(b, '?')})"] + [""] * (len(head) - 2)) + " |")
+            continue
+        cells = []
+        for j in jobs:
+            cells += [cell(pc, j, b, "us_per_call", "us_lo", "us_hi", us),
+                      cell(t, j, b, "cpu_overhead_pct", "cpu_overhead_lo", "cpu_overhead_hi", pct)]
+        lines.append(f"| `{b}` | " + " | ".join(cells) + " |")
+    lines += ["", "| published (not measured here) | what | ns per call |", "|---|---|---|"]
+    lines += [f"| {src} | {what} | {ns} |" for src, what, ns in PUBLISHED]
+    return "\n".join(lines) + "\n"
+
+
+def _bpftrace_version() -> str | None:
+    exe = shutil.which("bpftrace")
+    if not exe:
+        return None
+    p = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    return p.stdout.strip() or None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.trace.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -347,16 +529,35 @@ def main(argv=None) -> int:
                     help="folder for the 256 MiB test file and the JPEGs (default: a folder in "
                          "/dev/shm, so that no other job's cache dropping turns the page-cache reads "
                          "into disk reads)")
-    ap.add_argument("--repeats", type=int, default=5, help="repeats of each fio job")
+    ap.add_argument("--repeats", type=int, default=6,
+                    help="repeats of each fio job (6: the fewest whose median interval reaches 95 %%)")
     ap.add_argument("--io-mib", type=int, default=2048)
     ap.add_argument("--py-repeats", type=int, default=3, help="repeats of each Python read job")
     ap.add_argument("--py-images", type=int, default=256, help="JPEGs the Python jobs read")
     ap.add_argument("--epochs", type=int, default=2, help="epochs of the Python jobs")
     ap.add_argument("--jobs", nargs="+", default=list(JOB_NAMES), help=f"of {', '.join(JOB_NAMES)}")
     ap.add_argument("--no-coverage", action="store_true", help="leave out the coverage table")
+    ap.add_argument("--backends", nargs="+", default=None,
+                    help="only these back ends (of those that can run here; the untraced runs and the "
+                         "floors always run)")
+    ap.add_argument("--short", action="store_true",
+                    help="a quick check: the fio jobs only, 64 MiB each, 2 repeats, no coverage table "
+                         "(intervals then cover less than 95 %%; for a smoke test, not for figures)")
     ap.add_argument("--out", default=None, help="folder for overhead.csv, raw.csv, coverage.csv, "
                                                 "env.json (default: results/trace_bench)")
+    ap.add_argument("--report", default=None, metavar="DIR",
+                    help="measure nothing: print the Markdown tables of the records in DIR (per_call.csv, "
+                         "overhead.csv, env.json), as docs/tracing.md shows them")
     a = ap.parse_args(argv)
+    if a.report:
+        if not (Path(a.report) / "per_call.csv").exists():
+            print(f"error: --report {a.report}: no per_call.csv there; allowed: a folder a bench run wrote",
+                  file=sys.stderr)
+            return 2
+        print(report(Path(a.report)), end="")
+        return 0
+    if a.short:
+        a.jobs, a.io_mib, a.repeats, a.no_coverage = [j for j in a.jobs if j.startswith("fio_")], 64, 2, True
     if check_args(a):  # before any work
         print(check_args(a), file=sys.stderr)
         return 2
@@ -367,6 +568,8 @@ def main(argv=None) -> int:
         print("fio is not installed; nothing to measure")
         return 1
     not_measured = {name: s["why"] for name, s in backend_status().items() if not s["ok"] and name != "dftracer"}
+    if backend_status()["bpftrace"]["ok"] and bt.probe_kind()[0] != "kfunc":
+        not_measured["bpftrace_floor_kfunc"] = not_measured["bpftrace_vector_kfunc"] = bt.probe_kind()[1]
     not_measured.update({dftracer_backend.label(r): dftracer_backend.available(r)[1]
                          for r in dftracer_backend.RELEASES if not dftracer_backend.available(r)[0]})
     for name, why in not_measured.items():
@@ -378,7 +581,8 @@ def main(argv=None) -> int:
     if py:
         jobs += python_jobs(image_set(d, a.py_images), a.epochs, names=py)
     # the block layer is traced on the project's disk (every request on it, as the thesis did)
-    raw = measure(jobs, a.repeats, block_watch=[paths.root()], repeats_of={n: a.py_repeats for n in py})
+    backends = [(n, kw) for n, kw in default_backends() if a.backends is None or n in a.backends]
+    raw = measure(jobs, a.repeats, backends, block_watch=[paths.root()], repeats_of={n: a.py_repeats for n in py})
     cov = None
     if not a.no_coverage:
         from . import coverage
@@ -386,17 +590,25 @@ def main(argv=None) -> int:
         cov = coverage.measure(directory=d)
     load1 = os.getloadavg()
     t = table(raw)
+    pc = per_call(raw)
+    pg = per_call_goals(t, pc, raw)
     print_tables(t, cov, (load0, load1), a)
+    print_per_call(t, pc, pg)
     out = Path(a.out) if a.out else paths.results_dir("trace_bench")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "overhead.csv", lambda p: t.to_csv(p, index=False))
     atomic_write(out / "raw.csv", lambda p: raw.to_csv(p, index=False))
     atomic_write(out / "goals.csv", lambda p: goals(t).to_csv(p, index=False))
+    atomic_write(out / "per_call.csv", lambda p: pc.to_csv(p, index=False))
+    atomic_write(out / "per_call_goals.csv", lambda p: pg.to_csv(p, index=False))
     if cov is not None:
         atomic_write(out / "coverage.csv", lambda p: cov.to_csv(p, index=False))
     write_json(out / "env.json", envinfo.capture(
         stage="trace_bench", repeats=a.repeats, py_repeats=a.py_repeats, py_images=a.py_images,
-        epochs=a.epochs, io_mib=a.io_mib, jobs=a.jobs, not_measured=not_measured,
+        epochs=a.epochs, io_mib=a.io_mib, jobs=a.jobs, not_measured=not_measured, short=a.short,
+        tracer_programs={b: sorted(set(g.dropna())) for b, g in raw.groupby("backend")["probes"]}
+        if "probes" in raw else {}, floors=floor_kinds(), why_not_kfunc=bt.probe_kind()[1],
+        bpftrace_version=_bpftrace_version(), published_ns_per_call=PUBLISHED,
         dftracer_libraries={dftracer_backend.label(r): {"version": dftracer_backend.version(r),
                                                         "library": str(dftracer_backend.preload_library(r)[0])}
                             for r in dftracer_backend.RELEASES if dftracer_backend.available(r)[0]},

@@ -35,6 +35,14 @@ What it traces (the thesis's Section 4.2, made portable):
   resolved so only at its first read or write in a process and kept in a map until the number
   stops naming it (``close``, ``dup2``/``dup3`` onto it, ``exec``, ``close_range``; issue 56):
   one map lookup per call instead of a dozen kernel-memory reads.
+- **Which hook** (vector mode; issue 70): where the kernel lets bpftrace attach ``fentry``/
+  ``fexit`` programs (``kfunc:``/``kretfunc:``; BTF, a trampoline-capable x86-64 kernel, and a
+  bpftrace that finds the kernel's traceable functions), the vector program's system-call
+  probes go on the system-call functions themselves (``kretfunc:__x64_sys_read`` and so on,
+  :func:`to_kfunc`): the same calls, arguments and return values as the tracepoints, so every
+  count is the same, without the syscall tracepoints' slow path and record copy. Elsewhere the
+  ``tracepoint:syscalls`` program runs (the fallback); the trace's metadata says which one ran
+  (``probes``: ``kfunc`` or ``tracepoint``, and ``why_not_kfunc``).
 - ``tracepoint:block:block_rq_issue`` / ``block_rq_complete`` on the devices that hold the traced
   files (all devices when none is known): one row per request, latency = completion - issue
   (timeline mode; vector mode prints the request at issue only). The submitter of each
@@ -54,6 +62,7 @@ What it traces (the thesis's Section 4.2, made portable):
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -69,6 +78,7 @@ OPTIONAL_SYSCALLS = ("preadv", "preadv2", "pwritev", "pwritev2", "sendfile64", "
                      "splice", "mmap", "dup", "dup2", "dup3", "fcntl", "close_range")
 AT_FDCWD = -100
 MODES = ("timeline", "vector")
+PROBE_KINDS = ("kfunc", "tracepoint")  # the vector program's system-call hooks, preferred first
 FILE_NAMING = ("auto", "kernel", "descriptors")
 
 # operation ids used inside the bpftrace program; names as in the trace schema
@@ -117,7 +127,8 @@ def _try(exe: str, prog: str, cmd: str | None = None) -> tuple[bool, str, str]:
     if p.returncode != 0:
         last = [line for line in p.stderr.splitlines()
                 if "RLIMIT_MEMLOCK" not in line and "WARNING" not in line and line.strip()]
-        return False, (last or ["?"])[-1].strip(), p.stdout
+        errors = [line for line in last if "ERROR" in line]  # not the source line under it
+        return False, (errors or last or ["?"])[-1].strip(), p.stdout
     return True, "", p.stdout
 
 
@@ -135,7 +146,7 @@ def _probe() -> dict:
     """What bpftrace can do here, tried once per process (each try is a bpftrace start-up)."""
     exe = shutil.which("bpftrace")
     out = {"ok": False, "why": "", "block": False, "kernel_files": False, "why_no_kernel_files": "",
-           "syscalls": (), "exit_regs": 0}
+           "syscalls": (), "exit_regs": 0, "kfunc": False, "why_no_kfunc": ""}
     if not exe:
         out["why"] = "bpftrace is not installed"
         return out
@@ -170,12 +181,44 @@ def _probe() -> dict:
             f = line.split("\t")
             if len(f) == 3 and f[0] == "REGS" and f[2] == "1" and not out["exit_regs"]:
                 out["exit_regs"] = int(f[1])
+        out["kfunc"], out["why_no_kfunc"] = _kfunc_check(exe)
         return out
     out["why_no_kernel_files"] = f"no BTF access to the task's descriptor table ({why})"
     ok, why, _ = _try(exe, "tracepoint:syscalls:sys_enter_getppid { } BEGIN { exit(); }")
     out["ok"] = ok
     out["why"] = "" if ok else f"bpftrace cannot load programs here: {why}"
     return out
+
+
+# the one-probe program that says whether this kernel and bpftrace attach fexit programs to the
+# x86-64 system-call functions, with their saved registers (what :func:`to_kfunc` needs)
+KFUNC_CHECK = "kretfunc:__x64_sys_read { $r = args->regs; @n = count(); } BEGIN { exit(); }"
+
+
+def _kfunc_check(exe: str) -> tuple[bool, str]:
+    """(whether the vector program can use ``kfunc``/``kretfunc`` probes here, why not)."""
+    if os.uname().machine != "x86_64":
+        return False, f"kfunc probes on the system-call functions are written for x86-64, not {os.uname().machine}"
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        return False, "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
+    ok, why, _ = _try(exe, KFUNC_CHECK)
+    if ok:
+        return True, ""
+    d, _ = tracefs_dir(mount=False)
+    try:  # bpftrace 0.17 checks kfunc targets against the kernel's list of traceable functions
+        Path(d or TRACEFS[0], "available_filter_functions").open().close()
+    except PermissionError:
+        why += (" [the kernel refuses to open available_filter_functions even to root (EPERM): "
+                "it is mounted, but its list of traceable functions is withheld]")
+    except OSError:
+        pass
+    return False, f"bpftrace cannot attach kfunc/kretfunc probes here: {why}"
+
+
+def probe_kind() -> tuple[str, str]:
+    """(the vector program's hook kind here, of :data:`PROBE_KINDS`; why not ``kfunc``)."""
+    p = _probe()
+    return ("kfunc", "") if p["kfunc"] else ("tracepoint", p["why_no_kfunc"] or p["why_no_kernel_files"] or p["why"])
 
 
 def available() -> tuple[bool, str, bool]:
@@ -277,7 +320,8 @@ def _vector_count(op: str, dev: str, ino: str, gen: str, ret: str, pos: str | No
 
 def script(devices: list[str] | None, block: bool, block_scope: str = "device",
            ready_file: str | None = None, mode: str = "timeline", files: str = "kernel",
-           syscalls=None, exit_regs: int = 0, sequential: bool = True, fd_cache: bool = True) -> str:
+           syscalls=None, exit_regs: int = 0, sequential: bool = True, fd_cache: bool = True,
+           probes: str = "tracepoint", args_of=None) -> str:
     """The bpftrace program; ``$1`` is the root pid of the traced tree. BEGIN runs once every
     probe is attached; it touches ``ready_file`` (output is block-buffered, so a printed line
     would not be seen until much later). ``mode``: ``timeline`` or ``vector`` (see the module
@@ -296,13 +340,21 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
     :func:`_io_probes`), the descriptor cache's invalidation (:func:`_fd_cache_probes`), copies (:func:`_copy_probes`), ``mmap`` (:func:`_mmap_probes`), the
     descriptors' life cycle (timeline mode: :func:`_open_close_probes`,
     :func:`_descriptor_probes`), block requests (:func:`_block_probes`) and END
-    (:func:`_end_probe`)."""
+    (:func:`_end_probe`). ``probes`` (vector mode): ``tracepoint`` (the system-call
+    tracepoints) or ``kfunc`` (the same program on the system-call functions' fentry/fexit,
+    :func:`to_kfunc`; ``args_of``: the calls' arguments, default :func:`syscall_args`)."""
     if mode not in MODES:
         raise ValueError(f"mode = {mode!r}; allowed: {', '.join(MODES)}")
     if files not in ("kernel", "descriptors"):
         raise ValueError(f"files = {files!r}; allowed: kernel, descriptors")
     if mode == "vector" and files != "kernel":
         raise ValueError("vector mode needs files='kernel' (BTF)")
+    if probes not in PROBE_KINDS:
+        raise ValueError(f"probes = {probes!r}; allowed: {', '.join(PROBE_KINDS)}")
+    if probes == "kfunc" and mode != "vector":
+        raise ValueError("probes = 'kfunc' is the vector mode's; allowed in timeline mode: tracepoint")
+    if probes == "kfunc":  # the saved registers come as the function's argument
+        exit_regs = exit_regs or _STACK_SIZES[0]
     have = set(syscalls or SYSCALLS + OPTIONAL_SYSCALLS)
     vec, kern = mode == "vector", files == "kernel"
     io = [s for s in _IO if s in have]
@@ -322,10 +374,108 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
     if block:
         lines += _block_probes(devices, block_scope, vec)
     lines.append(_end_probe(block, kern, vec, sequential, exit_regs, cache))
-    return "\n".join(lines) + "\n"
+    prog = "\n".join(lines)
+    if probes == "kfunc":
+        prog = to_kfunc(prog, args_of or syscall_args)
+    return prog + "\n"
 
 
 _IN_TREE = "/@tree[pid]/"
+
+
+@lru_cache(maxsize=None)
+def syscall_args(name: str) -> tuple[tuple[str, str], ...]:
+    """(argument name, bpftrace type) of system call ``name``'s arguments, in order, as its
+    ``sys_enter`` tracepoint names them (its tracefs ``format`` file); () where there is none."""
+    d, _ = tracefs_dir(mount=False)
+    try:
+        text = Path(d or TRACEFS[0], "events", "syscalls", f"sys_enter_{name}", "format").read_text()
+    except OSError:
+        return ()
+    return parse_syscall_format(text)
+
+
+def parse_syscall_format(text: str) -> tuple[tuple[str, str], ...]:
+    """The arguments of a ``sys_enter`` tracepoint's ``format`` text: (name, bpftrace type),
+    the type as bpftrace reads the field (``unsigned int``: uint32, ``int``/``rwf_t``: int32,
+    other signed fields int64, the rest uint64)."""
+    out, seen_nr = [], False
+    for line in text.splitlines():
+        m = re.match(r"\s*field:(.+?)\s+(\w+);.*signed:(\d)", line)
+        if not m:
+            continue
+        ctype, field, signed = m.group(1).strip(), m.group(2), m.group(3) == "1"
+        if field == "__syscall_nr":
+            seen_nr = True
+            continue
+        if not seen_nr:
+            continue
+        if "*" in ctype:
+            t = "uint64"
+        elif ctype in ("unsigned int", "unsigned", "u32", "__u32", "umode_t"):
+            t = "uint32"
+        elif ctype in ("int", "rwf_t", "__kernel_rwf_t"):
+            t = "int32"
+        else:
+            t = "int64" if signed else "uint64"
+        out.append((field, t))
+    return tuple(out)
+
+
+_SYSCALL_TP = re.compile(r"^tracepoint:syscalls:sys_(enter|exit)_(\w+)$")
+# the exit probes' check that the saved registers are the call's (a fexit program gets them)
+_REGS_CHECK = re.compile(r"\$r = \(struct pt_regs \*\)\(.*?\); if \(\(int64\)\$r->orig_ax != "
+                         r"\(int64\)args->__syscall_nr\) \{ @badregs = count\(\); \} else \{")
+
+
+def to_kfunc(prog: str, args_of=syscall_args) -> str:
+    """``prog`` with every ``tracepoint:syscalls`` probe moved to the system-call function's
+    ``fentry``/``fexit`` (``kfunc:__x64_sys_<call>``/``kretfunc:__x64_sys_<call>``; a probe on
+    several calls becomes one per call). At entry an argument ``args->NAME`` becomes the saved
+    register it was passed in (``args->regs->di`` ...; ``args_of(call)``: the call's arguments
+    in order, :func:`syscall_args`), read as the tracepoint's field type; at exit ``args->ret``
+    becomes ``retval``, and the saved registers are the function's argument (no stack walk, no
+    check). The calls, their arguments and their results are the tracepoints', so the program
+    counts the same. x86-64 only (its register order, its ``__x64_sys_`` functions)."""
+    blocks: list[list[str]] = []
+    for line in prog.split("\n"):
+        if blocks and (not line or line[0].isspace()):
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+    out = []
+    for block in blocks:
+        text = "\n".join(block)
+        head, _, rest = text.partition(" ")
+        points = [_SYSCALL_TP.match(a) for a in head.split(",")]
+        if not head or not all(points):
+            out.append(text)
+            continue
+        for m in points:
+            kind, call = m.group(1), m.group(2)
+            if kind == "exit":
+                body = _REGS_CHECK.sub("$r = args->regs; if (1) {", rest).replace("args->ret", "(int64)retval")
+                bad = re.search(r"args->(?!regs\b)\w+", body)
+                if bad:
+                    raise ValueError(f"to_kfunc: {bad.group(0)} in the exit probe of {call}; an fexit "
+                                     "probe has the return value and the saved registers only")
+                out.append(f"kretfunc:__x64_sys_{call} {body}")
+                continue
+            args = dict((name, (ARG_REGS[i], t)) for i, (name, t) in enumerate(args_of(call)[:len(ARG_REGS)]))
+
+            def reg(mm, call=call, args=args):
+                if mm.group(1) not in args:
+                    raise ValueError(f"to_kfunc: args->{mm.group(1)} is no argument of {call} "
+                                     f"(arguments: {', '.join(args) or 'none known'})")
+                r, t = args[mm.group(1)]
+                return f"(({t})args->regs->{r})"
+            out.append(f"kfunc:__x64_sys_{call} " + re.sub(r"args->(\w+)", reg, rest))
+    prog = "\n".join(out)
+    # a map only the dropped check wrote (@badregs): bpftrace refuses to print an undefined map
+    for m in set(re.findall(r"(?:print|clear)\((@\w+)\)", prog)):
+        if not re.search(re.escape(m) + r"(\[[^\]]*\])? = ", prog):
+            prog = prog.replace(f" print({m});", "").replace(f" clear({m});", "")
+    return prog
 
 
 def _fdt(kern: bool) -> str:
@@ -615,11 +765,17 @@ def clock_offset_ns(samples: int = 20) -> tuple[int, int]:
 class BpftraceSession:
     """One running bpftrace writing to ``out_file``; ``start(root_pid)``, then ``stop()``.
     ``mode``: timeline | vector; ``files``: kernel | descriptors (see :func:`script`);
-    ``max_keys``: entries per bpftrace map (the in-kernel aggregation and the per-file maps)."""
+    ``max_keys``: entries per bpftrace map (the in-kernel aggregation and the per-file maps).
+    ``probes`` (vector mode): ``auto`` (``kfunc`` where :func:`probe_kind` finds it, else
+    ``tracepoint``), ``kfunc`` or ``tracepoint``; a ``kfunc`` program that fails to start is
+    replaced by the ``tracepoint`` one. After :meth:`start`, ``self.probes`` is the kind that
+    runs and ``self.why_not_kfunc`` why it is not ``kfunc``."""
 
     def __init__(self, out_file: Path, devices: list[str] | None, block: bool,
                  block_scope: str = "device", mode: str = "timeline", files: str = "kernel",
-                 max_keys: int = 65536, sequential: bool = True):
+                 max_keys: int = 65536, sequential: bool = True, probes: str = "auto"):
+        if probes not in ("auto",) + PROBE_KINDS:
+            raise ValueError(f"probes = {probes!r}; allowed: auto, {', '.join(PROBE_KINDS)}")
         self.out_file = Path(out_file)
         self.err_file = self.out_file.with_suffix(".err")
         self.devices = [disk_of(d) for d in (devices or [])]
@@ -631,13 +787,30 @@ class BpftraceSession:
         self.sequential = sequential
         self.proc: subprocess.Popen | None = None
         self.ready_ns = 0
+        self.probes, self.why_not_kfunc = "tracepoint", ""
+        if mode != "vector":
+            self.why_not_kfunc = "timeline mode runs on the system-call tracepoints"
+        elif probes == "auto":
+            self.probes, self.why_not_kfunc = probe_kind()
+        else:
+            self.probes = probes
+            self.why_not_kfunc = "tracepoint probes requested" if probes == "tracepoint" else ""
 
     def start(self, root_pid: int, timeout_s: float = 90.0) -> None:
+        try:
+            self._start(root_pid, timeout_s)
+        except RuntimeError as e:
+            if self.probes != "kfunc":
+                raise
+            self.probes, self.why_not_kfunc = "tracepoint", f"the kfunc program failed to start: {e}"
+            self._start(root_pid, timeout_s)
+
+    def _start(self, root_pid: int, timeout_s: float) -> None:
         ready = self.out_file.with_suffix(".ready")
         ready.unlink(missing_ok=True)
         prog = script(self.devices, self.block, self.block_scope, str(ready), self.mode, self.files,
                       _probe()["syscalls"] or None, _probe()["exit_regs"] if self.mode == "vector" else 0,
-                      self.sequential)
+                      self.sequential, probes=self.probes)
         self.out_file.with_suffix(".bt").write_text(prog)
         # strings live on the 512-byte BPF stack: 128 B names from the kernel; 200 B (bpftrace's
         # maximum) for the whole paths openat passes when naming by descriptors

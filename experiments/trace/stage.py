@@ -235,6 +235,7 @@ def save(out, m: dict, vec: pd.DataFrame, check: pd.DataFrame, lcheck: pd.DataFr
             block_traced=tr0.meta.get("block_traced"), why_no_block=tr0.meta.get("why_no_block"),
             file_naming=tr0.meta.get("file_naming"),
             modes={run: tr.mode for run, tr in m["traces"].items()},
+            tracer_probes={run: tr.meta.get("probes") for run, tr in m["traces"].items()},
             unparsed_lines={run: tr.meta.get("unparsed_lines") for run, tr in m["traces"].items()},
             lost_events={run: tr.meta.get("lost_events") for run, tr in m["traces"].items()},
             direct_io=m["pattern"].direct, drop_caches_allowed=m["eviction"],

@@ -139,14 +139,17 @@ class Tracer:
     sequentiality, not part of Table 4.2; about a fifth of the probe's cost; default off in
     vector mode, always available in timeline mode). dftracer_release: which DFTracer the
     ``dftracer`` back end preloads, ``dlio`` (the 1.0.2 DLIO pins) or ``current`` (the release
-    in ``.venv-dftracer``; :data:`~experiments.trace.dftracer_backend.RELEASES`).
+    in ``.venv-dftracer``; :data:`~experiments.trace.dftracer_backend.RELEASES`). probes: the
+    vector program's hooks, ``auto`` (fentry/fexit where the kernel allows, else the system-call
+    tracepoints), ``kfunc`` or ``tracepoint``; the kind that ran is ``meta['probes']``, why it
+    is not ``kfunc`` ``meta['why_not_kfunc']`` (issue 70).
     """
 
     def __init__(self, backend: str = "auto", watch=(), block: bool = True, block_scope: str = "device",
                  interval_s: float = 1.0, sample: bool = True, keep_raw: bool = False, quiet: bool = False,
                  mode: str = "timeline", files: str = "auto", max_keys: int | None = None,
                  vfs_sequential: bool | None = None, keep_parsed: bool = False,
-                 dftracer_release: str = "dlio"):
+                 dftracer_release: str = "dlio", probes: str = "auto"):
         if block_scope not in ("device", "tree"):
             raise TraceError(f"trace block_scope = {block_scope!r}; allowed: device, tree")
         if interval_s <= 0:
@@ -157,6 +160,9 @@ class Tracer:
             raise TraceError(f"trace files = {files!r}; allowed: {', '.join(FILE_NAMING)}")
         if max_keys is not None and not 1024 <= int(max_keys) <= 1 << 24:
             raise TraceError(f"trace max_keys = {max_keys}; allowed: 1024 to {1 << 24}")
+        if probes not in ("auto",) + bt.PROBE_KINDS:
+            raise TraceError(f"trace probes = {probes!r}; allowed: auto, {', '.join(bt.PROBE_KINDS)}")
+        self.requested_probes = probes
         self.requested = backend
         self.requested_mode = mode
         self.requested_files = files
@@ -252,8 +258,10 @@ class Tracer:
                 if self.backend == "bpftrace":
                     self._session = bt.BpftraceSession(self._dir / "bpftrace.out", self.devices or None,
                                                        self._block_ok, self.block_scope, self.mode,
-                                                       self.files, self.max_keys, self.vfs_sequential)
+                                                       self.files, self.max_keys, self.vfs_sequential,
+                                                       self.requested_probes)
                     self._session.start(pid)
+                    self.meta.update(probes=self._session.probes, why_not_kfunc=self._session.why_not_kfunc)
                 elif self.backend == "strace":
                     self._session = strace_backend.StraceSession(self._dir / "strace.out")
                     self._session.attach(pid)
@@ -326,7 +334,7 @@ class Tracer:
                 counts = _counts(p.counts)
                 total = int(p.totals.get("tot", 0)) + int(p.totals.get("badregs", 0))
                 self.meta["vfs_calls_counted"] = total
-                self.meta["one_probe_per_call"] = bool(bt._probe()["exit_regs"])
+                self.meta["one_probe_per_call"] = bool(bt._probe()["exit_regs"]) or self.meta.get("probes") == "kfunc"
                 self.meta["exit_regs_mismatch"] = int(p.totals.get("badregs", 0))
                 self.meta["vfs_sequential_counted"] = self.vfs_sequential
                 self.meta["agg_lost_calls"] = total - int(counts["calls"].sum()) if len(counts) else total

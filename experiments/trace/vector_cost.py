@@ -16,7 +16,10 @@ variant pays for following children):
 - ``no_aggregation``: without the aggregation update (a hash map keyed by operation, file, size);
 - ``registers_only``: each probe reads the saved registers (checked) and counts, without finding
   the file or aggregating: what the descriptor costs before any map is touched;
-- ``count_only``: the floor, each exit probe only counting (``@n = count()``).
+- ``count_only``: the floor, each exit probe only counting (``@n = count()``);
+- ``vector_kfunc``, ``count_only_kfunc`` (issue 70; where bpftrace attaches ``kfunc`` probes):
+  the whole program and the floor on the system-call functions' fexit instead of the
+  tracepoints (:func:`experiments.trace.bpftrace_backend.to_kfunc`).
 
 Prints and writes ``vector_cost.csv`` (default ``results/trace_bench/``): per variant the
 command's median CPU seconds, the CPU overhead in percent with its 95 % bootstrap interval, and
@@ -57,6 +60,12 @@ def variants(comm: str) -> dict[str, str]:
     # from the file's lookup to the count: gone (the maps it used with it)
     regs = re.sub(r"\$c = @fd\[.*?@tot = count\(\); ", "@tot = count(); ", no_agg, flags=re.S)
     regs = "\n".join(x for x in regs.split("\n") if "@fd[" not in x).replace("clear(@fd); ", "").replace("clear(@seen); ", "")
+    kfunc = {}
+    if bt.probe_kind()[0] == "kfunc":
+        kfunc = {"vector_kfunc": _by_comm(bt.script(None, False, "device", bench.READY_TOKEN, "vector", "kernel",
+                                                    pr["syscalls"] or None, pr["exit_regs"], False, True,
+                                                    probes="kfunc"), comm),
+                 "count_only_kfunc": bench.probe_program(comm, "kfunc")}
     return {
         "vector": full,
         "resolve_every_call": before,
@@ -64,6 +73,7 @@ def variants(comm: str) -> dict[str, str]:
         "no_aggregation": no_agg,
         "registers_only": regs,
         "count_only": bench.probe_program(comm),
+        **kfunc,
     }
 
 
