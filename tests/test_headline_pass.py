@@ -1,0 +1,78 @@
+"""The rows the headline pass added (issue 66, item 5): each measure function's value on tiny
+steps where the answer is known, and its failing side."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from experiments.workloads import report as R
+
+
+def _run(workload, G, B, repeat, data, compute, epochs=2, parts=None, variant="real"):
+    """One run's steps: ``data``(step) and ``compute``(G, B) in seconds, the parts of ``parts``."""
+    rows = []
+    for e in range(epochs):
+        for i in range(6):
+            r = {"workload": workload, "variant": variant, "ranks": G, "batch_size": B, "repeat": repeat,
+                 "rank": 0, "epoch": e, "step": i, "samples": B, "data_ns": int(data(i) * 1e9),
+                 "compute_ns": int(compute(G, B) * 1e9)}
+            r["step_ns"] = r["data_ns"] + r["compute_ns"]
+            for p, s in (parts or {}).items():
+                r[p] = int(s * 1e9 * (1 + 0.01 * ((i + repeat) % 3)))
+            rows.append(r)
+    return rows
+
+
+def _frame(*runs):
+    return pd.DataFrame([r for run in runs for r in run])
+
+
+def _by_id(ms):
+    return {m.id: m for m in ms}
+
+
+def test_the_second_batch_is_quicker_when_the_first_step_waits_longest():
+    waits = _frame(*[_run("unet3d", 2, 2, k, lambda i: 1.0 if i == 0 else 0.1, lambda G, B: 1, epochs=3)
+                     for k in range(6)])
+    m = R._second_batch(waits)
+    assert abs(m.value - 10) < 1e-6 and m.interval is not None and m.interval.low > 2
+    flat = _frame(*[_run("unet3d", 2, 2, k, lambda i: 0.1, lambda G, B: 1, epochs=3) for k in range(6)])
+    assert abs(R._second_batch(flat).value - 1) < 1e-6
+
+
+def test_the_cumulative_loss_is_compared_with_the_longest_other_part_on_more_than_one_rank():
+    parts = {"to_device_ns": 0.01, "forward_ns": 0.2, "loss_ns": 0.01, "backward_ns": 0.3,
+             "optimizer_ns": 0.05, "allreduce_ns": 0.6}
+    d = _frame(*[_run("unet3d", G, 2, k, lambda i: 0.01, lambda G, B: 1, parts=parts)
+                 for G in (1, 2) for k in range(6)])
+    m = R._cumulative_loss(d)
+    assert abs(m.value - 2) < 0.05 and m.interval is not None
+    one = d[d["ranks"] == 1]
+    assert R._cumulative_loss(one).value is None   # an all-reduce over one rank is not judged
+
+
+def test_bert_compute_grows_slightly_with_ranks_bends_and_its_data_wait_is_uncorrelated():
+    rng = np.random.default_rng(0)
+    runs = []
+    for G in (1, 2):
+        for B in (1, 2, 4, 8):
+            for k in range(6):
+                runs.append(_run("bert", G, B, k, lambda i: 0.01 + 0.001 * rng.random(),
+                                 lambda G, B: 0.2 + 0.05 * B + 0.01 * G))
+    got = _by_id(R._bert_pass(_frame(*runs)))
+    g = got["bert-compute-slight-increase-with-gpus"]
+    assert 1.0 < g.value < 1.1 and g.interval is not None
+    a = got["bert-compute-throughput-asymptote"]
+    assert a.value < 1 and a.interval is not None   # B / (0.2 + 0.05 B) bends towards 20
+    c = got["bert-data-no-correlation-with-batch-or-gpus"]
+    assert c.value < 0.9
+    # a data wait that follows the batch size is correlated with it
+    runs = [_run("bert", G, B, k, lambda i, B=B: 0.01 * B, lambda G, B: 1.0) for G in (1, 2)
+            for B in (1, 2, 4, 8) for k in range(6)]
+    assert _by_id(R._bert_pass(_frame(*runs)))["bert-data-no-correlation-with-batch-or-gpus"].value > 0.8
+
+
+def test_without_steps_every_row_says_why():
+    for m in R.measure_headline_pass(None):
+        assert m.value is None and m.why_not
