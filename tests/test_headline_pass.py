@@ -76,3 +76,35 @@ def test_bert_compute_grows_slightly_with_ranks_bends_and_its_data_wait_is_uncor
 def test_without_steps_every_row_says_why():
     for m in R.measure_headline_pass(None):
         assert m.value is None and m.why_not
+
+
+def _passes(workload, shares: dict, passes=6):
+    """The traced comparison's throughput.csv: one row per pass and side, ``bio_vfs_read_pct``
+    from ``shares`` ({side: %})."""
+    return pd.DataFrame([{"workload": workload, "side": s, "run": k, "status": "measured", "why": "",
+                          "bio_vfs_read_pct": v + 0.1 * k, "epochs": 1, "data_sps": np.nan, "compute_sps": np.nan}
+                         for k in range(passes) for s, v in shares.items()])
+
+
+def test_the_storage_share_rows_judge_each_side_alone():
+    from experiments.sidebyside import findings as F
+
+    t = F._Tables(_passes("dlrm", {"real": 100.2, "dlio": 60.0}), None, {})
+    got = _by_id(F.measure_caching(t))
+    assert got["traced-dlrm-no-caching-real"].value > 99 and not got["traced-dlrm-no-caching-real"].why_not
+    assert got["traced-dlrm-no-caching-dlio"].value < 61 and "page cache" in got["traced-dlrm-no-caching-dlio"].why_not
+    b = _by_id(F.measure_caching(F._Tables(_passes("bert", {"real": 107.0}), None, {})))
+    assert b["traced-bert-real-reads-more-than-requested"].interval.n == 6
+    # no block device under the passes (tmpfs): not measured, never a fail
+    z = _by_id(F.measure_caching(F._Tables(_passes("bert", {"real": 0.0}, passes=1), None, {})))
+    assert z["traced-bert-real-reads-more-than-requested"].value is None
+
+
+def test_the_new_traced_rows_join_with_their_declarations():
+    from experiments.sidebyside import findings as F
+
+    rows = pd.concat([_passes("dlrm", {"real": 100.0, "dlio": 103.0}), _passes("bert", {"real": 107.0})])
+    cl = {c["id"]: c for c in F.claims(rows)}
+    assert cl["traced-dlrm-no-caching-dlio"]["verdict"] == "holds"
+    assert cl["traced-bert-real-reads-more-than-requested"]["verdict"] == "holds"
+    assert cl["traced-vfs-dlio-unet3d"]["verdict"] == "not measured"
