@@ -108,3 +108,26 @@ def test_the_new_traced_rows_join_with_their_declarations():
     assert cl["traced-dlrm-no-caching-dlio"]["verdict"] == "holds"
     assert cl["traced-bert-real-reads-more-than-requested"]["verdict"] == "holds"
     assert cl["traced-vfs-dlio-unet3d"]["verdict"] == "not measured"
+
+
+def test_the_random_rise_is_compared_across_rank_counts_and_the_sleep_spread_with_the_real():
+    rise = {1: 8.0, 4: 2.0}     # random / real data latency at 1 and 4 ranks
+    runs = []
+    for G in (1, 4):
+        for k in range(6):
+            for row, f in (("real", 1.0), ("random", rise[G])):
+                r = _run("unet3d", G, 2, k, lambda i, f=f: 0.01 * f * (1 + 0.05 * (i % 3)), lambda G, B: 1.0, epochs=3)
+                runs.append([{**x, "row": row} for x in r])
+    m = R._random_rise_by_ranks(_frame(*runs))
+    assert abs(m.value - 4) < 0.1 and m.interval is not None and m.interval.low > 1
+    assert R._random_rise_by_ranks(None).value is None
+
+    rows = []
+    for k in range(6):
+        for row, spread in (("real", 0.02), ("sleep", 0.1)):
+            r = _run("unet3d", 2, 2, k, lambda i: 0.01, lambda G, B: 1.0, epochs=3)
+            for x in r:
+                x["compute_ns"] = int(1e9 * (1 + spread * ((x["step"] % 4) - 1.5)))
+            rows.append([{**x, "row": row} for x in r])
+    s = R._sleep_compute_spread(_frame(*rows))
+    assert s.value > 3 and s.interval is not None
