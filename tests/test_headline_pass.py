@@ -131,3 +131,16 @@ def test_the_random_rise_is_compared_across_rank_counts_and_the_sleep_spread_wit
             rows.append([{**x, "row": row} for x in r])
     s = R._sleep_compute_spread(_frame(*rows))
     assert s.value > 3 and s.interval is not None
+
+
+def test_the_rest_of_the_images_is_judged_on_the_bins_outside_64k_and_128k():
+    from experiments.blog import report as B
+
+    mix = {2: 1, 4: 2, 8: 4, 16: 8, 32: 13, 64: 38, 128: 33, 256: 1}     # the blog's bssplit, KiB: %
+    hist = pd.DataFrame({"bucket_bytes": [k * 1024 for k in mix], "bucket": [f"{k}K" for k in mix],
+                         "mix_percent": list(mix.values()), "files_percent": list(mix.values())})
+    m = B.measure_histogram_rest(hist)
+    assert abs(m.value - 28 / 29 * 100) < 1e-9
+    big = hist.assign(files_percent=[0, 0, 0, 0, 5, 40, 40, 15])
+    assert abs(B.measure_histogram_rest(big).value - 25) < 1e-9
+    assert B.measure_histogram_rest(pd.DataFrame()).value is None
