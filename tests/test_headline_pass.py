@@ -144,3 +144,15 @@ def test_the_rest_of_the_images_is_judged_on_the_bins_outside_64k_and_128k():
     big = hist.assign(files_percent=[0, 0, 0, 0, 5, 40, 40, 15])
     assert abs(B.measure_histogram_rest(big).value - 25) < 1e-9
     assert B.measure_histogram_rest(pd.DataFrame()).value is None
+
+
+def test_the_drain_outlasts_the_run_only_when_a_copy_is_left_at_the_end():
+    from experiments.chien import alexnet_report as A
+
+    runs = pd.DataFrame({"mode": ["burst"] * 6 + ["direct"] * 6, "warmup": [False] * 12,
+                         "seconds": [10.0] * 12, "drain_done_s": [12.0 + 0.1 * k for k in range(6)] + [10.0] * 6})
+    m = A.measure_drain_after_end(runs, "tmpfs", "disk")
+    assert abs(m.value - 1.225) < 1e-9 and m.interval is not None and m.interval.low > 1.01
+    kept_up = runs.assign(drain_done_s=10.0)
+    assert A.measure_drain_after_end(kept_up, "tmpfs", "disk").value == 1.0
+    assert A.measure_drain_after_end(None, "tmpfs", "disk").value is None
