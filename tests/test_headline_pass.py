@@ -156,3 +156,73 @@ def test_the_drain_outlasts_the_run_only_when_a_copy_is_left_at_the_end():
     kept_up = runs.assign(drain_done_s=10.0)
     assert A.measure_drain_after_end(kept_up, "tmpfs", "disk").value == 1.0
     assert A.measure_drain_after_end(None, "tmpfs", "disk").value is None
+
+
+# ------------------------------------------------------------------ docs/claims.md's list
+
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
+
+
+def _sections():
+    s = DOC.read_text()
+    sec = s[s.index("## Every headline result, and its row"):s.index("### The count")]
+    return {p.splitlines()[0]: p for p in re.split(r"^### ", sec, flags=re.M)[1:]}, s[s.index("### The count"):]
+
+
+def _declared(i: str, decl: dict) -> bool:
+    """Whether ``i`` is a declared id, or an id of a declared template (``...-{side}``)."""
+    return i in decl or any(d.template is not None and d.template.match(i) for _, d in decl.values())
+
+
+def _rows(part):
+    """Each numbered result's row cell: the ids it names, each with the words after it."""
+    out = []
+    for line in part.splitlines():
+        if re.match(r"\| \d+ \|", line):
+            cell = line.rstrip(" |").split(" | ")[-1]
+            t = re.split(r"`([^`]+)`", cell)
+            out.append([(t[i], t[i + 1]) for i in range(1, len(t), 2)])
+    return out
+
+
+def test_every_id_the_headline_list_names_is_declared_and_every_new_row_is_listed():
+    from experiments.claims import declared as D
+
+    decl = D.declared()
+    sections, _ = _sections()
+    named = {i for part in sections.values() for row in _rows(part) for i, _ in row}
+    files = {"fio_baseline"} | {f"table_5_{k}_{w}.csv" for k, w in ((1, "unet3d"), (2, "bert"), (3, "dlrm"))}
+    unknown = sorted(i for i in named - files if not _declared(i, decl))
+    assert not unknown, unknown
+    for f in sorted(D.PAPERS.glob("*.yaml")):
+        text = f.read_text()
+        if "the headline pass (issue 66" not in text:
+            continue
+        new = re.findall(r"^  - id: (\S+)", text.split("the headline pass (issue 66", 1)[1], flags=re.M)
+        listed = named | {d.id for _, d in decl.values() if d.template is not None and any(d.template.match(i) for i in named)}
+        assert set(new) <= listed, (f.name, sorted(set(new) - listed))
+
+
+def test_the_count_table_counts_the_list():
+    from experiments.claims import declared as D
+
+    decl = D.declared()
+    sections, count = _sections()
+    table = {r[0]: [int(x) for x in r[1:5]] for r in
+             (line.strip("| ").split(" | ") for line in count.splitlines() if re.match(r"\| [A-Z]", line))
+             if r[0] != "source"}
+    for name, part in sections.items():
+        m = nm = none = 0
+        for row in _rows(part):
+            ids = [(i, after) for i, after in row if _declared(i, decl)]
+            if not ids:
+                none += 1
+            elif any(not re.match(r"\s*\*?\((new, )?nm", after) for _, after in ids):
+                m += 1
+            else:
+                nm += 1
+        key = next(k for k in table if name.startswith(k))
+        assert table[key] == [m + nm + none, m, nm, none], (name, table[key], [m + nm + none, m, nm, none])
