@@ -886,7 +886,8 @@ def _random_rise_by_ranks(steps: pd.DataFrame | None) -> Measured:
             pairs.append(((gs[0], b), (gs[-1], b)))
     if not pairs:
         return Measured(rid, why_not=NONE.format("random-content", "unet3d") if not g else
-                        "no UNET3D batch size run at two rank counts with real and random-content data")
+                        "no UNET3D batch size run at two rank counts with real and random-content data "
+                        "(workload_random.ranks: the default profile runs one, to keep the row within its time)")
     flat = [runs for p in pairs for k in p for runs in g[k]]    # real, random of the fewest; then of the most
 
     def rise_ratio(*a):
