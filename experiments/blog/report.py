@@ -142,7 +142,7 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
     from ..claims.levels import judged_at_their_levels
 
     runs = lambda: measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows)   # noqa: E731
-    return join(STAGE, [measure_histogram(hist),
+    return join(STAGE, [measure_histogram(hist), measure_histogram_rest(hist),
                         *(judged_at_their_levels("blog", raw, runs, {"storage_tier": tier}) if raw is not None
                           else runs()),
                         *measure_headlines(summary, tier, env or {}, fio),
@@ -159,6 +159,24 @@ def measure_histogram(hist: pd.DataFrame) -> Measured:
                     if has_hist and "mix_percent" in hist else "",
                     why_not="the sizes are drawn from the blog's bssplit mix" if has_hist
                     else "the blog stage wrote no size histogram")
+
+
+def measure_histogram_rest(hist: pd.DataFrame) -> Measured:
+    """Of our JPEGs outside the 64K and 128K bins, the share in the bins below 64K, percent."""
+    need = {"bucket", "bucket_bytes", "files_percent"}
+    if not len(hist) or not need <= set(hist):
+        return Measured("blog_size_rest_smaller", why_not="the blog stage wrote no size histogram")
+    rest = hist[~hist["bucket"].isin(["64K", "128K"])]
+    total = float(rest["files_percent"].sum())
+    if total <= 0:
+        return Measured("blog_size_rest_smaller", why_not="every image of the set is in the 64K or 128K bin")
+    small = float(rest.loc[rest["bucket_bytes"] < 64 * 1024, "files_percent"].sum())
+    mix = (f"; the blog's own bssplit puts {hist.loc[~hist['bucket'].isin(['64K', '128K']) & (hist['bucket_bytes'] < 65536), 'mix_percent'].sum():g}"
+           f" of its {100 - hist.loc[hist['bucket'].isin(['64K', '128K']), 'mix_percent'].sum():g} % outside them below 64K"
+           if "mix_percent" in hist else "")
+    return Measured("blog_size_rest_smaller", small / total * 100,
+                    note=f"{total:.3g} % of the files lie outside the 64K and 128K bins{mix}",
+                    why_not="the sizes are drawn from the blog's bssplit mix, whose 256K bin holds the larger rest")
 
 
 def measure_fio_small_reads(tier: str, fio: pd.DataFrame | None, fio_raw: pd.DataFrame | None) -> Measured:

@@ -71,7 +71,7 @@ def claims(summary: pd.DataFrame, models: dict, nfits: pd.DataFrame, steps: pd.D
     st = steps.assign(row="real") if steps is not None and len(steps) else None
     return join(STAGE_FITS, [*measure_compute_fits(models, nfits, steps), *measure_data_share(summary, st),
                              *measure_headlines(summary, st, phases), *measure_dlrm_steps(st),
-                             *measure_unet3d_headlines(st, phases, evals)])
+                             *measure_unet3d_headlines(st, phases, evals), *measure_headline_pass(steps)])
 
 
 def measure_compute_fits(models: dict, nfits: pd.DataFrame, steps: pd.DataFrame | None) -> list[Measured]:
@@ -427,7 +427,7 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
         *measure_sleep_unchanged(s, runs, steps, loader), *measure_random_vfs(s, runs, loader),
         *measure_random_unet3d(s, steps, loader), *measure_utilization(s, au, au_steps),
         *measure_fig_a3(s, steps), *measure_random_throughputs(s, runs, steps), *measure_emulator_gap(s, steps),
-        *measure_sleep_checks(sleep_steps, model, rank_usage, datasets)])
+        *measure_sleep_checks(sleep_steps, model, rank_usage, datasets), *measure_validation_pass(steps)])
 
 
 def measure_sleep_compute(s: pd.DataFrame, model, runs, steps) -> list[Measured]:
@@ -714,3 +714,220 @@ def measure_sleep_checks(sleep_steps: pd.DataFrame, model, rank_usage: list[dict
                  why_not="" if busy else "no sleep run with both its rank usage and its steps"),
         Measured("random-content-same-sizes-other-bytes", same, why_not=why),
     ]
+
+
+def _first_over_second_wait(d: pd.DataFrame) -> np.ndarray:
+    """Per (rank, epoch) of one run's steps: the data wait of the epoch's first step over that of
+    its second (x); epochs of one step left out."""
+    out = []
+    for _, g in d.groupby(["rank", "epoch"] if "rank" in d.columns else ["epoch"]):
+        g = g.sort_values("step")
+        if len(g) > 1 and g["data_ns"].iloc[1] > 0:
+            out.append(float(g["data_ns"].iloc[0] / g["data_ns"].iloc[1]))
+    return np.asarray(out, dtype=float)
+
+
+def _runs(d: pd.DataFrame) -> list[pd.DataFrame]:
+    """One run's rows each (``run``, else the configuration and ``repeat``)."""
+    keys = ["run"] if "run" in d.columns else [k for k in ("variant", "ranks", "batch_size", "repeat") if k in d.columns]
+    return [g for _, g in d.groupby(keys, sort=True)] if keys else [d]
+
+
+def _real(steps: pd.DataFrame | None, w: str) -> pd.DataFrame:
+    """Workload ``w``'s real-compute steps (every step: the first of an epoch too)."""
+    if steps is None or not len(steps):
+        return pd.DataFrame()
+    d = steps[steps["workload"] == w]
+    return d[d["variant"] == "real"] if "variant" in d.columns else d
+
+
+def measure_headline_pass(steps: pd.DataFrame | None) -> list[Measured]:
+    """The thesis's step results the headline pass (issue 66) found without a row, from the
+    real runs' steps: UNET3D's first batch of an epoch against its second (Fig 5.4), its
+    cumulative loss against the other sub-steps (Sec 5.1.3); BERT's compute time against the
+    rank count, its compute throughput's bend, its data wait against B and G (Sec 5.2.2)."""
+    return [_second_batch(steps), _cumulative_loss(steps), *_bert_pass(steps)]
+
+
+def _second_batch(steps: pd.DataFrame | None) -> Measured:
+    """Fig 5.4: per run, the median over its epochs and ranks of the first step's data wait over
+    the second's (x); the median over the runs, its interval over the runs."""
+    d = _real(steps, "unet3d")
+    if not len(d) or not {"epoch", "step", "data_ns"} <= set(d.columns):
+        return Measured("unet3d-second-batch-quicker", why_not="no UNET3D steps (workload unet3d)")
+    per_run = [float(np.median(x)) for x in map(_first_over_second_wait, _runs(d)) if len(x)]
+    if not per_run:
+        return Measured("unet3d-second-batch-quicker", why_not="no UNET3D epoch of two steps or more")
+    v, ci = stats.median_ci(np.asarray(per_run), of="runs")
+    return Measured(
+        "unet3d-second-batch-quicker", v, ci if len(per_run) > 1 else None,
+        note=f"{len(per_run)} runs, first / second step's data wait: " + ", ".join(f"{x:.3g}" for x in per_run),
+        why_not="the loader workers start with the epoch: the first batch waits for their start-up and "
+                "reads, the second for whatever of it the first step's computation did not cover; on "
+                "this host's shared cores the workers and the compute compete")
+
+
+def _cumulative_loss(steps: pd.DataFrame | None) -> Measured:
+    """Sec 5.1.3: per configuration of more than one rank, median all-reduce (the cumulative loss)
+    over the largest median of the other sub-steps (x); the median over configurations, its
+    interval over runs (the steps resampled inside each)."""
+    others = ["to_device_ns", "forward_ns", "loss_ns", "backward_ns", "optimizer_ns"]
+    st = steps.assign(row="real") if steps is not None and len(steps) and "row" not in steps else steps
+    if st is None or not len(st) or "allreduce_ns" not in st or not set(others) <= set(st.columns):
+        return Measured("unet3d-cumulative-loss-longest-component",
+                        why_not="no UNET3D steps timed part by part (workload unet3d, compute real)")
+    parts = ["allreduce_ns", *others]
+    groups = [iv.config_samples(st[st["ranks"] > 1], "unet3d", ("real",), secs) for secs in map(iv.secs, parts)]
+    got = iv.joined(*groups)
+    if not got:
+        return Measured("unet3d-cumulative-loss-longest-component",
+                        why_not="no UNET3D configuration of more than one rank (an all-reduce of one rank "
+                                "has no partner)")
+    v, ci = iv.configs_stat(got, lambda a, *o: float(np.median(a) / max(max(np.median(x) for x in o), 1e-12)),
+                            what="median cumulative loss / longest other sub-step")
+    med = lambda p: float(np.median(iv.steady_rows(st[(st["workload"] == "unet3d") & (st["ranks"] > 1)])[p]) / 1e9)  # noqa: E731
+    return Measured(
+        "unet3d-cumulative-loss-longest-component", v, ci,
+        note="median seconds over the steps: " + ", ".join(f"{p.replace('_ns', '')} {med(p):.3g}" for p in parts),
+        why_not="on CPU ranks the all-reduce of one loss value costs little against the convolutions "
+                "of forward and backward; the thesis's V100s computed those in milliseconds")
+
+
+def _bert_pass(steps: pd.DataFrame | None) -> list[Measured]:
+    """Sec 5.2.2: BERT's compute time at the most ranks over the fewest (median over the batch
+    sizes run at both), its compute throughput's gain per sample over the last batch step over
+    the first (median over the rank counts with three batch sizes or more), and the larger
+    absolute Spearman correlation of the configurations' median data wait with B and with G;
+    each its interval over runs (:func:`experiments.stats.runs_bootstrap`)."""
+    from scipy.stats import spearmanr
+
+    st = steps.assign(row="real") if steps is not None and len(steps) and "row" not in steps else steps
+    comp = iv.config_samples(st, "bert", ("real",), iv.secs("compute_ns")) if st is not None and len(st) else iv.Samples()
+    none = "no BERT steps (workload bert)"
+    out = []
+    keys = sorted(comp)
+    # compute time, most ranks over fewest, at each batch size run at two rank counts or more
+    pairs = []
+    for b in sorted({b for _, b in keys}):
+        gs = sorted(g for g, bb in keys if bb == b)
+        if len(gs) > 1:
+            pairs.append(((gs[0], b), (gs[-1], b)))
+    if pairs:
+        flat = [comp[k][0] for p in pairs for k in p]
+        v, ci = stats.runs_bootstrap(
+            lambda *a: float(np.median([np.median(a[2 * i + 1]) / np.median(a[2 * i]) for i in range(len(pairs))])),
+            *flat, method="median over batch sizes of the ratio of median compute times", level=comp.level)
+        out.append(Measured("bert-compute-slight-increase-with-gpus", v, ci,
+                            context=", ".join(f"B={b}: G={g0} vs G={g1}" for (g0, b), (g1, _) in pairs),
+                            why_not="on this host the ranks share its CPU cores: each added rank takes "
+                                    "cores from the others' computation, where the thesis's GPUs each had their own"))
+    else:
+        out.append(Measured("bert-compute-slight-increase-with-gpus",
+                            why_not=none if not keys else "no BERT batch size run at two rank counts"))
+    # the compute throughput's bend: samples/s at each batch size, per rank count
+    curves = {g: sorted(b for gg, b in keys if gg == g) for g in sorted({g for g, _ in keys})}
+    curves = {g: bs for g, bs in curves.items() if len(bs) >= 3}
+    if curves:
+        order = [(g, b) for g, bs in curves.items() for b in bs]
+
+        def bend(*a):
+            tp = {k: b / float(np.median(x)) for k, x, b in zip(order, a, [b for _, b in order])}
+            r = []
+            for g, bs in curves.items():
+                first = (tp[(g, bs[1])] - tp[(g, bs[0])]) / (bs[1] - bs[0])
+                last = (tp[(g, bs[-1])] - tp[(g, bs[-2])]) / (bs[-1] - bs[-2])
+                r.append(last / first if first > 0 else np.inf)
+            return float(np.median(r))
+
+        v, ci = stats.runs_bootstrap(bend, *[comp[k][0] for k in order],
+                                     method="median over rank counts of the last / first gain per sample",
+                                     level=comp.level)
+        out.append(Measured("bert-compute-throughput-asymptote", v, ci,
+                            context="; ".join(f"G={g}: B={', '.join(map(str, bs))}" for g, bs in curves.items()),
+                            why_not="a compute time linear in B with an intercept bends the throughput "
+                                    "B / time towards 1 / slope; where the intercept is small against the "
+                                    "batch's cost the curve is nearly flat from the start"))
+    else:
+        out.append(Measured("bert-compute-throughput-asymptote",
+                            why_not=none if not keys else "no BERT rank count run at three batch sizes or more"))
+    data = iv.config_samples(st, "bert", ("real",), iv.secs("data_ns")) if st is not None and len(st) else iv.Samples()
+    dk = sorted(data)
+    if len(dk) >= 3:
+        def corr(*a):
+            med = np.array([np.median(x) for x in a])
+            rs = [abs(spearmanr([k[j] for k in dk], med).statistic) for j in (0, 1)
+                  if len({k[j] for k in dk}) > 1]
+            rs = [r for r in rs if np.isfinite(r)]
+            return float(max(rs)) if rs else 0.0
+
+        v, ci = stats.runs_bootstrap(corr, *[data[k][0] for k in dk],
+                                     method="larger |Spearman rho| of the median data wait with B and with G",
+                                     level=data.level)
+        out.append(Measured("bert-data-no-correlation-with-batch-or-gpus", v, ci,
+                            note=f"{len(dk)} configurations",
+                            why_not="the data wait grows with the batch here: tf.data parses and batches "
+                                    "on the same CPU cores that compute, so a larger batch waits longer"))
+    else:
+        out.append(Measured("bert-data-no-correlation-with-batch-or-gpus",
+                            why_not=none if not dk else "fewer than 3 BERT configurations"))
+    return out
+
+
+def measure_validation_pass(steps: pd.DataFrame | None) -> list[Measured]:
+    """The validation results the headline pass (issue 66) found without a row, from every
+    row's steps (column ``row``): UNET3D's rise of the median data latency on generated data at
+    the fewest ranks over the rise at the most (Sec 5.1.3), and the spread of its compute
+    throughput with a sleep over the real run's (Fig 5.6)."""
+    return [_random_rise_by_ranks(steps), _sleep_compute_spread(steps)]
+
+
+def _random_rise_by_ranks(steps: pd.DataFrame | None) -> Measured:
+    """Per batch size run at two rank counts or more: (random / real median data latency at the
+    fewest ranks) over (the same at the most); the median over those batch sizes, its interval
+    over runs (:func:`experiments.stats.runs_bootstrap`)."""
+    rid = "unet3d-random-latency-worst-at-1-gpu"
+    g = iv.config_samples(steps, "unet3d", ("real", "random"), iv.secs("data_ns")) if steps is not None else iv.Samples()
+    pairs = []
+    for b in sorted({b for _, b in g}):
+        gs = sorted(k for k, bb in g if bb == b)
+        if len(gs) > 1:
+            pairs.append(((gs[0], b), (gs[-1], b)))
+    if not pairs:
+        return Measured(rid, why_not=NONE.format("random-content", "unet3d") if not g else
+                        "no UNET3D batch size run at two rank counts with real and random-content data "
+                        "(workload_random.ranks: the default profile runs one, to keep the row within its time)")
+    flat = [runs for p in pairs for k in p for runs in g[k]]    # real, random of the fewest; then of the most
+
+    def rise_ratio(*a):
+        r = []
+        for i in range(len(pairs)):
+            lo_real, lo_rand, hi_real, hi_rand = a[4 * i:4 * i + 4]
+            r.append(iv.med_ratio(lo_rand, lo_real) / max(iv.med_ratio(hi_rand, hi_real), 1e-12))
+        return float(np.median(r))
+
+    v, ci = stats.runs_bootstrap(rise_ratio, *flat, level=g.level,
+                                 method="median over batch sizes of the latency rise at the fewest ranks / at the most")
+    med = lambda k, j: float(np.median(np.concatenate(g[k][j])))   # noqa: E731
+    return Measured(rid, v, ci,
+                    note="random / real median data latency: " + ", ".join(
+                        f"B={b}: G={g0} {med((g0, b), 1) / med((g0, b), 0):.3g}x, G={g1} {med((g1, b), 1) / med((g1, b), 0):.3g}x"
+                        for (g0, b), (g1, _) in pairs),
+                    why_not="the generated data's preprocessing runs on the host's shared cores whatever the rank "
+                            "count: with more ranks their loader workers compete for the same cores, where the "
+                            "thesis's 8 GPUs each had a process and cores of its own")
+
+
+def _sleep_compute_spread(steps: pd.DataFrame | None) -> Measured:
+    """Per configuration, the relative inter-quartile range (IQR / median) of the per-step
+    compute throughput with a sleep over the real run's; the median over configurations, its
+    interval over runs (:func:`iv.configs_stat`)."""
+    rid = "unet3d-sleep-compute-variation-increased"
+    rel = lambda x: iv.iqr(x) / max(float(np.median(x)), 1e-12)   # noqa: E731
+    v, ci = iv.configs_stat(iv.config_samples(steps, "unet3d", ("real", "sleep"), iv.rate("compute_ns"))
+                            if steps is not None else iv.Samples(),
+                            lambda a, b: rel(b) / max(rel(a), 1e-12), what="sleep / real relative IQR")
+    if ci is None:
+        return Measured(rid, why_not=NONE.format("sleep", "unet3d"))
+    return Measured(rid, v, ci, why_not="a sleep is drawn from the fitted normal (Eq 5.1, 5.2) of this host's "
+                                        "compute times: its spread is the real run's as fitted, and the CPU's "
+                                        "compute varies with the load on the shared cores")
