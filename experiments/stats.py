@@ -474,10 +474,14 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
                             level)
     if n < 2:
         return point, _none(n, what, level)
-    if not reaches("runs_bootstrap", few, level):
+    # runs of one value each: a statistic of per-run values, simulated as such (a bootstrap or a
+    # jackknife of medians of per-run values); else of units inside runs
+    single = all(len(r) == 1 for s in runs for r in s)
+    boot_key = "bootstrap" if single else "runs_bootstrap"
+    if not (bootstrap_decides(few, level) if single else reaches("runs_bootstrap", few, level)):
         # the two-level percentile bootstrap covers too little at these runs (experiments.coverage:
         # 3 runs a side, most variance between runs: ~83 % at 95 %): the jackknife t over runs
-        key = "runs_jackknife_one" if len(runs) == 1 else "runs_jackknife"
+        key = "jackknife" if single else "runs_jackknife_one" if len(runs) == 1 else "runs_jackknife"
         got = _jackknife_t(stat, runs, point, level) if reaches(key, few, level) else None
         if got is not None:
             counts = "+".join(str(len(s)) for s in runs) if len(runs) <= 3 else f"{len(runs)} x {few}+"
@@ -526,12 +530,12 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
     cov, at = reachable(n), None
     if cov < level - 1e-12:
         what += f" ({n} runs: an interval of runs covers at most {cov:.0%}, too few for {level:.0%})"
-    elif (got := simulated("runs_bootstrap", few, level)) is not None:
+    elif (got := simulated(boot_key, few, level)) is not None:
         cov, at = got
         what += f", coverage {cov:.1%} at {at:.2%} (simulated)".replace(".00%", "%")
         if not _reaches_at(cov, at):
             what += f": too few runs for {level:.2%}".replace(".00%", "%")
-    need = needs("runs_bootstrap", level) if at is not None and not _reaches_at(cov, at) else None
+    need = needs(boot_key, level) if at is not None and not _reaches_at(cov, at) else None
     return point, Interval(float(lo), float(hi), n, what, level, cov, at, need)
 
 
