@@ -241,7 +241,7 @@ def measure_unet3d_headlines(steps: pd.DataFrame | None, phases: pd.DataFrame | 
     over runs, the cases resampled inside each."""
     out = []
     r = first_epoch_ratios(phases)
-    v, ci = stats.median_ci(r.to_numpy(), of="runs") if len(r) else (np.nan, None)
+    v, ci = stats.runs_ci(r.to_numpy(), of="runs") if len(r) else (np.nan, None)   # t on logs below 6 runs
     out.append(Measured(
         "unet3d-first-epoch-longer", v, ci if len(r) > 1 else None,
         note=f"{len(r)} runs, first over later epochs: " + ", ".join(f"{x:.2f}" for x in r) if len(r) else "",
