@@ -203,7 +203,8 @@ def test_the_loaders_rounds_judge_like_the_report():
     curves = pd.DataFrame([{"figure": "fig7", "k": 1, "R": None, "P": None, "train_seed": 0, "epoch": 1,
                             "val_accuracy": 0.9, "RL_percent": 100}])
     full = {x["id"]: x for x in deepio_report.claims(rl, curves, deepio.summarize_loader(rows), "disk", raw=rows)}
-    assert full["deepio_opp_faster_every_p_disk"]["ci_coverage"] >= level - 1e-9
+    cov = full["deepio_opp_faster_every_p_disk"]["ci_coverage"]   # None: each part reaches its own level
+    assert cov is None and full["deepio_opp_faster_every_p_disk"]["ci_low"] is not None
 
 
 def test_measure_loader_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):

@@ -5,7 +5,7 @@ import os
 import pandas as pd
 import pytest
 
-from experiments import config
+from experiments import config, stats
 from experiments.lmdbio import read as lmdbio
 from experiments.lmdbio import report as lmdbio_report
 from experiments.config import ConfigError
@@ -268,7 +268,8 @@ def test_the_rounds_judge_like_the_report_a_clear_effect_decides_noise_at_few_re
     rows = _steps_rows(8, 2.0, 0.01).assign(level=level)
     c = {x["id"]: x for x in lmdbio_report.claims(lmdbio.summarize(rows), "disk", env, raw=rows)}
     assert all(c[k]["holds"] for k in clear)   # the stag row: direction only (16x, not 77x)
-    assert c["lmdbio_lmm_faster_than_lmdb_cifar"]["ci_coverage"] >= level - 1e-9
+    cov = c["lmdbio_lmm_faster_than_lmdb_cifar"]["ci_coverage"]   # simulated (issue 64): 1.4 x the misses
+    assert cov is None or 1 - cov <= stats.SLACK * (1 - level) + 1e-9
 
 
 def _fake_measure(monkeypatch, seconds_of):
@@ -314,7 +315,10 @@ def test_measure_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):
     assert {"level", "repeat", "round_order", "warmup", "run", "run_s"} <= set(raw)
     assert raw["repeat"].max() == 4 and len(raw) == 5 * 4   # undecided: every round up to the maximum
     assert seq["plan"]["max_repeats"] == 5 and len(seq["order"]) == len(raw)
-    assert {f["stopped"] for f in seq["findings"].values()} == {"maximum"}
+    # no effect: none holds; a t interval over the runs may rule an effect out before the maximum
+    # (decided: fails), the others run to it (issue 64: decided from 3 runs a side)
+    stopped = {f["stopped"] for f in seq["findings"].values()}
+    assert "maximum" in stopped and stopped <= {"maximum", "decided"}
     # rounds: every configuration once, in a seeded order that differs between rounds
     orders = [tuple(g["strategy"] + g["P"].astype(str)) for _, g in raw.groupby("repeat", sort=True)]
     assert all(len(set(o)) == 4 for o in orders) and len(set(orders)) > 1

@@ -55,14 +55,6 @@ _SAMPLED = ("interval over the cold runs (the runs drawn with replacement, then 
             "inside each: intervals of one run are not independent)")
 
 
-def _lowest_median(*groups) -> float:
-    return min(float(np.median(g)) for g in groups)
-
-
-def _highest_median(*groups) -> float:
-    return max(float(np.median(g)) for g in groups)
-
-
 def _interval_samples(dstat_rows: pd.DataFrame | None, tier: str, framework: str, fmt: str,
                       col: str) -> list[np.ndarray] | None:
     """Per sampled interval of the cold runs on a block device of ``tier``, ``col`` (KB_per_read
@@ -238,8 +230,9 @@ def measure_page_cache(wc: pd.DataFrame, reads: pd.DataFrame | None, tier: str, 
     keys = [k for k in ("framework", "format", "parallelism") if k in w]
     groups = [g["warm_over_cold"].to_numpy(dtype=float) for _, g in w.groupby(keys, dropna=False)] \
         if len(w) and keys else ([w["warm_over_cold"].to_numpy(dtype=float)] if len(w) else [])
-    v, ci = (stats.bootstrap(_lowest_median, *groups,
-                             method="lowest median of paired warm/cold ratios, bootstrap over runs")
+    # each configuration's runs at a Bonferroni level, the lowest's interval from theirs (issue 64)
+    v, ci = (stats.extreme([lambda lv, g=g: stats.runs_ci(g, level=lv) for g in groups],
+                           method="lowest of paired warm/cold ratios over configurations")
              if groups else (np.nan, None))
     faster = Measured(
         "blog_warm_faster", v, ci, context=f"tier {tier}",
@@ -250,8 +243,8 @@ def measure_page_cache(wc: pd.DataFrame, reads: pd.DataFrame | None, tier: str, 
     r = r.assign(share=r["warm_storage_MB"] / r["cold_storage_MB"].clip(lower=1e-9)) if len(r) else r
     k = r["share"].idxmax() if len(r) else None
     rgroups = [g["share"].to_numpy(dtype=float) for _, g in r.groupby(["framework", "format"])] if len(r) else []
-    v, ci = (stats.bootstrap(_highest_median, *rgroups,
-                             method="highest median of warm/cold storage reads, bootstrap over runs")
+    v, ci = (stats.extreme([lambda lv, g=g: stats.runs_ci(g, level=lv) for g in rgroups], lowest=False,
+                           method="highest of warm/cold storage reads over configurations")
              if rgroups else (np.nan, None))
     # What was measured, per configuration (median over its warm runs): the note says it
     # whatever the verdict; the reason for reads (why_not) only when there were reads to explain.

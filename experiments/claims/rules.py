@@ -203,11 +203,14 @@ def _to_decide_words(m: int | None, n: int) -> str:
             "(a forecast: the width shrinking as 1/sqrt(n))")
 
 
-def _min_n(interval: Interval) -> int:
-    """Samples an interval's method needs to reach its level (the median-type bound,
-    :func:`experiments.stats.reachable`)."""
+def _min_n(interval: Interval) -> int | None:
+    """Samples an interval's method needs to reach its level: what its method says
+    (``Interval.needs``, from the simulated coverage table; None: no simulated count reaches
+    it), else the median-type bound (:func:`experiments.stats.reachable`)."""
     from ..stats import reachable
 
+    if interval.simulated_at is not None:
+        return interval.needs
     return next(k for k in range(2, 1000) if reachable(k) >= interval.level - 1e-12)
 
 

@@ -7,8 +7,8 @@ this module: the measuring stage reads no declaration.
 The pass is the unit of every interval (a pass: every side of a workload once, traced):
 
 - a side's own quantity (its similarity to the real run, UNET3D's passes over the data set) is
-  the median over the passes with its order-statistics interval (:func:`over_passes`): 6 passes
-  reach 95 %;
+  the median over the passes with its order-statistics interval from 6 passes, the geometric
+  mean with Student's t on the passes' logs from 3 (:func:`over_passes`, :func:`experiments.stats.runs_ci`);
 - a comparison of two sides (a throughput ratio, emulator minus DLIO, DLIO's storage share over
   the real run's) resamples each side's passes, and, for a throughput, the steady steps inside
   each drawn pass (:func:`experiments.stats.runs_bootstrap`): 3 passes of each side reach 95 %;
@@ -52,19 +52,19 @@ GAP_WHERE = {"unet3d": "Sec 5.1.3, Fig 5.5", "bert": "Sec 5.2.2, Fig 5.11", "dlr
 
 
 def over_passes(x, what: str) -> tuple[float, stats.Interval]:
-    """The median of ``x`` (one value per pass) and its interval (:func:`experiments.stats.median_ci`),
+    """The typical value of ``x`` (one value per pass) and its interval (:func:`experiments.stats.runs_ci`),
     none below :data:`experiments.stats.MIN_RUNS` passes: the method then says how many it needs."""
     a = np.asarray([v for v in x if v is not None and np.isfinite(v)], dtype=float)
     if not len(a):
         return math.nan, stats.Interval(math.nan, math.nan, 0, what)
     if len(a) < stats.MIN_RUNS:
         return float(np.median(a)), stats.Interval(
-            math.nan, math.nan, len(a), f"{what}: needs at least {stats.MIN_RUNS} passes, has {len(a)} "
-                                        f"({stats.MIN_N} for 95 %)")
-    v, ci = stats.median_ci(a)
-    how = ci.method.replace("median, ", "", 1)
-    return v, stats.Interval(ci.low, ci.high, ci.n, f"{what}, median over {ci.n} passes, {how}",
-                             ci.level, ci.coverage)
+            math.nan, math.nan, len(a), f"{what}: needs at least {stats.MIN_RUNS} passes, has {len(a)}")
+    # the method that reaches the level at these passes (stats.runs_ci: the median's order
+    # statistics from 6 passes, Student t on the passes' logs below; issue 64)
+    v, ci = stats.runs_ci(a, of="passes")   # "median over 6 passes, ...", "geometric mean over 3 passes, ..."
+    return v, stats.Interval(ci.low, ci.high, ci.n, f"{what}, {ci.method}", ci.level, ci.coverage,
+                             ci.simulated_at, ci.needs)
 
 
 def claims(rows: pd.DataFrame, steps: pd.DataFrame | None = None, vectors: dict | None = None,
@@ -172,7 +172,7 @@ class _Tables:
         if not xa or not xb:
             return float("nan"), None
         return stats.runs_bootstrap(stat, [[v] for v in xa], [[v] for v in xb],
-                                    method=f"{what}, bootstrap of each side's passes", units="one value per pass")
+                                    method=f"{what}, over each side's passes", units="one value per pass")
 
     def throughput_ratio(self, w, side, col) -> tuple[float, stats.Interval | None, tuple[list, list]]:
         """side / real throughput ``col`` (samples/s): the ratio of the medians of the per-step
@@ -191,7 +191,7 @@ class _Tables:
         if not runs[0] or not runs[1]:
             return float("nan"), None, per
         v, ci = stats.runs_bootstrap(lambda e, r: float(np.median(e) / np.median(r)), *runs,
-                                     method="ratio of the medians of per-step throughputs, two-level bootstrap",
+                                     method="ratio of the medians of per-step throughputs",
                                      units="steady steps")
         return v, ci, per
 
