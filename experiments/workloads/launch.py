@@ -11,12 +11,18 @@ emulated accelerator, each with a ``TF_CONFIG`` naming all of them, for
 ``MultiWorkerMirroredStrategy``. Each configuration gets a run folder (see :mod:`.rank`); the
 rank programs write their records there and :func:`collect` gathers them.
 
+With ``parents`` (:class:`experiments.warm_launch.Parents`, what the pipeline's workload stages
+pass) every rank is instead forked from the stage's warm parent of its framework, which imported
+PyTorch or TensorFlow once: PyTorch ranks get torchrun's environment from here (no agent), BERT's
+workers their ``TF_CONFIG``; each is a process of its own (see :mod:`experiments.warm_launch`).
+
 A run's ``run.json`` says what its ranks do after the data wait: ``compute`` is
 ``{"mode": "real"}`` or, for ``compute: sleep``, the resolved compute model at this (G, B)
 (``mean_s``, ``std_s``, ``eval_mean_s``, ``eval_std_s``, ``source``; see
-:mod:`.compute_model` and :mod:`.step_compute`). ``usage.json`` holds the run's wall time and
-the CPU time of its whole process tree (launcher, ranks, DataLoader workers), seconds, and the
-host's 1-minute load average before and after.
+:mod:`.compute_model` and :mod:`.step_compute`) and ``launch`` (``warm`` or ``fresh``).
+``usage.json`` holds the run's wall time and the CPU time of its whole process tree (launcher,
+ranks, DataLoader workers; a warm run's ranks and their workers), seconds, the host's 1-minute
+load average before and after, the launch and its start (``launched_at``, epoch seconds).
 """
 
 from __future__ import annotations
