@@ -216,10 +216,21 @@ class Parent:
 
 class Parents:
     """One :class:`Parent` per framework, started when first asked for, closed together (a
-    stage's runs share them); ``import_s``: each started parent's import seconds."""
+    stage's runs share them); ``import_s``: each started parent's import seconds.
 
-    def __init__(self):
+    ``multi_rank``: whether runs of several ranks are forked too (:meth:`serves`). Off by
+    default: on the 2-core reference box two DLRM ranks forked from one parent computed slower
+    than two fresh ranks (forward 73 against 40 ms a step, 9 of 10 alternating rounds; one rank
+    showed no such difference), a change in what is measured that is not explained yet
+    (docs/statistics.md, "Warm launch"); such runs start fresh processes."""
+
+    def __init__(self, multi_rank: bool = False):
         self._parents: dict[str, Parent] = {}
+        self.multi_rank = multi_rank
+
+    def serves(self, ranks: int) -> bool:
+        """Whether a run of ``ranks`` ranks is forked from these parents."""
+        return ranks == 1 or self.multi_rank
 
     def get(self, framework: str) -> Parent:
         if framework not in self._parents or not self._parents[framework].alive():

@@ -102,10 +102,15 @@ def test_two_dlrm_ranks_forked_from_a_warm_parent_train_in_one_process_group(tmp
     data_dlrm.generate(tmp_path / "data", cfg.data, 1)
     sec = cfg.model_dump(mode="json")
     sec["train"]["checkpoint_dir"] = str(tmp_path / "ck")
-    with warm_launch.Parents() as ps:
+    with warm_launch.Parents(multi_rank=True) as ps:
         launch.run_config("dlrm", sec, 32, 2, 1, tmp_path / "data", tmp_path / "run", parents=ps)
     got = launch.collect(tmp_path / "run")
     assert sorted(got["steps"]["rank"].unique()) == [0, 1] and len(got["steps"]) == 6
     assert got["usage"]["launch"] == "warm" and got["usage"]["cpu_s"] > 0
     assert 0 <= launch.startup_seconds(tmp_path / "run") < got["usage"]["wall_s"]
     assert len({r["pid"] for r in got["ranks"]}) == 2
+
+
+def test_runs_of_several_ranks_start_fresh_unless_the_parents_fork_them():
+    assert warm_launch.Parents().serves(1) and not warm_launch.Parents().serves(2)
+    assert warm_launch.Parents(multi_rank=True).serves(2)

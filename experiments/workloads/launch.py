@@ -132,7 +132,7 @@ def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: 
     ``variant`` names the row (``real``, ``random``, ``sleep``, ...) and keeps its checkpoints
     apart. ``parents``: an :class:`experiments.warm_launch.Parents` (a warm launch: every rank
     a process forked from the stage's warm parent of its framework, with the environment a fresh
-    launch gives it), or None (a fresh launch: new interpreters, torchrun for several PyTorch
+    launch gives it; for several ranks only where ``parents.multi_rank``), or None (a fresh launch: new interpreters, torchrun for several PyTorch
     ranks). Writes ``usage.json`` (wall and process-tree CPU seconds, the launch, when it
     started) beside ``run.json``. Raises ``RuntimeError`` with the tail of the ranks' output if
     any rank fails.
@@ -142,6 +142,8 @@ def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: 
     run_dir.mkdir(parents=True)
     train = section["train"]
     ckpt = paths.resolve(train["checkpoint_dir"]) / (workload if variant == "real" else f"{workload}-{variant}")
+    if parents is not None and not parents.serves(ranks):
+        parents = None   # several ranks start fresh unless the parents fork them too (warm_launch.Parents)
     mode = "fresh" if parents is None else "warm"
     run = {"workload": workload, "config": section, "batch_size": batch_size, "ranks": ranks,
            "seed": seed + repeat, "repeat": repeat, "data_dir": str(data_dir), "run_dir": str(run_dir),

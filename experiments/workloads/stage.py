@@ -165,8 +165,9 @@ def measure_jobs(name: str, jobs: list[Job], seed: int, purchases=(), launch_mod
     """Run stage ``name``'s ``jobs`` (:func:`measuring_stage`), then the runs ``make decide``
     bought (``purchases``: ``params.yaml``'s ``decide.<name>``); when a decide run appends, the
     runs of before are kept (their rows, tables and folders) and only the purchases run.
-    ``launch_mode``: ``warm`` (the stage's runs forked from one warm parent per framework,
-    started once: :mod:`experiments.warm_launch`) or ``fresh`` (a new interpreter per rank).
+    ``launch_mode``: ``warm`` (the stage's one-rank runs forked from one warm parent per
+    framework, started once: :mod:`experiments.warm_launch`; runs of several ranks start fresh,
+    :class:`~experiments.warm_launch.Parents`) or ``fresh`` (a new interpreter per rank).
     Returns the records (:func:`gathered`), with ``launch`` (the mode and each warm parent's
     import seconds, paid once)."""
     from .. import repeats, warm_launch
@@ -177,7 +178,8 @@ def measure_jobs(name: str, jobs: list[Job], seed: int, purchases=(), launch_mod
         return gathered(repeats.measure(measuring_stage(name, jobs, seed), purchases)) | {
             "launch": {"mode": "fresh"}}
     with warm_launch.Parents() as parents:
-        parents.start(sorted({launch.framework(j.workload) for j in jobs}))   # no run's wall time carries an import
+        # started before the first run, so that no run's wall time carries an import
+        parents.start(sorted({launch.framework(j.workload) for j in jobs if any(map(parents.serves, j.grid[0]))}))
         m = repeats.measure(measuring_stage(name, jobs, seed, parents), purchases)
         facts = {"mode": "warm", "parent_import_s": parents.import_s}
     return gathered(m) | {"launch": facts}
