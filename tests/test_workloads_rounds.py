@@ -19,7 +19,7 @@ from experiments.workloads import launch, stage
 def _fake_runs(monkeypatch, ran: list):
     """launch.run_config records the runs it is asked for (and writes run.json); collect reads
     one step per run from it."""
-    def run_config(workload, section, b, g, seed, data_dir, d, repeat=0, compute=None, variant="real"):
+    def run_config(workload, section, b, g, seed, data_dir, d, repeat=0, compute=None, variant="real", parents=None):
         d.mkdir(parents=True, exist_ok=True)
         (d / "run.json").write_text(json.dumps({"repeat": repeat}))
         ran.append((g, b, repeat))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from .. import launcher, paths
 from ..results import atomic_write
-from ..workloads.launch import _free_ports  # the real launcher's (free ports now)
+from ..workloads.launch import _free_ports, wait_all  # the real launcher's (free ports now, the wait)
 from . import threads as thread_cpu
 from .config import TORCH_WORKLOADS, EmulatorConfig
 
@@ -121,19 +121,8 @@ def start(cfg: EmulatorConfig, run_dir, node_rank: int = 0, rdzv_endpoint: str |
 def wait(procs: list[subprocess.Popen], timeout_s: float) -> list[int]:
     """Exit codes. When one process fails the others are killed (a rank waiting for a dead
     peer would otherwise hang until the deadline); at the deadline every process is killed
-    (code -9)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        codes = [p.poll() for p in procs]
-        failed = any(c not in (None, 0) for c in codes)
-        if all(c is not None for c in codes):
-            return codes
-        if failed or time.monotonic() > deadline:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-            return [p.wait() if c is None else c for p, c in zip(procs, codes)]
-        time.sleep(0.2)
+    (code -9): :func:`experiments.workloads.launch.wait_all`, the real run's."""
+    return wait_all(procs, time.monotonic() + timeout_s)
 
 
 def free_port_block(n: int, host: str = "127.0.0.1") -> int:

@@ -11,12 +11,18 @@ emulated accelerator, each with a ``TF_CONFIG`` naming all of them, for
 ``MultiWorkerMirroredStrategy``. Each configuration gets a run folder (see :mod:`.rank`); the
 rank programs write their records there and :func:`collect` gathers them.
 
+With ``parents`` (:class:`experiments.warm_launch.Parents`, what the pipeline's workload stages
+pass) every rank is instead forked from the stage's warm parent of its framework, which imported
+PyTorch or TensorFlow once: PyTorch ranks get torchrun's environment from here (no agent), BERT's
+workers their ``TF_CONFIG``; each is a process of its own (see :mod:`experiments.warm_launch`).
+
 A run's ``run.json`` says what its ranks do after the data wait: ``compute`` is
 ``{"mode": "real"}`` or, for ``compute: sleep``, the resolved compute model at this (G, B)
 (``mean_s``, ``std_s``, ``eval_mean_s``, ``eval_std_s``, ``source``; see
-:mod:`.compute_model` and :mod:`.step_compute`). ``usage.json`` holds the run's wall time and
-the CPU time of its whole process tree (launcher, ranks, DataLoader workers), seconds, and the
-host's 1-minute load average before and after.
+:mod:`.compute_model` and :mod:`.step_compute`) and ``launch`` (``warm`` or ``fresh``).
+``usage.json`` holds the run's wall time and the CPU time of its whole process tree (launcher,
+ranks, DataLoader workers; a warm run's ranks and their workers), seconds, the host's 1-minute
+load average before and after, the launch and its start (``launched_at``, epoch seconds).
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ from .. import paths
 from .steptimer import phase_intervals, read_app_log
 
 TORCH_WORKLOADS = ("unet3d", "dlrm")
+
+
+def framework(workload: str) -> str:
+    """The framework of a workload's rank program: ``torch`` or ``tensorflow``."""
+    return "torch" if workload in TORCH_WORKLOADS else "tensorflow"
 
 
 def _env(threads: int) -> dict:
@@ -72,71 +83,121 @@ def _children_cpu_s() -> float:
     return u.ru_utime + u.ru_stime
 
 
+def rank_envs(workload: str, ranks: int, threads: int, torchrun_env: bool) -> list[dict]:
+    """The environment of each rank process of one run on this machine: ``OMP_NUM_THREADS``
+    and, for PyTorch, torchrun's variables (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR`` ...; ``torchrun_env``: the launcher sets them itself, not torchrun); for
+    TensorFlow ``RANK``, ``WORLD_SIZE`` and, with several workers, a ``TF_CONFIG`` naming all."""
+    if workload in TORCH_WORKLOADS:
+        if not torchrun_env:
+            return [_env(threads)]
+        port = str(_free_ports(1)[0])
+        return [_env(threads) | {"RANK": str(r), "WORLD_SIZE": str(ranks), "LOCAL_RANK": str(r),
+                                 "LOCAL_WORLD_SIZE": str(ranks), "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1",
+                                 "ROLE_RANK": str(r), "ROLE_WORLD_SIZE": str(ranks),
+                                 "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port} for r in range(ranks)]
+    workers = [f"localhost:{p}" for p in _free_ports(ranks)]
+    out = []
+    for r in range(ranks):
+        env = _env(threads) | {"RANK": str(r), "WORLD_SIZE": str(ranks), "CUDA_VISIBLE_DEVICES":
+                               os.environ.get("CUDA_VISIBLE_DEVICES", str(r))}
+        if ranks > 1:
+            env["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": r}})
+        out.append(env)
+    return out
+
+
+def wait_all(procs: list, deadline: float) -> list[int]:
+    """Exit codes of ``procs`` (:class:`subprocess.Popen` or forked runs); when one fails the
+    others are killed (a rank waiting for a dead peer would otherwise wait until the deadline),
+    and at the deadline every one still running is killed (code -9)."""
+    while True:
+        codes = [p.poll() for p in procs]
+        if all(c is not None for c in codes):
+            return codes
+        if any(c not in (None, 0) for c in codes) or time.monotonic() > deadline:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+            return [p.wait() if c is None else c for p, c in zip(procs, codes)]
+        time.sleep(0.1)
+
+
 def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: int,
                data_dir: Path, run_dir: Path, repeat: int = 0, compute: dict | None = None,
-               variant: str = "real") -> float:
+               variant: str = "real", parents=None) -> float:
     """Run one configuration to completion; returns its wall-clock seconds.
 
     ``compute``: what :func:`.step_compute.from_run` reads (None: the real model);
     ``variant`` names the row (``real``, ``random``, ``sleep``, ...) and keeps its checkpoints
-    apart. Writes ``usage.json`` (wall and process-tree CPU seconds) beside ``run.json``.
-    Raises ``RuntimeError`` with the tail of the ranks' output if any rank fails.
+    apart. ``parents``: an :class:`experiments.warm_launch.Parents` (a warm launch: every rank
+    a process forked from the stage's warm parent of its framework, with the environment a fresh
+    launch gives it; for several ranks only where ``parents.multi_rank``), or None (a fresh launch: new interpreters, torchrun for several PyTorch
+    ranks). Writes ``usage.json`` (wall and process-tree CPU seconds, the launch, when it
+    started) beside ``run.json``. Raises ``RuntimeError`` with the tail of the ranks' output if
+    any rank fails.
     """
     run_dir = Path(run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     train = section["train"]
     ckpt = paths.resolve(train["checkpoint_dir"]) / (workload if variant == "real" else f"{workload}-{variant}")
+    if parents is not None and not parents.serves(ranks):
+        parents = None   # several ranks start fresh unless the parents fork them too (warm_launch.Parents)
+    mode = "fresh" if parents is None else "warm"
     run = {"workload": workload, "config": section, "batch_size": batch_size, "ranks": ranks,
            "seed": seed + repeat, "repeat": repeat, "data_dir": str(data_dir), "run_dir": str(run_dir),
-           "checkpoint_dir": str(ckpt), "variant": variant, "compute": compute or {"mode": "real"}}
+           "checkpoint_dir": str(ckpt), "variant": variant, "compute": compute or {"mode": "real"},
+           "launch": mode}
     (run_dir / "run.json").write_text(json.dumps(run, indent=1))
     threads = train.get("threads_per_rank") or max(1, (os.cpu_count() or 1) // ranks)
+    module = f"experiments.workloads.{workload}"
     log = open(run_dir / "output.txt", "w")
-    cpu0, load0 = _children_cpu_s(), os.getloadavg()[0]
+    cpu0, load0, launched_at = _children_cpu_s(), os.getloadavg()[0], time.time()
     t0 = time.perf_counter()
     try:
-        if workload in TORCH_WORKLOADS:
-            env = _env(threads)
-            if ranks == 1:   # torchrun's environment for its one worker, without its agent
-                env |= {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_ports(1)[0])}
+        if parents is not None:   # every rank forked from the warm parent, torchrun's environment ours
+            parent = parents.get(framework(workload))
+            procs = [parent.start(module, [str(run_dir)], env, log.name)
+                     for env in rank_envs(workload, ranks, threads, torchrun_env=True)]
+        elif workload in TORCH_WORKLOADS:
+            # one rank: torchrun's environment for its one worker, without its agent
+            env = rank_envs(workload, ranks, threads, torchrun_env=ranks == 1)[0]
             procs = [subprocess.Popen(command(workload, ranks, run_dir), cwd=paths.root(),
                                       env=env, stdout=log, stderr=subprocess.STDOUT)]
         else:
-            ports = _free_ports(ranks)
-            workers = [f"localhost:{p}" for p in ports]
-            procs = []
-            for r in range(ranks):
-                env = _env(threads) | {"RANK": str(r), "WORLD_SIZE": str(ranks), "CUDA_VISIBLE_DEVICES":
-                                       os.environ.get("CUDA_VISIBLE_DEVICES", str(r))}
-                if ranks > 1:
-                    env["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers},
-                                                   "task": {"type": "worker", "index": r}})
-                procs.append(subprocess.Popen([sys.executable, "-m", f"experiments.workloads.{workload}",
-                                               str(run_dir)], cwd=paths.root(), env=env, stdout=log,
-                                              stderr=subprocess.STDOUT))
-        deadline = time.monotonic() + train.get("timeout_s", 900)
-        codes = []
-        for p in procs:
-            try:
-                codes.append(p.wait(timeout=max(1, deadline - time.monotonic())))
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                codes.append(-9)
+            procs = [subprocess.Popen([sys.executable, "-m", module, str(run_dir)], cwd=paths.root(), env=env,
+                                      stdout=log, stderr=subprocess.STDOUT)
+                     for env in rank_envs(workload, ranks, threads, torchrun_env=False)]
+        codes = wait_all(procs, time.monotonic() + train.get("timeout_s", 900))
     finally:
         log.close()
     seconds = time.perf_counter() - t0
+    cpu = sum(p.cpu_s for p in procs) if parents is not None else _children_cpu_s() - cpu0
     # The host's 1-minute load average before and after: runs compared across rows were taken
     # at different times, and on a shared host the load explains much of their differences.
-    (run_dir / "usage.json").write_text(json.dumps({"wall_s": seconds, "cpu_s": _children_cpu_s() - cpu0,
-                                                    "load_1min": [load0, os.getloadavg()[0]]}))
+    (run_dir / "usage.json").write_text(json.dumps({"wall_s": seconds, "cpu_s": cpu,
+                                                    "load_1min": [load0, os.getloadavg()[0]],
+                                                    "launch": mode, "launched_at": launched_at}))
     if any(codes):
         tail = (run_dir / "output.txt").read_text()[-4000:]
         raise RuntimeError(f"{workload} B={batch_size} G={ranks}: a rank failed (exit codes {codes});"
                            f" output tail:\n{tail}")
     return seconds
+
+
+def startup_seconds(run_dir: Path) -> float:
+    """Seconds from a run's launch to the first training step's phase (the earliest rank's
+    ``train`` begin in its application log): interpreter, imports, process group, model build,
+    data loader. NaN without ``launched_at`` in ``usage.json`` or a ``train`` phase."""
+    run_dir = Path(run_dir)
+    try:
+        t0 = json.loads((run_dir / "usage.json").read_text())["launched_at"]
+    except (OSError, KeyError, ValueError):
+        return float("nan")
+    begins = [r["ts"] for f in run_dir.glob("app-r*.jsonl") for r in read_app_log(f)
+              if r.get("phase") == "train" and r.get("event") == "begin"]
+    return min(begins) - t0 if begins else float("nan")
 
 
 def collect(run_dir: Path) -> dict:

@@ -109,12 +109,14 @@ SIDE = ("steps", "loader", "phases")                   # what a run keeps beside
 FILES = {"rows": "runs.csv", "steps": "raw.parquet"}   # the steps are the stage's raw rows
 
 
-def measuring_stage(name: str, jobs: list[Job], seed: int):
+def measuring_stage(name: str, jobs: list[Job], seed: int, parents=None):
     """Stage ``name``'s sweeps as one measuring stage (:class:`experiments.repeats.MeasuringStage`):
     every (workload, variant, ranks, batch size) of ``jobs`` once a round, in a seeded order,
     for ``sweep.repeats`` rounds (the largest of the jobs' workloads'), each run a launch of its
-    ranks (:func:`.launch.run_config`) in a folder of its own (``data/workload_runs/``). Its row
-    is the run's (wall and process-tree CPU seconds, load, the compute it ran); its steps,
+    ranks (:func:`.launch.run_config`; ``parents``: the stage's warm parents,
+    :class:`experiments.warm_launch.Parents`, or None for fresh interpreters) in a folder of its
+    own (``data/workload_runs/``). Its row is the run's (wall and process-tree CPU seconds, load,
+    the compute it ran, the launch and its start-up seconds); its steps,
     loader records and phases are its side tables; its ranks' facts and application log stay in
     the run folder (:func:`gathered`)."""
     from .. import repeats
@@ -132,13 +134,14 @@ def measuring_stage(name: str, jobs: list[Job], seed: int):
         sleep = section["train"].get("compute", "real") == "sleep"
         compute = j.compute_model.run_facts(j.workload, g, b) if sleep else None
         seconds = launch.run_config(j.workload, section, b, g, seed, j.folder, d, repeat=repeat, compute=compute,
-                                    variant=j.variant)
+                                    variant=j.variant, parents=parents)
         got = launch.collect(d)
         cm = got["compute"]
         return repeats.Run({"wall_seconds": seconds, "cpu_seconds": got["usage"].get("cpu_s", float("nan")),
                             "load_1min": float(np.mean(got["usage"].get("load_1min", [np.nan]))),
                             "compute": cm.get("mode", "real"), "sleep_mean_s": cm.get("mean_s", float("nan")),
-                            "sleep_std_s": cm.get("std_s", float("nan")), "run_dir": str(d)},
+                            "sleep_std_s": cm.get("std_s", float("nan")), "run_dir": str(d),
+                            "launch": got["usage"].get("launch", "fresh"), "startup_s": launch.startup_seconds(d)},
                            {k: got[k] for k in SIDE})
 
     configs = [{"workload": j.workload, "variant": j.variant, "ranks": g, "batch_size": b, "job": j}
@@ -155,26 +158,44 @@ def run_folder(j: Job) -> Path:
     return paths.data_dir("workload_runs") / (j.workload if j.variant == "real" else f"{j.workload}-{j.variant}")
 
 
-def measure_jobs(name: str, jobs: list[Job], seed: int, purchases=()) -> dict:
+LAUNCHES = ("warm", "fresh")
+
+
+def measure_jobs(name: str, jobs: list[Job], seed: int, purchases=(), launch_mode: str = "warm") -> dict:
     """Run stage ``name``'s ``jobs`` (:func:`measuring_stage`), then the runs ``make decide``
     bought (``purchases``: ``params.yaml``'s ``decide.<name>``); when a decide run appends, the
     runs of before are kept (their rows, tables and folders) and only the purchases run.
-    Returns the records (:func:`gathered`)."""
-    from .. import repeats
+    ``launch_mode``: ``warm`` (the stage's one-rank runs forked from one warm parent per
+    framework, started once: :mod:`experiments.warm_launch`; runs of several ranks start fresh,
+    :class:`~experiments.warm_launch.Parents`) or ``fresh`` (a new interpreter per rank).
+    Returns the records (:func:`gathered`), with ``launch`` (the mode and each warm parent's
+    import seconds, paid once)."""
+    from .. import repeats, warm_launch
 
-    return gathered(repeats.measure(measuring_stage(name, jobs, seed), purchases))
+    if launch_mode not in LAUNCHES:
+        raise ValueError(f"launch_mode = {launch_mode!r}; allowed: {', '.join(LAUNCHES)}")
+    if launch_mode == "fresh":
+        return gathered(repeats.measure(measuring_stage(name, jobs, seed), purchases)) | {
+            "launch": {"mode": "fresh"}}
+    with warm_launch.Parents() as parents:
+        # started before the first run, so that no run's wall time carries an import
+        parents.start(sorted({launch.framework(j.workload) for j in jobs if any(map(parents.serves, j.grid[0]))}))
+        m = repeats.measure(measuring_stage(name, jobs, seed, parents), purchases)
+        facts = {"mode": "warm", "parent_import_s": parents.import_s}
+    return gathered(m) | {"launch": facts}
 
 
 def measure(workload: str, cfg, seed: int, *, variant: str = "real", grid=None, folder=None,
-            compute_model=None, purchases=(), name: str | None = None) -> dict:
+            compute_model=None, purchases=(), name: str | None = None, launch_mode: str = "warm") -> dict:
     """One workload's sweep as stage ``name`` (default: the workload's own stage): ``grid``
     (ranks, batch sizes) instead of ``cfg.sweep``'s; ``compute_model`` for ``train.compute:
-    sleep`` (default: :func:`compute_model_for`); ``purchases``: ``decide.<name>``."""
+    sleep`` (default: :func:`compute_model_for`); ``purchases``: ``decide.<name>``;
+    ``launch_mode``: :func:`measure_jobs`'s."""
     folder = folder or data_dir(workload)
     if compute_model is None:
         compute_model = compute_model_for(workload, cfg)
     job = Job(workload, variant, cfg, grid or (cfg.sweep.ranks, cfg.sweep.batch_sizes), Path(folder), compute_model)
-    return measure_jobs(name or workload, [job], seed, purchases)
+    return measure_jobs(name or workload, [job], seed, purchases, launch_mode)
 
 
 def gathered(m) -> dict:
@@ -276,7 +297,9 @@ def write(stage: str, got: dict, params: dict, **env) -> dict:
     metrics = headline.workload_runs(runs, summary)
     out.metrics(metrics)
     run_usage = runs[[c for c in ("workload", "variant", "ranks", "batch_size", "repeat", "wall_seconds",
-                                  "cpu_seconds", "load_1min") if c in runs]].to_dict("records")
+                                  "cpu_seconds", "load_1min", "launch", "startup_s") if c in runs]].to_dict("records")
+    if "launch" in got:
+        env = {"launch": got["launch"]} | env
     out.env(params=params, ranks=ranks, runs=run_usage,
             peak_rss_note="peak_rss_bytes: the rank process (ru_maxrss, includes the framework's "
                           "libraries); peak_rss_children_bytes: its largest child (DataLoader worker)",
