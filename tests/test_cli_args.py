@@ -68,6 +68,7 @@ BAD = {  # (command, dest): (argv, text the error line must hold)
     ("trace run", "watch"): (["run", "-o", "t.parquet", "--watch", "/no/dir", "--", "true"], "--watch"),
     ("trace run", "block_scope"): (["run", "-o", "t.parquet", "--block-scope", "all", "--", "true"], "--block-scope"),
     ("trace run", "mode"): (["run", "-o", "t.parquet", "--mode", "x", "--", "true"], "--mode"),
+    ("trace run", "probes"): (["run", "-o", "t.parquet", "--probes", "fentry", "--", "true"], "--probes"),
     ("trace run", "files"): (["run", "-o", "t.parquet", "--files", "x", "--", "true"], "--files"),
     ("trace run", "dftracer_release"): (["run", "-o", "t.parquet", "--dftracer-release", "2.2", "--", "true"],
                                         "--dftracer-release"),

@@ -150,11 +150,16 @@ def test_a_window_of_a_sampled_span_counts_only_its_part(tmp_path):
         pytest.skip(f"{tmp_path} has no local block device to audit")
     f.write_bytes(os.urandom(4 * 2**20))
     size = f.stat().st_size
-    cache.evict([f], "fadvise")
     root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, "-c", _WINDOWS, str(f), str(size)], cwd=root, check=True,
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    # up to 3 tries, as for a page-cache drop: once, in a fresh-clone make test on a loaded box,
+    # the evicted file was read from the page cache (both windows heard 0 bytes)
+    for _ in range(3):
+        cache.evict([f], "fadvise")
+        out = subprocess.run([sys.executable, "-c", _WINDOWS, str(f), str(size)], cwd=root, check=True,
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        if r["second"]["processes_read_bytes"] >= size:
+            break
     if r["counts"]["cache_dropped_during"]:
         pytest.skip("another process dropped the page cache during the span")
     first, second = r["first"], r["second"]

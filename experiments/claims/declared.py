@@ -175,6 +175,10 @@ class Declaration(BaseModel):
                              "data set or count a user configures, a paper value for the one the paper "
                              "ran; allowed: the value on a plain id naming that configuration (the tier "
                              "it belongs to), the template without paper value, magnitude or derived")
+        if self.kind == "finding" and isinstance(self.paper_value, (int, float)) and not self.magnitude:
+            raise ValueError(f"paper_value = {self.paper_value!r} without a magnitude: a finding with a "
+                             "paper number shows ours beside it; allowed: magnitude ('within 25%', "
+                             "'within 2x', ...) saying how close ours must be to read as the paper's")
         return self
 
     def _rule_can_test_its_statement(self) -> None:
