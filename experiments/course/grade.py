@@ -364,20 +364,25 @@ def read_plain(path: Path) -> bytes | None:
 
 
 def _judged(lab: Lab, tests, qs: dict, record: dict, witness: Witness, keep: Path) -> dict:
-    """Otter's per-question results (the public tests' points: the hidden tests' runs count 0
-    there) with each hidden test's verdict added: its points when its judge passed, and a line
-    per hidden test in ``output``. Writes ``keep/judged.json``."""
+    """Each question's points, all judged outside the sandbox on the record: the public tests'
+    twins' and the hidden tests' verdicts (otter's in-kernel results of the public tests stay
+    the student's feedback, in ``output``, and count for nothing). ``public``: the points of
+    the public tests' twins. Writes ``keep/judged.json``."""
     qinfo = questions(master(lab))
     verdicts = judge_all(tests, record, {n: q["points"] for n, q in qinfo.items()}, witness)
     tmp = keep / "judged.json.tmp"
     tmp.write_text(json.dumps([v.__dict__ for v in verdicts], indent=1))
     os.replace(tmp, keep / "judged.json")
+    public = {h.key for h in tests if h.public}
     out = {}
-    for n, q in qs.items():
+    for n in [n for n, q in qinfo.items() if not q["manual"]]:   # otter's results name the questions: not trusted
+        q = qs.get(n, {"output": "", "max_score": qinfo[n]["points"]})
         mine = [v for v in verdicts if v.question == n]
-        lines = [f"hidden test {v.key} ({v.points:g} points): " + ("passed" if not v.message else "failed\n"
-                 + "\n".join("    " + ln for ln in v.message.splitlines())) for v in mine]
-        out[n] = {"score": q["score"] + sum(v.earned for v in mine),
+        lines = [f"{'public' if v.key in public else 'hidden'} test {v.key} ({v.points:g} points), judged outside: "
+                 + ("passed" if not v.message else "failed\n" + "\n".join("    " + ln for ln in v.message.splitlines()))
+                 for v in mine]
+        out[n] = {"score": sum(v.earned for v in mine),
+                  "public": sum(v.earned for v in mine if v.key in public),
                   "max_score": qinfo[n]["points"] if n in qinfo else q["max_score"],
                   "output": "\n\n".join([_public_output(q["output"]), *lines])}
     return out
@@ -388,9 +393,9 @@ def _public_output(otter_output: str) -> str:
     runs among them, which always pass there) left out."""
     text = otter_output.strip()
     if not text or "All test cases passed!" in text.splitlines()[0]:
-        return "public tests: all passed"
+        return "public tests in your kernel (feedback; the points are judged outside): all passed"
     text = re.sub(r"\n\s*\S+ - \d+ result:\n\s*✅ Test case passed", "", text)
-    return "public tests:\n" + text
+    return "public tests in your kernel (feedback; the points are judged outside):\n" + text
 
 
 # the child: otter run on the submission, nothing of the package (in the sandbox it is absent)
@@ -553,7 +558,7 @@ def grade_many(lab_name: str, sub: str | Path, out: Path | None = None, timeout_
         if static and imports_package(code_of(p)):
             for n, q in qs.items():
                 if n in qinfo:
-                    q["score"] = min(q["score"], qinfo[n]["public"])
+                    q["score"] = min(q["score"], q.get("public", qinfo[n]["public"]))
             errors.append("integrity: the notebook imports experiments (the graded references): hidden points set to 0")
         row = {"submission": sid, **{n: qs.get(n, {}).get("score", 0.0) for n in auto},
                "total": sum(qs.get(n, {}).get("score", 0.0) for n in auto),
