@@ -64,7 +64,9 @@ TRACED = ("fsync", "fdatasync", "rename", "renameat", "renameat2", "pread64")
 
 
 def chain(tokens) -> str:
-    """The digest a span's "end" carries: the SHA-256 (hex) of its tokens joined, in order."""
+    """The digest a span's "end" carries: the SHA-256 (hex) of its tokens joined, in order (the
+    witness expects its ticks' tokens kind by kind, kinds in alphabetical order, each in index
+    order: ``load`` 0, 1, ..., then ``step`` 0, 1, ...)."""
     return hashlib.sha256("".join(tokens).encode()).hexdigest()
 
 
@@ -282,7 +284,7 @@ class Witness:
         span.t1 = t1
         digest = q.get("digest")
         span.digest = digest if isinstance(digest, str) else ""
-        span.digest_ok = span.digest == chain(t[4] for t in span.ticks)
+        span.digest_ok = span.digest == chain(t[4] for t in sorted(span.ticks, key=lambda t: (t[0], t[1])))
         if sid in self._strace:
             span.calls = self._stop_strace(sid)
         return {"ok": True}
