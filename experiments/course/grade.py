@@ -330,6 +330,7 @@ def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
         asks = {h.key: oracles(h, inputs_namespace(h)) for h in tests if "_ask_" in h.inputs}
         with Witness(work, asks) as witness:
             r = _run_in(lab, sub, work, keep, timeout_s)
+        _keep_witness(witness, keep)
         if not r["error"]:
             r["questions"] = _judged(lab, tests, r["questions"], load_record(read_plain(work / RECORD)), witness, keep)
         return r
@@ -340,6 +341,14 @@ def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
                 (keep / f).write_bytes(data)
         _cleanup_memory(work / "scratch")
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _keep_witness(witness: Witness, keep: Path) -> None:
+    """``keep/witness.json``: what the witness saw, per span (its clock, the process's counters
+    and threads read outside, its ticks, strace's calls) and per file it read (not the bytes)."""
+    data = {"spans": [s.as_dict() for s in witness.spans],
+            "files": {t: {k: v for k, v in f.items() if k != "data"} for t, f in witness.files.items()}}
+    (keep / "witness.json").write_text(json.dumps(data, indent=1))
 
 
 MAX_READ = 256 << 20   # bytes of a submission's file the grader reads at most (a larger one: none)

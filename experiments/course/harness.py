@@ -291,8 +291,9 @@ def settle(span: int, seconds: float = 3.0) -> bool:
 
 
 def witness_file(path) -> int:
-    """Have the witness read ``path`` (a file of the submission's folder) itself; the token
-    under which it keeps its size, digest and content for the judge."""
+    """Have the witness read ``path`` (a file of the submission's folder, ``/tmp`` or
+    ``/dev/shm``, as this process sees it) itself; the token under which it keeps its size,
+    digest and content for the judge."""
     return int(_question({"file": os.path.abspath(os.fspath(path))})["token"])
 
 

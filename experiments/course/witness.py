@@ -216,7 +216,7 @@ class Witness:
         if "settle" in q:
             return self._settle(q)
         if "file" in q:
-            return self._file(q["file"])
+            return self._file(q["file"], pid if pid is not None else os.getpid())
         return {"refused": "not a question the witness answers"}
 
     # ---- spans ---------------------------------------------------------------------------------
@@ -339,14 +339,15 @@ class Witness:
 
     # ---- files ---------------------------------------------------------------------------------
 
-    def _file(self, where) -> dict:
-        if not isinstance(where, str):
-            return {"refused": "a path is a string"}
-        path = Path(os.path.realpath(where))
-        if self.work not in path.parents:
-            return {"refused": "not a file of the submission's folder"}
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    def _file(self, where, pid: int) -> dict:
+        if not isinstance(where, str) or not where.startswith("/"):
+            return {"refused": "a path is an absolute path (a string)"}
+        parts = [x for x in where.split("/") if x and x != "."]
+        if ".." in parts or not any(where == r or where.startswith(r + "/") for r in (str(self.work), "/tmp", "/dev/shm")):
+            return {"refused": "not a file of the submission's folder, /tmp or /dev/shm"}
+        try:   # the path as the asking process sees it (its own /tmp and /dev/shm in the sandbox),
+            # component by component without following a link (one could point out of it)
+            fd = _open_nofollow(f"/proc/{pid}/root", parts)
         except OSError as e:
             return {"refused": e.strerror or str(e)}
         try:
@@ -361,6 +362,7 @@ class Witness:
                     kept += chunk
         finally:
             os.close(fd)
+        path = where
         with self._lock:
             token = len(self.files) + 1
             self.files[token] = {"path": str(path), "bytes": size, "sha256": h.hexdigest(),
@@ -407,6 +409,25 @@ class Witness:
             return {"refused": f"{type(e).__name__}: {e}"}
         kept.append([name, args, value])
         return {"value": value}
+
+
+def _open_nofollow(root: str, parts: list[str]) -> int:
+    """An fd of the regular file ``root/parts...``, opened one component at a time without
+    following a symbolic link; OSError otherwise."""
+    fd = os.open(root, os.O_PATH | os.O_DIRECTORY)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            flags = (os.O_RDONLY | os.O_NONBLOCK) if last else (os.O_PATH | os.O_DIRECTORY)
+            nxt = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        if not parts:
+            raise IsADirectoryError("a folder, not a file")
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _tracer(pid: int, tid: int) -> bool:
