@@ -63,11 +63,11 @@ from . import Lab, sandbox
 from . import lab as find_lab
 from . import KIT_ENV, autograder_zip, kit_dir, master, student_notebook
 from .harness import RECORD_ENV, WITNESS_ENV
-from .hidden import inputs_namespace, judges, oracles, quiet_imports
+from .hidden import judges, quiet_imports
 from .integrity import imports_package
 from .judge import judge_all, load_record
 from .labkit import DIR_ENV, PROFILE_ENV, mem_root
-from .witness import SOCKET_NAME, Witness
+from .witness import SOCKET_NAME, WitnessProcess
 
 TIMEOUT_S = 600          # per submission; a smoke-profile lab grades in well under a minute
 UNPRIVILEGED = ("nobody", "nogroup")
@@ -327,8 +327,8 @@ def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
     keep.mkdir(parents=True)
     work = Path(tempfile.mkdtemp(prefix=f"dlio-grade-{lab.name[:5]}-"))
     try:
-        asks = {h.key: oracles(h, inputs_namespace(h)) for h in tests if "_ask_" in h.inputs}
-        with Witness(work, asks) as witness:
+        # the witness, a process of its own outside the sandbox (it makes the oracles itself)
+        with WitnessProcess(work, lab.name) as witness:
             r = _run_in(lab, sub, work, keep, timeout_s)
         _keep_witness(witness, keep)
         if not r["error"]:
@@ -343,10 +343,10 @@ def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _keep_witness(witness: Witness, keep: Path) -> None:
+def _keep_witness(witness: WitnessProcess, keep: Path) -> None:
     """``keep/witness.json``: what the witness saw, per span (its clock, the process's counters
     and threads read outside, its ticks, strace's calls) and per file it read (not the bytes)."""
-    data = {"spans": [s.as_dict() for s in witness.spans],
+    data = {"spans": witness.spans,
             "files": {t: {k: v for k, v in f.items() if k != "data"} for t, f in witness.files.items()}}
     (keep / "witness.json").write_text(json.dumps(data, indent=1))
 
@@ -372,7 +372,7 @@ def read_plain(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def _judged(lab: Lab, tests, qs: dict, record: dict, witness: Witness, keep: Path) -> dict:
+def _judged(lab: Lab, tests, qs: dict, record: dict, witness: WitnessProcess, keep: Path) -> dict:
     """Each question's points, all judged outside the sandbox on the record: the public tests'
     twins' and the hidden tests' verdicts (otter's in-kernel results of the public tests stay
     the student's feedback, in ``output``, and count for nothing). ``public``: the points of

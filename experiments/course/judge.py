@@ -86,7 +86,7 @@ def judge_one(h: Hidden, entry: dict | None, witness=None) -> str:
                   _witnessed=_witnessed(witness.log if witness else {}),
                   _asked=list(witness.asked.get(h.key, [])) if witness else [],
                   _span=_span(witness.spans_of(h.key) if witness else []),
-                  _file=_file(witness.files if witness else {}))
+                  _seen_file=_seen_file(witness.files if witness else {}))
         exec(compile(h.judge, f"<judge of {h.key}>", "exec"), ns)  # noqa: S102 (the grader's own code)
     except AssertionError as e:
         line = _failed_line(e, h)
@@ -133,8 +133,8 @@ def _span(spans: list[dict]):
     return get
 
 
-def _file(files: dict):
-    """The judge's ``_file(token)``: what the witness read of a file itself (``path``,
+def _seen_file(files: dict):
+    """The judge's ``_seen_file(token)``: what the witness read of a file itself (``path``,
     ``bytes``, ``sha256``, ``data``); AssertionError for an unknown token."""
     def get(token):
         assert token in files, f"the witness read no file under token {token!r}"

@@ -537,3 +537,104 @@ def _read_line(conn: socket.socket, limit: int = 65536) -> bytes:
             break
         data += chunk
     return data
+
+
+# ---- the witness as a process of its own ----------------------------------------------------
+
+class WitnessProcess:
+    """A :class:`Witness` for ``work`` served by a process of its own (``python -m
+    experiments.course.witness``), so that its clock and its answers wait on nothing the
+    grader's process does (a judge of another submission holding the interpreter's lock); the
+    oracles of ``lab``'s hidden tests are made there. After :meth:`close` (a context manager)
+    it holds what the witness kept: ``log``, ``asked``, ``spans`` (dicts) and ``files``."""
+
+    def __init__(self, work: Path, lab: str | None = None, timeout_s: float = 120):
+        self.work = Path(os.path.realpath(work))
+        self.path = self.work / SOCKET_NAME
+        self.log: dict[int, tuple] = {}
+        self.asked: dict[str, list] = {}
+        self.spans: list[dict] = []
+        self.files: dict[int, dict] = {}
+        self._out = Path(tempfile.mkdtemp(prefix="dlio-witness-")) / "kept.json"   # the grader's, not the submission's
+        root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH", "")) if x))
+        import sys
+        self._p = subprocess.Popen([sys.executable, "-m", "experiments.course.witness", str(self.work), str(self._out),
+                                    *([lab] if lab else [])], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        line = _ready(self._p, timeout_s)
+        if line != b"ready\n":
+            self._p.kill()
+            self._p.wait()
+            raise RuntimeError(f"the grader's witness did not start (it said {line!r})")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._p.poll() is None:
+            self._p.stdin.close()
+            try:
+                self._p.wait(30)
+            except subprocess.TimeoutExpired:
+                self._p.kill()
+                self._p.wait()
+        try:
+            kept = json.loads(self._out.read_text())
+        except (OSError, ValueError):
+            kept = {}
+        finally:
+            shutil.rmtree(self._out.parent, ignore_errors=True)
+        import base64
+        self.log = {int(k): tuple(v) for k, v in kept.get("log", {}).items()}
+        self.asked = kept.get("asked", {})
+        self.spans = kept.get("spans", [])
+        self.files = {int(k): {**v, "data": None if v.get("data") is None else base64.b64decode(v["data"])}
+                      for k, v in kept.get("files", {}).items()}
+
+    def spans_of(self, key: str) -> list[dict]:
+        return [s for s in self.spans if s["key"] == key]
+
+
+def _ready(p: subprocess.Popen, timeout_s: float) -> bytes:
+    box: list[bytes] = []
+    t = threading.Thread(target=lambda: box.append(p.stdout.readline()), daemon=True)
+    t.start()
+    t.join(timeout_s)
+    return box[0] if box else b""
+
+
+def _serve_main(argv: list[str]) -> int:
+    """``python -m experiments.course.witness WORK KEPT.json [LAB]``: serve WORK's witness until
+    stdin closes, then write what it kept to KEPT.json."""
+    import base64
+    import sys
+    work, out = Path(argv[0]), Path(argv[1])
+    oracles = {}
+    if len(argv) > 2:
+        from . import lab as find_lab
+        from .hidden import inputs_namespace, judges
+        from .hidden import oracles as make_oracles
+        oracles = {h.key: make_oracles(h, inputs_namespace(h)) for h in judges(find_lab(argv[2])) if "_ask_" in h.inputs}
+    w = Witness(work, oracles)
+    try:
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        sys.stdin.read()
+    finally:
+        w.close()
+        kept = {"log": {str(k): list(v) for k, v in w.log.items()}, "asked": w.asked,
+                "spans": [s.as_dict() for s in w.spans],
+                "files": {str(k): {**v, "data": None if v["data"] is None else base64.b64encode(v["data"]).decode()}
+                          for k, v in w.files.items()}}
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(kept))
+        os.replace(tmp, out)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(_serve_main(sys.argv[1:]))
