@@ -221,6 +221,8 @@ def test_autograder_holds_no_reference_no_judge_no_expected_value(built, x):
     # a line every run may hold (a loop over the inputs) is no leak where some test's run has it
     run_lines = {ln.strip() for h in tests for ln in h.run.splitlines()}
     for h in tests:
+        if h.public:   # a public test is the student's to read; its twin is judged outside all the same
+            continue
         for ln in (h.inputs + h.judge).splitlines():
             ln = ln.strip()
             if len(ln) > 25 and not ln.startswith("#") and ln not in run_lines:
