@@ -360,8 +360,10 @@ def test_crash_safe_checkpoint_test_kills_a_writer(tmp_path, monkeypatch):
         ns.update(given, labkit=labkit, np=np, LAB=x.name, _gh=harness)
         record = tmp_path / f"record-{ok}.jsonl"
         monkeypatch.setenv(harness.RECORD_ENV, str(record))
-        harness.run(h.key, ns, h.run)
-        verdict = judge_one(h, load_record(record.read_bytes()).get(h.key))
+        with Witness(tmp_path) as w:   # it reads the checkpoint after each kill itself
+            monkeypatch.setenv(harness.WITNESS_ENV, str(w.path))
+            harness.run(h.key, ns, h.run)
+        verdict = judge_one(h, load_record(record.read_bytes()).get(h.key), w)
         assert verdict == "" if ok else "torn" in verdict, verdict
 
 
