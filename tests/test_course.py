@@ -454,7 +454,7 @@ def weighted_cosine(u, v, weights):
     finally:
         for k in [k for k in sys.modules if k not in before]:
             del sys.modules[k]
-''', ("q1.2", "q2.1"))
+''', ("q1.p1", "q1.2", "q2.1"))   # q1.p1: its public test, judged outside, asks weighted_cosine(v, v) == 1
 
 
 # a module name no scan can read: the reference reached at run time (lab 1)
@@ -887,9 +887,9 @@ def test_tricks_earn_nothing_over_the_same_code_without_them(graded, x):
     assert "fsync" in applied or x.name != "lab04-burst-buffer"
     if x.name in TRICKS:   # the honest fault costs points: the tricks had something to earn
         assert sum(honest.values()) < sum(earned("solution").values()) - 1
-    # otter's own count, in the kernel, was fooled (every public test passed): it counts for nothing
-    otter = json.loads((g["dir"] / "tricked" / "results.json").read_text())
-    assert all(t.get("score") == t.get("max_score") for t in otter["tests"] if t.get("max_score")), otter["tests"]
+    # otter's own count, in the kernel, was fooled (the prediction's public test passed): it counts for nothing
+    otter = {t.get("name"): t for t in json.loads((g["dir"] / "tricked" / "results.json").read_text())["tests"]}
+    assert otter["prediction"]["score"] == otter["prediction"]["max_score"] > 0, otter.get("prediction")
 
 
 # ---- cheap checks -----------------------------------------------------------------------------
