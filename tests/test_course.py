@@ -858,6 +858,9 @@ def test_solution_gets_full_points(graded, x):
 
 # timed tests the tricks do not aim at, whose outcome on a loaded 2-core box is the box's (the
 # solution's test asserts them): left out of the test-by-test comparison
+# tests of the notebook's own measurement, which the patched clock distorts: lab 8's emulated runs
+# then beat their own compute (AU > 1), which the judge refuses; the trick can only lose there
+CLOCKED = {"lab08-accelerators": {"q3.1"}}
 NOISY = {"lab01-page-cache": {"q3.1"}, "lab02-tfdata-threads": {"q2.1"}, "lab03-prefetch": {"q2.p1", "q2.2"},
          "lab04-burst-buffer": {"q3.1"}, "lab06-formats-lmdb": {"q2.1"}}
 
@@ -867,8 +870,9 @@ NOISY = {"lab01-page-cache": {"q3.1"}, "lab02-tfdata-threads": {"q2.1"}, "lab03-
 def test_tricks_earn_nothing_over_the_same_code_without_them(graded, x):
     """A notebook that patches the clock, forges /proc's counters, patches otter's checker,
     sends "end" before the work of the spans its code fails (and, in lab 4, makes os.fsync of a
-    directory a no-op) earns, test by test, exactly what the same notebook without these tricks
-    earns: every point is judged outside the sandbox, every timed or counted one on the
+    directory a no-op) earns no test's point that the same notebook without these tricks does
+    not earn, and exactly its points on every test but those of the notebook's own measurement
+    that the patched clock distorts (where it can only lose): every point is judged outside the sandbox, every timed or counted one on the
     witness's numbers. (Without a fault of its own, the honest notebook is the solution with no
     prediction: it loses that point alone.)"""
     made, g = _result(graded, x.name)
@@ -877,7 +881,8 @@ def test_tricks_earn_nothing_over_the_same_code_without_them(graded, x):
         return {v["key"]: v["earned"] for v in json.loads((g["dir"] / sub / "judged.json").read_text())}
     tricked = earned("tricked")
     honest = earned("honest") if "honest" in made else {**earned("solution"), "prediction.p1": 0.0}
-    skip = NOISY.get(x.name, set())
+    assert set(tricked) == set(honest) and all(tricked[k] <= honest[k] for k in honest), (tricked, honest)
+    skip = NOISY.get(x.name, set()) | CLOCKED.get(x.name, set())
     assert {k: v for k, v in tricked.items() if k not in skip} == {k: v for k, v in honest.items() if k not in skip}
     assert tricked["prediction.p1"] == 0.0
     log = (g["dir"] / "tricked" / "log.txt").read_text(errors="replace")
