@@ -31,9 +31,11 @@ Writes, in the output folder it prints (default ``explore/course/grades/<lab>/<S
   ``ran_as`` (the user and uid the submission ran as, and in what: the sandbox, or why none);
 - ``answers/<question>.md``: the written answers (manual questions and the prediction),
   collected across submissions, one file per question, to grade with the lab's ``rubric.md``;
-- ``<submission>/feedback.md`` (per question points and what failed: the public tests' output,
-  each hidden test's verdict), ``results.json`` (otter's: the public tests), ``record.jsonl``
-  (what the runs recorded), ``judged.json`` (the hidden tests' verdicts) and ``log.txt``.
+- ``<submission>/feedback.md`` (per question points and what failed: the public tests' output
+  in the kernel, each test's verdict judged outside), ``results.json`` (otter's run of the public
+  tests in the kernel: the student's feedback, no points), ``record.jsonl`` (what the runs
+  recorded), ``witness.json`` (what the witness saw), ``judged.json`` (every test's verdict,
+  public twins and hidden tests: the points) and ``log.txt``.
 
     python -m experiments.course.grade LAB SUBMISSION.ipynb|FOLDER [--timeout S] [--jobs N] [--out DIR]
 """

@@ -1,7 +1,9 @@
 """Step 2 of grading: judge a submission's record outside the sandbox, with the package's references.
 
-The sandbox's run (:mod:`experiments.course.harness`) leaves a record: per hidden test, what the
-student's code gave on the grader's inputs (or the exception it raised). Here, in the grader's
+The sandbox's run (:mod:`experiments.course.harness`) leaves a record: per hidden test (and per
+public test's twin), what the student's code gave on the grader's inputs (or the exception it
+raised). What is timed or counted comes from the witness (:mod:`experiments.course.witness`),
+never from the record: a judge reads it as ``_span(label)`` and ``_seen_file(token)``. Here, in the grader's
 own process, where ``experiments`` imports, each hidden test's judge
 (:mod:`experiments.course.hidden`) runs on it: its inputs made again, ``_rec`` the values the run
 recorded, its assertions comparing them with the package's references. A test passes when its
