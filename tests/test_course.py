@@ -881,8 +881,9 @@ def test_tricks_earn_nothing_over_the_same_code_without_them(graded, x):
         return {v["key"]: v["earned"] for v in json.loads((g["dir"] / sub / "judged.json").read_text())}
     tricked = earned("tricked")
     honest = earned("honest") if "honest" in made else {**earned("solution"), "prediction.p1": 0.0}
-    assert set(tricked) == set(honest) and all(tricked[k] <= honest[k] for k in honest), (tricked, honest)
-    skip = NOISY.get(x.name, set()) | CLOCKED.get(x.name, set())
+    noisy = NOISY.get(x.name, set())
+    assert set(tricked) == set(honest) and all(tricked[k] <= honest[k] for k in honest if k not in noisy), (tricked, honest)
+    skip = noisy | CLOCKED.get(x.name, set())
     assert {k: v for k, v in tricked.items() if k not in skip} == {k: v for k, v in honest.items() if k not in skip}
     assert tricked["prediction.p1"] == 0.0
     log = (g["dir"] / "tricked" / "log.txt").read_text(errors="replace")
@@ -892,7 +893,8 @@ def test_tricks_earn_nothing_over_the_same_code_without_them(graded, x):
     assert {"clock", "proc", "otter", "early end"} <= applied, applied
     assert "fsync" in applied or x.name != "lab04-burst-buffer"
     if x.name in TRICKS:   # the honest fault costs points: the tricks had something to earn
-        assert sum(honest.values()) < sum(earned("solution").values()) - 1
+        sol = earned("solution")
+        assert sum(v for k, v in honest.items() if k not in skip) < sum(v for k, v in sol.items() if k not in skip) - 1
     # otter's own count, in the kernel, was fooled (the prediction's public test passed): it counts for nothing
     otter = {t.get("name"): t for t in json.loads((g["dir"] / "tricked" / "results.json").read_text())["tests"]}
     assert otter["prediction"]["score"] == otter["prediction"]["max_score"] > 0, otter.get("prediction")
