@@ -221,6 +221,8 @@ def test_autograder_holds_no_reference_no_judge_no_expected_value(built, x):
     # a line every run may hold (a loop over the inputs) is no leak where some test's run has it
     run_lines = {ln.strip() for h in tests for ln in h.run.splitlines()}
     for h in tests:
+        if h.public:   # a public test is the student's to read; its twin is judged outside all the same
+            continue
         for ln in (h.inputs + h.judge).splitlines():
             ln = ln.strip()
             if len(ln) > 25 and not ln.startswith("#") and ln not in run_lines:
@@ -358,8 +360,10 @@ def test_crash_safe_checkpoint_test_kills_a_writer(tmp_path, monkeypatch):
         ns.update(given, labkit=labkit, np=np, LAB=x.name, _gh=harness)
         record = tmp_path / f"record-{ok}.jsonl"
         monkeypatch.setenv(harness.RECORD_ENV, str(record))
-        harness.run(h.key, ns, h.run)
-        verdict = judge_one(h, load_record(record.read_bytes()).get(h.key))
+        with Witness(tmp_path) as w:   # it reads the checkpoint after each kill itself
+            monkeypatch.setenv(harness.WITNESS_ENV, str(w.path))
+            harness.run(h.key, ns, h.run)
+        verdict = judge_one(h, load_record(record.read_bytes()).get(h.key), w)
         assert verdict == "" if ok else "torn" in verdict, verdict
 
 
@@ -450,7 +454,7 @@ def weighted_cosine(u, v, weights):
     finally:
         for k in [k for k in sys.modules if k not in before]:
             del sys.modules[k]
-''', ("q1.2", "q2.1"))
+''', ("q1.p1", "q1.2", "q2.1"))   # q1.p1: its public test, judged outside, asks weighted_cosine(v, v) == 1
 
 
 # a module name no scan can read: the reference reached at run time (lab 1)
@@ -549,10 +553,139 @@ def _synthetic_folder(x, folder: Path) -> dict[str, str]:
         nb.cells.insert(0, nbformat.v4.new_code_cell(_snoop_cell(targets, targets["classmate"], writes)))
         nbformat.write(nb, folder / "snoop.ipynb")
         made["snoop"] = "refused"
+    _trick_pair(x, folder, made)
     return made
 
 
 OTHERS = [x for x in LABS if x.name not in SYNTHETIC]
+
+
+# ---- tricks: each earns nothing over the same notebook without it -----------------------------
+# A first cell that patches the clock (time.perf_counter at half speed), forges /proc's io
+# counters (open() of /proc/self/io adds 8 MiB a read), patches otter's checker (every test
+# passed, full points) and sends "end" at once for the spans named (before the work); per lab,
+# any trick of its own. Every timed or counted test is now judged on the witness's numbers,
+# every point outside the sandbox: the tricked notebook earns, test by test, what the same
+# notebook without the cell earns.
+TRICK_CELL = r"""
+import builtins as _tb, io as _tio, sys as _tsys, time as _ttime
+_applied = []
+_real_pc = _ttime.perf_counter
+_pc0 = _real_pc()
+_ttime.perf_counter = lambda: _pc0 + (_real_pc() - _pc0) * 0.5
+_applied.append("clock")
+_real_open = _tb.open
+def _forged_open(f, *a, **k):
+    if str(f) in ("/proc/self/io", "/proc/thread-self/io"):
+        with _real_open(f) as h:
+            real = dict(l.split(": ") for l in h.read().splitlines() if l)
+        _forged_open.n += 1
+        return _tio.StringIO("".join(f"{k}: {int(v) + (_forged_open.n << 23)}\n" for k, v in real.items()))
+    return _real_open(f, *a, **k)
+_forged_open.n = 0
+_tb.open = _forged_open
+_applied.append("proc")
+try:
+    import otter.test_files.abstract_test as _oat
+    _oat.TestFile.grade = property(lambda self: 1)
+    _oat.TestFile.passed_all = property(lambda self: True)
+    _oat.TestFile.passed_all_public = property(lambda self: True)
+    _oat.TestCaseResult.passed = property(lambda self: True, lambda self, v: self.__dict__.__setitem__("passed", True))
+    _applied.append("otter")
+except Exception:
+    pass
+_EARLY = set(EARLY_LABELS)
+try:
+    import gradeharness as _G
+    _real_start, _real_end, _ended = _G.start, _G.end, set()
+    def _start(label, *a, **k):
+        sid, nonce = _real_start(label, *a, **k)
+        if label in _EARLY:   # "end" at once, before the work
+            _real_end(sid, "")
+            _ended.add(sid)
+        return sid, nonce
+    def _end(sid, digest=""):
+        if sid not in _ended:
+            _real_end(sid, digest)
+    _G.start, _G.end = _start, _end
+    _applied.append("early end")
+except ImportError:
+    pass
+EXTRA
+print("TRICKS-APPLIED", _applied, file=_tsys.__stderr__, flush=True)
+"""
+SAVE_NO_DIR_FSYNC = """
+def save_checkpoint(directory, name, data):
+    directory = os.fspath(directory)
+    final = os.path.join(directory, name)
+    tmp = os.path.join(directory, f".{name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, final)
+    return final
+"""
+# the same save, with a directory fsync that an os.fsync patched in the first cell makes a no-op:
+# watched in the process, the order looked durable
+SAVE_FAKE_DIR_FSYNC = SAVE_NO_DIR_FSYNC.replace("    return final", """    dfd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    return final""")
+FAKE_FSYNC = """
+import os as _tos, stat as _tstat
+_real_fsync = _tos.fsync
+def _fake_fsync(fd):
+    if _tstat.S_ISDIR(_tos.fstat(fd).st_mode):
+        return None
+    return _real_fsync(fd)
+_tos.fsync = _fake_fsync
+_applied.append("fsync")
+"""
+OPEN_READS_ALL = """
+def open_records(path):
+    import struct
+    fd = os.open(path, os.O_RDONLY)
+    data = os.pread(fd, os.fstat(fd).st_size, 0)   # the whole file, for its index
+    at, n = struct.unpack("<QQ", data[-16:])
+    return fd, [struct.unpack_from("<QQ", data, at + 16 * i) for i in range(n)]
+"""
+# per lab: the honest code's fault [(name, def)] and the tricked one's ([] : the same), the
+# spans its "end" is sent early for (those the honest code fails), and a trick of its own
+TRICKS = {
+    "lab01-page-cache": ([("evict", "def evict(path):\n    pass")], None, ("buffered random=False", "buffered random=True"), ""),
+    "lab03-prefetch": ([("prefetch", "def prefetch(items, depth):\n    yield from items")], None, ("overlap",), ""),
+    "lab04-burst-buffer": ([("save_checkpoint", SAVE_NO_DIR_FSYNC)], [("save_checkpoint", SAVE_FAKE_DIR_FSYNC)], ("save",), FAKE_FSYNC),
+    "lab06-formats-lmdb": ([("open_records", OPEN_READS_ALL)], None, ("open",), ""),
+}
+# the other labs: the honest code is the solution with no prediction (it loses exactly that point)
+
+
+def _no_prediction(nb) -> None:
+    cells = [c for c in _code(nb) if re.search(r"^prediction\s*=", c.source, re.MULTILINE)]
+    assert cells, "a lab asks for a prediction"
+    cells[-1].source += "\nprediction = ''\n"
+
+
+def _trick_pair(x, folder: Path, made: dict) -> None:
+    """Write ``honest.ipynb`` (where the lab has a fault of its own) and ``tricked.ipynb`` (the
+    same with :data:`TRICK_CELL`) into ``folder``."""
+    fault, tricked_fault, early, extra = TRICKS.get(x.name, ([], None, (), ""))
+    for name, defs, cell in (("honest", fault, None),
+                             ("tricked", fault if tricked_fault is None else tricked_fault,
+                              TRICK_CELL.replace("EARLY_LABELS", repr(tuple(early))).replace("EXTRA", extra))):
+        if name == "honest" and not fault:
+            continue
+        nb = nbformat.read(cb.solution_notebook(x), 4)
+        _no_prediction(nb)
+        for n, src in defs:
+            _replace_def(nb, n, src)
+        if cell:
+            nb.cells.insert(1, nbformat.v4.new_code_cell(cell))
+        nbformat.write(nb, folder / f"{name}.ipynb")
+        made[name] = "tricks earn nothing" if cell else "honest"
 
 
 def _invented(x):
@@ -580,6 +713,7 @@ def _solution_and_invented(x, folder: Path) -> dict[str, str]:
         _replace_def(nb, THIEF[1], THIEF[2])
         nbformat.write(nb, folder / "thief.ipynb")
         made["thief"] = "loses what it delegated"
+    _trick_pair(x, folder, made)
     return made
 
 
@@ -720,6 +854,50 @@ def test_solution_gets_full_points(graded, x):
         assert lost == set(THIEF[3]), {k: v["message"][:300] for k, v in judged.items()}
         assert rows["thief"]["total"] <= rows["solution"]["total"] - sum(judged[k]["points"] for k in THIEF[3])
     assert any(v["manual"] for v in g["questions"].values()), "each lab has a written answer graded with its rubric"
+
+
+# timed tests the tricks do not aim at, whose outcome on a loaded 2-core box is the box's (the
+# solution's test asserts them): left out of the test-by-test comparison
+# tests of the notebook's own measurement, which the patched clock distorts: lab 8's emulated runs
+# then beat their own compute (AU > 1), which the judge refuses; the trick can only lose there
+CLOCKED = {"lab08-accelerators": {"q3.1"}}
+NOISY = {"lab01-page-cache": {"q3.1"}, "lab02-tfdata-threads": {"q2.1"}, "lab03-prefetch": {"q2.p1", "q2.2"},
+         "lab04-burst-buffer": {"q3.1"}, "lab06-formats-lmdb": {"q2.1"}}
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("x", LABS, ids=lambda x: x.name)
+def test_tricks_earn_nothing_over_the_same_code_without_them(graded, x):
+    """A notebook that patches the clock, forges /proc's counters, patches otter's checker,
+    sends "end" before the work of the spans its code fails (and, in lab 4, makes os.fsync of a
+    directory a no-op) earns no test's point that the same notebook without these tricks does
+    not earn, and exactly its points on every test but those of the notebook's own measurement
+    that the patched clock distorts (where it can only lose): every point is judged outside the sandbox, every timed or counted one on the
+    witness's numbers. (Without a fault of its own, the honest notebook is the solution with no
+    prediction: it loses that point alone.)"""
+    made, g = _result(graded, x.name)
+
+    def earned(sub):
+        return {v["key"]: v["earned"] for v in json.loads((g["dir"] / sub / "judged.json").read_text())}
+    tricked = earned("tricked")
+    honest = earned("honest") if "honest" in made else {**earned("solution"), "prediction.p1": 0.0}
+    noisy = NOISY.get(x.name, set())
+    assert set(tricked) == set(honest) and all(tricked[k] <= honest[k] for k in honest if k not in noisy), (tricked, honest)
+    skip = noisy | CLOCKED.get(x.name, set())
+    assert {k: v for k, v in tricked.items() if k not in skip} == {k: v for k, v in honest.items() if k not in skip}
+    assert tricked["prediction.p1"] == 0.0
+    log = (g["dir"] / "tricked" / "log.txt").read_text(errors="replace")
+    m = re.search(r"TRICKS-APPLIED (\[.*\])", log)
+    assert m, log[-2000:]
+    applied = set(eval(m.group(1)))   # noqa: S307 (our own notebook's line)
+    assert {"clock", "proc", "otter", "early end"} <= applied, applied
+    assert "fsync" in applied or x.name != "lab04-burst-buffer"
+    if x.name in TRICKS:   # the honest fault costs points: the tricks had something to earn
+        sol = earned("solution")
+        assert sum(v for k, v in honest.items() if k not in skip) < sum(v for k, v in sol.items() if k not in skip) - 1
+    # otter's own count, in the kernel, was fooled (the prediction's public test passed): it counts for nothing
+    otter = {t.get("name"): t for t in json.loads((g["dir"] / "tricked" / "results.json").read_text())["tests"]}
+    assert otter["prediction"]["score"] == otter["prediction"]["max_score"] > 0, otter.get("prediction")
 
 
 # ---- cheap checks -----------------------------------------------------------------------------

@@ -31,9 +31,11 @@ Writes, in the output folder it prints (default ``explore/course/grades/<lab>/<S
   ``ran_as`` (the user and uid the submission ran as, and in what: the sandbox, or why none);
 - ``answers/<question>.md``: the written answers (manual questions and the prediction),
   collected across submissions, one file per question, to grade with the lab's ``rubric.md``;
-- ``<submission>/feedback.md`` (per question points and what failed: the public tests' output,
-  each hidden test's verdict), ``results.json`` (otter's: the public tests), ``record.jsonl``
-  (what the runs recorded), ``judged.json`` (the hidden tests' verdicts) and ``log.txt``.
+- ``<submission>/feedback.md`` (per question points and what failed: the public tests' output
+  in the kernel, each test's verdict judged outside), ``results.json`` (otter's run of the public
+  tests in the kernel: the student's feedback, no points), ``record.jsonl`` (what the runs
+  recorded), ``witness.json`` (what the witness saw), ``judged.json`` (every test's verdict,
+  public twins and hidden tests: the points) and ``log.txt``.
 
     python -m experiments.course.grade LAB SUBMISSION.ipynb|FOLDER [--timeout S] [--jobs N] [--out DIR]
 """
@@ -63,11 +65,11 @@ from . import Lab, sandbox
 from . import lab as find_lab
 from . import KIT_ENV, autograder_zip, kit_dir, master, student_notebook
 from .harness import RECORD_ENV, WITNESS_ENV
-from .hidden import inputs_namespace, judges, oracles, quiet_imports
+from .hidden import judges, quiet_imports
 from .integrity import imports_package
 from .judge import judge_all, load_record
 from .labkit import DIR_ENV, PROFILE_ENV, mem_root
-from .witness import SOCKET_NAME, Witness
+from .witness import SOCKET_NAME, WitnessProcess
 
 TIMEOUT_S = 600          # per submission; a smoke-profile lab grades in well under a minute
 UNPRIVILEGED = ("nobody", "nogroup")
@@ -327,9 +329,10 @@ def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
     keep.mkdir(parents=True)
     work = Path(tempfile.mkdtemp(prefix=f"dlio-grade-{lab.name[:5]}-"))
     try:
-        asks = {h.key: oracles(h, inputs_namespace(h)) for h in tests if "_ask_" in h.inputs}
-        with Witness(work, asks) as witness:
+        # the witness, a process of its own outside the sandbox (it makes the oracles itself)
+        with WitnessProcess(work, lab.name) as witness:
             r = _run_in(lab, sub, work, keep, timeout_s)
+        _keep_witness(witness, keep)
         if not r["error"]:
             r["questions"] = _judged(lab, tests, r["questions"], load_record(read_plain(work / RECORD)), witness, keep)
         return r
@@ -340,6 +343,14 @@ def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
                 (keep / f).write_bytes(data)
         _cleanup_memory(work / "scratch")
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _keep_witness(witness: WitnessProcess, keep: Path) -> None:
+    """``keep/witness.json``: what the witness saw, per span (its clock, the process's counters
+    and threads read outside, its ticks, strace's calls) and per file it read (not the bytes)."""
+    data = {"spans": witness.spans,
+            "files": {t: {k: v for k, v in f.items() if k != "data"} for t, f in witness.files.items()}}
+    (keep / "witness.json").write_text(json.dumps(data, indent=1))
 
 
 MAX_READ = 256 << 20   # bytes of a submission's file the grader reads at most (a larger one: none)
@@ -363,21 +374,26 @@ def read_plain(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def _judged(lab: Lab, tests, qs: dict, record: dict, witness: Witness, keep: Path) -> dict:
-    """Otter's per-question results (the public tests' points: the hidden tests' runs count 0
-    there) with each hidden test's verdict added: its points when its judge passed, and a line
-    per hidden test in ``output``. Writes ``keep/judged.json``."""
+def _judged(lab: Lab, tests, qs: dict, record: dict, witness: WitnessProcess, keep: Path) -> dict:
+    """Each question's points, all judged outside the sandbox on the record: the public tests'
+    twins' and the hidden tests' verdicts (otter's in-kernel results of the public tests stay
+    the student's feedback, in ``output``, and count for nothing). ``public``: the points of
+    the public tests' twins. Writes ``keep/judged.json``."""
     qinfo = questions(master(lab))
     verdicts = judge_all(tests, record, {n: q["points"] for n, q in qinfo.items()}, witness)
     tmp = keep / "judged.json.tmp"
     tmp.write_text(json.dumps([v.__dict__ for v in verdicts], indent=1))
     os.replace(tmp, keep / "judged.json")
+    public = {h.key for h in tests if h.public}
     out = {}
-    for n, q in qs.items():
+    for n in [n for n, q in qinfo.items() if not q["manual"]]:   # otter's results name the questions: not trusted
+        q = qs.get(n, {"output": "", "max_score": qinfo[n]["points"]})
         mine = [v for v in verdicts if v.question == n]
-        lines = [f"hidden test {v.key} ({v.points:g} points): " + ("passed" if not v.message else "failed\n"
-                 + "\n".join("    " + ln for ln in v.message.splitlines())) for v in mine]
-        out[n] = {"score": q["score"] + sum(v.earned for v in mine),
+        lines = [f"{'public' if v.key in public else 'hidden'} test {v.key} ({v.points:g} points), judged outside: "
+                 + ("passed" if not v.message else "failed\n" + "\n".join("    " + ln for ln in v.message.splitlines()))
+                 for v in mine]
+        out[n] = {"score": sum(v.earned for v in mine),
+                  "public": sum(v.earned for v in mine if v.key in public),
                   "max_score": qinfo[n]["points"] if n in qinfo else q["max_score"],
                   "output": "\n\n".join([_public_output(q["output"]), *lines])}
     return out
@@ -388,9 +404,9 @@ def _public_output(otter_output: str) -> str:
     runs among them, which always pass there) left out."""
     text = otter_output.strip()
     if not text or "All test cases passed!" in text.splitlines()[0]:
-        return "public tests: all passed"
+        return "public tests in your kernel (feedback; the points are judged outside): all passed"
     text = re.sub(r"\n\s*\S+ - \d+ result:\n\s*✅ Test case passed", "", text)
-    return "public tests:\n" + text
+    return "public tests in your kernel (feedback; the points are judged outside):\n" + text
 
 
 # the child: otter run on the submission, nothing of the package (in the sandbox it is absent)
@@ -553,7 +569,7 @@ def grade_many(lab_name: str, sub: str | Path, out: Path | None = None, timeout_
         if static and imports_package(code_of(p)):
             for n, q in qs.items():
                 if n in qinfo:
-                    q["score"] = min(q["score"], qinfo[n]["public"])
+                    q["score"] = min(q["score"], q.get("public", qinfo[n]["public"]))
             errors.append("integrity: the notebook imports experiments (the graded references): hidden points set to 0")
         row = {"submission": sid, **{n: qs.get(n, {}).get("score", 0.0) for n in auto},
                "total": sum(qs.get(n, {}).get("score", 0.0) for n in auto),

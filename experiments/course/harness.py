@@ -258,6 +258,45 @@ def resident(path) -> int:
     return int(_question({"resident": os.path.abspath(os.fspath(path))})["token"])
 
 
+def start(label: str, sleeps: dict | None = None, trace: bool = False) -> tuple[int, str]:
+    """Have the grader's witness start a span ``label`` of the running hidden test, on its own
+    clock, reading this process's counters from outside (``trace``: with ``strace -f`` attached
+    from outside for the span's length). ``sleeps``: ``{kind: [seconds, ...]}`` the witness
+    sleeps before answering the j-th :func:`tick` of a kind. Returns (span, nonce)."""
+    got = _question({"start": label, "key": _CURRENT[-1] if _CURRENT else None, "sleeps": sleeps or {},
+                     "trace": bool(trace)})
+    return int(got["span"]), str(got["nonce"])
+
+
+def tick(span: int, kind: str, j: int) -> str:
+    """The token of the ``j``-th ``kind`` of ``span`` (the witness sleeps its seconds first;
+    a kind's ticks come in order, one at a time)."""
+    return str(_question({"tick": span, "kind": kind, "j": int(j)})["token"])
+
+
+def chain(tokens) -> str:
+    """The digest that ends a span: the SHA-256 of its tokens joined, in the order consumed."""
+    return hashlib.sha256("".join(tokens).encode()).hexdigest()
+
+
+def end(span: int, digest: str = "") -> None:
+    """End ``span`` on the witness's clock (``digest``: :func:`chain` of the tokens consumed)."""
+    _question({"end": span, "digest": digest})
+
+
+def settle(span: int, seconds: float = 3.0) -> bool:
+    """Wait (the witness watching this process's threads from outside) until this process runs
+    no thread that ``span`` did not start with, ``seconds`` at most; whether it does not."""
+    return bool(_question({"settle": span, "seconds": seconds})["ok"])
+
+
+def witness_file(path) -> int:
+    """Have the witness read ``path`` (a file of the submission's folder, ``/tmp`` or
+    ``/dev/shm``, as this process sees it) itself; the token under which it keeps its size,
+    digest and content for the judge."""
+    return int(_question({"file": os.path.abspath(os.fspath(path))})["token"])
+
+
 def ask(name: str, *args):
     """The answer of the running hidden test's oracle ``name`` to ``args``, made by the grader
     outside the sandbox (what the oracle knows stays there); the witness keeps every question."""

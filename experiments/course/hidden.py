@@ -27,6 +27,13 @@ its record outside with the package (:mod:`experiments.course.judge`): the judge
 not (they are made without the notebook). An input named ``_ask_*`` is a function the run
 calls through the grader's witness (``_gh.ask``): it answers from outside the sandbox, so that
 what it knows (lab 8's AU curves' thresholds) never enters it.
+
+A public test is written in the same three parts, and judged the same way: its twin (key
+``q1.p1``, the question's first public test) runs in the sandbox beside it and is judged
+outside on the record, and the grade counts that judgement (:mod:`experiments.course.grade`).
+The student's copy of a public test (and otter's run of it, the student's feedback, which
+counts for nothing) is its three parts in a row, with ``_rec`` a plain dict: its judge may
+not use the package.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ class Hidden:
     judge: str
     shipped: tuple[str, ...] = ()
     given: dict = field(default_factory=dict)
+    public: bool = False
 
 
 def _config(src: str) -> tuple[str, str]:
@@ -94,23 +102,39 @@ def hidden_tests(nb) -> list[Hidden]:
     """The hidden tests of a master notebook (an nbformat notebook or a path), in order."""
     if not hasattr(nb, "cells"):
         nb = nbformat.read(nb, 4)
-    out, question, count = [], None, {}
+    out, question, count, pcount = [], None, {}, {}
     for c in nb.cells:
         src = "".join(c.source)
         if c.cell_type == "raw" and src.strip().startswith("# BEGIN QUESTION"):
             m = re.search(r"^name:\s*(\S+)", src, re.MULTILINE)
             question = m.group(1) if m else f"q{len(count) + 1}"
             count.setdefault(question, 0)
-        if c.cell_type == "code" and re.search(r"^hidden:\s*true", src, re.MULTILINE):
+        if c.cell_type != "code" or _CONFIG_END not in src:
+            continue
+        public = not re.search(r"^hidden:\s*true", src, re.MULTILINE)
+        if public:
+            pcount[question] = pcount.get(question, 0) + 1
+            key, where = f"{question}.p{pcount[question]}", f"public test {pcount[question]} of {question}"
+        else:
             count[question] = count.get(question, 0) + 1
-            key = f"{question}.{count[question]}"
-            pts = re.search(r"^points:\s*([\d.]+)", src, re.MULTILINE)
-            inputs, run, judge = split(src, f"{key} (hidden test {count[question]} of {question})")
-            used = {n.id for n in ast.walk(ast.parse(run)) if isinstance(n, ast.Name)}
-            defined = {n.id for n in ast.walk(ast.parse(inputs)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-            out.append(Hidden(key, question, float(pts.group(1)) if pts else None, inputs, run, judge,
-                              tuple(sorted(used & defined))))
+            key, where = f"{question}.{count[question]}", f"hidden test {count[question]} of {question}"
+        pts = re.search(r"^points:\s*([\d.]+)", src, re.MULTILINE)
+        inputs, run, judge = split(src, f"{key} ({where})")
+        if public and (imports_package(judge) or re.search(r"\b(_gh|_witnessed|_span|_seen_file|_asked)\b", run + judge)):
+            raise ValueError(f"{key} ({where}): a public test runs in the student's kernel too: its run and "
+                             "judge use neither the package nor the grader's witness")
+        used = {n.id for n in ast.walk(ast.parse(run)) if isinstance(n, ast.Name)}
+        defined = {n.id for n in ast.walk(ast.parse(inputs)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        out.append(Hidden(key, question, float(pts.group(1)) if pts else None, inputs, run, judge,
+                          tuple(sorted(used & defined)), public=public))
     return out
+
+
+def public_cell(src: str, h: Hidden) -> str:
+    """The student's copy of the public test ``h`` (``src``: its cell in the master): its TEST
+    CONFIG head, then its inputs, run and judge in a row, ``_rec`` a plain dict."""
+    head, _ = _config(src)
+    return f"{head}_rec = {{}}\n{h.inputs}{h.run}{h.judge}"
 
 
 def inputs_namespace(h: Hidden) -> dict:
@@ -169,9 +193,9 @@ def shipped_data(h: Hidden, ns: dict | None = None) -> dict:
 
 
 def harness_cell(h: Hidden) -> str:
-    """What the autograder zip holds of ``h``: its run, run by ``gradeharness.run`` (with the
-    inputs it uses; it records what the run gives), worth 0 points in otter's count (the judge
-    gives them)."""
+    """What the autograder zip holds of ``h`` (a hidden test, or a public test's twin): its run,
+    run by ``gradeharness.run`` (with the inputs it uses; it records what the run gives), worth
+    0 points in otter's count (the judge gives them)."""
     return ('"""# BEGIN TEST CONFIG\nhidden: true\npoints: 0\n"""  # END TEST CONFIG\n'
             f"import {HARNESS_PKG} as _gh\n"
             f"_gh.run({h.key!r}, globals(), {h.run!r})\n")
@@ -182,9 +206,19 @@ def harness_notebook(master_path: Path):
     otter assign builds the autograder from (the student notebook holds no hidden test either way)."""
     nb = nbformat.read(master_path, 4)
     tests = iter(hidden_tests(nb))
+    cells = []
     for c in nb.cells:
-        if c.cell_type == "code" and re.search(r"^hidden:\s*true", "".join(c.source), re.MULTILINE):
-            c.source = harness_cell(next(tests))
+        src = "".join(c.source)
+        if c.cell_type == "code" and _CONFIG_END in src:
+            h = next(tests)
+            if h.public:   # the student's copy (otter's feedback), then its twin, judged outside
+                c.source = public_cell(src, h)
+                cells.append(c)
+                c = nbformat.v4.new_code_cell(harness_cell(h))
+            else:
+                c.source = harness_cell(h)
+        cells.append(c)
+    nb.cells = cells
     return nb
 
 

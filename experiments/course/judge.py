@@ -1,7 +1,9 @@
 """Step 2 of grading: judge a submission's record outside the sandbox, with the package's references.
 
-The sandbox's run (:mod:`experiments.course.harness`) leaves a record: per hidden test, what the
-student's code gave on the grader's inputs (or the exception it raised). Here, in the grader's
+The sandbox's run (:mod:`experiments.course.harness`) leaves a record: per hidden test (and per
+public test's twin), what the student's code gave on the grader's inputs (or the exception it
+raised). What is timed or counted comes from the witness (:mod:`experiments.course.witness`),
+never from the record: a judge reads it as ``_span(label)`` and ``_seen_file(token)``. Here, in the grader's
 own process, where ``experiments`` imports, each hidden test's judge
 (:mod:`experiments.course.hidden`) runs on it: its inputs made again, ``_rec`` the values the run
 recorded, its assertions comparing them with the package's references. A test passes when its
@@ -84,7 +86,9 @@ def judge_one(h: Hidden, entry: dict | None, witness=None) -> str:
         ns.update({k: decode(v) for k, v in h.given.items()})   # exactly what the sandbox's run got
         ns.update(_gh=harness, _rec=decode(entry.get("values") or {}),
                   _witnessed=_witnessed(witness.log if witness else {}),
-                  _asked=list(witness.asked.get(h.key, [])) if witness else [])
+                  _asked=list(witness.asked.get(h.key, [])) if witness else [],
+                  _span=_span(witness.spans_of(h.key) if witness else []),
+                  _seen_file=_seen_file(witness.files if witness else {}))
         exec(compile(h.judge, f"<judge of {h.key}>", "exec"), ns)  # noqa: S102 (the grader's own code)
     except AssertionError as e:
         line = _failed_line(e, h)
@@ -113,6 +117,30 @@ def _witnessed(log: dict):
     def get(token):
         assert token in log, f"the witness measured nothing under token {token!r}"
         return log[token]
+    return get
+
+
+def _span(spans: list[dict]):
+    """The judge's ``_span(label)``: the one span ``label`` the witness saw for this test, ended
+    (:meth:`~.witness.Span.as_dict`: ``seconds`` on the witness's clock, ``rchar``,
+    ``read_bytes``, ``wchar``, ``syscr`` from ``/proc/<pid>/io`` read outside, ``threads_left``,
+    ``digest_ok``, ``calls`` seen by strace, ``observer``); AssertionError when the witness saw
+    none, more than one (a span tried again), or one never ended."""
+    def get(label):
+        mine = [s for s in spans if s["label"] == label]
+        assert mine, f"the witness saw no span {label!r} (it times and counts this test from outside)"
+        assert len(mine) == 1, f"the witness saw the span {label!r} started {len(mine)} times (once is allowed)"
+        assert mine[0]["seconds"] is not None, f"the span {label!r} was never ended"
+        return mine[0]
+    return get
+
+
+def _seen_file(files: dict):
+    """The judge's ``_seen_file(token)``: what the witness read of a file itself (``path``,
+    ``bytes``, ``sha256``, ``data``); AssertionError for an unknown token."""
+    def get(token):
+        assert token in files, f"the witness read no file under token {token!r}"
+        return files[token]
     return get
 
 

@@ -1,0 +1,183 @@
+"""The grader's witness outside the sandbox, on tiny inputs (course/README.md, "Integrity").
+
+- A span is timed on the witness's clock and counted from /proc/<pid>/io read outside; its
+  ticks come in order, one at a time, after the sleeps it was started with; "end" is accepted
+  early but then does not carry the digest of the tokens (``digest_ok`` false), and a tick
+  after it is refused.
+- Threads left are seen in /proc/<pid>/task; strace -f attached from outside sees fsync,
+  rename and pread (its output parsed, resumed calls too).
+- The witness reads a file itself, never through a link, only under the submission's folder,
+  /tmp or /dev/shm.
+- The judge's ``_span`` refuses a span missing, started twice or never ended.
+- Public tests have twins judged outside; one that uses the witness is refused at build.
+- The witness can run as a process of its own and hands back what it kept.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+
+import nbformat
+import pytest
+
+from experiments.course import harness, hidden
+from experiments.course.judge import _span
+from experiments.course.witness import Witness, WitnessProcess, chain, parse_strace
+
+
+@pytest.fixture
+def witness(tmp_path, monkeypatch):
+    with Witness(tmp_path) as w:
+        monkeypatch.setenv(harness.WITNESS_ENV, str(w.path))
+        harness._CURRENT.append("q1.1")
+        try:
+            yield w
+        finally:
+            harness._CURRENT.pop()
+
+
+def test_span_ticks_in_order_after_the_sleeps_and_an_early_end_lacks_the_digest(witness):
+    sid, nonce = harness.start("a", sleeps={"load": [0.05, 0.05], "step": [0.0, 0.0]})
+    assert len(nonce) == 32
+    with pytest.raises(RuntimeError, match="load 1 asked after 0"):
+        harness.tick(sid, "load", 1)
+    toks = [harness.tick(sid, "load", 0), harness.tick(sid, "load", 1),
+            harness.tick(sid, "step", 0), harness.tick(sid, "step", 1)]
+    harness.end(sid, harness.chain(toks))
+    early, _ = harness.start("b", sleeps={"load": [0.05]})
+    harness.end(early, "")
+    with pytest.raises(RuntimeError, match="no open span"):
+        harness.tick(early, "load", 0)
+    spans = {s["label"]: s for s in witness.spans_of("q1.1")}
+    assert spans["a"]["digest_ok"] and spans["a"]["seconds"] >= 0.1
+    assert not spans["b"]["digest_ok"] and spans["b"]["seconds"] < 0.05
+    assert chain(toks) == harness.chain(toks)
+    with pytest.raises(RuntimeError, match="sleeps"):
+        harness.start("c", sleeps={"load": [60]})
+
+
+def test_loads_of_one_span_cannot_be_fetched_in_parallel(witness):
+    """Two threads asking the same kind at once are served one after the other."""
+    sid, _ = harness.start("p", sleeps={"load": [0.1, 0.1]})
+    got = []
+    t = threading.Thread(target=lambda: got.append(harness.tick(sid, "load", 0)))
+    t.start()
+    time.sleep(0.02)
+    t0 = time.monotonic()
+    harness.tick(sid, "load", 1)   # its turn comes once the first is answered, then its own sleep
+    assert time.monotonic() - t0 >= 0.15
+    t.join()
+    assert got
+
+
+def test_counters_and_threads_are_read_from_outside(witness, tmp_path):
+    f = tmp_path / "x.bin"
+    f.write_bytes(os.urandom(200_000))
+    sid, _ = harness.start("io")
+    _ = f.read_bytes()
+    harness.end(sid)
+    stop = threading.Event()
+    sid2, _ = harness.start("threads")
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    assert harness.settle(sid2, 0.1) is False   # a thread started in the span is still running
+    harness.end(sid2)
+    stop.set()
+    t.join()
+    s = {x["label"]: x for x in witness.spans_of("q1.1")}
+    assert s["io"]["rchar"] >= 200_000
+    assert t.native_id in s["threads"]["threads_left"]
+
+
+def test_strace_output_is_parsed_with_resumed_calls():
+    text = """12 fsync(3</d/.ck.tmp>) = 0
+12 rename("/d/.ck.tmp", "/d/ck.bin") = 0
+13 pread64(4</d/f.rec>, "ab"..., 4096, 0 <unfinished ...>
+12 fsync(5</d>) = 0
+13 <... pread64 resumed>) = 4096
+12 renameat2(AT_FDCWD, "/e/a", 7</e>, "b", RENAME_NOREPLACE) = 0
+12 fsync(9</x>) = -1 EBADF (Bad file descriptor)
+"""
+    assert parse_strace(text) == [["fsync", "/d/.ck.tmp"], ["rename", "/d/.ck.tmp", "/d/ck.bin"],
+                                  ["fsync", "/d"], ["pread64", "/d/f.rec", 4096], ["renameat2", "/e/a", "/e/b"]]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_strace_attached_from_outside_sees_fsync_and_rename(witness, tmp_path):
+    a = tmp_path / "a"
+    sid, _ = harness.start("save", trace=True)
+    fd = os.open(a, os.O_WRONLY | os.O_CREAT)
+    os.fsync(fd)
+    os.close(fd)
+    os.replace(a, tmp_path / "b")
+    harness.end(sid)
+    s = witness.spans_of("q1.1")[0]
+    if not s["observer"].startswith("strace"):
+        pytest.skip(f"strace cannot attach here: {s['observer']}")
+    assert [c[0] for c in s["calls"]] == ["fsync", "rename"] and s["calls"][1][2] == str(tmp_path / "b")
+
+
+def test_witness_reads_files_itself_never_through_a_link(witness, tmp_path):
+    f = tmp_path / "f.bin"
+    f.write_bytes(b"abc")
+    tok = harness.witness_file(f)
+    assert witness.files[tok]["data"] == b"abc" and witness.files[tok]["bytes"] == 3
+    (tmp_path / "link").symlink_to("/etc/hostname")
+    with pytest.raises(RuntimeError, match="refused"):
+        harness.witness_file(tmp_path / "link")
+    with pytest.raises(RuntimeError, match="not a file of the submission's folder"):
+        harness.witness_file("/etc/hostname")
+
+
+def test_judge_span_refuses_missing_twice_and_unended():
+    ended = {"label": "a", "seconds": 1.0}
+    get = _span([ended, {"label": "b", "seconds": None}, ended | {"label": "c"}, ended | {"label": "c"}])
+    assert get("a") is ended
+    for label, why in (("z", "saw no span"), ("b", "never ended"), ("c", "started 2 times")):
+        with pytest.raises(AssertionError, match=why):
+            get(label)
+
+
+def _master(cells: list[str]):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q1\npoints: 2"),
+                nbformat.v4.new_raw_cell("# BEGIN TESTS"),
+                *[nbformat.v4.new_code_cell(c) for c in cells],
+                nbformat.v4.new_raw_cell("# END TESTS"), nbformat.v4.new_raw_cell("# END QUESTION")]
+    return nb
+
+
+HEAD = '"""# BEGIN TEST CONFIG\npoints: 1\n"""  # END TEST CONFIG\n'
+
+
+def test_public_tests_have_twins_judged_outside(tmp_path):
+    pub = HEAD + f"x = 2\n{hidden.RUN_MARK}\n_rec['y'] = f(x)\n{hidden.JUDGE_MARK}\nassert _rec['y'] == 4\n"
+    hid = HEAD.replace("points", "hidden: true\npoints") + f"{hidden.RUN_MARK}\n_rec['z'] = f(3)\n{hidden.JUDGE_MARK}\nassert _rec['z'] == 6\n"
+    path = tmp_path / "m.ipynb"
+    nbformat.write(_master([pub, hid]), path)
+    tests = hidden.hidden_tests(path)
+    assert [(h.key, h.public) for h in tests] == [("q1.p1", True), ("q1.1", False)]
+    cells = ["".join(c.source) for c in hidden.harness_notebook(path).cells if c.cell_type == "code"]
+    # the student's copy runs in a row (feedback), its twin and the hidden test record for the judge
+    assert "_rec = {}\nx = 2\n" in cells[0] and "assert _rec['y'] == 4" in cells[0]
+    assert "_gh.run('q1.p1'" in cells[1] and "_gh.run('q1.1'" in cells[2]
+    bad = HEAD + f"{hidden.RUN_MARK}\n_rec['t'] = _gh.start('x')\n{hidden.JUDGE_MARK}\npass\n"
+    nbformat.write(_master([bad]), path)
+    with pytest.raises(ValueError, match="public test runs in the student's kernel too"):
+        hidden.hidden_tests(path)
+
+
+def test_witness_runs_as_a_process_of_its_own(tmp_path, monkeypatch):
+    with WitnessProcess(tmp_path) as w:
+        monkeypatch.setenv(harness.WITNESS_ENV, str(w.path))
+        harness._CURRENT.append("q2.1")
+        try:
+            sid, _ = harness.start("x", sleeps={"load": [0.01]})
+            harness.end(sid, harness.chain([harness.tick(sid, "load", 0)]))
+        finally:
+            harness._CURRENT.pop()
+    (s,) = w.spans_of("q2.1")
+    assert s["digest_ok"] and s["pid"] == os.getpid() and s["seconds"] >= 0.01
