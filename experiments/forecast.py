@@ -57,7 +57,7 @@ from types import SimpleNamespace
 
 import yaml
 
-from . import paths
+from . import cache, paths
 
 REFERENCE = "env/reference-times.csv"
 REFERENCE_PARAMS = "env/reference-params.yaml"   # the params.yaml the reference run ran with
@@ -303,8 +303,7 @@ def _io_once(folder: Path) -> float:
             # timed from the sync: the buffered write is memory copying, which other load stretches
             t = time.perf_counter()
             os.fsync(fh.fileno())
-            if hasattr(os, "posix_fadvise"):   # clean pages after the sync: dropped, so the read is cold
-                os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        cache.evict([f], "fadvise", label="forecast calibration")   # clean after the sync: the read is cold
         with open(f, "rb") as fh:
             while fh.read(1 << 20):
                 pass

@@ -343,18 +343,16 @@ def per_call_goals(t: pd.DataFrame, pc: pd.DataFrame, raw: pd.DataFrame) -> pd.D
     own range (min to max: ``met`` inside, ``not met`` above)."""
     rows = []
     for b in sorted(x for x in t.backend.unique() if str(x).startswith("bpftrace_vector")):
-        r = pc[(pc.backend == b) & (pc.job == US_PER_CALL_GOAL[0])]
-        if len(r):
-            r = r.iloc[0]
-            rows.append({"backend": b, "job": r.job, "target": f"<= {US_PER_CALL_GOAL[1]:g} µs per call",
-                         "value": r.us_per_call, "lo": r.us_lo, "hi": r.us_hi,
-                         "verdict": goal_verdict(r.us_lo, r.us_hi, US_PER_CALL_GOAL[1] + 1e-12)})
-        r = t[(t.backend == b) & (t.job == CPU_GOAL[0])]
-        if len(r):
-            r = r.iloc[0]
-            rows.append({"backend": b, "job": r.job, "target": f"<= +{CPU_GOAL[1]:g} % CPU",
-                         "value": r.cpu_overhead_pct, "lo": r.cpu_overhead_lo, "hi": r.cpu_overhead_hi,
-                         "verdict": goal_verdict(r.cpu_overhead_lo, r.cpu_overhead_hi, CPU_GOAL[1] + 1e-12)})
+        # (table, goal, its target's words, the value's columns): the same verdict for each
+        for tab, (job, limit), words, (v, lo, hi) in (
+                (pc, US_PER_CALL_GOAL, f"<= {US_PER_CALL_GOAL[1]:g} µs per call", ("us_per_call", "us_lo", "us_hi")),
+                (t, CPU_GOAL, f"<= +{CPU_GOAL[1]:g} % CPU",
+                 ("cpu_overhead_pct", "cpu_overhead_lo", "cpu_overhead_hi"))):
+            r = tab[(tab.backend == b) & (tab.job == job)]
+            if len(r):
+                r = r.iloc[0]
+                rows.append({"backend": b, "job": r.job, "target": words, "value": r[v], "lo": r[lo],
+                             "hi": r[hi], "verdict": goal_verdict(r[lo], r[hi], limit + 1e-12)})
         x = raw[(raw.backend == b) & (raw.job == "fio_128k")]["command_cpu_s"].dropna()
         y = raw[(raw.backend == "none") & (raw.job == "fio_128k")]["command_cpu_s"].dropna()
         if len(x) and len(y):
