@@ -13,7 +13,7 @@ A configuration is **read** when
 - a finding's ``compares`` selects it (the declarations' steering part, as the ``claim_rules``
   stage extracts it: :func:`experiments.claims.steering.extract`). A ``{name}`` value is filled
   from the profile where the stage fills it from its parameters (``{storage_tier}``: the first
-  tier not under ``/dev/shm``, as :func:`experiments.tiers.storage_tier_of` picks the first
+  tier not memory-backed (:func:`experiments.cache.memory_backed`), as :func:`experiments.tiers.storage_tier_of` picks the first
   that reaches a device; AlexNet's ``{batch_threads}``, ``{batch_tiers}``; the checkpoint
   stage's ``{fast}``, ``{slow}``, ``{burst}``); any other ``{name}`` is a field of the finding's
   id, made for every value its report measures (``..._{tier}``), or a value the stage picks from
@@ -31,6 +31,8 @@ from __future__ import annotations
 import importlib
 import re
 
+from .. import cache
+
 # the report modules whose DRAWS declare the configurations their figures draw
 REPORTS = ("experiments.blog.report", "experiments.deepio.report", "experiments.lmdbio.report",
            "experiments.emulator.llm_report")
@@ -44,10 +46,10 @@ def _tiers(params: dict, names=None) -> list[str]:
 
 
 def storage_tier(params: dict) -> str:
-    """The tier the storage findings are judged on, from the profile: the first not under
-    /dev/shm (memory-backed), else the first (the run picks it from its rows the same way)."""
+    """The tier the storage findings are judged on, from the profile: the first not
+    memory-backed (:func:`experiments.cache.memory_backed`), else the first (the run picks it from its rows the same way)."""
     tiers = params["tiers"]
-    disk = [t["name"] for t in tiers if not str(t["path"]).startswith("/dev/shm")]
+    disk = [t["name"] for t in tiers if not cache.memory_backed(t["path"])]
     return (disk or [tiers[0]["name"]])[0]
 
 
@@ -100,7 +102,7 @@ def configurations(params: dict) -> dict[str, list[dict]]:
         out["workload_random"] += [{"workload": w, "variant": "random", "ranks": r, "batch_size": n} for r in g for n in bs]
     out["traced_comparison"] = [{"workload": w} for w in params["traced_comparison"]["points"]]
     lc = params["llm_checkpoint"]
-    memory = {t["name"] for t in params["tiers"] if str(t["path"]).startswith("/dev/shm")}
+    memory = {t["name"] for t in params["tiers"] if cache.memory_backed(t["path"])}
     out["llm_checkpoint"] = [{"tier": x, "variant": v} for x in lc["tiers"] for v in ("fsync", "no-fsync", "direct")
                              if not (v == "direct" and (x in memory or not lc.get("read_direct", True)))]
     return out
