@@ -18,7 +18,6 @@ This module imports nothing of the package: ``config`` reads it, and the generat
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 KINDS = ("rules", "data", "measuring", "report", "claims")
@@ -67,14 +66,14 @@ _WS = "experiments.workloads.settings"
 
 
 def _report(name, notebook, inputs, plots=(), note=""):
-    return Stage(name, notebook, "report", params=_FIG, inputs=inputs, plots=tuple(f"results/{name}/{p}.png" for p in plots),
-                 note=note)
+    return Stage(name, notebook, "report", params=_FIG, inputs=inputs,
+                 plots=tuple(f"results/{name}/{p}.png" for p in plots), note=note)
 
 
 STAGES: tuple[Stage, ...] = (
     Stage("claim_rules", "notebooks/00-claim-rules.ipynb", "rules",
-          note="The part of the papers' declarations that steers measuring: each finding's rule, margin and\n"
-               "the configurations it compares, one file per buying stage (which depends on its file\n"
+          note="The part of the papers' declarations that steers measuring: each finding's rule, margin and "
+               "the configurations it compares, one file per buying stage (which depends on its file "
                "alone). A changed quote re-runs this stage, which writes the same bytes: nothing re-measures."),
     Stage("fio_baseline", "notebooks/01-device-baseline.ipynb", "measuring",
           {"fio_baseline": "experiments.chien.fio_baseline:FioConfig"},
@@ -97,7 +96,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("lmdbio", "notebooks/42-lmdbio.ipynb", "measuring", {"lmdbio": "experiments.lmdbio.read:LMDBIOConfig"},
           ("seed", "tiers", "lmdbio"), True, "lmdbio_report"),
     _report("lmdbio_report", "notebooks/43-lmdbio-report.ipynb", ("results/lmdbio",), ("fig2_lmdbio",)),
-    Stage("blog", "notebooks/44-blog-tfrecord-vs-jpeg.ipynb", "measuring", {"blog": "experiments.blog.tfrecord:BlogConfig"},
+    Stage("blog", "notebooks/44-blog-tfrecord-vs-jpeg.ipynb", "measuring",
+          {"blog": "experiments.blog.tfrecord:BlogConfig"},
           ("seed", "tiers", "imagenet_size_mix", "blog"), True, "blog_report", ("data/imagenet_like",)),
     _report("blog_report", "notebooks/45-blog-report.ipynb", ("results/blog", "results/fio_baseline"),
             ("size_histogram", "tfdata_threads", "torch_workers", "warm_vs_cold")),
@@ -126,7 +126,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("workload_sleep", "notebooks/35-workload-sleep.ipynb", "measuring",
           {"workload_sleep": f"{_WS}:WorkloadSleepConfig"}, ("seed", *_WORKLOADS, "workload_sleep"), True,
           "workload_validation", (*_WDATA, "results/workload_fits/compute_model.json", "results/unet3d/loader.csv"),
-          note="Ho-Von 2023 Ch. 3, Sec 4.7, 5.x.3: the sleep and generated-data rows, Fig A.3, accelerator utilization."),
+          note="Ho-Von 2023 Ch. 3, Sec 4.7, 5.x.3: the sleep and generated-data rows, Fig A.3, accelerator "
+               "utilization."),
     Stage("workload_random", "notebooks/36-workload-random.ipynb", "measuring",
           {"workload_random": f"{_WS}:WorkloadRandomConfig"}, ("seed", "unet3d", "bert", "dlrm", "workload_random"),
           True, "workload_validation", _WDATA, ("data/unet3d-random", "data/bert-random", "data/dlrm-random")),
@@ -145,7 +146,8 @@ STAGES: tuple[Stage, ...] = (
                "pattern (measures; draws nothing)."),
     _report("emulator_patterns_report", "notebooks/54-emulator-patterns-report.ipynb", ("results/emulator_patterns",),
             ("checkpoint_write_sizes",),
-            "Its figure and the replay check's claim, from what emulator_patterns wrote: a figure setting re-runs only this."),
+            "Its figure and the replay check's claim, from what emulator_patterns wrote: a figure setting "
+            "re-runs only this."),
     Stage("traced_comparison", "notebooks/52-traced-comparison.ipynb", "measuring",
           {"traced_comparison": "experiments.sidebyside.settings:TracedComparisonConfig"},
           ("seed", "tiers", "unet3d", "bert", "dlrm", "traced_comparison"), True, "traced_comparison_report",
@@ -155,7 +157,8 @@ STAGES: tuple[Stage, ...] = (
                "(measures; draws nothing)."),
     _report("traced_comparison_report", "notebooks/53-traced-comparison-report.ipynb", ("results/traced_comparison",),
             ("throughput_by_side",),
-            "Its timelines, throughputs and claims, from what traced_comparison wrote: a figure setting re-runs only this."),
+            "Its timelines, throughputs and claims, from what traced_comparison wrote: a figure setting "
+            "re-runs only this."),
     Stage("llm_checkpoint", "notebooks/55-llm-checkpoint.ipynb", "measuring",
           {"llm_checkpoint": "experiments.emulator.llm_checkpoint:LLMCheckpointConfig"},
           ("seed", "tiers", "llm_checkpoint"), True, "llm_checkpoint_report", ("results/fio_baseline/summary.csv",),
@@ -164,8 +167,8 @@ STAGES: tuple[Stage, ...] = (
             ("llm_checkpoint_throughput", "llm_checkpoint_burst_buffer"),
             "Its figures and extension claims, from what llm_checkpoint wrote: a figure setting re-runs only this."),
     Stage("claims", "notebooks/99-claims.ipynb", "claims", inputs=("env/reference-times.csv",), keep=True,
-          note="Every stage's claims.json in one table: the reviewer's first read (results/claims/claims.md);\n"
-               "the claims files only (and each data stage's measured.json), so a figure change upstream does\n"
+          note="Every stage's claims.json in one table: the reviewer's first read (results/claims/claims.md); "
+               "the claims files only (and each data stage's measured.json), so a figure change upstream does "
                "not re-run it; its folder persists: the run before's claims.csv stays until this run reads it."),
 )
 
@@ -198,16 +201,3 @@ def sections() -> dict[str, str]:
             raise ValueError(f"stage {s.name}: sections {sorted(clash)} are owned elsewhere")
         out |= s.settings
     return out
-
-
-def main(argv=None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m experiments.stages", description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=KINDS, help="print the stages of this kind, one a line")
-    print("\n".join(named(ap.parse_args(argv).kind)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
