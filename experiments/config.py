@@ -1,7 +1,7 @@
 """Typed, validated configuration built from the sections of ``params.yaml``.
 
 Each experiment declares its section as a pydantic model (``extra="forbid"``, so an unknown
-key is an error) and registers it in :data:`SECTIONS`. :func:`load` reads ``params.yaml``,
+key is an error), named in its stage's entry of :mod:`experiments.stages` (:data:`SECTIONS`). :func:`load` reads ``params.yaml``,
 merges what a notebook passes over it, validates, and stops on bad input with a
 :class:`ConfigError` naming the parameter, the value and what is allowed, before any work.
 
@@ -23,35 +23,12 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from . import paths
+from . import paths, stages
 
-# Section name -> "module:Model". Imported lazily so that reading the configuration
-# of one stage never imports TensorFlow or PyTorch.
-SECTIONS: dict[str, str] = {
-    "seed": "experiments.common_config:Seed",
-    "tiers": "experiments.tiers:TierList",
-    "imagenet_size_mix": "experiments.common_config:SizeMix",
-    "figures": "experiments.common_config:FigureConfig",
-    "fio_baseline": "experiments.chien.fio_baseline:FioConfig",
-    "imagenet_like": "experiments.datasets.imagenet_like:ImageNetLikeConfig",
-    "tfdata_read": "experiments.chien.tfdata_read:TFDataReadConfig",
-    "deepio": "experiments.deepio.experiment:DeepIOConfig",
-    "lmdbio": "experiments.lmdbio.read:LMDBIOConfig",
-    "decide": "experiments.repeats.purchases:DecideParams",
-    "blog": "experiments.blog.tfrecord:BlogConfig",
-    "caltech_like": "experiments.datasets.caltech_like:CaltechLikeConfig",
-    "alexnet": "experiments.chien.alexnet:AlexNetConfig",
-    "alexnet_checkpoint": "experiments.chien.alexnet_checkpoint:CheckpointConfig",
-    "unet3d": "experiments.workloads.settings:Unet3dConfig",
-    "bert": "experiments.workloads.settings:BertConfig",
-    "dlrm": "experiments.workloads.settings:DlrmConfig",
-    "workload_sleep": "experiments.workloads.settings:WorkloadSleepConfig",
-    "workload_random": "experiments.workloads.settings:WorkloadRandomConfig",
-    "tracing_patterns": "experiments.trace.stage:TracingPatternsConfig",
-    "emulator": "experiments.emulator.config:EmulatorSection",
-    "traced_comparison": "experiments.sidebyside.settings:TracedComparisonConfig",
-    "llm_checkpoint": "experiments.emulator.llm_checkpoint:LLMCheckpointConfig",
-}
+# Section name -> "module:Model", from the registry of stages (each stage's own sections, and
+# the shared ones). Imported lazily so that reading the configuration of one stage never
+# imports TensorFlow or PyTorch.
+SECTIONS: dict[str, str] = stages.sections()
 
 
 class ConfigError(ValueError):

@@ -57,7 +57,7 @@ from types import SimpleNamespace
 
 import yaml
 
-from . import cache, paths
+from . import cache, paths, stages
 
 REFERENCE = "env/reference-times.csv"
 REFERENCE_PARAMS = "env/reference-params.yaml"   # the params.yaml the reference run ran with
@@ -456,8 +456,8 @@ def _runs_of(stage: str) -> tuple[int, float]:
     return int(len(per)), float(per.sum())
 
 
-# data stages: their work is their items (images made), so all of it follows their size
-ITEMS = ("imagenet_like", "caltech_like")
+# data stages whose work is their items (images made), so all of it follows their size
+ITEMS = tuple(s.name for s in stages.STAGES if s.items)
 
 
 def _row(st: str, wall: float, runs: int, runs_s: float, nbytes: int, params: dict, source: str,
@@ -578,9 +578,7 @@ def to_run(changed: list[str], st: dict[str, dict]) -> list[str]:
 
 # stages that measure (a claim's values come from them, through the report stage that judges
 # it): what a claim's `make repro STAGES=...` names; `make replicate --stages` takes these too
-MEASURING = ("fio_baseline", "tfdata_read", "deepio", "lmdbio", "blog", "alexnet_prefetch",
-             "alexnet_checkpoint", "unet3d", "bert", "dlrm", "workload_sleep", "workload_random",
-             "tracing_patterns", "emulator_patterns", "traced_comparison", "llm_checkpoint")
+MEASURING = stages.measuring()
 
 
 def chosen(names: list[str], st: dict[str, dict]) -> list[str]:
@@ -698,7 +696,7 @@ def forecast(stage: str, ref: Reference, params: dict, ratios: dict[str, float] 
     now = size_of(stage, params) if r["runs"] else None
     if now is not None and r["size"]:
         runs = r["runs"] * now / r["size"]
-        if stage in ("imagenet_like", "caltech_like"):   # a data set's bytes follow its images
+        if stage in ITEMS:   # a data set's bytes follow its images
             nbytes = int(r["bytes"] * now / r["size"])
         if abs(now - r["size"]) > 1e-9:
             note = f"runs x {now / r['size']:.2f} of the reference's (params)"

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, field_validator
 
-from . import config, paths
+from . import config, paths, stages
 from .results import atomic_write
 
 PROFILES = ("default", "smoke", "paper")
@@ -31,6 +31,10 @@ def render(name: str) -> dict:
         if unknown:
             raise config.ConfigError(f"profiles/{name}.yaml: unknown section(s) {unknown}")
         base = config.merge(base, overlay)
+    # every buying stage of the registry listed under decide (DVC reads decide.<stage>), empty
+    # unless the profile holds its purchases
+    bought = base.get("decide") or {}
+    base["decide"] = {s: bought.get(s, []) for s in stages.buying()} | bought
     for section, value in base.items():
         config.validate(section, value)
     return base

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from experiments import stages
 from experiments.repeats.replicate import MEASURING
 
 pytestmark = pytest.mark.smoke
-DATA_STAGES = {"imagenet_like", "caltech_like", "workload_data"}
+DATA_STAGES = set(stages.named("data"))
 
 
 def _copy(smoke_root: Path, to: Path) -> Path:

@@ -36,8 +36,9 @@ import time
 from typing import Callable, Sequence
 
 import pandas as pd
-from pydantic import Field
+from pydantic import Field, create_model
 
+from .. import stages
 from ..config import Section
 from .levels import ALPHA, level, looks as looks_at
 
@@ -70,29 +71,13 @@ class Purchase(Section):
         return self.model_dump(exclude={"top_up", "top_up_runs"} if not (self.top_up and self.top_up_runs) else set())
 
 
-_BUY = Field(default_factory=list)
+BUYING = stages.buying()   # the measuring stages that can buy runs (the registry's)
 
-
-class DecideParams(Section):
-    """``params.yaml``'s ``decide`` section: the purchases of every measuring stage (each listed,
-    empty when nothing was bought: DVC reads ``decide.<stage>`` as the stage's param)."""
-
-    tfdata_read: list[Purchase] = _BUY
-    alexnet_prefetch: list[Purchase] = _BUY
-    alexnet_checkpoint: list[Purchase] = _BUY
-    deepio: list[Purchase] = _BUY
-    lmdbio: list[Purchase] = _BUY
-    blog: list[Purchase] = _BUY
-    unet3d: list[Purchase] = _BUY
-    bert: list[Purchase] = _BUY
-    dlrm: list[Purchase] = _BUY
-    workload_sleep: list[Purchase] = _BUY
-    workload_random: list[Purchase] = _BUY
-    traced_comparison: list[Purchase] = _BUY
-    llm_checkpoint: list[Purchase] = _BUY
-
-
-BUYING = tuple(DecideParams.model_fields)   # the measuring stages that can buy runs
+DecideParams = create_model("DecideParams", __base__=Section, __module__=__name__,
+                            **{s: (list[Purchase], Field(default_factory=list)) for s in BUYING})
+DecideParams.__doc__ = ("``params.yaml``'s ``decide`` section: the purchases of every buying stage "
+                        "(:data:`BUYING`; each listed, empty when nothing was bought: DVC reads "
+                        "``decide.<stage>`` as the stage's param).")
 
 
 def label(run: int) -> str:

@@ -1,0 +1,144 @@
+"""The registry of stages (experiments/stages.py) is the one list of them: what config, decide,
+replicate, the forecast, the profiles and dvc.yaml say of the stages is made from it, and no
+other module of the package writes a list of stage names by hand."""
+
+import ast
+import subprocess
+import sys
+
+import yaml
+
+from experiments import config, depcheck, forecast, paths, profile, stages
+from experiments.repeats import purchases, replicate
+
+# Names that are both a stage and something else: unet3d, bert and dlrm are the three workloads
+# too, and a list of those (a sweep over workloads) is not a list of stages.
+ALSO_WORKLOADS = {"unet3d", "bert", "dlrm"}
+
+# Lists of two or more stage names allowed outside the registry, and why.
+ALLOWED = {
+    ("experiments/stages.py", None): "the registry itself",
+    ("experiments/forecast.py", "SIZES"): "a size rule per stage, keyed by its name (checked against the registry below)",
+    ("experiments/workloads/report.py", "STAGE_DATA"): "the three stages whose claims that module measures, each a "
+                                                        "constant of its own",
+}
+
+
+def _hand_lists(root):
+    """(file, assigned name, names) for every tuple, list, set or dict literal in the package
+    holding two or more stage names (string constants) beyond :data:`ALSO_WORKLOADS`."""
+    names = set(stages.BY_NAME) - ALSO_WORKLOADS
+    out = []
+    for f in sorted((root / "experiments").rglob("*.py")):
+        rel = str(f.relative_to(root))
+        tree = ast.parse(f.read_text())
+        assigned = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+                label = target.id if isinstance(target, ast.Name) else (
+                    target.elts[0].id if isinstance(target, ast.Tuple) and isinstance(target.elts[0], ast.Name) else None)
+                for sub in ast.walk(node):
+                    assigned.setdefault(id(sub), label)
+        for node in ast.walk(tree):
+            elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None) \
+                if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else None
+            if elts is None:
+                continue
+            hit = [e.value for e in elts if isinstance(e, ast.Constant) and e.value in names]
+            if len(hit) >= 2:
+                out.append((rel, assigned.get(id(node)), hit))
+    return out
+
+
+def test_no_module_lists_stage_names_by_hand():
+    found = [(f, a, h) for f, a, h in _hand_lists(paths.root())
+             if (f, None) not in ALLOWED and (f, a) not in ALLOWED]
+    assert not found, ("stage names listed by hand (make the list from experiments/stages.py, or allow it in "
+                       "ALLOWED with why):\n" + "\n".join(f"  {f} {a}: {h}" for f, a, h in found))
+
+
+def test_the_hand_list_check_finds_a_list(tmp_path):
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "x.py").write_text('MINE = ("deepio", "unet3d", "lmdbio")\nW = ("unet3d", "bert")\n')
+    assert _hand_lists(tmp_path) == [("experiments/x.py", "MINE", ["deepio", "lmdbio"])]
+
+
+def test_config_decide_replicate_and_forecast_read_the_registry():
+    assert config.SECTIONS == stages.sections()
+    assert tuple(purchases.DecideParams.model_fields) == purchases.BUYING == stages.buying()
+    assert replicate.MEASURING == forecast.MEASURING == stages.measuring()
+    assert set(stages.buying()) <= set(stages.measuring())
+    assert set(forecast.SIZES) <= set(stages.BY_NAME), "a size rule for a stage the registry lacks"
+
+
+def test_every_stage_entry_names_a_notebook_and_a_report_that_exist():
+    for s in stages.STAGES:
+        assert (paths.root() / s.notebook).is_file(), s.name
+        assert s.report is None or stages.BY_NAME[s.report].kind == "report", s.name
+        if s.kind == "measuring":
+            assert s.report, f"{s.name}: a measuring stage names the report stage that judges it"
+
+
+def test_every_profile_lists_every_buying_stage_under_decide():
+    for name in profile.PROFILES:
+        assert list(profile.render(name)["decide"]) == list(stages.buying()), name
+
+
+def test_a_profiles_purchases_are_kept(tmp_path, monkeypatch):
+    """render fills in the buying stages a profile does not list, keeping what it lists."""
+    bought = [{"run": 1, "configs": [{"tier": "disk"}], "runs": 2}]
+    base = yaml.safe_load((paths.profiles_dir() / "default.yaml").read_text())
+    base["decide"] = {"deepio": bought}
+    (tmp_path / "default.yaml").write_text(yaml.safe_dump(base))
+    monkeypatch.setattr(paths, "profiles_dir", lambda: tmp_path)
+    got = profile.render("default")["decide"]
+    assert got["deepio"] == bought and list(got) == list(stages.buying())
+    assert all(v == [] for k, v in got.items() if k != "deepio")
+
+
+def test_reading_one_stages_settings_imports_no_framework():
+    code = ("import sys\nfrom experiments import config, stages\n"
+            "for s in stages.STAGES:\n    [config.model_for(k) for k in s.settings]\n"
+            "bad = [m for m in ('tensorflow', 'torch') if m in sys.modules]\nassert not bad, bad\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=paths.root(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_dvc_yaml_is_the_generators_output():
+    """dvc.yaml is written whole from the registry (``python -m experiments.depcheck --write``):
+    a hand edit fails here."""
+    depcheck._module_imports.cache_clear()
+    assert (paths.root() / "dvc.yaml").read_text() == depcheck.dvc_yaml(), \
+        "dvc.yaml differs from the registry's: edit experiments/stages.py, run python -m experiments.depcheck --write"
+
+
+def test_dvc_yaml_puts_each_stages_inputs_before_its_code_and_says_it_is_generated():
+    text = (paths.root() / "dvc.yaml").read_text()
+    assert text.startswith("# GENERATED by `python -m experiments.depcheck --write`")
+    st = yaml.safe_load(text)["stages"]
+    assert list(st) == [s.name for s in stages.STAGES]
+    for name, v in st.items():
+        deps = [str(d) for d in v["deps"]]
+        code = [i for i, d in enumerate(deps) if d.startswith("experiments/")]
+        data = [i for i, d in enumerate(deps) if d.startswith(("results/", "data/", "env/"))]
+        assert not data or not code or max(data) < min(code), name
+    assert "env/reference-times.csv" in st["claims"]["deps"]
+
+
+def test_code_deps_are_package_folders_and_top_modules():
+    got = depcheck.code_deps({"experiments/workloads/stage.py", "experiments/workloads/data_bert.py",
+                                            "experiments/cache.py", "experiments/claims/verdict.py",
+                                            "experiments/stages.py", "experiments/repeats/decide/pricing.py"})
+    assert got == ["experiments/cache.py", "experiments/claims/verdict.py", "experiments/repeats",
+                                  "experiments/workloads"]
+
+
+def test_no_measuring_stage_depends_on_the_papers_declarations():
+    """A measuring stage reads its findings' rules from results/claim_rules/<stage>.json, never
+    the declarations: a changed quote re-measures nothing."""
+    st = yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"]
+    for name in stages.named("measuring") + stages.named("data"):
+        deps = [str(d) for d in st[name]["deps"]]
+        assert not [d for d in deps if d in ("experiments/claims", "experiments/claims/papers")
+                    or d.startswith("experiments/claims/papers/")], name
