@@ -14,7 +14,7 @@ and its size.
 
 - ``figures`` (``make figures``): pulls it, copies each stage's folder into ``results/``, runs only
   the report stages and ``claims`` (``dvc repro --single-item --force``, one stage each: DVC runs
-  nothing upstream of them), then checks that every restored file is still the reference's own
+  nothing upstream of them; one per core side by side, each after the reports it reads), then checks that every restored file is still the reference's own
   bytes, which it could not be had a measuring stage run, and says so.
 - ``record --source CHECKOUT`` (``make reference``): re-records ``reference/run/`` from a checkout
   where a whole ``make repro`` ran (only read), ``dvc add`` and ``dvc push`` to the in-repository
@@ -196,6 +196,64 @@ def unchanged(stages: list[str], results: Path | None = None) -> list[str]:
     return moved
 
 
+def jobs() -> int:
+    """Report stages run side by side: one per core, at most :data:`MAX_JOBS` (each is one kernel,
+    mostly one core busy)."""
+    import os
+
+    return max(1, min(MAX_JOBS, os.cpu_count() or 1))
+
+
+MAX_JOBS = 4
+
+
+def needs(rep: list[str], st: dict[str, dict] | None = None) -> dict[str, set[str]]:
+    """Per report stage, the report stages it must follow: those whose results it reads, directly
+    or through another report (not through a restored stage: that one does not run)."""
+    st = st if st is not None else provenance.stages()
+    cut = {n: ({**v, "deps": []} if n not in rep else v) for n, v in st.items()}
+    return {s: set(provenance.upstream(s, cut)) & set(rep) - {s} for s in rep}
+
+
+def run_reports(rep: list[str], n: int | None = None) -> int:
+    """``dvc --wait-for-lock repro --single-item --force`` of each stage of ``rep``, :func:`jobs`
+    at a time (DVC holds its lock only to check and record a stage, not while the stage's command
+    runs), each once the stages it reads are done (:func:`needs`), those others wait for first and
+    then the longest (the reference table's seconds); each stage's log printed whole when it ends.
+    Returns the first non-zero exit status, after the stages already running have ended."""
+    import tempfile
+
+    n = n or jobs()
+    need = needs(rep)
+    try:
+        from .forecast import read_reference
+
+        wall = {k: r["wall_s"] for k, r in read_reference().rows.items()}
+    except SystemExit:   # no reference table: dvc.yaml's order
+        wall = {}
+    waited = {s: sum(s in v for v in need.values()) for s in rep}
+    done, running, rc = set(), {}, 0
+    while len(done) < len(rep) and not (rc and not running):
+        for s, (p, log) in list(running.items()):
+            if p.poll() is not None:
+                log.seek(0)
+                print(log.read(), end="", flush=True)
+                log.close()
+                rc = rc or p.returncode
+                done.add(s)
+                del running[s]
+        ready = sorted((s for s in rep if s not in done and s not in running and need[s] <= done),
+                       key=lambda s: (-waited[s], -wall.get(s, 0.0)))
+        while ready and len(running) < n and not rc:
+            s = ready.pop(0)
+            print(f"dvc repro --single-item --force {s}", flush=True)
+            log = tempfile.TemporaryFile("w+")
+            running[s] = (subprocess.Popen(["dvc", "--wait-for-lock", "repro", "--single-item", "--force", s],
+                                           cwd=paths.root(), stdout=log, stderr=subprocess.STDOUT, text=True), log)
+        time.sleep(0.2)
+    return rc
+
+
 def figures() -> int:
     """``make figures``: restore, the report stages and ``claims`` only, the check, the summary."""
     t0 = time.monotonic()
@@ -205,9 +263,9 @@ def figures() -> int:
     print(f"make figures: the reference run ({m['host']}, commit {str(m['commit'])[:7]}, profile {m['profile']}, "
           f"{m['started_at'][:10]}) restored into results/ for {len(stages)} stages; now only the {len(rep)} report "
           f"stages and claims: {' '.join(rep)}", flush=True)
-    for s in rep:
-        print(f"dvc repro --single-item --force {s}", flush=True)
-        subprocess.run(["dvc", "repro", "--single-item", "--force", s], cwd=paths.root(), check=True)
+    rc = run_reports(rep)
+    if rc:
+        return rc
     moved = unchanged(stages)
     if moved:
         print(f"make figures: FAILED: the results of {', '.join(moved)} are no longer the reference run's: "
@@ -216,7 +274,8 @@ def figures() -> int:
     figs = sorted(paths.results_dir().glob("*/*.png"))
     who = provenance.words(provenance.measured_by("claims"))
     print(f"make figures: no measuring stage ran: the results of all {len(stages)} measuring and data stages are "
-          f"the reference run's own files, byte for byte ({', '.join(stages)}). {len(rep)} stages ran in "
+          f"the reference run's own files, byte for byte ({', '.join(stages)}). {len(rep)} stages ran, "
+          f"{jobs()} at a time, in "
           f"{time.monotonic() - t0:.0f} s: {len(figs)} figures (results/<stage>/*.png, each stamped with the host "
           f"that measured it: {who}) and results/claims/claims.md. Next: make repro measures on this box "
           "(it first removes these restored results), then make compare-claims sets its verdicts against the "

@@ -115,3 +115,39 @@ def test_the_claims_table_names_who_measured_it():
     who = [{"host": "refbox · 2 CPUs · Xeon", "commit": "abc1234def", "stages": ["fio_baseline", "deepio"]}]
     md = table.to_markdown(pd.DataFrame(columns=[*table.COLUMNS, "stage"]), measured=who)
     assert "**Measured on** refbox · 2 CPUs · Xeon at commit abc1234 (the env.json of the 2 measuring" in md
+
+
+def test_reports_run_side_by_side_and_claims_after_every_report(project, tmp_path, monkeypatch, capsys):
+    """A stand-in `dvc` on PATH records when each stage starts and ends."""
+    import os
+    import stat
+    import sys
+
+    rep = refrun.reports()
+    need = refrun.needs(rep)
+    assert need["claims"] == set(rep) - {"claims"}
+    assert need["traced_comparison_report"] == set()   # it reads workload_fits only through a restored stage
+    trail = tmp_path / "trail"
+    dvc = tmp_path / "bin" / "dvc"
+    dvc.parent.mkdir()
+    dvc.write_text(f"#!{sys.executable}\nimport sys, time\n"
+                   f"s = sys.argv[-1]\nopen({str(trail)!r}, 'a').write(f'start {{s}}\\n')\n"
+                   "time.sleep(0.3)\nprint('Running stage', repr(s) + ':')\n"
+                   f"open({str(trail)!r}, 'a').write(f'end {{s}}\\n')\n"
+                   "sys.exit(3 if s == 'blog_report' and 'FAIL' in __import__('os').environ else 0)\n")
+    dvc.chmod(dvc.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{dvc.parent}{os.pathsep}{os.environ['PATH']}")
+    assert refrun.run_reports(rep, n=2) == 0
+    events = trail.read_text().split("\n")[:-1]
+    live, most = set(), 0
+    for e in events:
+        kind, s = e.split()
+        live = live | {s} if kind == "start" else live - {s}
+        most = max(most, len(live))
+    assert most == 2
+    assert events.index("start claims") > max(events.index(f"end {s}") for s in rep[:-1])
+    assert capsys.readouterr().out.count("Running stage") == len(rep)   # each stage's log printed
+    trail.unlink()
+    monkeypatch.setenv("FAIL", "1")
+    assert refrun.run_reports(rep, n=2) == 3
+    assert "start claims" not in trail.read_text()   # a failed report: nothing more starts
