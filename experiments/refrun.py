@@ -172,9 +172,14 @@ def pull() -> Path:
 def restore(into: Path | None = None) -> list[str]:
     """Copy each stage's folder of the reference run into ``results/`` (replacing what is there)
     and mark them (:data:`MARKER`); returns the stages."""
-    run = pull()
     into = Path(into) if into else paths.results_dir()
     stages = manifest()["stages"]
+    ours = [s for s in stages if (into / s / "env.json").exists()]
+    if ours and not (into / MARKER).is_file():   # measured here (make repro): never overwritten
+        raise SystemExit(f"make figures: results/ holds this box's own measurements ({', '.join(ours[:4])}"
+                         f"{' ...' if len(ours) > 4 else ''}), which restoring the reference run would replace; "
+                         "allowed: make compare-claims to set them against the reference's, or make clean first")
+    run = pull()
     for s in stages:
         shutil.rmtree(into / s, ignore_errors=True)
         shutil.copytree(run / s, into / s)

@@ -86,6 +86,11 @@ def test_a_rewritten_restored_file_is_caught_and_clear_removes_the_restored_stag
     refrun.clear()
     assert not any((project / "results" / s).exists() for s in stages)
     refrun.guard("decide")   # nothing restored any more: decide may run
+    (project / "results" / "deepio").mkdir()
+    (project / "results" / "deepio" / "env.json").write_text("{}")    # measured here by make repro
+    with pytest.raises(SystemExit, match="this box's own measurements \\(deepio\\)"):
+        refrun.restore()
+    assert (project / "results" / "deepio" / "env.json").read_text() == "{}"
 
 
 def test_figures_drawn_here_from_another_box_name_that_box_and_commit(project, tmp_path):
