@@ -41,7 +41,8 @@ from . import paths, provenance
 
 RUN = "reference/run"                 # the tracked folder (git-ignored; reference/run.dvc tracks it)
 MANIFEST = "reference/manifest.json"  # which run it is (in git, readable without a pull)
-REMOTE = "reference"                  # the DVC remote: reference/store, a folder of this repository
+REMOTE = "reference"                  # the DVC remote (.dvc/config) ...
+STORE = "reference/store"             # ... a folder of this repository, committed to git
 MARKER = ".reference.json"            # in results/: the stages make figures restored there
 SKIP = {"kernel-stderr.log"}          # not read by any report: the kernel's full stderr
 CLAIMS_FILES = ("claims.csv", "claims.md")   # the reference's own claims table, for compare-claims
@@ -139,11 +140,45 @@ def record(source: Path, dest: Path | None = None, push: bool = True) -> dict:
         _dvc("push", "-q", "-r", REMOTE, f"{RUN}.dvc")
         # the objects of an earlier reference, no longer used by the workspace, out of the store
         _dvc("gc", "-q", "--workspace", "--cloud", "--remote", REMOTE, "--force")
+        manifest["store_bytes"] = _size(paths.root() / STORE)[1]
+        write_json(paths.root() / MANIFEST, manifest)
+        update_readme(manifest)
     print(f"refrun record: {len(stages)} stages of {source} ({manifest['host']}, commit {str(manifest['commit'])[:7]}, "
           f"profile {manifest['profile']}) into {RUN}: {n} files, {nbytes / 1e6:.1f} MB"
-          + ("; pushed to reference/store. Commit reference/ (git add reference) with env/reference-times.csv "
-             "and env/reference-params.yaml" if push else ""))
+          + ("; pushed to reference/store, its size in README.md. Commit reference/ (git add reference README.md) "
+             "with env/reference-times.csv and env/reference-params.yaml" if push else ""))
     return manifest
+
+
+README_MARKS = ("<!-- reference:size -->", "<!-- /reference:size -->")
+
+
+def size_words(m: dict, git_bytes: int) -> str:
+    """README's sentence on the reference run's size (:data:`README_MARKS`), from its manifest and
+    the bytes of the repository's git objects when it was recorded."""
+    host = m["host"] if isinstance(m["host"], str) else ", ".join(m["host"])
+    total = git_bytes + m["store_bytes"]
+    return (f"{m['bytes'] / 1e6:.1f} MB in {m['files']} files (the store: {m['store_bytes'] / 1e6:.1f} MB), "
+            f"measured on {host} at commit {str(m['commit'])[:7]} ({m['profile']} profile, {m['started_at'][:10]}); "
+            f"the repository with it about {total / 1e6:.0f} MB (git's objects {git_bytes / 1e6:.0f} MB when it was "
+            "recorded, and the store).")
+
+
+def _git_bytes() -> int:
+    """The bytes of the repository's git objects (``git count-objects -v``: loose and packed)."""
+    out = subprocess.run(["git", "count-objects", "-v"], cwd=paths.root(), capture_output=True, text=True).stdout
+    kib = {k: int(v) for k, v in (line.split(": ") for line in out.splitlines() if ": " in line)
+           if k in ("size", "size-pack")}
+    return 1024 * sum(kib.values())
+
+
+def update_readme(m: dict) -> None:
+    from .ae_table import _replace_block
+    from .results import atomic_write
+
+    f = paths.root() / "README.md"
+    text = _replace_block(f.read_text(), README_MARKS, size_words(m, _git_bytes()))
+    atomic_write(f, lambda p: p.write_text(text))
 
 
 # ----------------------------------------------------------------------------- make figures

@@ -156,3 +156,15 @@ def test_reports_run_side_by_side_and_claims_after_every_report(project, tmp_pat
     monkeypatch.setenv("FAIL", "1")
     assert refrun.run_reports(rep, n=2) == 3
     assert "start claims" not in trail.read_text()   # a failed report: nothing more starts
+
+
+def test_the_readme_says_the_reference_runs_size(project, monkeypatch):
+    (project / "README.md").write_text("a\n<!-- reference:size -->\nnot recorded yet\n<!-- /reference:size -->\nb\n")
+    monkeypatch.setattr(refrun, "_git_bytes", lambda: 14_000_000)
+    m = {"bytes": 41_500_000, "files": 310, "store_bytes": 41_600_000, "host": "refbox · 2 CPUs · Xeon",
+         "commit": "abc1234def", "profile": "default", "started_at": "2026-11-29T02:00:00+00:00"}
+    refrun.update_readme(m)
+    text = (project / "README.md").read_text()
+    assert ("41.5 MB in 310 files (the store: 41.6 MB), measured on refbox · 2 CPUs · Xeon at commit abc1234 "
+            "(default profile, 2026-11-29); the repository with it about 56 MB") in text
+    assert text.startswith("a\n") and text.endswith("b\n") and "not recorded" not in text
