@@ -4,9 +4,10 @@ VENV  := .venv
 BIN   := $(VENV)/bin
 RUN   := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench replicate compare-claims decide
+.PHONY: setup figures reference repro test unit smoke lab paper default bench ae-table lock clean help course grade course-bench replicate compare-claims decide
 
 help:
+	@echo "make figures the kick-the-tires command: set up, restore the shipped reference run (reference/, dvc pull) into results/, run only the report stages and claims: every figure and results/claims/claims.md, naming the reference host (about 5 min)"
 	@echo "make repro   set up, print the plan (each stale stage's forecast, the total), then dvc repro on params.yaml (the default profile)"
 	@echo "make repro STAGES=\"deepio\"  re-measure only those stages and what depends on them (a claim's stages and minutes: results/claims/claims.md)"
 	@echo "make test    set up, then unit tests and a smoke run of every notebook"
@@ -19,7 +20,8 @@ help:
 	@echo "make grade LAB=lab01 SUB=folder/|one.ipynb [TIMEOUT=600] [JOBS=cores]  grade a class: grades.csv, answers/ (otter, each submission in a bubblewrap sandbox, no Docker)"
 	@echo "make replicate STAGES=\"blog lmdbio\"  re-measure those stages (default all) into replicate/ and compare the findings with results/"
 	@echo "make decide [MINUTES=30]  after make repro: spend the minutes on the inconclusive findings the forecast says more runs decide (appended rows, params.yaml decide:, dvc.lock)"
-	@echo "make compare-claims A=a/claims.csv B=b/claims.csv  two whole runs' verdicts: holds/fails flips (named when at a margin's edge) and moves to or from inconclusive"
+	@echo "make compare-claims [A=a/claims.csv B=b/claims.csv]  two whole runs' verdicts: holds/fails flips (named when at a margin's edge), moves to or from inconclusive, disjoint intervals; without A and B: the reference run's against results/claims/claims.csv (after make repro)"
+	@echo "make reference [SOURCE=checkout]  on the reference box after a whole make repro: re-record reference/run (and env/reference-times.csv) from it, dvc push to reference/store; commit reference/ and env/"
 	@echo "make course-bench  time each lab's solution (default profile) into course/README.md"
 	@echo "make lock    re-pin env/requirements.lock (and env/dlio.lock) from env/*.in"
 	@echo "make clean   remove results, generated data, explore/ and tier copies (not .venv)"
@@ -27,12 +29,25 @@ help:
 setup:
 	@bash env/setup.sh
 
+# the reference run (reference/run, pulled from the in-repository DVC remote reference/store) into
+# results/, then only the report stages and claims (dvc repro --single-item --force each); the
+# log ends saying that no measuring stage ran (the restored files still the reference's bytes)
+figures: setup
+	$(RUN) python -m experiments.refrun figures
+
+# on the reference box, after a whole `make repro` (SOURCE: that checkout, default this one):
+# after a change to what a measuring stage writes (docs/reviewers.md#the-reference-run)
+reference: setup
+	$(RUN) python -m experiments.refrun record --source "$(or $(SOURCE),.)"
+	$(RUN) python -m experiments.forecast record --source "$(or $(SOURCE),.)"
+
 # the plan first (each stale stage's forecast and the total, results/plan.json), then the stages;
 # the log ends with the AE table's summary and the forecast against actual (DVC's git hints:
 # core.autostage in .dvc/config stages dvc.lock instead of asking for it)
 # STAGES="a b": only those stages re-measured (forced) and what depends on them, the stale stages
 # upstream of them first (experiments/forecast.py repro_commands); an unknown name stops in the plan
 repro: setup
+	@$(RUN) python -m experiments.refrun clear
 	@$(RUN) python -m experiments.forecast plan $(if $(strip $(STAGES)),--stages "$(STAGES)")
 	$(RUN) $(if $(strip $(STAGES)),python -m experiments.forecast repro --stages "$(STAGES)",dvc repro)
 	@$(RUN) python -m experiments.ae_table --print
@@ -50,6 +65,7 @@ lab: setup
 	$(RUN) jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root)
 
 paper: setup
+	@$(RUN) python -m experiments.refrun clear
 	$(RUN) python -m experiments.profile paper
 	@$(RUN) python -m experiments.forecast plan
 	$(RUN) dvc repro
@@ -76,15 +92,18 @@ ae-table: setup
 	$(RUN) python -m experiments.ae_table
 
 replicate: setup
+	@$(RUN) python -m experiments.refrun guard replicate
 	$(RUN) python -m experiments.repeats.replicate --stages "$(STAGES)"
 
 decide: setup
+	@$(RUN) python -m experiments.refrun guard decide
 	$(RUN) python -m experiments.repeats.decide --minutes $(or $(MINUTES),30)
 	@$(RUN) python -m experiments.ae_table --print
 
+# without A and B: the reference run's claims table (pulled when absent) against this box's
 compare-claims: setup
-	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare-claims A=first/claims.csv B=second/claims.csv" >&2; exit 2; }
-	$(RUN) python -m experiments.repeats.compare "$(A)" "$(B)"
+	@test -n "$(A)" -a -n "$(B)" -o -z "$(A)$(B)" || { echo "usage: make compare-claims [A=first/claims.csv B=second/claims.csv] (neither: the reference run's against results/claims/claims.csv)" >&2; exit 2; }
+	$(RUN) python -m experiments.repeats.compare $(if $(A),"$(A)" "$(B)","$$($(RUN) python -m experiments.refrun claims)" results/claims/claims.csv)
 
 course: setup
 	$(RUN) python -m experiments.course.build
@@ -103,4 +122,4 @@ lock:
 	bash env/setup-dlio.sh lock
 
 clean: setup
-	rm -rf results/*/ data/*/ explore/ course/dist/ $$($(RUN) python -m experiments.tiers dirs --own)
+	rm -rf results/*/ results/.reference.json data/*/ explore/ course/dist/ $$($(RUN) python -m experiments.tiers dirs --own)

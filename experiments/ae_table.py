@@ -28,9 +28,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-import yaml
 
 from . import config, paths
+from .provenance import stages, upstream  # noqa: F401 - dvc.yaml's stages, one place (provenance)
 from .run_notebook import disk_bytes, fmt_seconds, human
 
 SUMMARY = ("<!-- ae:summary -->", "<!-- /ae:summary -->")
@@ -38,34 +38,12 @@ TABLE = ("<!-- ae:table -->", "<!-- /ae:table -->")
 GUIDE = "docs/reviewers.md"   # the page with the marked blocks (its links are relative to docs/)
 
 
-def stages() -> dict[str, dict]:
-    return yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"]
-
-
-def upstream(name: str, st: dict[str, dict]) -> list[str]:
-    """``name`` and every stage it depends on (through outputs named in its deps)."""
-    outs = {}
-    for n, s in st.items():
-        for o in s.get("outs", []):
-            outs[next(iter(o)) if isinstance(o, dict) else o] = n
-    seen, todo = [], [name]
-    while todo:
-        n = todo.pop()
-        if n in seen or n not in st:
-            continue
-        seen.append(n)
-        for d in st[n].get("deps", []):
-            for o, owner in outs.items():
-                if d == o or d.startswith(o.rstrip("/") + "/"):
-                    todo.append(owner)
-    return seen
-
-
-def runs() -> dict[str, dict]:
-    """Stage -> its ``run`` record from the last ``dvc repro`` (stages without one left out)."""
+def runs(results=None) -> dict[str, dict]:
+    """Stage -> its ``run`` record from the last ``dvc repro`` (stages without one left out);
+    ``results``: another run's results folder instead of this checkout's (read only)."""
     out = {}
     for name in stages():
-        p = paths.results_dir(name) / "env.json"
+        p = (results / name if results is not None else paths.results_dir(name)) / "env.json"
         if p.exists():
             run = json.loads(p.read_text()).get("run")
             if run:

@@ -58,6 +58,7 @@ from types import SimpleNamespace
 import yaml
 
 from . import cache, paths, stages
+from .provenance import MEASURING, data_stages  # noqa: F401 - the stage lists, one place
 
 REFERENCE = "env/reference-times.csv"
 REFERENCE_PARAMS = "env/reference-params.yaml"   # the params.yaml the reference run ran with
@@ -430,7 +431,7 @@ def reference_row(stage: str, wall_s: float, runs: int, runs_s: float, nbytes: i
             "bytes": int(nbytes), "source": source}
 
 
-def _runs_of(stage: str) -> tuple[int, float]:
+def _runs_of(stage: str, results: Path | None = None) -> tuple[int, float]:
     """(runs, their seconds in all) from the stage's rows in ``results/<stage>/`` (every run of
     ``make repro``, warm-ups too: they take time; not the runs a ``make decide`` bought); (0, 0)
     for a stage without ``run_s`` rows."""
@@ -438,7 +439,7 @@ def _runs_of(stage: str) -> tuple[int, float]:
 
     from .repeats.stage import ROUNDS_FILE
 
-    d = paths.results_dir(stage)
+    d = results / stage if results is not None else paths.results_dir(stage)
     name = "raw.parquet"
     if (d / ROUNDS_FILE).exists():
         name = json.loads((d / ROUNDS_FILE).read_text()).get("rows_file", name)
@@ -473,31 +474,44 @@ def _calibration_meta() -> dict:
     return {**c, "calibrated_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 
-def record(out: Path | None = None) -> Reference:
+def record(out: Path | None = None, source: Path | None = None) -> Reference:
     """The reference table from this checkout's last ``make repro`` (every stage's ``env.json``
-    run record and rows) and this box's calibration."""
+    run record and rows) and this box's calibration; ``source``: another checkout of the same
+    code where that run was made (its ``results/`` and ``params.yaml``, only read; its commit
+    from the run's own ``env.json``), as ``make reference SOURCE=...`` records it."""
     from . import ae_table
     from .envinfo import git_revision
 
-    params = yaml.safe_load(paths.params_file().read_text())
-    recs = ae_table.runs()
+    pfile = source / "params.yaml" if source else paths.params_file()
+    results = source / "results" if source else None
+    params = yaml.safe_load(pfile.read_text())
+    recs = ae_table.runs(results)
     if not recs:
-        raise SystemExit("forecast record: no stage has an env.json run record: run make repro first")
+        raise SystemExit(f"forecast record: no stage has an env.json run record in {results or 'results/'}: "
+                         "run make repro first")
     rows = {}
     for st, r in recs.items():
-        n, secs = _runs_of(st)
+        n, secs = _runs_of(st, results)
         rows[st] = _row(st, float(r["wall_s"]), n, secs, ae_table.stage_bytes(r), params,
                         "env.json wall_s and cpu_s; rows' run_s", r.get("cpu_s"))
     first = min(recs.values(), key=lambda x: x["started_at"])
-    ref = Reference(rows, {"commit": git_revision()["commit"], "host": first.get("host", ""),
-                           "started_at": first.get("started_at", ""), "profile": _profile(), **_calibration_meta()},
+    if source:
+        first_stage = min(recs, key=lambda s: recs[s]["started_at"])
+        env = json.loads((results / first_stage / "env.json").read_text())
+        commit = str((env.get("git") or {}).get("commit") or "unknown")
+    else:
+        commit = git_revision()["commit"]
+    ref = Reference(rows, {"commit": commit, "host": first.get("host", ""),
+                           "started_at": first.get("started_at", ""), "profile": _profile(pfile),
+                           **_calibration_meta()},
                     params)
     write_reference(ref, out)
     return ref
 
 
-def _profile() -> str:
-    first = (paths.params_file().read_text().splitlines() or [""])[0]
+def _profile(pfile: Path | None = None) -> str:
+    """The profile a params.yaml was written from (its first line), ``edited`` when not said."""
+    first = ((pfile or paths.params_file()).read_text().splitlines() or [""])[0]
     m = re.match(r"#\s*profile:\s*(\w+)", first)
     return m.group(1) if m else "edited"
 
@@ -576,11 +590,6 @@ def to_run(changed: list[str], st: dict[str, dict]) -> list[str]:
     return [s for s in st if changed & set(upstream(s, st))]
 
 
-# stages that measure (a claim's values come from them, through the report stage that judges
-# it): what a claim's `make repro STAGES=...` names; `make replicate --stages` takes these too
-MEASURING = stages.measuring()
-
-
 def chosen(names: list[str], st: dict[str, dict]) -> list[str]:
     """``make repro STAGES="a b"``: the named stages and every stage downstream of one, in
     dvc.yaml's order: what ``dvc repro --force --downstream a b`` runs. A name that is not a
@@ -611,12 +620,6 @@ def repro_commands(names: list[str], st: dict[str, dict]) -> list[list[str]]:
     names = [s for s in st if s in set(names)]   # dvc.yaml's order
     up = before(names, st)
     return ([["dvc", "repro", *up]] if up else []) + [["dvc", "repro", "--force", "--downstream", *names]]
-
-
-def data_stages(st: dict[str, dict]) -> list[str]:
-    """The stages that generate data sets (an output under ``data/``)."""
-    return [n for n, s in st.items()
-            if any(str(next(iter(o)) if isinstance(o, dict) else o).startswith("data/") for o in s.get("outs", []))]
 
 
 @dataclass
@@ -814,9 +817,15 @@ def main(argv=None) -> int:
     r.add_argument("--out", type=Path, default=None)
     r.add_argument("--from-measured", type=Path, default=None, metavar="DIR",
                    help="from a docs/measured/ record of a whole make repro instead of results/")
+    r.add_argument("--source", type=Path, default=None, metavar="CHECKOUT",
+                   help="from the results/ and params.yaml of another checkout's make repro (only read)")
     a = ap.parse_args(argv)
     if a.cmd == "record":
-        ref = from_measured(a.from_measured, a.out) if a.from_measured else record(a.out)
+        if a.source and not (a.source / "results").is_dir():
+            raise SystemExit(f"forecast record --source {a.source}: no results/ folder there; allowed: a checkout "
+                             "where make repro ran")
+        ref = (from_measured(a.from_measured, a.out) if a.from_measured
+               else record(a.out, a.source.resolve() if a.source else None))
         print(f"wrote {a.out or REFERENCE}: {len(ref.rows)} stages, commit {ref.meta['commit'][:10]}, "
               f"calibration cpu {ref.meta['cpu_s']} s, io {ref.meta['io_s']} s")
         return 0

@@ -32,14 +32,16 @@ def _drawn_renderer(fig):
     return fig.canvas.get_renderer()
 
 
-def stamp_host(fig) -> None:
+def stamp_host(fig, text: str | None = None) -> None:
     """Write which host made the figure under its bottom-right corner (once), below every
-    other artist, so it never sits on a label (the figure is saved with a tight box)."""
+    other artist, so it never sits on a label (the figure is saved with a tight box).
+    ``text``: the stamp (:func:`experiments.provenance.label`: who measured what it draws);
+    default ``host: <this box>``."""
     if getattr(fig, _STAMP, False):
         return
     bb = fig.get_tightbbox(_drawn_renderer(fig))   # inches
     w, h = fig.get_size_inches()
-    fig.text(min(bb.x1 / w, 1.0), bb.y0 / h - 0.02 / h, f"host: {envinfo.host_label()}",
+    fig.text(min(bb.x1 / w, 1.0), bb.y0 / h - 0.02 / h, text or f"host: {envinfo.host_label()}",
              ha="right", va="top", fontsize=7, color="0.45")
     setattr(fig, _STAMP, True)
 
@@ -465,7 +467,10 @@ def series_problems(fig) -> list[str]:
 
 def save(out, fig, name: str, formats=("png", "svg"), dpi: int = 150) -> list:
     """Save ``fig`` into ``out`` (a :class:`experiments.results.StageResults`) as ``name.<fmt>``
-    for each format, with the host stamped on it (:func:`stamp_host`).
+    for each format, with the host stamped on it (:func:`stamp_host`): the host and commit that
+    measured what the stage draws (:func:`experiments.provenance.label`, from the env.json of the
+    measuring stages upstream of it), so a figure drawn from the restored reference run
+    (``make figures``) names the reference box.
 
     Before saving, the figure's layout is checked (:func:`layout_problems`: overlapping text, a
     legend over the data), and its series (:func:`series_problems`: a label in two colours, a
@@ -475,7 +480,9 @@ def save(out, fig, name: str, formats=("png", "svg"), dpi: int = 150) -> list:
     never depends on how figures look."""
     from .results import atomic_write, write_json
 
-    stamp_host(fig)
+    from .provenance import label
+
+    stamp_host(fig, label(out.stage))
     problems = layout_problems(fig) + series_problems(fig)
     out._figures = getattr(out, "_figures", {}) | {name: problems}
     write_json(out.path("figures.json"), out._figures)

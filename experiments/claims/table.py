@@ -205,13 +205,16 @@ def changes(previous: pd.DataFrame | None, current: pd.DataFrame) -> pd.DataFram
     return pd.DataFrame(rows, columns=cols)
 
 
-def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None, reference: dict | None = None) -> str:
+def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None, reference: dict | None = None,
+                measured: list[dict] | None = None) -> str:
     """The reviewer's table: findings first (with the paper's number, ours, the ratio and both
     verdicts, and the page-cache residency measured after the cold-run eviction), then
     checks; the header counts each kind by verdict. ``changed`` (:func:`changes`): a closing
     section lists the verdicts that changed against the run before, with their intervals.
     ``reference``: the reference table's host and commit (``experiments.forecast.Reference.meta``),
-    which the *re-measure* column's minutes (:func:`with_costs`) come from."""
+    which the *re-measure* column's minutes (:func:`with_costs`) come from. ``measured``
+    (:func:`experiments.provenance.measured_by`): the hosts and commits that measured the values,
+    named under the title (after ``make figures``: the reference box's)."""
     df = df.copy()
     for c in COLUMNS:
         if c not in df:
@@ -223,6 +226,7 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None, reference
             df[c] = None
     find, chk = df[df["kind"] != "check"], df[df["kind"] == "check"]
     lines = [f"# Claims: {len(find)} findings ({_counts(find)}); {len(chk)} checks ({_counts(chk)})", "",
+             *([_measured_line(measured), ""] if measured is not None else []),
              "A *finding* is a paper's result measured again here; a *check* is a property of our own "
              "generators, metric or tools (it could only fail through a bug). *basis*: whether the paper "
              "*states* the finding, only *implies* it (we read it from its figures or argument), or it is "
@@ -282,6 +286,19 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None, reference
         else:
             lines.append("No verdict changed.")
     return "\n".join(lines) + "\n"
+
+
+def _measured_line(who: list[dict]) -> str:
+    """Who measured the values (:func:`experiments.provenance.measured_by`) and where the table
+    was written: after ``make figures`` the values are the reference run's, from another box."""
+    from ..envinfo import git_revision, host_label
+    from ..provenance import words
+
+    if not who:
+        return "**Measured on**: nothing measured yet (no measuring stage's env.json)."
+    n = sum(len(w["stages"]) for w in who)
+    return (f"**Measured on** {words(who)} (the env.json of the {n} measuring and data stages these claims "
+            f"read); this table written on {host_label()} at commit {git_revision()['commit'][:7]}.")
 
 
 def _minutes(r) -> str:

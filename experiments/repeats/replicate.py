@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths
-from ..forecast import MEASURING   # stages that measure; `--stages` takes any of these
+from ..provenance import MEASURING   # stages that measure; `--stages` takes any of these
 from .compare import compare, markdown
 
 

@@ -1,0 +1,59 @@
+"""The shipped reference run stays true to the code (issue 65): ``make figures`` in a copy of
+the project restores it from the in-repository DVC store and runs every report stage and the
+claims table on it; a report that can no longer read what the reference box measured (a renamed
+file or column) fails here. The figures and the table must name the reference host."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import project_files
+from experiments import refrun
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.smoke
+
+
+def _reference_files() -> list[str]:
+    out = subprocess.run(["git", "ls-files", "-z", "reference"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    return [f for f in out.split("\0") if f]
+
+
+def test_make_figures_reads_the_shipped_reference_run(tmp_path):
+    if not (ROOT / refrun.MANIFEST).is_file():
+        pytest.skip(f"no reference run shipped ({refrun.MANIFEST} absent): make reference on the reference box")
+    m = json.loads((ROOT / refrun.MANIFEST).read_text())
+    root = tmp_path / "project"
+    for f in [*project_files(), *_reference_files()]:   # what a fresh clone has, the reference's store too
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, root / f)
+    env = {**os.environ, "DLIO_ROOT": str(root),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    subprocess.run(["dvc", "config", "--local", "core.no_scm", "true"], cwd=root, env=env, check=True)
+    p = subprocess.run([sys.executable, "-m", "experiments.refrun", "figures"], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=1200)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-6000:]
+    assert "make figures: no measuring stage ran" in log, log[-3000:]
+    ran = [line.split()[-1] for line in log.splitlines() if line.startswith("Running stage ")]
+    assert sorted(s.strip("':") for s in ran) == sorted(refrun.reports()), ran   # DVC ran those and no other
+    host = m["host"] if isinstance(m["host"], str) else m["host"][0]
+    claims = (root / "results" / "claims" / "claims.md").read_text()
+    assert f"**Measured on** {host} at commit {str(m['commit'])[:7]}" in claims
+    for s in refrun.reports()[:-1]:
+        figs = json.loads((root / "results" / s / "figures.json").read_text())
+        assert figs, f"{s} drew no figure"
+    from experiments import provenance
+
+    was = os.environ.get("DLIO_ROOT")
+    os.environ["DLIO_ROOT"] = str(root)
+    try:
+        assert all(provenance.label(s).startswith(f"host: {host} at commit") for s in refrun.reports()[:-1])
+    finally:
+        os.environ.pop("DLIO_ROOT") if was is None else os.environ.__setitem__("DLIO_ROOT", was)
