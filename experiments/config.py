@@ -45,6 +45,7 @@ SECTIONS: dict[str, str] = {
     "unet3d": "experiments.workloads.settings:Unet3dConfig",
     "bert": "experiments.workloads.settings:BertConfig",
     "dlrm": "experiments.workloads.settings:DlrmConfig",
+    "retinanet": "experiments.workloads.settings:RetinanetConfig",
     "workload_sleep": "experiments.workloads.settings:WorkloadSleepConfig",
     "workload_random": "experiments.workloads.settings:WorkloadRandomConfig",
     "tracing_patterns": "experiments.trace.stage:TracingPatternsConfig",

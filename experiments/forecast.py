@@ -150,6 +150,7 @@ SIZES = {
     "unet3d": _sweep("unet3d"),
     "bert": _sweep("bert"),
     "dlrm": _sweep("dlrm"),
+    "retinanet": _sweep("retinanet"),
     "workload_sleep": _workload_sleep,
     "workload_random": _workload_random,
     "traced_comparison": lambda p: (_len(p["traced_comparison"]["points"]) * _len(p["traced_comparison"]["sides"])
@@ -579,7 +580,7 @@ def to_run(changed: list[str], st: dict[str, dict]) -> list[str]:
 # stages that measure (a claim's values come from them, through the report stage that judges
 # it): what a claim's `make repro STAGES=...` names; `make replicate --stages` takes these too
 MEASURING = ("fio_baseline", "tfdata_read", "deepio", "lmdbio", "blog", "alexnet_prefetch",
-             "alexnet_checkpoint", "unet3d", "bert", "dlrm", "workload_sleep", "workload_random",
+             "alexnet_checkpoint", "unet3d", "bert", "dlrm", "retinanet", "workload_sleep", "workload_random",
              "tracing_patterns", "emulator_patterns", "traced_comparison", "llm_checkpoint")
 
 

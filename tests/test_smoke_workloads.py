@@ -20,24 +20,26 @@ def test_data_sets_were_generated(stage_results, smoke_run):
     smoke_root = smoke_run.root
     d = stage_results("workload_data")
     s = pd.read_csv(d / "summary.csv").set_index("workload")
-    assert set(s.index) == {"unet3d", "bert", "dlrm"} and (s["bytes"] > 0).all()
+    assert set(s.index) == {"unet3d", "bert", "dlrm", "retinanet"} and (s["bytes"] > 0).all()
+    assert len(list((smoke_root / "data" / "retinanet" / "train").glob("*.jpg"))) == 4
     assert (smoke_root / "data" / "dlrm" / "train_data.bin").stat().st_size == 4096 * 160
     assert len(list((smoke_root / "data" / "unet3d" / "train").glob("*_x.npy"))) == 8
     assert len(list((smoke_root / "data" / "bert" / "train").glob("*.tfrecord"))) == 2
     # a data stage writes what it measured (measured.json); the claims table joins it with the declarations
     measured = {m["id"]: m for m in json.loads((d / "measured.json").read_text())}
     assert measured["dlrm-sample-size"]["value"] == 160.0
+    assert abs(measured["retinanet-file-size"]["value"] / 16384 - 1) <= 0.05   # smoke's mean_bytes
     t = pd.read_csv(stage_results("claims") / "claims.csv")
     mine = t[t["stage"] == "workload_data"]
     assert set(measured) <= set(mine["id"]) and set(mine["verdict"]) <= set(claims.VERDICTS)
 
 
-@pytest.mark.parametrize("workload", ["unet3d", "bert", "dlrm"])
+@pytest.mark.parametrize("workload", ["unet3d", "bert", "dlrm", "retinanet"])
 def test_every_configuration_and_rank_has_steps(stage_results, workload):
     d = stage_results(workload)
     raw = pd.read_parquet(d / "raw.parquet")
     got = set(map(tuple, raw[["ranks", "batch_size"]].drop_duplicates().to_numpy()))
-    b = {"unet3d": [2], "bert": [2], "dlrm": [64, 256]}[workload]
+    b = {"unet3d": [2], "bert": [2], "dlrm": [64, 256], "retinanet": [1]}[workload]
     assert got == {(g, x) for g in (1, 2) for x in b}
     for (g, _), grp in raw.groupby(["ranks", "batch_size"]):
         assert set(grp["rank"]) == set(range(g))
@@ -49,7 +51,7 @@ def test_every_configuration_and_rank_has_steps(stage_results, workload):
     assert (s["compute_sps"] > 0).all() and s["data_share"].between(0, 1).all()
 
 
-@pytest.mark.parametrize("workload", ["unet3d", "bert", "dlrm"])
+@pytest.mark.parametrize("workload", ["unet3d", "bert", "dlrm", "retinanet"])
 def test_app_log_pairs_phases(stage_results, workload):
     d = stage_results(workload)
     lines = [json.loads(x) for x in (d / "app_log.jsonl").read_text().splitlines()]
@@ -61,7 +63,7 @@ def test_app_log_pairs_phases(stage_results, workload):
 
 
 def test_loaders_recorded_vfs_and_preprocessing(stage_results):
-    for w in ("unet3d", "dlrm"):
+    for w in ("unet3d", "dlrm", "retinanet"):
         lo = pd.read_csv(stage_results(w) / "loader.csv")
         assert (lo["vfs_ns"] > 0).all() and (lo["prep_ns"] > 0).all()
 

@@ -86,6 +86,7 @@ class DecideParams(Section):
     unet3d: list[Purchase] = _BUY
     bert: list[Purchase] = _BUY
     dlrm: list[Purchase] = _BUY
+    retinanet: list[Purchase] = _BUY
     workload_sleep: list[Purchase] = _BUY
     workload_random: list[Purchase] = _BUY
     traced_comparison: list[Purchase] = _BUY

@@ -259,6 +259,50 @@ class DlrmConfig(Section):
         return self
 
 
+# ----------------------------------------------------------------------------- RetinaNet
+
+class RetinanetData(Section):
+    """MLPerf Storage v3.0's RetinaNet data: one JPEG per sample (:mod:`.data_retinanet`)."""
+
+    content: Literal["realistic"] = Field("realistic", description="realistic only (no generated-data row)")
+    train_files: int = Field(8, ge=1, le=10_000_000, description="v3.0: 1,170,301")
+    eval_files: int = Field(2, ge=1, le=10_000_000)
+    mean_bytes: int = Field(322_957, ge=4096, le=64 * 2**20, description="v3.0: record_length_bytes 322,957")
+    size_sigma: float = Field(0.5, ge=0, le=2, description="log-normal spread of file sizes; 0: one fixed size (DLIO's)")
+    size_tolerance: float = Field(0.05, gt=0, le=0.5, description="relative size error accepted per file")
+    jpeg_quality: int = Field(90, ge=10, le=100)
+    max_boxes: int = Field(4, ge=1, le=100, description="boxes per image: 1 to this")
+    num_classes: int = Field(264, ge=2, le=10_000, description="MLPerf's OpenImages subset: 264")
+    workers: int = Field(0, ge=0, le=256, description="generator processes; 0: one per CPU")
+
+
+class RetinanetModel(Section):
+    image_size: int = Field(128, ge=32, le=2048, description="images resized to this square; MLPerf: 800")
+
+
+class RetinanetTrain(Common):
+    epochs: int = Field(2, ge=2, le=10_000, description="v3.0: 8; the first step of each is excluded")
+    read_threads: int = Field(1, ge=0, le=64, description="DataLoader workers per rank; v3.0: 8")
+    lr: float = Field(0.01, gt=0, le=10)
+
+
+class RetinanetConfig(Section):
+    data: RetinanetData = RetinanetData()
+    model: RetinanetModel = RetinanetModel()
+    train: RetinanetTrain = RetinanetTrain()
+    sweep: Sweep = Sweep(batch_sizes=[1, 2])
+
+    @model_validator(mode="after")
+    def _fits(self):
+        for g in self.sweep.ranks:
+            b = max(self.sweep.batch_sizes)
+            if b * g > self.data.train_files:
+                raise ValueError(f"sweep.batch_sizes = {self.sweep.batch_sizes}: batch {b} x {g} ranks is "
+                                 f"larger than the data set (data.train_files = {self.data.train_files}); "
+                                 f"allowed: batch size x ranks <= {self.data.train_files}")
+        return self
+
+
 # ----------------------------------------------------------------------------- validation rows
 
 WORKLOADS = ("unet3d", "bert", "dlrm")
