@@ -24,6 +24,7 @@ def _data(**over):
 
 def test_sizes_have_the_configured_mean_and_spread_or_one_fixed_size():
     s = dr.target_sizes(2000, dr.V3_RECORD_BYTES, 0.5, seed=1)
+    assert not np.array_equal(s, dr.target_sizes(2000, dr.V3_RECORD_BYTES, 0.5, seed=1, stream=1))
     assert abs(s.mean() / dr.V3_RECORD_BYTES - 1) < 1e-4        # scaled to the mean, whatever the count
     assert 0.4 < s.std() / s.mean() < 0.65                      # a log-normal of sigma 0.5: CV ~0.53
     assert (s >= dr.V3_RECORD_BYTES / 17).all() and (s <= dr.V3_RECORD_BYTES * 17).all()
@@ -41,6 +42,8 @@ def test_generated_set_is_deterministic_sized_and_boxed(tmp_path, digest):
     m = dr.read_manifest(tmp_path / "a")
     assert sorted(m["split"]) == ["eval", "train", "train", "train", "train"]
     assert (abs(m["bytes"] / m["target_bytes"] - 1) <= 0.05 + 1e-9).all()
+    for split in ("train", "eval"):                                  # each split has the configured mean
+        assert abs(m[m["split"] == split]["target_bytes"].mean() / 16384 - 1) < 1e-3
     assert not set(m[m["split"] == "eval"]["path"].str[5:]) & set(m[m["split"] == "train"]["path"].str[6:])
     for r in m.itertuples():
         from PIL import Image
@@ -76,11 +79,11 @@ def test_dataset_decodes_resizes_scales_boxes_and_logs(tmp_path):
     from experiments.workloads.retinanet import JpegDataset, collate
 
     dr.generate(tmp_path / "d", _data(), seed=3)
-    ds = JpegDataset(tmp_path / "d", "train", 32, tmp_path, rank=0)
+    ds = JpegDataset(tmp_path / "d", "train", 64, tmp_path, rank=0)
     x, t = ds[0]
-    assert tuple(x.shape) == (3, 32, 32) and 0 <= float(x.min()) and float(x.max()) <= 1
+    assert tuple(x.shape) == (3, 64, 64) and 0 <= float(x.min()) and float(x.max()) <= 1
     b = t["boxes"].numpy()
-    assert b.shape == (len(t["labels"]), 4) and (b >= 0).all() and (b <= 32 + 1e-4).all()
+    assert b.shape == (len(t["labels"]), 4) and (b >= 0).all() and (b <= 64 + 1e-4).all()
     assert (b[:, 2] > b[:, 0]).all() and (b[:, 3] > b[:, 1]).all()
     images, targets = collate([ds[0], ds[1]])
     assert len(images) == 2 and len(targets) == 2
@@ -90,21 +93,21 @@ def test_dataset_decodes_resizes_scales_boxes_and_logs(tmp_path):
 
 @pytest.mark.parametrize("compute", [None, {"mode": "sleep", "mean_s": 0.01, "std_s": 0.0, "source": "test"}])
 def test_one_rank_trains_through_the_shared_loop(tmp_path, compute):
-    """One rank at 32 px: the phases, the step records, the loader records and a checkpoint;
+    """One rank at 64 px, batch 1 (batch norm's smallest case): the phases, the step records, the loader records and a checkpoint;
     with a compute model, the steps sleep and no loss is computed."""
     from experiments.workloads import launch
 
     cfg = config.validate("retinanet", {"data": {"train_files": 4, "eval_files": 1, "mean_bytes": 8192},
-                                        "model": {"image_size": 32},
+                                        "model": {"image_size": 64},
                                         "train": {"epochs": 2, "read_threads": 1, "threads_per_rank": 1,
                                                   "checkpoint_dir": str(tmp_path / "ckpt")}})
     dr.generate(tmp_path / "data", cfg.data, seed=5)
     run = tmp_path / "run"
-    launch.run_config("retinanet", cfg.model_dump(mode="json"), 2, 1, 5, tmp_path / "data", run,
+    launch.run_config("retinanet", cfg.model_dump(mode="json"), 1, 1, 5, tmp_path / "data", run,
                       compute=compute, variant="sleep" if compute else "real")
     got = launch.collect(run)
     steps = got["steps"]
-    assert len(steps) == 4 and set(steps["epoch"]) == {0, 1}           # 4 files / batch 2, 2 epochs
+    assert len(steps) == 8 and set(steps["epoch"]) == {0, 1}           # 4 files / batch 1, 2 epochs
     assert {"init", "train", "eval", "checkpoint"} <= set(got["phases"]["phase"])
     train_reads = got["loader"][got["loader"]["split"] == "train"]
     assert len(train_reads) == 8 and (train_reads["vfs_ns"] > 0).all()
@@ -114,3 +117,33 @@ def test_one_rank_trains_through_the_shared_loop(tmp_path, compute):
         assert steps["loss"].isna().all() and (steps["sleep_drawn_ns"] > 0).all()
     else:
         assert np.isfinite(steps["loss"]).all() and (steps["forward_ns"] > 0).all()
+
+
+# ------------------------------------------------------------------ DLIO on the v3.0 config
+
+def test_dlio_config_has_the_v3_fields_from_our_section_and_data(tmp_path):
+    from experiments import reference
+    from experiments.dlio import dataset as dd, workload_config as wc
+
+    dr.generate(tmp_path / "d", _data(train_files=4, eval_files=2), seed=3)
+    facts = dd.facts("retinanet", tmp_path / "d")
+    section = config.validate("retinanet", {"data": {"train_files": 4, "eval_files": 2},
+                                            "train": {"epochs": 3, "read_threads": 2}})
+    v3 = reference.MLPERF_V3_RETINANET
+    b = wc.build("retinanet", section, 2, 2, facts, wc.compute_time("retinanet", 2, 2, v3["computation_time"]),
+                 data_folder="/v", checkpoint_folder="/ck", checkpoint_bytes=1000, seed=7, output_folder="/o")
+    c = b.config
+    assert (c["framework"], c["dataset"]["format"], c["reader"]["data_loader"]) == ("pytorch", "jpeg", "pytorch")
+    assert c["reader"]["multiprocessing_context"] == "fork" and c["reader"]["read_threads"] == 2
+    assert c["reader"]["batch_size"] == 2 and c["train"]["epochs"] == 3 and c["metric"] == {"au": 0.85}
+    assert c["train"]["computation_time"] == 0.04755 and c["dataset"]["num_files_train"] == 4
+    assert c["dataset"]["record_length"] == round(facts.bytes_per_sample) and "record_length_bytes" not in c["dataset"]
+    assert c["dataset"]["num_files_eval"] == 2 and c["checkpoint"]["type"] == "rank_zero"
+    assert any("record_length_bytes" in n for n in b.notes)
+    with pytest.raises(ConfigError, match="batch 4 x 2 ranks"):
+        wc.build("retinanet", section, 2, 4, facts, wc.compute_time("retinanet", 2, 4, 0.0), data_folder="/v",
+                 checkpoint_folder="/ck", checkpoint_bytes=None, seed=7, output_folder="/o")
+    v = dd.make_view(facts, tmp_path / "view")
+    got = sorted(p.name for p in (v / "train").iterdir())
+    assert got == [f"img_{i:07d}.jpeg" for i in range(4)] and len(list((v / "valid").glob("*.jpeg"))) == 2
+    assert (v / "train" / "img_0000000.jpeg").resolve() == (tmp_path / "d" / "train" / "img_0000000.jpg").resolve()

@@ -47,13 +47,13 @@ V3_RECORD_BYTES = 322_957      # retinanet_b200.yaml: dataset.record_length_byte
 V3_TRAIN_FILES = 1_170_301     # retinanet_b200.yaml: dataset.num_files_train
 
 
-def target_sizes(n: int, mean_bytes: int, sigma: float, seed: int) -> np.ndarray:
+def target_sizes(n: int, mean_bytes: int, sigma: float, seed: int, stream: int = 0) -> np.ndarray:
     """``n`` target file sizes (B): log-normal with log-space deviation ``sigma`` (0: all
     ``mean_bytes``), clipped to [mean / 16, 16 x mean], scaled to the mean ``mean_bytes``;
-    from ``seed`` only."""
+    from ``(seed, stream)`` only (a split draws its own stream, so each split has the mean)."""
     if sigma == 0:
         return np.full(n, int(mean_bytes), dtype=np.int64)
-    rng = np.random.default_rng([seed, 0x4E7A])
+    rng = np.random.default_rng([seed, 0x4E7A, stream])
     mu = np.log(mean_bytes) - sigma ** 2 / 2          # E[exp(N(mu, s))] = exp(mu + s^2 / 2)
     s = np.clip(rng.lognormal(mu, sigma, n), mean_bytes / 16, mean_bytes * 16)
     # A small set's sample mean strays from the law's (about sigma / sqrt(n)): the draws are
@@ -96,10 +96,16 @@ def _work(args) -> list[dict]:
     return done
 
 
+def split_targets(cfg: "RetinanetData", seed: int) -> np.ndarray:
+    """Target sizes of the training files then the evaluation files, each split scaled to ``mean_bytes``."""
+    return np.concatenate([target_sizes(cfg.train_files, cfg.mean_bytes, cfg.size_sigma, seed, 0),
+                           target_sizes(cfg.eval_files, cfg.mean_bytes, cfg.size_sigma, seed, 1)])
+
+
 def planned_bytes(cfg: "RetinanetData", seed: int) -> int:
     """The data set's size: the drawn targets with the size tolerance on top, plus the manifests."""
     n = cfg.train_files + cfg.eval_files
-    return int(target_sizes(n, cfg.mean_bytes, cfg.size_sigma, seed).sum() * (1 + cfg.size_tolerance)) + 200 * n
+    return int(split_targets(cfg, seed).sum() * (1 + cfg.size_tolerance)) + 200 * n
 
 
 def generate(out: Path, cfg: "RetinanetData", seed: int) -> dict:
@@ -118,7 +124,7 @@ def generate(out: Path, cfg: "RetinanetData", seed: int) -> dict:
                 "retinanet.data.train_files / eval_files / mean_bytes")
     for s in SPLITS:
         (tmp / s).mkdir(parents=True)
-    targets = target_sizes(n, cfg.mean_bytes, cfg.size_sigma, seed)
+    targets = split_targets(cfg, seed)
     items = [("train" if i < cfg.train_files else "eval", i, t) for i, t in enumerate(targets.tolist())]
     workers = cfg.workers or os.cpu_count() or 1
     chunks = [items[i:i + 16] for i in range(0, n, 16)]
