@@ -147,3 +147,35 @@ def test_dlio_config_has_the_v3_fields_from_our_section_and_data(tmp_path):
     got = sorted(p.name for p in (v / "train").iterdir())
     assert got == [f"img_{i:07d}.jpeg" for i in range(4)] and len(list((v / "valid").glob("*.jpeg"))) == 2
     assert (v / "train" / "img_0000000.jpeg").resolve() == (tmp_path / "d" / "train" / "img_0000000.jpg").resolve()
+
+
+# ------------------------------------------------------------------ the emulator's RetinaNet
+
+def test_emulator_runs_retinanet_data_path_with_the_v3_compute_time(tmp_path):
+    """One emulated accelerator: the real loader reads every training JPEG once an epoch, each
+    step sleeps the v3.0 config's 0.04755 s (a compute-model file), no model is built."""
+    from experiments import reference
+    from experiments.emulator import config as ecfg, launch as elaunch, report
+
+    dr.generate(tmp_path / "data", _data(train_files=4, eval_files=1, mean_bytes=8192), seed=2)
+    t = reference.MLPERF_V3_RETINANET["computation_time"]
+    model = tmp_path / "v3.json"
+    zero = {"G": 0.0, "B": 0.0, "c": 0.0}
+    model.write_text(json.dumps({"schema": "compute-model/1", "host": "MLPerf Storage v3.0 retinanet_b200.yaml",
+                                 "workloads": {"retinanet": {"mean": {"coef": zero | {"c": t}}, "std": {"coef": zero}}}}))
+    section = {"data": {"train_files": 4, "eval_files": 1, "mean_bytes": 8192, "num_classes": 5},
+               "train": {"epochs": 2, "read_threads": 1, "threads_per_rank": 1},
+               "sweep": {"batch_sizes": [2], "ranks": [1]}}
+    c = ecfg.from_params("retinanet", section, 2, 1, compute_model=str(model), checkpoint_pattern="none",
+                         data_dir=tmp_path / "data", checkpoint_dir=tmp_path / "ck", seed=1)
+    with pytest.raises(ConfigError, match="accelerators <= 2"):
+        ecfg.from_params("retinanet", section, 2, 3, compute_model=str(model), checkpoint_pattern="none",
+                         data_dir=tmp_path / "data", checkpoint_dir=tmp_path / "ck", seed=1)
+    elaunch.execute(c, tmp_path / "run")
+    s = report.summarize(tmp_path / "run")
+    steps = pd.read_csv(tmp_path / "run" / "steps-r0.csv")
+    assert len(steps) == 4 and steps["loss"].isna().all()
+    assert np.allclose(steps["sleep_drawn_ns"] / 1e9, t)
+    m = dr.read_manifest(tmp_path / "data", "train")
+    assert s["data_bytes"] == 2 * int(m["bytes"].sum())              # every training file, each epoch
+    assert 0 < s["au"] <= 1
