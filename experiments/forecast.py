@@ -151,6 +151,7 @@ SIZES = {
     "unet3d": _sweep("unet3d"),
     "bert": _sweep("bert"),
     "dlrm": _sweep("dlrm"),
+    "retinanet": _sweep("retinanet"),
     "workload_sleep": _workload_sleep,
     "workload_random": _workload_random,
     "traced_comparison": lambda p: (_len(p["traced_comparison"]["points"]) * _len(p["traced_comparison"]["sides"])

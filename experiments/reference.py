@@ -93,6 +93,12 @@ HOVON_CHECKPOINT_EVENTS = {
 # DLIO's config (DLIO 2.0's workload YAML files, named in DESIGN.md; in none of the five texts):
 # computation_time per step, seconds.
 DLIO_COMPUTATION_TIME_S = {"unet3d_v100_b4": 1.3604, "bert_v100_b48": 0.968, "dlrm": 0.064296}
+# MLPerf Storage v3.0's RetinaNet (mlcommons/storage configs/dlio/workload/retinanet_b200.yaml; in
+# none of the five texts, issue 69): the fields DLIO reads, as the YAML gives them.
+MLPERF_V3_RETINANET = {"framework": "pytorch", "format": "jpeg", "record_length_bytes": 322_957,
+                       "num_files_train": 1_170_301, "data_loader": "pytorch", "batch_size": 24,
+                       "read_threads": 8, "multiprocessing_context": "fork", "epochs": 8,
+                       "computation_time": 0.04755, "au": 0.85}
 # Ho-Von 2023, the GPU counts its text names: 8 GPUs (Sec 4.1, Fig 5.1, 5.8, 5.13), the single-GPU
 # case (Sec 5.1.3) and the 4-GPU case (Sec 5.3.2). The figures' sweeps (Fig 5.2, 5.9, 5.14) may
 # hold more counts, which the text does not list, so none is added here.

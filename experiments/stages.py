@@ -62,6 +62,7 @@ SHARED: dict[str, str] = {
 _FIG = ("figures",)
 _WORKLOADS = tuple(f"{w}.{p}" for w in ("unet3d", "bert", "dlrm") for p in ("model", "train", "sweep"))
 _WDATA = ("data/unet3d", "data/bert", "data/dlrm")
+_RETINA = tuple(f"retinanet.{p}" for p in ("model", "train", "sweep"))   # MLPerf Storage v3.0's, our extension
 _WS = "experiments.workloads.settings"
 
 
@@ -116,23 +117,28 @@ STAGES: tuple[Stage, ...] = (
             ("caltech_like_sizes", "fig6_alexnet_prefetch_threads", "fig7_alexnet_batch_size", "fig8_alexnet_dstat",
              "fig9_checkpoint_runtime", "fig10_checkpoint_dstat")),
     Stage("workload_data", "notebooks/30-workload-data.ipynb", "data", {},
-          ("seed", "unet3d.data", "bert.data", "dlrm.data"), outs=_WDATA,
+          ("seed", "unet3d.data", "bert.data", "dlrm.data", "retinanet.data"), outs=(*_WDATA, "data/retinanet"),
           note="Ho-Von 2023: the three MLPerf workloads (experiments/workloads/, docs/workloads.md)."),
     *(Stage(w, f"notebooks/3{i}-{w}.ipynb", "measuring", {w: f"{_WS}:{w.capitalize()}Config"},
             ("seed", f"{w}.model", f"{w}.train", f"{w}.sweep"), True, "workload_fits", (f"data/{w}",))
       for i, w in ((1, "unet3d"), (2, "bert"), (3, "dlrm"))),
-    _report("workload_fits", "notebooks/34-workload-fits.ipynb", ("results/unet3d", "results/bert", "results/dlrm"),
+    Stage("retinanet", "notebooks/38-retinanet.ipynb", "measuring", {"retinanet": f"{_WS}:RetinanetConfig"},
+          ("seed", *_RETINA), True, "workload_fits", ("data/retinanet",),
+          note="MLPerf Storage v3.0's RetinaNet (our extension; docs/workloads.md \"RetinaNet\")."),
+    _report("workload_fits", "notebooks/34-workload-fits.ipynb",
+            ("results/unet3d", "results/bert", "results/dlrm", "results/retinanet"),
             tuple(f"{w}_{p}" for p in ("step_breakdown", "throughputs") for w in ("unet3d", "bert", "dlrm"))),
     Stage("workload_sleep", "notebooks/35-workload-sleep.ipynb", "measuring",
-          {"workload_sleep": f"{_WS}:WorkloadSleepConfig"}, ("seed", *_WORKLOADS, "workload_sleep"), True,
-          "workload_validation", (*_WDATA, "results/workload_fits/compute_model.json", "results/unet3d/loader.csv"),
+          {"workload_sleep": f"{_WS}:WorkloadSleepConfig"}, ("seed", *_WORKLOADS, *_RETINA, "workload_sleep"), True,
+          "workload_validation", (*_WDATA, "data/retinanet", "results/workload_fits/compute_model.json", "results/unet3d/loader.csv"),
           note="Ho-Von 2023 Ch. 3, Sec 4.7, 5.x.3: the sleep and generated-data rows, Fig A.3, accelerator "
                "utilization."),
     Stage("workload_random", "notebooks/36-workload-random.ipynb", "measuring",
           {"workload_random": f"{_WS}:WorkloadRandomConfig"}, ("seed", "unet3d", "bert", "dlrm", "workload_random"),
           True, "workload_validation", _WDATA, ("data/unet3d-random", "data/bert-random", "data/dlrm-random")),
     _report("workload_validation", "notebooks/37-workload-validation.ipynb",
-            ("results/unet3d", "results/bert", "results/dlrm", "results/workload_random", "results/workload_sleep",
+            ("results/unet3d", "results/bert", "results/dlrm", "results/retinanet", "results/workload_random",
+             "results/workload_sleep",
              "results/traced_comparison")),
     Stage("tracing_patterns", "notebooks/20-tracing-patterns.ipynb", "measuring",
           {"tracing_patterns": "experiments.trace.stage:TracingPatternsConfig"}, ("seed", "tiers", "tracing_patterns"),

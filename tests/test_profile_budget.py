@@ -87,7 +87,7 @@ def test_the_budget_test_sees_a_sweep_that_grew():
 # checkpoint every 2), 32 blog images, 2 DeepIO epochs. A default that grows leaks into smoke
 # wherever smoke does not set the key: this catches it.
 SMOKE_RUN_LENGTHS = {
-    "unet3d.train.epochs": 2, "bert.train.steps": 3, "dlrm.train.steps": 4,
+    "unet3d.train.epochs": 2, "bert.train.steps": 3, "dlrm.train.steps": 4, "retinanet.train.epochs": 2,
     "traced_comparison.overrides.unet3d.train.epochs": 2, "traced_comparison.overrides.bert.train.steps": 3,
     "traced_comparison.overrides.dlrm.train.steps": 4,
     "alexnet_checkpoint.iterations": 4, "llm_checkpoint.checkpoints": 2, "llm_checkpoint.burst_buffer.checkpoints": 2,

@@ -11,6 +11,9 @@ folders must exist, even without evaluation) with one ``num_samples_per_file`` f
   offset index (``.off.idx``) and a size index (``.sz.idx``) of int64 beside them. The view
   holds links to our ``train_data.bin`` / ``test_data.bin`` under those names and the two
   index files (sample ``i`` at ``160 i``, 160 B), so DLIO reads our bytes.
+- **RetinaNet**: DLIO's image reader (``format: jpeg``, PIL) decodes any JPEG, so it reads our
+  files; it lists ``*.jpeg`` only, so the view holds one link per file, ``train/<name>.jpeg ->
+  <data>/train/<name>.jpg`` (and ``valid/`` for the evaluation files). One DLIO sample is one file.
 - **BERT**: DLIO's TFRecord reader parses every record for the features ``image`` (bytes) and
   ``size`` (int64); our records (``input_ids``, ...) stop it with ``InvalidArgumentError:
   Feature: image ... is required but could not be found``. DLIO therefore generates its own
@@ -33,7 +36,7 @@ import numpy as np
 
 from ..config import ConfigError
 
-WORKLOADS = ("unet3d", "bert", "dlrm")
+WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 DLRM_SAMPLE_BYTES = 160  # experiments.workloads.data_dlrm.SAMPLE_BYTES (40 int32)
 TFRECORD_FRAMING = 16    # per record: uint64 length, uint32 CRC of it, uint32 CRC of the data
 # DLIO's TFRecord example (features 'image' bytes of dim*dim, 'size' int64) serializes to
@@ -145,6 +148,25 @@ def dlrm_facts(folder: Path) -> DataFacts:
                      train_bytes=tr.stat().st_size)
 
 
+def retinanet_facts(folder: Path) -> DataFacts:
+    """Our RetinaNet set: one JPEG per sample; the mean and spread of the training files' sizes."""
+    from ..workloads.data_retinanet import MANIFEST
+
+    folder = Path(folder)
+    if not (folder / MANIFEST).exists():
+        raise _missing(folder, f"{MANIFEST} (the RetinaNet manifest)")
+    import pandas as pd
+
+    m = pd.read_csv(folder / MANIFEST)
+    tr, ev = m[m["split"] == "train"], m[m["split"] == "eval"]
+    if tr.empty:
+        raise _missing(folder, "training JPEGs")
+    sizes = tr["bytes"].to_numpy(dtype=float)
+    return DataFacts("retinanet", folder, train_files=len(tr), eval_files=len(ev), samples_per_file=1,
+                     eval_samples_per_file=1, bytes_per_sample=float(sizes.mean()), bytes_std=float(sizes.std()),
+                     train_bytes=int(sizes.sum()))
+
+
 def facts(workload: str, folder: Path) -> DataFacts:
     if workload == "unet3d":
         return unet3d_facts(folder)
@@ -152,6 +174,8 @@ def facts(workload: str, folder: Path) -> DataFacts:
         return bert_facts(folder)
     if workload == "dlrm":
         return dlrm_facts(folder)
+    if workload == "retinanet":
+        return retinanet_facts(folder)
     raise ConfigError(f"DLIO workload = {workload!r}; allowed: {', '.join(WORKLOADS)}")
 
 
@@ -189,6 +213,16 @@ def make_view(f: DataFacts, view: Path) -> Path:
                 dst = view / sub / (Path(FILES[split]).stem + ".indexed_binary")
                 _link(f.folder / FILES[split], dst)
                 write_index(dst, n, DLRM_SAMPLE_BYTES)
+    elif f.workload == "retinanet":
+        import pandas as pd
+
+        from ..workloads.data_retinanet import MANIFEST
+
+        m = pd.read_csv(f.folder / MANIFEST)
+        for split, sub in (("train", "train"), ("eval", "valid")):
+            (view / sub).mkdir()
+            for p in m.loc[m["split"] == split, "path"]:
+                _link(f.folder / p, view / sub / (Path(p).stem + ".jpeg"))
     else:
         raise ValueError(f"no view of our {f.workload} data: DLIO generates its own")
     return view

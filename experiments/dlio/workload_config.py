@@ -17,6 +17,13 @@ How each real setting maps (DLIO 2.0.0's keys; see the module docs of :mod:`expe
 | evaluation | after the last epoch (or every ``eval_every``) | not run (see notes) | not run (see notes) |
 | checkpoint | after the last epoch, rank 0 | at the last step, every rank | every ``eval_every`` steps, rank 0 |
 | computation_time | model(G, B) | model(G, B) | model(G, B global) |
+
+RetinaNet (MLPerf Storage v3.0's ``retinanet_b200.yaml``, issue 69): pytorch / pytorch, ``jpeg``
+(our JPEGs through a view of ``.jpeg`` links); batch B; ``read_threads`` = ``train.read_threads``,
+``multiprocessing_context: fork``; ``train.epochs`` epochs; evaluation after the last epoch
+(eval_time 0); a checkpoint after the last epoch, rank 0; ``metric.au`` the config's 0.85;
+``record_length`` our measured mean file size and ``record_length_stdev`` its spread (the v3.0
+YAML names the size ``record_length_bytes``, which DLIO 2.0.0 does not read: docs/dlio.md).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from dataclasses import dataclass, field
 from ..config import ConfigError
 from .dataset import DataFacts, dlio_record_length
 
-WORKLOADS = ("unet3d", "bert", "dlrm")
+WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 # DLIO 2.0 sleeps numpy.random.normal(mean, std) with no floor: a negative draw stops the run
 # (ValueError: sleep length must be non-negative). The std is kept below mean / STD_GUARD.
 STD_GUARD = 5.0
@@ -272,4 +279,40 @@ def _dlrm(cfg: dict, s: dict, G: int, B: int, data: DataFacts, notes: list[str])
     return 1
 
 
-_PARTS = {"unet3d": _unet3d, "bert": _bert, "dlrm": _dlrm}
+def _retinanet(cfg: dict, s: dict, G: int, B: int, data: DataFacts, notes: list[str]) -> int:
+    """RetinaNet's part of DLIO's config, the v3.0 ``retinanet_b200.yaml``'s fields from our
+    section (PyTorch, one JPEG per sample); returns the files per sample (1)."""
+    from ..reference import MLPERF_V3_RETINANET as V3
+
+    tr, ck = s["train"], cfg["checkpoint"]
+    if B * G > data.train_files:
+        raise ConfigError(f"DLIO retinanet: batch {B} x {G} ranks needs more than the {data.train_files} "
+                          f"training files in {data.folder}; allowed: batch x ranks <= {data.train_files}")
+    workers = int(tr["read_threads"])
+    cfg["framework"] = V3["framework"]
+    # record_length (not the v3.0 YAML's record_length_bytes, which DLIO 2.0.0 does not read):
+    # what DLIO multiplies its samples/s by for its MB/s
+    cfg["dataset"].update(format=V3["format"], num_files_train=data.train_files, num_samples_per_file=1,
+                          record_length=int(round(data.bytes_per_sample)),
+                          record_length_stdev=int(round(data.bytes_std)))
+    cfg["reader"].update(data_loader=V3["data_loader"], batch_size=B, read_threads=workers,
+                         multiprocessing_context=V3["multiprocessing_context"],
+                         prefetch_size=2 * max(1, workers), batch_size_eval=1)
+    cfg["train"]["epochs"] = int(tr["epochs"])
+    cfg["metric"] = {"au": V3["au"]}
+    if data.eval_files:
+        cfg["workflow"]["evaluation"] = True
+        cfg["dataset"]["num_files_eval"] = data.eval_files
+        e = int(tr["epochs"])
+        cfg["evaluation"] = {"eval_time": 0.0, "eval_after_epoch": e, "epochs_between_evals": e}
+        notes.append("evaluation reads every evaluation file once after the last epoch with eval_time 0 "
+                     "(the real run detects on each; no compute model covers it)")
+    ck.update(checkpoint_after_epoch=int(tr["epochs"]), epochs_between_checkpoints=1, type="rank_zero")
+    notes.append("DLIO's image reader decodes each JPEG (PIL, np.asarray) and does not resize it; the real "
+                 f"loader also resizes to {s['model']['image_size']} px and scales its boxes")
+    notes.append(f"record_length {cfg['dataset']['record_length']} B, our files' mean (the v3.0 config's "
+                 f"record_length_bytes is {V3['record_length_bytes']} B, a key DLIO 2.0.0 does not read)")
+    return 1
+
+
+_PARTS = {"unet3d": _unet3d, "bert": _bert, "dlrm": _dlrm, "retinanet": _retinanet}

@@ -58,7 +58,7 @@ WAIT_MATTERS = 0.1
 
 VERDICTS = ("storage", "client", "undetermined")
 # which fio_baseline job stands for a workload's requests where no same-files job ran
-BASELINE_JOB = {"unet3d": "seqread", "bert": "seqread", "dlrm": "randread"}
+BASELINE_JOB = {"unet3d": "seqread", "bert": "seqread", "dlrm": "randread", "retinanet": "seqread"}
 
 
 def reference(workload: str, data_dir) -> dict:

@@ -219,7 +219,7 @@ def load(source: str | os.PathLike | None = None) -> PatternFile:
     """The patterns named by ``source`` (see the module docstring), validated; raises
     :class:`ConfigError` naming the file and the key."""
     if source == "none":
-        return PatternFile("none", "no checkpoint writes", {w: None for w in ("unet3d", "bert", "dlrm")})
+        return PatternFile("none", "no checkpoint writes", {w: None for w in ("unet3d", "bert", "dlrm", "retinanet")})
     if source == "thesis":
         return parse(thesis(), "thesis")
     if source in (None, "traced"):

@@ -31,8 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import paths
 from ..config import ConfigError
 
-WORKLOADS = ("unet3d", "bert", "dlrm")
-TORCH_WORKLOADS = ("unet3d", "dlrm")
+WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
+TORCH_WORKLOADS = ("unet3d", "dlrm", "retinanet")
 # The real run's checkpoint points, for the dry run's description.
 SCHEDULE = {
     "unet3d": "train.epochs epochs; evaluation every train.eval_every epochs (0: after the last); "
@@ -41,6 +41,8 @@ SCHEDULE = {
             "evaluation batches",
     "dlrm": "train.steps steps; every train.eval_every steps (and at the end) evaluation of "
             "train.eval_steps batches, then a checkpoint",
+    "retinanet": "train.epochs epochs; evaluation of every evaluation file after the last; one checkpoint "
+                 "at the end",
 }
 
 
@@ -49,7 +51,7 @@ class EmulatorConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    workload: Literal["unet3d", "bert", "dlrm"]
+    workload: Literal["unet3d", "bert", "dlrm", "retinanet"]
     section: dict
     batch_size: int = Field(ge=1, description="per accelerator (unet3d, bert) or global (dlrm)")
     accelerators: int = Field(ge=1, description="emulated accelerators (ranks), all nodes")
@@ -140,6 +142,23 @@ def data_layout(workload: str, data_dir: str | os.PathLike) -> dict:
         nbytes = sum(f.stat().st_size for f in files)
         return {"train_files": len(files), "train_bytes": nbytes, "eval_bytes": ev.stat().st_size,
                 "train_paths": [str(f) for f in files]}
+    if workload == "retinanet":
+        from ..workloads.data_retinanet import MANIFEST
+        if not (d / MANIFEST).exists():
+            raise ConfigError(f"{where}: not a RetinaNet data set: {MANIFEST} is missing (expected "
+                              f"{MANIFEST}, boxes.csv and train/img_NNNNNNN.jpg){_hint(d)}")
+        import pandas as pd
+        m = pd.read_csv(d / MANIFEST)
+        missing = [p for p in m["path"] if not (d / p).is_file()]
+        if missing:
+            raise ConfigError(f"{where}: {len(missing)} file(s) listed in {MANIFEST} are missing, "
+                              f"e.g. {missing[0]}; regenerate or copy the data set again")
+        tr, ev = m[m["split"] == "train"], m[m["split"] == "eval"]
+        if not len(tr):
+            raise ConfigError(f"{where}: {MANIFEST} lists no training file")
+        return {"train_files": len(tr), "train_samples": len(tr), "train_bytes": int(tr["bytes"].sum()),
+                "eval_samples": len(ev), "eval_bytes": int(ev["bytes"].sum()),
+                "sample_bytes": float(tr["bytes"].mean())}
     from ..workloads.data_dlrm import FILES, SAMPLE_BYTES
     tr, ev = d / FILES["train"], d / FILES["eval"]
     if not tr.is_file() or not ev.is_file():
@@ -156,6 +175,8 @@ def data_layout(workload: str, data_dir: str | os.PathLike) -> dict:
 
 def _hint(d: Path) -> str:
     """Which workload the folder looks like, if another one."""
+    if (d / "boxes.csv").exists():
+        return "; the folder looks like a RetinaNet data set"
     if (d / "filelist.csv").exists():
         return "; the folder looks like a UNET3D data set"
     if (d / "train").is_dir() and any((d / "train").glob("*.tfrecord")):
@@ -168,7 +189,7 @@ def _hint(d: Path) -> str:
 def max_accelerators_for(workload: str, batch_size: int, layout: dict) -> int:
     """The most accelerators the data set allows at ``batch_size`` (each rank needs a batch of
     its own files / its own file shard; DLRM's global batch must cover every rank)."""
-    if workload == "unet3d":
+    if workload in ("unet3d", "retinanet"):
         return layout["train_samples"] // batch_size
     if workload == "bert":
         return layout["train_files"]
@@ -185,7 +206,9 @@ def check_fits(workload: str, batch_size: int, accelerators: int, layout: dict, 
         why = {"unet3d": f"each accelerator needs a batch of {batch_size} of the "
                          f"{layout.get('train_samples')} training cases",
                "bert": f"the {layout['train_files']} training files are sharded per accelerator",
-               "dlrm": f"the global batch {batch_size} is split over the accelerators"}[workload]
+               "dlrm": f"the global batch {batch_size} is split over the accelerators",
+               "retinanet": f"each accelerator needs a batch of {batch_size} of the "
+                            f"{layout.get('train_samples')} training files"}[workload]
         raise ConfigError(f"accelerators = {accelerators} with batch_size = {batch_size} on "
                           f"data_dir = {str(data_dir)!r}: {why}; allowed: accelerators <= {hi}")
     if workload == "dlrm" and batch_size > layout["train_samples"]:
@@ -291,7 +314,7 @@ class EmulatorSection(BaseModel):
     tiers: list[str] = Field(["mem", "disk"], min_length=1, description="tiers the notebook runs on")
     compute_model: str = Field("thesis-v100", min_length=1, description="fit, thesis-v100, zero or a file")
     checkpoint_pattern: str = Field("traced", min_length=1, description="traced, thesis, none or a file")
-    points: dict[Literal["unet3d", "bert", "dlrm"], Point] = Field(
+    points: dict[Literal["unet3d", "bert", "dlrm", "retinanet"], Point] = Field(
         default_factory=lambda: {"unet3d": Point(batch_size=4, accelerators=2)},
         description="one (batch size, accelerators) per workload emulated")
     search_limit: int = Field(0, ge=0, le=1024, description="max-accelerators search up to this "

@@ -44,6 +44,8 @@ def sample_bytes(workload: str, section: dict, data_dir=None, seed: int = 0) -> 
     if workload == "dlrm":
         from ..workloads.data_dlrm import SAMPLE_BYTES
         return float(SAMPLE_BYTES), "DLRM sample format (40 int32)"
+    if workload == "retinanet":
+        return float(section["data"]["mean_bytes"]), "retinanet.data.mean_bytes (one JPEG per sample)"
     import numpy as np
     import tensorflow as tf
 
@@ -90,6 +92,8 @@ def datasize(workload: str, section=None, accelerators: int = 1, batch_size: int
         files = max(math.ceil(n / spf), accelerators)
         out.update(files=files, samples=files * spf, bytes=int(files * spf * per),
                    set={"bert.data.files": files})
+    elif workload == "retinanet":
+        out.update(files=n, set={"retinanet.data.train_files": n})
     else:
         out.update(files=1, set={"dlrm.data.train_samples": n})
     return out

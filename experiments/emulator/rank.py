@@ -17,7 +17,7 @@ from importlib import import_module
 
 from ..workloads.loop import read_run
 
-PROGRAMS = {"unet3d": "unet3d", "bert": "bert", "dlrm": "dlrm"}
+PROGRAMS = {"unet3d": "unet3d", "bert": "bert", "dlrm": "dlrm", "retinanet": "retinanet"}
 
 
 def main(argv=None) -> None:

@@ -89,6 +89,10 @@ def data_bytes(run: dict, got: dict) -> tuple[dict, str]:
     if w == "dlrm":
         out = {int(r): int(g["bytes"].sum()) for r, g in lo.groupby("rank")} if len(lo) else {}
         return out, "pread sizes of the training batches (BatchReader's records)"
+    if w == "retinanet":
+        tr = lo[lo["split"] == "train"] if len(lo) else lo
+        out = {int(r): int(g["bytes"].sum()) for r, g in tr.groupby("rank")} if len(tr) else {}
+        return out, "bytes of the JPEGs the DataLoader workers read (one whole-file read each)"
     return ({int(r["rank"]): int(r.get("io", {}).get("rchar", 0)) for r in got["ranks"]},
             "growth of /proc/self/io rchar of each TensorFlow worker from its first batch (the "
             "shuffle buffer's first fill, read during init, is data_bytes_first_batch) to the end "

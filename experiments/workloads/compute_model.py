@@ -58,7 +58,7 @@ from .. import paths, reference
 from ..config import ConfigError, check_schema_file, read_json_file
 
 SCHEMA = "compute-model/1"
-WORKLOADS = ("unet3d", "bert", "dlrm")
+WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 ZERO = "zero"  # 0 s per step and per evaluation: the storage-only load (benchmarks)
 BUILTIN = ("fit", "thesis-v100", ZERO)
 MLPERF_AU_PASS = 0.90  # MLPerf Storage: accelerator utilization >= 90 % (UNET3D; thesis Sec 3)
@@ -237,7 +237,7 @@ def parser():
 
 class _Point(BaseModel):
     """``show``'s point, validated as params.yaml's sections are."""
-    workload: Literal["unet3d", "bert", "dlrm"]
+    workload: Literal["unet3d", "bert", "dlrm", "retinanet"]
     G: int = Field(ge=1, description="accelerators (ranks)")
     B: int = Field(ge=1, description="batch size")
 

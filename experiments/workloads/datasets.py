@@ -59,7 +59,8 @@ def digest(folder: Path, skip: tuple[str, ...] = ("filelist.csv",)) -> str:
 
 def checks(facts: dict, image_MB_at_paper_scale: float, cfg) -> list:
     """What ``workload_data`` (notebook 30) measures for its checks of the generators: sample
-    sizes at paper scale as Table 4.1 and Sec 4.1 state them (MB, B), as
+    sizes at paper scale as Table 4.1 and Sec 4.1 state them (MB, B), and RetinaNet's mean JPEG
+    size against MLPerf Storage v3.0's record_length_bytes (B), as
     :class:`experiments.claims.measured.Measured` (the ``claims`` stage joins them with their
     declarations). ``facts``: what each generator returned; ``cfg``: the loaded sections."""
     from ..claims.measured import Measured
@@ -71,4 +72,8 @@ def checks(facts: dict, image_MB_at_paper_scale: float, cfg) -> list:
         Measured("bert-sample-size", facts["bert"]["bytes_per_sample"],
                  note=f"seq_len {cfg.bert.data.seq_len}, max_predictions {cfg.bert.data.max_predictions}"),
         Measured("dlrm-sample-size", facts["dlrm"]["bytes"] / facts["dlrm"]["samples"]),
+        Measured("retinanet-file-size", facts["retinanet"]["mean_file_bytes"],
+                 note=f"{cfg.retinanet.data.train_files} training files of mean_bytes "
+                      f"{cfg.retinanet.data.mean_bytes}, log-normal size_sigma {cfg.retinanet.data.size_sigma} "
+                      f"(coefficient of variation {facts['retinanet']['cv_file_bytes']:.2f})"),
     ]

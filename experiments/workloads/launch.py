@@ -1,7 +1,7 @@
 """Launch one configuration (batch size B, ranks G) of a workload (the sweep of a stage runs
 these in rounds: :func:`experiments.workloads.stage.measuring_stage`).
 
-PyTorch workloads (UNET3D, DLRM) run under ``torchrun --standalone --nproc_per_node G``
+PyTorch workloads (UNET3D, DLRM, RetinaNet) run under ``torchrun --standalone --nproc_per_node G``
 (``python -m torch.distributed.run``); one rank (G = 1) runs the rank program itself with the
 environment torchrun would give it (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` ...: the same
 process group, the same code), without the agent that imports torch first (about 3 s of each
@@ -42,7 +42,7 @@ import pandas as pd
 from .. import paths
 from .steptimer import phase_intervals, read_app_log
 
-TORCH_WORKLOADS = ("unet3d", "dlrm")
+TORCH_WORKLOADS = ("unet3d", "dlrm", "retinanet")
 
 
 def framework(workload: str) -> str:
@@ -250,7 +250,7 @@ def main(argv=None) -> int:
     import yaml
 
     ap = argparse.ArgumentParser(prog="python -m experiments.workloads.launch")
-    ap.add_argument("workload", choices=("unet3d", "bert", "dlrm"))
+    ap.add_argument("workload", choices=("unet3d", "bert", "dlrm", "retinanet"))
     ap.add_argument("--params", default=str(paths.params_file()))
     ap.add_argument("--ranks", type=int, nargs="+", default=[1])
     ap.add_argument("--batch-sizes", type=int, nargs="+", required=True)
@@ -273,8 +273,9 @@ def main(argv=None) -> int:
         model.require(a.workload)                     # before any run
     data = Path(a.data)
     if not data.exists():
-        from . import data_bert, data_dlrm, data_unet3d
-        gen = {"unet3d": data_unet3d, "bert": data_bert, "dlrm": data_dlrm}[a.workload].generate
+        from . import data_bert, data_dlrm, data_retinanet, data_unet3d
+        gen = {"unet3d": data_unet3d, "bert": data_bert, "dlrm": data_dlrm,
+               "retinanet": data_retinanet}[a.workload].generate
         print(gen(data, SimpleNamespace(**section["data"]), seed), flush=True)
     out = Path(a.out)
     steps, loader, ranks = [], [], []

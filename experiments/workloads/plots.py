@@ -21,7 +21,7 @@ from .. import style
 from . import compute_model as cm
 from . import fits
 
-TITLES = {"unet3d": "UNET3D", "bert": "BERT", "dlrm": "DLRM"}
+TITLES = {"unet3d": "UNET3D", "bert": "BERT", "dlrm": "DLRM", "retinanet": "RetinaNet"}
 ROW_NOTE = "real row: realistic generated data, real compute (the other rows: workload_validation)"
 PART_LABELS = {"to_device_s": "to device", "forward_s": "forward", "loss_s": "loss",
                "backward_s": "backward (+DDP all-reduce)", "optimizer_s": "optimizer step",

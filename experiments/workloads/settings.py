@@ -259,9 +259,54 @@ class DlrmConfig(Section):
         return self
 
 
+# ----------------------------------------------------------------------------- RetinaNet
+
+class RetinanetData(Section):
+    """MLPerf Storage v3.0's RetinaNet data: one JPEG per sample (:mod:`.data_retinanet`)."""
+
+    content: Literal["realistic"] = Field("realistic", description="realistic only (no generated-data row)")
+    train_files: int = Field(8, ge=1, le=10_000_000, description="v3.0: 1,170,301")
+    eval_files: int = Field(2, ge=1, le=10_000_000)
+    mean_bytes: int = Field(322_957, ge=4096, le=64 * 2**20, description="v3.0: record_length_bytes 322,957")
+    size_sigma: float = Field(0.5, ge=0, le=2, description="log-normal spread of file sizes; 0: one fixed size (DLIO's)")
+    size_tolerance: float = Field(0.05, gt=0, le=0.5, description="relative size error accepted per file")
+    jpeg_quality: int = Field(90, ge=10, le=100)
+    max_boxes: int = Field(4, ge=1, le=100, description="boxes per image: 1 to this")
+    num_classes: int = Field(264, ge=2, le=10_000, description="MLPerf's OpenImages subset: 264")
+    workers: int = Field(0, ge=0, le=256, description="generator processes; 0: one per CPU")
+
+
+class RetinanetModel(Section):
+    image_size: int = Field(64, ge=64, le=2048, description="images resized to this square; MLPerf: 800. At "
+                            "least 64: below it ResNet-50's last stage is 1 x 1 and batch norm cannot train at batch 1")
+
+
+class RetinanetTrain(Common):
+    epochs: int = Field(2, ge=1, le=10_000, description="v3.0: 8; the first step of each is excluded")
+    read_threads: int = Field(1, ge=0, le=64, description="DataLoader workers per rank; v3.0: 8")
+    lr: float = Field(0.01, gt=0, le=10)
+
+
+class RetinanetConfig(Section):
+    data: RetinanetData = RetinanetData()
+    model: RetinanetModel = RetinanetModel()
+    train: RetinanetTrain = RetinanetTrain()
+    sweep: Sweep = Sweep(batch_sizes=[1, 2])
+
+    @model_validator(mode="after")
+    def _fits(self):
+        for g in self.sweep.ranks:
+            b = max(self.sweep.batch_sizes)
+            if b * g > self.data.train_files:
+                raise ValueError(f"sweep.batch_sizes = {self.sweep.batch_sizes}: batch {b} x {g} ranks is "
+                                 f"larger than the data set (data.train_files = {self.data.train_files}); "
+                                 f"allowed: batch size x ranks <= {self.data.train_files}")
+        return self
+
+
 # ----------------------------------------------------------------------------- validation rows
 
-WORKLOADS = ("unet3d", "bert", "dlrm")
+WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 
 
 class Subset(Section):
@@ -269,7 +314,9 @@ class Subset(Section):
     fit a time budget): ``ranks`` a subset of ``<workload>.sweep.ranks`` (None: all of them),
     ``batch_sizes`` one of ``all``, ``smallest``, ``largest``, ``ends`` (smallest and largest)."""
 
-    workloads: list[Literal["unet3d", "bert", "dlrm"]] = Field(list(WORKLOADS), min_length=1)
+    workloads: list[Literal["unet3d", "bert", "dlrm", "retinanet"]] = Field(
+        ["unet3d", "bert", "dlrm"], min_length=1,
+        description="the thesis's three unless named; retinanet (MLPerf Storage v3.0) when listed")
     ranks: list[int] | None = Field(None, description="None: each workload's sweep.ranks")
     batch_sizes: Literal["all", "smallest", "largest", "ends"] = "all"
 
@@ -329,3 +376,6 @@ class WorkloadRandomConfig(Subset):
     """The "generated data" row (thesis Sec 4.7, 5.1.3): each workload's data set generated
     again with ``content: random`` into ``data/<workload>-random`` and the real sweep (or the
     subset) run on it."""
+
+    workloads: list[Literal["unet3d", "bert", "dlrm"]] = Field(["unet3d", "bert", "dlrm"], min_length=1,
+                                                            description="RetinaNet has no generated-data row")

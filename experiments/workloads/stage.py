@@ -23,7 +23,7 @@ from ..config import ConfigError
 from ..repeats.purchases import FIRST, first_run
 from . import fits, launch
 
-WORKLOADS = ("unet3d", "bert", "dlrm")
+WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 
 
 def data_dir(workload: str, content: str = "realistic"):
@@ -43,6 +43,8 @@ def generate(workload: str, data_cfg, seed: int, content: str | None = None) -> 
         from .data_bert import generate as g
     elif workload == "dlrm":
         from .data_dlrm import generate as g
+    elif workload == "retinanet":
+        from .data_retinanet import generate as g
     else:
         raise ValueError(f"workload = {workload!r}; allowed: {', '.join(WORKLOADS)}")
     if content is None:
@@ -70,6 +72,14 @@ def check_data(workload: str, cfg, folder=None) -> None:
         if max(cfg.sweep.batch_sizes) > n:
             raise ConfigError(f"dlrm.sweep.batch_sizes = {cfg.sweep.batch_sizes}: larger than the "
                               f"{n} samples in {d}")
+    elif workload == "retinanet":
+        from .data_retinanet import read_manifest
+        n = len(read_manifest(d, "train"))
+        need = max(cfg.sweep.batch_sizes) * max(cfg.sweep.ranks)
+        if need > n:
+            raise ConfigError(f"retinanet.sweep: {max(cfg.sweep.ranks)} ranks x batch {max(cfg.sweep.batch_sizes)} "
+                              f"need {need} training files, {d} has {n}; regenerate the data "
+                              "(dvc repro workload_data)")
     elif workload == "bert":
         from .data_bert import train_files
         if max(cfg.sweep.ranks) > len(train_files(d)):
