@@ -76,15 +76,15 @@ ae-table: setup
 	$(RUN) python -m experiments.ae_table
 
 replicate: setup
-	$(RUN) python -m experiments.repeats.replicate --stages "$(STAGES)"
+	$(RUN) python -m experiments.review.replicate --stages "$(STAGES)"
 
 decide: setup
-	$(RUN) python -m experiments.repeats.decide --minutes $(or $(MINUTES),30)
+	$(RUN) python -m experiments.review.decide --minutes $(or $(MINUTES),30)
 	@$(RUN) python -m experiments.ae_table --print
 
 compare-claims: setup
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare-claims A=first/claims.csv B=second/claims.csv" >&2; exit 2; }
-	$(RUN) python -m experiments.repeats.compare "$(A)" "$(B)"
+	$(RUN) python -m experiments.review.compare "$(A)" "$(B)"
 
 course: setup
 	$(RUN) python -m experiments.course.build

@@ -78,7 +78,7 @@ def test_deps_are_written_from_the_imports_with_whole_folders_collapsed(tmp_path
     root = tmp_path / "proj"
     (root / "notebooks").mkdir(parents=True)
     (root / "experiments").symlink_to(paths.root() / "experiments")
-    _notebook(root / "notebooks", "from experiments.repeats import compare\n")
+    _notebook(root / "notebooks", "from experiments.review import compare\n")
     (root / "dvc.yaml").write_text(
         "stages:\n  s:\n    cmd: papermill notebooks/nb.ipynb out.ipynb\n    deps:\n"
         "      - notebooks/nb.ipynb\n      - experiments/style.py\n      # kept\n      - data/x\n"
@@ -92,7 +92,7 @@ def test_deps_are_written_from_the_imports_with_whole_folders_collapsed(tmp_path
     finally:
         depcheck._module_imports.cache_clear()
     assert "experiments/style.py" not in text and "    # kept\n    deps: [notebooks/nb.ipynb, data/x," in text
-    assert "experiments/repeats/compare.py" in text and "experiments/claims/rules.py" in text
+    assert "experiments/review/compare.py" in text and "experiments/claims/rules.py" in text
     assert "    params: [seed, s]\n    outs:" in text and all(len(ln) <= depcheck.WIDTH for ln in text.split("\n"))
     assert depcheck.write_deps(root / "dvc.yaml") == 0   # written as it should read: nothing to change
     assert depcheck.collapsed({"experiments/claims/" + f.name for f in (paths.root() / "experiments/claims").iterdir()

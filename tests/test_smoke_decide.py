@@ -32,7 +32,7 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
     first = pd.read_parquet(root / "results/lmdbio/raw.parquet")
     before = {c["id"]: c for c in json.loads((root / "results/lmdbio_report/claims.json").read_text())}
     try:
-        p = subprocess.run([sys.executable, "-m", "experiments.repeats.decide", "--minutes", "10", "--finding", FINDING],
+        p = subprocess.run([sys.executable, "-m", "experiments.review.decide", "--minutes", "10", "--finding", FINDING],
                            cwd=root, env=env, capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         raw = pd.read_parquet(root / "results/lmdbio/raw.parquet")

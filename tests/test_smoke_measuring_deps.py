@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.repeats.replicate import MEASURING
+from experiments.review.replicate import MEASURING
 
 pytestmark = pytest.mark.smoke
 DATA_STAGES = {"imagenet_like", "caltech_like", "workload_data"}

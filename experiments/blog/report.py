@@ -15,7 +15,7 @@ from .findings import (_cold, device_reads, measure_runs, run_tables, warm_cold)
 
 STAGE = "blog_report"
 # the configurations each figure draws ({figure: {stage: selection}}, selections as in a finding's
-# `compares`): the memory tier's runs are read here, by no finding (experiments.repeats.unread)
+# `compares`): the memory tier's runs are read here, by no finding (experiments.review.unread)
 DRAWS = {"tfdata_threads": {"blog": {"framework": "tensorflow"}},   # every tier, format and thread count, cold
          "torch_workers": {"blog": {"framework": "pytorch"}}}       # every tier and worker count, cold
 

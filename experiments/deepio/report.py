@@ -17,7 +17,7 @@ from .findings import ORDERED_PENALTY, measure_loader  # noqa: F401
 # The poster's BeeGFS nodes (Problem Statement panel: 512 MB per node, 8 GB in total).
 BEEGFS_NODES = 16
 # the configurations each figure draws ({figure: {stage: selection}}, selections as in a finding's
-# `compares`): a panel per tier, a line per (mode, R) against P (experiments.repeats.unread)
+# `compares`): a panel per tier, a line per (mode, R) against P (experiments.review.unread)
 DRAWS = {"fig10_bandwidth": {"deepio": {}}}
 
 

@@ -16,7 +16,7 @@ from .findings import (PAPER_DATASET, PUMMA_PROCS, STEPS, claim_p, measure_caffe
 STAGE = "lmdbio_report"   # the papers' side of its claims: experiments/claims/papers/pumma-lmdbio.yaml
 # the configurations each figure draws ({figure: {stage: selection}}, selections as in a finding's
 # `compares`): Fig 2 once per tier (fig2_lmdbio on the storage tier, fig2_lmdbio_<tier> on each
-# other), every data set, strategy and P (experiments.repeats.unread)
+# other), every data set, strategy and P (experiments.review.unread)
 DRAWS = {"fig2_lmdbio": {"lmdbio": {}}}
 LABELS = {"lmdb": "(a) LMDB, mmap per process", "lmm": "(b) LMM: one reader + shm",
           "dio_prov": "(c) + pread at provenance offsets", "coal": "(d) + coalesced reads",
