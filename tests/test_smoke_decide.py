@@ -3,7 +3,7 @@ whole ``dvc repro``, buy one round of the configurations one LMDBIO finding comp
 are appended and marked, the first run's kept, DVC stays consistent, the configurations that
 share a finding with them are topped up, and every finding of the stage whose configurations
 were neither bought nor topped up keeps its verdict, value and interval (its level counts the
-looks at its own data: experiments/claims/levels.py)."""
+looks at its own data: experiments/claims/report_levels.py)."""
 
 import json
 import os

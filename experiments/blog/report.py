@@ -139,7 +139,7 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
     persistent storage) are rows too, not measured, each with what this box shows instead;
     ``fio_raw`` (fio_baseline's raw.parquet, one row per fio run) gives the 16K random reads'
     IOPS this box shows beside the blog's 16K row."""
-    from ..claims.levels import judged_at_their_levels
+    from ..claims.report_levels import judged_at_their_levels
 
     runs = lambda: measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows)   # noqa: E731
     return join(STAGE, [measure_histogram(hist), measure_histogram_rest(hist),

@@ -185,7 +185,7 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     # the loader's runs went in rounds until its findings were decided (experiments.repeats):
     # their intervals at the level its looks used (Bonferroni over looks; 95 % for a fixed
     # count); the accuracy findings rest on a fixed count of seeds, at 95 %
-    from ..claims.levels import judged_at_their_levels
+    from ..claims.report_levels import judged_at_their_levels
 
     # each bandwidth finding at the level of the looks at the configurations it compares
     loader_m = (judged_at_their_levels("deepio", raw, lambda: measure_loader(loader, tier, env, fio, raw),
