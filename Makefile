@@ -93,17 +93,17 @@ ae-table: setup
 
 replicate: setup
 	@$(RUN) python -m experiments.refrun guard replicate
-	$(RUN) python -m experiments.repeats.replicate --stages "$(STAGES)"
+	$(RUN) python -m experiments.review.replicate --stages "$(STAGES)"
 
 decide: setup
 	@$(RUN) python -m experiments.refrun guard decide
-	$(RUN) python -m experiments.repeats.decide --minutes $(or $(MINUTES),30)
+	$(RUN) python -m experiments.review.decide --minutes $(or $(MINUTES),30)
 	@$(RUN) python -m experiments.ae_table --print
 
 # without A and B: the reference run's claims table (pulled when absent) against this box's
 compare-claims: setup
 	@test -n "$(A)" -a -n "$(B)" -o -z "$(A)$(B)" || { echo "usage: make compare-claims [A=first/claims.csv B=second/claims.csv] (neither: the reference run's against results/claims/claims.csv)" >&2; exit 2; }
-	$(RUN) python -m experiments.repeats.compare $(if $(A),"$(A)" "$(B)","$$($(RUN) python -m experiments.refrun claims)" results/claims/claims.csv)
+	$(RUN) python -m experiments.review.compare $(if $(A),"$(A)" "$(B)","$$($(RUN) python -m experiments.refrun claims)" results/claims/claims.csv)
 
 course: setup
 	$(RUN) python -m experiments.course.build

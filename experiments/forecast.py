@@ -844,7 +844,7 @@ def main(argv=None) -> int:
     chosen(names, st)   # an unknown stage stops before the benchmarks and dvc status
     params = yaml.safe_load(paths.params_file().read_text())
     ref = read_reference()
-    from .repeats.decide.dvc_run import stale   # dvc status: the stages whose inputs changed
+    from .dvc_run import stale   # dvc status: the stages whose inputs changed
 
     p = plan(params, ref, stale(paths.root()), calibrate(), st, changed_since(ref.meta.get("commit")), names)
     write_plan(p)

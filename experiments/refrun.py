@@ -50,9 +50,9 @@ CLAIMS_FILES = ("claims.csv", "claims.md")   # the reference's own claims table,
 
 def reports(st: dict[str, dict] | None = None) -> list[str]:
     """The stages ``make figures`` runs, in dvc.yaml's order: every report stage (it reads a
-    measuring stage's results and writes claims; :func:`experiments.repeats.replicate.plan`), then
+    measuring stage's results and writes claims; :func:`experiments.review.replicate.plan`), then
     ``claims``."""
-    from .repeats.replicate import plan
+    from .review.replicate import plan
 
     st = st if st is not None else provenance.stages()
     return plan([], {"stages": st})[1] + ["claims"]

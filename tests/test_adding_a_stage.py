@@ -108,8 +108,8 @@ def _check(root: Path, env: dict, ran: list[str]) -> None:
     # what make decide and make replicate read, asked of the copy's own code
     check = ("import yaml\n"
              "from experiments import config\n"
-             "from experiments.repeats.decide import dvc_run\n"
-             "from experiments.repeats import replicate\n"
+             "from experiments import dvc_run\n"
+             "from experiments.review import replicate\n"
              "dvc = yaml.safe_load(open('dvc.yaml'))\n"
              f"assert '{STAGE}' in dvc_run.buyable(dvc['stages']), 'make decide cannot buy it'\n"
              f"assert '{STAGE}' in replicate.plan([], dvc)[0], 'make replicate skips it'\n"

@@ -1,4 +1,4 @@
-"""make decide (experiments.repeats.decide, .purchases) on a tiny DVC project of two stages
+"""make decide (experiments.review.decide, .purchases) on a tiny DVC project of two stages
 (tests/fixtures/decide: a fake measuring stage with two configurations and a claims table of
 two findings, one within reach and one forecast "never"): the purchase goes to the finding
 within reach, its rows are appended and marked, DVC stays consistent; a Ctrl-C while the
@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.repeats import decide
+from experiments.review import decide
 from experiments.repeats import purchases as P
-from experiments.repeats.decide import pricing
+from experiments.review.decide import pricing
 from experiments.repeats.futility import Judged
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ def test_a_ctrl_c_while_the_stage_measures_leaves_rows_and_lock_as_before(projec
     raw0 = (root / "results/fake/raw.parquet").read_bytes()
     params0, lock0 = (root / "params.yaml").read_text(), (root / "dvc.lock").read_text()
     mark = tmp_path / "buying"
-    p = subprocess.Popen([sys.executable, "-m", "experiments.repeats.decide", "--minutes", "10"], cwd=root,
+    p = subprocess.Popen([sys.executable, "-m", "experiments.review.decide", "--minutes", "10"], cwd=root,
                          env={**env, "FAKE_SLEEP": "30", "FAKE_MARK": str(mark)}, start_new_session=True,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t0 = time.monotonic()
@@ -185,7 +185,7 @@ def test_a_purchase_tops_up_the_configurations_that_share_a_finding_with_it():
 
 
 def test_a_top_up_runs_after_the_bought_runs_at_their_level_and_is_recorded_as_made():
-    from experiments.repeats.decide import params_edit
+    from experiments.review.decide import params_edit
 
     raw = pd.DataFrame({"config": ["A", "B", "C"] * 6, "repeat": [r for r in range(6) for _ in range(3)],
                         "made_by": P.FIRST, "level": 0.95})

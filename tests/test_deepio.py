@@ -183,12 +183,11 @@ def _loader_rows(repeats, effect, noise, seed=0):
 
 def test_the_loaders_rounds_judge_like_the_report():
     """The stage's rounds judge the loader's findings by their declared rules alone (the same
-    measure function as the report, experiments.repeats.findings.judge): the same verdicts."""
-    from experiments.claims import steering
-    from experiments.repeats import findings
+    measure function as the report, experiments.claims.looks.judge): the same verdicts."""
+    from experiments.claims import looks, steering
 
     level = 1 - 0.05 / 3
-    judge = findings.judge("deepio", deepio.loader_findings, rules=steering.rules("deepio"))
+    judge = looks.judge("deepio", deepio.loader_findings, rules=steering.rules("deepio"))
     clear = judge(_loader_rows(8, 3.0, 0.02), {}, level)
     # the report's bandwidth findings: one per R at the largest P, and every P on the tier
     assert set(clear) == {"deepio_fig10_opp_faster_R0.25", "deepio_fig10_opp_faster_R0.5",

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from experiments import paths
-from experiments.repeats import replicate
+from experiments.review import replicate
 
 
 def _stages(root: Path) -> dict:

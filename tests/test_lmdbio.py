@@ -252,13 +252,12 @@ def _steps_rows(repeats, effect, noise, seed=0):
 
 def test_the_rounds_judge_like_the_report_a_clear_effect_decides_noise_at_few_repeats_does_not():
     """The stage's rounds judge its findings by their declared rules alone (the same measure
-    function as the report, experiments.repeats.findings.judge): the same verdicts."""
-    from experiments.claims import steering
-    from experiments.repeats import findings
+    function as the report, experiments.claims.looks.judge): the same verdicts."""
+    from experiments.claims import looks, steering
 
     env = {"cpu": {"count": 2}, "handover": "spin", "params": {"lmdbio": {"ranks_per_node": 2}}}
     level = 1 - 0.05 / 3
-    judge = findings.judge("lmdbio", lambda rows, tables: lmdbio.findings_of(rows, env), rules=steering.rules("lmdbio"))
+    judge = looks.judge("lmdbio", lambda rows, tables: lmdbio.findings_of(rows, env), rules=steering.rules("lmdbio"))
     clear = judge(_steps_rows(8, 2.0, 0.01), {}, level)
     # the report's findings with a value: the switches, the four steps, stag over every P
     assert len(clear) == 6 and all(clear.values()), clear

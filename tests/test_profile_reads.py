@@ -1,6 +1,6 @@
 """Only what is read is measured (issue 64): every configuration a measuring stage of the default
 profile runs is selected by a finding's `compares` (the declarations, as the claim_rules stage
-extracts them) or drawn by a figure its report declares (`DRAWS`; experiments.repeats.unread).
+extracts them) or drawn by a figure its report declares (`DRAWS`; experiments.review.unread).
 A configuration nothing reads costs runs and decides nothing: the test lists it and fails."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from experiments import profile
-from experiments.repeats import unread as U
+from experiments.review import unread as U
 
 
 @pytest.fixture(scope="module")

@@ -133,12 +133,11 @@ def test_alexnet_prefetch_findings_steer_its_rounds():
     import pandas as pd
 
     from experiments.chien import alexnet as ax
-    from experiments.claims import steering
-    from experiments.repeats import findings
+    from experiments.claims import looks, steering
 
     cfg = ax.AlexNetConfig(batch_tiers=["disk"], batch_sizes=[16, 64])
-    judge = findings.judge("alexnet_prefetch", lambda r, t: ax.sweep_findings(r, t, cfg),
-                           rules=steering.rules("alexnet_prefetch"))
+    judge = looks.judge("alexnet_prefetch", lambda r, t: ax.sweep_findings(r, t, cfg),
+                        rules=steering.rules("alexnet_prefetch"))
 
     rng = np.random.default_rng(0)
 

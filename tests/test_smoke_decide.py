@@ -3,7 +3,7 @@ whole ``dvc repro``, buy one round of the configurations one LMDBIO finding comp
 are appended and marked, the first run's kept, DVC stays consistent, the configurations that
 share a finding with them are topped up, and every finding of the stage whose configurations
 were neither bought nor topped up keeps its verdict, value and interval (its level counts the
-looks at its own data: experiments/claims/levels.py)."""
+looks at its own data: experiments/claims/report_levels.py)."""
 
 import json
 import os
@@ -32,7 +32,7 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
     first = pd.read_parquet(root / "results/lmdbio/raw.parquet")
     before = {c["id"]: c for c in json.loads((root / "results/lmdbio_report/claims.json").read_text())}
     try:
-        p = subprocess.run([sys.executable, "-m", "experiments.repeats.decide", "--minutes", "10", "--finding", FINDING],
+        p = subprocess.run([sys.executable, "-m", "experiments.review.decide", "--minutes", "10", "--finding", FINDING],
                            cwd=root, env=env, capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         raw = pd.read_parquet(root / "results/lmdbio/raw.parquet")

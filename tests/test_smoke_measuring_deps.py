@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from experiments import stages
-from experiments.repeats.replicate import MEASURING
+from experiments.review.replicate import MEASURING
 
 pytestmark = pytest.mark.smoke
 DATA_STAGES = set(stages.named("data"))

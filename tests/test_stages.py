@@ -9,7 +9,8 @@ import sys
 import yaml
 
 from experiments import config, depcheck, forecast, paths, profile, stages
-from experiments.repeats import purchases, replicate
+from experiments.repeats import purchases
+from experiments.review import replicate
 
 # Names that are both a stage and something else: unet3d, bert and dlrm are the three workloads
 # too, and a list of those (a sweep over workloads) is not a list of stages.

@@ -15,7 +15,7 @@ from .findings import (_cold, device_reads, measure_runs, run_tables, warm_cold)
 
 STAGE = "blog_report"
 # the configurations each figure draws ({figure: {stage: selection}}, selections as in a finding's
-# `compares`): the memory tier's runs are read here, by no finding (experiments.repeats.unread)
+# `compares`): the memory tier's runs are read here, by no finding (experiments.review.unread)
 DRAWS = {"tfdata_threads": {"blog": {"framework": "tensorflow"}},   # every tier, format and thread count, cold
          "torch_workers": {"blog": {"framework": "pytorch"}}}       # every tier and worker count, cold
 
@@ -139,7 +139,7 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
     persistent storage) are rows too, not measured, each with what this box shows instead;
     ``fio_raw`` (fio_baseline's raw.parquet, one row per fio run) gives the 16K random reads'
     IOPS this box shows beside the blog's 16K row."""
-    from ..claims.levels import judged_at_their_levels
+    from ..claims.report_levels import judged_at_their_levels
 
     runs = lambda: measure_runs(summary, collectl, wc, tier, reads, env, fio, raw, dstat_rows)   # noqa: E731
     return join(STAGE, [measure_histogram(hist), measure_histogram_rest(hist),

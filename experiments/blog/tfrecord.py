@@ -195,6 +195,7 @@ def stage(configs: list[dict], one_run, cfg: BlogConfig, seed: int):
     ``one_run(config, cache)`` measures one pass and returns (its row, its dstat samples). A run
     gives one row per pass and its side table ``dstat``."""
     from .. import repeats
+    from ..claims import looks
     from ..repeats import findings
     from .findings import findings_of
 
@@ -212,7 +213,7 @@ def stage(configs: list[dict], one_run, cfg: BlogConfig, seed: int):
     context = lambda rows: {"storage_tier": storage_tier_of(rows)}   # noqa: E731 (the tier the report judges)
     return repeats.MeasuringStage(
         "blog", KEYS, configs, run_one, plan, seed, tables=("dstat",),
-        judge=findings.judge("blog", findings_of), focus=findings.focus("blog", configs, context),
+        judge=looks.judge("blog", findings_of), focus=findings.focus("blog", configs, context),
         context=context, progress="blog rounds",
         quantities=("images_per_s",), units="dstat", unit_quantities=("read_MBps", "queue_len"))
 

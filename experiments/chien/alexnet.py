@@ -299,6 +299,7 @@ def sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int, tie
     trains one epoch: its row (run time, images/s, the summed data wait and compute) and its
     steps (side table ``steps``)."""
     from .. import repeats
+    from ..claims import looks
     from ..repeats import findings
 
     def run_one(c, i):
@@ -320,7 +321,7 @@ def sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int, tie
         repeats.RoundsPlan(cfg.repeats, cfg.repeats)
     return repeats.MeasuringStage("alexnet_prefetch", KEYS, configs, run_one, plan, seed, warmup=cfg.warmup,
                                   tables=("steps",), progress="alexnet rounds",
-                                  judge=findings.judge("alexnet_prefetch", lambda r, t: sweep_findings(r, t, cfg)),
+                                  judge=looks.judge("alexnet_prefetch", lambda r, t: sweep_findings(r, t, cfg)),
                                   focus=findings.focus("alexnet_prefetch", configs, context),
                                   quantities=("seconds", "data_s"), units="steps",
                                   unit_quantities=("data_s", "compute_s"),

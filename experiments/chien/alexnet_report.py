@@ -228,7 +228,7 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
     ``steps`` (alexnet_prefetch's steps.csv, one row per training step) and ``ck_runs``
     (alexnet_checkpoint's raw.parquet, one row per run: the run times Fig 9 compares); a
     finding whose samples are not given has no interval and is ``inconclusive``."""
-    from ..claims.levels import judged_at_their_levels
+    from ..claims.report_levels import judged_at_their_levels
 
     env, ck_env = env or {}, ck_env or {}
     n = C.cores(env or ck_env)

@@ -169,14 +169,14 @@ def claims(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None = None,
     (bandwidth and file-system type per tier), from which a failing claim's reason is computed;
     ``fio_raw``: fio_baseline's raw.parquet (one row per fio run), the device side of the tf.data
     against the device baseline (Table I) ratio. Each finding's interval is at its own level
-    (:func:`experiments.claims.levels.judged_at_their_levels`: 95 % for the fixed count, one
+    (:func:`experiments.claims.report_levels.judged_at_their_levels`: 95 % for the fixed count, one
     more look per ``make decide`` purchase of the configurations it compares)."""
     def measure():
         return [*measure_speedups(reads, env, fio, fio_env, raw),
                 *measure_pipeline(reads, env, fio, raw, fio_raw),
                 *[measure_wrappers_cost(reads, raw, t, env) for t in dict.fromkeys(reads["tier"])]]
 
-    from ..claims.levels import judged_at_their_levels
+    from ..claims.report_levels import judged_at_their_levels
 
     return join(STAGE, judged_at_their_levels("tfdata_read", raw, measure) if raw is not None else measure())
 

@@ -42,8 +42,12 @@ sides whose reads came from different places by the device audit) are never type
 The package, by job: :mod:`.rules` (the rule language, margins, the forecast), :mod:`.verdict`
 (:func:`claim`: the verdict of one claim), :mod:`.reasons` (the host's reasons and the rows a
 finding is judged on), :mod:`.declared` (the papers' side of every claim, declared per source
-in ``papers/<source>.yaml``, and :func:`join` of a stage's measurements with it) and
-:mod:`.table` (the claims table).
+in ``papers/<source>.yaml``, and :func:`join` of a stage's measurements with it),
+:mod:`.steering` (the declarations' part that steers measuring), :mod:`.looks` (a stage's
+findings judged at each look of its rounds: the measuring loop's ``judge``, reading no
+declaration), :mod:`.report_levels` (a report's findings, each at the level of its own looks)
+and :mod:`.table` (the claims table). The package sits above the measuring loop
+(:mod:`experiments.repeats`) and below what reviews a run (:mod:`experiments.review`).
 """
 
 from __future__ import annotations

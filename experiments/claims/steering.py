@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..repeats.findings import Steering
 from .declared import sources
 
 
@@ -28,8 +29,6 @@ def extract(stage: str) -> list[dict]:
 def rules(stage: str) -> list:
     """:func:`extract` of ``stage`` as :class:`experiments.repeats.findings.Steering` (what the
     stage's steering file holds; for tests and exploring without the ``claim_rules`` stage)."""
-    from ..repeats.findings import Steering
-
     return [Steering(r["id"], r["rule"], r.get("margin"), r.get("compares") or {}) for r in extract(stage)]
 
 

@@ -283,6 +283,7 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     (env.json) and the scale reached (``scale``: most ranks and nodes of a run).
     ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
     from .. import repeats
+    from ..claims import looks
     from ..repeats import findings
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
@@ -307,7 +308,7 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     stage = repeats.MeasuringStage(
         "deepio", KEYS, configs, run_one,
         repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
-        judge=findings.judge("deepio", loader_findings), progress="deepio: loader rounds", quantities=("MBps",),
+        judge=looks.judge("deepio", loader_findings), progress="deepio: loader rounds", quantities=("MBps",),
         focus=findings.focus("deepio", configs, lambda rows: {"storage_tier": storage_tier_of(rows)}),
         context=lambda rows: {"storage_tier": storage_tier_of(rows)})   # the tier the report judges
     try:

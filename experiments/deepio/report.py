@@ -17,7 +17,7 @@ from .findings import ORDERED_PENALTY, measure_loader  # noqa: F401
 # The poster's BeeGFS nodes (Problem Statement panel: 512 MB per node, 8 GB in total).
 BEEGFS_NODES = 16
 # the configurations each figure draws ({figure: {stage: selection}}, selections as in a finding's
-# `compares`): a panel per tier, a line per (mode, R) against P (experiments.repeats.unread)
+# `compares`): a panel per tier, a line per (mode, R) against P (experiments.review.unread)
 DRAWS = {"fig10_bandwidth": {"deepio": {}}}
 
 
@@ -185,7 +185,7 @@ def claims(rl: pd.DataFrame, curves: pd.DataFrame, loader: pd.DataFrame, tier: s
     # the loader's runs went in rounds until its findings were decided (experiments.repeats):
     # their intervals at the level its looks used (Bonferroni over looks; 95 % for a fixed
     # count); the accuracy findings rest on a fixed count of seeds, at 95 %
-    from ..claims.levels import judged_at_their_levels
+    from ..claims.report_levels import judged_at_their_levels
 
     # each bandwidth finding at the level of the looks at the configurations it compares
     loader_m = (judged_at_their_levels("deepio", raw, lambda: measure_loader(loader, tier, env, fio, raw),

@@ -21,7 +21,7 @@ from .llm_stage import JOB, VARIANTS, bounds, burst_buffer, check, measure, summ
 
 STAGE = "llm_checkpoint_report"
 # the configurations each figure draws ({figure: {stage: selection}}, selections as in a finding's
-# `compares`): the run throughput of every tier and variant (experiments.repeats.unread)
+# `compares`): the run throughput of every tier and variant (experiments.review.unread)
 DRAWS = {"llm_checkpoint_throughput": {"llm_checkpoint": {}}}
 
 

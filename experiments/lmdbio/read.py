@@ -275,7 +275,7 @@ LOOK_EVERY = 4
 def findings_of(rows: pd.DataFrame, env: dict | None) -> list:
     """LMDBIO's findings on the runs so far (:func:`experiments.lmdbio.findings.measure_steps` on
     the one-node runs of the tier they are judged on), at the level in force: the measure
-    function the stage's rounds judge at each look (:func:`experiments.repeats.findings.judge`).
+    function the stage's rounds judge at each look (:func:`experiments.claims.looks.judge`).
     ``env``: what the findings read of env.json (:func:`judging_env`)."""
     from .. import claims as C
     from ..tiers import storage_tier_of
@@ -328,6 +328,7 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
     (``scale``: most processes and nodes of a run) and the hand-over check (run once, kept by a
     decide run that appends)."""
     from .. import paths, repeats
+    from ..claims import looks
     from ..repeats import findings
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
@@ -369,7 +370,7 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
     stage = repeats.MeasuringStage(
         "lmdbio", KEYS, configs, run_one,
         repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
-        tables=("processes",), judge=findings.judge("lmdbio", lambda rows, tables: findings_of(rows, env)),
+        tables=("processes",), judge=looks.judge("lmdbio", lambda rows, tables: findings_of(rows, env)),
         focus=findings.focus("lmdbio", configs, lambda rows: context(rows, env)),
         context=lambda rows: context(rows, env), progress="lmdbio rounds",
         quantities=("seconds", "cs_per_proc"))

@@ -16,7 +16,7 @@ from .findings import (PAPER_DATASET, PUMMA_PROCS, STEPS, claim_p, measure_caffe
 STAGE = "lmdbio_report"   # the papers' side of its claims: experiments/claims/papers/pumma-lmdbio.yaml
 # the configurations each figure draws ({figure: {stage: selection}}, selections as in a finding's
 # `compares`): Fig 2 once per tier (fig2_lmdbio on the storage tier, fig2_lmdbio_<tier> on each
-# other), every data set, strategy and P (experiments.repeats.unread)
+# other), every data set, strategy and P (experiments.review.unread)
 DRAWS = {"fig2_lmdbio": {"lmdbio": {}}}
 LABELS = {"lmdb": "(a) LMDB, mmap per process", "lmm": "(b) LMM: one reader + shm",
           "dio_prov": "(c) + pread at provenance offsets", "coal": "(d) + coalesced reads",
@@ -89,7 +89,7 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
     raw.parquet (one row per run and repeat), from which each ratio's interval is computed
     (bootstrap over the runs, of the whole reduction over P where there is one), at the
     level of the looks at the configurations it compares (the ``level`` column of their rows:
-    :func:`experiments.claims.levels.judged_at_their_levels`); without it
+    :func:`experiments.claims.report_levels.judged_at_their_levels`); without it
     the findings are ``inconclusive``. Context switches are all of them, voluntary (the process
     slept: waiting for I/O, or for the hand-over) and involuntary (preemptions), since the paper
     names no kind; the note gives both per P. The paper ran
@@ -97,7 +97,7 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
     and carry no paper value. Judged on the one-node runs (:func:`experiments.claims.one_node`).
     The paper's headline numbers at 9,216 processes (660-fold from
     ideal strong scaling, read time ~90 % of training) are rows too, not measured here."""
-    from ..claims.levels import judged_at_their_levels
+    from ..claims.report_levels import judged_at_their_levels
     from .read import context
 
     env = env or {}

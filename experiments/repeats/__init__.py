@@ -1,5 +1,8 @@
-"""Repeats, written once for every measuring stage: the rounds, the looks, the forecast and the
-futility stop, the runs ``make decide`` buys, and the comparison of two runs' verdicts.
+"""The measuring loop, written once for every measuring stage: runs repeated in rounds, the
+looks, the forecast and the futility stop, the runs ``make decide`` buys. It imports nothing of
+:mod:`experiments.claims` (a stage's findings are judged by a ``judge`` the stage passes in,
+:func:`experiments.claims.looks.judge`); what reviews a finished run (``make decide``,
+``make replicate``, ``make compare-claims``) is :mod:`experiments.review`, above the claims.
 
 A newcomer's map (each module small enough to read in one sitting):
 
@@ -9,15 +12,12 @@ A newcomer's map (each module small enough to read in one sitting):
 - :mod:`.rounds`: the rounds in a seeded order and their looks (:class:`RoundsPlan`).
 - :mod:`.futility`: the forecast that steers the rounds and stops findings out of reach.
 - :mod:`.levels`: the one alpha and the one Bonferroni level of every look.
-- :mod:`.findings`: a stage's findings as its rounds judge them (rules, margins and the
-  configurations each compares, from the declarations' steering part).
+- :mod:`.findings`: a stage's findings as its rounds see them (rules, margins and the
+  configurations each compares, from the declarations' steering part) and the rounds' focus.
 - :mod:`.purchases`: the runs ``make decide`` bought (``params.yaml``'s ``decide``) and the
   level they are judged at.
 - :mod:`.variance`: the between-run and within-run variance of each compared quantity, and what
   a run and a step cost (how the runs and steps of each stage were chosen).
-- :mod:`.decide`: ``make decide``: pricing, the ``params.yaml`` edit, the DVC run.
-- :mod:`.compare`: two runs' claims tables compared (flips, disjoint intervals, coverage);
-  :mod:`.replicate`: ``make replicate``.
 """
 
 from .futility import Judged  # noqa: F401

@@ -10,8 +10,9 @@ never when a quote, a statement or a figure does.
 
 Its values come from the stage's **measure function** (the same function its report calls, in
 ``<source>/findings.py``): rows so far -> :class:`experiments.claims.declared.Measured` values
-and intervals. :func:`judge` turns that into the loop's ``judge`` (each finding's verdict by its
-rule at the look's level, and its forecast); :func:`focus` into the loop's ``focus`` (the
+and intervals. :func:`experiments.claims.looks.judge` turns that into the loop's ``judge`` (each
+finding's verdict by its rule at the look's level, and its forecast: the verdicts are the claims',
+so that part sits above this package); :func:`focus` into the loop's ``focus`` (the
 configurations the undecided findings compare). Adding a finding to a buying stage is therefore
 its declaration and its measure function; nothing here names a finding.
 """
@@ -129,35 +130,6 @@ def compared(finding: str, configs: list[dict], rules: list[Steering], context: 
         return None
     s, fields = got
     return matching(configs, selects(s, fields, context)) if s.compares else None
-
-
-def judge(stage: str, measure: Callable[[pd.DataFrame, dict], list], context: Callable[[pd.DataFrame], dict] | None = None,
-          rules: list[Steering] | None = None) -> Callable[[pd.DataFrame, dict, float], dict]:
-    """The loop's ``judge`` for ``stage``: ``measure(rows, tables)`` (the stage's measure function:
-    :class:`experiments.claims.declared.Measured` values and intervals, computed at the level in
-    force) run at the look's level; each measured finding with a steering part judged by its
-    rule and margin (:func:`experiments.claims.verdict.claim`); {finding: Judged}."""
-    from .. import stats
-    from ..claims.verdict import claim
-    from .futility import judged
-
-    rules = steering(stage) if rules is None else rules
-
-    def _judge(rows: pd.DataFrame, tables: dict, level: float) -> dict:
-        with stats.corrected_level(level):
-            got = measure(rows, tables)
-        out = []
-        for m in got:
-            found = of(m.id, rules)
-            if found is None:
-                continue
-            s = found[0]
-            out.append(claim(m.id, "", "", "", m.value, "", s.rule, kind="finding", interval=m.interval,
-                             margin=s.margin, margin_why="as declared" if s.margin is not None else "",
-                             resident_fraction=m.resident_fraction, memory_backed=m.memory_backed))
-        return judged([c for c in out if c.get("our_value") is not None], level)
-
-    return _judge
 
 
 def focus(stage: str, configs: list[dict], context: Callable[[pd.DataFrame], dict] | None = None,

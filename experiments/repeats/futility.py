@@ -5,7 +5,7 @@ where not, how many samples its forecast says would decide it (:class:`Judged`, 
 :func:`judged`). :func:`allot` stops the findings whose forecast lies far beyond the rounds and
 seconds left (a futility stop: it ends looks early and so never makes a false verdict more
 likely) and gives the rounds to those within reach, cheapest first. ``make decide`` prices its
-purchases with the same forecast (:mod:`experiments.repeats.decide.pricing`).
+purchases with the same forecast (:mod:`experiments.review.decide.pricing`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ A finding that compares a bought configuration with one not bought is looked at 
 the raised level, which the other side's runs may not reach (a median's interval of 6 runs
 covers at most 96.9 %): a purchase therefore also *tops up* those other configurations
 (``top_up``, ``top_up_runs`` rounds over them after its runs), priced by
-:mod:`experiments.repeats.decide.pricing`.
+:mod:`experiments.review.decide.pricing`.
 
 This module is the light side the measuring stages import (no statistics, no claims), so that a
 change to a claim's rule re-runs a measuring stage only through the rules it reads itself.

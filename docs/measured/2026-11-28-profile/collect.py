@@ -5,7 +5,7 @@ Writes stage_times.csv (every stage's env.json "run" record: wall seconds, start
 averages, host, and the commit the clone had when it ran), ae-table.md (`experiments.ae_table`
 in the clone), claims_repro.csv (the clone's results/claims/claims.csv), variance.md
 (`experiments.repeats.variance`), inconclusive.md (the verdicts of the measured findings
-counted); with --decide, claims_decide.csv and decide-comparison.md (`experiments.repeats.compare`
+counted); with --decide, claims_decide.csv and decide-comparison.md (`experiments.review.compare`
 of the two claims tables)."""
 import sys, subprocess, shutil
 from pathlib import Path
@@ -47,7 +47,7 @@ else:
     shutil.copy(clone / "results/claims/claims.csv", out / "claims_decide.csv")
     with open(out / "inconclusive.md", "a") as fh:
         fh.write(counts(out / "claims_decide.csv"))
-    subprocess.run([py, "-m", "experiments.repeats.compare", str(out / "claims_repro.csv"),
+    subprocess.run([py, "-m", "experiments.review.compare", str(out / "claims_repro.csv"),
                     str(out / "claims_decide.csv"), "--every", "--out", str(out / "decide-comparison.md")],
                    cwd=clone, check=True, capture_output=True)
     cmp = out / "decide-comparison.md"

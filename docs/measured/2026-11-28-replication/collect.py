@@ -29,7 +29,7 @@ v = subprocess.run([str(a / ".venv/bin/python"), "-m", "experiments.repeats.vari
 (out / "variance_A.md").write_text(v)
 subprocess.run([str(a / ".venv/bin/python"), "-m", "experiments.ae_table"], cwd=a, check=True, capture_output=True)
 shutil.copy(a / "docs/ae-table.md", out / "ae-table_A.md")
-subprocess.run([str(clones["A"] / ".venv/bin/python"), "-m", "experiments.repeats.compare",
+subprocess.run([str(clones["A"] / ".venv/bin/python"), "-m", "experiments.review.compare",
                 str(out / "claims_A.csv"), str(out / "claims_B.csv"), "--every", "--out", str(out / "comparison.md")],
                cwd=clones["A"], check=True, capture_output=True)
 cmp = out / "comparison.md"   # the table names files by path: keep them relative to this folder

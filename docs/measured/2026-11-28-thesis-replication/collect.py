@@ -37,7 +37,7 @@ subprocess.run([str(clones["B"] / ".venv/bin/python"), "-c",
                 "import sys; from experiments.claims import table; "
                 f"table.gather({STAGES!r}).to_csv(sys.argv[1], index=False)", str(out / "claims_B.csv")],
                cwd=clones["B"], check=True)
-subprocess.run([str(clones["A"] / ".venv/bin/python"), "-m", "experiments.repeats.compare",
+subprocess.run([str(clones["A"] / ".venv/bin/python"), "-m", "experiments.review.compare",
                 str(out / "claims_A.csv"), str(out / "claims_B.csv"), "--every", "--out", str(out / "comparison.md")],
                cwd=clones["A"], check=True, capture_output=True)
 cmp = out / "comparison.md"   # the table names files by path: keep them relative to this folder

@@ -122,7 +122,7 @@ def _selects(c: dict, sel: dict, names: dict[str, list]) -> bool:
     :func:`experiments.repeats.findings.matching` compares them; a ``{name}`` is filled from
     ``names``, and a key whose value names one not there (an id's field, a value picked at run
     time) allows every value."""
-    from .findings import matching
+    from ..repeats.findings import matching
 
     filled = {}
     for k, v in sel.items():
@@ -180,7 +180,7 @@ def read_by(params: dict, stage: str) -> list[tuple[dict, list[str]]]:
 
 
 def main(argv=None) -> int:
-    """Print the unread configurations of a profile (``python -m experiments.repeats.unread [profile]``)."""
+    """Print the unread configurations of a profile (``python -m experiments.review.unread [profile]``)."""
     import sys
 
     from .. import profile

@@ -1,4 +1,4 @@
-"""``make decide [MINUTES=30]`` (``python -m experiments.repeats.decide --minutes 30``): a
+"""``make decide [MINUTES=30]`` (``python -m experiments.review.decide --minutes 30``): a
 reviewer's second pass. After a ``make repro`` it spends the given minutes on the findings the
 claims table leaves ``inconclusive``, where their forecasts say more runs would decide them.
 
@@ -16,7 +16,7 @@ claims table leaves ``inconclusive``, where their forecasts say more runs would 
    and the claims table re-run because the rows changed. No run starts after the minutes (less
    the reports' recorded time); a purchase cut short is recorded as the runs it made.
 3. **Show**: the count by verdict before and after, and every finding that moved
-   (:func:`experiments.repeats.compare.compare`).
+   (:func:`experiments.review.compare.compare`).
 
 Afterwards ``dvc status`` is clean, ``dvc repro`` does nothing and ``dvc params diff`` shows what
 was bought. Interrupted (Ctrl-C) while a stage is measuring, it puts ``params.yaml`` back: the
@@ -33,9 +33,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import paths
-from .. import purchases as P
-from . import dvc_run, params_edit, pricing
+from ... import dvc_run, paths
+from ...repeats import purchases as P
+from ..compare import compare, markdown
+from . import params_edit, pricing
 from .pricing import Offer, Shopping  # noqa: F401
 
 CLAIMS_CSV = ("claims", "claims.csv")
@@ -131,7 +132,6 @@ def show(p: Shopping, minutes: float) -> str:
 def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding: str | None = None,
         rounds: int = 1) -> int:
     """The second pass (module docstring); returns the exit status (130 when interrupted)."""
-    from ..compare import compare, markdown
 
     if not (minutes > 0):
         raise SystemExit(f"decide --minutes {minutes!r}; allowed: minutes > 0")

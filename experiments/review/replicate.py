@@ -1,4 +1,4 @@
-"""``make replicate STAGES="blog lmdbio"`` (``python -m experiments.repeats.replicate --stages ...``):
+"""``make replicate STAGES="blog lmdbio"`` (``python -m experiments.review.replicate --stages ...``):
 measure again, compare the two claims tables.
 
 It copies the project (code, params.yaml, dvc.yaml and dvc.lock, every results folder) into
@@ -6,7 +6,7 @@ It copies the project (code, params.yaml, dvc.yaml and dvc.lock, every results f
 generated again), re-runs there the named measuring stages (default: every one in
 :data:`MEASURING`) and the report stages that read them (``dvc repro --single-item --force``,
 ``DLIO_ROOT`` = the copy: ``results/`` here is never touched), then writes
-:func:`experiments.repeats.compare.markdown` of this checkout's findings and the copy's to
+:func:`experiments.review.compare.markdown` of this checkout's findings and the copy's to
 ``replicate/replication.md`` (every finding) and prints it.
 """
 
@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths
+from ..claims.table import gather
 from ..provenance import MEASURING   # stages that measure; `--stages` takes any of these
 from .compare import compare, markdown
 
@@ -69,8 +70,6 @@ def _copy_project(src: Path, dst: Path) -> None:
 
 def _gather(root: Path) -> pd.DataFrame:
     """The claims of every stage of the project at ``root`` (:func:`experiments.claims.table.gather`)."""
-    from ..claims.table import gather
-
     was = os.environ.get("DLIO_ROOT")
     os.environ["DLIO_ROOT"] = str(root)
     try:
@@ -84,7 +83,7 @@ def _gather(root: Path) -> pd.DataFrame:
 
 def run(stages: list[str], into: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Re-measure ``stages`` and their reports in ``into`` (see the module docstring); returns
-    (this checkout's claims, the copy's, :func:`experiments.repeats.compare.compare` of them)."""
+    (this checkout's claims, the copy's, :func:`experiments.review.compare.compare` of them)."""
     import yaml
 
     src = paths.root()
@@ -110,7 +109,7 @@ def run(stages: list[str], into: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.D
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.repeats.replicate", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.review.replicate", description=__doc__.split("\n")[0])
     ap.add_argument("--stages", default="", help="measuring stages to re-run, space-separated (default: all)")
     ap.add_argument("--into", default=None, help="the second project folder (default: replicate/ here)")
     a = ap.parse_args(argv)

@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ... import paths
-from ..findings import compared, of
-from ..futility import Judged, judged, rounds_needed
-from ..levels import level as bonferroni
-from ..levels import level_of
-from ..purchases import FIRST, key_of, own_looks
-from ..stage import ROUNDS_FILE
+from ...claims.steering import rules as declared_rules
+from ...repeats.findings import compared, of
+from ...repeats.futility import Judged, judged, rounds_needed
+from ...repeats.levels import level as bonferroni
+from ...repeats.levels import level_of
+from ...repeats.purchases import FIRST, key_of, own_looks
+from ...repeats.stage import ROUNDS_FILE
 
 NOT_MEASURED_HERE = "its report reads no measuring stage that can buy runs"
 
@@ -321,6 +322,4 @@ def read_by(table: pd.DataFrame, stages: dict[str, StageRows], rules: dict[str, 
 def rules_of(stages) -> dict[str, list]:
     """{stage: its findings' steering parts}, from the declarations as they are now
     (:func:`experiments.claims.steering.rules`: what the ``claim_rules`` stage writes)."""
-    from ...claims.steering import rules
-
-    return {st: rules(st) for st in stages}
+    return {st: declared_rules(st) for st in stages}

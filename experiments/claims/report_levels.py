@@ -1,7 +1,8 @@
-"""Each finding judged at the level of the looks at its own data (issue 57): a report's side of
-:mod:`experiments.repeats.levels`.
+"""A report's findings, each judged at the level of the looks at its own data (issue 57).
 
-A finding's rows are looked at once by its stage's rounds (Bonferroni over the planned looks) and
+The level of a look (one alpha, Bonferroni) is :mod:`experiments.repeats.levels`; a finding
+judged at a look of its stage's rounds is :mod:`.looks`. This module is the report's side: a
+finding's rows are looked at once by its stage's rounds (Bonferroni over the planned looks) and
 once more for each ``make decide`` purchase of the configurations it compares. A report therefore
 computes each finding's interval at the highest level of *the rows of its configurations*
 (:func:`experiments.repeats.findings.level_of_finding`), not of all the stage's rows: a purchase
@@ -14,7 +15,10 @@ from typing import Callable
 
 import pandas as pd
 
+from .. import stats
 from ..repeats.findings import Steering, level_of_finding, of
+from ..repeats.levels import level_of
+from .steering import rules as declared_rules
 
 
 def at_their_levels(measure: Callable[[], list], level_of_id: Callable[[str], float], default: float) -> list:
@@ -22,8 +26,6 @@ def at_their_levels(measure: Callable[[], list], level_of_id: Callable[[str], fl
     force) with each finding's interval at its own level (``level_of_id``): a first pass at
     ``default`` (the level of all the rows), then one pass per other level wanted, each finding
     taken from the pass at its level."""
-    from .. import stats
-
     with stats.corrected_level(default):
         first = measure()
     want = {m.id: level_of_id(m.id) for m in first}
@@ -42,9 +44,6 @@ def judged_at_their_levels(stage: str, rows: pd.DataFrame, measure: Callable[[],
     findings that compare them, and of no other (so a decided finding it did not buy for keeps
     its verdict). ``rules``: the stage's steering parts (default: from the declarations, as a
     report reads them)."""
-    from ..repeats.levels import level_of
-    from .steering import rules as declared_rules
-
     rules = declared_rules(stage) if rules is None else rules
     ctx = context or {}
     default = level_of(rows)

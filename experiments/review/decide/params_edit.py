@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from ..purchases import Purchase
+from ...repeats.purchases import Purchase
 
 
 def read(root: Path) -> tuple[str, dict]:

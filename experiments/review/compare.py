@@ -9,7 +9,7 @@ margin's edge); ``covers`` (the first run's interval holds the second run's valu
 (the two intervals do not overlap) and ``same`` (the same value and interval in both: nothing
 was measured again, left out of the shares). :func:`summary` counts them: for honest 95 %
 intervals of the same quantity from independent runs, about 83 % of first-run intervals hold the
-second run's value and disjoint pairs are rare. ``python -m experiments.repeats.compare A.csv
+second run's value and disjoint pairs are rare. ``python -m experiments.review.compare A.csv
 B.csv`` prints :func:`markdown`.
 """
 
@@ -23,6 +23,10 @@ from pathlib import Path
 import pandas as pd
 
 from .. import stats
+from ..claims.rules import _parse, rule_text
+from ..claims.table import shown_verdict
+from ..claims.verdict import VERDICTS
+from ..results import atomic_write
 
 EDGE_REACH = 0.25   # how far from an interval an edge may lie and still count as touched, share of its width
 COLUMNS = ["stage", "id", "change", "verdict_1", "value_1", "low_1", "high_1", "verdict_2", "value_2", "low_2",
@@ -30,8 +34,6 @@ COLUMNS = ["stage", "id", "change", "verdict_1", "value_1", "low_1", "high_1", "
 
 
 def _shown(verdict, negligible) -> str:
-    from ..claims.table import shown_verdict
-
     return shown_verdict("not measured" if pd.isna(verdict) else verdict, negligible)
 
 
@@ -58,8 +60,6 @@ def _change(v1, v2) -> str | None:
 def edges(rule, margin) -> list[float]:
     """The values where a finding's verdict changes: a comparison's threshold X and its margin's
     edges X -+ d; a ``within`` or ``between`` rule's ends; [] for a rule not understood."""
-    from ..claims.rules import _parse
-
     try:
         r = _parse(str(rule or ""))
     except ValueError:
@@ -79,8 +79,6 @@ def _touches(e: float, lo, hi) -> bool:
 
 def compare(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """One row per finding of both claims tables (module docstring for the columns)."""
-    from ..claims.rules import rule_text
-
     a = first[first["kind"] != "check"].set_index("id")
     b = second[second["kind"] != "check"].set_index("id")
     rows = []
@@ -141,8 +139,6 @@ def markdown(t: pd.DataFrame, first: pd.DataFrame | None = None, second: pd.Data
     (flips, named at a margin's edge or not; moves; the share of first-run intervals holding the
     second value; disjoint pairs), then the rows that changed, are disjoint or not covered
     (``every``: all rows), flips first."""
-    from ..claims.verdict import VERDICTS
-
     s = summary(t)
     share = "n/a" if math.isnan(s["share"]) else f"{s['share']:.0%}"
     lines = [f"# Two runs compared: {names[0]} and {names[1]}", ""]
@@ -188,8 +184,8 @@ def read_table(f: str) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    """``python -m experiments.repeats.compare A.csv B.csv [--out F.md] [--every]``."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.repeats.compare",
+    """``python -m experiments.review.compare A.csv B.csv [--out F.md] [--every]``."""
+    ap = argparse.ArgumentParser(prog="python -m experiments.review.compare",
                                  description="two runs' claims tables compared finding by finding")
     ap.add_argument("first")
     ap.add_argument("second")
@@ -199,7 +195,6 @@ def main(argv=None) -> int:
     one, two = read_table(a.first), read_table(a.second)
     md = markdown(compare(one, two), one, two, names=(a.first, a.second), every=a.every)
     if a.out:
-        from ..results import atomic_write
         atomic_write(Path(a.out), lambda tmp: tmp.write_text(md))
     print(md, end="")
     return 0

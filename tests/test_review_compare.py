@@ -1,13 +1,13 @@
-"""Two runs' claims tables compared (experiments.repeats.compare), as make compare-claims, make
-replicate and make decide use it; make replicate's plan (experiments.repeats.replicate)."""
+"""Two runs' claims tables compared (experiments.review.compare), as make compare-claims, make
+replicate and make decide use it; make replicate's plan (experiments.review.replicate)."""
 
 import pandas as pd
 import pytest
 import yaml
 
 from experiments import claims, results
-from experiments.repeats import compare as C
-from experiments.repeats import replicate
+from experiments.review import compare as C
+from experiments.review import replicate
 from experiments.stats import Interval
 from experiments.claims import table as claims_table
 
@@ -77,7 +77,7 @@ def _table(path, rows):
 
 
 def test_compare_two_claims_tables_splits_flips_from_moves(tmp_path, capsys):
-    """``python -m experiments.repeats.compare A.csv B.csv``: a holds/fails flip whose two
+    """``python -m experiments.review.compare A.csv B.csv``: a holds/fails flip whose two
     intervals both touch the margin's edge (1.05) is named as such, one far from every edge is
     not; moves to and from inconclusive are apart from the flips; unchanged findings are left out."""
     a = _table(tmp_path / "a.csv", [("edge_flip", 1.1, 1.06, 1.2), ("far_flip", 1.7, 1.5, 2.0),

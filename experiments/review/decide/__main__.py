@@ -1,4 +1,4 @@
-"""``python -m experiments.repeats.decide --minutes 30`` (``make decide``): see the package."""
+"""``python -m experiments.review.decide --minutes 30`` (``make decide``): see the package."""
 
 import argparse
 import signal
@@ -9,7 +9,7 @@ from . import run
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.repeats.decide", description=DOC.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.review.decide", description=DOC.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=30.0, help="the time to spend (default 30)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan, buy nothing")
     ap.add_argument("--finding", default=None, help="buy for this finding alone, whatever its forecast")
