@@ -226,3 +226,27 @@ def test_vector_cost_measures_the_kfunc_program_where_it_can_run(monkeypatch):
     assert "tracepoint:syscalls" not in v["vector_kfunc"] and "tracepoint:sched" not in v["vector_kfunc"]
     assert 'kretfunc:__x64_sys_read { $e = comm == "fio" ? (uint64)1 : (uint64)0;' in v["vector_kfunc"]
     assert v["count_only_kfunc"].count("kretfunc:__x64_sys_") >= 2
+
+
+@pytest.mark.parametrize("sizes", [100, 1200])
+def test_a_full_aggregation_is_told_by_its_entries(tmp_path, sizes):
+    """Issue 70: no running total any more; a map at ``max_keys`` entries says it was full and
+    the VFS components are not measured; below it every call is counted."""
+    if not STATUS["bpftrace"]["ok"] or not KERNEL_FILES:
+        pytest.skip(f"bpftrace vector mode cannot run here: {STATUS['bpftrace']['why'] or WHY}")
+    from experiments.trace import vector
+    data = tmp_path / "a"
+    data.write_bytes(b"x" * 2000)
+    # one (file, size) key per read: 1200 of them overflow a map of 1024
+    code = f"import os\nf = os.open({str(data)!r}, 0)\nfor n in range(1, {sizes + 1}): os.pread(f, n, 0)\n"
+    tr, rc = tracer.run([sys.executable, "-S", "-c", code], watch=[tmp_path], quiet=True, mode="vector",
+                        max_keys=1024, sample=False)
+    assert rc == 0 and tr.mode == "vector"
+    why = vector.not_measured(tr, data=[data])
+    if sizes > 1024:
+        assert tr.meta["agg_full"] and tr.meta["agg_lost_calls"] is None
+        assert "aggregation map was full" in why["vfs_reads"]
+    else:
+        assert not tr.meta["agg_full"] and tr.meta["agg_lost_calls"] == 0 and "vfs_reads" not in why
+        c = tr.counts[tr.counts["path"] == str(data)]
+        assert int(c["calls"].sum()) == sizes and int((c["size"] * c["calls"]).sum()) == sizes * (sizes + 1) // 2

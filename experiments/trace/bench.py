@@ -45,8 +45,10 @@ under each back end, per case and file the calls and bytes attributed and a verd
 goal's verdict from its interval: met, not met, undecided), ``coverage.csv``, ``env.json``.
 
 Issue 70's table (``per_call.csv``): per job and back end, what tracing adds to the command's CPU
-per call in µs (each repeat's traced run against the same repeat's untraced run; median over
-runs with its 95 % interval over runs), the untraced command's own µs per call, the floors of
+per call in µs (each repeat's traced run against the same repeat's untraced run, net of the
+same for the job's one-block start-up run, so that what a run costs whatever its calls is not
+spread over them, ``per_run_ms`` beside it, :func:`per_call`; median over runs with its 95 %
+interval over runs), the untraced command's own µs per call, the floors of
 each probe kind (``bpftrace_floor``: count-only on the exit tracepoints; ``bpftrace_floor_kfunc``:
 count-only on the system-call functions' fexit, where bpftrace attaches it) and the vector
 program on each (``bpftrace_vector``: tracepoints; ``bpftrace_vector_kfunc``); the CPU overhead
