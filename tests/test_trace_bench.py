@@ -159,6 +159,9 @@ def test_short_mode_writes_the_per_call_table_with_what_ran(tmp_path):
     assert {"none", "bpftrace_floor", "bpftrace_vector"} <= set(pc.index)
     assert (pc.loc[["bpftrace_floor", "bpftrace_vector"], "calls"] >= 4096).all()   # 16 MiB in 4 KiB reads
     assert (pc["runs"] == 2).all() and (pc["us_coverage"] == 0.5).all()
+    # each repeat ran the one-block start-up run too, and the per-call cost is net of it
+    assert pc["net_of_start"].all() and pc.loc[["bpftrace_floor", "bpftrace_vector"], "per_run_ms"].notna().all()
+    assert set(pd.read_csv(out / "raw.csv")["job"]) == {"fio_4k", "fio_4k_start"}
     env = json.loads((out / "env.json").read_text())
     assert env["short"] and env["tracer_programs"]["bpftrace_vector"] == ["tracepoint"]   # that row's program
     assert set(pd.read_csv(out / "per_call_goals.csv")["target"]) >= {"<= 0.4 µs per call", "<= +10 % CPU"}
