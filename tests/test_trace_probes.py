@@ -85,7 +85,7 @@ def test_kfunc_program_has_every_syscall_probe_on_the_function_and_nothing_else_
     assert "@agg[$id, $ret * 64 + (1) * 2 + $seq] = count();" in read
     # the registers' check is gone, and so is its map (bpftrace refuses an undefined map)
     assert "@badregs" in tp and "@badregs" not in kf
-    assert "print(@agg); print(@file);" in kf and "@tot" not in kf
+    assert "print(@agg); print(@inode);" in kf and "@tot" not in kf
     # below the hook, the same statements as the tracepoint program's
     old = _probe_text(tp, "tracepoint:syscalls:sys_exit_read ")
     tail = lambda t: t.split("$fd = (int64)$r->di;", 1)[1]
@@ -116,7 +116,8 @@ def test_the_cached_path_has_three_map_operations(probes):
     head = "kretfunc:__x64_sys_read " if probes == "kfunc" else "tracepoint:syscalls:sys_exit_read "
     hot = _hot_path(_probe_text(prog, head))
     assert re.findall(r"@\w+\[[^\]]*\]", hot) == ["@tree[pid]", "@fd[pid, $e, $fd]", "@agg[$id, $ret * 64 + (1) * 2 + $seq]"]
-    assert hot.count("count()") == 1 and "@file" not in hot and "@seen" not in hot and "@tot" not in prog
+    assert hot.count("count()") == 1 and "@file" not in hot and "@inode" not in hot and "@seen" not in hot
+    assert "@tot" not in prog
 
 
 def test_the_packed_key_gives_back_operation_bytes_and_order():

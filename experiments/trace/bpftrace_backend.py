@@ -323,13 +323,16 @@ def unpack_opseq(key: int) -> tuple[int, int, int]:
 def _file_number(fvar: str, dev: str, ino: str, gen: str, out: str = "$id") -> str:
     """``out`` = the file number of the ``struct file`` ``fvar`` with inode (``dev``, ``ino``,
     ``gen``): 0 when there is no file, else the number ``@file[dev, ino, gen]`` gave the inode
-    when the program first met it (that time in ns shifted over the CPU's number: unique
-    without a shared counter; two CPUs meeting a new inode at once may give it two numbers,
-    which user space merges through ``@file``, printed at END). Only where a descriptor is
-    first resolved (or a copy or an uncached call is seen), never on the cached path."""
+    when the program first met it: that time in ns shifted over the CPU's number, unique
+    without a counter shared by the CPUs. ``@inode[number]`` keeps each number's inode, printed
+    at END: two CPUs meeting a new inode at once may give it two numbers (the later one stays
+    in ``@file``), and both stay in ``@inode``, so user space adds their counts up. Only where a
+    descriptor is first resolved (or a copy or an uncached call is seen), never on the cached
+    path."""
     # (no file: dev, ino and gen are 0, a key never stored, so the lookup gives 0)
     return (f"{out} = @file[{dev}, {ino}, {gen}]; if ({out} == 0 && {fvar}) {{ "
-            f"{out} = (nsecs << 8) | ((uint64)cpu & 255); @file[{dev}, {ino}, {gen}] = {out}; }} ")
+            f"{out} = (nsecs << 8) | ((uint64)cpu & 255); @file[{dev}, {ino}, {gen}] = {out}; "
+            f"@inode[{out}] = ({dev}, {ino}, {gen}); }} ")
 
 
 def _vector_count(op: str, fid: str, ret: str, pos: str | None) -> str:
@@ -765,7 +768,7 @@ def _end_probe(block: bool, kern: bool, vec: bool, sequential: bool, exit_regs: 
             + (["@end"] if vec and sequential else []) + (["@fd"] if fd_cache else []))
     end = " ".join(f"clear({m});" for m in maps)
     if vec:
-        end += (' printf("AGG\\n"); print(@agg); print(@file); clear(@agg); clear(@file);'
+        end += (' printf("AGG\\n"); print(@agg); print(@inode); clear(@agg); clear(@inode); clear(@file);'
                 + (" print(@badregs); clear(@badregs);" if exit_regs else ""))
     return f"END {{ {end} }}"
 

@@ -19,6 +19,7 @@ from .bpftrace_backend import OPS, unpack_opseq
 
 _MAP_LINE = re.compile(r"^@(\w+)\[([-\d, ]+)\]: (\d+)$")
 _SCALAR_LINE = re.compile(r"^@(\w+): (\d+)$")
+_INODE_LINE = re.compile(r"^@inode\[(\d+)\]: \((\d+), (\d+), (\d+)\)$")  # file number: inode
 _IGNORED = ("Attaching ", "Lost ", "READY")
 
 
@@ -32,7 +33,7 @@ class Parsed:
     size, error, calls, sequential``); ``mmaps``: one row per ``mmap`` of a file;
     ``totals``: the scalars printed beside the aggregation (vector mode: ``badregs``, calls
     whose saved registers did not check) and the entries of each printed map (``agg_entries``,
-    ``file_entries``: a map with ``max_keys`` of them was full);
+    ``inode_entries``: a map with ``max_keys`` of them was full);
     ``unparsed``: lines that matched no known record (``unparsed_examples``: the first five).
     """
 
@@ -60,7 +61,7 @@ class _Lines:
     mmaps: list = field(default_factory=list)
     aggs: list = field(default_factory=list)   # (file number, packed op/bytes/sequential, calls)
     files: dict = field(default_factory=dict)  # file number -> (dev, ino, gen)
-    totals: dict = field(default_factory=dict)  # badregs, agg_entries, file_entries
+    totals: dict = field(default_factory=dict)  # badregs, agg_entries, inode_entries
     names_of_tid: dict = field(default_factory=dict)  # tid -> file name of its pending openat
     in_maps: bool = False
 
@@ -141,17 +142,18 @@ def _maps_start(acc: _Lines, parts: list[str]) -> None:
 
 def _map_line(acc: _Lines, line: str) -> None:
     """A printed map entry after ``AGG``: ``@agg[file number, packed]: calls`` (the packed key:
-    :func:`.bpftrace_backend.unpack_opseq`), ``@file[dev, ino, gen]: file number``, or the
+    :func:`.bpftrace_backend.unpack_opseq`), ``@inode[file number]: (dev, ino, gen)``, or the
     scalar ``@badregs``; anything else does not parse."""
     m = _MAP_LINE.match(line)
+    ino = _INODE_LINE.match(line)
     sc = _SCALAR_LINE.match(line)
     key = [int(x) for x in m.group(2).split(",")] if m else []
     if m and m.group(1) == "agg" and len(key) == 2:
         acc.aggs.append((*key, int(m.group(3))))
         acc.totals["agg_entries"] = acc.totals.get("agg_entries", 0) + 1
-    elif m and m.group(1) == "file" and len(key) == 3:
-        acc.files[int(m.group(3))] = tuple(key)
-        acc.totals["file_entries"] = acc.totals.get("file_entries", 0) + 1
+    elif ino:
+        acc.files[int(ino.group(1))] = tuple(int(x) for x in ino.group(2, 3, 4))
+        acc.totals["inode_entries"] = acc.totals.get("inode_entries", 0) + 1
     elif sc and sc.group(1) == "badregs":
         # the explicit print comes first; bpftrace prints a cleared scalar again (as 0) when
         # it exits

@@ -340,7 +340,7 @@ class Tracer:
                 self.meta["one_probe_per_call"] = bool(bt._probe()["exit_regs"]) or self.meta.get("probes") == "kfunc"
                 self.meta["exit_regs_mismatch"] = int(p.totals.get("badregs", 0))
                 self.meta["vfs_sequential_counted"] = self.vfs_sequential
-                entries = max(int(p.totals.get("agg_entries", 0)), int(p.totals.get("file_entries", 0)))
+                entries = max(int(p.totals.get("agg_entries", 0)), int(p.totals.get("inode_entries", 0)))
                 self.meta["agg_full"] = entries >= self.max_keys
                 self.meta["agg_lost_calls"] = None if self.meta["agg_full"] else 0
                 self.meta["max_keys"] = self.max_keys
