@@ -12,7 +12,12 @@ LINES = [
     "BI\t240\t8388608\t100\t8\t4096\tR\t1\t1\t1\tpython",
     "BC\t250\t8388608\t100\t8\tR",
     "garbage line",
-    "AGG", "@agg[1, 0, 0, 0, 4096, 1]: 5", "@tot: 7", "@tot: 0", "@other: 3",
+    # the maps (issue 70): counts by (file number, bytes * 64 + op * 2 + sequential), each
+    # number's inode (two numbers for one inode: counted together); a failed read (-9) of no
+    # file (number 0)
+    "AGG", "@agg[77, 262147]: 5", "@agg[78, 262147]: 1", "@agg[0, -574]: 2",
+    "@inode[77]: (8388609, 12, 3)", "@inode[78]: (8388609, 12, 3)",
+    "@badregs: 1", "@badregs: 0", "@other: 3",
 ]
 
 
@@ -27,6 +32,8 @@ def test_each_record_goes_to_its_parser_and_the_rest_is_counted(tmp_path):
     assert v.loc["read", "comm"] == "worker" and v.loc["read", "timestamp_ns"] == 1200
     assert v.loc["openat", "filename"] == "/data/x" and v.loc["openat", "fd"] == 7
     assert len(p.block) == 1 and p.block["latency_s"].iloc[0] == 10 / 1e9
-    assert p.counts[["op", "ret", "sequential", "calls"]].values.tolist() == [["read", 4096, 1, 5]]
-    assert p.totals == {"tot": 7}   # the cleared scalar bpftrace prints again at exit is not kept
+    assert p.counts[["op", "dev", "ino", "gen", "ret", "sequential", "calls"]].values.tolist() == [
+        ["read", 8388609, 12, 3, 4096, 1, 5], ["read", 8388609, 12, 3, 4096, 1, 1], ["read", 0, 0, 0, -9, 0, 2]]
+    # the cleared scalar bpftrace prints again at exit is not kept; each map's entries counted
+    assert p.totals == {"agg_entries": 3, "inode_entries": 2, "badregs": 1}
     assert p.unparsed == 3 and p.unparsed_examples[1] == "garbage line"

@@ -40,6 +40,48 @@ def test_per_call_pairs_each_repeat_with_its_own_untraced_run():
     assert pc.loc["none", "us_per_call"] == pytest.approx(1e6 * 4.075 / 1_000_000)
 
 
+def _with_start(raw: pd.DataFrame, per_run_s: dict[str, float], us: dict[str, float],
+                start_cpu: float = 0.15, start_calls: int = 100) -> pd.DataFrame:
+    """``raw`` with a start-up run per repeat and back end (job ``<job>_start``): the command's
+    start-up CPU, plus each back end's cost per run (which it pays in the job's runs too) and
+    its cost per call ``us`` on the start-up run's calls."""
+    rows, job = [], raw["job"].iloc[0]
+    for r in sorted(raw["repeat"].unique()):
+        rows.append({"job": f"{job}_start", "backend": "none", "repeat": r, "command_s": 0.2,
+                     "command_cpu_s": start_cpu + 0.01 * r, "calls": 0})
+        for b, k in per_run_s.items():
+            rows.append({"job": f"{job}_start", "backend": b, "repeat": r, "command_s": 0.2,
+                         "command_cpu_s": start_cpu + 0.01 * r + k + us[b] * start_calls / 1e6,
+                         "calls": start_calls, "exit_status": 0})
+    full = raw.copy()
+    for b, k in per_run_s.items():
+        full.loc[full.backend == b, "command_cpu_s"] += k
+    return pd.concat([full, pd.DataFrame(rows)], ignore_index=True)
+
+
+def test_per_call_takes_out_what_a_run_costs_whatever_its_calls():
+    # issue 70's quiet run: 0.22 s more CPU a traced run at 65,600 calls and at 16,500 alike;
+    # divided by the calls that reads as microseconds a call that the calls do not cost
+    calls = 65_637
+    base = [0.34, 0.35, 0.33, 0.39, 0.34, 0.36, 0.34, 0.34]
+    raw = _raw({"bpftrace_vector": [0.3] * 8, "bpftrace_floor": [0.05] * 8}, base, calls=calls)
+    with_start = _with_start(raw, {"bpftrace_vector": 0.22, "bpftrace_floor": 0.0},
+                             {"bpftrace_vector": 0.3, "bpftrace_floor": 0.05})
+    lumped = bench.per_call(with_start[~with_start.job.str.endswith("_start")]).set_index("backend")
+    assert lumped.loc["bpftrace_vector", "us_per_call"] == pytest.approx(0.3 + 0.22e6 / calls)  # 3.65
+    assert not lumped["net_of_start"].any()
+    pc = bench.per_call(with_start).set_index("backend")
+    assert list(pc.index) == ["none", "bpftrace_vector", "bpftrace_floor"]   # the start-up job is no row
+    assert pc["net_of_start"].all()
+    assert pc.loc["bpftrace_vector", "us_per_call"] == pytest.approx(0.3)
+    assert pc.loc["bpftrace_floor", "us_per_call"] == pytest.approx(0.05)
+    assert pc.loc["bpftrace_vector", "per_run_ms"] == pytest.approx(220.0 + 0.3 * 100 / 1e3)
+    assert pc.loc["bpftrace_floor", "per_run_ms"] == pytest.approx(0.05 * 100 / 1e3)
+    # the untraced command's own CPU per call, its start-up taken out: (0.34 .. 0.39 - 0.15 - 0.01 r)
+    own = sorted(1e6 * (c - 0.15 - 0.01 * r) / (calls - 100) for r, c in enumerate(base))
+    assert pc.loc["none", "us_per_call"] == pytest.approx((own[3] + own[4]) / 2)
+
+
 def test_per_call_interval_says_what_two_runs_cover():
     pc = bench.per_call(_raw({"bpftrace_vector": [1.0, 2.0]}, [4.0, 4.0])).set_index("backend")
     assert pc.loc["bpftrace_vector", "us_coverage"] == pytest.approx(0.5)
@@ -117,6 +159,9 @@ def test_short_mode_writes_the_per_call_table_with_what_ran(tmp_path):
     assert {"none", "bpftrace_floor", "bpftrace_vector"} <= set(pc.index)
     assert (pc.loc[["bpftrace_floor", "bpftrace_vector"], "calls"] >= 4096).all()   # 16 MiB in 4 KiB reads
     assert (pc["runs"] == 2).all() and (pc["us_coverage"] == 0.5).all()
+    # each repeat ran the one-block start-up run too, and the per-call cost is net of it
+    assert pc["net_of_start"].all() and pc.loc[["bpftrace_floor", "bpftrace_vector"], "per_run_ms"].notna().all()
+    assert set(pd.read_csv(out / "raw.csv")["job"]) == {"fio_4k", "fio_4k_start"}
     env = json.loads((out / "env.json").read_text())
     assert env["short"] and env["tracer_programs"]["bpftrace_vector"] == ["tracepoint"]   # that row's program
     assert set(pd.read_csv(out / "per_call_goals.csv")["target"]) >= {"<= 0.4 µs per call", "<= +10 % CPU"}

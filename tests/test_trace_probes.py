@@ -82,14 +82,50 @@ def test_kfunc_program_has_every_syscall_probe_on_the_function_and_nothing_else_
     read = _probe_text(kf, "kretfunc:__x64_sys_read ")
     assert "$r = args->regs;" in read and "retval" in read
     assert "orig_ax" not in read and "curtask->stack" not in read and "args->ret" not in read
-    assert "@agg[1, $dev, $ino, $gen, $ret, $seq] = count();" in read
+    assert "@agg[$id, $ret * 64 + (1) * 2 + $seq] = count();" in read
     # the registers' check is gone, and so is its map (bpftrace refuses an undefined map)
     assert "@badregs" in tp and "@badregs" not in kf
-    assert "print(@agg); print(@tot);" in kf
+    assert "print(@agg); print(@inode);" in kf and "@tot" not in kf
     # below the hook, the same statements as the tracepoint program's
     old = _probe_text(tp, "tracepoint:syscalls:sys_exit_read ")
     tail = lambda t: t.split("$fd = (int64)$r->di;", 1)[1]
     assert tail(read) == tail(old)
+
+
+def _hot_path(body: str) -> str:
+    """A read exit probe's statements on its cached path: without the branch a descriptor's
+    first call takes (``if ($f == 0) { ... }``) and the registers' failed check."""
+    body = body.replace("{ @badregs = count(); }", "{ }")
+    i = body.index("if ($f == 0) {")
+    depth, j = 0, body.index("{", i)
+    for j in range(j, len(body)):
+        depth += {"{": 1, "}": -1}.get(body[j], 0)
+        if depth == 0:
+            break
+    return body[:i] + body[j + 1:]
+
+
+@pytest.mark.parametrize("probes", ["tracepoint", "kfunc"])
+def test_the_cached_path_has_three_map_operations(probes):
+    """Issue 70: a call on a descriptor already seen costs one ``@tree`` read (the traced tree
+    and the descriptor epoch), one ``@fd`` read (the file number) and the ``@agg`` count, on
+    both hooks; no running total (``@tot``); the file's inode and name only where it misses."""
+    prog = bt.script(["vda"], False, "device", "/tmp/ready", "vector", "kernel", None, 16384, False,
+                     probes=probes, args_of=lambda c: FORMATS.get(c, ()))
+    import re
+    head = "kretfunc:__x64_sys_read " if probes == "kfunc" else "tracepoint:syscalls:sys_exit_read "
+    hot = _hot_path(_probe_text(prog, head))
+    assert re.findall(r"@\w+\[[^\]]*\]", hot) == ["@tree[pid]", "@fd[pid, $e, $fd]", "@agg[$id, $ret * 64 + (1) * 2 + $seq]"]
+    assert hot.count("count()") == 1 and "@file" not in hot and "@inode" not in hot and "@seen" not in hot
+    assert "@tot" not in prog
+
+
+def test_the_packed_key_gives_back_operation_bytes_and_order():
+    for op in (1, 10, 16, 19):
+        for ret in (0, 1, 4096, 1 << 40, -1, -9, -4095):
+            for seq in (0, 1):
+                assert bt.unpack_opseq(ret * bt.OPSEQ + op * 2 + seq) == (op, ret, seq)
+    assert max(bt.OP_ID.values()) * 2 + 1 < bt.OPSEQ   # every operation fits under the bytes
 
 
 def test_entry_arguments_become_their_registers():
@@ -191,3 +227,27 @@ def test_vector_cost_measures_the_kfunc_program_where_it_can_run(monkeypatch):
     assert "tracepoint:syscalls" not in v["vector_kfunc"] and "tracepoint:sched" not in v["vector_kfunc"]
     assert 'kretfunc:__x64_sys_read { $e = comm == "fio" ? (uint64)1 : (uint64)0;' in v["vector_kfunc"]
     assert v["count_only_kfunc"].count("kretfunc:__x64_sys_") >= 2
+
+
+@pytest.mark.parametrize("sizes", [100, 1200])
+def test_a_full_aggregation_is_told_by_its_entries(tmp_path, sizes):
+    """Issue 70: no running total any more; a map at ``max_keys`` entries says it was full and
+    the VFS components are not measured; below it every call is counted."""
+    if not STATUS["bpftrace"]["ok"] or not KERNEL_FILES:
+        pytest.skip(f"bpftrace vector mode cannot run here: {STATUS['bpftrace']['why'] or WHY}")
+    from experiments.trace import vector
+    data = tmp_path / "a"
+    data.write_bytes(b"x" * 2000)
+    # one (file, size) key per read: 1200 of them overflow a map of 1024
+    code = f"import os\nf = os.open({str(data)!r}, 0)\nfor n in range(1, {sizes + 1}): os.pread(f, n, 0)\n"
+    tr, rc = tracer.run([sys.executable, "-S", "-c", code], watch=[tmp_path], quiet=True, mode="vector",
+                        max_keys=1024, sample=False)
+    assert rc == 0 and tr.mode == "vector"
+    why = vector.not_measured(tr, data=[data])
+    if sizes > 1024:
+        assert tr.meta["agg_full"] and tr.meta["agg_lost_calls"] is None
+        assert "aggregation map was full" in why["vfs_reads"]
+    else:
+        assert not tr.meta["agg_full"] and tr.meta["agg_lost_calls"] == 0 and "vfs_reads" not in why
+        c = tr.counts[tr.counts["path"] == str(data)]
+        assert int(c["calls"].sum()) == sizes and int((c["size"] * c["calls"]).sum()) == sizes * (sizes + 1) // 2

@@ -45,8 +45,10 @@ under each back end, per case and file the calls and bytes attributed and a verd
 goal's verdict from its interval: met, not met, undecided), ``coverage.csv``, ``env.json``.
 
 Issue 70's table (``per_call.csv``): per job and back end, what tracing adds to the command's CPU
-per call in µs (each repeat's traced run against the same repeat's untraced run; median over
-runs with its 95 % interval over runs), the untraced command's own µs per call, the floors of
+per call in µs (each repeat's traced run against the same repeat's untraced run, net of the
+same for the job's one-block start-up run, so that what a run costs whatever its calls is not
+spread over them, ``per_run_ms`` beside it, :func:`per_call`; median over runs with its 95 %
+interval over runs), the untraced command's own µs per call, the floors of
 each probe kind (``bpftrace_floor``: count-only on the exit tracepoints; ``bpftrace_floor_kfunc``:
 count-only on the system-call functions' fexit, where bpftrace attaches it) and the vector
 program on each (``bpftrace_vector``: tracepoints; ``bpftrace_vector_kfunc``); the CPU overhead
@@ -75,9 +77,12 @@ from . import dftracer_backend, read_jobs
 from .tracer import Tracer, backend_status, wait_cpu
 
 
-def fio_cmd(path: Path, bs_kib: int, io_mib: int, file_mib: int) -> list[str]:
+def fio_cmd(path: Path, bs_kib: int, io_mib: int, file_mib: int, io_kib: int | None = None) -> list[str]:
+    """fio reading ``path`` sequentially with ``psync`` in ``bs_kib`` KiB calls, ``io_mib`` MiB
+    in all (``io_kib`` KiB where given)."""
+    io = f"{io_kib}k" if io_kib is not None else f"{io_mib}m"
     return [shutil.which("fio") or "fio", "--name=bench", f"--filename={path}", "--rw=read",
-            f"--bs={bs_kib}k", f"--size={file_mib}m", f"--io_size={io_mib}m", "--ioengine=psync",
+            f"--bs={bs_kib}k", f"--size={file_mib}m", f"--io_size={io}", "--ioengine=psync",
             "--output=/dev/null"]
 
 
@@ -100,7 +105,10 @@ def untraced(cmd: list[str], cwd=None) -> tuple[float, float]:
 
 
 def fio_jobs(directory: Path, io_mib: int = 2048, file_mib: int = 256, block_sizes=(128, 4)) -> list[dict]:
-    """fio reading a ``file_mib`` MiB file (written once in ``directory``) at each block size."""
+    """fio reading a ``file_mib`` MiB file (written once in ``directory``) at each block size.
+    ``start_cmd``: the same fio reading one block, run beside it in every repeat: what a run
+    costs whatever its calls (fio's start-up, and a tracer's per-run cost), which
+    :func:`per_call` takes out so that only what grows with the calls is divided by them."""
     directory.mkdir(parents=True, exist_ok=True)
     data = directory / "bench.bin"
     if not data.exists() or data.stat().st_size != file_mib << 20:
@@ -111,7 +119,7 @@ def fio_jobs(directory: Path, io_mib: int = 2048, file_mib: int = 256, block_siz
     for bs in block_sizes:
         io = io_mib if bs >= 64 else max(io_mib // 8, 16)
         out.append({"job": f"fio_{bs}k", "cmd": fio_cmd(data, bs, io, file_mib), "block_kib": bs,
-                    "io_mib": io, "warm": [data]})
+                    "io_mib": io, "warm": [data], "start_cmd": fio_cmd(data, bs, io, file_mib, io_kib=bs)})
     return out
 
 
@@ -141,10 +149,12 @@ def floor_name(kind: str) -> str:
 def measure(jobs: list[dict], repeats: int = 5, backends=None, block_watch=None,
             floor=None, repeats_of=None) -> pd.DataFrame:
     """One row per (job, back end, repeat): ``command_s`` (wall), ``command_cpu_s`` and the
-    calls traced; untraced and traced runs alternate within each repeat. ``block_watch``: paths
-    whose device the block layer is traced on. ``repeats_of``: job -> repeats (default ``repeats``).
-    ``floor``: the probe kinds whose count-only program runs too (default :func:`floor_kinds`;
-    ``True``/``False``: the tracepoint one or none)."""
+    calls traced; untraced and traced runs alternate within each repeat. A job with a
+    ``start_cmd`` (:func:`fio_jobs`) runs it too in each repeat, right after the job, as job
+    ``<job>_start`` (untraced, floors, back ends), so :func:`per_call` can pair them.
+    ``block_watch``: paths whose device the block layer is traced on. ``repeats_of``: job ->
+    repeats (default ``repeats``). ``floor``: the probe kinds whose count-only program runs too
+    (default :func:`floor_kinds`; ``True``/``False``: the tracepoint one or none)."""
     if backends is None:
         backends = default_backends()
     if floor is None:
@@ -153,39 +163,48 @@ def measure(jobs: list[dict], repeats: int = 5, backends=None, block_watch=None,
         floor = ["tracepoint"] if floor else []
     rows = []
     for job in jobs:
-        cmd, cwd = job["cmd"], job.get("cwd")
-        base = {"job": job["job"], "block_kib": job["block_kib"], "io_mib": job["io_mib"]}
-        untraced(cmd, cwd)  # warm the page cache and the program
+        cwd = job.get("cwd")
+        untraced(job["cmd"], cwd)  # warm the page cache and the program
         n_rep = (repeats_of or {}).get(job["job"], repeats)
         for r in range(n_rep):
             progress_line(f"{job['job']}: repeat {r + 1}/{n_rep}")
-            warm(*job["warm"])
-            wall, cpu = untraced(cmd, cwd)
-            rows.append({**base, "backend": "none", "repeat": r, "command_s": wall, "command_cpu_s": cpu,
-                         "calls": 0, "loadavg_1m": os.getloadavg()[0]})
-            for kind in floor:
-                warm(*job["warm"])
-                wall, cpu, n = probe_floor(cmd, cwd, kind)
-                rows.append({**base, "backend": floor_name(kind), "repeat": r, "command_s": wall,
-                             "command_cpu_s": cpu, "calls": n, "loadavg_1m": os.getloadavg()[0]})
-            for b, kw in backends:
-                warm(*job["warm"])
-                tr, rc = Tracer(watch=block_watch or job["warm"][:1], sample=False, quiet=True, **kw).run(cmd, cwd=cwd)
-                if rc != 0:  # a tracer that breaks the job: counted, not timed
-                    progress_line(f"{job['job']} under {b} exited with {rc}; counted in failed_runs")
-                    rows.append({**base, "backend": b, "repeat": r, "exit_status": rc,
-                                 "loadavg_1m": os.getloadavg()[0]})
-                    continue
-                rows.append({**base, "backend": b, "repeat": r, "exit_status": 0,
-                             "command_s": tr.meta["command_s"], "command_cpu_s": tr.meta["command_cpu_s"],
-                             "calls": traced_calls(tr),
-                             "block_requests": int((tr.events["layer"] == "block").sum()),
-                             "lost": tr.meta.get("lost_events", 0),
-                             "unparsed": tr.meta.get("unparsed_lines", 0),
-                             "tracer_cpu_s": tr.meta.get("tracer_cpu_s"),
-                             "probes": tr.meta.get("probes"),
-                             "loadavg_1m": os.getloadavg()[0]})
+            for name, cmd in [(job["job"], job["cmd"])] + (
+                    [(f"{job['job']}_start", job["start_cmd"])] if job.get("start_cmd") else []):
+                base = {"job": name, "block_kib": job["block_kib"], "io_mib": job["io_mib"]}
+                rows += _one_repeat(cmd, cwd, job["warm"], base, r, floor, backends, block_watch)
     return pd.DataFrame(rows)
+
+
+def _one_repeat(cmd, cwd, warm_files, base: dict, r: int, floor, backends, block_watch) -> list[dict]:
+    """One repeat of ``cmd``: untraced, under each floor program, under each back end."""
+    rows = []
+    warm(*warm_files)
+    wall, cpu = untraced(cmd, cwd)
+    rows.append({**base, "backend": "none", "repeat": r, "command_s": wall, "command_cpu_s": cpu,
+                 "calls": 0, "loadavg_1m": os.getloadavg()[0]})
+    for kind in floor:
+        warm(*warm_files)
+        wall, cpu, n = probe_floor(cmd, cwd, kind)
+        rows.append({**base, "backend": floor_name(kind), "repeat": r, "command_s": wall,
+                     "command_cpu_s": cpu, "calls": n, "loadavg_1m": os.getloadavg()[0]})
+    for b, kw in backends:
+        warm(*warm_files)
+        tr, rc = Tracer(watch=block_watch or warm_files[:1], sample=False, quiet=True, **kw).run(cmd, cwd=cwd)
+        if rc != 0:  # a tracer that breaks the job: counted, not timed
+            progress_line(f"{base['job']} under {b} exited with {rc}; counted in failed_runs")
+            rows.append({**base, "backend": b, "repeat": r, "exit_status": rc,
+                         "loadavg_1m": os.getloadavg()[0]})
+            continue
+        rows.append({**base, "backend": b, "repeat": r, "exit_status": 0,
+                     "command_s": tr.meta["command_s"], "command_cpu_s": tr.meta["command_cpu_s"],
+                     "calls": traced_calls(tr),
+                     "block_requests": int((tr.events["layer"] == "block").sum()),
+                     "lost": tr.meta.get("lost_events", 0),
+                     "unparsed": tr.meta.get("unparsed_lines", 0),
+                     "tracer_cpu_s": tr.meta.get("tracer_cpu_s"),
+                     "probes": tr.meta.get("probes"),
+                     "loadavg_1m": os.getloadavg()[0]})
+    return rows
 
 
 def progress_line(msg: str) -> None:
@@ -306,29 +325,62 @@ GOALS = {("bpftrace_vector", "fio_128k"): 3.0, ("bpftrace_vector", "fio_4k"): 15
 def per_call(raw: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Per (job, back end) that counts its calls: what tracing adds to the traced command's CPU
     per call, in µs, with its interval over runs. Each repeat's traced run is set against the
-    same repeat's untraced run (they alternate, so a slow spell of a loaded box slows both):
-    ``us_per_call`` is the median over repeats of (traced CPU s - untraced CPU s) / calls,
-    ``us_lo``/``us_hi`` its ``level`` interval (:func:`experiments.stats.median_ci`, the unit
-    the run; ``us_coverage``: what the interval covers at this number of runs). The ``none``
-    row is the untraced command's own CPU per call (calls: the median the tracers counted)."""
+    same repeat's untraced run (they alternate, so a slow spell of a loaded box slows both).
+
+    Where the job has a start-up run beside it (job ``<job>_start``: the same command reading
+    one block, :func:`fio_jobs`), what a run costs whatever its calls is taken out first:
+    ``us_per_call`` is the median over repeats of ((traced - untraced CPU s of the job) -
+    (traced - untraced CPU s of its start-up run)) / (the job's calls - the start-up run's),
+    and ``per_run_ms`` (``per_run_lo``/``per_run_hi``) the median of the start-up run's
+    traced - untraced CPU in ms: a tracer's cost per run (its gate, the command's start-up
+    under the probes), which dividing by the calls would have spread over them (issue 70: the
+    quiet run of 2026-11-29 read the same 0.22 s a run at 16,500 and at 65,600 calls).
+    Without one (``net_of_start`` False) it is (traced - untraced CPU s) / calls, per-run
+    costs included. ``us_lo``/``us_hi``: the ``level`` interval
+    (:func:`experiments.stats.median_ci`, the unit the run; ``us_coverage``: what it covers at
+    this number of runs). The ``none`` row is the untraced command's own CPU per call (calls:
+    the median the tracers counted; net of its start-up run where there is one)."""
     ok = raw[(raw.get("exit_status", pd.Series(0, index=raw.index)).fillna(0) == 0)]
     rows = []
-    for job, g in ok.groupby("job", sort=False):
+    jobs = [j for j in ok["job"].unique() if not str(j).endswith("_start")]
+    for job in jobs:
+        g = ok[ok.job == job]
+        s = ok[ok.job == f"{job}_start"]
+        net = bool(len(s))
         base = g[g.backend == "none"].set_index("repeat")["command_cpu_s"]
         counted = g[(g.backend != "none") & (g["calls"] > 0)]
         if not len(counted):
             continue
         calls = float(counted["calls"].median())
-        pt, ci = stats.median_ci(1e6 * base / calls, level, of="runs")
+        if net:
+            s_base = s[s.backend == "none"].set_index("repeat")["command_cpu_s"]
+            s_calls = float(s[(s.backend != "none") & (s["calls"] > 0)]["calls"].median())
+            own = (base - s_base).dropna()
+            pt, ci = stats.median_ci(1e6 * own / (calls - s_calls), level, of="runs")
+        else:
+            pt, ci = stats.median_ci(1e6 * base / calls, level, of="runs")
         rows.append({"job": job, "backend": "none", "runs": ci.n, "calls": calls, "us_per_call": pt,
-                     "us_lo": ci.low, "us_hi": ci.high, "us_coverage": ci.coverage})
+                     "us_lo": ci.low, "us_hi": ci.high, "us_coverage": ci.coverage, "net_of_start": net})
         for b, gb in counted.groupby("backend", sort=False):
-            gb = gb[gb["repeat"].isin(base.index)]
-            extra = 1e6 * (gb["command_cpu_s"].to_numpy() - base.loc[gb["repeat"]].to_numpy()) / gb["calls"].to_numpy()
-            pt, ci = stats.median_ci(extra, level, of="runs")
-            rows.append({"job": job, "backend": b, "runs": ci.n, "calls": float(gb["calls"].median()),
-                         "us_per_call": pt, "us_lo": ci.low, "us_hi": ci.high, "us_coverage": ci.coverage})
-    return pd.DataFrame(rows)
+            gb = gb[gb["repeat"].isin(base.index)].set_index("repeat")
+            extra = gb["command_cpu_s"] - base.loc[gb.index]
+            n = gb["calls"].astype(float)
+            row = {"job": job, "backend": b, "calls": float(gb["calls"].median()), "net_of_start": net}
+            if net:
+                sb = s[s.backend == b].set_index("repeat")
+                sb = sb[sb.index.isin(s_base.index)]
+                per_run = (sb["command_cpu_s"] - s_base.loc[sb.index]).reindex(extra.index)
+                keep = per_run.notna()
+                extra = extra[keep] - per_run[keep]
+                n = n[keep] - sb["calls"].astype(float).reindex(n.index)[keep]
+                rp, rci = stats.median_ci(1e3 * per_run[keep].to_numpy(), level, of="runs")
+                row.update(per_run_ms=rp, per_run_lo=rci.low, per_run_hi=rci.high)
+            pt, ci = stats.median_ci(1e6 * extra.to_numpy() / n.to_numpy(), level, of="runs")
+            row.update(runs=ci.n, us_per_call=pt, us_lo=ci.low, us_hi=ci.high, us_coverage=ci.coverage)
+            rows.append(row)
+    cols = ["job", "backend", "runs", "calls", "us_per_call", "us_lo", "us_hi", "us_coverage", "net_of_start",
+            "per_run_ms", "per_run_lo", "per_run_hi"]
+    return pd.DataFrame(rows).reindex(columns=cols)
 
 
 # issue 70's targets for the vector mode (each vector row: tracepoint and kfunc programs)

@@ -308,14 +308,44 @@ def _stash(ts: str, op: int, f: str, pos: str, fd: str, f2: str = "0", fd2: str 
 _V_FMT = '"V\\t%lld\\t%llu\\t%llu\\t%d\\t%d\\t%lld\\t%llu\\t%llu\\t%llu\\t%lld\\t%lld\\n"'
 
 
-def _vector_count(op: str, dev: str, ino: str, gen: str, ret: str, pos: str | None) -> str:
-    """Count one call in the kernel: @agg[op, file, bytes, sequential] (+ exact totals)."""
+# The aggregation's second key packs the operation and the sequential flag under the bytes
+# returned: ret * OPSEQ + op * 2 + sequential (op < OPSEQ / 2), so that a call's count is one
+# key of two words, (file number, this), instead of six (issue 70). :func:`unpack_opseq` undoes it.
+OPSEQ = 64
+
+
+def unpack_opseq(key: int) -> tuple[int, int, int]:
+    """(op id, bytes returned, sequential 0/1) of the aggregation's packed second key."""
+    key = int(key)
+    return (key % OPSEQ) >> 1, key // OPSEQ, key % 2
+
+
+def _file_number(fvar: str, dev: str, ino: str, gen: str, out: str = "$id") -> str:
+    """``out`` = the file number of the ``struct file`` ``fvar`` with inode (``dev``, ``ino``,
+    ``gen``): 0 when there is no file, else the number ``@file[dev, ino, gen]`` gave the inode
+    when the program first met it: that time in ns shifted over the CPU's number, unique
+    without a counter shared by the CPUs. ``@inode[number]`` keeps each number's inode, printed
+    at END: two CPUs meeting a new inode at once may give it two numbers (the later one stays
+    in ``@file``), and both stay in ``@inode``, so user space adds their counts up. Only where a
+    descriptor is first resolved (or a copy or an uncached call is seen), never on the cached
+    path."""
+    # (no file: dev, ino and gen are 0, a key never stored, so the lookup gives 0)
+    return (f"{out} = @file[{dev}, {ino}, {gen}]; if ({out} == 0 && {fvar}) {{ "
+            f"{out} = (nsecs << 8) | ((uint64)cpu & 255); @file[{dev}, {ino}, {gen}] = {out}; "
+            f"@inode[{out}] = ({dev}, {ino}, {gen}); }} ")
+
+
+def _vector_count(op: str, fid: str, ret: str, pos: str | None) -> str:
+    """Count one call in the kernel: ``@agg[file number, packed (bytes, op, sequential)]``, a
+    per-CPU count (bpftrace 0.17: one lookup and one update). No separate total: the calls
+    counted are the aggregation's sum, and a full map is told by its entry count (the tracer's
+    ``meta['agg_full']``)."""
     seq = "$seq = (int64)0; "
     if pos is not None:  # the Listing A.1 rule on file offsets, per (process, file, read|write)
         seq += (f"if ({ret} >= 0 && {pos} >= 0) {{ $k = {op} > 5 ? 1 : 0; "
-                f"if (@end[pid, {dev}, {ino}, $k] == {pos} + 1) {{ $seq = 1; }} "
-                f"@end[pid, {dev}, {ino}, $k] = {pos} + {ret} + 1; }} ")
-    return seq + f"@agg[{op}, {dev}, {ino}, {gen}, {ret}, $seq] = count(); @tot = count(); "
+                f"if (@end[pid, {fid}, $k] == {pos} + 1) {{ $seq = 1; }} "
+                f"@end[pid, {fid}, $k] = {pos} + {ret} + 1; }} ")
+    return seq + f"@agg[{fid}, {ret} * {OPSEQ} + ({op}) * 2 + $seq] = count(); "
 
 
 def script(devices: list[str] | None, block: bool, block_scope: str = "device",
@@ -518,11 +548,12 @@ def _io_probes_at_exit(io: list[str], exit_regs: int, sequential: bool, fd_cache
         how = _IO[s]
         resolve = ("$fdt = curtask->files->fdt; " + _file_of("$f", "$fd") + _inode("$f", "$dev", "$ino", "$gen")
                    + "if ($f) {" + _name_walk("$f", "$dev", "$ino", "$gen") + "} ")
-        if fd_cache:
-            find = ("$c = @fd[pid, $e, $fd]; $f = $c.0; $dev = $c.1; $ino = $c.2; $gen = $c.3; "
-                    "if ($f == 0) { " + resolve + "if ($f) { @fd[pid, $e, $fd] = ($f, $dev, $ino, $gen); } } ")
+        number = _file_number("$f", "$dev", "$ino", "$gen")
+        if fd_cache:  # one map read on the cached path: the descriptor's file and its number
+            find = ("$c = @fd[pid, $e, $fd]; $f = $c.0; $id = $c.1; "
+                    "if ($f == 0) { " + resolve + number + "if ($f) { @fd[pid, $e, $fd] = ($f, $id); } } ")
         else:
-            find = resolve
+            find = resolve + number
         body = (f"$r = {regs}; if ((int64)$r->orig_ax != (int64)args->__syscall_nr) {{ @badregs = count(); }} "
                 f"else {{ $ret = (int64)args->ret; $fd = (int64)$r->di; " + find)
         if sequential:  # the file's position (already advanced) or the call's offset argument
@@ -534,7 +565,7 @@ def _io_probes_at_exit(io: list[str], exit_regs: int, sequential: bool, fd_cache
                 if how == "pos_l2":  # offset -1: the file's position, already advanced
                     body += "if ($pos == -1) { $pos = ((struct file *)$f)->f_pos - $ret; } "
             body += "} "
-        body += _vector_count(str(OP_ID[s]), "$dev", "$ino", "$gen", "$ret", "$pos" if sequential else None) + "} "
+        body += _vector_count(str(OP_ID[s]), "$id", "$ret", "$pos" if sequential else None) + "} "
         if fd_cache:  # one lookup of the tree gives the process's descriptor epoch too
             lines.append(f"tracepoint:syscalls:sys_exit_{s} {{ $e = @tree[pid]; if ($e) {{ {body}}} }}")
         else:
@@ -578,7 +609,8 @@ def _io_probes(io: list[str], vec: bool, kern: bool, sequential: bool) -> list[s
     exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in io)
     body = _EXIT + _identity("$s.2", "", kern)
     if vec:
-        body += _vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", "$s.3" if sequential else None)
+        body += (_file_number("$s.2", "$dev", "$ino", "$gen")
+                 + _vector_count("$s.1", "$id", "$ret", "$s.3" if sequential else None))
     else:
         body += (f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, $dev, $ino, $gen, "
                  f"$ret, $s.3); ")
@@ -619,8 +651,9 @@ def _copy_probes(cps: list[str], vec: bool, kern: bool) -> list[str]:
     exits = ",".join(f"tracepoint:syscalls:sys_exit_{s}" for s in cps)
     body = _EXIT + _identity("$s.2", "", kern) + _identity("$s.5", "2", kern)
     if vec:
-        body += (_vector_count("$s.1", "$dev", "$ino", "$gen", "$ret", None) +
-                 _vector_count("$s.1 + 1", "$dev2", "$ino2", "$gen2", "$ret", None))
+        body += (_file_number("$s.2", "$dev", "$ino", "$gen") + _vector_count("$s.1", "$id", "$ret", None)
+                 + _file_number("$s.5", "$dev2", "$ino2", "$gen2", "$id2")
+                 + _vector_count("$s.1 + 1", "$id2", "$ret", None))
     else:
         body += (f"printf({_V_FMT}, $s.1, $s.0, nsecs - $s.0, pid, tid, $s.4, $dev, $ino, $gen, $ret, -1); "
                  f"printf({_V_FMT}, $s.1 + 1, $s.0, nsecs - $s.0, pid, tid, $s.6, $dev2, $ino2, $gen2, "
@@ -735,7 +768,7 @@ def _end_probe(block: bool, kern: bool, vec: bool, sequential: bool, exit_regs: 
             + (["@end"] if vec and sequential else []) + (["@fd"] if fd_cache else []))
     end = " ".join(f"clear({m});" for m in maps)
     if vec:
-        end += (' printf("AGG\\n"); print(@agg); print(@tot); clear(@agg); clear(@tot);'
+        end += (' printf("AGG\\n"); print(@agg); print(@inode); clear(@agg); clear(@inode); clear(@file);'
                 + (" print(@badregs); clear(@badregs);" if exit_regs else ""))
     return f"END {{ {end} }}"
 

@@ -15,10 +15,11 @@ from pathlib import Path
 import pandas as pd
 
 from . import resolve
-from .bpftrace_backend import OPS
+from .bpftrace_backend import OPS, unpack_opseq
 
 _MAP_LINE = re.compile(r"^@(\w+)\[([-\d, ]+)\]: (\d+)$")
 _SCALAR_LINE = re.compile(r"^@(\w+): (\d+)$")
+_INODE_LINE = re.compile(r"^@inode\[(\d+)\]: \((\d+), (\d+), (\d+)\)$")  # file number: inode
 _IGNORED = ("Attaching ", "Lost ", "READY")
 
 
@@ -30,7 +31,9 @@ class Parsed:
     pos`` and, with kernel file naming, ``path``; ``block``: one row per request; ``forks``:
     (wall ns, parent, child); ``counts``: the in-kernel aggregation (vector mode: ``op, path,
     size, error, calls, sequential``); ``mmaps``: one row per ``mmap`` of a file;
-    ``totals``: exact calls per operation counted beside the aggregation (vector mode);
+    ``totals``: the scalars printed beside the aggregation (vector mode: ``badregs``, calls
+    whose saved registers did not check) and the entries of each printed map (``agg_entries``,
+    ``inode_entries``: a map with ``max_keys`` of them was full);
     ``unparsed``: lines that matched no known record (``unparsed_examples``: the first five).
     """
 
@@ -56,8 +59,9 @@ class _Lines:
     completes: list = field(default_factory=list)
     forks: list = field(default_factory=list)
     mmaps: list = field(default_factory=list)
-    aggs: list = field(default_factory=list)
-    totals: dict = field(default_factory=dict)  # tot, badregs
+    aggs: list = field(default_factory=list)   # (file number, packed op/bytes/sequential, calls)
+    files: dict = field(default_factory=dict)  # file number -> (dev, ino, gen)
+    totals: dict = field(default_factory=dict)  # badregs, agg_entries, inode_entries
     names_of_tid: dict = field(default_factory=dict)  # tid -> file name of its pending openat
     in_maps: bool = False
 
@@ -137,13 +141,20 @@ def _maps_start(acc: _Lines, parts: list[str]) -> None:
 
 
 def _map_line(acc: _Lines, line: str) -> None:
-    """A printed map entry after ``AGG``: ``@agg[op, dev, ino, gen, ret, seq]: calls``, or the
-    scalar ``@tot`` / ``@badregs``; anything else does not parse."""
+    """A printed map entry after ``AGG``: ``@agg[file number, packed]: calls`` (the packed key:
+    :func:`.bpftrace_backend.unpack_opseq`), ``@inode[file number]: (dev, ino, gen)``, or the
+    scalar ``@badregs``; anything else does not parse."""
     m = _MAP_LINE.match(line)
+    ino = _INODE_LINE.match(line)
     sc = _SCALAR_LINE.match(line)
-    if m and m.group(1) == "agg":
-        acc.aggs.append((*[int(x) for x in m.group(2).split(",")], int(m.group(3))))
-    elif sc and sc.group(1) in ("tot", "badregs"):
+    key = [int(x) for x in m.group(2).split(",")] if m else []
+    if m and m.group(1) == "agg" and len(key) == 2:
+        acc.aggs.append((*key, int(m.group(3))))
+        acc.totals["agg_entries"] = acc.totals.get("agg_entries", 0) + 1
+    elif ino:
+        acc.files[int(ino.group(1))] = tuple(int(x) for x in ino.group(2, 3, 4))
+        acc.totals["inode_entries"] = acc.totals.get("inode_entries", 0) + 1
+    elif sc and sc.group(1) == "badregs":
         # the explicit print comes first; bpftrace prints a cleared scalar again (as 0) when
         # it exits
         acc.totals.setdefault(sc.group(1), int(sc.group(2)))
@@ -200,7 +211,11 @@ def _tables(acc: _Lines, offset_ns: int, unparsed: int, examples: list[str]) -> 
         mdf["op"], mdf["latency_ns"], mdf["latency_s"] = "mmap", 0, float("nan")
         mdf["timestamp_ns"] = mdf["ts"] + offset_ns
         mdf["path"] = paths(mdf)
-    counts = pd.DataFrame(acc.aggs, columns=["op", "dev", "ino", "gen", "ret", "sequential", "calls"])
+    rows = []
+    for fid, packed, calls in acc.aggs:  # the file number back to its inode (0: no file)
+        op, ret, seq = unpack_opseq(packed)
+        rows.append((op, *acc.files.get(fid, (0, 0, 0)), ret, seq, calls))
+    counts = pd.DataFrame(rows, columns=["op", "dev", "ino", "gen", "ret", "sequential", "calls"])
     if len(counts):
         counts["op"] = counts["op"].map(OPS)
         counts["path"] = paths(counts)

@@ -133,8 +133,8 @@ class Tracer:
     back end's raw log next to the parsed rows (``meta['raw_dir']``). mode: ``timeline`` or
     ``vector`` (see the module docstring). files: how bpftrace names files, ``auto`` (kernel
     where possible), ``kernel`` or ``descriptors``. max_keys: entries per bpftrace map (vector
-    mode: distinct (operation, file, size) triples; a full map is detected and recorded in
-    ``meta['agg_lost_calls']``). vfs_sequential: in vector mode, also count in the kernel which
+    mode: distinct (operation, file, size) triples, and distinct files; a full map is detected
+    by its entry count and recorded in ``meta['agg_full']``, the calls it lost not counted). vfs_sequential: in vector mode, also count in the kernel which
     calls continue where the same process's previous call on the file ended (VFS
     sequentiality, not part of Table 4.2; about a fifth of the probe's cost; default off in
     vector mode, always available in timeline mode). dftracer_release: which DFTracer the
@@ -332,17 +332,21 @@ class Tracer:
                 block = resolve.finish(p.block.drop(columns=["rwbs"]), self._t0_ns)
             if self.mode == "vector":
                 counts = _counts(p.counts)
-                total = int(p.totals.get("tot", 0)) + int(p.totals.get("badregs", 0))
+                # the calls counted are the aggregation's (no separate total: issue 70); where
+                # the aggregation or the file numbers' map is full, calls past it were not
+                # counted and how many is not known
+                total = (int(p.counts["calls"].sum()) if len(p.counts) else 0) + int(p.totals.get("badregs", 0))
                 self.meta["vfs_calls_counted"] = total
                 self.meta["one_probe_per_call"] = bool(bt._probe()["exit_regs"]) or self.meta.get("probes") == "kfunc"
                 self.meta["exit_regs_mismatch"] = int(p.totals.get("badregs", 0))
                 self.meta["vfs_sequential_counted"] = self.vfs_sequential
-                self.meta["agg_lost_calls"] = total - int(counts["calls"].sum()) if len(counts) else total
+                entries = max(int(p.totals.get("agg_entries", 0)), int(p.totals.get("inode_entries", 0)))
+                self.meta["agg_full"] = entries >= self.max_keys
+                self.meta["agg_lost_calls"] = None if self.meta["agg_full"] else 0
                 self.meta["max_keys"] = self.max_keys
-                if self.meta["agg_lost_calls"]:
-                    _say_once(f"the in-kernel aggregation map was full: {self.meta['agg_lost_calls']} "
-                              f"call(s) not attributed to a file (raise max_keys above {self.max_keys})",
-                              self.quiet)
+                if self.meta["agg_full"]:
+                    _say_once(f"the in-kernel aggregation map was full ({entries} entries): calls past it "
+                              f"were not counted (raise max_keys above {self.max_keys})", self.quiet)
             ok = vfs["error"] == 0
             self.meta["unnamed_calls"] = int((vfs["path"].isna() & ok).sum()) + (
                 int(counts.loc[counts["path"].isna() & (counts["error"] == 0), "calls"].sum()) if counts is not None and len(counts) else 0)

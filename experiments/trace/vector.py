@@ -361,10 +361,11 @@ def not_measured(trace: Trace | pd.DataFrame, data=None, checkpoint=None, device
             why = f"{backend} sees {'system' if backend == 'strace' else 'libc'} calls only, not the block layer"
         for k in BIO_KEYS + ["bio_vfs_read_pct"]:
             out[k] = why
-    lost = int(meta.get("agg_lost_calls") or 0)
-    if lost:
-        why = (f"the in-kernel aggregation map was full: {lost} call(s) not attributed to a file "
-               f"(trace again with a larger max_keys)")
+    lost = int(meta.get("agg_lost_calls") or 0)  # traces from before issue 70 counted them
+    if lost or meta.get("agg_full"):
+        why = ("the in-kernel aggregation map was full: calls past it were not counted"
+               + (f" ({lost} call(s) not attributed to a file)" if lost else "")
+               + " (trace again with a larger max_keys)")
         for k in VFS_READ_KEYS + VFS_WRITE_KEYS + ["bio_vfs_read_pct"]:
             out.setdefault(k, why)
     m = mapped(trace, data)

@@ -7,13 +7,14 @@ same alternating run, fio untraced and under each variant of the vector mode's b
 mode attaches them, filtered by the command's name instead of the traced tree, so that no
 variant pays for following children):
 
-- ``vector``: the whole program (each call's file looked up in the per-(process, descriptor)
-  map ``@fd``, resolved from the descriptor table only where it misses);
+- ``vector``: the whole program (each call's file number looked up in the per-(process,
+  descriptor) map ``@fd``, resolved from the descriptor table only where it misses, and the call
+  counted in ``@agg`` by (file number, bytes, operation));
 - ``resolve_every_call``: the program before issue 56, the file resolved from the task's
   descriptor table at every call (``fd_cache=False``: about a dozen checked kernel-memory reads,
   and the once-per-inode name check, a map lookup);
-- ``no_total``: without the exact total of calls (``@tot``, a per-CPU count);
-- ``no_aggregation``: without the aggregation update (a hash map keyed by operation, file, size);
+- ``no_aggregation``: without the aggregation's count (a per-CPU hash keyed by file number and
+  the packed operation and size);
 - ``registers_only``: each probe reads the saved registers (checked) and counts, without finding
   the file or aggregating: what the descriptor costs before any map is touched;
 - ``count_only``: the floor, each exit probe only counting (``@n = count()``);
@@ -57,8 +58,8 @@ def variants(comm: str) -> dict[str, str]:
                                        pr["syscalls"] or None, pr["exit_regs"], False, cache), comm)
                     for cache in (True, False))
     no_agg = re.sub(r"@agg\[[^\]]*\] = count\(\); ", "", full).replace("print(@agg); ", "").replace("clear(@agg); ", "")
-    # from the file's lookup to the count: gone (the maps it used with it)
-    regs = re.sub(r"\$c = @fd\[.*?@tot = count\(\); ", "@tot = count(); ", no_agg, flags=re.S)
+    # from the file's lookup to the count: gone (the maps it used with it), one count left
+    regs = re.sub(r"\$c = @fd\[.*?@agg\[[^\]]*\] = count\(\); ", "@agg[0, 0] = count(); ", full, flags=re.S)
     regs = "\n".join(x for x in regs.split("\n") if "@fd[" not in x).replace("clear(@fd); ", "").replace("clear(@seen); ", "")
     kfunc = {}
     if bt.probe_kind()[0] == "kfunc":
@@ -69,7 +70,6 @@ def variants(comm: str) -> dict[str, str]:
     return {
         "vector": full,
         "resolve_every_call": before,
-        "no_total": full.replace("@tot = count(); ", "").replace("print(@tot); ", "").replace("clear(@tot); ", ""),
         "no_aggregation": no_agg,
         "registers_only": regs,
         "count_only": bench.probe_program(comm),
