@@ -114,8 +114,9 @@ def test_the_compute_model_file_is_read_by_one_function():
         for m in re.finditer(r"(fit_file\(\)|compute_model\.json|unet3d_eval)", src):
             line = src[:m.start()].count("\n") + 1
             readers.append(f"{f.relative_to(root)}:{line}")
-    # fit_file() is defined and used by load(); unet3d_eval is written by fits.py and read by the model
-    allowed = {"workloads/compute_model.py", "workloads/fits.py"}
+    # fit_file() is defined and used by load(); unet3d_eval is written by fits.py and read by the model;
+    # the stage registry names the file as its stages' dvc.yaml input (a path, never opened there)
+    allowed = {"workloads/compute_model.py", "workloads/fits.py", "stages.py"}
     assert {r.split(":")[0] for r in readers} <= allowed, readers
 
 
