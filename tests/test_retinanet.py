@@ -37,6 +37,7 @@ def test_sizes_have_the_configured_mean_and_spread_or_one_fixed_size():
 def test_generated_set_is_deterministic_sized_and_boxed(tmp_path, digest):
     a = dr.generate(tmp_path / "a", _data(workers=1), seed=7)
     b = dr.generate(tmp_path / "b", _data(workers=2), seed=7)
+    assert b["files"] == a["files"] and b["bytes"] == a["bytes"]   # the same set reported by both
     assert digest(tmp_path / "a") == digest(tmp_path / "b")      # same bytes whatever the workers
     assert a["files"] == 5 and a["bytes"] > 0 and not (tmp_path / "a.partial").exists()
     m = dr.read_manifest(tmp_path / "a")
