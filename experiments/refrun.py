@@ -48,6 +48,12 @@ SKIP = {"kernel-stderr.log"}          # not read by any report: the kernel's ful
 CLAIMS_FILES = ("claims.csv", "claims.md")   # the reference's own claims table, for compare-claims
 
 
+
+def short(commit: str | list[str]) -> str:
+    """The manifest's commit (a list when the stages were measured at more than one) as short ids."""
+    return " and ".join(c[:7] for c in ([commit] if isinstance(commit, str) else commit))
+
+
 def reports(st: dict[str, dict] | None = None) -> list[str]:
     """The stages ``make figures`` runs, in dvc.yaml's order: every report stage (it reads a
     measuring stage's results and writes claims; :func:`experiments.review.replicate.plan`), then
@@ -143,7 +149,7 @@ def record(source: Path, dest: Path | None = None, push: bool = True) -> dict:
         manifest["store_bytes"] = _size(paths.root() / STORE)[1]
         write_json(paths.root() / MANIFEST, manifest)
         update_readme(manifest)
-    print(f"refrun record: {len(stages)} stages of {source} ({manifest['host']}, commit {str(manifest['commit'])[:7]}, "
+    print(f"refrun record: {len(stages)} stages of {source} ({manifest['host']}, commit {short(manifest['commit'])}, "
           f"profile {manifest['profile']}) into {RUN}: {n} files, {nbytes / 1e6:.1f} MB"
           + ("; pushed to reference/store, its size in README.md. Commit reference/ (git add reference README.md) "
              "with env/reference-times.csv and env/reference-params.yaml" if push else ""))
@@ -159,7 +165,7 @@ def size_words(m: dict, git_bytes: int) -> str:
     host = m["host"] if isinstance(m["host"], str) else ", ".join(m["host"])
     total = git_bytes + m["store_bytes"]
     return (f"{m['bytes'] / 1e6:.1f} MB in {m['files']} files (the store: {m['store_bytes'] / 1e6:.1f} MB), "
-            f"measured on {host} at commit {str(m['commit'])[:7]} ({m['profile']} profile, {m['started_at'][:10]}); "
+            f"measured on {host} at commit {short(m['commit'])} ({m['profile']} profile, {m['started_at'][:10]}); "
             f"the repository with it about {total / 1e6:.0f} MB (git's objects {git_bytes / 1e6:.0f} MB when it was "
             "recorded, and the store).")
 
@@ -300,7 +306,7 @@ def figures() -> int:
     m = manifest()
     stages = restore()
     rep = reports()
-    print(f"make figures: the reference run ({m['host']}, commit {str(m['commit'])[:7]}, profile {m['profile']}, "
+    print(f"make figures: the reference run ({m['host']}, commit {short(m['commit'])}, profile {m['profile']}, "
           f"{m['started_at'][:10]}) restored into results/ for {len(stages)} stages; now only the {len(rep)} report "
           f"stages and claims: {' '.join(rep)}", flush=True)
     rc = run_reports(rep)
