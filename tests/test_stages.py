@@ -143,3 +143,14 @@ def test_no_measuring_stage_depends_on_the_papers_declarations():
         deps = [str(d) for d in st[name]["deps"]]
         assert not [d for d in deps if d in ("experiments/claims", "experiments/claims/papers")
                     or d.startswith("experiments/claims/papers/")], name
+
+
+def test_every_pipeline_notebook_is_committed_without_outputs_and_with_cell_ids():
+    """nbformat warns (and will refuse) a cell without an id, and the smoke run's log must stay
+    free of error-like lines; notebooks are committed without outputs."""
+    import json
+    for s in stages.STAGES:
+        nb = json.loads((paths.root() / s.notebook).read_text())
+        for i, c in enumerate(nb["cells"]):
+            assert "id" in c, f"{s.notebook}: cell {i} has no id (nbformat's normalize() adds them)"
+            assert not c.get("outputs") and c.get("execution_count") is None, f"{s.notebook}: cell {i} has outputs"
