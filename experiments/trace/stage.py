@@ -172,11 +172,15 @@ def pattern_check(vec: pd.Series, exp: dict, block: bool) -> pd.DataFrame:
         # direct reads map one to one onto block requests, except where the block layer splits a
         # read that crosses a boundary of the file's extents (a fragmented file): one more each,
         # as many as the file has boundaries (3 in 66 reads in a CI run); allow 5 % of the
-        # reads (at least one). The bytes cannot split: they must match exactly.
+        # reads (at least one). The bytes cannot split, but a cold open can make the file system
+        # read its own metadata (an extent-tree block, 4 KiB, for the same process): at most one
+        # such block per allowed extra request (a CI run of 2026-11-29 traced 4,096 B more than
+        # fio's 4,399,104).
+        extra = max(1, round(0.05 * exp["vfs_reads"]))
         rows.append({"quantity": "bio_reads", "expected": exp["vfs_reads"], "traced": vec["bio_reads"],
-                     "tolerance": max(1, round(0.05 * exp["vfs_reads"]))})
+                     "tolerance": extra})
         rows.append({"quantity": "bio_read_bytes", "expected": exp["vfs_read_bytes"],
-                     "traced": vec["bio_read_bytes"], "tolerance": 0})
+                     "traced": vec["bio_read_bytes"], "tolerance": 4096 * extra})
         rows.append({"quantity": "bio_random_read_pct", "expected": 100 * exp["bio_random_reads"] / n,
                      "traced": vec["bio_random_read_pct"], "tolerance": 100 * 3 / n})
     df = pd.DataFrame(rows)
