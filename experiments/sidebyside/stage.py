@@ -311,12 +311,14 @@ def variance(m) -> pd.DataFrame:
 def timeline_trace(tr):
     """What the report's timeline (:func:`experiments.trace.timeline.plot` given the stage's I/O
     series) draws of a side's full trace: its sampler rows (the utilization row), its meta (when it
-    started) and its last event row (that row's ``t_s`` ends the time axis); the I/O row is drawn
+    started, the back end; less ``mapped_files``, the per-file mmap table, tens of kB and not
+    drawn) and its last event row (that row's ``t_s`` ends the time axis); the I/O row is drawn
     from ``timeline_<workload>_<side>.io.csv``, computed from every event. Some 20 kB where the full
     trace is megabytes: what the shipped reference run carries (stages.py ``unread``)."""
     from ..trace.schema import Trace
 
-    return Trace(events=tr.events.nlargest(1, "t_s"), samples=tr.samples, meta=dict(tr.meta))
+    meta = {k: v for k, v in tr.meta.items() if k != "mapped_files"}
+    return Trace(events=tr.events.nlargest(1, "t_s"), samples=tr.samples, meta=meta)
 
 
 def save_timeline_trace(folder: Path, workload: str, side: str, tr) -> dict:
