@@ -4,12 +4,13 @@
 ``reference/run/`` holds the default profile's measured outputs of one whole ``make repro`` on the
 reference box: per measuring and data stage that a report or the claims table reads, its
 ``results/<stage>/`` folder (raw rows, ``env.json`` with the host and commit, ``variance.csv``,
-``rounds.json``, the traces the timelines draw) less the executed notebook and the kernel's
-stderr log (:data:`SKIP`), and the claims table that run wrote (``claims/claims.csv``, what
-``make compare-claims`` sets a reviewer's against). No data set, no tier copy. DVC tracks it
-(``reference/run.dvc``) and its files are pushed to the DVC remote ``reference``, a folder of the
-repository (``reference/store``, committed to git): ``dvc pull reference/run.dvc`` restores it on
-a fresh clone. ``reference/manifest.json`` (git) says which commit, host, profile and date made it
+``rounds.json``, what the timelines draw of the traces) less the files no report stage reads
+(:func:`unread`: the executed notebook, the kernel's stderr log and what the registry declares,
+such as ``traced_comparison``'s full traces), and the claims table that run wrote
+(``claims/claims.csv``, what ``make compare-claims`` sets a reviewer's against). No data set, no
+tier copy. DVC tracks it (``reference/run.dvc``) and its files are pushed to the DVC remote
+``reference``, a folder of the repository (``reference/store``, committed to git): ``dvc pull
+reference/run.dvc`` restores it on a fresh clone. ``reference/manifest.json`` (git) says which commit, host, profile and date made it
 and its size.
 
 - ``figures`` (``make figures``): pulls it, copies each stage's folder into ``results/``, runs only
@@ -35,16 +36,18 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timezone
+from fnmatch import fnmatch
 from pathlib import Path
 
 from . import paths, provenance
+from .stages import BY_NAME
 
 RUN = "reference/run"                 # the tracked folder (git-ignored; reference/run.dvc tracks it)
 MANIFEST = "reference/manifest.json"  # which run it is (in git, readable without a pull)
 REMOTE = "reference"                  # the DVC remote (.dvc/config) ...
 STORE = "reference/store"             # ... a folder of this repository, committed to git
 MARKER = ".reference.json"            # in results/: the stages make figures restored there
-SKIP = {"kernel-stderr.log"}          # not read by any report: the kernel's full stderr
+SKIP = ("kernel-stderr.log",)         # not read by any report: the kernel's full stderr
 CLAIMS_FILES = ("claims.csv", "claims.md")   # the reference's own claims table, for compare-claims
 
 
@@ -74,8 +77,23 @@ def restored(st: dict[str, dict] | None = None) -> list[str]:
     return [s for s in st if s in up and s not in rep]
 
 
+def unread(stage: str) -> tuple[str, ...]:
+    """Globs of the file names in ``results/<stage>/`` that no report stage reads, which the
+    reference run leaves out: :data:`SKIP`, the executed notebook and the registry's ``unread``
+    for the stage (:class:`experiments.stages.Stage`: a measuring stage's full traces, whose
+    timelines its report draws from smaller files the stage writes beside them)."""
+    return (*SKIP, f"{stage}.ipynb", *(BY_NAME[stage].unread if stage in BY_NAME else ()))
+
+
 def _shipped(stage: str, f: Path) -> bool:
-    return f.is_file() and f.name not in SKIP and f.name != f"{stage}.ipynb"   # nor the executed notebook
+    return f.is_file() and not any(fnmatch(f.name, p) for p in unread(stage))
+
+
+def _left_out(stages: list[str]) -> str:
+    """The manifest's words on what the reference run does not hold."""
+    own = [f"{s}/{p}" for s in stages if s in BY_NAME for p in BY_NAME[s].unread]
+    return ("data sets, tier copies, each stage's executed notebook and kernel-stderr.log"
+            + (f", and the files no report reads ({', '.join(own)}; stages.py unread)" if own else ""))
 
 
 def _size(folder: Path) -> tuple[int, int]:
@@ -90,11 +108,12 @@ def _dvc(*args: str, quiet: bool = False) -> None:
 
 # ----------------------------------------------------------------------------- record (make reference)
 
-def record(source: Path, dest: Path | None = None, push: bool = True) -> dict:
+def record(source: Path, dest: Path | None = None, push: bool = True, derived: str | None = None) -> dict:
     """Copy the shipped part of ``source``'s results (a checkout where a whole ``make repro``
     ran; only read) into ``dest`` (default :data:`RUN`), write :data:`MANIFEST`, and (``push``)
     track it with DVC and push it to the in-repository remote. Stops before copying anything when
-    a stage's folder or its ``env.json`` is missing there."""
+    a stage's folder or its ``env.json`` is missing there. ``derived``: the manifest's words on
+    files written into ``source`` after the run from that run's own files (which, how)."""
     from .forecast import _profile
 
     source = Path(source).resolve()
@@ -134,7 +153,9 @@ def record(source: Path, dest: Path | None = None, push: bool = True) -> dict:
                 "started_at": first, "last_stage_started_at": last,
                 "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "stages": stages, "files": n, "bytes": nbytes,
-                "left_out": "data sets, tier copies, each stage's executed notebook and kernel-stderr.log"}
+                "left_out": _left_out(stages)}
+    if derived:
+        manifest["derived"] = derived
     if len(commits) > 1 or len(hosts) > 1:
         print(f"refrun record: WARNING the stages were measured at {len(commits)} commit(s) on {len(hosts)} host(s): "
               f"{commits} {hosts}; a reference is one run of one commit", file=sys.stderr)
@@ -365,6 +386,8 @@ def main(argv=None) -> int:
     r = sub.add_parser("record", help="make reference: re-record reference/run from a checkout's whole make repro")
     r.add_argument("--source", type=Path, required=True, metavar="CHECKOUT")
     r.add_argument("--no-push", action="store_true", help="copy and write the manifest only (no dvc add/push)")
+    r.add_argument("--derived", metavar="WORDS", help="files written into the checkout after its run from that "
+                   "run's own files: which and how (the manifest's 'derived')")
     sub.add_parser("clear", help="make repro: remove the restored reference results first")
     g = sub.add_parser("guard", help="stop while results/ holds the restored reference run")
     g.add_argument("what")
@@ -377,7 +400,7 @@ def main(argv=None) -> int:
         if not (a.source / "results").is_dir():
             raise SystemExit(f"refrun record --source {a.source}: no results/ folder there; allowed: a checkout "
                              "where a whole make repro ran")
-        record(a.source, push=not a.no_push)
+        record(a.source, push=not a.no_push, derived=a.derived)
     elif a.cmd == "clear":
         clear()
     elif a.cmd == "guard":

@@ -41,6 +41,8 @@ class Stage:
     plots: tuple = ()                              # figures of results/<name>/ for `dvc plots`
     items: bool = False                            # its work is its items (forecast: seconds and bytes scale with them)
     keep: bool = False                             # its results folder persists (a buying stage's always does)
+    unread: tuple[str, ...] = ()                   # globs of results/<name>/ files no stage downstream reads
+                                                   # (the reference run leaves them out: refrun.record)
     note: str = ""                                 # the comment above it in dvc.yaml
 
     def __post_init__(self):
@@ -160,7 +162,8 @@ STAGES: tuple[Stage, ...] = (
           (*_WDATA, "results/workload_fits/compute_model.json", "results/emulator_patterns/checkpoint_pattern.json",
            *(f"results/{w}/checkpoint.json" for w in ("unet3d", "bert", "dlrm"))),
           note="Ho-Von 2023 Tables 5.1-5.3, Fig 5.7/5.12/5.18: real, sleep, emulator and DLIO traced side by side "
-               "(measures; draws nothing)."),
+               "(measures; draws nothing).",
+          unread=("trace_*",)),   # the full first-pass traces: the report draws the timeline_* files beside them
     _report("traced_comparison_report", "notebooks/53-traced-comparison-report.ipynb", ("results/traced_comparison",),
             ("throughput_by_side",),
             "Its timelines, throughputs and claims, from what traced_comparison wrote: a figure setting "

@@ -37,6 +37,10 @@ def _run(folder: Path, host="refbox · 2 CPUs · Xeon", commit="abc1234def") -> 
         (d / "raw.csv").write_text("run,x\n0,1\n")
         (d / f"{s}.ipynb").write_text("{}")
         (d / "kernel-stderr.log").write_text("noise\n")
+    tc = folder / "results" / "traced_comparison"   # its full trace (no report reads it) beside the timeline file
+    for f in ("trace_bert_real.parquet", "trace_bert_real.samples.parquet", "timeline_bert_real.parquet",
+              "timeline_bert_real.samples.parquet"):
+        (tc / f).write_text(f)
     (folder / "results" / "claims").mkdir()
     (folder / "results" / "claims" / "claims.csv").write_text("id,kind,verdict\na,finding,holds\n")
     (folder / "results" / "claims" / "claims.md").write_text("# Claims\n")
@@ -61,6 +65,10 @@ def test_record_ships_rows_and_env_but_no_notebook_and_names_the_run(project, tm
     assert m["host"] == "refbox · 2 CPUs · Xeon" and m["commit"] == "abc1234def" and m["profile"] == "default"
     assert (run / "tfdata_read" / "raw.csv").is_file() and (run / "tfdata_read" / "env.json").is_file()
     assert not list(run.rglob("*.ipynb")) and not list(run.rglob("kernel-stderr.log"))
+    # what the reports read of the traced comparison, not its full traces (stages.py unread)
+    assert sorted(f.name for f in (run / "traced_comparison").glob("t*_bert_*")) == [
+        "timeline_bert_real.parquet", "timeline_bert_real.samples.parquet"]
+    assert "traced_comparison/trace_*" in m["left_out"] and "derived" not in m
     assert (run / "claims" / "claims.csv").is_file() and not (run / "claims" / "env.json").exists()
     assert (m["files"], m["bytes"]) == refrun._size(run)
     assert json.loads((project / refrun.MANIFEST).read_text())["stages"] == refrun.restored()

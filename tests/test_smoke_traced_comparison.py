@@ -105,7 +105,9 @@ def test_timelines_and_throughput_figure_written(tc):
     for w in tc["points"]:
         assert list(rep.glob(f"fig5_*_{w}_timeline_real.png")), w
         assert list(rep.glob(f"fig5_*_{w}_timeline_emulator.png")), w
-        assert (d / f"trace_{w}_real.parquet").exists()
+        assert (d / f"trace_{w}_real.parquet").exists() and (d / f"timeline_{w}_real.parquet").exists()
+    # the report draws each timeline from the small file beside the full trace (what the reference run ships)
+    assert all(t["trace"].startswith("timeline_") for t in json.loads((d / "timelines.json").read_text()))
     # the measuring stage draws nothing; its report draws from the files it wrote
     assert not list(d.glob("*.png")) and not (d / "claims.json").exists()
 

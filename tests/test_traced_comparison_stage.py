@@ -61,6 +61,7 @@ def faked(tmp_path, monkeypatch):
     class Trace:
         def __init__(self, k):
             self.k = k
+            self.events, self.samples, self.meta = pd.DataFrame({"t_s": [0.5, float(k)]}), pd.DataFrame(), {}
 
         def save(self, path):
             path.write_text(f"pass {self.k}")
@@ -128,8 +129,12 @@ def test_a_run_is_one_pass_of_a_workload_with_a_row_per_side(faked):
 def test_a_decide_run_appends_passes_and_keeps_the_first_pass_files(faked, monkeypatch):
     _, d = _write(faked)
     first = (d / "trace_bert_real.parquet").read_text()
-    assert first.startswith("pass ") and {t["workload"] for t in json.loads((d / "timelines.json").read_text())} \
-        == {"unet3d", "bert"}
+    listed = json.loads((d / "timelines.json").read_text())
+    assert first.startswith("pass ") and {t["workload"] for t in listed} == {"unet3d", "bert"}
+    # the report reads the timeline file beside the full trace, which ends where the trace did
+    t = next(t for t in listed if t["workload"] == "bert")
+    assert (t["trace"], t["full_trace"]) == ("timeline_bert_real.parquet", "trace_bert_real.parquet")
+    assert pd.read_parquet(d / t["trace"])["t_s"].tolist() == [float(first.split()[1])]
     monkeypatch.setenv(purchases.ENV, "traced_comparison")
     bought = [purchases.Purchase(run=1, configs=[{"workload": "bert"}], runs=2)]
     n = len(faked.made)

@@ -45,7 +45,9 @@ def _vectors(obj: dict) -> dict:
 
 
 def timelines(stage_dir=None):
-    """(name, figure) for every traced side (``timelines.json``), phases marked."""
+    """(name, figure) for every traced side (``timelines.json``), phases marked: its ``trace`` is
+    the timeline file the stage wrote beside the full trace (:func:`.stage.timeline_trace`; a
+    folder written before names the full trace there)."""
     from ..trace import schema, timeline
 
     d = _dir(stage_dir)

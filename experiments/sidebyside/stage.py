@@ -20,10 +20,12 @@ reads what it wrote and makes the figures and claims. ``results/traced_compariso
   tables of each side's median vector over the passes, with each side's median similarity;
   ``vectors.json`` (those median vectors), ``why.json`` (workload -> side -> why not measured);
 - ``side_steps.csv``: every measured side's steady steps (:func:`side_steps`), tagged with the pass;
-- of each workload's first pass only (they are large and show one pass): ``trace_<workload>_<side>.parquet``,
-  ``timelines.json`` with ``timeline_<workload>_<side>.io.csv`` and ``.phases.csv`` (what each
-  side's Fig 5.7/5.12/5.18 timeline draws, computed while its checkpoint files, whose extents
-  filter the block rows, still exist);
+- of each workload's first pass only (they are large and show one pass): ``trace_<workload>_<side>.parquet``
+  (the full trace, which no report reads: the reference run leaves it out), ``timelines.json``
+  with ``timeline_<workload>_<side>.parquet`` (what the timeline draws of that trace,
+  :func:`timeline_trace`), ``.io.csv`` and ``.phases.csv`` (what each side's Fig 5.7/5.12/5.18
+  timeline draws, computed while its checkpoint files, whose extents filter the block rows, still
+  exist);
 - the validation layout of the workload stages for the sides that run our programs
   (``raw.parquet`` steps, ``loader.csv``, ``phases.csv``, ``runs.csv``, ``summary.csv``, column
   ``variant`` = the side, every row tagged with its pass), so that
@@ -306,6 +308,28 @@ def variance(m) -> pd.DataFrame:
                  ("data_ns", "compute_ns"), "step_ns" if len(steps) else None)
 
 
+def timeline_trace(tr):
+    """What the report's timeline (:func:`experiments.trace.timeline.plot` given the stage's I/O
+    series) draws of a side's full trace: its sampler rows (the utilization row), its meta (when it
+    started, the back end; less ``mapped_files``, the per-file mmap table, tens of kB and not
+    drawn) and its last event row (that row's ``t_s`` ends the time axis); the I/O row is drawn
+    from ``timeline_<workload>_<side>.io.csv``, computed from every event. Some 20 kB where the full
+    trace is megabytes: what the shipped reference run carries (stages.py ``unread``)."""
+    from ..trace.schema import Trace
+
+    meta = {k: v for k, v in tr.meta.items() if k != "mapped_files"}
+    return Trace(events=tr.events.nlargest(1, "t_s"), samples=tr.samples, meta=meta)
+
+
+def save_timeline_trace(folder: Path, workload: str, side: str, tr) -> dict:
+    """:func:`timeline_trace` of ``tr`` (saved by :func:`write` as ``trace_<workload>_<side>.parquet``)
+    written into ``folder`` as ``timeline_<workload>_<side>.parquet`` (its samples beside it);
+    returns ``timelines.json``'s names: ``trace`` (the file the report reads) and ``full_trace``."""
+    name = f"timeline_{workload}_{side}.parquet"
+    timeline_trace(tr).save(Path(folder) / name)
+    return {"trace": name, "full_trace": f"trace_{workload}_{side}.parquet"}
+
+
 _FIRST_PASS = ("trace_", "timeline_")   # file prefixes of the first pass's traces and timelines
 _FIRST_PASS_FILES = ("timelines.json", "sides.json")
 
@@ -351,9 +375,11 @@ def write(out, m, kept: Passes, params: dict, appending: bool = False) -> dict:
     side_facts = read_json(out.path("sides.json")) if out.path("sides.json").exists() else {}
     # a decide run's passes leave the first pass's files of a workload as they were
     fresh = [w for w in kept.traces if not (appending and w in side_facts)]
+    files = {}   # (workload, side) -> timelines.json's names of its full trace and of what the report reads
     for w in fresh:
         for side, tr in kept.traces[w].items():
             tr.save(out.path(f"trace_{w}_{side}.parquet"))
+            files[w, side] = save_timeline_trace(out.dir, w, side, tr)
     listed = [t for t in (read_json(out.path("timelines.json")) if out.path("timelines.json").exists() else [])
               if t["workload"] not in fresh]
     for w in fresh:
@@ -363,8 +389,8 @@ def write(out, m, kept: Passes, params: dict, appending: bool = False) -> dict:
             if t["phases"] is not None:
                 out.table(f"{stem}.phases", t["phases"])
             listed.append({k: t[k] for k in ("name", "workload", "side", "title", "bin_s")}
-                          | {"trace": f"trace_{t['workload']}_{t['side']}.parquet", "io": f"{stem}.io.csv",
-                             "phases": f"{stem}.phases.csv" if t["phases"] is not None else None})
+                          | files[t["workload"], t["side"]]
+                          | {"io": f"{stem}.io.csv", "phases": f"{stem}.phases.csv" if t["phases"] is not None else None})
     write_json(out.path("timelines.json"), listed)
     side_facts.update({w: {"sides": kept.facts[w], "data": kept.data.get(w)} for w in fresh})
     write_json(out.path("sides.json"), side_facts)
