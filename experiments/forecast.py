@@ -14,6 +14,9 @@ them), moved to the active ``params.yaml`` and to this box:
   (:func:`calibrate`) against the same on the reference box; a stage's seconds are multiplied
   by ``cpu^w x io^(1 - w)``, ``w`` its CPU seconds over its wall seconds on the reference box
   (:func:`weighted`; one half where the reference did not record them);
+- **a run's length** follows the parameters where a stage's rows separate set-up from steps
+  (:data:`LENGTHS`): a run x times as long costs ``run_s x (1 - unit_share + unit_share x x)``,
+  ``unit_share`` the steps' share of a run on the reference box (its ``variance.csv``);
 - what the reference cannot know is said: a parameter of the stage that differs from the
   reference run's (``env/reference-params.yaml``) and that does not set its count of runs
   changes what a run does, and the stage's line says so (:func:`run_changes`).
@@ -191,8 +194,8 @@ def _workloads(p: dict, names) -> dict[str, float]:
     return {w: _train(p, w, _STEPS[w]) for w in names if w in _STEPS}
 
 
-# stage -> length(params): {part: a number proportional to the units (steps, checkpoints, images) a
-# run of that part does}. A run's seconds are set-up plus units (Kalibera and Jones's cost model, the
+# stage -> length(params): {part: a number proportional to the units (epochs or steps) a run of
+# that part does}. A run's seconds are set-up plus units (Kalibera and Jones's cost model, the
 # one variance.csv fits: run_s = setup_s + units x unit_s); the reference table's ``unit_share`` is
 # the units' share of a run there, so a run whose length changes by x costs
 # ``run_s x (1 - unit_share + unit_share x x)``, x the mean over the stage's parts (a stage that runs

@@ -12,6 +12,11 @@ Scenarios (python subsample.py SCENARIO [REFERENCE_CHECKOUT]; prints {id: verdic
   validation[:SLEEP_BATCH]      workload_sleep's 1-rank runs (and of its batch sizes: ends, the
                                 default, largest or smallest) and workload_random's largest batch
                                 size (the profile's cuts), judged by workload_validation
+  filter:STAGE:COLUMN:V1,V2:REPORT
+                                every table of STAGE with COLUMN keeps the rows whose value is one of
+                                V1, V2, ... (or empty: a row the column does not apply to), judged
+                                by REPORT (fewer configurations; not in the profile: what they
+                                would cost)
   steps:BERT:DLRM               the first BERT and DLRM steps of every run of the bert and dlrm
                                 stages (shorter runs, the rest of a run as it was), judged by
                                 workload_fits (steps:20:20 checks that re-making the summaries
@@ -30,7 +35,8 @@ import pandas as pd
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[3]   # the checkout whose code judges
 NOTEBOOK = {"alexnet_report": "13-alexnet-report.ipynb", "workload_validation": "37-workload-validation.ipynb",
-            "workload_fits": "34-workload-fits.ipynb"}
+            "workload_fits": "34-workload-fits.ipynb", "lmdbio_report": "43-lmdbio-report.ipynb",
+            "blog_report": "45-blog-report.ipynb"}
 
 
 def tables(folder: Path):
@@ -150,6 +156,16 @@ def main() -> None:
         root = scratch(ref, scen.replace(":", "-"), ["workload_validation"], ["workload_sleep", "workload_random"])
         cut_validation(root, *args)
         res = {"workload_validation": judge(root, "workload_validation")}
+    elif kind == "filter":
+        stage, column, values, report = args
+        root = scratch(ref, scen.replace(":", "-").replace(",", "_"), [report], [stage])
+        for f in tables(root / "results" / stage):
+            d = read(f)
+            if column in d:
+                keep = {str(v) for v in values.split(",")}
+                as_text = d[column].map(lambda x: str(int(x)) if isinstance(x, float) and x.is_integer() else str(x))
+                write(d[d[column].isna() | as_text.isin(keep)], f)
+        res = {report: judge(root, report)}
     elif kind == "steps":
         steps = {"bert": int(args[0]), "dlrm": int(args[1])}
         root = scratch(ref, scen.replace(":", "-"), ["workload_fits"], ["bert", "dlrm"])
