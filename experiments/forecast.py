@@ -14,6 +14,9 @@ them), moved to the active ``params.yaml`` and to this box:
   (:func:`calibrate`) against the same on the reference box; a stage's seconds are multiplied
   by ``cpu^w x io^(1 - w)``, ``w`` its CPU seconds over its wall seconds on the reference box
   (:func:`weighted`; one half where the reference did not record them);
+- **a run's length** follows the parameters where a stage's rows separate set-up from steps
+  (:data:`LENGTHS`): a run x times as long costs ``run_s x (1 - unit_share + unit_share x x)``,
+  ``unit_share`` the steps' share of a run on the reference box (its ``variance.csv``);
 - what the reference cannot know is said: a parameter of the stage that differs from the
   reference run's (``env/reference-params.yaml``) and that does not set its count of runs
   changes what a run does, and the stage's line says so (:func:`run_changes`).
@@ -62,7 +65,7 @@ from .provenance import MEASURING, data_stages  # noqa: F401 - the stage lists, 
 
 REFERENCE = "env/reference-times.csv"
 REFERENCE_PARAMS = "env/reference-params.yaml"   # the params.yaml the reference run ran with
-COLUMNS = ("stage", "runs", "size", "run_s", "fixed_s", "wall_s", "cpu_share", "bytes", "source")
+COLUMNS = ("stage", "runs", "size", "run_s", "fixed_s", "wall_s", "cpu_share", "bytes", "source", "unit_share")
 CPU_SHARE = 0.5   # a stage whose CPU seconds the reference did not record: half CPU-, half I/O-bound
 
 
@@ -114,21 +117,38 @@ def _sweep(name: str):
     return size
 
 
-def _workload_repeats(p: dict, workloads: list[str]) -> int:
-    return max(int(p[w]["sweep"]["repeats"]) for w in workloads if w in p) if workloads else 1
+def _subset(p: dict, section: str, w: str) -> tuple[int, int]:
+    """(rank counts, batch sizes) of workload ``w``'s sweep that the row ``section`` keeps, as
+    :meth:`experiments.workloads.settings.Subset.grid` picks them (counted, not listed)."""
+    s, sw = p[section], p[w]["sweep"]
+    ranks = s.get("ranks") or sw["ranks"]
+    b = sw["batch_sizes"]
+    pick = s.get("batch_sizes") or "all"
+    return _len(ranks), {"all": _len(b), "smallest": 1, "largest": 1, "ends": len({b[0], b[-1]})}[pick]
 
 
 def _workload_sleep(p: dict) -> float:
+    """The sleep row's configurations (each workload's kept (G, B)) and Fig A.3's (UNET3D's kept
+    batch sizes, on its ranks), each run its workload's ``sweep.repeats`` times."""
     s = p["workload_sleep"]
-    w = s.get("workloads") or []
     a3 = s.get("fig_a3") or {}
-    return (len(w) + _len(a3.get("modes")) * _len(a3.get("ranks"))) * _workload_repeats(p, w)
+    out = 0
+    for w in s.get("workloads") or []:
+        g, b = _subset(p, "workload_sleep", w)
+        n = g * b
+        if w == "unet3d":
+            n += _len(a3.get("modes")) * (_len(a3.get("ranks")) if a3.get("ranks") else g) * b
+        out += n * int(p[w]["sweep"]["repeats"])
+    return out
 
 
 def _workload_random(p: dict) -> float:
     s = p["workload_random"]
-    w = s.get("workloads") or []
-    return len(w) * _len(s.get("ranks") or [1]) * _workload_repeats(p, w)
+    out = 0
+    for w in s.get("workloads") or []:
+        g, b = _subset(p, "workload_random", w)
+        out += g * b * int(p[w]["sweep"]["repeats"])
+    return out
 
 
 # stage -> size(params): a number proportional to the seconds its runs take (configurations x
@@ -161,6 +181,82 @@ SIZES = {
 }
 
 
+def _train(p: dict, w: str, key: str, over: dict | None = None) -> float:
+    """A workload's ``train.<key>`` (``over``: the traced comparison's overrides of it)."""
+    o = ((over or {}).get(w) or {}).get("train") or {}
+    return float(o[key] if key in o else p[w]["train"][key])
+
+
+_STEPS = {"unet3d": "epochs", "bert": "steps", "dlrm": "steps"}   # what a workload's run length is counted in
+
+
+def _workloads(p: dict, names) -> dict[str, float]:
+    return {w: _train(p, w, _STEPS[w]) for w in names if w in _STEPS}
+
+
+# stage -> length(params): {part: a number proportional to the units (epochs or steps) a run of
+# that part does}. A run's seconds are set-up plus units (Kalibera and Jones's cost model, the
+# one variance.csv fits: run_s = setup_s + units x unit_s); the reference table's ``unit_share`` is
+# the units' share of a run there, so a run whose length changes by x costs
+# ``run_s x (1 - unit_share + unit_share x x)``, x the mean over the stage's parts (a stage that runs
+# several workloads: each workload's own ratio, equally weighted). A stage not named here keeps its
+# reference seconds a run, and a change to its run length is named UNKNOWN.
+# one rule per stage, keyed by its name as SIZES is (each key checked against the registry:
+# tests/test_forecast_lengths.py)
+LENGTHS: dict = {}
+for _w in _STEPS:
+    LENGTHS[_w] = lambda p, _w=_w: _workloads(p, [_w])
+LENGTHS["workload_sleep"] = lambda p: _workloads(p, p["workload_sleep"].get("workloads") or [])
+LENGTHS["workload_random"] = lambda p: _workloads(p, p["workload_random"].get("workloads") or [])
+LENGTHS["traced_comparison"] = lambda p: {w: _train(p, w, _STEPS[w], p["traced_comparison"].get("overrides"))
+                                          for w in p["traced_comparison"]["points"] if w in _STEPS}
+# not here: AlexNet's checkpoint runs and the blog's, whose variance.csv rows separate no set-up
+# (setup_s 0: a run's seconds are its units'), so a share of units there would be a guess
+
+
+def length_of(stage: str, params: dict) -> dict[str, float] | None:
+    """Stage ``stage``'s run length under ``params`` (:data:`LENGTHS`); None for a stage without one."""
+    f = LENGTHS.get(stage)
+    if f is None:
+        return None
+    try:
+        return f(params)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SystemExit(f"forecast: stage {stage}: cannot read its run length from params.yaml ({e!r})") from None
+
+
+def length_ratio(now: dict[str, float] | None, ref: dict[str, float] | None) -> float | None:
+    """The mean over the parts both have of ``now / ref`` (:data:`LENGTHS`); None when none."""
+    parts = [k for k in (now or {}) if (ref or {}).get(k)]
+    return sum(now[k] / ref[k] for k in parts) / len(parts) if parts else None
+
+
+def unit_share(variance_csv: Path, ranks: int = 1, runs_s: float | None = None) -> float | None:
+    """The units' share of a run's seconds in a stage's ``variance.csv``: over its configurations
+    (one quantity counted in units each), their units' seconds over their runs' seconds. A unit is
+    one rank's step and the ranks step side by side, so a run's units take ``units / ranks x
+    unit_s`` of its wall (``ranks`` from the configuration, else the given count): counting every
+    rank's steps would take the set-up for steps. ``runs_s``: the stage's run seconds in all, as
+    the reference table counts its runs (a traced pass is every side of a workload, and more); the
+    share is then of those. None without such rows."""
+    import pandas as pd
+
+    if not variance_csv.exists():
+        return None
+    v = pd.read_csv(variance_csv)
+    if not {"units", "run_s", "unit_s", "configuration"} <= set(v.columns):
+        return None
+    v = v[(v["units"] > 1) & (v["run_s"] > 0) & v["unit_s"].notna()].drop_duplicates("configuration")
+    if v.empty:
+        return None
+    g = v["configuration"].str.extract(r"ranks=(\d+)")[0].astype(float).fillna(ranks)
+    units_s = (v["units"] / g * v["unit_s"]).clip(upper=v["run_s"])
+    if runs_s:
+        n = v["runs"] if "runs" in v else 1
+        return round(float(min(1.0, (units_s * n).sum() / runs_s)), 3)
+    return round(float(units_s.sum() / v["run_s"].sum()), 3)
+
+
 class _Reads(dict):
     """A params mapping that records the leaves a size rule reads (``alexnet.threads``)."""
 
@@ -183,11 +279,14 @@ class _Reads(dict):
 
 
 def counted(stage: str, params: dict) -> set[str]:
-    """The parameter paths stage ``stage``'s size rule reads: what sets its count of runs."""
+    """The parameter paths stage ``stage``'s size and length rules read: what sets its count of
+    runs and their length (:data:`SIZES`, :data:`LENGTHS`)."""
     seen: set[str] = set()
-    if stage in SIZES:
+    for rule in (SIZES.get(stage), LENGTHS.get(stage)):   # its count of runs and their length: both forecast
+        if rule is None:
+            continue
         try:
-            SIZES[stage](_Reads(params, "", seen))
+            rule(_Reads(params, "", seen))
         except (KeyError, TypeError, ValueError, ImportError):
             pass
     return seen
@@ -384,7 +483,8 @@ def read_reference(path: Path | None = None) -> Reference:
                             "wall_s": float(r["wall_s"] or 0),
                             "cpu_share": float(r["cpu_share"]) if r.get("cpu_share") else None,
                             "bytes": int(float(r["bytes"] or 0)),
-                            "source": r.get("source", "")}
+                            "source": r.get("source", ""),
+                            "unit_share": float(r["unit_share"]) if r.get("unit_share") else None}
     pf = path.parent / Path(REFERENCE_PARAMS).name
     return Reference(rows, meta, yaml.safe_load(pf.read_text()) if pf.exists() else None)
 
@@ -396,8 +496,11 @@ def write_reference(ref: Reference, path: Path | None = None) -> Path:
     head = ["# The reference box's stage times, read by `python -m experiments.forecast plan` (make repro).",
             "# Re-record on the reference box after a make repro: python -m experiments.forecast record",
             "# runs: the runs the stage made; size: the same count from its parameters (experiments/forecast.py",
-            "# SIZES), which the plan scales; run_s: seconds a run; fixed_s: the stage's seconds outside its runs.",
-            *[f"# {k}: {v}" for k, v in ref.meta.items()]]
+            "# SIZES), which the plan scales; run_s: seconds a run; fixed_s: the stage's seconds outside its runs;",
+            "# unit_share: the share of run_s in the run's steps (variance.csv's units), which LENGTHS scales."]
+    # the head's own lines read back as meta (a colon in them): written once, not again
+    head += [f"# {k}: {v}" for k, v in ref.meta.items() if f"# {k}: {v}" not in head
+             and not any(h.startswith(f"# {k}:") for h in head)]
     out = io.StringIO()
     w = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
@@ -495,6 +598,10 @@ def record(out: Path | None = None, source: Path | None = None) -> Reference:
         n, secs = _runs_of(st, results)
         rows[st] = _row(st, float(r["wall_s"]), n, secs, ae_table.stage_bytes(r), params,
                         "env.json wall_s and cpu_s; rows' run_s", r.get("cpu_s"))
+        if st in LENGTHS and n:
+            ranks = max([int(x.get("ranks", 1)) for x in (params.get(st) or {}).get("points", {}).values()] or [1])
+            rows[st]["unit_share"] = unit_share((results if results is not None else paths.root() / "results")
+                                                / st / "variance.csv", ranks, secs)
     first = min(recs.values(), key=lambda x: x["started_at"])
     if source:
         first_stage = min(recs, key=lambda s: recs[s]["started_at"])
@@ -706,6 +813,17 @@ def forecast(stage: str, ref: Reference, params: dict, ratios: dict[str, float] 
             note = f"runs x {now / r['size']:.2f} of the reference's (params)"
     elif not r["runs"]:
         note = "no runs: its reference seconds"
+    run_s = r["run_s"]
+    x = length_ratio(length_of(stage, params), length_of(stage, ref.params)) if ref.params and r["runs"] else None
+    if x is not None and abs(x - 1) > 1e-9:
+        u = r.get("unit_share")
+        if u is None:   # the reference has no set-up split: the run length is not forecast
+            note = "; ".join(y for y in (note, f"UNKNOWN run length: x {x:.2f} of the reference's steps, no unit_share "
+                                               "recorded; its seconds a run are the reference's") if y)
+        else:
+            run_s = r["run_s"] * (1 - u + u * x)
+            note = "; ".join(y for y in (note, f"runs {x:.2f} x as long: s/run x {1 - u + u * x:.2f} "
+                                               f"(units {u:.0%} of a run there)") if y)
     changed = run_changes(stage, params, ref.params, declared or [])
     if changed:
         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
@@ -715,7 +833,7 @@ def forecast(stage: str, ref: Reference, params: dict, ratios: dict[str, float] 
         more = f" and {len(code) - 2} more" if len(code) > 2 else ""
         note = "; ".join(x for x in (note, f"CODE CHANGED since the reference run: {', '.join(code[:2])}{more}") if x)
     factor = ratios if isinstance(ratios, (int, float)) else weighted(ratios, r.get("cpu_share"))
-    return Line(stage, runs, r["run_s"] * factor, r["fixed_s"] * factor, nbytes, note, factor)
+    return Line(stage, runs, run_s * factor, r["fixed_s"] * factor, nbytes, note, factor)
 
 
 def _fmt(s: float) -> str:

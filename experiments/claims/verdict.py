@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..cache import COLD_LIMIT  # a run with more of its data set resident in the page cache is not cold
-from ..stats import LEVEL, Interval
+from ..stats import LEVEL, MIN_N, Interval
 from .rules import (_decide, _margin_words, _min_n, _missing, _parse, _parse_magnitude,
                     _to_decide_words, default_margin, samples_to_decide)
 
@@ -192,7 +192,9 @@ def _note_parts(note, why_not, kind, verdict, value, interval, has_ci, outside, 
         parts.append("not measured on this run: " + (why_not or "(the stage gave no reason)"))
     else:
         if verdict == "inconclusive" and not has_ci:
-            parts.append(f"n = {n or 1}: {NO_INTERVAL}")
+            # why, in runs (issue 64: every inconclusive row says what would decide it)
+            parts.append(f"n = {n or 1}: {NO_INTERVAL}: an interval needs at least 2 independent samples, "
+                         f"a median's 95 % interval {MIN_N}")
         elif verdict == "inconclusive" and outside:
             parts.append(f"our value {value:.4g} lies outside its own interval [{interval.low:.4g}, "
                          f"{interval.high:.4g}]: they come from different computations, so neither "
