@@ -174,7 +174,10 @@ SIZES = {
     "retinanet": _sweep("retinanet"),
     "workload_sleep": _workload_sleep,
     "workload_random": _workload_random,
-    "traced_comparison": lambda p: (_len(p["traced_comparison"]["points"]) * _len(p["traced_comparison"]["sides"])
+    # the sides a pass runs: `fixed` only for a workload with a fixed-size variant of its data
+    # (experiments.sidebyside.settings.FIXED_DATA: RetinaNet)
+    "traced_comparison": lambda p: (sum(len([s for s in p["traced_comparison"]["sides"] if s != "fixed" or w == "retinanet"])
+                                        for w in p["traced_comparison"]["points"])
                                     * int(p["traced_comparison"].get("runs", 1))),
     "llm_checkpoint": lambda p: (_len(p["llm_checkpoint"]["tiers"]) * int(p["llm_checkpoint"]["repeats"])
                                  * int(p["llm_checkpoint"]["checkpoints"])),

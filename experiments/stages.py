@@ -119,7 +119,7 @@ STAGES: tuple[Stage, ...] = (
             ("caltech_like_sizes", "fig6_alexnet_prefetch_threads", "fig7_alexnet_batch_size", "fig8_alexnet_dstat",
              "fig9_checkpoint_runtime", "fig10_checkpoint_dstat")),
     Stage("workload_data", "notebooks/30-workload-data.ipynb", "data", {},
-          ("seed", "unet3d.data", "bert.data", "dlrm.data", "retinanet.data"), outs=(*_WDATA, "data/retinanet"),
+          ("seed", "unet3d.data", "bert.data", "dlrm.data", "retinanet.data"), outs=(*_WDATA, "data/retinanet", "data/retinanet-fixed"),
           note="Ho-Von 2023: the three MLPerf workloads (experiments/workloads/, docs/workloads.md)."),
     *(Stage(w, f"notebooks/3{i}-{w}.ipynb", "measuring", {w: f"{_WS}:{w.capitalize()}Config"},
             ("seed", f"{w}.model", f"{w}.train", f"{w}.sweep"), True, "workload_fits", (f"data/{w}",))
@@ -148,8 +148,9 @@ STAGES: tuple[Stage, ...] = (
     _report("tracing_report", "notebooks/21-tracing-report.ipynb", ("results/tracing_patterns",),
             ("similarity_matrix", "timeline_loader", "timeline_fio_seq_rand")),
     Stage("emulator_patterns", "notebooks/50-emulator-patterns.ipynb", "measuring",
-          {"emulator": "experiments.emulator.config:EmulatorSection"}, ("seed", *_WORKLOADS, "emulator.pattern_ranks"),
-          report="emulator_patterns_report", inputs=_WDATA,
+          {"emulator": "experiments.emulator.config:EmulatorSection"},
+          ("seed", *_WORKLOADS, *_RETINA, "emulator.pattern_ranks"),
+          report="emulator_patterns_report", inputs=(*_WDATA, "data/retinanet"),
           note="Ho-Von 2023 Sec 6.4: each real workload traced, its checkpoint writes become the emulator's "
                "pattern (measures; draws nothing)."),
     _report("emulator_patterns_report", "notebooks/54-emulator-patterns-report.ipynb", ("results/emulator_patterns",),
@@ -158,11 +159,13 @@ STAGES: tuple[Stage, ...] = (
             "re-runs only this."),
     Stage("traced_comparison", "notebooks/52-traced-comparison.ipynb", "measuring",
           {"traced_comparison": "experiments.sidebyside.settings:TracedComparisonConfig"},
-          ("seed", "tiers", "unet3d", "bert", "dlrm", "traced_comparison"), True, "traced_comparison_report",
-          (*_WDATA, "results/workload_fits/compute_model.json", "results/emulator_patterns/checkpoint_pattern.json",
-           *(f"results/{w}/checkpoint.json" for w in ("unet3d", "bert", "dlrm"))),
+          ("seed", "tiers", "unet3d", "bert", "dlrm", *_RETINA, "traced_comparison"), True, "traced_comparison_report",
+          (*_WDATA, "data/retinanet", "data/retinanet-fixed", "results/workload_fits/compute_model.json",
+           "results/emulator_patterns/checkpoint_pattern.json",
+           *(f"results/{w}/checkpoint.json" for w in ("unet3d", "bert", "dlrm", "retinanet"))),
           note="Ho-Von 2023 Tables 5.1-5.3, Fig 5.7/5.12/5.18: real, sleep, emulator and DLIO traced side by side "
-               "(measures; draws nothing).",
+               "(measures; draws nothing); RetinaNet's Table 5.x, its fixed-size side and its max-accelerators "
+               "search at AU 0.85 (our extension).",
           unread=("trace_*",)),   # the full first-pass traces: the report draws the timeline_* files beside them
     _report("traced_comparison_report", "notebooks/53-traced-comparison-report.ipynb", ("results/traced_comparison",),
             ("throughput_by_side",),

@@ -176,7 +176,7 @@ CI_LABEL = "median, bars: 95 % CI"
 CATEGORIES: dict[str, tuple] = {
     "tier": ("mem", "disk"),
     "strategy": ("lmdb", "lmm", "dio_prov", "coal", "stag"),          # LMDBIO
-    "side": ("real", "sleep", "emulator", "dlio"),                    # the thesis's four sides
+    "side": ("real", "sleep", "emulator", "dlio", "fixed"),           # four sides; fixed: emulator, fixed-size files
     "run": ("real", "random", "sleep", "emulator", "prep-none", "prep-sleep"),   # workload_validation's rows
     "loader": ("sleep", "prep-none", "prep-sleep"),                   # Fig A.3's loader variants
     "prefetch": ("prefetch", "no prefetch"),                          # AlexNet

@@ -21,7 +21,9 @@ CODE_PATH_LISTS = {
     "workload_sleep.workloads": "three workloads, three data paths",
     "workload_random.workloads": "three workloads, three data paths",
     "workload_sleep.fig_a3.modes": "preprocessing none vs sleep: two step functions",
-    "traced_comparison.sides": "real, emulator, DLIO: three programs (sleep is the real side's code)",
+    "traced_comparison.sides": "real, emulator, DLIO: three programs (sleep is the real side's code); "
+                               "fixed: the emulator on RetinaNet's fixed-size data (its own data set)",
+    "traced_comparison.max_accelerators.workloads": "RetinaNet only: the one workload searched",
     "dlrm.model.bottom_mlp": "layer widths, not a sweep",
     "dlrm.model.top_mlp": "layer widths, not a sweep",
     "lmdbio.datasets": "record sizes of two kinds: small records share pages, large ones overflow",

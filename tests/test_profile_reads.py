@@ -32,10 +32,10 @@ def test_the_paper_profile_reads_what_it_measures_too():
 
 def test_a_configuration_nothing_reads_is_listed(default):
     """The check can fail: with one finding comparing BERT's pass and no figure, the traced
-    comparison's UNET3D and DLRM passes are listed, and nothing else of that stage."""
+    comparison's UNET3D, DLRM and RetinaNet passes are listed, and nothing else of that stage."""
     findings = {"traced_comparison": [{"id": "x", "compares": {"workload": "bert"}}]}
     got = U.unread(default, findings=findings, draws={})
-    assert got["traced_comparison"] == [{"workload": "unet3d"}, {"workload": "dlrm"}]
+    assert got["traced_comparison"] == [{"workload": "unet3d"}, {"workload": "dlrm"}, {"workload": "retinanet"}]
 
 
 def test_the_memory_tier_of_lmdbio_is_read_by_its_figure_alone(default):

@@ -111,8 +111,10 @@ def test_patterns_stage_traced_every_workload(stage_results):
     d = stage_results("emulator_patterns")
     from experiments.emulator import checkpoint
     pf = checkpoint.load(str(d / "checkpoint_pattern.json"))
-    assert set(pf.workloads) == {"unet3d", "bert", "dlrm"}
+    assert set(pf.workloads) == {"unet3d", "bert", "dlrm", "retinanet"}
     assert pf.require("bert").writers == "all" and pf.require("dlrm").writers == "rank0"
+    # RetinaNet (issue 69): rank 0's torch.save of model and optimizer, one file rewritten
+    assert pf.require("retinanet").writers == "rank0" and pf.require("retinanet").reuse == "overwrite"
     assert pf.require("dlrm").reuse == "overwrite" and pf.require("bert").reuse == "new"
     assert all(p.summary["writes"] > 0 and p.summary["bytes"] > 0 for p in pf.workloads.values())
     check = pd.read_csv(d / "replay_check.csv")

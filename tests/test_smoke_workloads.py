@@ -20,8 +20,11 @@ def test_data_sets_were_generated(stage_results, smoke_run):
     smoke_root = smoke_run.root
     d = stage_results("workload_data")
     s = pd.read_csv(d / "summary.csv").set_index("workload")
-    assert set(s.index) == {"unet3d", "bert", "dlrm", "retinanet"} and (s["bytes"] > 0).all()
+    assert set(s.index) == {"unet3d", "bert", "dlrm", "retinanet", "retinanet-fixed"} and (s["bytes"] > 0).all()
     assert len(list((smoke_root / "data" / "retinanet" / "train").glob("*.jpg"))) == 4
+    # RetinaNet's fixed-size variant (the traced comparison's fixed side): every file one size
+    fixed = [f.stat().st_size for f in (smoke_root / "data" / "retinanet-fixed").glob("*/*.jpg")]
+    assert len(fixed) == 5 and set(fixed) == {16384} and s.loc["retinanet-fixed", "cv_file_bytes"] == 0
     assert (smoke_root / "data" / "dlrm" / "train_data.bin").stat().st_size == 4096 * 160
     assert len(list((smoke_root / "data" / "unet3d" / "train").glob("*_x.npy"))) == 8
     assert len(list((smoke_root / "data" / "bert" / "train").glob("*.tfrecord"))) == 2

@@ -72,19 +72,26 @@ def _missing(folder: Path, what: str) -> ConfigError:
                        f"(`dvc repro workload_data`) or pass data_dir = a folder that has it")
 
 
+def _splits(folder: Path, manifest: str, name: str, what: str):
+    """(training rows, evaluation rows) of a data set's manifest (column ``split``); stops when
+    the manifest or every training row is missing."""
+    import pandas as pd
+
+    if not (folder / manifest).exists():
+        raise _missing(folder, f"{manifest} (the {name} manifest)")
+    m = pd.read_csv(folder / manifest)
+    tr, ev = m[m["split"] == "train"], m[m["split"] == "eval"]
+    if tr.empty:
+        raise _missing(folder, what)
+    return tr, ev
+
+
 def unet3d_facts(folder: Path) -> DataFacts:
     """Our UNET3D set: every .npy file is one DLIO sample (two per case)."""
     from ..workloads.data_unet3d import MANIFEST
 
     folder = Path(folder)
-    if not (folder / MANIFEST).exists():
-        raise _missing(folder, f"{MANIFEST} (the UNET3D manifest)")
-    import pandas as pd
-
-    m = pd.read_csv(folder / MANIFEST)
-    tr, ev = m[m["split"] == "train"], m[m["split"] == "eval"]
-    if tr.empty:
-        raise _missing(folder, "training cases")
+    tr, ev = _splits(folder, MANIFEST, "UNET3D", "training cases")
     sizes = np.concatenate([tr["bytes_x"].to_numpy(), tr["bytes_y"].to_numpy()]).astype(float)
     for p in list(tr["path_x"][:1]) + list(tr["path_y"][:1]):
         if not (folder / p).exists():
@@ -153,14 +160,7 @@ def retinanet_facts(folder: Path) -> DataFacts:
     from ..workloads.data_retinanet import MANIFEST
 
     folder = Path(folder)
-    if not (folder / MANIFEST).exists():
-        raise _missing(folder, f"{MANIFEST} (the RetinaNet manifest)")
-    import pandas as pd
-
-    m = pd.read_csv(folder / MANIFEST)
-    tr, ev = m[m["split"] == "train"], m[m["split"] == "eval"]
-    if tr.empty:
-        raise _missing(folder, "training JPEGs")
+    tr, ev = _splits(folder, MANIFEST, "RetinaNet", "training JPEGs")
     sizes = tr["bytes"].to_numpy(dtype=float)
     return DataFacts("retinanet", folder, train_files=len(tr), eval_files=len(ev), samples_per_file=1,
                      eval_samples_per_file=1, bytes_per_sample=float(sizes.mean()), bytes_std=float(sizes.std()),

@@ -56,12 +56,16 @@ def _files(workload: str, data_dir: Path) -> list[Path]:
         return [d / p for p in list(m["path_x"]) + list(m["path_y"])]
     if workload == "bert":
         return sorted((d / "train").glob("*.tfrecord")) + [d / "eval" / "eval.tfrecord"]
+    if workload == "retinanet":
+        from ..workloads.data_retinanet import read_manifest
+        return [d / p for p in read_manifest(d)["path"]]
     return [d / "train_data.bin", d / "test_data.bin"]
 
 
 def stage_data(workload: str, tier) -> Path:
     """The workload's data set copied onto ``tier`` (once; verified by a manifest), via
-    :func:`experiments.tiers.stage_copy`. UNET3D has its own manifest (``filelist.csv``); BERT
+    :func:`experiments.tiers.stage_copy`. UNET3D and RetinaNet (and RetinaNet's fixed-size
+    variant, ``retinanet-fixed``) have their own manifests (``filelist.csv``); BERT
     and DLRM are staged through ``data/emulator_stage/<workload>``, a folder of links to the
     data files plus a manifest of their names, sizes and SHA-256 (the data folders themselves
     are DVC outputs and are not touched)."""
@@ -70,7 +74,7 @@ def stage_data(workload: str, tier) -> Path:
     from ..tiers import stage_copy
 
     src = paths.data_dir(workload)
-    if workload == "unet3d":
+    if workload in ("unet3d", "retinanet", "retinanet-fixed"):   # each has its own manifest, filelist.csv
         return stage_copy(src, tier)
     st = paths.data_dir("emulator_stage") / workload
     lines = ["name,bytes,sha256"]

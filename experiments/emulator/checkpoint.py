@@ -60,7 +60,7 @@ OPS = ("write", "pwrite64", "writev")
 WRITERS = ("rank0", "all")
 # Which ranks write a checkpoint in the real programs (experiments/workloads/): rank 0 for the
 # PyTorch workloads, every worker for BERT (each writes its own files, as the thesis saw).
-DEFAULT_WRITERS = {"unet3d": "rank0", "bert": "all", "dlrm": "rank0"}
+DEFAULT_WRITERS = {"unet3d": "rank0", "bert": "all", "dlrm": "rank0", "retinanet": "rank0"}
 REUSE = ("overwrite", "new")
 
 

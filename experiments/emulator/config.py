@@ -120,10 +120,7 @@ def data_layout(workload: str, data_dir: str | os.PathLike) -> dict:
             raise ConfigError(f"{where}: not a UNET3D data set: {MANIFEST} is missing (expected "
                               f"{MANIFEST} and train/case_NNNNN_x.npy, _y.npy pairs){_hint(d)}")
         m = read_manifest(d)
-        missing = [p for p in list(m["path_x"]) + list(m["path_y"]) if not (d / p).is_file()]
-        if missing:
-            raise ConfigError(f"{where}: {len(missing)} file(s) listed in {MANIFEST} are missing, "
-                              f"e.g. {missing[0]}; regenerate or copy the data set again")
+        _all_listed(d, list(m["path_x"]) + list(m["path_y"]), where, MANIFEST)
         tr, ev = m[m["split"] == "train"], m[m["split"] == "eval"]
         if not len(tr):
             raise ConfigError(f"{where}: {MANIFEST} lists no training case")
@@ -149,10 +146,7 @@ def data_layout(workload: str, data_dir: str | os.PathLike) -> dict:
                               f"{MANIFEST}, boxes.csv and train/img_NNNNNNN.jpg){_hint(d)}")
         import pandas as pd
         m = pd.read_csv(d / MANIFEST)
-        missing = [p for p in m["path"] if not (d / p).is_file()]
-        if missing:
-            raise ConfigError(f"{where}: {len(missing)} file(s) listed in {MANIFEST} are missing, "
-                              f"e.g. {missing[0]}; regenerate or copy the data set again")
+        _all_listed(d, m["path"], where, MANIFEST)
         tr, ev = m[m["split"] == "train"], m[m["split"] == "eval"]
         if not len(tr):
             raise ConfigError(f"{where}: {MANIFEST} lists no training file")
@@ -171,6 +165,14 @@ def data_layout(workload: str, data_dir: str | os.PathLike) -> dict:
     return {"train_files": 1, "train_samples": tr.stat().st_size // SAMPLE_BYTES,
             "train_bytes": tr.stat().st_size, "eval_samples": ev.stat().st_size // SAMPLE_BYTES,
             "eval_bytes": ev.stat().st_size, "sample_bytes": SAMPLE_BYTES}
+
+
+def _all_listed(d: Path, listed, where: str, manifest: str) -> None:
+    """Stop when a file the manifest lists is missing from ``d``."""
+    missing = [p for p in listed if not (d / p).is_file()]
+    if missing:
+        raise ConfigError(f"{where}: {len(missing)} file(s) listed in {manifest} are missing, "
+                          f"e.g. {missing[0]}; regenerate or copy the data set again")
 
 
 def _hint(d: Path) -> str:

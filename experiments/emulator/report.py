@@ -181,7 +181,7 @@ def summarize(run_dir) -> dict:
         "data_wait_samples_per_s": float(med.get("data_sps", float("nan"))) if len(st) else float("nan"),
         "sleep_mean_s": sleep_s,
         "ideal_compute_s": ideal, "au": au, "au_by_rank": au_by_rank, "au_model": cm.accelerator_utilization(ideal_model, train_s),
-        "au_threshold": cm.MLPERF_AU_PASS, "au_pass": bool(au >= cm.MLPERF_AU_PASS),
+        "au_threshold": cm.au_pass_mark(w), "au_pass": bool(au >= cm.au_pass_mark(w)),
         "checkpoint": check,
         "bound": bnd["bound"], "bound_why": bnd["why"], "where_time_went": bnd["where_time_went"],
         "client_cpu": {k: bnd[k] for k in ("data_wait_share", "cpu_share", "cpu_measured_as", "cpu_near_cores",

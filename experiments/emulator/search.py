@@ -1,5 +1,6 @@
 """``max-accelerators``: the most emulated accelerators this storage (and this client) feeds at
-accelerator utilization >= 90 % (MLPerf Storage's headline figure).
+accelerator utilization >= 90 % (MLPerf Storage's headline figure; RetinaNet: >= 85 %, its v3.0
+config's ``metric.au``).
 
 The search runs the emulation at G = start, 2 start, 4 start, ... until a run fails the mark or
 a limit is reached, then bisects between the last G that passed and the first that failed. It
@@ -132,12 +133,13 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
         if client is not None:
             why = (f"client-bound at {client} accelerators: {trials[client]['bound_why']}; the answer "
                    "is this client's limit, not the storage's")
-        why = why or (f"AU < {100 * cfg_threshold():.0f} % at {bad} accelerators" if good
-                      else f"AU < {100 * cfg_threshold():.0f} % already at {start} accelerator(s)")
+        mark = 100 * cfg_threshold(cfg.workload)
+        why = why or (f"AU < {mark:.0f} % at {bad} accelerators" if good
+                      else f"AU < {mark:.0f} % already at {start} accelerator(s)")
     rows = [trials[k] for k in sorted(trials)]
     res = {"workload": cfg.workload, "batch_size": cfg.batch_size, "compute_model": cfg.compute_model,
            "data_dir": cfg.data_dir, "max_accelerators": good, "stopped_because": why,
-           "client_bound": client is not None,
+           "client_bound": client is not None, "au_mark": cfg_threshold(cfg.workload),
            "cache_served": [t["accelerators"] for t in rows if t.get("read_from") == "cache"],
            "limit": hi, "trials": rows}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -146,15 +148,16 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
     return res
 
 
-def cfg_threshold() -> float:
-    from ..workloads.compute_model import MLPERF_AU_PASS
-    return MLPERF_AU_PASS
+def cfg_threshold(workload: str) -> float:
+    """The AU ``workload``'s runs must reach (:func:`experiments.workloads.compute_model.au_pass_mark`)."""
+    from ..workloads.compute_model import au_pass_mark
+    return au_pass_mark(workload)
 
 
 def markdown(res: dict) -> str:
     lines = [f"# Max accelerators, {res['workload'].upper()} batch {res['batch_size']} "
              f"({res['compute_model']})", "",
-             f"**{res['max_accelerators']} emulated accelerator(s)** at AU >= {100 * cfg_threshold():.0f} %; "
+             f"**{res['max_accelerators']} emulated accelerator(s)** at AU >= {100 * cfg_threshold(res['workload']):.0f} %; "
              f"search stopped: {res['stopped_because']}.", "",
              "| accelerators | AU % | pass | samples/s | data MB/s | bound | reads from (device / job bytes) |",
              "|---|---|---|---|---|---|---|"]
@@ -187,3 +190,41 @@ def row(res: dict) -> dict:
             "where_time_went": decided.get("where_time_went", ""),
             "stopped_because": res["stopped_because"],
             "tried": ", ".join(f"G={x['accelerators']}: {100 * x['au']:.1f} %" for x in t)}
+
+
+def tier_table(tiers, workloads, limit: int, out_root, models=("fit",), cfg=None):
+    """Per tier, workload and compute model of ``models``: the most emulated accelerators at its
+    AU mark (:func:`experiments.workloads.compute_model.au_pass_mark`: 90 %, RetinaNet 85 %),
+    searched up to ``limit``, at the traced_comparison point's batch size with its ``overrides``
+    (``cfg``: the sections ``seed``, ``traced_comparison`` and the workloads'; default: params.yaml);
+    each row :func:`row`'s, or ``not measured`` with the reason."""
+    import shutil
+
+    import pandas as pd
+
+    from .. import config
+    from .bench import stage_data
+    from .config import from_params
+
+    cfg = cfg or config.load(seed=None, traced_comparison=None, **{w: None for w in workloads})
+    tc = cfg.traced_comparison
+    rows = []
+    for tier in tiers:
+        for w in workloads:
+            pt = tc.points.get(w)
+            data = stage_data(w, tier)
+            for m in models:
+                line = {"tier": tier.name, "workload": w, "compute_model": m,
+                        "batch_size": pt.batch_size if pt else None, "limit": limit}
+                try:
+                    c = from_params(w, getattr(cfg, w), pt.batch_size if pt else None, 1, compute_model=m,
+                                    checkpoint_pattern="traced", data_dir=data,
+                                    checkpoint_dir=tier.dir / "bench-checkpoints" / w, seed=cfg.seed,
+                                    overrides=tc.overrides.get(w))
+                    res = max_accelerators(c, Path(out_root) / f"{tier.name}-{w}-{m}", limit=limit, say=lambda *_: None)
+                    line.update(row(res), au_mark=res["au_mark"])
+                except (ConfigError, RuntimeError) as e:
+                    line.update(max_accelerators=None, stopped_because=f"not measured: {e}")
+                rows.append(line)
+        shutil.rmtree(tier.dir / "bench-checkpoints", ignore_errors=True)
+    return pd.DataFrame(rows)

@@ -28,7 +28,8 @@ from .bench import stage_data  # noqa: F401 - the notebook stages data through h
 # and ranks = 2 shows who writes; these overrides keep it short.
 SHORT = {"unet3d": {"train": {"epochs": 2, "eval_every": 0}},
          "bert": {"train": {"steps": 3, "eval_steps": 0}},
-         "dlrm": {"train": {"steps": 4, "eval_every": 2, "eval_steps": 1}}}
+         "dlrm": {"train": {"steps": 4, "eval_every": 2, "eval_steps": 1}},
+         "retinanet": {"train": {"epochs": 1}}}   # its one checkpoint comes after the last epoch
 
 
 def trace_real_checkpoints(workload: str, section: dict, seed: int, data_dir, work_dir,

@@ -1,5 +1,6 @@
 """Real, sleep, emulator and DLIO traced side by side (Ho-Von 2023 Tables 5.1-5.3, Fig 5.7,
-5.12, 5.18): the ``traced_comparison`` stage (notebook 52).
+5.12, 5.18, and MLPerf Storage v3.0's RetinaNet as a fourth workload, with the emulator on
+fixed-size files as a fifth side): the ``traced_comparison`` stage (notebook 52).
 
 - :mod:`.settings` the ``traced_comparison`` section of ``params.yaml``;
 - :mod:`.sides`    runs each side of one workload under :class:`experiments.trace.Tracer`

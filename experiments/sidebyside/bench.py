@@ -9,7 +9,7 @@
    program's own requests (for DLRM DLIO is judged in requests/s, see its module).
 2. **per workload**: the ``traced_comparison`` stage's emulator, real and DLIO data throughput
    (MB/s, and samples/s as the thesis's Sec 4.4) and similarity to the real run (read from ``results/traced_comparison``), and the
-   most accelerators at AU >= 90 % (:func:`experiments.emulator.max_accelerators`) on each
+   most accelerators at AU >= 90 % (:func:`experiments.emulator.search.tier_table`) on each
    tier with this box's fitted compute model and the thesis's V100 model, searched up to
    ``--search-limit``.
 
@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +28,6 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths
-from ..config import ConfigError
 
 MODELS = ("fit", "thesis-v100")
 
@@ -119,35 +119,6 @@ def llm_checkpoint_rows() -> pd.DataFrame:
     return llm_report.engineer_rows(s, env["layout"]["model"])
 
 
-def max_accelerators_table(tiers, workloads, limit: int, out_root: Path) -> pd.DataFrame:
-    """Per tier, workload and compute model: the most emulated accelerators at AU >= 90 %
-    (searched up to ``limit``), at the traced_comparison point's batch size."""
-    from .. import config
-    from ..emulator import from_params, max_accelerators
-    from ..emulator.bench import stage_data
-    from ..emulator.search import row as search_row
-
-    cfg = config.load(seed=None, traced_comparison=None)
-    rows = []
-    for tier in tiers:
-        for w in workloads:
-            pt = cfg.traced_comparison.points.get(w)
-            data = stage_data(w, tier)
-            for m in MODELS:
-                row = {"tier": tier.name, "workload": w, "compute_model": m,
-                       "batch_size": pt.batch_size if pt else None, "limit": limit}
-                try:
-                    c = from_params(w, None, pt.batch_size if pt else None, 1, compute_model=m,
-                                    checkpoint_pattern="traced", data_dir=data,
-                                    checkpoint_dir=tier.dir / "bench-checkpoints" / w, seed=cfg.seed)
-                    res = max_accelerators(c, out_root / f"{tier.name}-{w}-{m}", limit=limit, say=lambda *_: None)
-                    row.update(search_row(res))
-                except (ConfigError, RuntimeError) as e:
-                    row.update(max_accelerators=None, stopped_because=f"not measured: {e}")
-                rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def main(argv=None) -> int:
     from .. import config
     from ..dlio import bench as dlio_bench
@@ -187,7 +158,9 @@ def main(argv=None) -> int:
     except FileNotFoundError as e:
         print(f"\nper workload: not measured ({e})")
     if a.search_limit:
-        m = max_accelerators_table(tiers, ws, a.search_limit, out / "search")
+        from ..emulator.search import tier_table
+
+        m = tier_table(tiers, ws, a.search_limit, out / "search", MODELS)
         print(f"\nmost accelerators at AU >= 90 % (searched up to {a.search_limit}), per tier and compute model")
         with pd.option_context(*sum(wide.items(), ())):
             print(m.to_string(index=False))
@@ -195,11 +168,7 @@ def main(argv=None) -> int:
             # and LLM checkpointing's write and read phases, from results/llm_checkpoint
             t = pd.concat([emu_bench.engineer_table(m, load), llm_checkpoint_rows()], ignore_index=True)
             print("\n" + emu_bench.engineer_markdown(t))
-    import shutil
-
     shutil.rmtree(out, ignore_errors=True)          # the runs' folders; the tables are printed
-    for t in tiers:
-        shutil.rmtree(t.dir / "bench-checkpoints", ignore_errors=True)
     return 0
 
 

@@ -33,6 +33,7 @@ from ..claims.declared import Measured, join
 from ..trace.vector import KEYS
 from .compare import STAGE, _nan, step_rates
 
+THESIS = ("unet3d", "bert", "dlrm")   # the thesis's workloads, whose claims its declarations hold
 PASSES_NOTE = ("the pass is the unit of the interval (a pass: every side of the workload once, traced; "
                "steps of one pass are not independent samples)")
 
@@ -68,17 +69,20 @@ def over_passes(x, what: str) -> tuple[float, stats.Interval]:
 
 
 def claims(rows: pd.DataFrame, steps: pd.DataFrame | None = None, vectors: dict | None = None,
-           note: str = "") -> list[dict]:
+           note: str = "", search: pd.DataFrame | None = None) -> list[dict]:
     """The stage's claims from its tables: ``rows`` (``throughput.csv``: one row per pass and
     side, with ``run``, ``status``, ``similarity``, ``data_sps``, ``compute_sps``,
     ``checkpoint_distance``, ``bio_vfs_read_pct``, ``epochs``, the device audit), ``steps``
     (``side_steps.csv``: the steady steps of every pass, :func:`.compare.step_rates`) and
-    ``vectors`` ({workload: {side: median vector}}, for the notes). The measures (``measure_*``)
+    ``vectors`` ({workload: {side: median vector}}, for the notes) and ``search``
+    (``search.csv``: the max-accelerators search; None when the stage wrote none). The thesis's
+    measures run on the thesis's three workloads (:data:`THESIS`), RetinaNet's on RetinaNet
+    (:func:`measure_retinanet`). The measures (``measure_*``)
     are joined with the declarations; a declared claim no measure names is ``not measured``
     with its declared need."""
     t = _Tables(rows, steps, vectors or {}, note)
     return join(STAGE, [*measure_similarity(t), *measure_throughput(t), *measure_checkpoint(t),
-                        *measure_storage_share(t), *measure_caching(t)])
+                        *measure_storage_share(t), *measure_caching(t), *measure_retinanet(t, search)])
 
 
 @dataclass
@@ -95,7 +99,8 @@ class _Tables:
         if "warmup" in r:
             r = r[~r["warmup"].fillna(False).astype(bool)]
         self.rows = r
-        self.workloads = list(dict.fromkeys(r["workload"])) if len(r) else []
+        # the thesis's findings are of its three workloads; RetinaNet's are its own (measure_retinanet)
+        self.workloads = [w for w in dict.fromkeys(r["workload"]) if w in THESIS] if len(r) else []
 
     def side(self, w: str, side: str) -> pd.DataFrame:
         """The measured passes of ``side`` of ``w``, one row each, in pass order."""
@@ -174,17 +179,18 @@ class _Tables:
         return stats.runs_bootstrap(stat, [[v] for v in xa], [[v] for v in xb],
                                     method=f"{what}, over each side's passes", units="one value per pass")
 
-    def throughput_ratio(self, w, side, col) -> tuple[float, stats.Interval | None, tuple[list, list]]:
-        """side / real throughput ``col`` (samples/s): the ratio of the medians of the per-step
-        throughputs of the steady steps of every pass (:func:`.compare.step_rates`), with its
-        two-level interval: each side's passes resampled, then the steps inside each drawn pass.
-        Also each side's per-pass throughputs (``throughput.csv``), for the note."""
-        per = (self.values(w, side, col), self.values(w, "real", col))
+    def throughput_ratio(self, w, side, col, base: str = "real") -> tuple[float, stats.Interval | None, tuple[list, list]]:
+        """side / ``base`` (the real run unless named) throughput ``col`` (samples/s): the ratio of
+        the medians of the per-step throughputs of the steady steps of every pass
+        (:func:`.compare.step_rates`), with its two-level interval: each side's passes
+        resampled, then the steps inside each drawn pass. Also each side's per-pass throughputs
+        (``throughput.csv``), for the note."""
+        per = (self.values(w, side, col), self.values(w, base, col))
         st = self.steps
         if st is None or not len(st) or "run" not in st:
             return float("nan"), None, per
         runs = []
-        for s in (side, "real"):
+        for s in (side, base):
             keep = set(self.side(w, s)["run"])
             d = st[(st["workload"] == w) & (st["side"] == s) & st["run"].isin(keep)]
             runs.append([step_rates(g, w, s, col) for _, g in d.groupby("run", sort=True)])
@@ -220,6 +226,15 @@ def unlike_sides(places: dict[str, list]) -> str:
     return f"{SIDE_NAMES.get(a, a)} read from {where(va)}, {SIDE_NAMES.get(b, b)} from {where(vb)}"
 
 
+def side_similarity(t: _Tables, w: str, side: str, rid: str) -> Measured:
+    """``side``'s similarity to the same pass's real run, the median over the passes with its
+    interval (:func:`over_passes`), as claim ``rid``."""
+    x = t.values(w, side, "similarity")
+    v, ci = over_passes(x, "similarity to the same pass's real run")
+    return Measured(rid, v, ci if x else None, why_not=t.farthest(w, side) if x else t.reason(w, "real", side),
+                    note=t.pre(t.spread(x), PASSES_NOTE))
+
+
 def measure_similarity(t: _Tables) -> list[Measured]:
     """Per workload, the thesis's quantity: each side's weighted cosine similarity (Eq 4.1, 0-1)
     of a pass's vector to the same pass's real run's, the median over the passes: DLIO's (the
@@ -228,11 +243,7 @@ def measure_similarity(t: _Tables) -> list[Measured]:
     out = []
     for w in t.workloads:
         for side in ("dlio", "emulator", "sleep"):
-            x = t.values(w, side, "similarity")
-            v, ci = over_passes(x, "similarity to the same pass's real run")
-            out.append(Measured(f"traced-similarity-{side}-{w}", v, ci if x else None,
-                                why_not=t.farthest(w, side) if x else t.reason(w, "real", side),
-                                note=t.pre(t.spread(x), PASSES_NOTE)))
+            out.append(side_similarity(t, w, side, f"traced-similarity-{side}-{w}"))
         xe, xd = t.values(w, "emulator", "similarity"), t.values(w, "dlio", "similarity")
         v, ci = t.compare_passes(w, "emulator", "dlio", "similarity",
                                  lambda e, d: float(np.median(e) - np.median(d)), "median emulator - median DLIO")
@@ -431,4 +442,70 @@ def measure_caching(t: _Tables) -> list[Measured]:
             out.append(share("dlrm", side, f"traced-dlrm-no-caching-{side}", 95,
                              "the page cache served part of the requests: the pass read a range of its file "
                              "twice, or the data set is small enough here to stay resident between reads"))
+    return out
+
+
+RETINANET = "retinanet"
+
+
+def measure_retinanet(t: _Tables, search: pd.DataFrame | None) -> list[Measured]:
+    """MLPerf Storage v3.0's RetinaNet (our extension, ``mlperf-storage-retinanet.yaml``): DLIO's
+    and the emulator's similarity to the real run (:func:`side_similarity`); one fixed file size
+    against the spread (the ``fixed`` side: the emulator on ``data/retinanet-fixed``, beside the
+    emulator on the spread): the spread's similarity minus the fixed size's, and the fixed size's
+    data throughput over the spread's (:meth:`_Tables.throughput_ratio` against the emulator);
+    the max accelerators at AU 0.85 on each tier of ``search`` (:func:`max_accelerators_rows`).
+    No row when the stage ran no RetinaNet pass (the declarations then say ``not measured``)."""
+    w = RETINANET
+    out = []
+    if not len(t.rows) or not (t.rows["workload"] == w).any():
+        why = ("no RetinaNet pass in this run (traced_comparison.points names no retinanet; a run made "
+               "before issue 69, as the shipped reference run, has none)")
+        out += [Measured(i, why_not=why) for i in (f"traced-similarity-dlio-{w}", f"traced-similarity-emulator-{w}",
+                                                   "retinanet-fixed-size-similarity", "retinanet-fixed-size-throughput")]
+    else:
+        out += [side_similarity(t, w, "dlio", f"traced-similarity-dlio-{w}"),
+                side_similarity(t, w, "emulator", f"traced-similarity-emulator-{w}")]
+        xe, xf = t.values(w, "emulator", "similarity"), t.values(w, "fixed", "similarity")
+        v, ci = t.compare_passes(w, "emulator", "fixed", "similarity",
+                                 lambda e, f: float(np.median(e) - np.median(f)), "median spread - median fixed")
+        out.append(Measured(
+            "retinanet-fixed-size-similarity", v, ci,
+            why_not=t.farthest(w, "fixed") if not _nan(v) else t.reason(w, "real", "emulator", "fixed"),
+            note=t.pre(f"similarity to the real run: emulator on the spread {t.spread(xe)}; on the fixed size "
+                       f"{t.spread(xf)}", PASSES_NOTE)))
+        v, ci, (pf, pe) = t.throughput_ratio(w, "fixed", "data_sps", base="emulator")
+        out.append(Measured(
+            "retinanet-fixed-size-throughput", v, ci,
+            why_not=("data_sps per pass (samples/s): spread " + ", ".join(f"{x:.4g}" for x in pe)
+                     + "; fixed " + ", ".join(f"{x:.4g}" for x in pf)) if not _nan(v)
+            else t.reason(w, "emulator", "fixed"),
+            note=t.pre(t.audit(w, "emulator", "fixed"), PASSES_NOTE),
+            not_comparable=t.unlike(w, "emulator", "fixed")))
+    out += max_accelerators_rows(search)
+    return out
+
+
+def max_accelerators_rows(search: pd.DataFrame | None) -> list[Measured]:
+    """One row per tier of RetinaNet's max-accelerators search (``search.csv``): the most emulated
+    accelerators at AU >= 0.85, with the deciding run's bound verdict, its device audit and every
+    G tried in the note. A search's answer is one number from one sequence of runs (no interval:
+    a check, judged on its value). None searched: no row (the declaration's template names none)."""
+    if search is None or not len(search) or "workload" not in search:
+        return []
+    out = []
+    for r in search[search["workload"] == RETINANET].itertuples():
+        g = getattr(r, "max_accelerators", float("nan"))
+        why = str(getattr(r, "stopped_because", "") or "")
+        if _nan(g):
+            out.append(Measured(f"retinanet-max-accelerators-{r.tier}", why_not=why or "the search did not run"))
+            continue
+        bound, place = str(getattr(r, "bound", "") or ""), str(getattr(r, "read_from", "") or "")
+        out.append(Measured(
+            f"retinanet-max-accelerators-{r.tier}", float(g),
+            note=(f"compute model {r.compute_model}, batch {r.batch_size}; bound: {bound} (the deciding run's "
+                  f"verdict; device audit: read from {place}); {getattr(r, 'where_time_went', '')}; tried "
+                  f"{getattr(r, 'tried', '')}; stopped: {why}"),
+            why_not=("the search stopped at a client-bound run: this client's limit, not the storage's"
+                     if bound == "client" else why)))
     return out

@@ -28,13 +28,16 @@ def _dir(stage_dir=None):
 
 def load(stage_dir=None) -> dict:
     """What the report reads of the measuring stage: ``rows`` (``throughput.csv``, one row per
-    pass and side), ``steps`` (``side_steps.csv``) and ``vectors`` (each side's median vector)."""
+    pass and side), ``steps`` (``side_steps.csv``), ``vectors`` (each side's median vector) and
+    ``search`` (``search.csv``, or None)."""
     d = _dir(stage_dir)
     # text columns read as text: an all-empty column is not a float column to fill with ""
     rows = pd.read_csv(d / "throughput.csv", dtype={"why": str, "backend": str, "status": str})
     rows[["why", "backend"]] = rows[["why", "backend"]].fillna("")
+    # search.csv: the max-accelerators search; a run without one (the shipped reference run) has none
+    search = pd.read_csv(d / "search.csv") if (d / "search.csv").exists() else None
     return {"rows": rows, "steps": pd.read_csv(d / "side_steps.csv"),
-            "vectors": _vectors(json.loads((d / "vectors.json").read_text()))}
+            "vectors": _vectors(json.loads((d / "vectors.json").read_text())), "search": search}
 
 
 def _vectors(obj: dict) -> dict:
@@ -111,4 +114,4 @@ def throughput_figure(rows: pd.DataFrame):
 
 def claims(tabs: dict, note: str = "") -> list[dict]:
     """The side-by-side claims of :func:`load`'s tables (:func:`.findings.claims`)."""
-    return findings.claims(tabs["rows"], tabs["steps"], tabs["vectors"], note)
+    return findings.claims(tabs["rows"], tabs["steps"], tabs["vectors"], note, tabs.get("search"))

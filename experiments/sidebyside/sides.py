@@ -10,7 +10,11 @@ The four sides read the same data set (staged on the comparison's tier by
   checkpoint pattern traced from the real run, ``results/emulator_patterns``);
 - ``dlio``: :func:`experiments.dlio.prepare` + :func:`experiments.dlio.execute` (DLIO 2.0's
   config written from the same section; ``computation_time`` from the compute model). When DLIO
-  cannot run here its side is ``not measured`` with DLIO's own reason.
+  cannot run here its side is ``not measured`` with DLIO's own reason;
+- ``fixed``: the emulator as its side, on the workload's fixed-size variant of the data (every
+  file one size, the v3.0 config's ``record_length_bytes``, as DLIO writes them:
+  :data:`.settings.FIXED_DATA`, RetinaNet's ``data/retinanet-fixed``), staged on the same tier;
+  a workload without such a variant does not run it (no row).
 
 Each side runs inside one window of its pass's :class:`experiments.trace.Session` (one tracer,
 the same back end and options for every side, attached once a pass: it follows every child: torchrun,
@@ -105,15 +109,18 @@ def prepare_dlio(workload: str, section: dict, batch_size: int, ranks: int, *, s
 
 def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: int, *, seed: int,
              data_dir: Path, work_dir: Path, checkpoint_root: Path, compute_model: str, session,
-             plan=None, checkpoint_pattern: str = "traced", eviction: str = "auto") -> dict:
+             plan=None, checkpoint_pattern: str = "traced", eviction: str = "auto", fixed_data=None) -> dict:
     """Run ``side`` of ``workload`` at (``batch_size``, ``ranks``) in a window of ``session``
     (an :class:`experiments.trace.Session`); ``plan``: the ``dlio`` side's
-    :func:`prepare_dlio`. Returns a dict: ``side``, ``workload``, ``status`` (``pending`` until
+    :func:`prepare_dlio`; ``fixed_data``: the ``fixed`` side's data (the staged fixed-size variant).
+    Returns a dict: ``side``, ``workload``, ``status`` (``pending`` until
     :func:`finish_side`, or not measured), ``why``, ``window``, ``run_dir``, ``data`` and
     ``checkpoint`` (the vector's filters), ``block_files``, ``eviction``, ``wall_s`` (the side
     alone, s), and ``dlio`` (DLIO's result) for that side."""
     work_dir = Path(work_dir)
     run_dir = work_dir / side
+    if side == "fixed":   # the emulator on the fixed-size variant (prepare_workload staged it)
+        data_dir = fixed_data
     ck = Path(checkpoint_root) / side
     if side != "dlio":   # DLIO's folder was made with its plan
         _empty(ck)
@@ -138,7 +145,7 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
             launch.run_config(workload, sec, batch_size, ranks, seed, Path(data_dir), run_dir,
                               compute=compute, variant=side)
             dres = None
-        elif side == "emulator":
+        elif side in ("emulator", "fixed"):
             from .. import emulator
 
             cfg = emulator.from_params(workload, sec, batch_size, ranks, compute_model=compute_model,
@@ -151,7 +158,7 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
 
             dres = dlio.execute(plan)
         else:
-            raise ConfigError(f"traced_comparison.sides: {side!r}; allowed: real, sleep, emulator, dlio")
+            raise ConfigError(f"traced_comparison.sides: {side!r}; allowed: real, sleep, emulator, dlio, fixed")
         os.sync()   # this side's checkpoint writeback inside its own trace
     wall = time.perf_counter() - t0
     block_files = _files([*data, ck])   # listed now: a later side's clean-up may remove them
@@ -275,17 +282,20 @@ def prepare_workload(workload: str, section: dict, point, cfg, seed: int, tier, 
     ``tier`` (the staging renames its folder), the section with ``cfg.overrides`` laid over and,
     when ``dlio`` is a side, DLIO's plan (:func:`prepare_dlio`)."""
     from ..emulator.bench import stage_data
+    from .settings import FIXED_DATA
 
     sec = section_for(workload, section, cfg.overrides.get(workload), Path("."))
     data = stage_data(workload, tier)
     work = Path(work_root) / workload
     ck_root = tier.dir / "traced_comparison-checkpoints" / workload
-    sides = ["real", *[s for s in cfg.sides if s != "real"]]
+    # the fixed side only where the workload has a fixed-size variant of its data
+    sides = ["real", *[s for s in cfg.sides if s != "real" and (s != "fixed" or workload in FIXED_DATA)]]
+    fixed = stage_data(FIXED_DATA[workload], tier) if "fixed" in sides else None
     plan = (prepare_dlio(workload, sec, point.batch_size, point.ranks, seed=seed, data_dir=data, work_dir=work,
                          checkpoint_root=ck_root, compute_model=cfg.compute_model,
                          dlio_timeout_s=cfg.dlio_timeout_s) if "dlio" in sides else None)
     return {"workload": workload, "section": sec, "point": point, "data_dir": data, "work_dir": work,
-            "checkpoint_root": ck_root, "sides": sides, "dlio_plan": plan}
+            "checkpoint_root": ck_root, "sides": sides, "dlio_plan": plan, "fixed_data": fixed}
 
 
 def run_workload(prep: dict, cfg, seed: int, session, progress_desc: str | None = None) -> dict:
@@ -302,7 +312,8 @@ def run_workload(prep: dict, cfg, seed: int, session, progress_desc: str | None 
                              data_dir=prep["data_dir"], work_dir=prep["work_dir"],
                              checkpoint_root=prep["checkpoint_root"], compute_model=cfg.compute_model,
                              session=session, plan=prep["dlio_plan"],
-                             checkpoint_pattern=cfg.checkpoint_pattern, eviction=cfg.eviction)
+                             checkpoint_pattern=cfg.checkpoint_pattern, eviction=cfg.eviction,
+                             fixed_data=prep.get("fixed_data"))
     return {"results": res, "data_dir": str(prep["data_dir"]), "checkpoint_root": str(prep["checkpoint_root"])}
 
 
@@ -326,12 +337,20 @@ def check_points(cfg, sections: dict) -> None:
     if "real" not in cfg.sides:
         raise ConfigError(f"traced_comparison.sides = {cfg.sides}; allowed: a list that includes real "
                           "(every side is compared with it)")
+    ma = cfg.max_accelerators
+    off = [w for w in ma.workloads if w not in cfg.points]
+    if off:   # a search runs at the workload's point (its batch size and overrides)
+        raise ConfigError(f"traced_comparison.max_accelerators.workloads = {ma.workloads}: {off} not in "
+                          f"points; allowed: workloads of points ({', '.join(cfg.points)})")
+    if ma.workloads and not ma.tiers:
+        raise ConfigError("traced_comparison.max_accelerators.tiers = []; allowed: one or more tier names "
+                          "(the search runs on each)")
 
 
-def pick_tier(tiers, name: str):
-    """The tier ``traced_comparison.tier`` names (:func:`experiments.tiers.tier_named`)."""
+def pick_tier(tiers, name: str, what: str = "traced_comparison.tier"):
+    """The tier ``what`` names (:func:`experiments.tiers.tier_named`)."""
     from ..tiers import tier_named
-    return tier_named(name, tiers, "traced_comparison.tier")
+    return tier_named(name, tiers, what)
 
 
 def clean(done: dict) -> None:

@@ -31,7 +31,9 @@ reads what it wrote and makes the figures and claims. ``results/traced_compariso
   ``variant`` = the side, every row tagged with its pass), so that
   :data:`experiments.workloads.validation.ROWS`'s ``emulator`` row reads this folder;
 - ``rounds.json``, ``variance.csv`` (between- and within-pass variance per workload and side),
-  ``metrics.json``, ``env.json``.
+  ``metrics.json``, ``env.json``;
+- ``search.csv``: the max-accelerators search of ``traced_comparison.max_accelerators``
+  (:func:`search`; RetinaNet at its AU mark of 0.85 on each tier), once a stage run, not a pass.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ import pandas as pd
 from ..trace.vector import KEYS
 from . import compare, sides
 
-TABLE_FILE = {"unet3d": "table_5_1_unet3d", "bert": "table_5_2_bert", "dlrm": "table_5_3_dlrm"}
+TABLE_FILE = {"unet3d": "table_5_1_unet3d", "bert": "table_5_2_bert", "dlrm": "table_5_3_dlrm",
+              "retinanet": "table_5_x_retinanet"}
 TIMELINE_FILE = {"unet3d": "fig5_7_unet3d_timeline", "bert": "fig5_12_bert_timeline",
-                 "dlrm": "fig5_18_dlrm_timeline"}
+                 "dlrm": "fig5_18_dlrm_timeline", "retinanet": "fig5_x_retinanet_timeline"}
 STAGE = "traced_comparison"
 CONFIG_KEYS = ("workload",)   # a configuration is a workload at its point; a run is one pass of its sides
 TABLES = ("vectors", "components", "side_steps", "steps", "loader", "phases")
@@ -78,6 +81,8 @@ def measuring_stage(cfg, work_root, passes: Passes | None = None):
     secs = {w: getattr(cfg, w).model_dump(mode="json") for w in tc.points if hasattr(cfg, w)}
     sides.check_points(tc, secs)
     tier = sides.pick_tier(cfg.tiers, tc.tier)
+    for t in tc.max_accelerators.tiers:   # the search's tiers, checked before any pass
+        sides.pick_tier(cfg.tiers, t, "traced_comparison.max_accelerators.tiers")
     work_root = Path(work_root)
     kept = passes if passes is not None else Passes()
 
@@ -89,6 +94,20 @@ def measuring_stage(cfg, work_root, passes: Passes | None = None):
     configs = [{"workload": w} for w in tc.points]
     return repeats.MeasuringStage(STAGE, CONFIG_KEYS, configs, run_one, repeats.RoundsPlan(tc.runs, tc.runs),
                                   cfg.seed, tables=TABLES, files=FILES, progress=f"{STAGE} passes")
+
+
+def search(cfg, work_root) -> pd.DataFrame:
+    """The max-accelerators search of ``traced_comparison.max_accelerators`` (none when it names
+    no workload): per tier and workload, the most emulated accelerators at the workload's AU
+    mark (RetinaNet: the v3.0 config's 0.85) with the bound verdict and the deciding run's device
+    audit (:func:`experiments.emulator.search.tier_table`); each trial a cold emulator run, after the passes."""
+    from ..emulator.search import tier_table
+
+    ma = cfg.traced_comparison.max_accelerators
+    if not ma.workloads:
+        return pd.DataFrame()
+    tiers = [sides.pick_tier(cfg.tiers, t, "traced_comparison.max_accelerators.tiers") for t in ma.tiers]
+    return tier_table(tiers, ma.workloads, ma.limit, Path(work_root) / "search", (ma.compute_model,), cfg)
 
 
 def measure(cfg, work_root, purchases=()) -> tuple:
@@ -334,12 +353,13 @@ _FIRST_PASS = ("trace_", "timeline_")   # file prefixes of the first pass's trac
 _FIRST_PASS_FILES = ("timelines.json", "sides.json")
 
 
-def write(out, m, kept: Passes, params: dict, appending: bool = False) -> dict:
+def write(out, m, kept: Passes, params: dict, appending: bool = False, searched: pd.DataFrame | None = None) -> dict:
     """What :func:`measure` returned into ``out`` (a :class:`experiments.results.StageResults`):
     the rows and side tables (``m.write``), the tables derived from every pass (module
-    docstring), and each workload's first pass's traces and timelines (``kept``). When a decide
-    run appends (``appending``), the traces and timelines of before stay; otherwise those of an
-    earlier run are removed first. Returns the metrics."""
+    docstring), each workload's first pass's traces and timelines (``kept``) and the
+    max-accelerators search (``searched``: :func:`search`'s table, ``search.csv``; None leaves the
+    one of before). When a decide run appends (``appending``), the traces and timelines of before
+    stay; otherwise those of an earlier run are removed first. Returns the metrics."""
     from ..results import atomic_write, read_json, write_json
     from ..workloads.fits import step_summary
 
@@ -349,6 +369,8 @@ def write(out, m, kept: Passes, params: dict, appending: bool = False) -> dict:
                 f.unlink()
     m.variance = variance(m)
     m.write(out)
+    if searched is not None:
+        out.table("search", searched)
     rows = m.rows
     out.table("similarity", rows[[c for c in SIM_COLS if c in rows]])
     out.table("runs", runs_table(rows))

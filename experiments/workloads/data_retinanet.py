@@ -4,8 +4,9 @@ like OpenImages', with boxes for the detection targets.
 The v3.0 config (mlcommons/storage ``configs/dlio/workload/retinanet_b200.yaml``) reads
 1,170,301 JPEG files of ``record_length_bytes`` 322,957 B. DLIO writes every file at that one
 size; the real OpenImages files spread around it. Here file ``i``'s target size is drawn from a
-log-normal with mean ``mean_bytes`` and log-space deviation ``size_sigma`` (0: every file at
-``mean_bytes``, DLIO's fixed size, for the fixed-against-spread comparison), clipped to
+log-normal with mean ``mean_bytes`` and log-space deviation ``size_sigma`` (0: every file exactly
+``mean_bytes``, DLIO's fixed size, the JPEG padded after its end marker: the fixed-size variant
+``data/retinanet-fixed`` of :func:`fixed_variant`, for the fixed-against-spread comparison), clipped to
 [``mean_bytes`` / 16, 16 x ``mean_bytes``], then scaled so that the set's mean is ``mean_bytes``. The shape of the spread is our assumption: no
 OpenImages size histogram is in the papers read here; a log-normal is the usual shape of
 photograph file sizes, and 0.5 (a coefficient of variation of about 0.53) is near the older
@@ -83,10 +84,16 @@ def _work(args) -> list[dict]:
 
     from ..datasets.imagenet_like import make_jpeg
 
-    out, seed, quality, tol, max_boxes, num_classes, items = args
+    out, seed, quality, tol, max_boxes, num_classes, items, exact = args
     done = []
     for split, index, target in items:
-        data = make_jpeg(int(target), seed, index, quality, tol)
+        if exact:
+            # one size for every file, as DLIO writes them: encoded at most the target, then
+            # padded after the JPEG's end marker (decoders stop there) to the target exactly
+            data = make_jpeg(int(target / (1 + tol)), seed, index, quality, tol)
+            data += bytes(int(target) - len(data))
+        else:
+            data = make_jpeg(int(target), seed, index, quality, tol)
         name = file_name(split, index)
         (Path(out) / name).write_bytes(data)
         w, h = Image.open(io.BytesIO(data)).size      # the header only
@@ -131,7 +138,8 @@ def generate(out: Path, cfg: "RetinanetData", seed: int) -> dict:
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers) as pool:
         rows = [r for done in pool.map(_work, [(str(tmp), seed, cfg.jpeg_quality, cfg.size_tolerance,
-                                                cfg.max_boxes, cfg.num_classes, c) for c in chunks]) for r in done]
+                                                cfg.max_boxes, cfg.num_classes, c, cfg.size_sigma == 0)
+                                               for c in chunks]) for r in done]
     boxes = pd.DataFrame([(r["path"], *b) for r in rows for b in r["boxes"]],
                          columns=["path", "label", "x0", "y0", "x1", "y1"])
     files = pd.DataFrame([{k: v for k, v in r.items() if k != "boxes"} for r in rows])
@@ -146,6 +154,15 @@ def generate(out: Path, cfg: "RetinanetData", seed: int) -> dict:
             "planned_bytes": planned_bytes(cfg, seed), "mean_file_bytes": float(train.mean()),
             "cv_file_bytes": float(train.std(ddof=0) / train.mean()), "boxes": len(boxes),
             "seconds": seconds, "MBps": nbytes / 1e6 / seconds}
+
+
+FIXED = "retinanet-fixed"   # the fixed-size variant's data folder (data/retinanet-fixed)
+
+
+def fixed_variant(cfg: "RetinanetData") -> "RetinanetData":
+    """The data settings of the fixed-size variant of ``cfg``'s set: the same files, seed and
+    images, every file exactly ``mean_bytes`` (the v3.0 config's one ``record_length_bytes``)."""
+    return cfg.model_copy(update={"size_sigma": 0.0})
 
 
 def read_manifest(folder: Path, split: str | None = None) -> pd.DataFrame:

@@ -105,6 +105,28 @@ def model_step(t, model, opt, loss_fn, inputs: tuple, target):
     return loss
 
 
+def torch_model(run: dict, build: Callable[[], object], device, sleep, lr: float, momentum: float = 0.9):
+    """``(net, model, opt)`` of a PyTorch rank: ``build()`` on ``device``, wrapped in DDP when a
+    process group is up, SGD with ``momentum``; ``(None, None, None)`` in an emulation (no model
+    is built). A sleep run (``sleep`` not None) still holds the optimizer state a trained model
+    checkpoints (momentum buffers): zero gradients, one step, the weights unchanged."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    if emulated(run):
+        return None, None, None
+    net = build().to(device)
+    model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None) if dist.is_initialized() else net
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    if sleep is not None:
+        for p in net.parameters():
+            p.grad = torch.zeros_like(p)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return net, model, opt
+
+
 def torch_saver(rank: int, path: Path, state: Callable[[], dict]) -> Callable[..., dict | None]:
     """A PyTorch program's checkpoint: rank 0 writes ``state()`` to ``path`` with ``torch.save``
     (overwriting the previous one, as the references); its facts are ``bytes`` and ``seconds``."""

@@ -52,6 +52,14 @@ def generate(workload: str, data_cfg, seed: int, content: str | None = None) -> 
     return g(data_dir(workload, content), data_cfg.model_copy(update={"content": content}), seed)
 
 
+def generate_fixed(data_cfg, seed: int) -> dict:
+    """RetinaNet's fixed-size variant (:func:`.data_retinanet.fixed_variant`: every file the
+    v3.0 config's one size) into ``data/retinanet-fixed``, beside ``data/retinanet``; its facts."""
+    from .data_retinanet import FIXED, fixed_variant, generate as g
+
+    return g(paths.data_dir(FIXED), fixed_variant(data_cfg), seed) | {"workload": FIXED}
+
+
 def check_data(workload: str, cfg, folder=None) -> None:
     """Stop before launch when the data set on disk is smaller than the sweep needs."""
     from ..config import ConfigError

@@ -215,7 +215,6 @@ def main(argv=None, replay=None) -> None:
     """One rank of UNET3D: the real model, a sleep run or the emulator (:mod:`.loop`)."""
     import torch
     import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.utils.data import DataLoader, DistributedSampler
 
     run = loop.read_run(argv)
@@ -224,20 +223,10 @@ def main(argv=None, replay=None) -> None:
     rank, world, _, device, sync = rk.setup_torch(run)
     barrier = step_compute.torch_barrier(device)
     lp = loop.RankLoop(run, rank, world, sync=sync, barrier=barrier)
-    net = model = opt = None
     with lp.phase("init"):
         sleep = loop.sleep_step(run, barrier)
-        if not loop.emulated(run):
-            net = build_model(mc["base_channels"], mc["depth"]).to(device)
-            model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None) if dist.is_initialized() else net
-            opt = torch.optim.SGD(model.parameters(), lr=tc["lr"], momentum=0.9)
-            if sleep is not None:
-                # The optimizer state a trained model checkpoints (momentum buffers), unchanged
-                # weights: zero gradients, one step.
-                for p in net.parameters():
-                    p.grad = torch.zeros_like(p)
-                opt.step()
-                opt.zero_grad(set_to_none=True)
+        net, model, opt = loop.torch_model(run, lambda: build_model(mc["base_channels"], mc["depth"]), device,
+                                           sleep, tc["lr"])
         train_ds = CaseDataset(run["data_dir"], "train", mc["crop"], seed, run["run_dir"], rank,
                                preprocessing=tc.get("preprocessing", "real"),
                                prep_sleep_s=tc.get("prep_sleep_s", 0.0), oversampling=tc.get("oversampling", 0.4))
