@@ -6,7 +6,7 @@ A stage's forecast is ``runs x seconds a run + fixed seconds``, from the referen
 seconds a run took and the seconds outside the runs, with the commit and host that measured
 them), moved to the active ``params.yaml`` and to this box:
 
-- **runs** follow the parameters: each measuring stage's *size* (:data:`SIZES`, a number
+- **runs** follow the parameters: each measuring stage's *size* (its registry entry's ``size`` rule, a number
   proportional to its run count: configurations x rounds) is computed from the active
   parameters and from the reference run's, and the reference runs are scaled by their ratio
   (a stage that stops early on the reference box keeps the same share of extra rounds);
@@ -53,7 +53,6 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from types import SimpleNamespace
 
 import yaml
 
@@ -67,99 +66,9 @@ CPU_SHARE = 0.5   # a stage whose CPU seconds the reference did not record: half
 
 
 # ----------------------------------------------------------------------------- sizes from params
-
-def _len(x) -> int:
-    return len(x) if isinstance(x, (list, tuple, dict)) else 1
-
-
-def _tier_names(p: dict) -> list[str]:
-    return [t["name"] for t in p.get("tiers") or []]
-
-
-def _rounds(s: dict) -> int:
-    """The rounds a stage runs at least: its ``repeats`` and its warm-up rounds."""
-    return int(s.get("repeats", 1)) + int(s.get("warmup", 0) or 0)
-
-
-def _ranked(procs: list[int], nodes: list | None) -> int:
-    """(P, nodes) pairs a launcher sweep runs: every node count (``all``: the Slurm allocation's,
-    as the stage resolves it) no larger than P."""
-    from .launcher import resolve_nodes
-
-    return sum(1 for q in procs for n in resolve_nodes(nodes or [1]) if n <= q)
-
-
-def _alexnet_prefetch(p: dict) -> float:
-    from .chien.alexnet import batch_configs, prefetch_configs
-
-    a = p["alexnet"]
-    cfg = SimpleNamespace(**{k: a[k] for k in ("threads", "prefetch", "batch_size", "batch_threads", "batch_tiers",
-                                                "batch_sizes")})
-    pre = prefetch_configs(a.get("tiers") or _tier_names(p), cfg)
-    return (len(pre) + len(batch_configs(cfg, pre))) * _rounds(a)
-
-
-def _alexnet_checkpoint(p: dict) -> float:
-    from .chien.alexnet_checkpoint import checkpoint_modes
-
-    c = p["alexnet_checkpoint"]
-    modes = checkpoint_modes(SimpleNamespace(**{k: c[k] for k in ("targets", "burst_buffer", "fast", "slow")}))
-    return len(modes) * _rounds(c)
-
-
-def _sweep(name: str):
-    def size(p: dict) -> float:
-        s = p[name]["sweep"]
-        return _len(s["batch_sizes"]) * _len(s["ranks"]) * int(s["repeats"])
-    return size
-
-
-def _workload_repeats(p: dict, workloads: list[str]) -> int:
-    return max(int(p[w]["sweep"]["repeats"]) for w in workloads if w in p) if workloads else 1
-
-
-def _workload_sleep(p: dict) -> float:
-    s = p["workload_sleep"]
-    w = s.get("workloads") or []
-    a3 = s.get("fig_a3") or {}
-    return (len(w) + _len(a3.get("modes")) * _len(a3.get("ranks"))) * _workload_repeats(p, w)
-
-
-def _workload_random(p: dict) -> float:
-    s = p["workload_random"]
-    w = s.get("workloads") or []
-    return len(w) * _len(s.get("ranks") or [1]) * _workload_repeats(p, w)
-
-
-# stage -> size(params): a number proportional to the seconds its runs take (configurations x
-# rounds, as the stage's own code builds them); a stage not named here is taken at its
-# reference seconds, whatever the parameters (its work does not scale with a count of runs)
-SIZES = {
-    "fio_baseline": lambda p: len(_tier_names(p)) * _rounds(p["fio_baseline"]),
-    "imagenet_like": lambda p: int(p["imagenet_like"]["n_images"]),
-    "caltech_like": lambda p: int(p["caltech_like"]["n_images"]),
-    "tfdata_read": lambda p: (len(_tier_names(p)) * _len(p["tfdata_read"]["variants"])
-                              * _len(p["tfdata_read"]["threads"]) * _rounds(p["tfdata_read"])),
-    "deepio": lambda p: (len(_tier_names(p)) * 2 * _len(p["deepio"]["ratios"])
-                         * _ranked(p["deepio"]["procs"], p["deepio"].get("nodes")) * _rounds(p["deepio"])),
-    "lmdbio": lambda p: (len(_tier_names(p)) * _len(p["lmdbio"]["datasets"]) * _len(p["lmdbio"]["strategies"])
-                         * _ranked(p["lmdbio"]["procs"], p["lmdbio"].get("nodes")) * _rounds(p["lmdbio"])),
-    "blog": lambda p: (len(_tier_names(p)) * (2 * _len(p["blog"]["threads"]) + _len(p["blog"]["workers"]))
-                       * _rounds(p["blog"])),
-    "alexnet_prefetch": _alexnet_prefetch,
-    "alexnet_checkpoint": _alexnet_checkpoint,
-    "unet3d": _sweep("unet3d"),
-    "bert": _sweep("bert"),
-    "dlrm": _sweep("dlrm"),
-    "retinanet": _sweep("retinanet"),
-    "workload_sleep": _workload_sleep,
-    "workload_random": _workload_random,
-    "traced_comparison": lambda p: (_len(p["traced_comparison"]["points"]) * _len(p["traced_comparison"]["sides"])
-                                    * int(p["traced_comparison"].get("runs", 1))),
-    "llm_checkpoint": lambda p: (_len(p["llm_checkpoint"]["tiers"]) * int(p["llm_checkpoint"]["repeats"])
-                                 * int(p["llm_checkpoint"]["checkpoints"])),
-}
-
+# Each stage's size rule is its registry entry's (experiments.stages.size_of): a number
+# proportional to the seconds its runs take; a stage without one is taken at its reference
+# seconds, whatever the parameters (its work does not scale with a count of runs).
 
 class _Reads(dict):
     """A params mapping that records the leaves a size rule reads (``alexnet.threads``)."""
@@ -185,9 +94,9 @@ class _Reads(dict):
 def counted(stage: str, params: dict) -> set[str]:
     """The parameter paths stage ``stage``'s size rule reads: what sets its count of runs."""
     seen: set[str] = set()
-    if stage in SIZES:
+    if stage in stages.BY_NAME:
         try:
-            SIZES[stage](_Reads(params, "", seen))
+            stages.size_of(stage, _Reads(params, "", seen))
         except (KeyError, TypeError, ValueError, ImportError):
             pass
     return seen
@@ -263,12 +172,12 @@ def code_changes(deps: list, changed: set[str] | None) -> list[str]:
 
 
 def size_of(stage: str, params: dict) -> float | None:
-    """Stage ``stage``'s size under ``params`` (:data:`SIZES`); None for a stage without one."""
-    f = SIZES.get(stage)
-    if f is None:
+    """Stage ``stage``'s size under ``params`` (:func:`experiments.stages.size_of`); None for a
+    stage without a size rule (or one the registry lacks)."""
+    if stage not in stages.BY_NAME:
         return None
     try:
-        return float(f(params))
+        return stages.size_of(stage, params)
     except (KeyError, TypeError, ValueError, ImportError) as e:
         raise SystemExit(f"forecast: stage {stage}: cannot count its runs from params.yaml ({e!r})") from None
 
@@ -395,8 +304,8 @@ def write_reference(ref: Reference, path: Path | None = None) -> Path:
     path = path or paths.root() / REFERENCE
     head = ["# The reference box's stage times, read by `python -m experiments.forecast plan` (make repro).",
             "# Re-record on the reference box after a make repro: python -m experiments.forecast record",
-            "# runs: the runs the stage made; size: the same count from its parameters (experiments/forecast.py",
-            "# SIZES), which the plan scales; run_s: seconds a run; fixed_s: the stage's seconds outside its runs.",
+            "# runs: the runs the stage made; size: the same count from its parameters (its registry entry's",
+            "# size rule, experiments/stages.py), which the plan scales; run_s: seconds a run; fixed_s: the stage's seconds outside its runs.",
             *[f"# {k}: {v}" for k, v in ref.meta.items()]]
     out = io.StringIO()
     w = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")

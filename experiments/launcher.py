@@ -80,6 +80,12 @@ def resolve_nodes(values) -> list[int]:
     return sorted({have if v == ALL else int(v) for v in check_nodes(values, "nodes")})
 
 
+def ranked(procs: list[int], nodes: list | None) -> int:
+    """The (P, nodes) pairs a launcher sweep runs: every node count (``all``: the allocation's)
+    no larger than P."""
+    return sum(1 for q in procs for n in resolve_nodes(nodes or [1]) if n <= q)
+
+
 def _bin(name: str) -> str:
     """``name`` from this Python's bin folder (the venv's, where the mpich wheel puts mpiexec),
     else from PATH."""

@@ -19,15 +19,16 @@ ALSO_WORKLOADS = {"unet3d", "bert", "dlrm"}
 # Lists of two or more stage names allowed outside the registry, and why.
 ALLOWED = {
     ("experiments/stages.py", None): "the registry itself",
-    ("experiments/forecast.py", "SIZES"): "a size rule per stage, keyed by its name (checked against the registry below)",
     ("experiments/workloads/report.py", "STAGE_DATA"): "the three stages whose claims that module measures, each a "
                                                         "constant of its own",
 }
 
 
 def _hand_lists(root):
-    """(file, assigned name, names) for every tuple, list, set or dict literal in the package
-    holding two or more stage names (string constants) beyond :data:`ALSO_WORKLOADS`."""
+    """(file, assigned name or function, names) for every tuple, list, set or dict literal in the
+    package holding two or more stage names (string constants) beyond :data:`ALSO_WORKLOADS`, and
+    for every function (or module body) that keys a mapping by two or more (``out["deepio"] =
+    ...``) or compares a value with two or more (``if stage == "deepio": ... elif ...``)."""
     names = set(stages.BY_NAME) - ALSO_WORKLOADS
     out = []
     for f in sorted((root / "experiments").rglob("*.py")):
@@ -49,6 +50,18 @@ def _hand_lists(root):
             hit = [e.value for e in elts if isinstance(e, ast.Constant) and e.value in names]
             if len(hit) >= 2:
                 out.append((rel, assigned.get(id(node)), hit))
+        funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        top = ast.Module([s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                      ast.ClassDef))], [])
+        for scope in (top, *funcs):   # a function's nodes count in it (and in the functions around it)
+            keyed = set()
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                    keyed |= {node.slice.value} & names if isinstance(node.slice, ast.Constant) else set()
+                elif isinstance(node, ast.Compare):
+                    keyed |= {c.value for c in (node.left, *node.comparators) if isinstance(c, ast.Constant)} & names
+            if len(keyed) >= 2:
+                out.append((rel, getattr(scope, "name", None), sorted(keyed)))
     return out
 
 
@@ -61,8 +74,13 @@ def test_no_module_lists_stage_names_by_hand():
 
 def test_the_hand_list_check_finds_a_list(tmp_path):
     (tmp_path / "experiments").mkdir()
-    (tmp_path / "experiments" / "x.py").write_text('MINE = ("deepio", "unet3d", "lmdbio")\nW = ("unet3d", "bert")\n')
-    assert _hand_lists(tmp_path) == [("experiments/x.py", "MINE", ["deepio", "lmdbio"])]
+    (tmp_path / "experiments" / "x.py").write_text(
+        'MINE = ("deepio", "unet3d", "lmdbio")\nW = ("unet3d", "bert")\n'
+        'def configs(p):\n    out = {}\n    out["deepio"] = 1\n    out["blog"] = 2\n    return out\n'
+        'def size(stage):\n    if stage == "deepio":\n        return 1\n    return 2 if stage == "lmdbio" else 3\n')
+    assert _hand_lists(tmp_path) == [("experiments/x.py", "MINE", ["deepio", "lmdbio"]),
+                                     ("experiments/x.py", "configs", ["blog", "deepio"]),
+                                     ("experiments/x.py", "size", ["deepio", "lmdbio"])]
 
 
 def test_config_decide_replicate_and_forecast_read_the_registry():
@@ -70,7 +88,15 @@ def test_config_decide_replicate_and_forecast_read_the_registry():
     assert tuple(purchases.DecideParams.model_fields) == purchases.BUYING == stages.buying()
     assert replicate.MEASURING == forecast.MEASURING == stages.measuring()
     assert set(stages.buying()) <= set(stages.measuring())
-    assert set(forecast.SIZES) <= set(stages.BY_NAME), "a size rule for a stage the registry lacks"
+
+
+
+def test_every_size_rule_and_configurations_function_exists():
+    """A stage's rules are named as "module:function" (imported only when asked): each resolves."""
+    named = [(s.name, ref) for s in stages.STAGES for ref in (s.size, s.configs) if ref]
+    assert len(named) > 20
+    for name, ref in named:
+        assert callable(stages.rule(ref)), f"{name}: {ref}"
 
 
 def test_every_stage_entry_names_a_notebook_and_a_report_that_exist():

@@ -29,6 +29,7 @@ from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import Section
 from ..tiers import require_free, storage_tier_of
+from ..stages import count, rounds, tier_names
 from .findings import (COLLECTL_COLUMNS, DSTAT_KEYS, collectl_table, dstat_rows_of, summarize,  # noqa: F401
                        summarize_runs)
 
@@ -279,3 +280,16 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
     return got, {"eviction": evictions}
 
 
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x (tf.data cold and warm threads + PyTorch workers) x rounds."""
+    b = p["blog"]
+    return len(tier_names(p)) * (2 * count(b["threads"]) + count(b["workers"])) * rounds(b)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`)."""
+    b = p["blog"]
+    return [{k: c.get(k) for k in ("framework", "tier", "format", "threads", "workers")}
+            for c in run_configs(tier_names(p), b["threads"], b["workers"])]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -29,8 +30,9 @@ from pydantic import Field, field_validator
 from .. import cache, dstat
 from ..cache import EvictionMethod
 from ..common_config import check_counts
-from ..config import ConfigError, Section
+from ..config import ConfigError, Section, validate
 from ..tiers import tier_named
+from ..stages import rounds, tier_names
 
 
 class AlexNetConfig(Section):
@@ -416,3 +418,22 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
                                 for _, r in s.iterrows()]
     s["io_excess_s"] = s["no_prefetch_seconds"] - s["seconds"]
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): the prefetch and batch sweeps' configurations x rounds."""
+    a = p["alexnet"]
+    cfg = SimpleNamespace(**{k: a[k] for k in ("threads", "prefetch", "batch_size", "batch_threads", "batch_tiers",
+                                              "batch_sizes")})
+    pre = prefetch_configs(a.get("tiers") or tier_names(p), cfg)
+    return (len(pre) + len(batch_configs(cfg, pre))) * rounds(a)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): the prefetch sweep's, then the batch sweep's."""
+    a = validate("alexnet", p["alexnet"])
+    pre = prefetch_configs(tier_names(p, a.tiers), a)
+    return ([{"experiment": "prefetch", **c} for c in pre]
+            + [{"experiment": "batch", **c} for c in batch_configs(a, pre)])

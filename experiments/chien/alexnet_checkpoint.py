@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from types import SimpleNamespace
 from typing import Literal
 
 import numpy as np
@@ -16,8 +17,9 @@ from pydantic import Field, model_validator
 
 from .. import cache, dstat
 from ..cache import EvictionMethod
-from ..config import ConfigError, Section
+from ..config import ConfigError, Section, validate
 from ..tiers import Tier, tier_named
+from ..stages import rounds
 from .alexnet import Trainer, build_pipeline, check_batches, data_folder, run_steps
 
 
@@ -285,3 +287,18 @@ def summarize_checkpoint(runs: pd.DataFrame, fast: str, saves: pd.DataFrame | No
         s[f"{col}_vs_fast"] = s[col] / base if base else np.nan
     s.loc[s["mode"] == "none", ["overhead_s_vs_fast", "stall_median_s_vs_fast"]] = np.nan
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): checkpoint modes x rounds."""
+    c = p["alexnet_checkpoint"]
+    return len(checkpoint_modes(SimpleNamespace(**{k: c[k] for k in ("targets", "burst_buffer", "fast", "slow")}))) \
+        * rounds(c)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`)."""
+    return [{"mode": m["mode"], "target": m["target"]}
+            for m in checkpoint_modes(validate("alexnet_checkpoint", p["alexnet_checkpoint"]))]

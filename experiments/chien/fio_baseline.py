@@ -26,6 +26,7 @@ from .. import cache, device_audit
 from ..config import ConfigError, Section
 from ..progress import progress
 from ..tiers import Tier, prepare, require_free
+from ..stages import rounds, tier_names
 
 JOBS = ("seqwrite", "seqread", "randread", "randread16k")
 
@@ -149,3 +150,10 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
         by = g["served_by"].agg(lambda s: "cache" if (s == "cache").any() else s.iloc[0])
         out = out.join(by, on=["tier", "job"]).join(g["device_ratio"].median(), on=["tier", "job"])
     return out
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x rounds."""
+    return len(tier_names(p)) * rounds(p["fio_baseline"])

@@ -26,6 +26,7 @@ from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import Section
 from ..tiers import Tier
+from ..stages import count, rounds, tier_names
 
 VARIANTS = ("full", "read_only", "raw")
 
@@ -174,3 +175,17 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     base = s[s["threads"] == s["threads"].min()].set_index(["tier", "variant"])["images_per_s"]
     s["speedup_vs_min_threads"] = [r.images_per_s / base[(r.tier, r.variant)] for r in s.itertuples()]
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x variants x threads x rounds."""
+    t = p["tfdata_read"]
+    return len(tier_names(p)) * count(t["variants"]) * count(t["threads"]) * rounds(t)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`)."""
+    t = p["tfdata_read"]
+    return [{"tier": x, "variant": v, "threads": n} for x in tier_names(p) for v in t["variants"] for n in t["threads"]]

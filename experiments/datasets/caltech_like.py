@@ -177,3 +177,10 @@ def size_histogram(sizes: pd.Series, bin_KB: float = 2.0, max_KB: float = 60.0) 
     counts, _ = np.histogram(kb, bins=edges)
     return pd.DataFrame({"bin_lo_KB": edges[:-1], "bin_hi_KB": edges[1:],
                          "files_percent": counts / max(len(kb), 1) * 100})
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): its images."""
+    return int(p[name]["n_images"])

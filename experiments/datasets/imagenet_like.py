@@ -183,3 +183,10 @@ def size_histogram(sizes: pd.Series, bssplit: str) -> pd.DataFrame:
         rows.append({"bucket_bytes": b, "bucket": f"{b // 1024}K", "mix_percent": w,
                      "files_percent": share})
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): its images."""
+    return int(p[name]["n_images"])

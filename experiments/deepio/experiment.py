@@ -36,6 +36,7 @@ from ..common_config import check_counts
 from ..config import Section
 from ..progress import progress
 from ..tiers import prepare, require_free, storage_tier_of
+from ..stages import count, rounds, tier_names
 
 
 class DeepIOConfig(Section):
@@ -333,3 +334,19 @@ def summarize_loader(raw: pd.DataFrame) -> pd.DataFrame:
     base = s[s["mode"] == "ordered"].set_index(["tier", "R", "P", "nodes"])["MBps"]
     s["speedup_vs_ordered"] = [r.MBps / base[(r.tier, r.R, r.P, r.nodes)] for r in s.itertuples()]
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x both assemblies x ratios x (P, nodes) x rounds."""
+    d = p["deepio"]
+    return len(tier_names(p)) * 2 * count(d["ratios"]) * launcher.ranked(d["procs"], d.get("nodes")) * rounds(d)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`); a node count ``all`` left out (the allocation's, unknown here)."""
+    d = p["deepio"]
+    nodes = [n for n in d.get("nodes", [1]) if n != "all"] or [1]
+    return [{"tier": x, "mode": m, "R": r, "P": q, "nodes": n} for x in tier_names(p)
+            for m in ("ordered", "opportunistic") for r in d["ratios"] for q in d["procs"] for n in nodes if n <= q]

@@ -28,6 +28,7 @@ from pydantic import Field, field_validator, model_validator
 from .. import cache, device_audit
 from ..config import ConfigError, Section
 from . import llm_layout as L
+from ..stages import count
 
 RANK_PROGRAM = "experiments.emulator.llm_rank"
 RANK_OVERHEAD_BYTES = 640 << 20   # one rank's Python, torch and MPI before any state (peak RSS ~610 MB here)
@@ -255,3 +256,19 @@ def write_run(out: Path, lo: L.Layout, r: dict) -> None:
                                       "runs": run.to_dict("records")})
     md = summary_md(lo, r)
     atomic_write(out / "summary.md", lambda p: p.write_text(md))
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x repeats x checkpoints."""
+    c = p["llm_checkpoint"]
+    return count(c["tiers"]) * int(c["repeats"]) * int(c["checkpoints"])
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): each tier's variants, ``direct`` only on a tier not memory-backed."""
+    c = p["llm_checkpoint"]
+    memory = {t["name"] for t in p["tiers"] if cache.memory_backed(t["path"])}
+    return [{"tier": x, "variant": v} for x in c["tiers"] for v in ("fsync", "no-fsync", "direct")
+            if not (v == "direct" and (x in memory or not c.get("read_direct", True)))]

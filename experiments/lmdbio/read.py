@@ -61,6 +61,7 @@ from ..config import ConfigError, Section
 from .mpi_rank import node_plan
 from ..progress import progress
 from ..tiers import prepare, require_free
+from ..stages import count, rounds, tier_names
 
 STRATEGIES = ("lmdb", "lmm", "dio_prov", "coal", "stag")
 
@@ -445,3 +446,20 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     s["speedup_vs_lmdb"] = [base.get((r.tier, r.dataset, r.P, r.nodes), np.nan) / r.seconds
                             for r in s.itertuples()]
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x data sets x strategies x (P, nodes) x rounds."""
+    lm = p["lmdbio"]
+    return (len(tier_names(p)) * count(lm["datasets"]) * count(lm["strategies"])
+            * launcher.ranked(lm["procs"], lm.get("nodes")) * rounds(lm))
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`); a node count ``all`` left out (the allocation's, unknown here)."""
+    lm = p["lmdbio"]
+    nodes = [n for n in lm.get("nodes", [1]) if n != "all"] or [1]
+    return [{"tier": x, "dataset": ds["name"], "strategy": s, "P": q, "nodes": n} for x in tier_names(p)
+            for ds in lm["datasets"] for s in lm["strategies"] for q in lm["procs"] for n in nodes]

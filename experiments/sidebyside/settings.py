@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..config import Section
+from ..stages import count
 
 WORKLOADS = ("unet3d", "bert", "dlrm")
 SIDES = ("real", "sleep", "emulator", "dlio")
@@ -42,3 +43,16 @@ class TracedComparisonConfig(Section):
     runs: int = Field(1, ge=1, le=50, description="passes of every workload (a pass: each side once, "
                                                  "traced): the unit of every interval; 3 give the ratios "
                                                  "between sides one, 6 a side's own similarity")
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): points x sides x runs."""
+    t = p["traced_comparison"]
+    return count(t["points"]) * count(t["sides"]) * int(t.get("runs", 1))
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): one per workload point."""
+    return [{"workload": w} for w in p["traced_comparison"]["points"]]

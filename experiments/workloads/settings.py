@@ -14,7 +14,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..common_config import check_counts
-from ..config import Section
+from ..config import Section, validate
+from ..stages import count
 
 from .shapes import CRITEO_CARDINALITIES, min_dims
 
@@ -379,3 +380,59 @@ class WorkloadRandomConfig(Subset):
 
     workloads: list[Literal["unet3d", "bert", "dlrm"]] = Field(["unet3d", "bert", "dlrm"], min_length=1,
                                                             description="RetinaNet has no generated-data row")
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def sweep_size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): a workload's batch sizes x ranks x repeats."""
+    s = p[name]["sweep"]
+    return count(s["batch_sizes"]) * count(s["ranks"]) * int(s["repeats"])
+
+
+def real_configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): a workload's real runs."""
+    s = p[name]["sweep"]
+    return [{"workload": name, "variant": "real", "ranks": g, "batch_size": n} for g in s["ranks"] for n in s["batch_sizes"]]
+
+
+def _most_repeats(p: dict, workloads: list[str]) -> int:
+    return max(int(p[w]["sweep"]["repeats"]) for w in workloads if w in p) if workloads else 1
+
+
+def sleep_size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): (workloads + Fig A.3's modes x ranks) x their most repeats."""
+    s = p["workload_sleep"]
+    w = s.get("workloads") or []
+    a3 = s.get("fig_a3") or {}
+    return (len(w) + count(a3.get("modes")) * count(a3.get("ranks"))) * _most_repeats(p, w)
+
+
+def random_size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): workloads x ranks x their most repeats."""
+    s = p["workload_random"]
+    w = s.get("workloads") or []
+    return len(w) * count(s.get("ranks") or [1]) * _most_repeats(p, w)
+
+
+def sleep_configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): each workload's sleep grid, and UNET3D's Fig A.3 prep modes."""
+    ws = validate("workload_sleep", p["workload_sleep"])
+    out = []
+    for w in ws.workloads:
+        g, bs = ws.grid(validate(w, p[w]).sweep, "workload_sleep")
+        out += [{"workload": w, "variant": "sleep", "ranks": r, "batch_size": n} for r in g for n in bs]
+        if w == "unet3d":
+            out += [{"workload": w, "variant": f"prep-{m}", "ranks": r, "batch_size": n}
+                    for m in ws.fig_a3.modes for r in (ws.fig_a3.ranks or g) for n in bs]
+    return out
+
+
+def random_configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): each workload's random-data grid."""
+    wr = validate("workload_random", p["workload_random"])
+    out = []
+    for w in wr.workloads:
+        g, bs = wr.grid(validate(w, p[w]).sweep, "workload_random")
+        out += [{"workload": w, "variant": "random", "ranks": r, "batch_size": n} for r in g for n in bs]
+    return out
