@@ -6,6 +6,7 @@ import ast
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from experiments import config, depcheck, forecast, paths, profile, stages
@@ -180,3 +181,53 @@ def test_every_pipeline_notebook_is_committed_without_outputs_and_with_cell_ids(
         for i, c in enumerate(nb["cells"]):
             assert "id" in c, f"{s.notebook}: cell {i} has no id (nbformat's normalize() adds them)"
             assert not c.get("outputs") and c.get("execution_count") is None, f"{s.notebook}: cell {i} has outputs"
+
+
+def _declaring(tmp_path, files: dict[str, str]):
+    pkg = tmp_path / "experiments"
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    return pkg
+
+
+def test_a_modules_own_entry_is_found_without_importing_it(tmp_path):
+    """``STAGE = Stage(...)`` (or a tuple of them) in any module, read with ast: the module itself
+    would fail to import; its bare names are its own, a report module's STAGE string is no entry."""
+    pkg = _declaring(tmp_path, {
+        "toy/__init__.py": "",
+        "toy/stage.py": 'import no_such_module\n_IN = ("data/a",)\n'
+                        'STAGE = Stage("toy", "notebooks/70-toy.ipynb", "measuring", {"toy": "Settings"}, ("toy",),\n'
+                        '              True, "toy_report", (*_IN, *(f"results/{w}" for w in ("x", "y"))), size="size")\n',
+        "toy/report.py": 'STAGE = "toy_report"\n',
+        "two.py": 'STAGE = (Stage("b", "notebooks/72-b.ipynb", "measuring", configs="other.mod:f"),\n'
+                  '         Stage("a", "notebooks/71-a.ipynb", "data"))\n'})
+    got = {s.name: s for s in stages.discover(pkg)}
+    assert set(got) == {"toy", "a", "b"}
+    toy = got["toy"]
+    assert toy.module == "experiments.toy.stage" and toy.settings == {"toy": "experiments.toy.stage:Settings"}
+    assert toy.size == "experiments.toy.stage:size" and toy.inputs == ("data/a", "results/x", "results/y")
+    assert got["b"].configs == "other.mod:f" and got["a"].module == "experiments.two"
+
+
+def test_a_declaration_that_needs_running_code_stops_with_where_it_is(tmp_path):
+    pkg = _declaring(tmp_path, {"bad.py": 'import os\nSTAGE = Stage("bad", os.environ["NB"], "measuring")\n'})
+    with pytest.raises(ValueError, match=r"experiments/bad.py: STAGE: .*literals"):
+        stages.discover(pkg)
+
+
+def test_the_order_puts_a_stage_after_what_it_reads_and_a_name_twice_stops():
+    S = stages.Stage
+    got = stages.in_order([S("late_report", "notebooks/05-r.ipynb", "report", inputs=("results/m/x.csv",)),
+                           S("m", "notebooks/40-m.ipynb", "measuring", inputs=("data/d",)),
+                           S("d", "notebooks/41-d.ipynb", "data", outs=("data/d",)),
+                           S("all", "notebooks/99-c.ipynb", "claims"), S("first", "notebooks/00-f.ipynb", "rules")])
+    assert [s.name for s in got] == ["first", "d", "m", "late_report", "all"]
+    with pytest.raises(ValueError, match="declared twice"):
+        stages.in_order([S("m", "notebooks/40-m.ipynb", "measuring"), S("m", "notebooks/41-m.ipynb", "measuring")])
+
+
+def test_every_measuring_stage_is_declared_in_its_module():
+    """One way to add a measuring stage: its module's STAGE (stages.py lists only the others)."""
+    for s in stages.STAGES:
+        assert (s.kind == "measuring") == (s.module is not None), s.name

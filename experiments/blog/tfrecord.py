@@ -29,7 +29,7 @@ from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import Section
 from ..tiers import require_free, storage_tier_of
-from ..stages import count, rounds, tier_names
+from ..stages import Stage, count, rounds, tier_names
 from .findings import (COLLECTL_COLUMNS, DSTAT_KEYS, collectl_table, dstat_rows_of, summarize,  # noqa: F401
                        summarize_runs)
 
@@ -280,7 +280,7 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
     return got, {"eviction": evictions}
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x (tf.data cold and warm threads + PyTorch workers) x rounds."""
@@ -293,3 +293,8 @@ def configurations(p: dict, name: str) -> list[dict]:
     b = p["blog"]
     return [{k: c.get(k) for k in ("framework", "tier", "format", "threads", "workers")}
             for c in run_configs(tier_names(p), b["threads"], b["workers"])]
+
+
+STAGE = Stage("blog", "notebooks/44-blog-tfrecord-vs-jpeg.ipynb", "measuring", {"blog": "BlogConfig"},
+              ("seed", "tiers", "imagenet_size_mix", "blog"), True, "blog_report", ("data/imagenet_like",),
+              size="size", configs="configurations")

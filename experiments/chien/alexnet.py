@@ -32,7 +32,7 @@ from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import ConfigError, Section, validate
 from ..tiers import tier_named
-from ..stages import rounds, tier_names
+from ..stages import Stage, rounds, tier_names
 
 
 class AlexNetConfig(Section):
@@ -420,7 +420,7 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): the prefetch and batch sweeps' configurations x rounds."""
@@ -437,3 +437,8 @@ def configurations(p: dict, name: str) -> list[dict]:
     pre = prefetch_configs(tier_names(p, a.tiers), a)
     return ([{"experiment": "prefetch", **c} for c in pre]
             + [{"experiment": "batch", **c} for c in batch_configs(a, pre)])
+
+
+STAGE = Stage("alexnet_prefetch", "notebooks/11-alexnet-prefetch.ipynb", "measuring", {"alexnet": "AlexNetConfig"},
+              ("seed", "tiers", "caltech_like.n_classes", "alexnet"), True, "alexnet_report", ("data/caltech_like",),
+              size="size", configs="configurations")

@@ -19,7 +19,7 @@ from .. import cache, dstat
 from ..cache import EvictionMethod
 from ..config import ConfigError, Section, validate
 from ..tiers import Tier, tier_named
-from ..stages import rounds
+from ..stages import Stage, rounds
 from .alexnet import Trainer, build_pipeline, check_batches, data_folder, run_steps
 
 
@@ -289,7 +289,7 @@ def summarize_checkpoint(runs: pd.DataFrame, fast: str, saves: pd.DataFrame | No
     return s
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): checkpoint modes x rounds."""
@@ -302,3 +302,10 @@ def configurations(p: dict, name: str) -> list[dict]:
     """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`)."""
     return [{"mode": m["mode"], "target": m["target"]}
             for m in checkpoint_modes(validate("alexnet_checkpoint", p["alexnet_checkpoint"]))]
+
+
+STAGE = Stage("alexnet_checkpoint", "notebooks/12-alexnet-checkpoint.ipynb", "measuring",
+              {"alexnet_checkpoint": "CheckpointConfig"},
+              ("seed", "tiers", "caltech_like.n_classes", "alexnet.image_size", "alexnet.width", "alexnet.dense_width",
+               "alexnet.learning_rate", "alexnet_checkpoint"), True, "alexnet_report", ("data/caltech_like",),
+              size="size", configs="configurations")

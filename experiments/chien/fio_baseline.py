@@ -26,7 +26,7 @@ from .. import cache, device_audit
 from ..config import ConfigError, Section
 from ..progress import progress
 from ..tiers import Tier, prepare, require_free
-from ..stages import rounds, tier_names
+from ..stages import Stage, rounds, tier_names
 
 JOBS = ("seqwrite", "seqread", "randread", "randread16k")
 
@@ -152,8 +152,12 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x rounds."""
     return len(tier_names(p)) * rounds(p["fio_baseline"])
+
+
+STAGE = Stage("fio_baseline", "notebooks/01-device-baseline.ipynb", "measuring", {"fio_baseline": "FioConfig"},
+              ("tiers", "fio_baseline", "imagenet_size_mix"), report="tfdata_read_report", size="size")

@@ -26,7 +26,7 @@ from ..cache import EvictionMethod
 from ..common_config import check_counts
 from ..config import Section
 from ..tiers import Tier
-from ..stages import count, rounds, tier_names
+from ..stages import Stage, count, rounds, tier_names
 
 VARIANTS = ("full", "read_only", "raw")
 
@@ -177,7 +177,7 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x variants x threads x rounds."""
@@ -189,3 +189,10 @@ def configurations(p: dict, name: str) -> list[dict]:
     """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`)."""
     t = p["tfdata_read"]
     return [{"tier": x, "variant": v, "threads": n} for x in tier_names(p) for v in t["variants"] for n in t["threads"]]
+
+
+STAGE = Stage("tfdata_read", "notebooks/03-tfdata-read.ipynb", "measuring", {"tfdata_read": "TFDataReadConfig"},
+              ("seed", "tiers", "tfdata_read"), True, "tfdata_read_report", ("data/imagenet_like",),
+              plots=({"tfdata thread scaling": {"template": "simple", "x": "threads",
+                                                "y": {"results/tfdata_read/summary.csv": "images_per_s"}}},),
+              size="size", configs="configurations")

@@ -36,7 +36,7 @@ from ..common_config import check_counts
 from ..config import Section
 from ..progress import progress
 from ..tiers import prepare, require_free, storage_tier_of
-from ..stages import count, rounds, tier_names
+from ..stages import Stage, count, rounds, tier_names
 
 
 class DeepIOConfig(Section):
@@ -336,7 +336,7 @@ def summarize_loader(raw: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x both assemblies x ratios x (P, nodes) x rounds."""
@@ -350,3 +350,8 @@ def configurations(p: dict, name: str) -> list[dict]:
     nodes = [n for n in d.get("nodes", [1]) if n != "all"] or [1]
     return [{"tier": x, "mode": m, "R": r, "P": q, "nodes": n} for x in tier_names(p)
             for m in ("ordered", "opportunistic") for r in d["ratios"] for q in d["procs"] for n in nodes if n <= q]
+
+
+STAGE = Stage("deepio", "notebooks/40-deepio.ipynb", "measuring", {"deepio": "DeepIOConfig"},
+              ("seed", "tiers", "deepio"), True, "deepio_report", ("data/imagenet_like",),
+              size="size", configs="configurations")

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import paths
 from ..config import ConfigError
+from ..stages import Stage
 
 WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 TORCH_WORKLOADS = ("unet3d", "dlrm", "retinanet")
@@ -319,3 +320,14 @@ class EmulatorSection(BaseModel):
         description="one (batch size, accelerators) per workload emulated")
     search_limit: int = Field(0, ge=0, le=1024, description="max-accelerators search up to this "
                               "many accelerators (0: no search)")
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+# The stage's entry in the registry (experiments/stages.py finds it: docs/adding-a-stage.md).
+STAGE = Stage("emulator_patterns", "notebooks/50-emulator-patterns.ipynb", "measuring",
+              {"emulator": "EmulatorSection"},
+              ("seed", *(f"{w}.{p}" for w in ("unet3d", "bert", "dlrm") for p in ("model", "train", "sweep")),
+               "emulator.pattern_ranks"),
+              report="emulator_patterns_report", inputs=("data/unet3d", "data/bert", "data/dlrm"),
+              note="Ho-Von 2023 Sec 6.4: each real workload traced, its checkpoint writes become the emulator's "
+                   "pattern (measures; draws nothing).")

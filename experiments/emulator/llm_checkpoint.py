@@ -28,7 +28,7 @@ from pydantic import Field, field_validator, model_validator
 from .. import cache, device_audit
 from ..config import ConfigError, Section
 from . import llm_layout as L
-from ..stages import count
+from ..stages import Stage, count
 
 RANK_PROGRAM = "experiments.emulator.llm_rank"
 RANK_OVERHEAD_BYTES = 640 << 20   # one rank's Python, torch and MPI before any state (peak RSS ~610 MB here)
@@ -258,7 +258,7 @@ def write_run(out: Path, lo: L.Layout, r: dict) -> None:
     atomic_write(out / "summary.md", lambda p: p.write_text(md))
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x repeats x checkpoints."""
@@ -272,3 +272,10 @@ def configurations(p: dict, name: str) -> list[dict]:
     memory = {t["name"] for t in p["tiers"] if cache.memory_backed(t["path"])}
     return [{"tier": x, "variant": v} for x in c["tiers"] for v in ("fsync", "no-fsync", "direct")
             if not (v == "direct" and (x in memory or not c.get("read_direct", True)))]
+
+
+STAGE = Stage("llm_checkpoint", "notebooks/55-llm-checkpoint.ipynb", "measuring",
+              {"llm_checkpoint": "LLMCheckpointConfig"},
+              ("seed", "tiers", "llm_checkpoint"), True, "llm_checkpoint_report", ("results/fio_baseline/summary.csv",),
+              note="LLM checkpointing as MLPerf Storage defines it (measures; draws nothing).",
+              size="size", configs="configurations")

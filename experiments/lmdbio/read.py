@@ -61,7 +61,7 @@ from ..config import ConfigError, Section
 from .mpi_rank import node_plan
 from ..progress import progress
 from ..tiers import prepare, require_free
-from ..stages import count, rounds, tier_names
+from ..stages import Stage, count, rounds, tier_names
 
 STRATEGIES = ("lmdb", "lmm", "dio_prov", "coal", "stag")
 
@@ -448,7 +448,7 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x data sets x strategies x (P, nodes) x rounds."""
@@ -463,3 +463,7 @@ def configurations(p: dict, name: str) -> list[dict]:
     nodes = [n for n in lm.get("nodes", [1]) if n != "all"] or [1]
     return [{"tier": x, "dataset": ds["name"], "strategy": s, "P": q, "nodes": n} for x in tier_names(p)
             for ds in lm["datasets"] for s in lm["strategies"] for q in lm["procs"] for n in nodes]
+
+
+STAGE = Stage("lmdbio", "notebooks/42-lmdbio.ipynb", "measuring", {"lmdbio": "LMDBIOConfig"},
+              ("seed", "tiers", "lmdbio"), True, "lmdbio_report", size="size", configs="configurations")

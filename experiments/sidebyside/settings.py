@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..config import Section
-from ..stages import count
+from ..stages import Stage, count
 
 WORKLOADS = ("unet3d", "bert", "dlrm")
 SIDES = ("real", "sleep", "emulator", "dlio")
@@ -45,7 +45,7 @@ class TracedComparisonConfig(Section):
                                                  "between sides one, 6 a side's own similarity")
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): points x sides x runs."""
@@ -56,3 +56,14 @@ def size(p: dict, name: str) -> float:
 def configurations(p: dict, name: str) -> list[dict]:
     """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): one per workload point."""
     return [{"workload": w} for w in p["traced_comparison"]["points"]]
+
+
+STAGE = Stage("traced_comparison", "notebooks/52-traced-comparison.ipynb", "measuring",
+              {"traced_comparison": "TracedComparisonConfig"},
+              ("seed", "tiers", "unet3d", "bert", "dlrm", "traced_comparison"), True, "traced_comparison_report",
+              (*(f"data/{w}" for w in ("unet3d", "bert", "dlrm")), "results/workload_fits/compute_model.json",
+               "results/emulator_patterns/checkpoint_pattern.json",
+               *(f"results/{w}/checkpoint.json" for w in ("unet3d", "bert", "dlrm"))),
+              note="Ho-Von 2023 Tables 5.1-5.3, Fig 5.7/5.12/5.18: real, sleep, emulator and DLIO traced side by "
+                   "side (measures; draws nothing).",
+              size="size", configs="configurations")

@@ -34,6 +34,7 @@ from pydantic import Field, model_validator
 
 from ..config import Section
 from . import lmdb_runs, patterns, vector
+from ..stages import Stage
 from .phases import PhaseLog
 from .schema import Trace
 from .session import Session
@@ -246,3 +247,10 @@ def save(out, m: dict, vec: pd.DataFrame, check: pd.DataFrame, lcheck: pd.DataFr
             loader=m["loader"], lmdb=m["lmdb"], tier=tier_info.__dict__, events=int(len(raw)),
             lmdb_match_fraction=float(lcheck["match"].mean()) if len(lcheck) else None)
     return metrics
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+# The stage's entry in the registry (experiments/stages.py finds it: docs/adding-a-stage.md).
+STAGE = Stage("tracing_patterns", "notebooks/20-tracing-patterns.ipynb", "measuring",
+              {"tracing_patterns": "TracingPatternsConfig"}, ("seed", "tiers", "tracing_patterns"),
+              report="tracing_report")

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..common_config import check_counts
 from ..config import Section, validate
-from ..stages import count
+from ..stages import Stage, count
 
 from .shapes import CRITEO_CARDINALITIES, min_dims
 
@@ -382,7 +382,7 @@ class WorkloadRandomConfig(Subset):
                                                             description="RetinaNet has no generated-data row")
 
 
-# ----------------------------------------------------------------------------- the registry's rules
+# ----------------------------------------------------------------------------- the registry's entry
 
 def sweep_size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): a workload's batch sizes x ranks x repeats."""
@@ -436,3 +436,27 @@ def random_configurations(p: dict, name: str) -> list[dict]:
         g, bs = wr.grid(validate(w, p[w]).sweep, "workload_random")
         out += [{"workload": w, "variant": "random", "ranks": r, "batch_size": n} for r in g for n in bs]
     return out
+
+
+_DATA = ("data/unet3d", "data/bert", "data/dlrm")
+_PARTS = ("model", "train", "sweep")
+STAGE = (
+    *(Stage(w, f"notebooks/3{i}-{w}.ipynb", "measuring", {w: f"{w.capitalize()}Config"},
+            ("seed", *(f"{w}.{p}" for p in _PARTS)), True, "workload_fits", (f"data/{w}",),
+            size="sweep_size", configs="real_configurations")
+      for i, w in ((1, "unet3d"), (2, "bert"), (3, "dlrm"))),
+    Stage("retinanet", "notebooks/38-retinanet.ipynb", "measuring", {"retinanet": "RetinanetConfig"},
+          ("seed", *(f"retinanet.{p}" for p in _PARTS)), True, "workload_fits", ("data/retinanet",),
+          note="MLPerf Storage v3.0's RetinaNet (our extension; docs/workloads.md \"RetinaNet\").", size="sweep_size"),
+    Stage("workload_sleep", "notebooks/35-workload-sleep.ipynb", "measuring", {"workload_sleep": "WorkloadSleepConfig"},
+          ("seed", *(f"{w}.{p}" for w in ("unet3d", "bert", "dlrm", "retinanet") for p in _PARTS), "workload_sleep"),
+          True, "workload_validation",
+          (*_DATA, "data/retinanet", "results/workload_fits/compute_model.json", "results/unet3d/loader.csv"),
+          note="Ho-Von 2023 Ch. 3, Sec 4.7, 5.x.3: the sleep and generated-data rows, Fig A.3, accelerator "
+               "utilization.",
+          size="sleep_size", configs="sleep_configurations"),
+    Stage("workload_random", "notebooks/36-workload-random.ipynb", "measuring",
+          {"workload_random": "WorkloadRandomConfig"}, ("seed", "unet3d", "bert", "dlrm", "workload_random"),
+          True, "workload_validation", _DATA, ("data/unet3d-random", "data/bert-random", "data/dlrm-random"),
+          size="random_size", configs="random_configurations"),
+)
