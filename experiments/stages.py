@@ -12,10 +12,10 @@ by hand elsewhere in the package, ``tests/test_stages.py``):
   lazily: reading one stage's configuration never imports TensorFlow or PyTorch), and
   :data:`SHARED`, the sections no one stage owns;
 - the buying stages (:func:`buying`): ``DecideParams``'s fields, ``params.yaml``'s ``decide:``
-  (:func:`experiments.profile.render` fills it), the ``claim_rules`` files;
+  (:func:`experiments.pipeline.profile.render` fills it), the ``claim_rules`` files;
 - the measuring stages (:func:`measuring`): ``make replicate`` and a claim's ``make repro STAGES=``;
-- ``dvc.yaml``, written whole by ``python -m experiments.depcheck --write``
-  (:func:`experiments.depcheck.dvc_yaml`): each stage's ``results/`` and ``data/`` inputs first,
+- ``dvc.yaml``, written whole by ``python -m experiments.pipeline.depcheck --write``
+  (:func:`experiments.pipeline.depcheck.dvc_yaml`): each stage's ``results/`` and ``data/`` inputs first,
   then its notebook and its code by package folder, from the imports its notebook reaches;
 - the forecast's size of each stage and the profile's configurations of each (:func:`size_of`,
   :func:`configs_of`: functions of the stage's module its entry names).
@@ -70,10 +70,10 @@ class Stage:
 
 # Sections read by many stages, owned by none.
 SHARED: dict[str, str] = {
-    "seed": "experiments.common_config:Seed",
-    "tiers": "experiments.tiers:TierList",
-    "imagenet_size_mix": "experiments.common_config:SizeMix",
-    "figures": "experiments.common_config:FigureConfig",
+    "seed": "experiments.settings.common_config:Seed",
+    "tiers": "experiments.host.tiers:TierList",
+    "imagenet_size_mix": "experiments.settings.common_config:SizeMix",
+    "figures": "experiments.settings.common_config:FigureConfig",
     "decide": "experiments.repeats.purchases:DecideParams",
 }
 

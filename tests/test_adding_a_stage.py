@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import paths
+from experiments.settings import paths
 
 GUIDE = "docs/adding-a-stage.md"
 STAGE = "block_read"
@@ -109,7 +109,7 @@ def test_the_guide_adds_a_measuring_stage_that_runs_is_bought_and_replicated(tmp
         assert touched - GENERATED == hand, f"files changed beyond the guide's three: {sorted(touched - GENERATED - hand)}"
         _check(root, env, ran)
     finally:   # the memory tier lives outside the copy (/dev/shm): removed with it
-        own = subprocess.run([sys.executable, "-m", "experiments.tiers", "dirs", "--own"], cwd=root, env=env,
+        own = subprocess.run([sys.executable, "-m", "experiments.host.tiers", "dirs", "--own"], cwd=root, env=env,
                              capture_output=True, text=True).stdout.split()
         for d in own:
             shutil.rmtree(d, ignore_errors=True)
@@ -122,8 +122,8 @@ def _check(root: Path, env: dict, ran: list[str]) -> None:
         assert (out / f).is_file(), f"results/{STAGE}/{f} missing"
     # what make decide and make replicate read, asked of the copy's own code
     check = ("import yaml\n"
-             "from experiments import config\n"
-             "from experiments import dvc_run\n"
+             "from experiments.settings import config\n"
+             "from experiments.pipeline import dvc_run\n"
              "from experiments.review import replicate\n"
              "dvc = yaml.safe_load(open('dvc.yaml'))\n"
              f"assert '{STAGE}' in dvc_run.buyable(dvc['stages']), 'make decide cannot buy it'\n"

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from experiments import config
+from experiments.settings import config
 from experiments.blog import report as blog_report
 from experiments.blog import tfrecord as bt
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 
 
 @pytest.fixture
@@ -315,7 +315,7 @@ def test_blog_repeats_bad_input():
 def test_collectl_paper_values_follow_from_the_blogs_tables():
     """The two collectl rows' paper values are the arithmetic their ``derived`` says, on the
     tables' medians the report shows beside ours (reference.NELSON_COLLECTL)."""
-    from experiments import reference
+    from experiments.settings import reference
     from experiments.claims.declared import declared
 
     ref, d = reference.NELSON_COLLECTL, declared("blog_report")
@@ -333,7 +333,8 @@ def test_bought_rounds_follow_the_loop_and_a_decide_run_appends_to_the_kept_runs
     per run) runs after the rounds, counted in runs, not rows; a decide run that re-runs the
     stage keeps the runs and dstat rows of before and adds only the new purchase's, the run ids
     going on."""
-    from experiments import paths, repeats
+    from experiments.settings import paths
+    from experiments import repeats
     from experiments.repeats import purchases as P
     from experiments.repeats.stage import ROUNDS_FILE
 

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import config
+from experiments.settings import config
 from experiments.deepio import experiment as deepio
 from experiments.deepio import report as deepio_report
 from experiments.deepio import randomization as rz
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 
 
 def test_rl_of_full_shuffle_and_constant_order():

@@ -1,5 +1,5 @@
-"""The plan before the first stage (experiments.forecast) and its check against the run
-(experiments.ae_table): tiny fake projects, a fake reference table, fake env.json files."""
+"""The plan before the first stage (experiments.pipeline.forecast) and its check against the run
+(experiments.pipeline.ae_table): tiny fake projects, a fake reference table, fake env.json files."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import ae_table, forecast
+from experiments.pipeline import ae_table, forecast
 
 PARAMS = {
     "tiers": [{"name": "mem", "path": "/dev/shm/x"}, {"name": "disk", "path": "data/tiers/disk"}],
@@ -251,7 +251,7 @@ def test_every_size_rule_reads_every_profile(profile):
     renamed parameter fails here, not in a reviewer's make repro), and the shipped table has a
     size wherever it has runs."""
     from experiments import stages
-    from experiments.profile import render
+    from experiments.pipeline.profile import render
 
     params = render(profile)
     sized = [s.name for s in stages.STAGES if s.size]

@@ -5,10 +5,11 @@ import os
 import pandas as pd
 import pytest
 
-from experiments import config, stats
+from experiments.settings import config
+from experiments.statistics import stats
 from experiments.lmdbio import read as lmdbio
 from experiments.lmdbio import report as lmdbio_report
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 
 
 def _cfg(**kw):
@@ -208,7 +209,7 @@ def test_spinning_hand_over_makes_no_sleeps_where_a_barrier_sleeps_every_round(t
 
 
 def test_measure_records_processes_residency_and_the_hand_over_check(tmp_path):
-    from experiments import cache, tiers
+    from experiments.host import cache, tiers
     cache.reset_log()
     t = tiers.Tier(name="disk", path=str(tmp_path / "disk"))
     cfg = _cfg(procs=[1, 2], strategies=["lmdb", "lmm"])

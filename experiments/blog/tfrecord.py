@@ -8,7 +8,7 @@
   ``datasets_num_private_threads``.
 - :func:`measure` times one epoch per run (images/s, MB/s of stored bytes), of both pipelines
   and of the PyTorch DataLoader, the cache evicted before each cold run, and samples the device
-  (``experiments.dstat.Sampler``) during each run: reads/s, KB per read, queue length, as in the
+  (``experiments.host.dstat.Sampler``) during each run: reads/s, KB per read, queue length, as in the
   blog's collectl table. The runs go in seeded rounds, and rounds are added while a finding is
   undecided (:func:`stage`, :mod:`experiments.repeats`).
 
@@ -24,11 +24,11 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from .. import cache, dstat
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..config import Section
-from ..tiers import require_free, storage_tier_of
+from ..host import cache, dstat
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..settings.config import Section
+from ..host.tiers import require_free, storage_tier_of
 from ..stages import Stage, count, rounds, tier_names
 from .findings import (COLLECTL_COLUMNS, DSTAT_KEYS, collectl_table, dstat_rows_of, summarize,  # noqa: F401
                        summarize_runs)
@@ -72,7 +72,7 @@ def stage_all(source: Path, tiers, cfg: "BlogConfig") -> dict[str, pd.DataFrame]
     """The JPEG set on every tier (copied once, verified by the file list's checksum), cut to
     its first ``cfg.images`` files: tier name -> manifest of the copy."""
     from ..datasets.imagenet_like import read_manifest
-    from ..tiers import stage_copy
+    from ..host.tiers import stage_copy
 
     return {t.name: read_manifest(stage_copy(source, t)).iloc[:cfg.images] for t in tiers}
 

@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
-from .. import cache, dstat
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..config import ConfigError, Section, validate
-from ..tiers import tier_named
+from ..host import cache, dstat
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..settings.config import ConfigError, Section, validate
+from ..host.tiers import tier_named
 from ..stages import Stage, rounds, tier_names
 
 
@@ -109,7 +109,7 @@ def stage_prefetch_data(source, cfg, tier_names: list[str]) -> tuple[dict[str, p
     """The same bytes on every tier notebook 11 uses (copied once, verified by the file list's
     checksum). Returns (tier -> manifest of its copy, tier -> directory)."""
     from ..datasets.caltech_like import read_manifest
-    from ..tiers import stage_copy
+    from ..host.tiers import stage_copy
 
     a = cfg.alexnet
     used = set(tier_names) | set(a.batch_tiers) | set(a.dstat_tiers)
@@ -338,7 +338,8 @@ def measure_stage(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: 
     sweep's :class:`experiments.repeats.Measurement` (one row per run, ``experiment`` saying
     which sweep; side table ``steps``), the dstat samples and the dstat steps. When a decide
     run appends, everything measured before is kept and only the purchases run."""
-    from .. import paths, repeats
+    from ..settings import paths
+    from .. import repeats
 
     m = repeats.measure(sweep(trainer, staged, n_classes, tier_names, cfg, seed), purchases)
     if repeats.purchases.appending("alexnet_prefetch"):
@@ -374,7 +375,7 @@ def measure_dstat(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: 
                   n_classes: int, cfg: AlexNetConfig, seed: int
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fig 8: one cold epoch per (tier, prefetch) at ``cfg.batch_size`` and ``dstat_threads``,
-    sampled by :class:`experiments.dstat.Sampler` every ``dstat_interval_s``: device MB/s read
+    sampled by :class:`experiments.host.dstat.Sampler` every ``dstat_interval_s``: device MB/s read
     (block devices) and the process tree's VFS MB/s (a memory tier has no device). Returns the
     samples and the steps, both with ``time_s`` from the start of sampling."""
     samples, steps = [], []

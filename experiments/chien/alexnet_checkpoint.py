@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
-from .. import cache, dstat
-from ..cache import EvictionMethod
-from ..config import ConfigError, Section, validate
-from ..tiers import Tier, tier_named
+from ..host import cache, dstat
+from ..host.cache import EvictionMethod
+from ..settings.config import ConfigError, Section, validate
+from ..host.tiers import Tier, tier_named
 from ..stages import Stage, rounds
 from .alexnet import Trainer, build_pipeline, check_batches, data_folder, run_steps
 
@@ -57,10 +57,10 @@ class CheckpointConfig(Section):
 # --- checks before any work -----------------------------------------------------------------
 
 def prepare_checkpoint_tiers(named: list[tuple[str, Tier]]) -> dict[str, str]:
-    """Check the tiers checkpoints go to, before any work (see :func:`experiments.tiers.prepare`:
+    """Check the tiers checkpoints go to, before any work (see :func:`experiments.host.tiers.prepare`:
     an unmounted or mistyped tier outside the project is an error, not a new folder).
     ``named`` pairs each tier with the parameter that names it. Returns name -> directory."""
-    from ..tiers import prepare
+    from ..host.tiers import prepare
 
     out = {}
     for param, t in named:

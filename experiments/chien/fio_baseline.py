@@ -6,7 +6,7 @@ IOPS" job, set against its large reads), direct I/O where the file system allows
 (otherwise buffered, with the file evicted before each read run). One warm-up run, then
 ``repeats`` runs; the summary reports the median bandwidth in MB/s (10^6 B/s) and IOPS.
 
-Every run is audited (:mod:`experiments.device_audit`): the bytes fio moved beside the bytes the
+Every run is audited (:mod:`experiments.host.device_audit`): the bytes fio moved beside the bytes the
 tier's device read or wrote (``device_ratio``, ``served_by``: device, cache, memory). A job whose
 runs the page cache served (a buffered read of a file that stayed in memory, a write never
 synced) is ``cache`` in the summary, and gives no storage reference (:func:`experiments.claims.fio_MBps`).
@@ -22,10 +22,10 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field
 
-from .. import cache, device_audit
-from ..config import ConfigError, Section
-from ..progress import progress
-from ..tiers import Tier, prepare, require_free
+from ..host import cache, device_audit
+from ..settings.config import ConfigError, Section
+from ..output.progress import progress
+from ..host.tiers import Tier, prepare, require_free
 from ..stages import Stage, rounds, tier_names
 
 JOBS = ("seqwrite", "seqread", "randread", "randread16k")

@@ -21,11 +21,11 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field, field_validator
 
-from .. import cache
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..config import Section
-from ..tiers import Tier
+from ..host import cache
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..settings.config import Section
+from ..host.tiers import Tier
 from ..stages import Stage, count, rounds, tier_names
 
 VARIANTS = ("full", "read_only", "raw")

@@ -9,7 +9,7 @@ Three measurements:
    in class order: the "constant order"), fed in each order (Fig 7) and in the orders of the
    opportunistic loader for each memory ratio R and process count (Fig 8).
 3. :func:`measure_loader` - read bandwidth of a loader over the ImageNet-like JPEGs packed into
-   one file per tier, P MPI ranks (:mod:`.loader_rank`, started by :mod:`experiments.launcher`:
+   one file per tier, P MPI ranks (:mod:`.loader_rank`, started by :mod:`experiments.host.launcher`:
    ``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation; started once
    per (P, nodes), sleeping between runs), each owning
    a contiguous share and a buffer of R of it:
@@ -29,13 +29,13 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
-from .. import cache, launcher
+from ..host import cache, launcher
 from . import randomization as rz
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..config import Section
-from ..progress import progress
-from ..tiers import prepare, require_free, storage_tier_of
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..settings.config import Section
+from ..output.progress import progress
+from ..host.tiers import prepare, require_free, storage_tier_of
 from ..stages import Stage, count, rounds, tier_names
 
 
@@ -184,7 +184,7 @@ def train_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
 def pack(manifest: pd.DataFrame, dest: Path) -> pd.DataFrame:
     """Concatenate the files of ``manifest`` (in its order) into ``dest/samples.bin`` with an
     index (offset, bytes); reused when the index matches. Written atomically, after checking
-    that it fits (:func:`experiments.tiers.require_free`)."""
+    that it fits (:func:`experiments.host.tiers.require_free`)."""
     dest.mkdir(parents=True, exist_ok=True)
     index_path = dest / "index.csv"
     sizes = manifest["bytes"].to_numpy()
@@ -214,7 +214,7 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
                seed: int, nodes: int = 1, pool: launcher.RankPool | None = None) -> dict:
     """One cold-or-warm epoch of the loader with ``procs`` MPI ranks over ``nodes`` nodes
     (:mod:`.loader_rank`, in ``pool``, or in ranks started for this run alone:
-    :class:`experiments.launcher.RankPool`); aggregate MB/s and RL."""
+    :class:`experiments.host.launcher.RankPool`); aggregate MB/s and RL."""
     path = Path(path).resolve()
     run_dir = path.parent / f".deepio-run-{uuid.uuid4().hex[:12]}"
     run_dir.mkdir()
@@ -263,7 +263,7 @@ def accuracy_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
     """:func:`train_curves`, or, when ``make decide`` re-runs the stage to append loader runs,
     the curves the stage trained before (decide buys loader runs only; the accuracy findings
     rest on training seeds)."""
-    from .. import paths
+    from ..settings import paths
     from ..repeats.purchases import appending
 
     f = paths.results_dir("deepio") / "accuracy.csv"

@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import paths
-from ..config import ConfigError
+from ..settings import paths
+from ..settings.config import ConfigError
 from ..stages import Stage
 
 WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
@@ -90,11 +90,11 @@ def _require_workload(workload: str) -> None:
 
 def validate_section(workload: str, section) -> dict:
     """The workload's params section (dict or model) validated by its settings model; as a dict."""
-    from ..config import validate
+    from ..settings.config import validate
 
     _require_workload(workload)
     if section is None:
-        from ..config import read_params
+        from ..settings.config import read_params
         section = read_params().get(workload)
         if section is None:
             raise ConfigError(f"params: section {workload!r} is missing from {paths.params_file()}")
@@ -234,7 +234,7 @@ def from_params(workload: str, section=None, batch_size: int | None = None,
     laid over the section. ``check=False`` skips the checks that read the disk (data layout,
     compute model and pattern files), for a dry run on another machine.
     """
-    from ..config import merge
+    from ..settings.config import merge
 
     _require_workload(workload)
     if ranks is not None:
@@ -253,7 +253,7 @@ def from_params(workload: str, section=None, batch_size: int | None = None,
         raise ConfigError(f"nodes = {nodes}: must be >= 1 and divide accelerators = {accelerators} "
                           "(the same number of emulated accelerators on every node)")
     if seed is None:
-        from ..config import read_params
+        from ..settings.config import read_params
         seed = int(read_params().get("seed", 0))
     data_dir = paths.resolve(data_dir) if data_dir else paths.data_dir(workload)
     ck = paths.resolve(checkpoint_dir) if checkpoint_dir else \
@@ -271,7 +271,7 @@ def from_params(workload: str, section=None, batch_size: int | None = None,
 
 
 def _params_section(workload: str) -> dict:
-    from ..config import read_params
+    from ..settings.config import read_params
     return read_params().get(workload) or {}
 
 

@@ -1,9 +1,9 @@
 """LLM checkpointing as MLPerf Storage defines it: run, check, measure (docs/emulator.md).
 
 A run of one layout (:mod:`.llm_layout`) on one tier folder: ``checkpoints`` checkpoints written
-by the ranks (MPI processes of :mod:`.llm_rank`, started by :class:`experiments.launcher.RankPool`:
+by the ranks (MPI processes of :mod:`.llm_rank`, started by :class:`experiments.host.launcher.RankPool`:
 ``mpiexec`` on one host, ``srun`` in a Slurm allocation), then the cache handled (evicted with
-:func:`experiments.cache.evict`, or left as it is) and the page-cache residency of the files
+:func:`experiments.host.cache.evict`, or left as it is) and the page-cache residency of the files
 measured (``mincore``), then the same checkpoints read back in the same order.
 
 Metrics, as the rules define them (:func:`metrics`): a checkpoint's ``duration_s`` is the
@@ -11,8 +11,8 @@ maximum over ranks of the rank's own save (load) time, its ``throughput_GiBps`` 
 bytes over that duration; the run's ``run_throughput_GiBps`` is all bytes over the sum of the
 durations. ``dlio_rank0_mean_GiBps`` is what DLIO reports (the mean over checkpoints of the
 bytes over rank 0's own time), kept beside them under that name. A read phase that starts with
-more than 5 % of its bytes resident (``experiments.cache.COLD_LIMIT``), or whose device served
-less than it read (each phase's device audit, :mod:`experiments.device_audit`), is
+more than 5 % of its bytes resident (``experiments.host.cache.COLD_LIMIT``), or whose device served
+less than it read (each phase's device audit, :mod:`experiments.host.device_audit`), is
 ``cache-served``: it gets no storage verdict. Units: bytes, seconds, GiB/s = 2^30 B/s.
 """
 
@@ -25,8 +25,8 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from .. import cache, device_audit
-from ..config import ConfigError, Section
+from ..host import cache, device_audit
+from ..settings.config import ConfigError, Section
 from . import llm_layout as L
 from ..stages import Stage, count
 
@@ -144,14 +144,14 @@ def run_variant(lo: L.Layout, run_dir: Path, *, fsync: bool = True, evict: str =
                 pool=None, label: str | None = None, keep: bool = False, nodes: int = 1,
                 **labels) -> dict:
     """Write ``checkpoints`` checkpoints into ``run_dir`` from every rank, handle the cache
-    (``evict``: a method of :func:`experiments.cache.evict`, ``none`` leaves it), measure the
+    (``evict``: a method of :func:`experiments.host.cache.evict`, ``none`` leaves it), measure the
     residency, read them back. Returns ``files`` and ``steps`` (per rank, both phases),
     ``eviction`` (its facts), ``device`` (each phase's device audit,
-    :mod:`experiments.device_audit`: ``write`` and ``read``) and ``cache_served`` (files resident
+    :mod:`experiments.host.device_audit`: ``write`` and ``read``) and ``cache_served`` (files resident
     when the reads began, or a device that served less than they read). ``run_dir`` is removed
-    afterwards unless ``keep``. ``pool``: a :class:`experiments.launcher.RankPool` of ``lo.ranks`` ranks (else
+    afterwards unless ``keep``. ``pool``: a :class:`experiments.host.launcher.RankPool` of ``lo.ranks`` ranks (else
     ranks started for this run over ``nodes`` nodes: ``srun`` in a Slurm allocation)."""
-    from .. import launcher
+    from ..host import launcher
 
     run_dir = Path(run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -241,7 +241,7 @@ def write_run(out: Path, lo: L.Layout, r: dict) -> None:
     """A command run's folder: ``rank-NNNN.csv`` per rank (every file: bytes, open-to-close,
     fsync time), ``checkpoints.csv`` (the rules' per-checkpoint metrics), ``summary.json``,
     ``summary.md``; each written atomically."""
-    from ..results import atomic_write, write_json
+    from ..output.results import atomic_write, write_json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ and size of every value is recorded ("provenance", kept beside the database as
 ``provenance.csv``): values larger than half a page live in contiguous overflow pages, so
 (offset, size) is enough for a POSIX ``pread``.
 
-Each run is an MPI program (:mod:`.mpi_rank`, started by :mod:`experiments.launcher`:
+Each run is an MPI program (:mod:`.mpi_rank`, started by :mod:`experiments.host.launcher`:
 ``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation; the ranks of each
 (P, nodes) start once and serve all its runs, sleeping between them). Ranks are
 grouped into nodes: the ranks of one host (``COMM_WORLD.Split_type(COMM_TYPE_SHARED)``) in
@@ -53,14 +53,14 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from .. import cache, launcher
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..envinfo import host_cores
-from ..config import ConfigError, Section
+from ..host import cache, launcher
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..host.envinfo import host_cores
+from ..settings.config import ConfigError, Section
 from .mpi_rank import node_plan
-from ..progress import progress
-from ..tiers import prepare, require_free
+from ..output.progress import progress
+from ..host.tiers import prepare, require_free
 from ..stages import Stage, count, rounds, tier_names
 
 STRATEGIES = ("lmdb", "lmm", "dio_prov", "coal", "stag")
@@ -244,7 +244,7 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
         size: int, nodes: int = 1, verify: bool = False,
         pool: launcher.RankPool | None = None) -> pd.DataFrame:
     """One run of ``strategy`` with ``procs`` MPI ranks over ``nodes`` nodes (:mod:`.mpi_rank`,
-    in ``pool``, or in ranks started for this run alone: :class:`experiments.launcher.RankPool`);
+    in ``pool``, or in ranks started for this run alone: :class:`experiments.host.launcher.RankPool`);
     one row per process. With ``verify`` each row also holds a CRC-32 of the bytes its process
     consumed, in order."""
     run_id = uuid.uuid4().hex[:12]
@@ -279,7 +279,7 @@ def findings_of(rows: pd.DataFrame, env: dict | None) -> list:
     function the stage's rounds judge at each look (:func:`experiments.claims.looks.judge`).
     ``env``: what the findings read of env.json (:func:`judging_env`)."""
     from .. import claims as C
-    from ..tiers import storage_tier_of
+    from ..host.tiers import storage_tier_of
     from .findings import measure_steps
 
     return measure_steps(C.one_node(summarize(rows)), storage_tier_of(rows), env or {}, C.one_node(rows))
@@ -291,7 +291,7 @@ def context(rows: pd.DataFrame, env: dict | None) -> dict:
     :func:`experiments.lmdbio.findings.claim_p`) and ``switch_ps`` (the P of the context-switch
     finding: :func:`experiments.lmdbio.findings.switch_ps`)."""
     from .. import claims as C
-    from ..tiers import storage_tier_of
+    from ..host.tiers import storage_tier_of
     from .findings import claim_p, switch_ps
 
     if not len(rows):
@@ -306,7 +306,7 @@ def context(rows: pd.DataFrame, env: dict | None) -> dict:
 
 def judging_env(cfg: LMDBIOConfig) -> dict:
     """The part of env.json the findings read, for :func:`findings_of` while measuring: this
-    process's usable cores (as :func:`experiments.envinfo.capture` records them), the hand-over
+    process's usable cores (as :func:`experiments.host.envinfo.capture` records them), the hand-over
     and the ranks per node."""
     return {"cpu": {"count": os.cpu_count(), "affinity": host_cores()},
             "handover": cfg.handover,
@@ -328,7 +328,8 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
     per process of every run) and facts: the launcher (env.json), the scale reached
     (``scale``: most processes and nodes of a run) and the hand-over check (run once, kept by a
     decide run that appends)."""
-    from .. import paths, repeats
+    from ..settings import paths
+    from .. import repeats
     from ..claims import looks
     from ..repeats import findings
 

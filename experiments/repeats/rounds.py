@@ -16,7 +16,7 @@ final verdict use intervals at the Bonferroni level over the planned looks
 look decides falsely is at most 5 %. When the budget ends the rounds before the first look (a
 slower box), the final judgement is the only look and is made at 95 %: the stop depended on the
 clock, not on the data. A look at a higher level needs more samples
-(:func:`experiments.stats.reachable`), so the first look waits for what the level needs
+(:func:`experiments.statistics.stats.reachable`), so the first look waits for what the level needs
 (:attr:`RoundsPlan.first_look`).
 
 **The forecast steers the rounds**: ``decide`` may return
@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import stats
+from ..statistics import stats
 from .futility import Judged, Reach, allot
 from .levels import ALPHA, level as bonferroni
 
@@ -155,7 +155,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
     """Run ``configs`` round by round (see the module docstring): ``run_one(config, repeat)``
     measures one run and returns its row (a dict); ``warmup`` rounds come first and are marked
     (``warmup`` True, never judged). ``decide(rows, level)`` (the rows so far, warm-ups
-    included for the caller to leave out, as :func:`experiments.stats.samples` does) returns
+    included for the caller to leave out, as :func:`experiments.statistics.stats.samples` does) returns
     {finding: True when decided}; a finding decided at a look keeps the repeats it was decided
     on. Stops when all are decided, when another round would overrun ``plan.budget_s``, or at
     ``plan.max_repeats``.
@@ -164,7 +164,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
     findings need (None: all); the rounds that follow run only those, in the round's seeded
     order, so a few undecided findings get their repeats at a fraction of a round's time. The
     rounds run are in ``order``; each narrowing is in ``extra["focus"]``."""
-    from ..progress import progress
+    from ..output.progress import progress
 
     if not len(configs):
         raise ValueError("run_rounds: configs is empty; allowed: at least one configuration")

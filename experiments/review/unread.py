@@ -3,7 +3,7 @@ no figure declares that it draws them (issue 64: only what is read is measured).
 
 A measuring stage's **configurations** are the dicts over its keys that its rounds run once each
 (:class:`experiments.repeats.MeasuringStage`); :func:`configurations` lists them from a rendered
-profile (``experiments.profile.render``) as each stage builds them: each stage's registry entry
+profile (``experiments.pipeline.profile.render``) as each stage builds them: each stage's registry entry
 names a function of its own module that lists them (``configs``, :func:`experiments.stages.configs_of`).
 
 A configuration is **read** when
@@ -11,7 +11,7 @@ A configuration is **read** when
 - a finding's ``compares`` selects it (the declarations' steering part, as the ``claim_rules``
   stage extracts it: :func:`experiments.claims.steering.extract`). A ``{name}`` value is filled
   from the profile where the stage fills it from its parameters (``{storage_tier}``: the first
-  tier not memory-backed (:func:`experiments.cache.memory_backed`), as :func:`experiments.tiers.storage_tier_of` picks the first
+  tier not memory-backed (:func:`experiments.host.cache.memory_backed`), as :func:`experiments.host.tiers.storage_tier_of` picks the first
   that reaches a device; AlexNet's ``{batch_threads}``, ``{batch_tiers}``; the checkpoint
   stage's ``{fast}``, ``{slow}``, ``{burst}``); any other ``{name}`` is a field of the finding's
   id, made for every value its report measures (``..._{tier}``), or a value the stage picks from
@@ -29,7 +29,8 @@ from __future__ import annotations
 import importlib
 import re
 
-from .. import cache, stages
+from ..host import cache
+from .. import stages
 
 # the report modules whose DRAWS declare the configurations their figures draw
 REPORTS = ("experiments.blog.report", "experiments.deepio.report", "experiments.lmdbio.report",
@@ -40,7 +41,7 @@ _FIELD = re.compile(r"\{(\w+)\}")
 
 def storage_tier(params: dict) -> str:
     """The tier the storage findings are judged on, from the profile: the first not
-    memory-backed (:func:`experiments.cache.memory_backed`), else the first (the run picks it from its rows the same way)."""
+    memory-backed (:func:`experiments.host.cache.memory_backed`), else the first (the run picks it from its rows the same way)."""
     tiers = params["tiers"]
     disk = [t["name"] for t in tiers if not cache.memory_backed(t["path"])]
     return (disk or [tiers[0]["name"]])[0]
@@ -127,7 +128,7 @@ def main(argv=None) -> int:
     """Print the unread configurations of a profile (``python -m experiments.review.unread [profile]``)."""
     import sys
 
-    from .. import profile
+    from ..pipeline import profile
 
     name = (argv if argv is not None else sys.argv[1:] or ["default"])[0]
     got = unread(profile.render(name))

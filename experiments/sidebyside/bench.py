@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import paths
-from ..config import ConfigError
+from ..settings import paths
+from ..settings.config import ConfigError
 
 MODELS = ("fit", "thesis-v100")
 
@@ -109,7 +109,7 @@ def llm_checkpoint_rows() -> pd.DataFrame:
     """The ``llm_checkpoint`` stage's phases that reached the storage, as rows of the storage
     engineer's table (:func:`experiments.emulator.llm_report.engineer_rows`); empty when that
     stage has not run."""
-    from .. import results
+    from ..output import results
     from ..emulator import llm_report
 
     try:
@@ -122,7 +122,7 @@ def llm_checkpoint_rows() -> pd.DataFrame:
 def max_accelerators_table(tiers, workloads, limit: int, out_root: Path) -> pd.DataFrame:
     """Per tier, workload and compute model: the most emulated accelerators at AU >= 90 %
     (searched up to ``limit``), at the traced_comparison point's batch size."""
-    from .. import config
+    from ..settings import config
     from ..emulator import from_params, max_accelerators
     from ..emulator.bench import stage_data
     from ..emulator.search import row as search_row
@@ -149,7 +149,7 @@ def max_accelerators_table(tiers, workloads, limit: int, out_root: Path) -> pd.D
 
 
 def main(argv=None) -> int:
-    from .. import config
+    from ..settings import config
     from ..dlio import bench as dlio_bench
     from ..emulator import bench as emu_bench
 

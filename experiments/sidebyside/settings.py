@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..config import Section
+from ..settings.config import Section
 from ..stages import Stage, count
 
 WORKLOADS = ("unet3d", "bert", "dlrm")

@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..common_config import check_counts
-from ..config import Section, validate
+from ..settings.common_config import check_counts
+from ..settings.config import Section, validate
 from ..stages import Stage, count
 
 from .shapes import CRITEO_CARDINALITIES, min_dims

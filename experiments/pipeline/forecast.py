@@ -1,4 +1,4 @@
-"""The plan before the first stage: ``python -m experiments.forecast plan`` (``make repro``,
+"""The plan before the first stage: ``python -m experiments.pipeline.forecast plan`` (``make repro``,
 ``make paper``) prints what each stage that ``dvc repro`` will run should take, and the total.
 
 A stage's forecast is ``runs x seconds a run + fixed seconds``, from the reference box's table
@@ -20,17 +20,17 @@ them), moved to the active ``params.yaml`` and to this box:
 
 Only the stages ``dvc repro`` will run count: those ``dvc status`` finds changed and every stage
 downstream of one (its inputs will change when they run). The plan, with the forecast of every
-stage, is written atomically to ``results/plan.json`` (:data:`experiments.ae_table.PLAN`); ``make ae-table``
-(:mod:`experiments.ae_table`) sets each stage's wall time against it.
+stage, is written atomically to ``results/plan.json`` (:data:`experiments.pipeline.ae_table.PLAN`); ``make ae-table``
+(:mod:`experiments.pipeline.ae_table`) sets each stage's wall time against it.
 
-``make repro STAGES="deepio lmdbio"`` (``python -m experiments.forecast plan --stages ...``, then
+``make repro STAGES="deepio lmdbio"`` (``python -m experiments.pipeline.forecast plan --stages ...``, then
 ``... repro --stages ...``) re-measures only those stages: the stale stages upstream of them
 first (a fresh clone's data sets), then the named stages and every stage downstream of one,
 forced (:func:`repro_commands`); the plan counts just those. Each claim's cost of being
 re-measured that way, from the reference table's own wall times (:func:`cost`), is a column of
 the claims table (:mod:`experiments.claims.table`).
 
-``python -m experiments.forecast record`` re-records the reference table from the last
+``python -m experiments.pipeline.forecast record`` re-records the reference table from the last
 ``make repro`` of this checkout (each ``results/<stage>/env.json`` and its rows' ``run_s``),
 with this box's calibration: run it on the reference box after a change to what a run does
 (its steps, its start-up), and commit ``env/reference-times.csv`` and ``env/reference-params.yaml``.
@@ -56,8 +56,10 @@ from pathlib import Path
 
 import yaml
 
-from . import cache, paths, stages
-from .provenance import MEASURING, data_stages  # noqa: F401 - the stage lists, one place
+from ..host import cache
+from ..settings import paths
+from .. import stages
+from ..output.provenance import MEASURING, data_stages  # noqa: F401 - the stage lists, one place
 
 REFERENCE = "env/reference-times.csv"
 REFERENCE_PARAMS = "env/reference-params.yaml"   # the params.yaml the reference run ran with
@@ -273,7 +275,7 @@ def read_reference(path: Path | None = None) -> Reference:
     path = path or paths.root() / REFERENCE
     if not path.exists():
         raise SystemExit(f"forecast: {path} is missing: record it on the reference box "
-                         "(python -m experiments.forecast record)")
+                         "(python -m experiments.pipeline.forecast record)")
     meta, body = {}, []
     for line in path.read_text().splitlines():
         if line.startswith("#"):
@@ -299,11 +301,11 @@ def read_reference(path: Path | None = None) -> Reference:
 
 
 def write_reference(ref: Reference, path: Path | None = None) -> Path:
-    from .results import atomic_write
+    from ..output.results import atomic_write
 
     path = path or paths.root() / REFERENCE
-    head = ["# The reference box's stage times, read by `python -m experiments.forecast plan` (make repro).",
-            "# Re-record on the reference box after a make repro: python -m experiments.forecast record",
+    head = ["# The reference box's stage times, read by `python -m experiments.pipeline.forecast plan` (make repro).",
+            "# Re-record on the reference box after a make repro: python -m experiments.pipeline.forecast record",
             "# runs: the runs the stage made; size: the same count from its parameters (its registry entry's",
             "# size rule, experiments/stages.py), which the plan scales; run_s: seconds a run; fixed_s: the stage's seconds outside its runs.",
             *[f"# {k}: {v}" for k, v in ref.meta.items()]]
@@ -347,7 +349,7 @@ def _runs_of(stage: str, results: Path | None = None) -> tuple[int, float]:
     for a stage without ``run_s`` rows."""
     import pandas as pd
 
-    from .repeats.stage import ROUNDS_FILE
+    from ..repeats.stage import ROUNDS_FILE
 
     d = results / stage if results is not None else paths.results_dir(stage)
     name = "raw.parquet"
@@ -360,7 +362,7 @@ def _runs_of(stage: str, results: Path | None = None) -> tuple[int, float]:
     if "run_s" not in rows or "run" not in rows:
         return 0, 0.0
     if "made_by" in rows:   # make repro's runs, not those a make decide bought after it
-        from .repeats.purchases import FIRST
+        from ..repeats.purchases import FIRST
 
         rows = rows[rows["made_by"] == FIRST]
     per = rows.groupby("run")["run_s"].sum()   # a run's passes share its seconds out (the blog's cold, warm)
@@ -390,7 +392,7 @@ def record(out: Path | None = None, source: Path | None = None) -> Reference:
     code where that run was made (its ``results/`` and ``params.yaml``, only read; its commit
     from the run's own ``env.json``), as ``make reference SOURCE=...`` records it."""
     from . import ae_table
-    from .envinfo import git_revision
+    from ..host.envinfo import git_revision
 
     pfile = source / "params.yaml" if source else paths.params_file()
     results = source / "results" if source else None
@@ -427,7 +429,7 @@ def _profile(pfile: Path | None = None) -> str:
 
 
 def _seconds(text: str) -> float:
-    """``3 min 7 s`` or ``42 s`` (:func:`experiments.run_notebook.fmt_seconds`) as seconds."""
+    """``3 min 7 s`` or ``42 s`` (:func:`experiments.pipeline.run_notebook.fmt_seconds`) as seconds."""
     m = re.fullmatch(r"(?:(\d+) min )?(\d+) s", text.strip())
     if not m:
         raise ValueError(f"not a stage time: {text!r}")
@@ -648,7 +650,7 @@ def render(lines: list[Line], fresh: list[str], head: str, skipped: str = "up to
     if unknown:
         out.append(f"{len(unknown)} stage(s) run differently from the reference run (other parameters or code: "
                    f"{', '.join(unknown)}): their forecast keeps the reference's seconds a run, which those changes may have moved; "
-                   "re-record the table on the reference box (python -m experiments.forecast record) to forecast them")
+                   "re-record the table on the reference box (python -m experiments.pipeline.forecast record) to forecast them")
     if fresh:
         out.append(f"{skipped}: {', '.join(fresh)}")
     return "\n".join(out)
@@ -709,7 +711,7 @@ def words(p: dict) -> str:
 
 def write_plan(p: dict, path: Path | None = None) -> Path:
     from .ae_table import PLAN
-    from .results import write_json
+    from ..output.results import write_json
 
     return write_json(path or paths.root() / PLAN, p)
 
@@ -717,7 +719,7 @@ def write_plan(p: dict, path: Path | None = None) -> Path:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.forecast", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.pipeline.forecast", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     pl = sub.add_parser("plan", help="print the plan of the next dvc repro and write results/plan.json")
     pl.add_argument("--stages", default="", help="make repro STAGES: only these stages and what depends on them")
