@@ -232,7 +232,7 @@ def _rounds(configs, one_run, cfg, seed, purchases=()):
     (rows, dstat rows, rounds.json)."""
     from experiments import repeats
 
-    m = repeats.measure(bt.stage(configs, one_run, cfg, seed), purchases)
+    m = repeats.measure(bt.measuring_stage(cfg, configs, one_run, seed), purchases)
     return m.rows, bt.dstat_rows_of(m.tables["dstat"]), m.course
 
 
@@ -303,12 +303,12 @@ def test_blog_decided_judges_the_reports_own_findings():
 
 
 def test_blog_repeats_bad_input():
-    with pytest.raises(ConfigError, match=r"blog\.max_repeats = 2 is below blog\.repeats = 6"):
+    with pytest.raises(ConfigError, match=r"blog\.max_repeats = 2: .*max_repeats = 2 is below repeats = 6; allowed"):
         config.validate("blog", {"repeats": 6, "max_repeats": 2})
     configs = bt.run_configs(["disk"], [1], [0])
-    one = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=3), 0)
+    one = bt.measuring_stage(bt.BlogConfig(repeats=3), configs, _fake_run(CLEAR, 0.02), 0)
     assert one.rounds.max_repeats == 3                                   # no max: a fixed count
-    p = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390), 0).rounds
+    p = bt.measuring_stage(bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390), configs, _fake_run(CLEAR, 0.02), 0).rounds
     assert (p.min_repeats, p.max_repeats, p.budget_s) == (6, 9, 390)
 
 

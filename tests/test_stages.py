@@ -236,3 +236,16 @@ def test_every_measuring_stage_is_declared_in_its_module():
     """One way to add a measuring stage: its module's STAGE (stages.py lists only the others)."""
     for s in stages.STAGES:
         assert (s.kind == "measuring") == (s.module is not None), s.name
+
+
+def test_the_rounds_settings_are_one_model():
+    """``repeats``, ``max_repeats`` and ``budget_s`` are declared once (``repeats.rounds.Rounds``,
+    which checks max_repeats >= repeats): a section with a maximum of rounds inherits it."""
+    from experiments.repeats.rounds import Rounds
+
+    adding = [s for s in config.SECTIONS if "max_repeats" in getattr(config.model_for(s), "model_fields", {})]
+    assert len(adding) >= 4
+    assert [s for s in adding if not issubclass(config.model_for(s), Rounds)] == []
+    with pytest.raises(config.ConfigError, match=r"deepio\.max_repeats = 3: .*below repeats = 4"):
+        config.validate("deepio", {**profile.render("smoke")["deepio"], "repeats": 4, "max_repeats": 3})
+    assert config.model_for("deepio").look_every == 4 and Rounds.look_every == 1

@@ -110,7 +110,7 @@ def time_epoch(ds) -> tuple[float, int]:
 KEYS = ("tier", "variant", "threads")   # the columns that name a configuration
 
 
-def stage(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig, seed: int,
+def measuring_stage(cfg: TFDataReadConfig, staged: dict[str, "pd.DataFrame"], tiers: list[Tier], seed: int,
           evictions: dict | None = None):
     """The stage as the repeat machinery runs it (:class:`experiments.repeats.MeasuringStage`):
     every (tier, variant, threads) configuration, ``warmup + repeats`` rounds, each round every
@@ -149,14 +149,14 @@ def stage(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadC
 
 def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig,
             seed: int, purchases=()):
-    """:func:`stage` measured, then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
+    """:func:`measuring_stage` measured, then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
     ``decide.tfdata_read``). Returns the :class:`experiments.repeats.Measurement` (one row per
     run, ``repeat`` counting the warm-up rounds first) and facts for env.json (the eviction
     method per tier)."""
     from .. import repeats
 
     evictions: dict = {}
-    m = repeats.measure(stage(staged, tiers, cfg, seed, evictions), purchases)
+    m = repeats.measure(measuring_stage(cfg, staged, tiers, seed, evictions), purchases)
     return m, {"eviction": evictions}
 
 

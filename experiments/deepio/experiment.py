@@ -25,6 +25,8 @@ import shutil
 import uuid
 from pathlib import Path
 
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
@@ -33,13 +35,16 @@ from ..host import cache, launcher
 from . import randomization as rz
 from ..host.cache import EvictionMethod
 from ..settings.common_config import check_counts
-from ..settings.config import Section
 from ..output.progress import progress
 from ..host.tiers import prepare, require_free, storage_tier_of
+from ..repeats.rounds import Rounds
 from ..stages import Stage, count, rounds, tier_names
 
 
-class DeepIOConfig(Section):
+class DeepIOConfig(Rounds):
+    # a look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so
+    # the first look comes early (default: 6 to 18 rounds, looks at 8, 12, 16, 18 at 98.75 %)
+    look_every: ClassVar[int] = 4
     block_sizes: list[int] = Field([1, 4, 16, 256], min_length=1,
                                    description="k: samples kept in constant order")
     ratios: list[float] = Field([1.0, 0.5, 0.25], min_length=1, description="R: memory / data set")
@@ -52,13 +57,6 @@ class DeepIOConfig(Section):
     train_seeds: int = Field(2, ge=1, le=20, description="training repeats (seeds) per order")
     chunk_samples: int = Field(64, ge=1, le=1_000_000, description="samples per sequential refill")
     loader_samples: int = Field(1024, ge=1, le=10_000_000, description="JPEGs used by the loader")
-    repeats: int = Field(2, ge=1, le=50, description="loader rounds (every configuration once a "
-                         "round): the minimum")
-    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the loader may add "
-                                    "while a bandwidth finding is undecided (experiments.repeats); "
-                                    "null = repeats")
-    budget_s: float | None = Field(None, gt=0, description="wall seconds the loader's rounds may "
-                                   "take when adding repeats; null = no budget")
     eviction: EvictionMethod = "auto"
     nodes: launcher.NodeCounts = Field(
         [1], min_length=1, description="node counts each loader run is spread over (srun "
@@ -241,11 +239,6 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
             "served": sum(len(x["order"]) for x in parts)}
 
 
-# A look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so the
-# first look comes early (default: 6 to 18 rounds, looks at 8, 12, 16, 18 at 98.75 %)
-LOOK_EVERY = 4
-
-
 def loader_findings(rows: pd.DataFrame, tables: dict | None = None) -> list:
     """The loader's bandwidth findings on the runs so far (:func:`experiments.deepio.findings.measure_loader`
     on :func:`summarize_loader` of the rows, on the tier they are judged on), at the level in
@@ -308,7 +301,7 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
 
     stage = repeats.MeasuringStage(
         "deepio", KEYS, configs, run_one,
-        repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
+        cfg.plan(), seed,
         judge=looks.judge("deepio", loader_findings), progress="deepio: loader rounds", quantities=("MBps",),
         focus=findings.focus("deepio", configs, lambda rows: {"storage_tier": storage_tier_of(rows)}),
         context=lambda rows: {"storage_tier": storage_tier_of(rows)})   # the tier the report judges

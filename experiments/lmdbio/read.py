@@ -47,7 +47,7 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -61,6 +61,7 @@ from ..settings.config import ConfigError, Section
 from .mpi_rank import node_plan
 from ..output.progress import progress
 from ..host.tiers import prepare, require_free
+from ..repeats.rounds import Rounds
 from ..stages import Stage, count, rounds, tier_names
 
 STRATEGIES = ("lmdb", "lmm", "dio_prov", "coal", "stag")
@@ -72,7 +73,10 @@ class LMDBDataset(Section):
     record_bytes: int = Field(ge=1, le=1 << 30)
 
 
-class LMDBIOConfig(Section):
+class LMDBIOConfig(Rounds):
+    # a look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so
+    # the first look comes early (default: 6 to 20 rounds, looks at 8, 12, 16, 20 at 98.75 %)
+    look_every: ClassVar[int] = 4
     datasets: list[LMDBDataset] = Field(min_length=1)
     procs: list[int] = Field([1, 2, 4, 8], min_length=1, description="P: reading processes")
     ranks_per_node: int = Field(4, ge=1, le=1024)
@@ -89,13 +93,7 @@ class LMDBIOConfig(Section):
         "the allocation stops before any work")
     strategies: list[str] = Field(list(STRATEGIES), min_length=1)
     map_size_mib: int = Field(1024, ge=1, le=1 << 22)
-    repeats: int = Field(1, ge=1, le=50, description="rounds (every configuration once a round): "
-                         "the minimum")
-    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may add "
-                                    "while a finding is undecided (experiments.repeats); "
-                                    "null = repeats")
-    budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take "
-                                   "when adding repeats; null = no budget")
+    repeats: int = Field(1, ge=1, le=50, description="rounds of every configuration, at least")
     eviction: EvictionMethod = "auto"
     handover_check: bool = Field(
         True, description="also run (b) LMM with both hand-overs (spin, sleep) at every P on the "
@@ -268,11 +266,6 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-# A look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so the
-# first look comes early (default: 6 to 20 rounds, looks at 8, 12, 16, 20 at 98.75 %)
-LOOK_EVERY = 4
-
-
 def findings_of(rows: pd.DataFrame, env: dict | None) -> list:
     """LMDBIO's findings on the runs so far (:func:`experiments.lmdbio.findings.measure_steps` on
     the one-node runs of the tier they are judged on), at the level in force: the measure
@@ -371,7 +364,7 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
     env = judging_env(cfg)
     stage = repeats.MeasuringStage(
         "lmdbio", KEYS, configs, run_one,
-        repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
+        cfg.plan(), seed,
         tables=("processes",), judge=looks.judge("lmdbio", lambda rows, tables: findings_of(rows, env)),
         focus=findings.focus("lmdbio", configs, lambda rows: context(rows, env)),
         context=lambda rows: context(rows, env), progress="lmdbio rounds",

@@ -34,11 +34,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, ValidationInfo, field_validator
 
+from ..settings.config import Section
 from ..statistics import stats
 from .futility import Judged, Reach, allot
 from .levels import ALPHA, level as bonferroni
@@ -318,5 +320,35 @@ def plan_for(repeats: int, max_repeats: int | None, budget_s: float | None, step
     if not max_repeats or max_repeats <= repeats:
         return RoundsPlan(repeats, repeats)
     return RoundsPlan(repeats, max_repeats, math.inf if budget_s is None else float(budget_s), step)
+
+
+class Rounds(Section):
+    """The rounds' settings of a measuring stage that adds rounds while a finding is undecided,
+    flat in its ``params.yaml`` section (the one model of them; a stage's settings inherit it):
+    at least ``repeats`` rounds, every configuration once a round; more, up to ``max_repeats``
+    within ``budget_s``; a look every :attr:`look_every` rounds (the stage's choice, a class
+    attribute: few looks keep the Bonferroni level over looks low). A stage may give ``repeats``
+    another default (its field redeclared)."""
+
+    look_every: ClassVar[int] = 1
+    repeats: int = Field(2, ge=1, le=50, description="rounds of every configuration, at least")
+    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may reach while a "
+                                    "finding its runs measure is undecided (experiments.repeats); "
+                                    "null = repeats")
+    budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take when "
+                                   "adding rounds; null = no budget")
+
+    @field_validator("max_repeats")
+    @classmethod
+    def _not_below_repeats(cls, v, info: ValidationInfo):
+        least = info.data.get("repeats")
+        if v is not None and least is not None and v < least:
+            raise ValueError(f"max_repeats = {v} is below repeats = {least}; allowed: max_repeats >= "
+                             "repeats (or null: repeats)")
+        return v
+
+    def plan(self) -> RoundsPlan:
+        """The stage's :class:`RoundsPlan` (:func:`plan_for`)."""
+        return plan_for(self.repeats, self.max_repeats, self.budget_s, self.look_every)
 
 
