@@ -265,23 +265,21 @@ def accuracy_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
     return train_curves(cfg, seed)
 
 
-def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
-                   seed: int, purchases=()):
+def measuring_stage(cfg: DeepIOConfig, staged: dict[str, pd.DataFrame], tiers, seed: int, pools,
+                    evictions: dict):
     """Ordered vs opportunistic read bandwidth for each tier, R, P and node count of ``nodes``
-    (at most P); cache evicted before each run. The configurations run in rounds (each once
-    per round, in a seeded random order: :class:`experiments.repeats.MeasuringStage`): at least
-    ``repeats`` rounds, more while a bandwidth finding is undecided (:func:`loader_findings`, judged by the declared
-    rules); then the runs ``make decide`` bought
-    (``purchases``: ``params.yaml``'s ``decide.deepio``). Returns the
-    :class:`experiments.repeats.Measurement` (one row per run) and facts: eviction, the launcher
-    (env.json) and the scale reached (``scale``: most ranks and nodes of a run).
+    (at most P) as one measuring stage (:class:`experiments.repeats.MeasuringStage`), built, not
+    run: each tier's samples packed (outside the runs), then a run per configuration and round,
+    the cache evicted before each (its method kept in ``evictions``), the ranks from ``pools``
+    (:class:`experiments.host.launcher.Pools`). At least ``repeats`` rounds, more while a
+    bandwidth finding is undecided (:func:`loader_findings`, judged by the declared rules).
     ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
     from .. import repeats
     from ..claims import looks
     from ..repeats import findings
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
-    packs, evictions = {}, {}
+    packs = {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
     for t in tiers:
         m = staged[t.name].iloc[:cfg.loader_samples]
@@ -290,7 +288,6 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     configs = [{"tier": t.name, "mode": mode, "R": r, "P": p, "nodes": n} for t in tiers
                for mode in ("ordered", "opportunistic") for r in cfg.ratios for p in cfg.procs
                for n in node_counts if n <= p]
-    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
 
     def run_one(c, i):
         path, index = packs[c["tier"]]
@@ -299,20 +296,33 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
                          pool=pools.get(c["P"], c["nodes"]))
         return {"memory_backed": mem[c["tier"]], "samples": len(index), "eviction": evictions[c["tier"]], **res}
 
-    stage = repeats.MeasuringStage(
-        "deepio", KEYS, configs, run_one,
-        cfg.plan(), seed,
+    return repeats.MeasuringStage(
+        "deepio", KEYS, configs, run_one, cfg.plan(), seed,
         judge=looks.judge("deepio", loader_findings), progress="deepio: loader rounds", quantities=("MBps",),
         focus=findings.focus("deepio", configs, lambda rows: {"storage_tier": storage_tier_of(rows)}),
         context=lambda rows: {"storage_tier": storage_tier_of(rows)})   # the tier the report judges
+
+
+def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
+                   seed: int, purchases=()):
+    """:func:`measuring_stage` measured, then the runs ``make decide`` bought (``purchases``:
+    ``params.yaml``'s ``decide.deepio``). Returns the :class:`experiments.repeats.Measurement`
+    (one row per run) and facts: eviction, the launcher (env.json) and the scale reached
+    (``scale``: most ranks and nodes of a run)."""
+    from .. import repeats
+
+    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
+    evictions = {}
+    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
     try:
+        stage = measuring_stage(cfg, staged, tiers, seed, pools, evictions)
         got = repeats.measure(stage, purchases)
     finally:
         pools.close()
     return got, {"eviction": evictions,
                  "launcher": launcher.record(node_counts),
-                 "scale": {"procs_max": max(c["P"] for c in configs),
-                           "nodes_max": max(c["nodes"] for c in configs),
+                 "scale": {"procs_max": max(c["P"] for c in stage.configs),
+                           "nodes_max": max(c["nodes"] for c in stage.configs),
                            "allocation_nodes": launcher.allocation_nodes()}}
 
 
