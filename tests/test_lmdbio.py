@@ -328,6 +328,13 @@ def test_measure_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):
     # a fixed count (max_repeats None): exactly repeats rounds, at 95 %
     m2, _ = lmdbio.measure([t], cfg.model_copy(update={"max_repeats": None}), seed=3)
     assert m2.rows["repeat"].max() == 1 and (m2.rows["level"] == 0.95).all()
+    # building the stage runs nothing: no LMDB read, no eviction
+    ran = []
+    monkeypatch.setattr(lmdbio, "run", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(lmdbio.cache, "evict", lambda *a, **k: ran.append(a))
+    dbs, mem = lmdbio.databases([t], cfg, 3)
+    stage = lmdbio.measuring_stage(cfg, [t], dbs, mem, 3, lmdbio.launcher.Pools("x"), {})
+    assert len(stage.configs) == 4 and stage.rounds.max_repeats == 5 and not ran
 
 
 def test_scale_rows_say_the_processes_they_need_and_had():

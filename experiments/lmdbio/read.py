@@ -309,24 +309,9 @@ def judging_env(cfg: LMDBIOConfig) -> dict:
 KEYS = ("tier", "dataset", "strategy", "P", "nodes")   # the columns that name a configuration
 
 
-def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
-    """Build each data set's LMDB on each tier, then run every (tier, data set, strategy, P,
-    node count of ``nodes`` (at most P)) in rounds (each once per round, in a seeded random
-    order: :class:`experiments.repeats.MeasuringStage`), the cache evicted before each run: at
-    least ``repeats`` rounds, more while a finding is undecided (:func:`findings_of`, judged by the
-    declared rules), up to
-    ``max_repeats`` within ``budget_s``; then the runs ``make decide`` bought (``purchases``:
-    ``params.yaml``'s ``decide.lmdbio``). Returns the :class:`experiments.repeats.Measurement`
-    (one row per run: total seconds, MB/s, context switches; side table ``processes``, one row
-    per process of every run) and facts: the launcher (env.json), the scale reached
-    (``scale``: most processes and nodes of a run) and the hand-over check (run once, kept by a
-    decide run that appends)."""
-    from ..settings import paths
-    from .. import repeats
-    from ..claims import looks
-    from ..repeats import findings
-
-    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
+def databases(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[dict, dict]:
+    """Each data set's LMDB on each tier (every one that must be built fits, checked before the
+    first is written): ({(tier, data set): (folder, provenance, record bytes)}, {tier: memory-backed})."""
     dbs = {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
     for t in tiers:   # every LMDB that must be built fits, before the first is written
@@ -337,10 +322,23 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
             dest = t.dir / f"lmdbio-{d.name}"
             dbs[(t.name, d.name)] = (dest, build(dest, d.records, d.record_bytes,
                                                  cfg.map_size_mib << 20, seed), d.record_bytes)
+    return dbs, mem
+
+
+def measuring_stage(cfg: LMDBIOConfig, tiers, dbs: dict, mem: dict, seed: int, pools, evictions: dict):
+    """Every (tier, data set, strategy, P, node count of ``nodes`` (at most P)) as one measuring
+    stage (:class:`experiments.repeats.MeasuringStage`), built, not run: a run per configuration
+    and round over the LMDBs ``dbs`` (:func:`databases`), the cache evicted before each (its
+    method kept in ``evictions``), the ranks from ``pools`` (:class:`experiments.host.launcher.Pools`);
+    at least ``repeats`` rounds, more while a finding is undecided (:func:`findings_of`, judged by
+    the declared rules), up to ``max_repeats`` within ``budget_s``."""
+    from .. import repeats
+    from ..claims import looks
+    from ..repeats import findings
+
+    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     configs = [{"tier": t.name, "dataset": d.name, "strategy": s, "P": p, "nodes": n} for t in tiers
                for d in cfg.datasets for s in cfg.strategies for p in cfg.procs for n in node_counts if n <= p]
-    evictions = {}
-    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
 
     def run_one(c, i):
         tier, strategy, p, n = c["tier"], c["strategy"], c["P"], c["nodes"]
@@ -362,14 +360,30 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
             {"processes": per.drop(columns=["t0", "t1"]).assign(seconds=per["t1"] - per["t0"])})
 
     env = judging_env(cfg)
-    stage = repeats.MeasuringStage(
-        "lmdbio", KEYS, configs, run_one,
-        cfg.plan(), seed,
+    return repeats.MeasuringStage(
+        "lmdbio", KEYS, configs, run_one, cfg.plan(), seed,
         tables=("processes",), judge=looks.judge("lmdbio", lambda rows, tables: findings_of(rows, env)),
         focus=findings.focus("lmdbio", configs, lambda rows: context(rows, env)),
         context=lambda rows: context(rows, env), progress="lmdbio rounds",
         quantities=("seconds", "cs_per_proc"))
+
+
+def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
+    """The LMDBs built (:func:`databases`), :func:`measuring_stage` measured, then the runs ``make
+    decide`` bought (``purchases``: ``params.yaml``'s ``decide.lmdbio``). Returns the
+    :class:`experiments.repeats.Measurement` (one row per run: total seconds, MB/s, context
+    switches; side table ``processes``, one row per process of every run) and facts: the launcher
+    (env.json), the scale reached (``scale``: most processes and nodes of a run) and the
+    hand-over check (run once, kept by a decide run that appends)."""
+    from ..settings import paths
+    from .. import repeats
+
+    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
+    dbs, mem = databases(tiers, cfg, seed)
+    evictions = {}
+    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
     try:
+        stage = measuring_stage(cfg, tiers, dbs, mem, seed, pools, evictions)
         got = repeats.measure(stage, purchases)
         hand_f = paths.results_dir("lmdbio") / "handover_check.csv"
         if repeats.purchases.appending("lmdbio") and hand_f.exists():
@@ -378,8 +392,8 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
             hand = handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check else pd.DataFrame()
         facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
                  "launcher": launcher.record(node_counts, cfg.ranks_per_node),
-                 "scale": {"procs_max": max(c["P"] for c in configs),
-                           "nodes_max": max(c["nodes"] for c in configs),
+                 "scale": {"procs_max": max(c["P"] for c in stage.configs),
+                           "nodes_max": max(c["nodes"] for c in stage.configs),
                            "allocation_nodes": launcher.allocation_nodes()},
                  "handover_check": hand}
     finally:
