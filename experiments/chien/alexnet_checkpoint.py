@@ -145,25 +145,13 @@ KEYS = ("mode", "target")   # the columns that name one configuration (a checkpo
 SIDE_TABLES = ("saves", "drains", "dstat")
 
 
-def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_dirs: dict[str, str],
-                       cfg: CheckpointConfig, image_size: int, seed: int, purchases=()):
-    """Fig 9 and 10: ``iterations`` steps with a checkpoint every ``interval``, for each mode
-    (none, each target tier, the burst buffer), ``warmup + repeats`` rounds, every mode once a
-    round in a seeded order (a fixed count, looked at once: :class:`experiments.repeats.MeasuringStage`);
-    then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
-    ``decide.alexnet_checkpoint``). When a decide run appends to the stage, the runs and tables
-    measured before are kept and only the purchases run.
-
-    Returns the :class:`experiments.repeats.Measurement`: ``rows`` (one per run: run time,
-    median and total stall, seconds; the run time stops at the last step, the burst buffer's
-    drain may go on after it: ``drain_done_s``) and the side tables ``saves`` (one row per
-    checkpoint: wait, write, sync, stall seconds, bytes), ``drains`` (one row per background
-    copy), ``dstat`` (per-interval device and process MB/s, time from run start).
-    """
-    import shutil
-    import tempfile
-    from pathlib import Path
-
+def measuring_stage(cfg: CheckpointConfig, trainer: Trainer, m: pd.DataFrame, n_classes: int,
+                    tier_dirs: dict[str, str], image_size: int, seed: int, logdir):
+    """Fig 9 and 10's runs as one measuring stage (:class:`experiments.repeats.MeasuringStage`),
+    built, not run: the checkpoint tiers checked and the model warmed (outside the runs), then
+    per mode (none, each target tier, the burst buffer) and round ``iterations`` steps with a
+    checkpoint every ``interval``; ``warmup + repeats`` rounds, every mode once a round in a
+    seeded order (a fixed count, looked at once). ``logdir``: the burst buffer's drain logs."""
     from .. import repeats
 
     devices = sorted({d for d in (dstat.device_of(p) for p in tier_dirs.values()) if d})
@@ -171,7 +159,6 @@ def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_d
     expect = checkpoint_bytes_estimate(trainer)
     ck = trainer.checkpoint()
     trainer.warm(cfg.batch_size)
-    logdir = Path(tempfile.mkdtemp(prefix="alexnet-drain-"))
 
     def run_one(mode: dict, i: int):
         _clear(tier_dirs)
@@ -216,13 +203,38 @@ def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_d
                             "eviction": ev}, side)
 
     modes = checkpoint_modes(cfg)
-    stage = repeats.MeasuringStage("alexnet_checkpoint", KEYS, modes, run_one,
-                                   repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed, warmup=cfg.warmup,
-                                   tables=SIDE_TABLES, progress="alexnet checkpoint runs",
-                                   quantities=("seconds",), units="saves", unit_quantities=("stall_s",),
-                                   context=lambda rows: {"fast": cfg.fast, "slow": cfg.slow,
-                                                         "burst": f"{cfg.fast}>{cfg.slow}"})
+    return repeats.MeasuringStage("alexnet_checkpoint", KEYS, modes, run_one,
+                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed, warmup=cfg.warmup,
+                                  tables=SIDE_TABLES, progress="alexnet checkpoint runs",
+                                  quantities=("seconds",), units="saves", unit_quantities=("stall_s",),
+                                  context=lambda rows: {"fast": cfg.fast, "slow": cfg.slow,
+                                                        "burst": f"{cfg.fast}>{cfg.slow}"})
+
+
+def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_dirs: dict[str, str],
+                       cfg: CheckpointConfig, image_size: int, seed: int, purchases=()):
+    """Fig 9 and 10: ``iterations`` steps with a checkpoint every ``interval``, for each mode
+    (none, each target tier, the burst buffer), ``warmup + repeats`` rounds, every mode once a
+    round in a seeded order (a fixed count, looked at once: :class:`experiments.repeats.MeasuringStage`);
+    then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
+    ``decide.alexnet_checkpoint``). When a decide run appends to the stage, the runs and tables
+    measured before are kept and only the purchases run.
+
+    Returns the :class:`experiments.repeats.Measurement`: ``rows`` (one per run: run time,
+    median and total stall, seconds; the run time stops at the last step, the burst buffer's
+    drain may go on after it: ``drain_done_s``) and the side tables ``saves`` (one row per
+    checkpoint: wait, write, sync, stall seconds, bytes), ``drains`` (one row per background
+    copy), ``dstat`` (per-interval device and process MB/s, time from run start).
+    """
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from .. import repeats
+
+    logdir = Path(tempfile.mkdtemp(prefix="alexnet-drain-"))
     try:
+        stage = measuring_stage(cfg, trainer, m, n_classes, tier_dirs, image_size, seed, logdir)
         got = repeats.measure(stage, purchases)
     finally:
         _clear(tier_dirs)
