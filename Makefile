@@ -33,24 +33,24 @@ setup:
 # results/, then only the report stages and claims (dvc repro --single-item --force each); the
 # log ends saying that no measuring stage ran (the restored files still the reference's bytes)
 figures: setup
-	$(RUN) python -m experiments.refrun figures
+	$(RUN) python -m experiments.review.refrun figures
 
 # on the reference box, after a whole `make repro` (SOURCE: that checkout, default this one):
 # after a change to what a measuring stage writes (docs/reviewers.md#the-reference-run)
 reference: setup
-	$(RUN) python -m experiments.refrun record --source "$(or $(SOURCE),.)"
-	$(RUN) python -m experiments.forecast record --source "$(or $(SOURCE),.)"
+	$(RUN) python -m experiments.review.refrun record --source "$(or $(SOURCE),.)"
+	$(RUN) python -m experiments.pipeline.forecast record --source "$(or $(SOURCE),.)"
 
 # the plan first (each stale stage's forecast and the total, results/plan.json), then the stages;
 # the log ends with the AE table's summary and the forecast against actual (DVC's git hints:
 # core.autostage in .dvc/config stages dvc.lock instead of asking for it)
 # STAGES="a b": only those stages re-measured (forced) and what depends on them, the stale stages
-# upstream of them first (experiments/forecast.py repro_commands); an unknown name stops in the plan
+# upstream of them first (experiments/pipeline/forecast.py repro_commands); an unknown name stops in the plan
 repro: setup
-	@$(RUN) python -m experiments.refrun clear
-	@$(RUN) python -m experiments.forecast plan $(if $(strip $(STAGES)),--stages "$(STAGES)")
-	$(RUN) $(if $(strip $(STAGES)),python -m experiments.forecast repro --stages "$(STAGES)",dvc repro)
-	@$(RUN) python -m experiments.ae_table --print
+	@$(RUN) python -m experiments.review.refrun clear
+	@$(RUN) python -m experiments.pipeline.forecast plan $(if $(strip $(STAGES)),--stages "$(STAGES)")
+	$(RUN) $(if $(strip $(STAGES)),python -m experiments.pipeline.forecast repro --stages "$(STAGES)",dvc repro)
+	@$(RUN) python -m experiments.pipeline.ae_table --print
 
 test: setup
 	$(RUN) python -m pytest
@@ -65,45 +65,45 @@ lab: setup
 	$(RUN) jupyter lab --notebook-dir=. $(if $(filter 0,$(shell id -u)),--allow-root)
 
 paper: setup
-	@$(RUN) python -m experiments.refrun clear
-	$(RUN) python -m experiments.profile paper
-	@$(RUN) python -m experiments.forecast plan
+	@$(RUN) python -m experiments.review.refrun clear
+	$(RUN) python -m experiments.pipeline.profile paper
+	@$(RUN) python -m experiments.pipeline.forecast plan
 	$(RUN) dvc repro
-	@$(RUN) python -m experiments.ae_table --print
+	@$(RUN) python -m experiments.pipeline.ae_table --print
 
 default: setup
-	$(RUN) python -m experiments.profile default
+	$(RUN) python -m experiments.pipeline.profile default
 
 # each bench's stderr routed as the pipeline's kernels: TensorFlow's start-up lines kept off the
-# console, every line in data/bench/<module>.stderr.log (experiments/quietrun.py)
-# First the stale stages the tables read: tf.data and fio (experiments.bench), the traced
+# console, every line in data/bench/<module>.stderr.log (experiments/pipeline/quietrun.py)
+# First the stale stages the tables read: tf.data and fio (experiments.pipeline.bench), the traced
 # comparison with its workload data, compute model and checkpoint patterns
 # (experiments.sidebyside.bench) and LLM checkpointing (its rows in the storage engineer's table);
 # from a fresh clone most of the thesis's stages run first.
 bench: setup
 	$(RUN) dvc repro tfdata_read_report traced_comparison llm_checkpoint
-	$(RUN) python -m experiments.quietrun python -m experiments.bench
-	$(RUN) python -m experiments.quietrun python -m experiments.trace.bench
-	$(RUN) python -m experiments.quietrun python -m experiments.sidebyside.bench
-	$(RUN) python -m experiments.quietrun python -m experiments.workloads.onednn_bench
-	$(RUN) python -m experiments.quietrun python -m experiments.lmdbio.waits_bench
+	$(RUN) python -m experiments.pipeline.quietrun python -m experiments.pipeline.bench
+	$(RUN) python -m experiments.pipeline.quietrun python -m experiments.trace.bench
+	$(RUN) python -m experiments.pipeline.quietrun python -m experiments.sidebyside.bench
+	$(RUN) python -m experiments.pipeline.quietrun python -m experiments.workloads.onednn_bench
+	$(RUN) python -m experiments.pipeline.quietrun python -m experiments.lmdbio.waits_bench
 
 ae-table: setup
-	$(RUN) python -m experiments.ae_table
+	$(RUN) python -m experiments.pipeline.ae_table
 
 replicate: setup
-	@$(RUN) python -m experiments.refrun guard replicate
+	@$(RUN) python -m experiments.review.refrun guard replicate
 	$(RUN) python -m experiments.review.replicate --stages "$(STAGES)"
 
 decide: setup
-	@$(RUN) python -m experiments.refrun guard decide
+	@$(RUN) python -m experiments.review.refrun guard decide
 	$(RUN) python -m experiments.review.decide --minutes $(or $(MINUTES),30)
-	@$(RUN) python -m experiments.ae_table --print
+	@$(RUN) python -m experiments.pipeline.ae_table --print
 
 # without A and B: the reference run's claims table (pulled when absent) against this box's
 compare-claims: setup
 	@test -n "$(A)" -a -n "$(B)" -o -z "$(A)$(B)" || { echo "usage: make compare-claims [A=first/claims.csv B=second/claims.csv] (neither: the reference run's against results/claims/claims.csv)" >&2; exit 2; }
-	$(RUN) python -m experiments.review.compare $(if $(A),"$(A)" "$(B)","$$($(RUN) python -m experiments.refrun claims)" results/claims/claims.csv)
+	$(RUN) python -m experiments.review.compare $(if $(A),"$(A)" "$(B)","$$($(RUN) python -m experiments.review.refrun claims)" results/claims/claims.csv)
 
 course: setup
 	$(RUN) python -m experiments.course.build
@@ -122,4 +122,4 @@ lock:
 	bash env/setup-dlio.sh lock
 
 clean: setup
-	rm -rf results/*/ results/.reference.json data/*/ explore/ course/dist/ $$($(RUN) python -m experiments.tiers dirs --own)
+	rm -rf results/*/ results/.reference.json data/*/ explore/ course/dist/ $$($(RUN) python -m experiments.host.tiers dirs --own)

@@ -1,5 +1,10 @@
 """The one registry of the pipeline's stages: what each runs, reads, writes and is set by.
 
+A measuring stage declares its own entry in its module, beside its settings model (``STAGE =
+Stage(...)``, found by :func:`discover` without importing the module); the stages no one module
+owns (the findings' rules, the data sets, the reports, the claims) are listed here (``_HERE``).
+:data:`STAGES` is both, in the pipeline's order (:func:`in_order`).
+
 Every list of stages is made from :data:`STAGES` (a test fails on a list of stage names written
 by hand elsewhere in the package, ``tests/test_stages.py``):
 
@@ -7,18 +12,23 @@ by hand elsewhere in the package, ``tests/test_stages.py``):
   lazily: reading one stage's configuration never imports TensorFlow or PyTorch), and
   :data:`SHARED`, the sections no one stage owns;
 - the buying stages (:func:`buying`): ``DecideParams``'s fields, ``params.yaml``'s ``decide:``
-  (:func:`experiments.profile.render` fills it), the ``claim_rules`` files;
+  (:func:`experiments.pipeline.profile.render` fills it), the ``claim_rules`` files;
 - the measuring stages (:func:`measuring`): ``make replicate`` and a claim's ``make repro STAGES=``;
-- ``dvc.yaml``, written whole by ``python -m experiments.depcheck --write``
-  (:func:`experiments.depcheck.dvc_yaml`): each stage's ``results/`` and ``data/`` inputs first,
-  then its notebook and its code by package folder, from the imports its notebook reaches.
+- ``dvc.yaml``, written whole by ``python -m experiments.pipeline.depcheck --write``
+  (:func:`experiments.pipeline.depcheck.dvc_yaml`): each stage's ``results/`` and ``data/`` inputs first,
+  then its notebook and its code by package folder, from the imports its notebook reaches;
+- the forecast's size of each stage and the profile's configurations of each (:func:`size_of`,
+  :func:`configs_of`: functions of the stage's module its entry names).
 
 This module imports nothing of the package: ``config`` reads it, and the generator reads both.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import ast
+import importlib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 KINDS = ("rules", "data", "measuring", "report", "claims")
 
@@ -44,8 +54,18 @@ class Stage:
     unread: tuple[str, ...] = ()                   # globs of results/<name>/ files no stage downstream reads
                                                    # (the reference run leaves them out: refrun.record)
     note: str = ""                                 # the comment above it in dvc.yaml
+    size: str | None = None                        # "module:function": its size rule (:func:`size_of`)
+    configs: str | None = None                     # "module:function": its configurations (:func:`configs_of`)
+    length: str | None = None                      # "module:function": its run length rule (:func:`length_of`)
+    module: str | None = None                      # the module that declares it (:func:`discover`)
 
     def __post_init__(self):
+        if self.module:   # a module's own names ("Settings", "size") are that module's
+            here = lambda ref: ref if ref is None or ":" in ref else f"{self.module}:{ref}"   # noqa: E731
+            object.__setattr__(self, "settings", {k: here(v) for k, v in self.settings.items()})
+            object.__setattr__(self, "size", here(self.size))
+            object.__setattr__(self, "configs", here(self.configs))
+            object.__setattr__(self, "length", here(self.length))
         if self.kind not in KINDS:
             raise ValueError(f"stage {self.name}: kind = {self.kind!r}; allowed: {', '.join(KINDS)}")
         if self.buys and self.kind != "measuring":
@@ -54,18 +74,15 @@ class Stage:
 
 # Sections read by many stages, owned by none.
 SHARED: dict[str, str] = {
-    "seed": "experiments.common_config:Seed",
-    "tiers": "experiments.tiers:TierList",
-    "imagenet_size_mix": "experiments.common_config:SizeMix",
-    "figures": "experiments.common_config:FigureConfig",
+    "seed": "experiments.settings.common_config:Seed",
+    "tiers": "experiments.host.tiers:TierList",
+    "imagenet_size_mix": "experiments.settings.common_config:SizeMix",
+    "figures": "experiments.settings.common_config:FigureConfig",
     "decide": "experiments.repeats.purchases:DecideParams",
 }
 
 _FIG = ("figures",)
-_WORKLOADS = tuple(f"{w}.{p}" for w in ("unet3d", "bert", "dlrm") for p in ("model", "train", "sweep"))
 _WDATA = ("data/unet3d", "data/bert", "data/dlrm")
-_RETINA = tuple(f"retinanet.{p}" for p in ("model", "train", "sweep"))   # MLPerf Storage v3.0's, our extension
-_WS = "experiments.workloads.settings"
 
 
 def _report(name, notebook, inputs, plots=(), note=""):
@@ -73,47 +90,29 @@ def _report(name, notebook, inputs, plots=(), note=""):
                  plots=tuple(f"results/{name}/{p}.png" for p in plots), note=note)
 
 
-STAGES: tuple[Stage, ...] = (
+# The stages no one module owns: the findings' rules, the data sets, the reports and the claims.
+# A measuring stage declares its own entry in its module (``STAGE = Stage(...)``, :func:`discover`).
+_HERE: tuple[Stage, ...] = (
     Stage("claim_rules", "notebooks/00-claim-rules.ipynb", "rules",
           note="The part of the papers' declarations that steers measuring: each finding's rule, margin and "
                "the configurations it compares, one file per buying stage (which depends on its file "
                "alone). A changed quote re-runs this stage, which writes the same bytes: nothing re-measures."),
-    Stage("fio_baseline", "notebooks/01-device-baseline.ipynb", "measuring",
-          {"fio_baseline": "experiments.chien.fio_baseline:FioConfig"},
-          ("tiers", "fio_baseline", "imagenet_size_mix"), report="tfdata_read_report"),
     Stage("imagenet_like", "notebooks/02-imagenet-like-data.ipynb", "data",
           {"imagenet_like": "experiments.datasets.imagenet_like:ImageNetLikeConfig"},
-          ("seed", "imagenet_like", "imagenet_size_mix"), outs=("data/imagenet_like",), items=True),
-    Stage("tfdata_read", "notebooks/03-tfdata-read.ipynb", "measuring",
-          {"tfdata_read": "experiments.chien.tfdata_read:TFDataReadConfig"},
-          ("seed", "tiers", "tfdata_read"), True, "tfdata_read_report", ("data/imagenet_like",),
-          plots=({"tfdata thread scaling": {"template": "simple", "x": "threads",
-                                            "y": {"results/tfdata_read/summary.csv": "images_per_s"}}},)),
+          ("seed", "imagenet_like", "imagenet_size_mix"), outs=("data/imagenet_like",), items=True,
+          size="experiments.datasets.imagenet_like:size"),
     _report("tfdata_read_report", "notebooks/04-tfdata-read-report.ipynb",
             ("results/fio_baseline", "results/imagenet_like", "results/tfdata_read"),
             ("fig4_tfdata_full", "fig5_tfdata_read_only", "table1_fio_baseline", "imagenet_like_sizes")),
-    Stage("deepio", "notebooks/40-deepio.ipynb", "measuring", {"deepio": "experiments.deepio.experiment:DeepIOConfig"},
-          ("seed", "tiers", "deepio"), True, "deepio_report", ("data/imagenet_like",)),
     _report("deepio_report", "notebooks/41-deepio-report.ipynb", ("results/deepio", "results/fio_baseline"),
             ("rl_blocks", "fig7_accuracy_rl", "fig8_accuracy_opportunistic", "fig10_bandwidth")),
-    Stage("lmdbio", "notebooks/42-lmdbio.ipynb", "measuring", {"lmdbio": "experiments.lmdbio.read:LMDBIOConfig"},
-          ("seed", "tiers", "lmdbio"), True, "lmdbio_report"),
     _report("lmdbio_report", "notebooks/43-lmdbio-report.ipynb", ("results/lmdbio",), ("fig2_lmdbio",)),
-    Stage("blog", "notebooks/44-blog-tfrecord-vs-jpeg.ipynb", "measuring",
-          {"blog": "experiments.blog.tfrecord:BlogConfig"},
-          ("seed", "tiers", "imagenet_size_mix", "blog"), True, "blog_report", ("data/imagenet_like",)),
     _report("blog_report", "notebooks/45-blog-report.ipynb", ("results/blog", "results/fio_baseline"),
             ("size_histogram", "tfdata_threads", "torch_workers", "warm_vs_cold")),
     Stage("caltech_like", "notebooks/10-caltech-like-data.ipynb", "data",
           {"caltech_like": "experiments.datasets.caltech_like:CaltechLikeConfig"},
-          ("seed", "caltech_like"), outs=("data/caltech_like",), items=True),
-    Stage("alexnet_prefetch", "notebooks/11-alexnet-prefetch.ipynb", "measuring",
-          {"alexnet": "experiments.chien.alexnet:AlexNetConfig"},
-          ("seed", "tiers", "caltech_like.n_classes", "alexnet"), True, "alexnet_report", ("data/caltech_like",)),
-    Stage("alexnet_checkpoint", "notebooks/12-alexnet-checkpoint.ipynb", "measuring",
-          {"alexnet_checkpoint": "experiments.chien.alexnet_checkpoint:CheckpointConfig"},
-          ("seed", "tiers", "caltech_like.n_classes", "alexnet.image_size", "alexnet.width", "alexnet.dense_width",
-           "alexnet.learning_rate", "alexnet_checkpoint"), True, "alexnet_report", ("data/caltech_like",)),
+          ("seed", "caltech_like"), outs=("data/caltech_like",), items=True,
+          size="experiments.datasets.caltech_like:size"),
     _report("alexnet_report", "notebooks/13-alexnet-report.ipynb",
             ("results/caltech_like", "results/alexnet_prefetch", "results/alexnet_checkpoint", "results/fio_baseline"),
             ("caltech_like_sizes", "fig6_alexnet_prefetch_threads", "fig7_alexnet_batch_size", "fig8_alexnet_dstat",
@@ -121,60 +120,23 @@ STAGES: tuple[Stage, ...] = (
     Stage("workload_data", "notebooks/30-workload-data.ipynb", "data", {},
           ("seed", "unet3d.data", "bert.data", "dlrm.data", "retinanet.data"), outs=(*_WDATA, "data/retinanet", "data/retinanet-fixed"),
           note="Ho-Von 2023: the three MLPerf workloads (experiments/workloads/, docs/workloads.md)."),
-    *(Stage(w, f"notebooks/3{i}-{w}.ipynb", "measuring", {w: f"{_WS}:{w.capitalize()}Config"},
-            ("seed", f"{w}.model", f"{w}.train", f"{w}.sweep"), True, "workload_fits", (f"data/{w}",))
-      for i, w in ((1, "unet3d"), (2, "bert"), (3, "dlrm"))),
-    Stage("retinanet", "notebooks/38-retinanet.ipynb", "measuring", {"retinanet": f"{_WS}:RetinanetConfig"},
-          ("seed", *_RETINA), True, "workload_fits", ("data/retinanet",),
-          note="MLPerf Storage v3.0's RetinaNet (our extension; docs/workloads.md \"RetinaNet\")."),
     _report("workload_fits", "notebooks/34-workload-fits.ipynb",
             ("results/unet3d", "results/bert", "results/dlrm", "results/retinanet"),
             tuple(f"{w}_{p}" for p in ("step_breakdown", "throughputs") for w in ("unet3d", "bert", "dlrm"))),
-    Stage("workload_sleep", "notebooks/35-workload-sleep.ipynb", "measuring",
-          {"workload_sleep": f"{_WS}:WorkloadSleepConfig"}, ("seed", *_WORKLOADS, *_RETINA, "workload_sleep"), True,
-          "workload_validation", (*_WDATA, "data/retinanet", "results/workload_fits/compute_model.json", "results/unet3d/loader.csv"),
-          note="Ho-Von 2023 Ch. 3, Sec 4.7, 5.x.3: the sleep and generated-data rows, Fig A.3, accelerator "
-               "utilization."),
-    Stage("workload_random", "notebooks/36-workload-random.ipynb", "measuring",
-          {"workload_random": f"{_WS}:WorkloadRandomConfig"}, ("seed", "unet3d", "bert", "dlrm", "workload_random"),
-          True, "workload_validation", _WDATA, ("data/unet3d-random", "data/bert-random", "data/dlrm-random")),
     _report("workload_validation", "notebooks/37-workload-validation.ipynb",
             ("results/unet3d", "results/bert", "results/dlrm", "results/retinanet", "results/workload_random",
              "results/workload_sleep",
              "results/traced_comparison")),
-    Stage("tracing_patterns", "notebooks/20-tracing-patterns.ipynb", "measuring",
-          {"tracing_patterns": "experiments.trace.stage:TracingPatternsConfig"}, ("seed", "tiers", "tracing_patterns"),
-          report="tracing_report"),
     _report("tracing_report", "notebooks/21-tracing-report.ipynb", ("results/tracing_patterns",),
             ("similarity_matrix", "timeline_loader", "timeline_fio_seq_rand")),
-    Stage("emulator_patterns", "notebooks/50-emulator-patterns.ipynb", "measuring",
-          {"emulator": "experiments.emulator.config:EmulatorSection"},
-          ("seed", *_WORKLOADS, *_RETINA, "emulator.pattern_ranks"),
-          report="emulator_patterns_report", inputs=(*_WDATA, "data/retinanet"),
-          note="Ho-Von 2023 Sec 6.4: each real workload traced, its checkpoint writes become the emulator's "
-               "pattern (measures; draws nothing)."),
     _report("emulator_patterns_report", "notebooks/54-emulator-patterns-report.ipynb", ("results/emulator_patterns",),
             ("checkpoint_write_sizes",),
             "Its figure and the replay check's claim, from what emulator_patterns wrote: a figure setting "
             "re-runs only this."),
-    Stage("traced_comparison", "notebooks/52-traced-comparison.ipynb", "measuring",
-          {"traced_comparison": "experiments.sidebyside.settings:TracedComparisonConfig"},
-          ("seed", "tiers", "unet3d", "bert", "dlrm", *_RETINA, "traced_comparison"), True, "traced_comparison_report",
-          (*_WDATA, "data/retinanet", "data/retinanet-fixed", "results/workload_fits/compute_model.json",
-           "results/emulator_patterns/checkpoint_pattern.json",
-           *(f"results/{w}/checkpoint.json" for w in ("unet3d", "bert", "dlrm", "retinanet"))),
-          note="Ho-Von 2023 Tables 5.1-5.3, Fig 5.7/5.12/5.18: real, sleep, emulator and DLIO traced side by side "
-               "(measures; draws nothing); RetinaNet's Table 5.x, its fixed-size side and its max-accelerators "
-               "search at AU 0.85 (our extension).",
-          unread=("trace_*",)),   # the full first-pass traces: the report draws the timeline_* files beside them
     _report("traced_comparison_report", "notebooks/53-traced-comparison-report.ipynb", ("results/traced_comparison",),
             ("throughput_by_side",),
             "Its timelines, throughputs and claims, from what traced_comparison wrote: a figure setting "
             "re-runs only this."),
-    Stage("llm_checkpoint", "notebooks/55-llm-checkpoint.ipynb", "measuring",
-          {"llm_checkpoint": "experiments.emulator.llm_checkpoint:LLMCheckpointConfig"},
-          ("seed", "tiers", "llm_checkpoint"), True, "llm_checkpoint_report", ("results/fio_baseline/summary.csv",),
-          note="LLM checkpointing as MLPerf Storage defines it (measures; draws nothing)."),
     _report("llm_checkpoint_report", "notebooks/56-llm-checkpoint-report.ipynb", ("results/llm_checkpoint",),
             ("llm_checkpoint_throughput", "llm_checkpoint_burst_buffer"),
             "Its figures and extension claims, from what llm_checkpoint wrote: a figure setting re-runs only this."),
@@ -183,6 +145,86 @@ STAGES: tuple[Stage, ...] = (
                "the claims files only (and each data stage's measured.json), so a figure change upstream does "
                "not re-run it; its folder persists: the run before's claims.csv stays until this run reads it."),
 )
+
+
+# ----------------------------------------------------------------------------- the modules' entries
+# As DLIO's factories find a reader by its type, the registry finds a measuring stage in the
+# module that declares it: a module-level ``STAGE = Stage(...)`` (or a tuple of them), beside
+# its settings model. It is read with ``ast``, never imported: every module imports this one, and
+# a measuring module may import TensorFlow. A declaration is made of literals, ``Stage(...)`` and
+# the module's own constants; its ``settings``, ``size`` and ``configs`` name the module's own
+# names ("Settings", "size") or another module's ("module:Name").
+
+_BUILTINS = {"tuple": tuple, "dict": dict, "list": list, "range": range, "enumerate": enumerate, "zip": zip}
+
+
+def _module_name(f: Path, package: Path) -> str:
+    parts = f.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _evaluate(node: ast.expr, consts: dict[str, ast.expr], env: dict, where: str, seen=()) -> object:
+    """``node`` evaluated with ``Stage``, a few builtins and the module constants it names."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id not in env and n.id in consts and n.id not in seen:
+            env[n.id] = _evaluate(consts[n.id], consts, env, where, (*seen, n.id))
+    try:
+        return eval(compile(ast.Expression(node), where, "eval"), env)   # noqa: S307 - literals and Stage only
+    except Exception as e:   # a name the declaration cannot see, a bad field
+        raise ValueError(f"{where}: STAGE: {e}; a declaration is made of literals, Stage(...) and the "
+                         "module's own constants made of those") from None
+
+
+def discover(package: Path | None = None) -> tuple[Stage, ...]:
+    """The stages the modules of ``package`` (``experiments/``) declare (``STAGE = ...``), in
+    the order of their files."""
+    package = package or Path(__file__).resolve().parent
+    out: list[Stage] = []
+    for f in sorted(package.rglob("*.py")):
+        text = f.read_text()
+        if "\nSTAGE = " not in "\n" + text:   # most modules: no parse
+            continue
+        tree = ast.parse(text, str(f))
+        consts = {n.targets[0].id: n.value for n in tree.body
+                  if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+        decl = consts.get("STAGE")
+        if not (isinstance(decl, (ast.Tuple, ast.List)) or (isinstance(decl, ast.Call)
+                                                             and getattr(decl.func, "id", None) == "Stage")):
+            continue   # a report module's STAGE = "its name"
+        where = str(f.relative_to(package.parent))
+        got = _evaluate(decl, consts, {"__builtins__": _BUILTINS, "Stage": Stage}, where)
+        got = got if isinstance(got, (tuple, list)) else (got,)
+        if not got or not all(isinstance(s, Stage) for s in got):
+            raise ValueError(f"{where}: STAGE = {ast.unparse(decl)[:80]}...; allowed: a Stage(...) or a tuple of them")
+        out += [replace(s, module=_module_name(f, package)) for s in got]
+    return tuple(out)
+
+
+def _reads(s: Stage, o: Stage) -> bool:
+    """Whether stage ``s`` reads what stage ``o`` writes (its results folder, its data sets)."""
+    return s.kind == "claims" and o.kind != "claims" or any(
+        i == w or i.startswith(w + "/") for i in s.inputs for w in (f"results/{o.name}", *o.outs))
+
+
+def in_order(entries) -> tuple[Stage, ...]:
+    """``entries`` in the pipeline's order: a stage after every stage it reads, otherwise by its
+    notebook's number."""
+    names = [s.name for s in entries]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        where = {n: [s.module or "experiments.stages" for s in entries if s.name == n] for n in twice}
+        raise ValueError(f"stages declared twice: {where}")
+    left, out = sorted(entries, key=lambda s: (s.notebook, s.name)), []
+    while left:
+        ready = [s for s in left if not any(_reads(s, o) for o in left if o is not s)]
+        if not ready:
+            raise ValueError(f"stages that read each other's outputs: {[s.name for s in left]}")
+        out.append(ready[0])
+        left.remove(ready[0])
+    return tuple(out)
+
+
+STAGES: tuple[Stage, ...] = in_order((*_HERE, *discover()))
 
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
 
@@ -213,3 +255,56 @@ def sections() -> dict[str, str]:
             raise ValueError(f"stage {s.name}: sections {sorted(clash)} are owned elsewhere")
         out |= s.settings
     return out
+
+
+# ----------------------------------------------------------------------------- a stage's rules
+# A stage's size rule and its configurations are functions of the rendered profile (a
+# ``params.yaml`` as a dict) and the stage's name, in the module that owns its settings; the
+# registry names them as "module:function" and imports them only when asked (the forecast, the
+# profile's unread configurations), so that this module imports nothing of the package.
+
+def rule(ref: str):
+    """The function ``"module:function"`` names."""
+    mod, _, fn = ref.partition(":")
+    return getattr(importlib.import_module(mod), fn)
+
+
+def size_of(name: str, params: dict) -> float | None:
+    """Stage ``name``'s *size* under ``params``: a number proportional to the seconds its runs
+    take (configurations x rounds, as its own code builds them; a data stage's items); None
+    for a stage without a size rule (its work does not scale with a count of runs)."""
+    s = BY_NAME[name]
+    return None if s.size is None else float(rule(s.size)(params, name))
+
+
+def length_of(name: str, params: dict) -> dict[str, float] | None:
+    """Stage ``name``'s run length under ``params``: {part: a number proportional to the units
+    (epochs or steps) a run of that part does}. A run's seconds are set-up plus units (Kalibera and
+    Jones's cost model, the one variance.csv fits), so the forecast scales only the units' share
+    of a run (``unit_share`` in env/reference-times.csv); None for a stage without a length rule
+    (its runs' length is taken at the reference's, and a change to it is named UNKNOWN)."""
+    s = BY_NAME[name]
+    return None if s.length is None else rule(s.length)(params, name)
+
+
+def configs_of(name: str, params: dict) -> list[dict] | None:
+    """Stage ``name``'s configurations under ``params`` (the dicts over its keys that its rounds
+    run once each); None for a stage that declares none."""
+    s = BY_NAME[name]
+    return None if s.configs is None else rule(s.configs)(params, name)
+
+
+def count(x) -> int:
+    """A sweep's length: a list's, a dict's; 1 for a single value."""
+    return len(x) if isinstance(x, (list, tuple, dict)) else 1
+
+
+def tier_names(params: dict, names=None) -> list[str]:
+    """The profile's tier names (those of ``names`` among them, in ``names``' order, when given)."""
+    every = [t["name"] for t in params.get("tiers") or []]
+    return every if names is None else [t for t in names if t in every]
+
+
+def rounds(section: dict) -> int:
+    """The rounds a stage runs at least: its ``repeats`` and its warm-up rounds."""
+    return int(section.get("repeats", 1)) + int(section.get("warmup", 0) or 0)

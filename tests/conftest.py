@@ -124,7 +124,7 @@ class SmokeRun:
             shutil.copy2(ROOT / f, self.root / f)
         self.env = {**os.environ, "DLIO_ROOT": str(self.root),
                     "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-        for cmd in ([sys.executable, "-m", "experiments.profile", "smoke"],
+        for cmd in ([sys.executable, "-m", "experiments.pipeline.profile", "smoke"],
                     ["dvc", "config", "--local", "core.no_scm", "true"]):
             subprocess.run(cmd, cwd=self.root, env=self.env, check=True, stdout=subprocess.DEVNULL)
         # SMOKE_STAGES="a b" limits the run to those stages and what they depend on (for work on
@@ -247,7 +247,7 @@ class SmokeRun:
                     p.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     os.killpg(p.pid, signal.SIGKILL)
-        own = subprocess.run([sys.executable, "-m", "experiments.tiers", "dirs", "--own"], cwd=self.root,
+        own = subprocess.run([sys.executable, "-m", "experiments.host.tiers", "dirs", "--own"], cwd=self.root,
                              env=self.env, capture_output=True, text=True).stdout.split()
         for d in own:
             shutil.rmtree(d, ignore_errors=True)

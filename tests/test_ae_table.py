@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import ae_table, headline, results
+from experiments.pipeline import ae_table
+from experiments.output import headline, results
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ import pytest
 from experiments.chien import alexnet as ax
 from experiments.chien import alexnet_checkpoint as ckpt
 from experiments.datasets import caltech_like as cl
-from experiments import config
-from experiments.config import ConfigError
-from experiments.tiers import Tier
+from experiments.settings import config
+from experiments.settings.config import ConfigError
+from experiments.host.tiers import Tier
 
 
 def test_alexnet_has_the_papers_layers():
@@ -144,7 +144,8 @@ def test_checkpoint_findings_declare_the_modes_they_compare():
 def test_checkpoint_runs_then_a_decide_run_appends_its_purchase(data, tmp_path, monkeypatch):
     """The checkpoint stage's rounds (every mode once, a warm-up first), then, as ``make decide``
     re-runs it, the rows and side tables of before kept and only the purchase run after them."""
-    from experiments import repeats, results
+    from experiments import repeats
+    from experiments.output import results
     from experiments.repeats import purchases as P
 
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
@@ -154,6 +155,11 @@ def test_checkpoint_runs_then_a_decide_run_appends_its_purchase(data, tmp_path, 
     tr = ax.Trainer(3, 32, 0.125, 0.02, seed=1)
     c = ckpt.CheckpointConfig(iterations=2, interval=1, batch_size=4, threads=1, repeats=1, warmup=1,
                               eviction="none", dstat_interval_s=0.1)
+    with monkeypatch.context() as mp:   # building the stage trains no step
+        ran = []
+        mp.setattr(ckpt, "run_steps", lambda *a, **k: ran.append(a))
+        stage = ckpt.measuring_stage(c, tr, data, 3, dirs, 32, 1, tmp_path)
+        assert len(stage.configs) == 4 and stage.rounds.max_repeats == 1 and not ran
     res = ckpt.measure_checkpoint(tr, data, 3, dirs, c, 32, 1)
     runs = res.rows
     assert len(runs) == 2 * 4 and set(runs["made_by"]) == {P.FIRST}

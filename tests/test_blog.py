@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from experiments import config
+from experiments.settings import config
 from experiments.blog import report as blog_report
 from experiments.blog import tfrecord as bt
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 
 
 @pytest.fixture
@@ -232,7 +232,7 @@ def _rounds(configs, one_run, cfg, seed, purchases=()):
     (rows, dstat rows, rounds.json)."""
     from experiments import repeats
 
-    m = repeats.measure(bt.stage(configs, one_run, cfg, seed), purchases)
+    m = repeats.measure(bt.measuring_stage(cfg, configs, one_run, seed), purchases)
     return m.rows, bt.dstat_rows_of(m.tables["dstat"]), m.course
 
 
@@ -303,19 +303,19 @@ def test_blog_decided_judges_the_reports_own_findings():
 
 
 def test_blog_repeats_bad_input():
-    with pytest.raises(ConfigError, match=r"blog\.max_repeats = 2 is below blog\.repeats = 6"):
+    with pytest.raises(ConfigError, match=r"blog\.max_repeats = 2: .*max_repeats = 2 is below repeats = 6; allowed"):
         config.validate("blog", {"repeats": 6, "max_repeats": 2})
     configs = bt.run_configs(["disk"], [1], [0])
-    one = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=3), 0)
+    one = bt.measuring_stage(bt.BlogConfig(repeats=3), configs, _fake_run(CLEAR, 0.02), 0)
     assert one.rounds.max_repeats == 3                                   # no max: a fixed count
-    p = bt.stage(configs, _fake_run(CLEAR, 0.02), bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390), 0).rounds
+    p = bt.measuring_stage(bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390), configs, _fake_run(CLEAR, 0.02), 0).rounds
     assert (p.min_repeats, p.max_repeats, p.budget_s) == (6, 9, 390)
 
 
 def test_collectl_paper_values_follow_from_the_blogs_tables():
     """The two collectl rows' paper values are the arithmetic their ``derived`` says, on the
     tables' medians the report shows beside ours (reference.NELSON_COLLECTL)."""
-    from experiments import reference
+    from experiments.settings import reference
     from experiments.claims.declared import declared
 
     ref, d = reference.NELSON_COLLECTL, declared("blog_report")
@@ -333,7 +333,8 @@ def test_bought_rounds_follow_the_loop_and_a_decide_run_appends_to_the_kept_runs
     per run) runs after the rounds, counted in runs, not rows; a decide run that re-runs the
     stage keeps the runs and dstat rows of before and adds only the new purchase's, the run ids
     going on."""
-    from experiments import paths, repeats
+    from experiments.settings import paths
+    from experiments import repeats
     from experiments.repeats import purchases as P
     from experiments.repeats.stage import ROUNDS_FILE
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from experiments.chien import burst_buffer as bb
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 
 
 def _writer(payload: bytes):

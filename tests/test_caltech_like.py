@@ -6,8 +6,8 @@ import pytest
 from PIL import Image
 
 from experiments.datasets import caltech_like as cl
-from experiments import config
-from experiments.config import ConfigError
+from experiments.settings import config
+from experiments.settings.config import ConfigError
 
 
 def test_sizes_have_the_asked_median_and_mean():

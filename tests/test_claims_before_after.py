@@ -71,7 +71,7 @@ def project(tmp_path_factory) -> Path:
         shutil.copy2(REPO / name, dst / name)
     head = (Path(STORED) / "params.yaml").read_text().split("\n", 1)[0]   # "# profile: smoke. ..."
     prof = head.split("profile:")[1].split(".")[0].strip() if "profile:" in head else "smoke"
-    subprocess.run([sys.executable, "-m", "experiments.profile", prof], cwd=dst,
+    subprocess.run([sys.executable, "-m", "experiments.pipeline.profile", prof], cwd=dst,
                    env={**os.environ, "DLIO_ROOT": str(dst)}, check=True, capture_output=True)
     return dst
 

@@ -129,7 +129,7 @@ def test_a_margin_with_its_reason_and_a_plain_id_with_its_paper_value_load(tmp_p
 
 
 def test_join_judges_the_measured_fills_the_unmeasured_and_rejects_the_undeclared(monkeypatch, tmp_path):
-    from experiments.stats import Interval
+    from experiments.statistics.stats import Interval
 
     src = D._load(_write(tmp_path, [
         ROW, {**ROW, "id": "x_faster_{tier}", "basis": "extension", "quote": None,
@@ -158,7 +158,7 @@ def test_a_measurement_on_a_configuration_the_paper_did_not_run_is_an_extension(
 def test_a_note_or_statement_naming_an_absolute_path_stops_the_join(monkeypatch, tmp_path):
     """The table is read on other hosts: a path of this one names nothing there. The join stops,
     naming the stage, the claim and the path; a path relative to the project passes."""
-    from experiments import paths
+    from experiments.settings import paths
 
     src = D._load(_write(tmp_path, [ROW, {**ROW, "id": "x_other"}]))
     monkeypatch.setattr(D, "sources", lambda: (src,))
@@ -265,7 +265,7 @@ def test_the_same_rows_done_right_load(tmp_path):
 def test_a_row_judged_at_the_texts_precision_says_so(monkeypatch, tmp_path):
     """0.9476 is what the thesis would print as 95 %: at the text's precision it passes "95 %",
     and the note says the threshold is the rounding edge."""
-    from experiments.stats import Interval
+    from experiments.statistics.stats import Interval
 
     src = D._load(_write(tmp_path, [{**ROW, "unit": "similarity (0-1)", "rule": ">= 0.945", "paper_value": 0.95,
                                      "precision": 0.01, "magnitude": "within 6%",

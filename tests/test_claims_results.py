@@ -4,8 +4,9 @@ import math
 import pandas as pd
 import pytest
 
-from experiments import claims, results
-from experiments.stats import Interval
+from experiments import claims
+from experiments.output import results
+from experiments.statistics.stats import Interval
 from experiments.claims import table as claims_table
 
 CI = Interval(1.0, 3.0, 5, "test")     # an interval around a value of 2, from 5 samples
@@ -249,11 +250,11 @@ def test_closing_note_lists_the_verdicts_changed_against_the_run_before(tmp_path
 
 
 def test_each_row_says_what_re_measuring_it_costs_on_the_reference_box(tmp_path, monkeypatch):
-    """The cost columns (experiments.forecast.cost, as the claims notebook adds them): the
+    """The cost columns (experiments.pipeline.forecast.cost, as the claims notebook adds them): the
     reference table's wall seconds of the stages `make repro STAGES="deepio"` re-runs (deepio,
     its report, the claims table), the data set it reads apart; the host named once; empty and
     said so without a reference table."""
-    from experiments import forecast
+    from experiments.pipeline import forecast
 
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     out = lambda s: [{f"results/{s}": {"cache": False}}]   # noqa: E731

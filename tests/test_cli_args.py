@@ -1,5 +1,5 @@
 """Every argument of every command line stops a bad value with one line naming it, exit 2,
-before any work (experiments.config.check_args: the same pydantic validation as params.yaml).
+before any work (experiments.settings.config.check_args: the same pydantic validation as params.yaml).
 
 The table below has one bad value per argument; ``test_every_argument_has_a_bad_value`` fails
 when a command grows an argument without one."""
@@ -8,7 +8,7 @@ import argparse
 
 import pytest
 
-from experiments import profile
+from experiments.pipeline import profile
 from experiments.emulator import __main__ as emu
 from experiments.emulator import bench as emu_bench
 from experiments.trace import __main__ as trace
@@ -113,7 +113,7 @@ NO_BAD_VALUE = (argparse._HelpAction, argparse._StoreTrueAction, argparse._SubPa
 def _parsers():
     """(command, parser) of every command line and subcommand."""
     # the emulator, its bench and profile build their parsers inside main(): capture them
-    import experiments.config as c
+    import experiments.settings.config as c
     seen = []
     orig = c.ArgumentParser.parse_args
 

@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from experiments import reference
-from experiments.config import ConfigError
+from experiments.settings import reference
+from experiments.settings.config import ConfigError
 from experiments.workloads import compute_model as cm
 
 

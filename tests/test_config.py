@@ -1,15 +1,16 @@
 import pytest
 import yaml
 
-from experiments import config, profile
-from experiments.config import ConfigError
+from experiments.settings import config
+from experiments.pipeline import profile
+from experiments.settings.config import ConfigError
 
 
 @pytest.fixture
 def params(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     (tmp_path / "profiles").mkdir()
-    from experiments import paths
+    from experiments.settings import paths
     src = paths.Path(__file__).resolve().parent.parent / "profiles"
     for f in src.glob("*.yaml"):
         (tmp_path / "profiles" / f.name).write_text(f.read_text())
@@ -76,6 +77,6 @@ def test_unknown_profile(params):
 
 def test_committed_params_match_default_profile():
     """params.yaml is generated from profiles/; a stale one would run other sizes than documented."""
-    from experiments import paths
+    from experiments.settings import paths
     committed = yaml.safe_load(paths.params_file().read_text())
     assert committed == profile.render("default")

@@ -237,7 +237,7 @@ def test_hidden_tests_are_split_in_three_parts():
     with pytest.raises(ValueError, match="q9.1: a hidden test has one line"):
         hidden.split("assert f(1) == 2\n", "q9.1")
     with pytest.raises(ValueError, match="its run .* names the package"):
-        hidden.split(f"x = 1\n{hidden.RUN_MARK}\nimport experiments.cache\n{hidden.JUDGE_MARK}\npass\n", "q9.2")
+        hidden.split(f"x = 1\n{hidden.RUN_MARK}\nimport experiments.host.cache\n{hidden.JUDGE_MARK}\npass\n", "q9.2")
     inputs, run, judge = hidden.split(f"x = 1\n{hidden.RUN_MARK}\n_rec['y'] = f(x)\n{hidden.JUDGE_MARK}\nassert _rec['y'] == 2\n")
     assert (inputs, run, judge) == ("x = 1\n", "_rec['y'] = f(x)\n", "assert _rec['y'] == 2\n")
 
@@ -309,15 +309,15 @@ def _main_ns(src: str) -> dict:
 def test_check_own_accepts_own_code_and_refuses_the_package():
     check_own(_main_ns("import os\ndef h(p):\n    return os.path.getsize(p)\ndef f(p):\n    return h(p)\n"), ["f"])
     with pytest.raises(AssertionError, match="h uses cache"):
-        check_own(_main_ns("from experiments import cache\ndef h(p):\n    return cache.resident_pages(p)\n"
+        check_own(_main_ns("from experiments.host import cache\ndef h(p):\n    return cache.resident_pages(p)\n"
                            "def f(p):\n    return h(p)\n"), ["f"])
-    with pytest.raises(AssertionError, match="f imports experiments.cache"):
-        check_own(_main_ns("def f(p):\n    import experiments.cache as c\n    return c.resident_pages(p)\n"), ["f"])
+    with pytest.raises(AssertionError, match="f imports experiments.host.cache"):
+        check_own(_main_ns("def f(p):\n    import experiments.host.cache as c\n    return c.resident_pages(p)\n"), ["f"])
     with pytest.raises(AssertionError, match="resident_pages is not a function written in the notebook"):
-        check_own(_main_ns("from experiments.cache import resident_pages\n"), ["resident_pages"])
+        check_own(_main_ns("from experiments.host.cache import resident_pages\n"), ["resident_pages"])
     with pytest.raises(AssertionError, match="g is not defined"):
         check_own(_main_ns(""), ["g"])
-    assert imports_package("x = 1\nfrom experiments import cache") and not imports_package("import labkit  # experiments")
+    assert imports_package("x = 1\nfrom experiments.host import cache") and not imports_package("import labkit  # experiments")
 
 
 SAFE_SAVE = '''
@@ -396,8 +396,8 @@ def _type_answer(nb, x) -> None:
 
 
 REFERENCE = {
-    "lab01-page-cache": [("evict", "from experiments import cache\n\ndef evict(path):\n    cache.evict([path], 'fadvise')")],
-    "lab04-burst-buffer": [("save_checkpoint", ("from experiments import results\n\ndef save_checkpoint(directory, name, data):\n"
+    "lab01-page-cache": [("evict", "from experiments.host import cache\n\ndef evict(path):\n    cache.evict([path], 'fadvise')")],
+    "lab04-burst-buffer": [("save_checkpoint", ("from experiments.output import results\n\ndef save_checkpoint(directory, name, data):\n"
                              "    from pathlib import Path\n"
                              "    return str(results.atomic_write(Path(directory) / name, lambda p: p.write_bytes(data)))"))],
 }
@@ -509,7 +509,7 @@ def _snoop_targets(x, root: Path) -> tuple[dict[str, str], list[str]]:
     ``root`` (its class folder ``root/submissions/<lab>/``): {what: path}, [paths]."""
     folder, course = root / "submissions" / x.name, root / "course" / x.name
     return ({"classmate": str(folder / "solution.ipynb"), "master notebook": str(course / f"{x.name}.ipynb"),
-             "repository": str(ROOT / "experiments" / "cache.py"),
+             "repository": str(ROOT / "experiments" / "host" / "cache.py"),
              "autograder of the course": str(next((root / "course" / "dist" / x.name / "autograder").glob("*.zip")))},
             [str(folder / "snooped.txt"), str(ROOT / "snooped.txt"), str(course / "snooped.txt")])
 

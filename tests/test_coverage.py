@@ -2,8 +2,8 @@
 decides with reaches its level at the run counts it decides with, in a seeded simulation on
 normal, lognormal and two-level data (runs with steps inside, between-run shares 0 to 0.99).
 
-The shipped table (:mod:`experiments.coverage_table`, 4,000 replicates a cell for the t methods)
-is what :mod:`experiments.stats` reads to choose its method; here the cells that decide are
+The shipped table (:mod:`experiments.statistics.coverage_table`, 4,000 replicates a cell for the t methods)
+is what :mod:`experiments.statistics.stats` reads to choose its method; here the cells that decide are
 simulated again with another seed and fewer replicates, and must agree with it within their
 Monte Carlo error, and the library functions themselves are simulated at the smallest count.
 """
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from experiments import coverage, stats
-from experiments.coverage_table import ROWS
+from experiments.statistics import coverage, stats
+from experiments.statistics.coverage_table import ROWS
 
 DECIDING = ("binomial", "t_log", "welch_log", "welch_lowest4", "bootstrap", "runs_jackknife", "runs_jackknife_one")
 

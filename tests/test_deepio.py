@@ -6,11 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import config
+from experiments import repeats
+from experiments.settings import config
 from experiments.deepio import experiment as deepio
 from experiments.deepio import report as deepio_report
 from experiments.deepio import randomization as rz
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 
 
 def test_rl_of_full_shuffle_and_constant_order():
@@ -245,6 +246,12 @@ def test_measure_loader_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp
     assert seq["plan"]["first_look"] == 7 and raw["repeat"].max() == 6
     assert {f["stopped"] for f in seq["findings"].values()} == {"decided"}
     assert (raw["level"] == seq["plan"]["level"]).all() and seq["plan"]["level"] > 0.95
+    # building the stage runs nothing: the packs written, no loader run, no eviction
+    ran = []
+    monkeypatch.setattr(deepio, "run_loader", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(deepio.cache, "evict", lambda *a, **k: ran.append(a))
+    stage = deepio.measuring_stage(cfg, staged, [t], 2, Pools("x"), {})
+    assert isinstance(stage, repeats.MeasuringStage) and len(stage.configs) == 2 * 2 and not ran
 
 
 def test_beegfs_rows_say_the_nodes_they_need_and_had():

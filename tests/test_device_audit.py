@@ -1,4 +1,4 @@
-"""The device audit (experiments/device_audit.py): its verdicts from given counts, and a real
+"""The device audit (experiments/host/device_audit.py): its verdicts from given counts, and a real
 read of a warm file and of an evicted one on the device under this checkout."""
 
 import os
@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from experiments import cache
-from experiments import device_audit as A
-from experiments.device_audit import block_device
+from experiments.host import cache
+from experiments.host import device_audit as A
+from experiments.host.device_audit import block_device
 
 MB = 10**6
 
@@ -78,7 +78,7 @@ def test_block_device_of_a_tier():
     assert fstype == "tmpfs" and dev is None
     fstype, dev = block_device(os.getcwd())
     if dev is not None:   # a checkout on a local block device: /proc/diskstats counts it
-        from experiments.dstat import read_diskstats
+        from experiments.host.dstat import read_diskstats
         assert dev in read_diskstats([dev])
 
 
@@ -113,7 +113,7 @@ def test_a_warm_read_is_flagged_and_an_evicted_one_is_not(tmp_path):
     assert got["cold"]["read_from"] == "device" and got["cold"]["read_ratio"] >= A.THRESHOLD
     env = A.summary()
     assert env["threshold"] == A.THRESHOLD and [r["label"] for r in env["runs"]][-2:] == ["warm", "cold"]
-    from experiments import envinfo
+    from experiments.host import envinfo
     assert envinfo.capture()["device_audit"]["runs"][-1]["read_from"] == "device"
     A.reset_log()
 

@@ -10,14 +10,14 @@ import os
 import pandas as pd
 import pytest
 
-from experiments import tiers
+from experiments.host import tiers
 from experiments.blog import tfrecord as blog_tfrecord
 from experiments.datasets import caltech_like
 from experiments.deepio import experiment as deepio
 from experiments.chien import fio_baseline
 from experiments.datasets import imagenet_like
 from experiments.lmdbio import read as lmdbio
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 
 MIX = "64K/100"
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from experiments import dlio
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 from types import SimpleNamespace
 
 from experiments.dlio import bench, dataset, environment, outputs, runner
@@ -406,7 +406,7 @@ def test_reference_numbers_are_those_of_the_installed_dlio_configs():
     against the ones dlio-benchmark 2.0.0 ships (a check of our table, not of a paper)."""
     import yaml
 
-    from experiments import reference
+    from experiments.settings import reference
 
     site = next(environment.venv_dir().glob("lib/python3*/site-packages/dlio_benchmark/configs/workload"))
     got = {k: yaml.safe_load((site / f"{name}.yaml").read_text())["train"]["computation_time"]

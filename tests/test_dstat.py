@@ -3,7 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from experiments import dstat
+from experiments.host import dstat
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,13 +1,14 @@
 """dvc.yaml lists, for every stage, each package module its notebook runs (imported directly,
 through another module, or through ``config.load``) and each upstream result it reads; else
 DVC keeps a stale result when that module or result changes. Fix with what
-``python -m experiments.depcheck`` prints."""
+``python -m experiments.pipeline.depcheck`` prints."""
 
 import json
 
 import pytest
 
-from experiments import depcheck, paths
+from experiments.pipeline import depcheck
+from experiments.settings import paths
 
 
 def test_every_stage_depends_on_the_modules_and_results_its_notebook_uses():
@@ -42,13 +43,13 @@ def test_imports_are_followed_through_the_package(tmp_path):
     req = depcheck.required_files(nb)
     # direct, transitive (report -> claims -> results -> envinfo), relative (trace/report: from ..)
     for f in ("experiments/lmdbio/report.py", "experiments/claims/__init__.py",
-              "experiments/claims/declared.py", "experiments/reference.py",
-              "experiments/results.py", "experiments/envinfo.py", "experiments/cache.py",
+              "experiments/claims/declared.py", "experiments/settings/reference.py",
+              "experiments/output/results.py", "experiments/host/envinfo.py", "experiments/host/cache.py",
               "experiments/trace/__init__.py", "experiments/trace/similarity.py",
               "experiments/__init__.py"):
         assert f in req, f
     # config.load imports the module of each section it validates
-    assert {"experiments/lmdbio/read.py", "experiments/common_config.py", "experiments/procs.py"} <= req
+    assert {"experiments/lmdbio/read.py", "experiments/settings/common_config.py", "experiments/host/procs.py"} <= req
     assert "results/lmdbio/env.json" in req
     assert "experiments/chien/alexnet.py" not in req
 
@@ -67,7 +68,7 @@ def test_a_missing_dep_is_found(tmp_path, monkeypatch):
         miss = depcheck.missing_deps(root / "dvc.yaml")
     finally:
         depcheck._module_imports.cache_clear()
-    assert "experiments/stats.py" in miss["s"] and "experiments/claims.py" not in miss["s"]
+    assert "experiments/statistics/stats.py" in miss["s"] and "experiments/claims.py" not in miss["s"]
 
 
 def test_a_folder_is_collapsed_when_every_file_of_it_is_needed():
@@ -96,7 +97,7 @@ def test_the_gathering_stage_must_depend_on_every_claims_file(tmp_path, monkeypa
         (root / "notebooks" / f"{name}.ipynb").write_text(_notebook(tmp_path, src).read_text())
     deps = "    deps:\n" + "".join(f"      - experiments/{m}.py\n" for m in ("__init__", "claims", "results"))
     (root / "dvc.yaml").write_text("stages:\n" + "".join(
-        f"  {n}:\n    cmd: python -m experiments.run_notebook notebooks/{n}.ipynb out.ipynb\n{deps}"
+        f"  {n}:\n    cmd: python -m experiments.pipeline.run_notebook notebooks/{n}.ipynb out.ipynb\n{deps}"
         f"      - notebooks/{n}.ipynb\n" for n in ("a", "b", "all")))
     monkeypatch.setenv("DLIO_ROOT", str(root))
     miss = depcheck.missing_deps(root / "dvc.yaml")

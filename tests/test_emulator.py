@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 from experiments.emulator import checkpoint, config as ecfg, datasize, launch, report, search
 from experiments.trace import schema
 

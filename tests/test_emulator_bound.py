@@ -214,7 +214,7 @@ def test_a_search_decided_by_a_cache_served_run_gives_no_verdict(tmp_path, dlrm_
 def test_report_audit_takes_the_verdict_from_a_cache_served_run(tmp_path, dlrm_data):  # noqa: F811
     from types import SimpleNamespace
 
-    from experiments import device_audit as A
+    from experiments.host import device_audit as A
 
     s = report.summarize(_fake_run(tmp_path, dlrm_data))
     bound = s["bound"]

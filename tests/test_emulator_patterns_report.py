@@ -48,7 +48,7 @@ def test_replay_claim_is_computed_from_the_check(match, value, verdict_ok):
 def test_notebook_51_grid_comes_from_the_emulator_section():
     from types import SimpleNamespace
 
-    from experiments.config import ConfigError
+    from experiments.settings.config import ConfigError
     from experiments.emulator import stage
 
     class Pt(dict):

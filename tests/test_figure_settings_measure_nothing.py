@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from experiments import paths
+from experiments.settings import paths
 from experiments.review import replicate
 
 

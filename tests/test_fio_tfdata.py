@@ -5,8 +5,8 @@ import pytest
 from experiments.chien import fio_baseline as fb
 from experiments.datasets import imagenet_like as il
 from experiments.chien import tfdata_read as tr
-from experiments.reference import NELSON_IMAGENET_BSSPLIT as MIX
-from experiments.tiers import Tier
+from experiments.settings.reference import NELSON_IMAGENET_BSSPLIT as MIX
+from experiments.host.tiers import Tier
 
 FIO_JSON = """fio: some warning
 {"jobs": [{"read": {"bw_bytes": 2000000, "iops": 100.5, "io_bytes": 4096, "runtime": 2000},

@@ -1,5 +1,5 @@
-"""The plan before the first stage (experiments.forecast) and its check against the run
-(experiments.ae_table): tiny fake projects, a fake reference table, fake env.json files."""
+"""The plan before the first stage (experiments.pipeline.forecast) and its check against the run
+(experiments.pipeline.ae_table): tiny fake projects, a fake reference table, fake env.json files."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import ae_table, forecast
+from experiments.pipeline import ae_table, forecast
 
 PARAMS = {
     "tiers": [{"name": "mem", "path": "/dev/shm/x"}, {"name": "disk", "path": "data/tiers/disk"}],
@@ -247,15 +247,18 @@ def test_the_plan_is_written_atomically_and_read_back(project):
 
 @pytest.mark.parametrize("profile", ["default", "smoke", "paper"])
 def test_every_size_rule_reads_every_profile(profile):
-    """Each rule of SIZES counts the runs of the shipped profiles (a renamed parameter fails here,
-    not in a reviewer's make repro), and the shipped table has a size wherever it has runs."""
-    from experiments.profile import render
+    """Each stage's size rule (its registry entry's) counts the runs of the shipped profiles (a
+    renamed parameter fails here, not in a reviewer's make repro), and the shipped table has a
+    size wherever it has runs."""
+    from experiments import stages
+    from experiments.pipeline.profile import render
 
     params = render(profile)
-    for stage in forecast.SIZES:
+    sized = [s.name for s in stages.STAGES if s.size]
+    for stage in sized:
         assert forecast.size_of(stage, params) > 0, stage
     ref = forecast.read_reference()
-    assert all(ref.rows[s]["size"] for s in forecast.SIZES if s in ref.rows and ref.rows[s]["runs"])
+    assert all(ref.rows[s]["size"] for s in sized if s in ref.rows and ref.rows[s]["runs"])
 
 
 def test_make_repro_stages_forces_them_and_their_downstream_after_the_stale_upstream(project):

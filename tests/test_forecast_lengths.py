@@ -4,9 +4,9 @@ configurations they run; an inconclusive row without an interval says what would
 import pandas as pd
 import pytest
 
-from experiments import forecast
+from experiments.pipeline import forecast
 from experiments.claims.verdict import claim
-from experiments.stats import MIN_N
+from experiments.statistics.stats import MIN_N
 
 P = {"unet3d": {"train": {"epochs": 4}, "sweep": {"batch_sizes": [1, 2, 4], "ranks": [1, 2], "repeats": 3}},
      "bert": {"train": {"steps": 20}, "sweep": {"batch_sizes": [1, 2, 4], "ranks": [1, 2], "repeats": 3}},
@@ -84,7 +84,10 @@ def test_an_inconclusive_row_without_an_interval_says_what_would_give_one():
     assert "at least 2 independent samples" in c["note"] and f"a median's 95 % interval {MIN_N}" in c["note"]
 
 
-def test_every_length_rule_is_a_stage_of_the_registry_with_a_size_rule():
+def test_every_stage_with_a_length_rule_has_a_size_rule_and_reads_its_length_from_params():
     from experiments import stages
 
-    assert set(forecast.LENGTHS) <= set(stages.BY_NAME) and set(forecast.LENGTHS) <= set(forecast.SIZES)
+    with_length = [s.name for s in stages.STAGES if s.length]
+    assert {"unet3d", "bert", "dlrm", "workload_sleep", "workload_random", "traced_comparison"} <= set(with_length)
+    assert all(stages.BY_NAME[n].size for n in with_length)
+    assert "bert.train.steps" in forecast.counted("bert", P)

@@ -5,9 +5,9 @@ import pytest
 from PIL import Image
 
 from experiments.datasets import imagenet_like as il
-from experiments.common_config import parse_bssplit
-from experiments.config import ConfigError
-from experiments.reference import NELSON_IMAGENET_BSSPLIT as MIX
+from experiments.settings.common_config import parse_bssplit
+from experiments.settings.config import ConfigError
+from experiments.settings.reference import NELSON_IMAGENET_BSSPLIT as MIX
 
 
 def test_bssplit_parse():

@@ -2,8 +2,8 @@
 the top or inside a function, as ``depcheck.import_graph`` reads them with ``ast``) stays in its
 layer or goes down, and the packages import each other in no circle.
 
-A *unit* is a package directly under ``experiments/`` (``repeats``, ``claims``, ``chien``, ...)
-or a loose module there (``stats``, ``forecast``, ...). :data:`LAYERS` lists the layers from the
+A *unit* is a package directly under ``experiments/`` (``settings``, ``host``, ``repeats``,
+``claims``, ``chien``, ...) or a loose module there (``stages``, the registry). :data:`LAYERS` lists the layers from the
 bottom; a unit named in none of them is a stage package (``STAGES``), so a new stage needs no
 entry here, while a new module that the foundations import must be placed among them. Within a
 layer units may import one another, as long as no two of them (nor a longer circle) do so both
@@ -16,28 +16,28 @@ from pathlib import Path
 
 import pytest
 
-from experiments import depcheck
+from experiments.pipeline import depcheck
 
 STAGES = "every unit not named in another layer: the stage packages (chien, blog, deepio, ...)"
 
 # bottom first; an import may go to its own layer or any layer below
 LAYERS: tuple[tuple[str, object], ...] = (
-    ("foundations", {   # paths, settings, statistics, the host's tiers and cache, results, tools
-        "paths", "procs", "progress", "reference", "headline", "mpi_node", "dstat", "dvc_run",
-        "config", "common_config", "warm_launch", "coverage_table", "coverage", "stats", "tiers",
-        "cache", "device_audit", "envinfo", "launcher", "results", "style", "profile",
-        "depcheck", "run_notebook", "ae_table", "quietrun", "stages", "provenance"}),
+    ("the registry", {"stages"}),          # experiments/stages.py: imports nothing of the package
+    ("settings", {"settings"}),            # paths, config, the shared sections, the papers' numbers
+    ("host", {"host"}),                    # tiers, page cache, host info, dstat, device audit, launchers
+    ("statistics", {"statistics"}),        # intervals over runs and their coverage
+    ("output", {"output"}),                # results writer, headline, figures' style, provenance, progress
     ("the measuring loop", {"repeats"}),   # MeasuringStage, rounds, looks, futility, purchases
     ("claims", {"claims"}),                # rules, verdicts, declarations, a finding's judge
     ("data sets", {"datasets"}),           # the generated sets the stages read (their checks are claims)
     ("stages", STAGES),
-    ("commands over the stages", {"forecast", "bench"}),   # make repro's plan, make bench
-    ("review", {"review", "refrun"}),      # make decide, make replicate, make compare-claims; make figures
+    ("the pipeline's commands", {"pipeline", "course"}),   # dvc.yaml, run_notebook, profiles, plan, bench; the labs
+    ("review", {"review"}),                # make decide, make replicate, make compare-claims; make figures
 )
 
 
 def unit(module: str) -> str | None:
-    """``experiments.repeats.stage`` -> ``repeats``; ``experiments.stats`` -> ``stats``; None
+    """``experiments.repeats.stage`` -> ``repeats``; ``experiments.stages`` -> ``stages``; None
     for the package itself."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else None

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments import launcher
+from experiments.host import launcher
 
-PROGRAM = "experiments.lmdbio.mpi_rank"  # any rank program of experiments.mpi_node.serve
+PROGRAM = "experiments.lmdbio.mpi_rank"  # any rank program of experiments.host.mpi_node.serve
 
 
 def _session_alive(sid: int) -> list[int]:
@@ -115,7 +115,8 @@ def test_the_workloads_torchrun_command_reads_as_the_launchers(tmp_path):
 def test_the_paper_profile_spreads_lmdbio_and_deepio_over_the_allocation(monkeypatch):
     """profiles/paper.yaml's ``nodes: [1, all]``: one node off Slurm (as the default profile);
     in an allocation of 4 nodes each run once on 1 node and, where P >= 4, on 4 through srun."""
-    from experiments import config, profile
+    from experiments.settings import config
+    from experiments.pipeline import profile
 
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     params = profile.render("paper")
@@ -142,7 +143,7 @@ def test_the_sbatch_script_stops_outside_an_allocation():
 
 def test_the_sbatch_script_keeps_only_tiers_every_node_sees(tmp_path):
     """Its params.yaml step on the paper profile: the /dev/shm tier out, SHARED_TIER in."""
-    from experiments import profile
+    from experiments.pipeline import profile
 
     text = SBATCH.read_text()
     code = text.split("<<'PYEOF'\n", 1)[1].split("\nPYEOF\n", 1)[0]

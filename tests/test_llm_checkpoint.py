@@ -59,7 +59,7 @@ def test_bad_layout_input_names_value_and_allowed(kw, word):
 def test_run_refused_for_disk_and_memory_before_writing(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from experiments.config import ConfigError
+    from experiments.settings.config import ConfigError
     from experiments.emulator import llm_checkpoint as C
 
     lo = L.layout("llama3-8b", scale=1000)
@@ -99,7 +99,7 @@ def test_cli_bad_input_stops_with_one_line(argv, word, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def pool():
-    from experiments import launcher
+    from experiments.host import launcher
     from experiments.emulator import llm_checkpoint as C
 
     with launcher.RankPool(2, C.RANK_PROGRAM) as p:
@@ -119,7 +119,7 @@ def _pagecache_drops() -> int | None:
 
 @pytest.mark.parametrize("evict, expect", [("none", "cache-served"), ("fadvise", "cold")])
 def test_read_phase_flagged_cache_served_without_eviction(evict, expect, pool, tmp_path):
-    from experiments import cache
+    from experiments.host import cache
     from experiments.emulator import llm_checkpoint as C
 
     if cache.memory_backed(tmp_path):

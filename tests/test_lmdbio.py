@@ -5,10 +5,11 @@ import os
 import pandas as pd
 import pytest
 
-from experiments import config, stats
+from experiments.settings import config
+from experiments.statistics import stats
 from experiments.lmdbio import read as lmdbio
 from experiments.lmdbio import report as lmdbio_report
-from experiments.config import ConfigError
+from experiments.settings.config import ConfigError
 
 
 def _cfg(**kw):
@@ -208,7 +209,7 @@ def test_spinning_hand_over_makes_no_sleeps_where_a_barrier_sleeps_every_round(t
 
 
 def test_measure_records_processes_residency_and_the_hand_over_check(tmp_path):
-    from experiments import cache, tiers
+    from experiments.host import cache, tiers
     cache.reset_log()
     t = tiers.Tier(name="disk", path=str(tmp_path / "disk"))
     cfg = _cfg(procs=[1, 2], strategies=["lmdb", "lmm"])
@@ -327,6 +328,13 @@ def test_measure_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):
     # a fixed count (max_repeats None): exactly repeats rounds, at 95 %
     m2, _ = lmdbio.measure([t], cfg.model_copy(update={"max_repeats": None}), seed=3)
     assert m2.rows["repeat"].max() == 1 and (m2.rows["level"] == 0.95).all()
+    # building the stage runs nothing: no LMDB read, no eviction
+    ran = []
+    monkeypatch.setattr(lmdbio, "run", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(lmdbio.cache, "evict", lambda *a, **k: ran.append(a))
+    dbs, mem = lmdbio.databases([t], cfg, 3)
+    stage = lmdbio.measuring_stage(cfg, [t], dbs, mem, 3, lmdbio.launcher.Pools("x"), {})
+    assert len(stage.configs) == 4 and stage.rounds.max_repeats == 5 and not ran
 
 
 def test_scale_rows_say_the_processes_they_need_and_had():

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import config, launcher
-from experiments.config import ConfigError
+from experiments.settings import config
+from experiments.host import launcher
+from experiments.settings.config import ConfigError
 from experiments.deepio import experiment as dio
 from experiments.deepio import loader_rank
 from experiments.lmdbio import read as lm

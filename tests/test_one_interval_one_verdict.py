@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from experiments import stats
+from experiments.statistics import stats
 from experiments.claims.verdict import claim, disagreements
 
 

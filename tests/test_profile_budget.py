@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import profile
+from experiments.pipeline import profile
 
 # Lists that are not sweeps of one quantity: each entry is its own code path (a read strategy,
 # a side of the comparison, a workload) or a shape (layer widths), so their length is the

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import profile
+from experiments.pipeline import profile
 from experiments.review import unread as U
 
 

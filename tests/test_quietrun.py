@@ -1,9 +1,9 @@
-"""make bench's commands run with stderr routed as the pipeline's kernels (experiments.quietrun)."""
+"""make bench's commands run with stderr routed as the pipeline's kernels (experiments.pipeline.quietrun)."""
 
 import subprocess
 import sys
 
-from experiments import quietrun
+from experiments.pipeline import quietrun
 
 NOISY = ("import sys; sys.stderr.write('WARNING: All log messages before absl::InitializeLog() is called "
          "are written to STDERR\\nI0000 00:00:1795387682.404322   16121 cudart_stub.cc:31] Could not find "
@@ -13,7 +13,7 @@ NOISY = ("import sys; sys.stderr.write('WARNING: All log messages before absl::I
 def test_noise_is_kept_off_the_console_and_in_the_log(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     (tmp_path / "data").mkdir()
-    r = subprocess.run([sys.executable, "-m", "experiments.quietrun", sys.executable, "-c", NOISY],
+    r = subprocess.run([sys.executable, "-m", "experiments.pipeline.quietrun", sys.executable, "-c", NOISY],
                        capture_output=True, text=True)
     assert r.returncode == 3 and "the table" in r.stdout
     assert "a real error" in r.stderr and "cudart_stub" not in r.stderr and "absl::" not in r.stderr
@@ -23,6 +23,6 @@ def test_noise_is_kept_off_the_console_and_in_the_log(tmp_path, monkeypatch):
 
 
 def test_log_named_after_the_module():
-    assert quietrun.log_name(["python", "-m", "experiments.bench", "--repeats", "1"]) == "experiments.bench"
+    assert quietrun.log_name(["python", "-m", "experiments.pipeline.bench", "--repeats", "1"]) == "experiments.pipeline.bench"
     assert quietrun.log_name(["/usr/bin/fio", "job.fio"]) == "fio"
     assert quietrun.main([]) == 2

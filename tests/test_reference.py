@@ -1,4 +1,4 @@
-"""Every constant in experiments/reference.py names its source (issue 24): the paper and where in it."""
+"""Every constant in experiments/settings/reference.py names its source (issue 24): the paper and where in it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import experiments.reference as reference
+import experiments.settings.reference as reference
 
 PAPER = re.compile(r"Chien|Zhu|Pumma|Nelson|Ho-Von|DLIO's config")
 WHERE = re.compile(r"\b(Sec(tion)?s?\.? ?[0-9IVX]|Table|Fig|Eq|Abstract|Listing|histogram|collectl|fio|config)")

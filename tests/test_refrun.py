@@ -1,5 +1,5 @@
-"""The shipped reference run (experiments/refrun.py) and who measured what a figure draws
-(experiments/provenance.py), on a made-up project: no DVC, no notebook."""
+"""The shipped reference run (experiments/review/refrun.py) and who measured what a figure draws
+(experiments/output/provenance.py), on a made-up project: no DVC, no notebook."""
 
 import json
 import shutil
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import provenance, refrun
+from experiments.output import provenance
+from experiments.review import refrun
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from experiments import claims, stats
+from experiments import claims
+from experiments.statistics import stats
 from experiments.repeats import futility, levels, rounds
 from experiments.repeats.futility import Judged
 from experiments.repeats.rounds import RoundsPlan, run_rounds
@@ -338,7 +339,7 @@ def test_the_budget_moves_to_the_finding_within_reach():
 
 def test_judged_reads_the_claims_forecast():
     from experiments.claims import claim
-    from experiments.stats import Interval
+    from experiments.statistics.stats import Interval
 
     iv = lambda lo, hi: Interval(lo, hi, 8, "ratio of medians, bootstrap")  # noqa: E731
     cs = [claim("a", "", "", "", 2.0, "x", "> 1", kind="finding", interval=iv(1.5, 2.5)),

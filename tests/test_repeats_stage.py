@@ -7,7 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from experiments import paths, repeats
+from experiments.settings import paths
+from experiments import repeats
 from experiments.repeats import purchases as P
 from experiments.repeats.stage import ROUNDS_FILE, MeasuringStage, Run
 

@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import claims, reference, stats
+from experiments import claims
+from experiments.settings import reference
+from experiments.statistics import stats
 from experiments.chien import alexnet_report
 from experiments.chien import tfdata_read_report
 from experiments.trace import report as trace_report
@@ -257,7 +259,7 @@ def test_trace_claims_are_checks_and_survive_missing_runs():
 def test_dataset_claims_are_checks_against_reference(tmp_path, monkeypatch):
     """A data stage writes what it measured (measured.json); the claims table joins it with the
     declarations (claims.table.gather), so the stage reads no declaration."""
-    from experiments import results
+    from experiments.output import results
     from experiments.claims import table as claims_table
     from experiments.datasets import checks
 
@@ -285,7 +287,8 @@ def test_blog_claims_from_rounds_judge_at_the_rows_level_and_keep_values_inside_
 
     from test_blog import _rounds
 
-    from experiments import repeats, stats
+    from experiments import repeats
+    from experiments.statistics import stats
     from experiments.blog import report as blog_report
     from experiments.blog import tfrecord as bt
 

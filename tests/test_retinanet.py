@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import config
-from experiments.config import ConfigError
+from experiments.settings import config
+from experiments.settings.config import ConfigError
 from experiments.workloads import data_retinanet as dr
 
 
@@ -65,7 +65,7 @@ def test_random_content_and_oversized_batches_are_refused(tmp_path):
 
 
 def test_profiles_carry_the_v3_sizes():
-    from experiments import profile
+    from experiments.pipeline import profile
 
     paper = profile.render("paper")["retinanet"]
     assert paper["data"]["train_files"] == dr.V3_TRAIN_FILES and paper["data"]["mean_bytes"] == dr.V3_RECORD_BYTES
@@ -123,7 +123,7 @@ def test_one_rank_trains_through_the_shared_loop(tmp_path, compute):
 # ------------------------------------------------------------------ DLIO on the v3.0 config
 
 def test_dlio_config_has_the_v3_fields_from_our_section_and_data(tmp_path):
-    from experiments import reference
+    from experiments.settings import reference
     from experiments.dlio import dataset as dd, workload_config as wc
 
     dr.generate(tmp_path / "d", _data(train_files=4, eval_files=2), seed=3)
@@ -155,7 +155,7 @@ def test_dlio_config_has_the_v3_fields_from_our_section_and_data(tmp_path):
 def test_emulator_runs_retinanet_data_path_with_the_v3_compute_time(tmp_path):
     """One emulated accelerator: the real loader reads every training JPEG once an epoch, each
     step sleeps the v3.0 config's 0.04755 s (a compute-model file), no model is built."""
-    from experiments import reference
+    from experiments.settings import reference
     from experiments.emulator import config as ecfg, launch as elaunch, report
 
     dr.generate(tmp_path / "data", _data(train_files=4, eval_files=1, mean_bytes=8192), seed=2)

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import config
-from experiments.config import ConfigError
+from experiments.settings import config
+from experiments.settings.config import ConfigError
 from experiments.sidebyside import compare, findings
 from experiments.workloads import compute_model as cm
 from experiments.workloads import data_retinanet as dr

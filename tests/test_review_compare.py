@@ -5,10 +5,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import claims, results
+from experiments import claims
+from experiments.output import results
 from experiments.review import compare as C
 from experiments.review import replicate
-from experiments.stats import Interval
+from experiments.statistics.stats import Interval
 from experiments.claims import table as claims_table
 
 

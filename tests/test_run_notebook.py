@@ -1,4 +1,4 @@
-"""The pipeline's papermill (experiments.run_notebook) and the results writer's two modes:
+"""The pipeline's papermill (experiments.pipeline.run_notebook) and the results writer's two modes:
 the pipeline writes results/<stage>/, anything else explores under explore/."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import nbformat
 import pytest
 import yaml
 
-from experiments import config, results, run_notebook
+from experiments.settings import config
+from experiments.output import results
+from experiments.pipeline import run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +26,7 @@ def project(tmp_path, monkeypatch):
     """A tiny project: params.yaml with a seed and figures, and a dvc.yaml naming one stage."""
     (tmp_path / "params.yaml").write_text("seed: 7\nfigures: {dpi: 100, formats: [png], context: notebook}\n")
     (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"s": {
-        "cmd": "python -m experiments.run_notebook notebooks/01-s.ipynb results/s/s.ipynb",
+        "cmd": "python -m experiments.pipeline.run_notebook notebooks/01-s.ipynb results/s/s.ipynb",
         "deps": ["notebooks/01-s.ipynb"], "params": ["seed"], "outs": [{"results/s": {"cache": False}}]}}}))
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     monkeypatch.delenv(results.PIPELINE_ENV, raising=False)
@@ -42,7 +44,7 @@ def test_results_files_are_readable_by_others(project, monkeypatch):
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots()
         ax.set_xlabel("x (s)")
-        from experiments import style
+        from experiments.output import style
         paths_written += style.save(out, fig, "f", formats=("png",))
     finally:
         os.umask(old)
@@ -91,7 +93,8 @@ def _notebook(path: Path, body: str) -> None:
 def test_run_notebook_passes_declared_parameters_and_keeps_the_log_quiet(project):
     _notebook(project / "notebooks" / "01-s.ipynb", (
         "import os\n"
-        "from experiments import config, results\n"
+        "from experiments.output import results\n"
+        "from experiments.settings import config\n"
         "cfg = config.load(seed=seed)\n"
         "noise = b'WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\\n'\n"
         "noise += b'I0000 00:00:1795387682.404322   16121 cudart_stub.cc:31] Could not find cuda drivers\\n'\n"
@@ -102,7 +105,7 @@ def test_run_notebook_passes_declared_parameters_and_keeps_the_log_quiet(project
     env = {**os.environ, "DLIO_ROOT": str(project), "DVC_STAGE": "s",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop(results.PIPELINE_ENV, None)
-    r = subprocess.run([sys.executable, "-m", "experiments.run_notebook", "notebooks/01-s.ipynb",
+    r = subprocess.run([sys.executable, "-m", "experiments.pipeline.run_notebook", "notebooks/01-s.ipynb",
                         "results/s/s.ipynb"], cwd=project, env=env, capture_output=True, text=True)
     log = r.stdout + r.stderr
     assert r.returncode == 0, log
@@ -120,7 +123,7 @@ def test_run_notebook_passes_declared_parameters_and_keeps_the_log_quiet(project
 
 def test_run_notebook_runs_only_under_dvc(project):
     env = {k: v for k, v in os.environ.items() if k != "DVC_STAGE"} | {"DLIO_ROOT": str(project)}
-    r = subprocess.run([sys.executable, "-m", "experiments.run_notebook", "notebooks/01-s.ipynb",
+    r = subprocess.run([sys.executable, "-m", "experiments.pipeline.run_notebook", "notebooks/01-s.ipynb",
                         "results/s/s.ipynb"], cwd=project, env=env, capture_output=True, text=True)
     assert r.returncode == 2 and "dvc repro s" in r.stderr and "explore/" in r.stderr
     assert not (project / "results").exists()
@@ -130,7 +133,7 @@ def test_every_stage_uses_the_one_cmd_form_and_tracks_what_its_notebook_declares
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     for name, st in stages.items():
         parts = st["cmd"].split()
-        assert parts[:3] == ["python", "-m", "experiments.run_notebook"], (name, st["cmd"])
+        assert parts[:3] == ["python", "-m", "experiments.pipeline.run_notebook"], (name, st["cmd"])
         nb, out = parts[3:5]
         assert out == f"results/{name}/{name}.ipynb" and nb in st["deps"], name
         tracked = {p.split(".")[0] for p in st.get("params", [])}
@@ -139,7 +142,7 @@ def test_every_stage_uses_the_one_cmd_form_and_tracks_what_its_notebook_declares
 
 
 def test_stage_times_round_to_the_second_before_splitting_minutes():
-    from experiments.run_notebook import fmt_seconds
+    from experiments.pipeline.run_notebook import fmt_seconds
     assert fmt_seconds(42.4) == "42 s" and fmt_seconds(59.6) == "1 min 0 s"
     assert fmt_seconds(119.6) == "2 min 0 s" and fmt_seconds(187.2) == "3 min 7 s"
 
@@ -172,7 +175,7 @@ def test_two_stages_kernels_get_separate_sockets(tmp_path, monkeypatch):
 def test_a_decide_run_keeps_the_repro_time_and_appends_its_own(project, monkeypatch):
     """The AE table reads a stage's ``env.json`` ``"run"``: after ``make decide`` re-ran the
     stage it is still the ``make repro`` run's; the decide run's facts go to ``decide_runs``."""
-    from experiments import paths
+    from experiments.settings import paths
     from experiments.repeats import purchases
 
     assert run_notebook.DECIDE_ENV == purchases.ENV

@@ -66,7 +66,7 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
             assert all(same(before[i].get(k), after[i].get(k)) for k in ("verdict", "our_value", "ci_low", "ci_high")), \
                 (i, before[i], after[i])
     finally:
-        own = subprocess.run([sys.executable, "-m", "experiments.tiers", "dirs", "--own"], cwd=root, env=env,
+        own = subprocess.run([sys.executable, "-m", "experiments.host.tiers", "dirs", "--own"], cwd=root, env=env,
                              capture_output=True, text=True).stdout.split()
         for d in own:
             if not str(d).startswith(str(smoke_root)) and Path(d).resolve() != (smoke_root / "data").resolve():

@@ -60,7 +60,7 @@ def _cfg(emu, w, G, **kw):
 @pytest.fixture(scope="module")
 def runs(emu):
     """Each workload at G = 1 and G = 2 (G = 2 traced): {(w, G): (cfg, summary, trace)}."""
-    from experiments import cache
+    from experiments.host import cache
     from experiments.emulator import run
     from experiments.trace import Tracer
 
@@ -304,7 +304,7 @@ def test_device_audit_flags_the_warm_run_not_the_cold_one(emu, runs):
     during a warm one it makes it cold, so that one is run again (G = 1, untraced), twice at most.
     The warm run is judged only where the data set is at least 1 MB (the smoke one is not: its
     few kB are outweighed by any other file the ranks read)."""
-    from experiments import device_audit
+    from experiments.host import device_audit
     from experiments.emulator import run
 
     cold, warm = runs[("dlrm", 1)][1], runs[("dlrm", 2)][1]

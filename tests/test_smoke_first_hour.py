@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments import headline
+from experiments.output import headline
 
 pytestmark = pytest.mark.smoke
 
@@ -56,7 +56,7 @@ def test_dvc_metrics_show_fits_in_200_columns(smoke_root):
                for p in sorted((smoke_root / "results").glob("*/metrics.json"))}
     outside = {k: v for k, v in outside.items() if v}
     assert width <= 200, (f"`dvc metrics show` is {width} columns wide; keys outside the headline "
-                          f"vocabulary (experiments/headline.py KEYS): {outside}")
+                          f"vocabulary (experiments/output/headline.py KEYS): {outside}")
 
 
 def test_no_figure_has_overlapping_text(smoke_root):

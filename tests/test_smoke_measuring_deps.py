@@ -67,7 +67,7 @@ def test_editing_what_a_paper_says_or_how_it_looks_re_measures_nothing(smoke_roo
     papers = root / "experiments" / "claims" / "papers"
     _edit(papers / "pumma-lmdbio.yaml", r"^(    quote: .+?)$", r"\1  ")                  # a quote's spacing
     _edit(papers / "nelson-dl-io-blog.yaml", r"^(    statement: )(.+)$", r"\1(edited) \2")  # a statement
-    _edit(root / "experiments" / "style.py", r'^PALETTE = "\w+"', 'PALETTE = "deep"')       # the colours
+    _edit(root / "experiments" / "output" / "style.py", r'^PALETTE = "\w+"', 'PALETTE = "deep"')       # the colours
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["figures"]["dpi"] = int(params["figures"]["dpi"]) + 1                         # a figure setting
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import project_files
-from experiments import refrun
+from experiments.review import refrun
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.smoke
@@ -36,7 +36,7 @@ def test_make_figures_reads_the_shipped_reference_run(tmp_path):
     env = {**os.environ, "DLIO_ROOT": str(root),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     subprocess.run(["dvc", "config", "--local", "core.no_scm", "true"], cwd=root, env=env, check=True)
-    p = subprocess.run([sys.executable, "-m", "experiments.refrun", "figures"], cwd=root, env=env,
+    p = subprocess.run([sys.executable, "-m", "experiments.review.refrun", "figures"], cwd=root, env=env,
                        capture_output=True, text=True, timeout=1200)
     log = p.stdout + p.stderr
     assert p.returncode == 0, log[-6000:]
@@ -50,7 +50,7 @@ def test_make_figures_reads_the_shipped_reference_run(tmp_path):
     for s in refrun.reports()[:-1]:
         figs = json.loads((root / "results" / s / "figures.json").read_text())
         assert figs, f"{s} drew no figure"
-    from experiments import provenance
+    from experiments.output import provenance
 
     was = os.environ.get("DLIO_ROOT")
     os.environ["DLIO_ROOT"] = str(root)

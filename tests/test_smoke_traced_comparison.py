@@ -14,8 +14,9 @@ import math
 import pandas as pd
 import pytest
 
-from experiments import claims, headline
-from experiments.stats import Interval
+from experiments import claims
+from experiments.output import headline
+from experiments.statistics.stats import Interval
 from experiments.sidebyside.findings import THESIS
 from experiments.sidebyside.settings import FIXED_DATA, SIDES
 from experiments.sidebyside.stage import TABLE_FILE

@@ -6,9 +6,12 @@ import ast
 import subprocess
 import sys
 
+import pytest
 import yaml
 
-from experiments import config, depcheck, forecast, paths, profile, stages
+from experiments.settings import config, paths
+from experiments.pipeline import depcheck, forecast, profile
+from experiments import stages
 from experiments.repeats import purchases
 from experiments.review import replicate
 
@@ -19,15 +22,16 @@ ALSO_WORKLOADS = {"unet3d", "bert", "dlrm"}
 # Lists of two or more stage names allowed outside the registry, and why.
 ALLOWED = {
     ("experiments/stages.py", None): "the registry itself",
-    ("experiments/forecast.py", "SIZES"): "a size rule per stage, keyed by its name (checked against the registry below)",
     ("experiments/workloads/report.py", "STAGE_DATA"): "the three stages whose claims that module measures, each a "
                                                         "constant of its own",
 }
 
 
 def _hand_lists(root):
-    """(file, assigned name, names) for every tuple, list, set or dict literal in the package
-    holding two or more stage names (string constants) beyond :data:`ALSO_WORKLOADS`."""
+    """(file, assigned name or function, names) for every tuple, list, set or dict literal in the
+    package holding two or more stage names (string constants) beyond :data:`ALSO_WORKLOADS`, and
+    for every function (or module body) that keys a mapping by two or more (``out["deepio"] =
+    ...``) or compares a value with two or more (``if stage == "deepio": ... elif ...``)."""
     names = set(stages.BY_NAME) - ALSO_WORKLOADS
     out = []
     for f in sorted((root / "experiments").rglob("*.py")):
@@ -49,6 +53,18 @@ def _hand_lists(root):
             hit = [e.value for e in elts if isinstance(e, ast.Constant) and e.value in names]
             if len(hit) >= 2:
                 out.append((rel, assigned.get(id(node)), hit))
+        funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        top = ast.Module([s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                      ast.ClassDef))], [])
+        for scope in (top, *funcs):   # a function's nodes count in it (and in the functions around it)
+            keyed = set()
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                    keyed |= {node.slice.value} & names if isinstance(node.slice, ast.Constant) else set()
+                elif isinstance(node, ast.Compare):
+                    keyed |= {c.value for c in (node.left, *node.comparators) if isinstance(c, ast.Constant)} & names
+            if len(keyed) >= 2:
+                out.append((rel, getattr(scope, "name", None), sorted(keyed)))
     return out
 
 
@@ -61,8 +77,13 @@ def test_no_module_lists_stage_names_by_hand():
 
 def test_the_hand_list_check_finds_a_list(tmp_path):
     (tmp_path / "experiments").mkdir()
-    (tmp_path / "experiments" / "x.py").write_text('MINE = ("deepio", "unet3d", "lmdbio")\nW = ("unet3d", "bert")\n')
-    assert _hand_lists(tmp_path) == [("experiments/x.py", "MINE", ["deepio", "lmdbio"])]
+    (tmp_path / "experiments" / "x.py").write_text(
+        'MINE = ("deepio", "unet3d", "lmdbio")\nW = ("unet3d", "bert")\n'
+        'def configs(p):\n    out = {}\n    out["deepio"] = 1\n    out["blog"] = 2\n    return out\n'
+        'def size(stage):\n    if stage == "deepio":\n        return 1\n    return 2 if stage == "lmdbio" else 3\n')
+    assert _hand_lists(tmp_path) == [("experiments/x.py", "MINE", ["deepio", "lmdbio"]),
+                                     ("experiments/x.py", "configs", ["blog", "deepio"]),
+                                     ("experiments/x.py", "size", ["deepio", "lmdbio"])]
 
 
 def test_config_decide_replicate_and_forecast_read_the_registry():
@@ -70,7 +91,15 @@ def test_config_decide_replicate_and_forecast_read_the_registry():
     assert tuple(purchases.DecideParams.model_fields) == purchases.BUYING == stages.buying()
     assert replicate.MEASURING == forecast.MEASURING == stages.measuring()
     assert set(stages.buying()) <= set(stages.measuring())
-    assert set(forecast.SIZES) <= set(stages.BY_NAME), "a size rule for a stage the registry lacks"
+
+
+
+def test_every_size_rule_and_configurations_function_exists():
+    """A stage's rules are named as "module:function" (imported only when asked): each resolves."""
+    named = [(s.name, ref) for s in stages.STAGES for ref in (s.size, s.configs) if ref]
+    assert len(named) > 20
+    for name, ref in named:
+        assert callable(stages.rule(ref)), f"{name}: {ref}"
 
 
 def test_every_stage_entry_names_a_notebook_and_a_report_that_exist():
@@ -99,7 +128,7 @@ def test_a_profiles_purchases_are_kept(tmp_path, monkeypatch):
 
 
 def test_reading_one_stages_settings_imports_no_framework():
-    code = ("import sys\nfrom experiments import config, stages\n"
+    code = ("import sys\nfrom experiments import stages\nfrom experiments.settings import config\n"
             "for s in stages.STAGES:\n    [config.model_for(k) for k in s.settings]\n"
             "bad = [m for m in ('tensorflow', 'torch') if m in sys.modules]\nassert not bad, bad\n")
     p = subprocess.run([sys.executable, "-c", code], cwd=paths.root(), capture_output=True, text=True, timeout=300)
@@ -107,16 +136,16 @@ def test_reading_one_stages_settings_imports_no_framework():
 
 
 def test_dvc_yaml_is_the_generators_output():
-    """dvc.yaml is written whole from the registry (``python -m experiments.depcheck --write``):
+    """dvc.yaml is written whole from the registry (``python -m experiments.pipeline.depcheck --write``):
     a hand edit fails here."""
     depcheck._module_imports.cache_clear()
     assert (paths.root() / "dvc.yaml").read_text() == depcheck.dvc_yaml(), \
-        "dvc.yaml differs from the registry's: edit experiments/stages.py, run python -m experiments.depcheck --write"
+        "dvc.yaml differs from the registry's: edit experiments/stages.py, run python -m experiments.pipeline.depcheck --write"
 
 
 def test_dvc_yaml_puts_each_stages_inputs_before_its_code_and_says_it_is_generated():
     text = (paths.root() / "dvc.yaml").read_text()
-    assert text.startswith("# GENERATED by `python -m experiments.depcheck --write`")
+    assert text.startswith("# GENERATED by `python -m experiments.pipeline.depcheck --write`")
     st = yaml.safe_load(text)["stages"]
     assert list(st) == [s.name for s in stages.STAGES]
     for name, v in st.items():
@@ -127,12 +156,15 @@ def test_dvc_yaml_puts_each_stages_inputs_before_its_code_and_says_it_is_generat
     assert "env/reference-times.csv" in st["claims"]["deps"]
 
 
-def test_code_deps_are_package_folders_and_top_modules():
-    got = depcheck.code_deps({"experiments/workloads/stage.py", "experiments/workloads/data_bert.py",
-                                            "experiments/cache.py", "experiments/claims/verdict.py",
-                                            "experiments/stages.py", "experiments/repeats/decide/pricing.py"})
-    assert got == ["experiments/cache.py", "experiments/claims/verdict.py", "experiments/repeats",
-                                  "experiments/workloads"]
+def test_code_deps_are_package_folders_and_claims_files_unless_the_declarations_are_read():
+    files = {"experiments/workloads/stage.py", "experiments/workloads/data_bert.py", "experiments/__init__.py",
+             "experiments/host/cache.py", "experiments/claims/verdict.py", "experiments/stages.py",
+             "experiments/repeats/decide/pricing.py"}
+    assert depcheck.code_deps(files) == ["experiments/__init__.py", "experiments/claims/verdict.py",
+                                         "experiments/host", "experiments/repeats", "experiments/workloads"]
+    reads = depcheck.code_deps(files | {"experiments/claims/papers/chien2018-tensorflow-io.yaml"})
+    assert reads == ["experiments/__init__.py", "experiments/claims", "experiments/host", "experiments/repeats",
+                     "experiments/workloads"]
 
 
 def test_no_measuring_stage_depends_on_the_papers_declarations():
@@ -154,3 +186,66 @@ def test_every_pipeline_notebook_is_committed_without_outputs_and_with_cell_ids(
         for i, c in enumerate(nb["cells"]):
             assert "id" in c, f"{s.notebook}: cell {i} has no id (nbformat's normalize() adds them)"
             assert not c.get("outputs") and c.get("execution_count") is None, f"{s.notebook}: cell {i} has outputs"
+
+
+def _declaring(tmp_path, files: dict[str, str]):
+    pkg = tmp_path / "experiments"
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    return pkg
+
+
+def test_a_modules_own_entry_is_found_without_importing_it(tmp_path):
+    """``STAGE = Stage(...)`` (or a tuple of them) in any module, read with ast: the module itself
+    would fail to import; its bare names are its own, a report module's STAGE string is no entry."""
+    pkg = _declaring(tmp_path, {
+        "toy/__init__.py": "",
+        "toy/stage.py": 'import no_such_module\n_IN = ("data/a",)\n'
+                        'STAGE = Stage("toy", "notebooks/70-toy.ipynb", "measuring", {"toy": "Settings"}, ("toy",),\n'
+                        '              True, "toy_report", (*_IN, *(f"results/{w}" for w in ("x", "y"))), size="size")\n',
+        "toy/report.py": 'STAGE = "toy_report"\n',
+        "two.py": 'STAGE = (Stage("b", "notebooks/72-b.ipynb", "measuring", configs="other.mod:f"),\n'
+                  '         Stage("a", "notebooks/71-a.ipynb", "data"))\n'})
+    got = {s.name: s for s in stages.discover(pkg)}
+    assert set(got) == {"toy", "a", "b"}
+    toy = got["toy"]
+    assert toy.module == "experiments.toy.stage" and toy.settings == {"toy": "experiments.toy.stage:Settings"}
+    assert toy.size == "experiments.toy.stage:size" and toy.inputs == ("data/a", "results/x", "results/y")
+    assert got["b"].configs == "other.mod:f" and got["a"].module == "experiments.two"
+
+
+def test_a_declaration_that_needs_running_code_stops_with_where_it_is(tmp_path):
+    pkg = _declaring(tmp_path, {"bad.py": 'import os\nSTAGE = Stage("bad", os.environ["NB"], "measuring")\n'})
+    with pytest.raises(ValueError, match=r"experiments/bad.py: STAGE: .*literals"):
+        stages.discover(pkg)
+
+
+def test_the_order_puts_a_stage_after_what_it_reads_and_a_name_twice_stops():
+    S = stages.Stage
+    got = stages.in_order([S("late_report", "notebooks/05-r.ipynb", "report", inputs=("results/m/x.csv",)),
+                           S("m", "notebooks/40-m.ipynb", "measuring", inputs=("data/d",)),
+                           S("d", "notebooks/41-d.ipynb", "data", outs=("data/d",)),
+                           S("all", "notebooks/99-c.ipynb", "claims"), S("first", "notebooks/00-f.ipynb", "rules")])
+    assert [s.name for s in got] == ["first", "d", "m", "late_report", "all"]
+    with pytest.raises(ValueError, match="declared twice"):
+        stages.in_order([S("m", "notebooks/40-m.ipynb", "measuring"), S("m", "notebooks/41-m.ipynb", "measuring")])
+
+
+def test_every_measuring_stage_is_declared_in_its_module():
+    """One way to add a measuring stage: its module's STAGE (stages.py lists only the others)."""
+    for s in stages.STAGES:
+        assert (s.kind == "measuring") == (s.module is not None), s.name
+
+
+def test_the_rounds_settings_are_one_model():
+    """``repeats``, ``max_repeats`` and ``budget_s`` are declared once (``repeats.rounds.Rounds``,
+    which checks max_repeats >= repeats): a section with a maximum of rounds inherits it."""
+    from experiments.repeats.rounds import Rounds
+
+    adding = [s for s in config.SECTIONS if "max_repeats" in getattr(config.model_for(s), "model_fields", {})]
+    assert len(adding) >= 4
+    assert [s for s in adding if not issubclass(config.model_for(s), Rounds)] == []
+    with pytest.raises(config.ConfigError, match=r"deepio\.max_repeats = 3: .*below repeats = 4"):
+        config.validate("deepio", {**profile.render("smoke")["deepio"], "repeats": 4, "max_repeats": 3})
+    assert config.model_for("deepio").look_every == 4 and Rounds.look_every == 1

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import claims, stats
+from experiments import claims
+from experiments.statistics import stats
 
 
 def _times(median_s, noise, n, seed):
@@ -160,7 +161,7 @@ def test_runs_bootstrap_takes_its_interval_over_runs_not_steps():
     assert ci.low <= v <= ci.high and (ci.high - ci.low) > 5 * (flat.high - flat.low)
     few = stats.runs_bootstrap(ratio, side(2.0, 2), side(1.0, 2))[1]
     assert few.n == 4 and not few.ok and "needs at least 3 runs" in few.method
-    # 3 runs a side: the two-level bootstrap covers ~83 % there (experiments.coverage), so the
+    # 3 runs a side: the two-level bootstrap covers ~83 % there (experiments.statistics.coverage), so the
     # jackknife t over runs decides, at 95 % and at a corrected level alike
     three = stats.runs_bootstrap(ratio, side(2.0, 3), side(1.0, 3))[1]
     assert three.n == 6 and three.ok and three.enough and "jackknife t" in three.method

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from experiments import cache, tiers
-from experiments.config import ConfigError
+from experiments.host import cache, tiers
+from experiments.settings.config import ConfigError
 
 
 def test_prepare_reports_free_space_and_fstype(tmp_path):
@@ -50,7 +50,7 @@ def disk_dir(tmp_path):
     if not cache.memory_backed(tmp_path):
         yield tmp_path
         return
-    from experiments import paths
+    from experiments.settings import paths
     d = paths.root() / "data" / f".cache-test-{os.getpid()}"
     d.mkdir(parents=True, exist_ok=True)
     yield d
@@ -148,7 +148,7 @@ def test_a_memory_backed_file_is_recorded_as_such(tmp_path):
 
 
 def test_every_eviction_lands_in_env_json(disk_dir, tmp_path, monkeypatch):
-    from experiments import envinfo
+    from experiments.host import envinfo
     cache.reset_log()
     assert "cold_runs" not in envinfo.capture()
     f = disk_dir / "e.bin"
@@ -169,7 +169,8 @@ def test_unmounted_tier_outside_the_project_is_refused(tmp_path):
 
 
 def test_checkout_placeholder_gives_each_clone_its_own_tier(tmp_path, monkeypatch):
-    from experiments import paths, tiers
+    from experiments.settings import paths
+    from experiments.host import tiers
 
     a, b = tmp_path / "a" / "proj", tmp_path / "b" / "proj"
     ids = {paths.checkout_id(a), paths.checkout_id(b)}
@@ -188,8 +189,8 @@ def test_require_free_names_data_set_size_and_parameter(tmp_path):
 
 
 def test_tier_named_is_the_one_lookup_and_names_parameter_value_and_allowed(tmp_path):
-    from experiments.config import ConfigError
-    from experiments.tiers import Tier, tier_named
+    from experiments.settings.config import ConfigError
+    from experiments.host.tiers import Tier, tier_named
     tiers = [Tier(name="mem", path=str(tmp_path / "m")), Tier(name="disk", path=str(tmp_path / "d"))]
     assert tier_named("disk", tiers, "x.tier") is tiers[1]
     with pytest.raises(ConfigError, match=r"^x\.tier = 'ssd': no such tier; allowed: mem, disk$"):

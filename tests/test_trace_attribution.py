@@ -52,7 +52,7 @@ def traced(tmp_path_factory):
             pytest.skip(f"{name}: {skip}")
         if name not in done:
             d = known_io.prepare(tmp_path_factory.mktemp(name))
-            from experiments import cache
+            from experiments.host import cache
             cache.evict([known_io.data_file(d, "mmap")], "fadvise")  # its pages come from the disk
             tr, rc = tracer.run([sys.executable, "-S", str(PROGRAM), "run", str(d), "--hold-s", "0.4"],
                                 watch=[d], quiet=True, **kw)
@@ -222,7 +222,7 @@ def test_weighted_quantiles_equal_numpy_on_the_expanded_list():
 
 
 def test_table_4_2_weights_come_from_reference():
-    from experiments import reference
+    from experiments.settings import reference
     assert {w for k, w in vector.WEIGHTS.items() if k in vector.VFS_READ_KEYS} == {reference.HOVON_WEIGHT_READ}
     assert {w for k, w in vector.WEIGHTS.items() if k in vector.VFS_WRITE_KEYS} == {reference.HOVON_WEIGHT_WRITE}
 

@@ -176,7 +176,7 @@ def test_phase_reader_takes_the_workloads_app_log(tmp_path):
 
 
 def test_stage_config_rejects_bad_input_before_work():
-    from experiments import config
+    from experiments.settings import config
     from experiments.trace.stage import pick_tier
     for bad, word in [({"seq_mib": 64, "file_mib": 32}, "seq_mib"), ({"backend": "dtrace"}, "backend"),
                       ({"loader_batch": 100, "loader_files": 10}, "loader_batch"), ({"rand_ios": 0}, "rand_ios"),

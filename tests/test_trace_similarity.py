@@ -126,14 +126,14 @@ def test_file_filters(tmp_path):
 
 @pytest.mark.parametrize("workload", ["unet3d", "bert", "dlrm"])
 def test_eq41_on_the_thesis_tables_gives_its_similarity(workload):
-    from experiments import reference as R
+    from experiments.settings import reference as R
     t = R.HOVON_TABLES_5[workload]
     sim = S.weighted_cosine(t["workload"], t["emulation"])
     assert round(sim, 2) == R.HOVON_SIMILARITY[workload]
 
 
 def test_difference_column_of_table_5_1():
-    from experiments import reference as R
+    from experiments.settings import reference as R
     t = R.HOVON_TABLES_5["unet3d"]
     d = S.component_table(t["workload"], t["emulation"]).set_index("key")["difference_pct"]
     printed = {"vfs_read_bytes": 7.99, "unique_files_read": -20.0, "vfs_read_size_q1": 44.05,

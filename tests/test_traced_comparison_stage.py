@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import config, results
+from experiments.settings import config
+from experiments.output import results
 from experiments.repeats import purchases
 from experiments.sidebyside import stage
 from experiments.trace.vector import KEYS
@@ -164,11 +165,12 @@ def test_bad_input_stops_before_any_pass(faked):
 
 def test_each_side_runs_on_its_data_set_evicted_just_before_it(tmp_path, monkeypatch):
     """Like with like by default (issue 66): every side starts from the same cold data set: the
-    one eviction helper (experiments.cache.evict) runs on the side's data, with the section's
+    one eviction helper (experiments.host.cache.evict) runs on the side's data, with the section's
     method (``auto`` unless set), right before that side, never once for all."""
     import contextlib
 
-    from experiments import cache, device_audit, emulator
+    from experiments.host import cache, device_audit
+    from experiments import emulator
     from experiments.sidebyside import settings, sides
     from experiments.workloads import launch
 

@@ -9,7 +9,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from experiments import refrun
+from experiments.review import refrun
 from experiments.sidebyside import report, stage
 from experiments.trace import schema, series, timeline
 

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from experiments import claims, stats
-from experiments.stats import Interval
+from experiments import claims
+from experiments.statistics import stats
+from experiments.statistics.stats import Interval
 from experiments.claims import table as claims_table
 
 

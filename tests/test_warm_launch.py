@@ -1,4 +1,4 @@
-"""Warm launch (experiments.warm_launch): each run a process of its own, forked from a parent
+"""Warm launch (experiments.host.warm_launch): each run a process of its own, forked from a parent
 that imported the framework once, with the environment, threads and random state a fresh
 process has; failures and exit codes reported; PyTorch ranks of one run forked with torchrun's
 environment and meeting in one process group."""
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from experiments import warm_launch
+from experiments.host import warm_launch
 from experiments.workloads import launch
 
 
@@ -22,7 +22,7 @@ def torch_parent():
 
 def _probe(parent, tmp_path, name, omp):
     out, log = tmp_path / f"{name}.json", tmp_path / f"{name}.txt"
-    run = parent.start("experiments.warm_launch", ["probe", str(out)], {**os.environ, "OMP_NUM_THREADS": str(omp)}, log)
+    run = parent.start("experiments.host.warm_launch", ["probe", str(out)], {**os.environ, "OMP_NUM_THREADS": str(omp)}, log)
     assert run.wait(120) == 0, log.read_text()
     return json.loads(out.read_text()), log.read_text(), run
 
@@ -40,8 +40,8 @@ def test_each_run_is_a_process_of_its_own_with_its_environment_and_random_state(
 
 def test_a_failing_run_reports_its_exit_code_and_output(torch_parent, tmp_path):
     log = tmp_path / "bad.txt"
-    run = torch_parent.start("experiments.warm_launch", ["no-such-framework"], dict(os.environ), log)
-    assert run.wait(120) == 1 and "usage: python -m experiments.warm_launch" in log.read_text()
+    run = torch_parent.start("experiments.host.warm_launch", ["no-such-framework"], dict(os.environ), log)
+    assert run.wait(120) == 1 and "usage: python -m experiments.host.warm_launch" in log.read_text()
 
 
 def test_an_unknown_framework_is_refused():
@@ -92,7 +92,7 @@ def test_torch_ranks_get_torchruns_environment():
 
 
 def test_two_dlrm_ranks_forked_from_a_warm_parent_train_in_one_process_group(tmp_path):
-    from experiments import config
+    from experiments.settings import config
     from experiments.workloads import data_dlrm
 
     cfg = config.validate("dlrm", {"data": {"train_samples": 1024, "eval_samples": 256},

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import config
-from experiments.config import ConfigError
+from experiments.settings import config
+from experiments.settings.config import ConfigError
 from experiments.workloads import data_bert, data_dlrm, data_unet3d, fits, settings, steptimer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def test_crop_must_fit_the_smallest_case():
 
 
 def test_profiles_validate():
-    from experiments import profile
+    from experiments.pipeline import profile
     for name in ("default", "smoke", "paper"):
         p = profile.render(name)
         for w in ("unet3d", "bert", "dlrm"):

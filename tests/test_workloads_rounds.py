@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import paths
-from experiments.config import ConfigError
+from experiments.settings import paths
+from experiments.settings.config import ConfigError
 from experiments.repeats import purchases as P
 from experiments.workloads import launch, stage
 

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import reference, stats
+from ..settings import reference
+from ..statistics import stats
 from ..claims.measured import Measured
 
 
@@ -159,7 +160,7 @@ def measure_collectl(collectl: pd.DataFrame, tier: str, env: dict, dstat_rows: p
     """The collectl tables' comparisons on ``tier``'s device during the cold runs, TensorFlow
     (TFRecords) against PyTorch (JPEG files): KB per read (TF over PyTorch), queue length
     (PyTorch over TF), read KB/s (TF over PyTorch); each a ratio of medians (x) of the sampled
-    intervals with its interval over the runs (:func:`experiments.stats.runs_bootstrap`)."""
+    intervals with its interval over the runs (:func:`experiments.statistics.stats.runs_bootstrap`)."""
     cold = C.cold_run(env, tier)
     q = (collectl[collectl["tier"] == tier].set_index(["framework", "format"])
          if len(collectl) and "tier" in collectl else pd.DataFrame())
@@ -290,7 +291,7 @@ def findings_of(raw: pd.DataFrame, tables: dict | None = None) -> list[Measured]
     from ``raw`` and the ``dstat`` side table as the report computes them: :func:`run_tables`),
     at the level in force: the measure function the blog stage's rounds judge at each look.
     A finding with no value yet (no runs of it) is left out: more rounds cannot give it one."""
-    from ..tiers import storage_tier_of
+    from ..host.tiers import storage_tier_of
 
     dstat_rows = dstat_rows_of((tables or {}).get("dstat", pd.DataFrame()))
     t = run_tables(raw, dstat_rows)

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import reference, style
+from ..settings import reference
+from ..output import style
 from ..claims.declared import Measured, join, lookup
-from ..tiers import storage_tier_of as storage_tier  # noqa: F401 (the tier the claims judge: the first with a device)
+from ..host.tiers import storage_tier_of as storage_tier  # noqa: F401 (the tier the claims judge: the first with a device)
 from .findings import (_cold, device_reads, measure_runs, run_tables, warm_cold)  # noqa: F401
 
 STAGE = "blog_report"
@@ -39,7 +40,7 @@ def plot_histogram(hist: pd.DataFrame):
 
 def _lines(ax, d: pd.DataFrame, key: str, label_of):
     """One line per ``label_of`` group: colour by tier, marker and line style by format
-    (:func:`experiments.style.category`), the same in both figures whatever the rows' order."""
+    (:func:`experiments.output.style.category`), the same in both figures whatever the rows' order."""
     for lab, g in d.groupby(label_of, sort=False):
         g = g.sort_values(key)
         lab = lab if isinstance(lab, tuple) else (lab,)
@@ -52,7 +53,7 @@ def _lines(ax, d: pd.DataFrame, key: str, label_of):
 
 def plot_tf_threads(summary: pd.DataFrame):
     """tf.data images/s against private threads, TFRecords vs JPEG files, per tier (cold);
-    ``summary`` with the medians' intervals (:func:`experiments.stats.with_median_ci`)."""
+    ``summary`` with the medians' intervals (:func:`experiments.statistics.stats.with_median_ci`)."""
     d = summary[(summary["framework"] == "tensorflow") & (summary["cache"] == "cold")]
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     _lines(ax, d, "threads", ["tier", "format"])
@@ -133,7 +134,7 @@ def claims(hist: pd.DataFrame, summary: pd.DataFrame, collectl: pd.DataFrame,
     Intervals (95 %): the throughput ratios from ``raw`` (the blog stage's raw.parquet, one row
     per run: ratio of medians, bootstrap over runs); the collectl ratios from ``dstat_rows``
     (one row per sampled interval: ratio of medians over intervals, the runs resampled and the
-    intervals within each drawn run, :func:`experiments.stats.runs_bootstrap`); warm over cold from ``wc`` (each warm run over
+    intervals within each drawn run, :func:`experiments.statistics.stats.runs_bootstrap`); warm over cold from ``wc`` (each warm run over
     the cold run just before it, paired); storage reads from ``reads`` (one row per warm run).
     The blog's headline numbers that need its hardware (8 V100 GPUs, a 96-vCPU instance, network
     persistent storage) are rows too, not measured, each with what this box shows instead;

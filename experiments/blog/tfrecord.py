@@ -8,9 +8,9 @@
   ``datasets_num_private_threads``.
 - :func:`measure` times one epoch per run (images/s, MB/s of stored bytes), of both pipelines
   and of the PyTorch DataLoader, the cache evicted before each cold run, and samples the device
-  (``experiments.dstat.Sampler``) during each run: reads/s, KB per read, queue length, as in the
+  (``experiments.host.dstat.Sampler``) during each run: reads/s, KB per read, queue length, as in the
   blog's collectl table. The runs go in seeded rounds, and rounds are added while a finding is
-  undecided (:func:`stage`, :mod:`experiments.repeats`).
+  undecided (:func:`measuring_stage`, :mod:`experiments.repeats`).
 
 The PyTorch loader is :mod:`experiments.blog.torch_jpeg_loader`; keep the two in separate functions.
 """
@@ -22,39 +22,27 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from .. import cache, dstat
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..config import Section
-from ..tiers import require_free, storage_tier_of
+from ..host import cache, dstat
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..host.tiers import require_free, storage_tier_of
+from ..repeats.rounds import Rounds
+from ..stages import Stage, count, rounds, tier_names
 from .findings import (COLLECTL_COLUMNS, DSTAT_KEYS, collectl_table, dstat_rows_of, summarize,  # noqa: F401
                        summarize_runs)
 
 
-class BlogConfig(Section):
+class BlogConfig(Rounds):
     images: int = Field(1024, ge=1, le=10_000_000, description="JPEGs used (first of the set)")
     shards: int = Field(8, ge=1, le=100_000, description="TFRecord files")
     threads: list[int] = Field([1, 2, 4], min_length=1, description="tf.data private threads")
     workers: list[int] = Field([0, 1, 2], min_length=1, description="DataLoader num_workers")
     batch_size: int = Field(64, ge=1, le=65536)
     image_size: int = Field(224, ge=8, le=4096)
-    repeats: int = Field(2, ge=1, le=50, description="rounds of every configuration, at least")
-    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may add while a "
-                                    "finding its runs measure is undecided (experiments.repeats); "
-                                    "null = repeats")
-    budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take when "
-                                   "adding repeats; null = no budget")
     dstat_interval_s: float = Field(0.5, gt=0, le=10)
     eviction: EvictionMethod = "auto"
-
-    @model_validator(mode="after")
-    def _max(self):
-        if self.max_repeats is not None and self.max_repeats < self.repeats:
-            raise ValueError(f"blog.max_repeats = {self.max_repeats} is below blog.repeats = "
-                             f"{self.repeats}; allowed: max_repeats >= repeats (or null: repeats)")
-        return self
 
     @field_validator("threads")
     @classmethod
@@ -71,7 +59,7 @@ def stage_all(source: Path, tiers, cfg: "BlogConfig") -> dict[str, pd.DataFrame]
     """The JPEG set on every tier (copied once, verified by the file list's checksum), cut to
     its first ``cfg.images`` files: tier name -> manifest of the copy."""
     from ..datasets.imagenet_like import read_manifest
-    from ..tiers import stage_copy
+    from ..host.tiers import stage_copy
 
     return {t.name: read_manifest(stage_copy(source, t)).iloc[:cfg.images] for t in tiers}
 
@@ -184,7 +172,7 @@ def run_configs(tiers: list[str], threads: list[int], workers: list[int]) -> lis
 KEYS = ("framework", "tier", "format", "threads", "workers")   # the columns that name a configuration
 
 
-def stage(configs: list[dict], one_run, cfg: BlogConfig, seed: int):
+def measuring_stage(cfg: BlogConfig, configs: list[dict], one_run, seed: int):
     """The blog's runs as one measuring stage (:class:`experiments.repeats.MeasuringStage`):
     each round runs every configuration of ``configs`` (:func:`run_configs`) once cold, in an
     order drawn for the round (drift on the box hits every configuration alike), a ``warm``
@@ -208,7 +196,7 @@ def stage(configs: list[dict], one_run, cfg: BlogConfig, seed: int):
                 frames.append(frame.assign(cache=state))
         return repeats.Run(rows, {"dstat": pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()})
 
-    plan = repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s)
+    plan = cfg.plan()
     configs = [{k: c.get(k) for k in KEYS} | c for c in configs]
     context = lambda rows: {"storage_tier": storage_tier_of(rows)}   # noqa: E731 (the tier the report judges)
     return repeats.MeasuringStage(
@@ -222,7 +210,7 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
             cfg: BlogConfig, seed: int, purchases=()):
     """tf.data over TFRecords and over JPEG files at each private thread count, and the PyTorch
     DataLoader over the JPEG files at each ``num_workers``, on every tier, cold cache, in seeded
-    rounds until the findings are decided (:func:`stage`), then the rounds ``make decide`` bought
+    rounds until the findings are decided (:func:`measuring_stage`), then the rounds ``make decide`` bought
     (``purchases``: ``params.yaml``'s ``decide.blog``); each repeat of the most threads
     (workers) is a cold run followed at once by the same run warm (no eviction: the files are in
     the page cache), so both see the same load. Each run times one epoch (images/s, MB/s of
@@ -273,9 +261,27 @@ def measure(staged: dict[str, pd.DataFrame], records: dict[str, list[str]], tier
 
     from .. import repeats
 
-    got = repeats.measure(stage(run_configs([t.name for t in tiers], cfg.threads, cfg.workers), one_run, cfg,
-                                seed), purchases)
+    configs = run_configs([t.name for t in tiers], cfg.threads, cfg.workers)
+    got = repeats.measure(measuring_stage(cfg, configs, one_run, seed), purchases)
     got.tables["dstat"] = dstat_rows_of(got.tables["dstat"])
     return got, {"eviction": evictions}
 
 
+# ----------------------------------------------------------------------------- the registry's entry
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x (tf.data cold and warm threads + PyTorch workers) x rounds."""
+    b = p["blog"]
+    return len(tier_names(p)) * (2 * count(b["threads"]) + count(b["workers"])) * rounds(b)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`)."""
+    b = p["blog"]
+    return [{k: c.get(k) for k in ("framework", "tier", "format", "threads", "workers")}
+            for c in run_configs(tier_names(p), b["threads"], b["workers"])]
+
+
+STAGE = Stage("blog", "notebooks/44-blog-tfrecord-vs-jpeg.ipynb", "measuring", {"blog": "BlogConfig"},
+              ("seed", "tiers", "imagenet_size_mix", "blog"), True, "blog_report", ("data/imagenet_like",),
+              size="size", configs="configurations")

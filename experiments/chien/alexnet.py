@@ -18,22 +18,24 @@ the wait for the batch (``data_s``), the step (``compute_s``) and any checkpoint
 
 from __future__ import annotations
 
-import math
 import os
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
-from .. import cache, dstat
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..config import ConfigError, Section
-from ..tiers import tier_named
+from ..host import cache, dstat
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..settings.config import ConfigError, validate
+from ..host.tiers import tier_named
+from ..repeats.rounds import Rounds
+from ..stages import Stage, rounds, tier_names
 
 
-class AlexNetConfig(Section):
+class AlexNetConfig(Rounds):
     """The ``alexnet`` section: model size and the prefetch, thread, batch and dstat sweeps."""
 
     image_size: int = Field(224, ge=32, le=1024, description="input side, pixels (paper 224)")
@@ -44,12 +46,6 @@ class AlexNetConfig(Section):
     threads: list[int] = Field([1, 2, 4, 8], min_length=1)
     prefetch: list[int] = Field([0, 1], min_length=1, description="batches prefetched")
     tiers: list[str] | None = Field(None, description="tier names to read from; null = all tiers")
-    repeats: int = Field(2, ge=1, le=50)
-    max_repeats: int | None = Field(None, ge=1, le=200, description="repeats the prefetch sweep may add "
-                                    "while a prefetch finding is undecided (experiments.repeats); "
-                                    "null = repeats")
-    budget_s: float | None = Field(None, gt=0, description="wall seconds the sweeps (prefetch and batch) may take "
-                                   "when adding repeats; null = no budget")
     warmup: int = Field(1, ge=0, le=5)
     eviction: EvictionMethod = "auto"
     batch_sizes: list[int] = Field([16, 32, 64], min_length=1, description="Fig 7 sweep")
@@ -107,7 +103,7 @@ def stage_prefetch_data(source, cfg, tier_names: list[str]) -> tuple[dict[str, p
     """The same bytes on every tier notebook 11 uses (copied once, verified by the file list's
     checksum). Returns (tier -> manifest of its copy, tier -> directory)."""
     from ..datasets.caltech_like import read_manifest
-    from ..tiers import stage_copy
+    from ..host.tiers import stage_copy
 
     a = cfg.alexnet
     used = set(tier_names) | set(a.batch_tiers) | set(a.dstat_tiers)
@@ -288,8 +284,8 @@ def sweep_findings(runs: pd.DataFrame, tables: dict, cfg: "AlexNetConfig") -> li
 KEYS = ("experiment", "tier", "threads", "batch_size", "prefetch")   # the columns that name a configuration
 
 
-def sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int, tier_names: list[str],
-          cfg: AlexNetConfig, seed: int):
+def measuring_stage(cfg: AlexNetConfig, trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int,
+                    tier_names: list[str], seed: int):
     """Fig 6's prefetch sweep and Fig 7's batch sweep as one measuring stage
     (:class:`experiments.repeats.MeasuringStage`): every configuration (``experiment``: prefetch
     or batch) once a round, in a seeded order, the data set evicted from the page cache before
@@ -316,10 +312,7 @@ def sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int, tie
     configs = ([{"experiment": "prefetch", **c} for c in pre]
                + [{"experiment": "batch", **c} for c in batch_configs(cfg, pre)])
     context = lambda rows: {"batch_threads": cfg.batch_threads, "batch_tiers": cfg.batch_tiers}   # noqa: E731
-    top = max(cfg.repeats, cfg.max_repeats or cfg.repeats)
-    plan = repeats.RoundsPlan(cfg.repeats, top, cfg.budget_s or math.inf) if top > cfg.repeats else \
-        repeats.RoundsPlan(cfg.repeats, cfg.repeats)
-    return repeats.MeasuringStage("alexnet_prefetch", KEYS, configs, run_one, plan, seed, warmup=cfg.warmup,
+    return repeats.MeasuringStage("alexnet_prefetch", KEYS, configs, run_one, cfg.plan(), seed, warmup=cfg.warmup,
                                   tables=("steps",), progress="alexnet rounds",
                                   judge=looks.judge("alexnet_prefetch", lambda r, t: sweep_findings(r, t, cfg)),
                                   focus=findings.focus("alexnet_prefetch", configs, context),
@@ -330,15 +323,16 @@ def sweep(trainer: Trainer, staged: dict[str, pd.DataFrame], n_classes: int, tie
 
 def measure_stage(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: dict[str, str], n_classes: int,
                   tier_names: list[str], cfg: AlexNetConfig, seed: int, purchases=()):
-    """The stage's measurements: Fig 6's prefetch and Fig 7's batch sweep (:func:`sweep`), then
+    """The stage's measurements: Fig 6's prefetch and Fig 7's batch sweep (:func:`measuring_stage`), then
     the runs ``make decide`` bought (``purchases``, ``params.yaml``'s
     ``decide.alexnet_prefetch``), and Fig 8's dstat epochs (:func:`measure_dstat`). Returns the
     sweep's :class:`experiments.repeats.Measurement` (one row per run, ``experiment`` saying
     which sweep; side table ``steps``), the dstat samples and the dstat steps. When a decide
     run appends, everything measured before is kept and only the purchases run."""
-    from .. import paths, repeats
+    from ..settings import paths
+    from .. import repeats
 
-    m = repeats.measure(sweep(trainer, staged, n_classes, tier_names, cfg, seed), purchases)
+    m = repeats.measure(measuring_stage(cfg, trainer, staged, n_classes, tier_names, seed), purchases)
     if repeats.purchases.appending("alexnet_prefetch"):
         d = paths.results_dir("alexnet_prefetch")
         keep = lambda n: pd.read_csv(d / f"{n}.csv") if (d / f"{n}.csv").exists() else pd.DataFrame()  # noqa: E731
@@ -372,7 +366,7 @@ def measure_dstat(trainer: Trainer, staged: dict[str, pd.DataFrame], tier_dirs: 
                   n_classes: int, cfg: AlexNetConfig, seed: int
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fig 8: one cold epoch per (tier, prefetch) at ``cfg.batch_size`` and ``dstat_threads``,
-    sampled by :class:`experiments.dstat.Sampler` every ``dstat_interval_s``: device MB/s read
+    sampled by :class:`experiments.host.dstat.Sampler` every ``dstat_interval_s``: device MB/s read
     (block devices) and the process tree's VFS MB/s (a memory tier has no device). Returns the
     samples and the steps, both with ``time_s`` from the start of sampling."""
     samples, steps = [], []
@@ -416,3 +410,27 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
                                 for _, r in s.iterrows()]
     s["io_excess_s"] = s["no_prefetch_seconds"] - s["seconds"]
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): the prefetch and batch sweeps' configurations x rounds."""
+    a = p["alexnet"]
+    cfg = SimpleNamespace(**{k: a[k] for k in ("threads", "prefetch", "batch_size", "batch_threads", "batch_tiers",
+                                              "batch_sizes")})
+    pre = prefetch_configs(a.get("tiers") or tier_names(p), cfg)
+    return (len(pre) + len(batch_configs(cfg, pre))) * rounds(a)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): the prefetch sweep's, then the batch sweep's."""
+    a = validate("alexnet", p["alexnet"])
+    pre = prefetch_configs(tier_names(p, a.tiers), a)
+    return ([{"experiment": "prefetch", **c} for c in pre]
+            + [{"experiment": "batch", **c} for c in batch_configs(a, pre)])
+
+
+STAGE = Stage("alexnet_prefetch", "notebooks/11-alexnet-prefetch.ipynb", "measuring", {"alexnet": "AlexNetConfig"},
+              ("seed", "tiers", "caltech_like.n_classes", "alexnet"), True, "alexnet_report", ("data/caltech_like",),
+              size="size", configs="configurations")

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import os
 import time
+from types import SimpleNamespace
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
-from .. import cache, dstat
-from ..cache import EvictionMethod
-from ..config import ConfigError, Section
-from ..tiers import Tier, tier_named
+from ..host import cache, dstat
+from ..host.cache import EvictionMethod
+from ..settings.config import ConfigError, Section, validate
+from ..host.tiers import Tier, tier_named
+from ..stages import Stage, rounds
 from .alexnet import Trainer, build_pipeline, check_batches, data_folder, run_steps
 
 
@@ -55,10 +57,10 @@ class CheckpointConfig(Section):
 # --- checks before any work -----------------------------------------------------------------
 
 def prepare_checkpoint_tiers(named: list[tuple[str, Tier]]) -> dict[str, str]:
-    """Check the tiers checkpoints go to, before any work (see :func:`experiments.tiers.prepare`:
+    """Check the tiers checkpoints go to, before any work (see :func:`experiments.host.tiers.prepare`:
     an unmounted or mistyped tier outside the project is an error, not a new folder).
     ``named`` pairs each tier with the parameter that names it. Returns name -> directory."""
-    from ..tiers import prepare
+    from ..host.tiers import prepare
 
     out = {}
     for param, t in named:
@@ -143,25 +145,13 @@ KEYS = ("mode", "target")   # the columns that name one configuration (a checkpo
 SIDE_TABLES = ("saves", "drains", "dstat")
 
 
-def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_dirs: dict[str, str],
-                       cfg: CheckpointConfig, image_size: int, seed: int, purchases=()):
-    """Fig 9 and 10: ``iterations`` steps with a checkpoint every ``interval``, for each mode
-    (none, each target tier, the burst buffer), ``warmup + repeats`` rounds, every mode once a
-    round in a seeded order (a fixed count, looked at once: :class:`experiments.repeats.MeasuringStage`);
-    then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
-    ``decide.alexnet_checkpoint``). When a decide run appends to the stage, the runs and tables
-    measured before are kept and only the purchases run.
-
-    Returns the :class:`experiments.repeats.Measurement`: ``rows`` (one per run: run time,
-    median and total stall, seconds; the run time stops at the last step, the burst buffer's
-    drain may go on after it: ``drain_done_s``) and the side tables ``saves`` (one row per
-    checkpoint: wait, write, sync, stall seconds, bytes), ``drains`` (one row per background
-    copy), ``dstat`` (per-interval device and process MB/s, time from run start).
-    """
-    import shutil
-    import tempfile
-    from pathlib import Path
-
+def measuring_stage(cfg: CheckpointConfig, trainer: Trainer, m: pd.DataFrame, n_classes: int,
+                    tier_dirs: dict[str, str], image_size: int, seed: int, logdir):
+    """Fig 9 and 10's runs as one measuring stage (:class:`experiments.repeats.MeasuringStage`),
+    built, not run: the checkpoint tiers checked and the model warmed (outside the runs), then
+    per mode (none, each target tier, the burst buffer) and round ``iterations`` steps with a
+    checkpoint every ``interval``; ``warmup + repeats`` rounds, every mode once a round in a
+    seeded order (a fixed count, looked at once). ``logdir``: the burst buffer's drain logs."""
     from .. import repeats
 
     devices = sorted({d for d in (dstat.device_of(p) for p in tier_dirs.values()) if d})
@@ -169,7 +159,6 @@ def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_d
     expect = checkpoint_bytes_estimate(trainer)
     ck = trainer.checkpoint()
     trainer.warm(cfg.batch_size)
-    logdir = Path(tempfile.mkdtemp(prefix="alexnet-drain-"))
 
     def run_one(mode: dict, i: int):
         _clear(tier_dirs)
@@ -214,13 +203,38 @@ def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_d
                             "eviction": ev}, side)
 
     modes = checkpoint_modes(cfg)
-    stage = repeats.MeasuringStage("alexnet_checkpoint", KEYS, modes, run_one,
-                                   repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed, warmup=cfg.warmup,
-                                   tables=SIDE_TABLES, progress="alexnet checkpoint runs",
-                                   quantities=("seconds",), units="saves", unit_quantities=("stall_s",),
-                                   context=lambda rows: {"fast": cfg.fast, "slow": cfg.slow,
-                                                         "burst": f"{cfg.fast}>{cfg.slow}"})
+    return repeats.MeasuringStage("alexnet_checkpoint", KEYS, modes, run_one,
+                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed, warmup=cfg.warmup,
+                                  tables=SIDE_TABLES, progress="alexnet checkpoint runs",
+                                  quantities=("seconds",), units="saves", unit_quantities=("stall_s",),
+                                  context=lambda rows: {"fast": cfg.fast, "slow": cfg.slow,
+                                                        "burst": f"{cfg.fast}>{cfg.slow}"})
+
+
+def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_dirs: dict[str, str],
+                       cfg: CheckpointConfig, image_size: int, seed: int, purchases=()):
+    """Fig 9 and 10: ``iterations`` steps with a checkpoint every ``interval``, for each mode
+    (none, each target tier, the burst buffer), ``warmup + repeats`` rounds, every mode once a
+    round in a seeded order (a fixed count, looked at once: :class:`experiments.repeats.MeasuringStage`);
+    then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
+    ``decide.alexnet_checkpoint``). When a decide run appends to the stage, the runs and tables
+    measured before are kept and only the purchases run.
+
+    Returns the :class:`experiments.repeats.Measurement`: ``rows`` (one per run: run time,
+    median and total stall, seconds; the run time stops at the last step, the burst buffer's
+    drain may go on after it: ``drain_done_s``) and the side tables ``saves`` (one row per
+    checkpoint: wait, write, sync, stall seconds, bytes), ``drains`` (one row per background
+    copy), ``dstat`` (per-interval device and process MB/s, time from run start).
+    """
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from .. import repeats
+
+    logdir = Path(tempfile.mkdtemp(prefix="alexnet-drain-"))
     try:
+        stage = measuring_stage(cfg, trainer, m, n_classes, tier_dirs, image_size, seed, logdir)
         got = repeats.measure(stage, purchases)
     finally:
         _clear(tier_dirs)
@@ -285,3 +299,25 @@ def summarize_checkpoint(runs: pd.DataFrame, fast: str, saves: pd.DataFrame | No
         s[f"{col}_vs_fast"] = s[col] / base if base else np.nan
     s.loc[s["mode"] == "none", ["overhead_s_vs_fast", "stall_median_s_vs_fast"]] = np.nan
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): checkpoint modes x rounds."""
+    c = p["alexnet_checkpoint"]
+    return len(checkpoint_modes(SimpleNamespace(**{k: c[k] for k in ("targets", "burst_buffer", "fast", "slow")}))) \
+        * rounds(c)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`)."""
+    return [{"mode": m["mode"], "target": m["target"]}
+            for m in checkpoint_modes(validate("alexnet_checkpoint", p["alexnet_checkpoint"]))]
+
+
+STAGE = Stage("alexnet_checkpoint", "notebooks/12-alexnet-checkpoint.ipynb", "measuring",
+              {"alexnet_checkpoint": "CheckpointConfig"},
+              ("seed", "tiers", "caltech_like.n_classes", "alexnet.image_size", "alexnet.width", "alexnet.dense_width",
+               "alexnet.learning_rate", "alexnet_checkpoint"), True, "alexnet_report", ("data/caltech_like",),
+              size="size", configs="configurations")

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import reference, stats
+from ..settings import reference
+from ..statistics import stats
 from ..claims.measured import Measured
 
 

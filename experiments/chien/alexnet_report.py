@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import stats, style
+from ..statistics import stats
+from ..output import style
 from ..claims.declared import Measured, join
 from .alexnet_findings import (measure_batch_size, measure_checkpoint, measure_prefetch,  # noqa: F401
                                prefetch_ratio, stall_ratios)
@@ -38,9 +39,9 @@ def plot_sizes(manifest: pd.DataFrame, hist: pd.DataFrame):
 
 def plot_fig6(summary: pd.DataFrame):
     """Fig 6: per tier, bars of the median run time with one batch prefetched (whiskers: its 95 %
-    interval, ``summary`` from :func:`experiments.stats.with_median_ci`), and on top (white,
+    interval, ``summary`` from :func:`experiments.statistics.stats.with_median_ci`), and on top (white,
     hatched) the excess when nothing is prefetched: the cost of I/O. Prefetch and no prefetch
-    keep one look in every panel (:func:`experiments.style.category`); the tier is the panel."""
+    keep one look in every panel (:func:`experiments.output.style.category`); the tier is the panel."""
     d = summary[summary["experiment"] == "prefetch"]
     tiers = list(dict.fromkeys(d["tier"]))
     pf = style.category("prefetch", "prefetch")["color"]
@@ -81,7 +82,7 @@ def plot_fig6(summary: pd.DataFrame):
 
 def plot_fig7(batches: pd.DataFrame):
     """Fig 7: median run time of one epoch against batch size, with and without prefetch;
-    ``batches`` with the medians' intervals (:func:`experiments.stats.with_median_ci`)."""
+    ``batches`` with the medians' intervals (:func:`experiments.statistics.stats.with_median_ci`)."""
     fig, ax = plt.subplots(figsize=(6.8, 3.6))
     for (tier, p), g in batches.groupby(["tier", "prefetch"], sort=False):
         g = g.sort_values("batch_size")
@@ -152,7 +153,7 @@ def plot_fig8(samples: pd.DataFrame, steps: pd.DataFrame):
 def plot_fig9(ck: pd.DataFrame):
     """Fig 9: median run time per checkpoint target (top) with the run time without checkpoints
     shaded; median stall per checkpoint (bottom). ``ck``: the summary with the intervals of
-    ``seconds`` and ``stall_median_s`` (:func:`experiments.stats.with_median_ci` over the runs
+    ``seconds`` and ``stall_median_s`` (:func:`experiments.statistics.stats.with_median_ci` over the runs
     and over the checkpoints)."""
     d = ck[ck["mode"] != "none"]
     none = float(ck.loc[ck["mode"] == "none", "seconds"].iloc[0]) if (ck["mode"] == "none").any() else np.nan
@@ -251,7 +252,7 @@ def measure_drain_after_end(ck_runs: pd.DataFrame | None, fast: str, slow: str) 
     Per timed burst-buffer run of ``ck_runs`` (alexnet_checkpoint's raw.parquet), the time its
     last copy was durable on the slow tier (``drain_done_s``: the drain waited for, from the run's
     start) over the run time (``seconds``, to the last step), x; the median over the runs, its
-    interval over the runs (:func:`experiments.stats.median_ci`)."""
+    interval over the runs (:func:`experiments.statistics.stats.median_ci`)."""
     rid = "burst-buffer-drain-outlasts-run"
     need = {"mode", "seconds", "drain_done_s"}
     if ck_runs is None or not len(ck_runs) or not need <= set(ck_runs.columns):

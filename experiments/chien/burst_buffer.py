@@ -54,9 +54,9 @@ from pathlib import Path
 
 
 def ConfigError(msg: str) -> Exception:  # noqa: N802 (stands in for the class)
-    """:class:`experiments.config.ConfigError`, imported only when raised, so the drain
+    """:class:`experiments.settings.config.ConfigError`, imported only when raised, so the drain
     process does not pay for importing pydantic at every start."""
-    from ..config import ConfigError as _E
+    from ..settings.config import ConfigError as _E
 
     return _E(msg)
 
@@ -499,7 +499,7 @@ def spawn_drain(fast_run: Path, slow_run: Path, keep: int, throttle_MBps: float 
                 log: Path | None = None) -> subprocess.Popen:
     """Start ``python -m experiments.chien.burst_buffer drain ...`` in the background (the paper's
     "process spawned in background to copy the just created files")."""
-    from .. import paths
+    from ..settings import paths
 
     cmd = [sys.executable, "-m", "experiments.chien.burst_buffer", "drain", "--fast", str(fast_run),
            "--slow", str(slow_run), "--keep", str(keep), "--throttle-MBps", str(throttle_MBps)]

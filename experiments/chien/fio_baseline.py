@@ -6,7 +6,7 @@ IOPS" job, set against its large reads), direct I/O where the file system allows
 (otherwise buffered, with the file evicted before each read run). One warm-up run, then
 ``repeats`` runs; the summary reports the median bandwidth in MB/s (10^6 B/s) and IOPS.
 
-Every run is audited (:mod:`experiments.device_audit`): the bytes fio moved beside the bytes the
+Every run is audited (:mod:`experiments.host.device_audit`): the bytes fio moved beside the bytes the
 tier's device read or wrote (``device_ratio``, ``served_by``: device, cache, memory). A job whose
 runs the page cache served (a buffered read of a file that stayed in memory, a write never
 synced) is ``cache`` in the summary, and gives no storage reference (:func:`experiments.claims.fio_MBps`).
@@ -22,10 +22,11 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field
 
-from .. import cache, device_audit
-from ..config import ConfigError, Section
-from ..progress import progress
-from ..tiers import Tier, prepare, require_free
+from ..host import cache, device_audit
+from ..settings.config import ConfigError, Section
+from ..output.progress import progress
+from ..host.tiers import Tier, prepare, require_free
+from ..stages import Stage, rounds, tier_names
 
 JOBS = ("seqwrite", "seqread", "randread", "randread16k")
 
@@ -149,3 +150,14 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
         by = g["served_by"].agg(lambda s: "cache" if (s == "cache").any() else s.iloc[0])
         out = out.join(by, on=["tier", "job"]).join(g["device_ratio"].median(), on=["tier", "job"])
     return out
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x rounds."""
+    return len(tier_names(p)) * rounds(p["fio_baseline"])
+
+
+STAGE = Stage("fio_baseline", "notebooks/01-device-baseline.ipynb", "measuring", {"fio_baseline": "FioConfig"},
+              ("tiers", "fio_baseline", "imagenet_size_mix"), report="tfdata_read_report", size="size")

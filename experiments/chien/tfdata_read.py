@@ -21,11 +21,12 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field, field_validator
 
-from .. import cache
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..config import Section
-from ..tiers import Tier
+from ..host import cache
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..settings.config import Section
+from ..host.tiers import Tier
+from ..stages import Stage, count, rounds, tier_names
 
 VARIANTS = ("full", "read_only", "raw")
 
@@ -109,7 +110,7 @@ def time_epoch(ds) -> tuple[float, int]:
 KEYS = ("tier", "variant", "threads")   # the columns that name a configuration
 
 
-def stage(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig, seed: int,
+def measuring_stage(cfg: TFDataReadConfig, staged: dict[str, "pd.DataFrame"], tiers: list[Tier], seed: int,
           evictions: dict | None = None):
     """The stage as the repeat machinery runs it (:class:`experiments.repeats.MeasuringStage`):
     every (tier, variant, threads) configuration, ``warmup + repeats`` rounds, each round every
@@ -148,14 +149,14 @@ def stage(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadC
 
 def measure(staged: dict[str, "pd.DataFrame"], tiers: list[Tier], cfg: TFDataReadConfig,
             seed: int, purchases=()):
-    """:func:`stage` measured, then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
+    """:func:`measuring_stage` measured, then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
     ``decide.tfdata_read``). Returns the :class:`experiments.repeats.Measurement` (one row per
     run, ``repeat`` counting the warm-up rounds first) and facts for env.json (the eviction
     method per tier)."""
     from .. import repeats
 
     evictions: dict = {}
-    m = repeats.measure(stage(staged, tiers, cfg, seed, evictions), purchases)
+    m = repeats.measure(measuring_stage(cfg, staged, tiers, seed, evictions), purchases)
     return m, {"eviction": evictions}
 
 
@@ -174,3 +175,24 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     base = s[s["threads"] == s["threads"].min()].set_index(["tier", "variant"])["images_per_s"]
     s["speedup_vs_min_threads"] = [r.images_per_s / base[(r.tier, r.variant)] for r in s.itertuples()]
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x variants x threads x rounds."""
+    t = p["tfdata_read"]
+    return len(tier_names(p)) * count(t["variants"]) * count(t["threads"]) * rounds(t)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`)."""
+    t = p["tfdata_read"]
+    return [{"tier": x, "variant": v, "threads": n} for x in tier_names(p) for v in t["variants"] for n in t["threads"]]
+
+
+STAGE = Stage("tfdata_read", "notebooks/03-tfdata-read.ipynb", "measuring", {"tfdata_read": "TFDataReadConfig"},
+              ("seed", "tiers", "tfdata_read"), True, "tfdata_read_report", ("data/imagenet_like",),
+              plots=({"tfdata thread scaling": {"template": "simple", "x": "threads",
+                                                "y": {"results/tfdata_read/summary.csv": "images_per_s"}}},),
+              size="size", configs="configurations")

@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import reference, stats, style
+from ..settings import reference
+from ..statistics import stats
+from ..output import style
 from ..claims.declared import Measured, join
 
 
@@ -20,7 +22,7 @@ def _fio(fio: pd.DataFrame, tier: str, job: str) -> float:
 
 def plot_scaling(reads: pd.DataFrame, fio: pd.DataFrame, variant: str, title: str):
     """One panel per tier: median images/s per thread count (bars, whiskers: its 95 % interval,
-    :func:`experiments.stats.with_median_ci`), MB/s on the right axis, and fio's random-read
+    :func:`experiments.statistics.stats.with_median_ci`), MB/s on the right axis, and fio's random-read
     bandwidth with the same size mix as the ceiling. The read-only figure also marks plain
     Python reads of the same files (variant ``raw``, DeepIO Fig 2's "Raw") where they ran."""
     d = reads[reads["variant"] == variant]

@@ -17,7 +17,7 @@ error in the stage that writes it, with or without data. A failing finding's rea
 data set in the page cache is marked as warm (:func:`cold_run`).
 
 A finding's direction is judged on the 95 % confidence interval of our value
-(:mod:`experiments.stats`, from the stage's repeats or per-step/per-read samples): it holds when
+(:mod:`experiments.statistics.stats`, from the stage's repeats or per-step/per-read samples): it holds when
 the whole interval satisfies the rule (with a margin, below: lies past the margin's edge),
 fails when the whole interval violates it, and is ``inconclusive`` when the interval straddles
 the rule's threshold (or satisfies it but reaches into the margin). Each direction rule carries a

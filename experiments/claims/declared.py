@@ -24,7 +24,7 @@ in ``excludes``, what it leaves out; a threshold that is the paper's value as th
 rounded, judged unrounded (``precision``: the text's last digit, the threshold at its rounding
 edge, and the note says so). :func:`join` stops
 on a claim whose note or statement holds an absolute path (a path of this host in the table a
-reviewer reads elsewhere: :func:`experiments.paths.shown` gives one relative to the project).
+reviewer reads elsewhere: :func:`experiments.settings.paths.shown` gives one relative to the project).
 """
 
 from __future__ import annotations
@@ -330,13 +330,13 @@ def absolute_paths(text: str) -> list[str]:
 
 def _no_absolute_path(stage: str, c: dict) -> None:
     """Stop on a claim whose note or statement names an absolute path: the table is read on other
-    hosts, where it names nothing (:func:`experiments.paths.shown`: a path relative to the project)."""
+    hosts, where it names nothing (:func:`experiments.settings.paths.shown`: a path relative to the project)."""
     for part in ("note", "statement"):
         found = absolute_paths(c.get(part) or "")
         if found:
             raise ValueError(f"stage {stage!r}, claim {c['id']!r}: its {part} names the absolute path "
                              f"{found[0]!r}; allowed: a path relative to the project root "
-                             "(experiments.paths.shown) or a file's name")
+                             "(experiments.settings.paths.shown) or a file's name")
 
 
 def _claim(s: Source, d: Declaration, fields: dict[str, str], m: Measured) -> dict:

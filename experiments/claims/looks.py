@@ -16,7 +16,7 @@ from typing import Callable
 
 import pandas as pd
 
-from .. import stats
+from ..statistics import stats
 from ..repeats.findings import Steering, of, steering
 from ..repeats.futility import judged
 from .verdict import claim

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..stats import Interval
+from ..statistics.stats import Interval
 
 
 @dataclass

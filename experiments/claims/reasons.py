@@ -32,7 +32,7 @@ def fio_MBps(fio: pd.DataFrame, tier: str, job: str) -> float:
 
 def cold_run(env: dict, tier: str) -> dict:
     """The residency measured after the evictions of ``tier``'s runs, from a measuring stage's
-    env.json (``cold_runs``, written by :mod:`experiments.cache`): keyword arguments for
+    env.json (``cold_runs``, written by :mod:`experiments.host.cache`): keyword arguments for
     :func:`claim` (``resident_fraction``: the largest over the runs; ``memory_backed``)."""
     c = (env.get("cold_runs") or {}).get(tier)
     if not c:

@@ -15,7 +15,7 @@ from typing import Callable
 
 import pandas as pd
 
-from .. import stats
+from ..statistics import stats
 from ..repeats.findings import Steering, level_of_finding, of
 from ..repeats.levels import level_of
 from .steering import rules as declared_rules

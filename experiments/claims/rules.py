@@ -14,7 +14,7 @@ import math
 import operator
 import re
 
-from ..stats import Interval
+from ..statistics.stats import Interval
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 _NUM = r"(-?[\d.]+(?:[eE][+-]?\d+)?)"
@@ -206,8 +206,8 @@ def _to_decide_words(m: int | None, n: int) -> str:
 def _min_n(interval: Interval) -> int | None:
     """Samples an interval's method needs to reach its level: what its method says
     (``Interval.needs``, from the simulated coverage table; None: no simulated count reaches
-    it), else the median-type bound (:func:`experiments.stats.reachable`)."""
-    from ..stats import reachable
+    it), else the median-type bound (:func:`experiments.statistics.stats.reachable`)."""
+    from ..statistics.stats import reachable
 
     if interval.simulated_at is not None:
         return interval.needs

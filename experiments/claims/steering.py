@@ -35,7 +35,7 @@ def rules(stage: str) -> list:
 def write_all(folder: Path, stages) -> dict[str, int]:
     """One ``<stage>.json`` per measuring stage of ``stages`` into ``folder`` (an empty list for a
     stage no finding steers), atomically; returns {stage: findings}."""
-    from ..results import write_json
+    from ..output.results import write_json
 
     folder.mkdir(parents=True, exist_ok=True)
     out = {}

@@ -8,8 +8,9 @@ import math
 
 import pandas as pd
 
-from .. import paths, results
-from ..cache import COLD_LIMIT
+from ..settings import paths
+from ..output import results
+from ..host.cache import COLD_LIMIT
 from .rules import MAX_TO_DECIDE, rule_text, NEVER_DECIDES, _missing, _parse, _parse_magnitude
 from .verdict import COLUMNS, KINDS, VERDICTS
 
@@ -42,7 +43,7 @@ def show(claim_list: list[dict]) -> pd.DataFrame:
 
 def joined(folder) -> list[dict]:
     """The claims of a stage that wrote what it measured but not its claims (``measured.json``:
-    :meth:`experiments.results.StageResults.measured`), joined here with its declarations."""
+    :meth:`experiments.output.results.StageResults.measured`), joined here with its declarations."""
     from .declared import join
     from .measured import from_dict
 
@@ -89,7 +90,7 @@ def gather(stages: list[str] | None = None) -> pd.DataFrame:
 
 def with_costs(df: pd.DataFrame, costs: dict) -> pd.DataFrame:
     """The table with :data:`COST_COLUMNS`: per row, its stage's cost of being re-measured
-    (``costs``: stage -> :class:`experiments.forecast.Cost`, from the reference table), in
+    (``costs``: stage -> :class:`experiments.pipeline.forecast.Cost`, from the reference table), in
     minutes; empty for a stage without one."""
     get = lambda f: df["stage"].map(lambda s: f(costs[s]) if s in costs else None)   # noqa: E731
     return df.assign(remeasure_min=get(lambda c: round(c.minutes, 1)), data_min=get(lambda c: round(c.data_s / 60, 1)),
@@ -211,9 +212,9 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None, reference
     verdicts, and the page-cache residency measured after the cold-run eviction), then
     checks; the header counts each kind by verdict. ``changed`` (:func:`changes`): a closing
     section lists the verdicts that changed against the run before, with their intervals.
-    ``reference``: the reference table's host and commit (``experiments.forecast.Reference.meta``),
+    ``reference``: the reference table's host and commit (``experiments.pipeline.forecast.Reference.meta``),
     which the *re-measure* column's minutes (:func:`with_costs`) come from. ``measured``
-    (:func:`experiments.provenance.measured_by`): the hosts and commits that measured the values,
+    (:func:`experiments.output.provenance.measured_by`): the hosts and commits that measured the values,
     named under the title (after ``make figures``: the reference box's)."""
     df = df.copy()
     for c in COLUMNS:
@@ -289,10 +290,10 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None, reference
 
 
 def _measured_line(who: list[dict]) -> str:
-    """Who measured the values (:func:`experiments.provenance.measured_by`) and where the table
+    """Who measured the values (:func:`experiments.output.provenance.measured_by`) and where the table
     was written: after ``make figures`` the values are the reference run's, from another box."""
-    from ..envinfo import git_revision, host_label
-    from ..provenance import words
+    from ..host.envinfo import git_revision, host_label
+    from ..output.provenance import words
 
     if not who:
         return "**Measured on**: nothing measured yet (no measuring stage's env.json)."
@@ -318,14 +319,14 @@ def _cost_header(m: dict | None) -> str:
 
 def _remeasure_lines(df: pd.DataFrame) -> list[str]:
     """Per stage that judges claims: the ``make repro STAGES=...`` that re-measures them and its
-    minutes (:func:`experiments.forecast.cost`), with the data sets' where they are not generated."""
+    minutes (:func:`experiments.pipeline.forecast.cost`), with the data sets' where they are not generated."""
     d = df[df["remeasure_stages"].notna()].drop_duplicates("stage")
     if not len(d):
         return []
     lines = ["", "## Re-measuring one claim", "",
              "`make repro STAGES=\"...\"` re-runs the named stages (forced) and every stage downstream of one "
              "(the reports that judge them, the claims table), after the stale stages upstream of them "
-             "(`python -m experiments.forecast plan --stages ...` prints the plan first). The minutes are the "
+             "(`python -m experiments.pipeline.forecast plan --stages ...` prints the plan first). The minutes are the "
              "reference run's wall times of those stages; *data*: the minutes of generating the data sets they "
              "read, where they are not generated yet (a fresh clone).", "",
              "| claims of stage | command | minutes | + data, min |", "|---|---|---|---|"]

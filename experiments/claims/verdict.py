@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ..cache import COLD_LIMIT  # a run with more of its data set resident in the page cache is not cold
-from ..stats import LEVEL, MIN_N, Interval
+from ..host.cache import COLD_LIMIT  # a run with more of its data set resident in the page cache is not cold
+from ..statistics.stats import LEVEL, MIN_N, Interval
 from .rules import (_decide, _margin_words, _min_n, _missing, _parse, _parse_magnitude,
                     _to_decide_words, default_margin, samples_to_decide)
 
@@ -36,7 +36,7 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     ``kind``: ``finding`` (a paper's result, reproduced here or not) or ``check`` (a property of
     our own generators, metric or tools, which the code was built to satisfy). ``rule`` decides
     the direction (the effect exists here); for a finding it is judged on ``interval`` (a
-    :class:`experiments.stats.Interval` of our value, same unit): ``holds`` when the whole
+    :class:`experiments.statistics.stats.Interval` of our value, same unit): ``holds`` when the whole
     interval satisfies the rule (past the margin's edge, below), ``fails`` when none of it
     does, ``inconclusive`` when it straddles (or reaches into the margin); with no interval
     (or one sample, or NaN bounds) a measured finding is ``inconclusive``. A check is judged on the point (an interval given is shown).
@@ -60,7 +60,7 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     ``negligible`` = True and the note "no effect beyond ... here" (the statement claims an
     effect; this box shows none that matters), even when the interval straddles X.
     An interval whose method cannot reach its level with its samples
-    (:attr:`experiments.stats.Interval.enough`: e.g. a bootstrap of 4 repeats) decides
+    (:attr:`experiments.statistics.stats.Interval.enough`: e.g. a bootstrap of 4 repeats) decides
     nothing: ``inconclusive``, and the note says how many samples it needs.
 
     ``not_comparable`` (a finding comparing two sides' throughputs or latencies): where each
@@ -159,7 +159,7 @@ def _validated(id, kind, basis, paper_value, interval, rule, margin, margin_why)
                          "allowed: no paper value for a configuration the paper did not run")
     if interval is not None and not isinstance(interval, Interval):
         raise ValueError(f"claim {id!r}: interval = {interval!r}; allowed: an "
-                         "experiments.stats.Interval or None")
+                         "experiments.statistics.stats.Interval or None")
     test = _parse(rule)
     dflt = default_margin(rule)
     if margin is not None:

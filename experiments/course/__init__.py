@@ -63,7 +63,7 @@ def lab(name: str) -> Lab:
 # where the labs live: the one place build, hidden and grade take them from
 def course_dir() -> Path:
     """``course/`` at the project root: the master notebooks and rubrics."""
-    from .. import paths
+    from ..settings import paths
 
     return paths.root() / "course"
 

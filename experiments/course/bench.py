@@ -31,8 +31,9 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from .. import envinfo, paths
-from ..ae_table import _replace_block
+from ..host import envinfo
+from ..settings import paths
+from ..pipeline.ae_table import _replace_block
 from . import LABS
 from . import lab as find_lab
 from . import course_dir

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from .. import paths
+from ..settings import paths
 from . import (KIT_ENV, LABS, Lab, autograder_zip, dist_dir, kit_dir, labkit, master,  # noqa: F401 - the layout, kept here for callers
                solution_notebook, student_notebook)
 from . import lab as find_lab

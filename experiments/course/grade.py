@@ -60,7 +60,7 @@ from pathlib import Path
 
 import nbformat
 
-from .. import paths
+from ..settings import paths
 from . import Lab, sandbox
 from . import lab as find_lab
 from . import KIT_ENV, autograder_zip, kit_dir, master, student_notebook

@@ -157,8 +157,8 @@ def quiet_imports(tests: list[Hidden]) -> None:
     import sys
     if "tensorflow" in sys.modules or not any("tensorflow" in h.inputs + h.judge for h in tests):
         return
-    from ..envinfo import gpus
-    from ..run_notebook import _StderrTee, noise_filter
+    from ..host.envinfo import gpus
+    from ..pipeline.run_notebook import _StderrTee, noise_filter
     log = dist_dir() / "_tensorflow.stderr.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     tee = _StderrTee(log, noise_filter(bool(gpus())))

@@ -5,7 +5,7 @@ socket in the submission's folder, one JSON line each:
 
 - ``{"resident": path}``: how much of the file is in the page cache now. Lab 1 grades a mincore
   reader (``resident_fraction``), so no mincore reader may be in the student's process; the
-  witness measures with the package's :func:`experiments.cache.resident_pages` (the page cache
+  witness measures with the package's :func:`experiments.host.cache.resident_pages` (the page cache
   is one for the machine: it sees what the submission's reads and evictions did) and answers
   with a token only. The measurement stays here, in :attr:`Witness.log`, for the judge
   (``_witnessed(token)``). Only regular files under the submission's folder are measured.
@@ -370,7 +370,7 @@ class Witness:
         return {"token": token}
 
     def _resident(self, where) -> dict:
-        from ..cache import resident_pages
+        from ..host.cache import resident_pages
         if not isinstance(where, str):
             return {"refused": "a path is a string"}
         try:

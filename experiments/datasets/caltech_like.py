@@ -30,10 +30,10 @@ import pandas as pd
 from PIL import Image
 from pydantic import Field, model_validator
 
-from ..config import Section
+from ..settings.config import Section
 from .imagenet_like import MANIFEST, make_jpeg, read_manifest, sized_image  # noqa: F401 (re-export)
-from ..progress import progress
-from ..tiers import require_free
+from ..output.progress import progress
+from ..host.tiers import require_free
 
 
 class CaltechLikeConfig(Section):
@@ -115,7 +115,7 @@ def generate(out: Path, cfg: CaltechLikeConfig, seed: int) -> dict:
     """Write the data set to ``out`` atomically (built under ``<out>.partial``, then renamed).
 
     States its size first and stops, before writing, when it does not fit
-    (:func:`experiments.tiers.require_free`); a run that dies half way leaves only the
+    (:func:`experiments.host.tiers.require_free`); a run that dies half way leaves only the
     ``.partial`` folder, which the next run removes.
 
     Returns facts: images, bytes, seconds, generation throughput in MB/s (10^6 B/s), workers.
@@ -177,3 +177,10 @@ def size_histogram(sizes: pd.Series, bin_KB: float = 2.0, max_KB: float = 60.0) 
     counts, _ = np.histogram(kb, bins=edges)
     return pd.DataFrame({"bin_lo_KB": edges[:-1], "bin_hi_KB": edges[1:],
                          "files_percent": counts / max(len(kb), 1) * 100})
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): its images."""
+    return int(p[name]["n_images"])

@@ -25,10 +25,10 @@ import pandas as pd
 from PIL import Image
 from pydantic import Field
 
-from ..common_config import parse_bssplit
-from ..config import Section
-from ..progress import progress
-from ..tiers import require_free
+from ..settings.common_config import parse_bssplit
+from ..settings.config import Section
+from ..output.progress import progress
+from ..host.tiers import require_free
 
 MANIFEST = "filelist.csv"
 
@@ -122,7 +122,7 @@ def generate(out: Path, cfg: ImageNetLikeConfig, bssplit: str, seed: int) -> dic
     """Write the data set to ``out`` (atomically: built in ``<out>.partial``, then renamed).
 
     States its size first and stops, before writing, when it does not fit
-    (:func:`experiments.tiers.require_free`); a run that dies half way leaves only the
+    (:func:`experiments.host.tiers.require_free`); a run that dies half way leaves only the
     ``.partial`` folder, which the next run removes.
 
     Returns facts: images, bytes, seconds and the generation throughput in MB/s (10^6 B/s).
@@ -183,3 +183,10 @@ def size_histogram(sizes: pd.Series, bssplit: str) -> pd.DataFrame:
         rows.append({"bucket_bytes": b, "bucket": f"{b // 1024}K", "mix_percent": w,
                      "files_percent": share})
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- the registry's rules
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): its images."""
+    return int(p[name]["n_images"])

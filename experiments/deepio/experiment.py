@@ -9,7 +9,7 @@ Three measurements:
    in class order: the "constant order"), fed in each order (Fig 7) and in the orders of the
    opportunistic loader for each memory ratio R and process count (Fig 8).
 3. :func:`measure_loader` - read bandwidth of a loader over the ImageNet-like JPEGs packed into
-   one file per tier, P MPI ranks (:mod:`.loader_rank`, started by :mod:`experiments.launcher`:
+   one file per tier, P MPI ranks (:mod:`.loader_rank`, started by :mod:`experiments.host.launcher`:
    ``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation; started once
    per (P, nodes), sleeping between runs), each owning
    a contiguous share and a buffer of R of it:
@@ -25,20 +25,26 @@ import shutil
 import uuid
 from pathlib import Path
 
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
-from .. import cache, launcher
+from ..host import cache, launcher
 from . import randomization as rz
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..config import Section
-from ..progress import progress
-from ..tiers import prepare, require_free, storage_tier_of
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..output.progress import progress
+from ..host.tiers import prepare, require_free, storage_tier_of
+from ..repeats.rounds import Rounds
+from ..stages import Stage, count, rounds, tier_names
 
 
-class DeepIOConfig(Section):
+class DeepIOConfig(Rounds):
+    # a look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so
+    # the first look comes early (default: 6 to 18 rounds, looks at 8, 12, 16, 18 at 98.75 %)
+    look_every: ClassVar[int] = 4
     block_sizes: list[int] = Field([1, 4, 16, 256], min_length=1,
                                    description="k: samples kept in constant order")
     ratios: list[float] = Field([1.0, 0.5, 0.25], min_length=1, description="R: memory / data set")
@@ -51,13 +57,6 @@ class DeepIOConfig(Section):
     train_seeds: int = Field(2, ge=1, le=20, description="training repeats (seeds) per order")
     chunk_samples: int = Field(64, ge=1, le=1_000_000, description="samples per sequential refill")
     loader_samples: int = Field(1024, ge=1, le=10_000_000, description="JPEGs used by the loader")
-    repeats: int = Field(2, ge=1, le=50, description="loader rounds (every configuration once a "
-                         "round): the minimum")
-    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the loader may add "
-                                    "while a bandwidth finding is undecided (experiments.repeats); "
-                                    "null = repeats")
-    budget_s: float | None = Field(None, gt=0, description="wall seconds the loader's rounds may "
-                                   "take when adding repeats; null = no budget")
     eviction: EvictionMethod = "auto"
     nodes: launcher.NodeCounts = Field(
         [1], min_length=1, description="node counts each loader run is spread over (srun "
@@ -183,7 +182,7 @@ def train_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
 def pack(manifest: pd.DataFrame, dest: Path) -> pd.DataFrame:
     """Concatenate the files of ``manifest`` (in its order) into ``dest/samples.bin`` with an
     index (offset, bytes); reused when the index matches. Written atomically, after checking
-    that it fits (:func:`experiments.tiers.require_free`)."""
+    that it fits (:func:`experiments.host.tiers.require_free`)."""
     dest.mkdir(parents=True, exist_ok=True)
     index_path = dest / "index.csv"
     sizes = manifest["bytes"].to_numpy()
@@ -213,7 +212,7 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
                seed: int, nodes: int = 1, pool: launcher.RankPool | None = None) -> dict:
     """One cold-or-warm epoch of the loader with ``procs`` MPI ranks over ``nodes`` nodes
     (:mod:`.loader_rank`, in ``pool``, or in ranks started for this run alone:
-    :class:`experiments.launcher.RankPool`); aggregate MB/s and RL."""
+    :class:`experiments.host.launcher.RankPool`); aggregate MB/s and RL."""
     path = Path(path).resolve()
     run_dir = path.parent / f".deepio-run-{uuid.uuid4().hex[:12]}"
     run_dir.mkdir()
@@ -240,11 +239,6 @@ def run_loader(path: Path, index: pd.DataFrame, mode: str, procs: int, ratio: fl
             "served": sum(len(x["order"]) for x in parts)}
 
 
-# A look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so the
-# first look comes early (default: 6 to 18 rounds, looks at 8, 12, 16, 18 at 98.75 %)
-LOOK_EVERY = 4
-
-
 def loader_findings(rows: pd.DataFrame, tables: dict | None = None) -> list:
     """The loader's bandwidth findings on the runs so far (:func:`experiments.deepio.findings.measure_loader`
     on :func:`summarize_loader` of the rows, on the tier they are judged on), at the level in
@@ -262,7 +256,7 @@ def accuracy_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
     """:func:`train_curves`, or, when ``make decide`` re-runs the stage to append loader runs,
     the curves the stage trained before (decide buys loader runs only; the accuracy findings
     rest on training seeds)."""
-    from .. import paths
+    from ..settings import paths
     from ..repeats.purchases import appending
 
     f = paths.results_dir("deepio") / "accuracy.csv"
@@ -271,23 +265,21 @@ def accuracy_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
     return train_curves(cfg, seed)
 
 
-def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
-                   seed: int, purchases=()):
+def measuring_stage(cfg: DeepIOConfig, staged: dict[str, pd.DataFrame], tiers, seed: int, pools,
+                    evictions: dict):
     """Ordered vs opportunistic read bandwidth for each tier, R, P and node count of ``nodes``
-    (at most P); cache evicted before each run. The configurations run in rounds (each once
-    per round, in a seeded random order: :class:`experiments.repeats.MeasuringStage`): at least
-    ``repeats`` rounds, more while a bandwidth finding is undecided (:func:`loader_findings`, judged by the declared
-    rules); then the runs ``make decide`` bought
-    (``purchases``: ``params.yaml``'s ``decide.deepio``). Returns the
-    :class:`experiments.repeats.Measurement` (one row per run) and facts: eviction, the launcher
-    (env.json) and the scale reached (``scale``: most ranks and nodes of a run).
+    (at most P) as one measuring stage (:class:`experiments.repeats.MeasuringStage`), built, not
+    run: each tier's samples packed (outside the runs), then a run per configuration and round,
+    the cache evicted before each (its method kept in ``evictions``), the ranks from ``pools``
+    (:class:`experiments.host.launcher.Pools`). At least ``repeats`` rounds, more while a
+    bandwidth finding is undecided (:func:`loader_findings`, judged by the declared rules).
     ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
     from .. import repeats
     from ..claims import looks
     from ..repeats import findings
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
-    packs, evictions = {}, {}
+    packs = {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
     for t in tiers:
         m = staged[t.name].iloc[:cfg.loader_samples]
@@ -296,7 +288,6 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     configs = [{"tier": t.name, "mode": mode, "R": r, "P": p, "nodes": n} for t in tiers
                for mode in ("ordered", "opportunistic") for r in cfg.ratios for p in cfg.procs
                for n in node_counts if n <= p]
-    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
 
     def run_one(c, i):
         path, index = packs[c["tier"]]
@@ -305,20 +296,33 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
                          pool=pools.get(c["P"], c["nodes"]))
         return {"memory_backed": mem[c["tier"]], "samples": len(index), "eviction": evictions[c["tier"]], **res}
 
-    stage = repeats.MeasuringStage(
-        "deepio", KEYS, configs, run_one,
-        repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
+    return repeats.MeasuringStage(
+        "deepio", KEYS, configs, run_one, cfg.plan(), seed,
         judge=looks.judge("deepio", loader_findings), progress="deepio: loader rounds", quantities=("MBps",),
         focus=findings.focus("deepio", configs, lambda rows: {"storage_tier": storage_tier_of(rows)}),
         context=lambda rows: {"storage_tier": storage_tier_of(rows)})   # the tier the report judges
+
+
+def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
+                   seed: int, purchases=()):
+    """:func:`measuring_stage` measured, then the runs ``make decide`` bought (``purchases``:
+    ``params.yaml``'s ``decide.deepio``). Returns the :class:`experiments.repeats.Measurement`
+    (one row per run) and facts: eviction, the launcher (env.json) and the scale reached
+    (``scale``: most ranks and nodes of a run)."""
+    from .. import repeats
+
+    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
+    evictions = {}
+    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
     try:
+        stage = measuring_stage(cfg, staged, tiers, seed, pools, evictions)
         got = repeats.measure(stage, purchases)
     finally:
         pools.close()
     return got, {"eviction": evictions,
                  "launcher": launcher.record(node_counts),
-                 "scale": {"procs_max": max(c["P"] for c in configs),
-                           "nodes_max": max(c["nodes"] for c in configs),
+                 "scale": {"procs_max": max(c["P"] for c in stage.configs),
+                           "nodes_max": max(c["nodes"] for c in stage.configs),
                            "allocation_nodes": launcher.allocation_nodes()}}
 
 
@@ -333,3 +337,24 @@ def summarize_loader(raw: pd.DataFrame) -> pd.DataFrame:
     base = s[s["mode"] == "ordered"].set_index(["tier", "R", "P", "nodes"])["MBps"]
     s["speedup_vs_ordered"] = [r.MBps / base[(r.tier, r.R, r.P, r.nodes)] for r in s.itertuples()]
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x both assemblies x ratios x (P, nodes) x rounds."""
+    d = p["deepio"]
+    return len(tier_names(p)) * 2 * count(d["ratios"]) * launcher.ranked(d["procs"], d.get("nodes")) * rounds(d)
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`); a node count ``all`` left out (the allocation's, unknown here)."""
+    d = p["deepio"]
+    nodes = [n for n in d.get("nodes", [1]) if n != "all"] or [1]
+    return [{"tier": x, "mode": m, "R": r, "P": q, "nodes": n} for x in tier_names(p)
+            for m in ("ordered", "opportunistic") for r in d["ratios"] for q in d["procs"] for n in nodes if n <= q]
+
+
+STAGE = Stage("deepio", "notebooks/40-deepio.ipynb", "measuring", {"deepio": "DeepIOConfig"},
+              ("seed", "tiers", "deepio"), True, "deepio_report", ("data/imagenet_like",),
+              size="size", configs="configurations")

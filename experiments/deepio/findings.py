@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import stats
+from ..statistics import stats
 from ..claims.measured import Measured
 
 
@@ -27,7 +27,7 @@ def measure_loader(loader: pd.DataFrame, tier: str, env: dict | None = None,
     """Fig 10: opportunistic over ordered MB/s (ratio of medians) per R at the largest P on
     ``tier``, and the lowest ratio over every P and R < 1 on every tier; each ratio's interval
     bootstrapped over the repeats of ``raw`` (at the level in force:
-    :func:`experiments.stats.corrected_level`). ``loader``: :func:`summarize_loader` of ``raw``.
+    :func:`experiments.statistics.stats.corrected_level`). ``loader``: :func:`summarize_loader` of ``raw``.
     Judged on the one-node runs (:func:`experiments.claims.one_node`)."""
     env = env or {}
     loader, raw = C.one_node(loader), C.one_node(raw)

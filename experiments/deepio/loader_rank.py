@@ -1,6 +1,6 @@
 """One rank of DeepIO's loader runs: ``python -m experiments.deepio.loader_rank --serve
 HOST:PORT`` under ``mpiexec``/``srun``, started once per P and node count by
-:class:`experiments.launcher.RankPool`; :func:`work` is one run, its spec from
+:class:`experiments.host.launcher.RankPool`; :func:`work` is one run, its spec from
 :func:`experiments.deepio.experiment.run_loader`.
 
 Rank p of P owns the contiguous share p of the packed samples (:func:`.randomization.partition`)
@@ -57,7 +57,7 @@ def serve(p: int, procs: int, spec: dict, offsets, sizes, barrier=None) -> dict:
 
 def work(world, spec: dict) -> dict:
     """This rank's row (:func:`serve` after a barrier of every rank; times per host)."""
-    from ..mpi_node import host_times
+    from ..host.mpi_node import host_times
 
     row = serve(world.rank, world.size, spec, np.load(spec["offsets"]), np.load(spec["sizes"]),
                 world.Barrier)
@@ -66,6 +66,6 @@ def work(world, spec: dict) -> dict:
 
 
 if __name__ == "__main__":
-    from .. import mpi_node
+    from ..host import mpi_node
 
     mpi_node.serve(work)

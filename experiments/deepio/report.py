@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import reference, stats, style
+from ..settings import reference
+from ..statistics import stats
+from ..output import style
 from ..repeats import level_of
 from ..claims.declared import Measured, join
 from .findings import ORDERED_PENALTY, measure_loader  # noqa: F401
@@ -95,7 +97,7 @@ def plot_fig8(curves: pd.DataFrame):
 def plot_bandwidth(loader: pd.DataFrame, fio: pd.DataFrame):
     """Fig 10/11 style: aggregate read MB/s against processes, ordered vs opportunistic, one
     panel per tier and a line per R; fio's sequential and random read on the tier, dashed.
-    ``loader``: deepio's summary with the medians' intervals (:func:`experiments.stats.with_median_ci`)."""
+    ``loader``: deepio's summary with the medians' intervals (:func:`experiments.statistics.stats.with_median_ci`)."""
     tiers = list(dict.fromkeys(loader["tier"]))
     fig, axes = plt.subplots(1, len(tiers), figsize=(4.2 * len(tiers) + 2.2, 3.8), squeeze=False)
     for k, (ax, tier) in enumerate(zip(axes[0], tiers)):

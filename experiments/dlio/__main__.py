@@ -16,7 +16,7 @@ import sys
 
 import yaml
 
-from ..config import ConfigError
+from ..settings.config import ConfigError
 from . import environment, runner
 from .workload_config import WORKLOADS
 
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
         s = environment.status()
         print(json.dumps(s.facts(), indent=1))
         return 0 if s.ok else 1
-    from .. import paths
+    from ..settings import paths
 
     out = a.out or paths.data_dir("dlio") / "runs" / f"{a.workload}-G{a.ranks}"
     try:

@@ -4,8 +4,8 @@ the DLIO side of ``make bench``'s "emulator vs DLIO vs fio" table (not a test).
 ``python -m experiments.dlio.bench [--tiers mem,disk] [--workloads unet3d,bert,dlrm] [--ranks 1]``
 
 Per tier and workload: the data set is put on the tier (our UNET3D cases and DLRM file are
-copied with :func:`experiments.tiers.stage_copy`; BERT's is the TFRecord set DLIO generates,
-written on the tier), evicted from the page cache (:func:`experiments.cache.evict`), DLIO runs
+copied with :func:`experiments.host.tiers.stage_copy`; BERT's is the TFRecord set DLIO generates,
+written on the tier), evicted from the page cache (:func:`experiments.host.cache.evict`), DLIO runs
 the workload's ``params.yaml`` settings with ``computation_time`` 0, and then fio reads the same
 files, evicted again, with the requests DLIO makes (seen with strace on DLIO 2.0.0):
 
@@ -35,8 +35,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import cache, paths
-from ..config import ConfigError
+from ..host import cache
+from ..settings import paths
+from ..settings.config import ConfigError
 from . import runner
 from .workload_config import WORKLOADS
 
@@ -87,7 +88,7 @@ def run_fio(job: dict, ranks: int, warm: bool = False) -> dict:
 
 
 def _staged(workload: str, tier) -> Path:
-    from ..tiers import stage_copy
+    from ..host.tiers import stage_copy
 
     src = paths.data_dir(workload)
     manifest = {"unet3d": "filelist.csv", "dlrm": "train_data.bin"}[workload]
@@ -100,7 +101,7 @@ def measure(tiers=None, workloads=WORKLOADS, ranks: int = 1, out_root=None) -> p
     """One row per (tier, workload): DLIO's bytes/s and samples/s at zero computation time and
     fio's bytes/s on the same files; status 'not measured' with the reason when a side could not
     run (DLIO's environment, missing data, fio)."""
-    from .. import config
+    from ..settings import config
 
     cfg = config.load(tiers=tiers if isinstance(tiers, list) else None)
     tier_list = cfg.tiers

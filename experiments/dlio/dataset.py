@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import ConfigError
+from ..settings.config import ConfigError
 
 WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 DLRM_SAMPLE_BYTES = 160  # experiments.workloads.data_dlrm.SAMPLE_BYTES (40 int32)

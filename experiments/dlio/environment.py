@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths
+from ..settings import paths
 
 VENV = paths.DLIO_VENV
 LOCK = "env/dlio.lock"
@@ -55,7 +55,7 @@ class Status:
 
 
 def venv_dir() -> Path:
-    """DLIO's environment (:func:`experiments.paths.dlio_venv`)."""
+    """DLIO's environment (:func:`experiments.settings.paths.dlio_venv`)."""
     return paths.dlio_venv()
 
 

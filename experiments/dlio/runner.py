@@ -35,8 +35,8 @@ from pathlib import Path
 
 import yaml
 
-from .. import paths
-from ..config import ConfigError
+from ..settings import paths
+from ..settings.config import ConfigError
 from . import dataset, environment, outputs
 from .workload_config import WORKLOADS, Built, build, compute_time
 
@@ -102,7 +102,7 @@ def load_section(workload: str, cfg=None):
         raise ConfigError(f"DLIO workload = {workload!r}; allowed: {', '.join(WORKLOADS)}")
     if cfg is not None and hasattr(cfg, "model_dump"):
         return cfg
-    from .. import config
+    from ..settings import config
 
     return getattr(config.load(**{workload: cfg}), workload)
 
@@ -176,7 +176,7 @@ def _generate(plan_env: dict, status: environment.Status, built: Built, root: Pa
     info = {"folder": str(folder), "key": json.loads(key), "reused": True}
     if not dataset.generated_ok(folder, key):
         need = int(ds["num_files_train"] * ds["num_samples_per_file"] * (ds["record_length"] + 64))
-        from ..tiers import require_free
+        from ..host.tiers import require_free
 
         require_free(folder.parent, need, f"DLIO's {built.workload} data set", f"{built.workload}.data")
         tmp = folder.with_name(folder.name + ".partial")
@@ -241,7 +241,7 @@ def prepare(workload: str, cfg=None, ranks: int = 1, out_dir=None, *, batch_size
     if timeout_s < 1:
         raise ConfigError(f"DLIO timeout_s = {timeout_s}; allowed: seconds >= 1")
     if seed is None:
-        from .. import config
+        from ..settings import config
 
         seed = config.load(seed=None).seed
     data_dir = paths.resolve(data_dir) if data_dir else paths.data_dir(workload)
@@ -367,7 +367,7 @@ def _tree_bytes(folder: Path) -> int:
 
 
 def _save(plan: Plan, r: dict) -> None:
-    from ..results import write_json
+    from ..output.results import write_json
 
     if len(r.get("epochs", [])):
         r["epochs"].to_csv(plan.out_dir / "epochs.csv", index=False)
@@ -380,7 +380,7 @@ def execute(plan: Plan, tracer=None) -> dict:
     """Run a prepared plan (traced when ``tracer``, an ``experiments.trace.Tracer``, is given:
     the result then has ``trace``); returns :func:`collect`'s result, with the run's device
     audit from outside DLIO's processes (:func:`audit`)."""
-    from .. import device_audit
+    from ..host import device_audit
 
     t0 = time.perf_counter()
     # the device under DLIO's data (the view's links point into the last of data_paths)
@@ -400,16 +400,16 @@ def execute(plan: Plan, tracer=None) -> dict:
 
 def audit(plan: Plan, r: dict, span) -> dict:
     """The device audit of a measured run (``span``: the
-    :class:`experiments.device_audit.Span` it ran in, sampled) into ``r``: ``device_audit``, and
+    :class:`experiments.host.device_audit.Span` it ran in, sampled) into ``r``: ``device_audit``, and
     in its ``row`` the bytes DLIO's training read (``data_bytes``: the steps of every epoch x
     DLIO's batch x ranks x the bytes of a DLIO sample, the basis of its MB/s) and the audit's
-    columns (:func:`experiments.device_audit.columns`). The reads are judged over the epochs
+    columns (:func:`experiments.host.device_audit.columns`). The reads are judged over the epochs
     the row's figures are the median of (those after the first, where there are several:
     ``audited_epochs``), against the device's and DLIO's processes' counts sampled over them
     (start-up left out); the checkpoint writes over the run. ``read_from`` cache: DLIO's figure
     was the page cache's, not the storage's."""
-    from .. import device_audit
-    from ..device_audit import block_device
+    from ..host import device_audit
+    from ..host.device_audit import block_device
 
     if r.get("status") != "measured":
         return r

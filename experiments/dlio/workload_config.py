@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..config import ConfigError
+from ..settings.config import ConfigError
 from .dataset import DataFacts, dlio_record_length
 
 WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
@@ -282,7 +282,7 @@ def _dlrm(cfg: dict, s: dict, G: int, B: int, data: DataFacts, notes: list[str])
 def _retinanet(cfg: dict, s: dict, G: int, B: int, data: DataFacts, notes: list[str]) -> int:
     """RetinaNet's part of DLIO's config, the v3.0 ``retinanet_b200.yaml``'s fields from our
     section (PyTorch, one JPEG per sample); returns the files per sample (1)."""
-    from ..reference import MLPERF_V3_RETINANET as V3
+    from ..settings.reference import MLPERF_V3_RETINANET as V3
 
     tr, ck = s["train"], cfg["checkpoint"]
     if B * G > data.train_files:

@@ -36,13 +36,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..config import ArgumentParser, ConfigError, check_args, matching
+from ..settings.config import ArgumentParser, ConfigError, check_args, matching
 
 EXIT_BAD_INPUT = 2
 
 # ----------------------------------------------------------------------------- argument models
 # Every argument of every subcommand is validated here, as params.yaml's sections are, before
-# any work (experiments.config.check_args names the argument, the value and what is allowed).
+# any work (experiments.settings.config.check_args names the argument, the value and what is allowed).
 
 _Name = Annotated[str, Field(min_length=1)]
 
@@ -53,7 +53,7 @@ _PATTERNS = ("traced", "thesis", "none")
 
 
 def _named_or_file(v, names, what):
-    from .. import paths  # relative paths are the project root's, as the commands read them
+    from ..settings import paths  # relative paths are the project root's, as the commands read them
 
     if v is None or v in names or paths.resolve(v).is_file():
         return v
@@ -61,7 +61,7 @@ def _named_or_file(v, names, what):
 
 
 def _existing_dir(v):
-    from .. import paths
+    from ..settings import paths
 
     if v is not None and not paths.resolve(v).is_dir():
         raise ValueError("no such folder")
@@ -87,7 +87,7 @@ class CommonArgs(_Args):
     @field_validator("params")
     @classmethod
     def _params(cls, v):
-        from .. import paths
+        from ..settings import paths
 
         if v is not None and not paths.resolve(v).is_file():
             raise ValueError("no such file; allowed: a params file with the workload's section")
@@ -242,11 +242,11 @@ MODELS = {"checkpoint": CheckpointArgs, "run": RunOnlyArgs, "max-accelerators": 
 def _section(a) -> dict | None:
     import yaml
 
-    from ..config import merge
+    from ..settings.config import merge
 
     if a.params is None and not a.set:
         return None
-    from .. import paths
+    from ..settings import paths
     p = paths.resolve(a.params) if a.params else paths.params_file()
     if not p.is_file():
         raise ConfigError(f"--params {p}: no such file")
@@ -273,7 +273,7 @@ def _cfg(a, check=True):
 
 
 def _out(a, cfg, what="run") -> Path:
-    from .. import paths
+    from ..settings import paths
 
     if a.out:
         return Path(a.out).resolve()
@@ -380,7 +380,7 @@ def cmd_pattern(a) -> int:
         tr = schema.load(a.source)
         p, rows = checkpoint.derive(tr, a.checkpoint, a.workload, a.ranks, a.app_log)
     else:  # trace
-        from .. import config, paths
+        from ..settings import config, paths
         from .stage import trace_real_checkpoints
         w = a.source
         if w not in ("unet3d", "bert", "dlrm"):
@@ -406,9 +406,9 @@ def cmd_summarize(a) -> int:
 
 def cmd_checkpoint(a) -> int:
     from . import llm_checkpoint as C, llm_layout as L
-    from .. import paths
+    from ..settings import paths
 
-    from .. import launcher
+    from ..host import launcher
 
     lo = L.layout(a.model, a.ranks, a.scale)
     nodes = a.nodes or launcher.allocation_nodes()

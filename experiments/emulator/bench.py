@@ -42,8 +42,8 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from .. import paths
-from ..config import matching
+from ..settings import paths
+from ..settings.config import matching
 
 TFRECORD_BUFFER = 256 * 1024  # tf.data's TFRecordDataset default buffer (thesis Table 5.2: 262,144 B reads)
 
@@ -64,14 +64,14 @@ def _files(workload: str, data_dir: Path) -> list[Path]:
 
 def stage_data(workload: str, tier) -> Path:
     """The workload's data set copied onto ``tier`` (once; verified by a manifest), via
-    :func:`experiments.tiers.stage_copy`. UNET3D and RetinaNet (and RetinaNet's fixed-size
+    :func:`experiments.host.tiers.stage_copy`. UNET3D and RetinaNet (and RetinaNet's fixed-size
     variant, ``retinanet-fixed``) have their own manifests (``filelist.csv``); BERT
     and DLRM are staged through ``data/emulator_stage/<workload>``, a folder of links to the
     data files plus a manifest of their names, sizes and SHA-256 (the data folders themselves
     are DVC outputs and are not touched)."""
     import hashlib
 
-    from ..tiers import stage_copy
+    from ..host.tiers import stage_copy
 
     src = paths.data_dir(workload)
     if workload in ("unet3d", "retinanet", "retinanet-fixed"):   # each has its own manifest, filelist.csv
@@ -223,7 +223,8 @@ def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), repeats: int = 1,
     """The table (see the module docstring); one row per tier, workload and repeat. Batch sizes
     are the ``emulator.points`` of ``params.yaml`` (the sweep's smallest for a workload without
     a point), at one accelerator."""
-    from .. import cache, config
+    from ..host import cache
+    from ..settings import config
     from .config import data_layout, from_params
 
     cfg_all = config.load(seed=None, tiers=None, emulator=None)
@@ -356,7 +357,7 @@ def main(argv=None) -> int:
     """``python -m experiments.emulator bench [--workloads unet3d,bert] [--repeats N]``."""
     import argparse
 
-    from ..config import ArgumentParser, ConfigError, check_args
+    from ..settings.config import ArgumentParser, ConfigError, check_args
 
     ap = ArgumentParser(prog="python -m experiments.emulator bench", description=__doc__,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -370,7 +371,7 @@ def main(argv=None) -> int:
     except (ConfigError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from ..results import atomic_write
+    from ..output.results import atomic_write
     raw = paths.data_dir("emulator_bench") / "bench.csv"
     atomic_write(raw, lambda p: t.to_csv(p, index=False))
     g = t.groupby(["tier", "workload"], as_index=False)

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..envinfo import host_cores  # noqa: F401  (the one core count; callers import it from here)
+from ..host.envinfo import host_cores  # noqa: F401  (the one core count; callers import it from here)
 
 # client bytes/s over the storage's (same files, same requests) at which the storage is the
 # limit: issue 12's goal for the emulator; fio's own repeats differ by ~10 % on a shared box
@@ -66,9 +66,9 @@ def reference(workload: str, data_dir) -> dict:
     the ``fio_baseline`` stage's median of :data:`BASELINE_JOB` on the tier that holds
     ``data_dir`` (``results/fio_baseline/summary.csv``). ``{"bytes_per_s": NaN, ...}`` when that
     was not measured or the data is on no configured tier."""
-    from .. import config, paths
+    from ..settings import config, paths
     from ..claims import fio_MBps
-    from ..tiers import tier_of
+    from ..host.tiers import tier_of
 
     job = BASELINE_JOB[workload]
     none = {"bytes_per_s": float("nan"), "how": f"no fio reference (fio_baseline {job} not measured for this tier)"}

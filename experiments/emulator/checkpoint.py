@@ -36,7 +36,7 @@ function through the quartiles (the thesis's suggestion, Sec 6.4), scaled to the
 Sources :func:`load` accepts: a path; ``"traced"`` (or None), the file the
 ``emulator_patterns`` stage derived from traces of the real runs here
 (``results/emulator_patterns/checkpoint_pattern.json``); ``"thesis"``, distributions from the
-thesis's Tables 5.1-5.3 at paper scale (from :mod:`experiments.reference`); ``"none"``, no
+thesis's Tables 5.1-5.3 at paper scale (from :mod:`experiments.settings.reference`); ``"none"``, no
 checkpoint writes.
 """
 
@@ -51,8 +51,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import paths
-from ..config import ConfigError, check_schema_file, read_json_file
+from ..settings import paths
+from ..settings.config import ConfigError, check_schema_file, read_json_file
 
 SCHEMA = "checkpoint-pattern/1"
 BUILTIN = ("traced", "thesis", "none")
@@ -198,7 +198,7 @@ def thesis() -> dict:
     """The thesis's checkpoints at paper scale as a distribution-only pattern file: per
     checkpoint of one writer, the VFS write components of Tables 5.1-5.3 (the real runs)
     divided by the number of checkpoints and writers the thesis describes."""
-    from .. import reference
+    from ..settings import reference
 
     out = {}
     for w, t in reference.HOVON_TABLES_5.items():
@@ -523,8 +523,8 @@ def _app_records(app_log) -> list[dict]:
 def write_file(patterns: dict, path, host: str | None = None, merge: bool = True) -> Path:
     """Write ``{workload: Pattern}`` to ``path`` (atomically); with ``merge``, other workloads
     already in the file are kept."""
-    from ..envinfo import host_label
-    from ..results import write_json
+    from ..host.envinfo import host_label
+    from ..output.results import write_json
 
     path = Path(path)
     old = {}

@@ -28,8 +28,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import paths
-from ..config import ConfigError
+from ..settings import paths
+from ..settings.config import ConfigError
+from ..stages import Stage
 
 WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 TORCH_WORKLOADS = ("unet3d", "dlrm", "retinanet")
@@ -89,11 +90,11 @@ def _require_workload(workload: str) -> None:
 
 def validate_section(workload: str, section) -> dict:
     """The workload's params section (dict or model) validated by its settings model; as a dict."""
-    from ..config import validate
+    from ..settings.config import validate
 
     _require_workload(workload)
     if section is None:
-        from ..config import read_params
+        from ..settings.config import read_params
         section = read_params().get(workload)
         if section is None:
             raise ConfigError(f"params: section {workload!r} is missing from {paths.params_file()}")
@@ -235,7 +236,7 @@ def from_params(workload: str, section=None, batch_size: int | None = None,
     laid over the section. ``check=False`` skips the checks that read the disk (data layout,
     compute model and pattern files), for a dry run on another machine.
     """
-    from ..config import merge
+    from ..settings.config import merge
 
     _require_workload(workload)
     if ranks is not None:
@@ -254,7 +255,7 @@ def from_params(workload: str, section=None, batch_size: int | None = None,
         raise ConfigError(f"nodes = {nodes}: must be >= 1 and divide accelerators = {accelerators} "
                           "(the same number of emulated accelerators on every node)")
     if seed is None:
-        from ..config import read_params
+        from ..settings.config import read_params
         seed = int(read_params().get("seed", 0))
     data_dir = paths.resolve(data_dir) if data_dir else paths.data_dir(workload)
     ck = paths.resolve(checkpoint_dir) if checkpoint_dir else \
@@ -272,7 +273,7 @@ def from_params(workload: str, section=None, batch_size: int | None = None,
 
 
 def _params_section(workload: str) -> dict:
-    from ..config import read_params
+    from ..settings.config import read_params
     return read_params().get(workload) or {}
 
 
@@ -321,3 +322,14 @@ class EmulatorSection(BaseModel):
         description="one (batch size, accelerators) per workload emulated")
     search_limit: int = Field(0, ge=0, le=1024, description="max-accelerators search up to this "
                               "many accelerators (0: no search)")
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+# The stage's entry in the registry (experiments/stages.py finds it: docs/adding-a-stage.md).
+STAGE = Stage("emulator_patterns", "notebooks/50-emulator-patterns.ipynb", "measuring",
+              {"emulator": "EmulatorSection"},
+              ("seed", *(f"{w}.{p}" for w in ("unet3d", "bert", "dlrm", "retinanet") for p in ("model", "train", "sweep")),
+               "emulator.pattern_ranks"),
+              report="emulator_patterns_report", inputs=("data/unet3d", "data/bert", "data/dlrm", "data/retinanet"),
+              note="Ho-Von 2023 Sec 6.4: each real workload traced, its checkpoint writes become the emulator's "
+                   "pattern (measures; draws nothing).")

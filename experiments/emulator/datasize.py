@@ -17,12 +17,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .. import paths
-from ..config import ConfigError
+from ..settings import paths
+from ..settings.config import ConfigError
 
 
 def client_memory_bytes() -> int:
-    from ..envinfo import memory_bytes
+    from ..host.envinfo import memory_bytes
     return memory_bytes()
 
 
@@ -74,7 +74,7 @@ def datasize(workload: str, section=None, accelerators: int = 1, batch_size: int
     B = batch_size if batch_size is not None else min(sec["sweep"]["batch_sizes"])
     mem = int(memory_bytes or client_memory_bytes())
     if seed is None:
-        from ..config import read_params
+        from ..settings.config import read_params
         seed = int(read_params().get("seed", 0))
     per, where = sample_bytes(workload, sec, data_dir, seed)
     by_memory = math.ceil(multiplier * mem * nodes / per)

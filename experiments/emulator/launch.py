@@ -27,8 +27,9 @@ import time
 import uuid
 from pathlib import Path
 
-from .. import launcher, paths
-from ..results import atomic_write
+from ..host import launcher
+from ..settings import paths
+from ..output.results import atomic_write
 from ..workloads.launch import _free_ports, wait_all  # the real launcher's (free ports now, the wait)
 from . import threads as thread_cpu
 from .config import TORCH_WORKLOADS, EmulatorConfig
@@ -58,7 +59,7 @@ def run_record(cfg: EmulatorConfig, run_dir) -> dict:
 
 def torchrun(cfg: EmulatorConfig, run_dir, rdzv_endpoint: str | None = None,
              rdzv_id: str = "emulator") -> list[str]:
-    """The torchrun command of this node (UNET3D, DLRM): :func:`experiments.launcher.torchrun`."""
+    """The torchrun command of this node (UNET3D, DLRM): :func:`experiments.host.launcher.torchrun`."""
     return launcher.torchrun(cfg.per_node, ["-m", "experiments.emulator.rank", str(run_dir)],
                              cfg.nodes, rdzv_endpoint, rdzv_id)
 

@@ -1,9 +1,9 @@
 """LLM checkpointing as MLPerf Storage defines it: run, check, measure (docs/emulator.md).
 
 A run of one layout (:mod:`.llm_layout`) on one tier folder: ``checkpoints`` checkpoints written
-by the ranks (MPI processes of :mod:`.llm_rank`, started by :class:`experiments.launcher.RankPool`:
+by the ranks (MPI processes of :mod:`.llm_rank`, started by :class:`experiments.host.launcher.RankPool`:
 ``mpiexec`` on one host, ``srun`` in a Slurm allocation), then the cache handled (evicted with
-:func:`experiments.cache.evict`, or left as it is) and the page-cache residency of the files
+:func:`experiments.host.cache.evict`, or left as it is) and the page-cache residency of the files
 measured (``mincore``), then the same checkpoints read back in the same order.
 
 Metrics, as the rules define them (:func:`metrics`): a checkpoint's ``duration_s`` is the
@@ -11,8 +11,8 @@ maximum over ranks of the rank's own save (load) time, its ``throughput_GiBps`` 
 bytes over that duration; the run's ``run_throughput_GiBps`` is all bytes over the sum of the
 durations. ``dlio_rank0_mean_GiBps`` is what DLIO reports (the mean over checkpoints of the
 bytes over rank 0's own time), kept beside them under that name. A read phase that starts with
-more than 5 % of its bytes resident (``experiments.cache.COLD_LIMIT``), or whose device served
-less than it read (each phase's device audit, :mod:`experiments.device_audit`), is
+more than 5 % of its bytes resident (``experiments.host.cache.COLD_LIMIT``), or whose device served
+less than it read (each phase's device audit, :mod:`experiments.host.device_audit`), is
 ``cache-served``: it gets no storage verdict. Units: bytes, seconds, GiB/s = 2^30 B/s.
 """
 
@@ -25,9 +25,10 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from .. import cache, device_audit
-from ..config import ConfigError, Section
+from ..host import cache, device_audit
+from ..settings.config import ConfigError, Section
 from . import llm_layout as L
+from ..stages import Stage, count
 
 RANK_PROGRAM = "experiments.emulator.llm_rank"
 RANK_OVERHEAD_BYTES = 640 << 20   # one rank's Python, torch and MPI before any state (peak RSS ~610 MB here)
@@ -143,14 +144,14 @@ def run_variant(lo: L.Layout, run_dir: Path, *, fsync: bool = True, evict: str =
                 pool=None, label: str | None = None, keep: bool = False, nodes: int = 1,
                 **labels) -> dict:
     """Write ``checkpoints`` checkpoints into ``run_dir`` from every rank, handle the cache
-    (``evict``: a method of :func:`experiments.cache.evict`, ``none`` leaves it), measure the
+    (``evict``: a method of :func:`experiments.host.cache.evict`, ``none`` leaves it), measure the
     residency, read them back. Returns ``files`` and ``steps`` (per rank, both phases),
     ``eviction`` (its facts), ``device`` (each phase's device audit,
-    :mod:`experiments.device_audit`: ``write`` and ``read``) and ``cache_served`` (files resident
+    :mod:`experiments.host.device_audit`: ``write`` and ``read``) and ``cache_served`` (files resident
     when the reads began, or a device that served less than they read). ``run_dir`` is removed
-    afterwards unless ``keep``. ``pool``: a :class:`experiments.launcher.RankPool` of ``lo.ranks`` ranks (else
+    afterwards unless ``keep``. ``pool``: a :class:`experiments.host.launcher.RankPool` of ``lo.ranks`` ranks (else
     ranks started for this run over ``nodes`` nodes: ``srun`` in a Slurm allocation)."""
-    from .. import launcher
+    from ..host import launcher
 
     run_dir = Path(run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -240,7 +241,7 @@ def write_run(out: Path, lo: L.Layout, r: dict) -> None:
     """A command run's folder: ``rank-NNNN.csv`` per rank (every file: bytes, open-to-close,
     fsync time), ``checkpoints.csv`` (the rules' per-checkpoint metrics), ``summary.json``,
     ``summary.md``; each written atomically."""
-    from ..results import atomic_write, write_json
+    from ..output.results import atomic_write, write_json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -255,3 +256,26 @@ def write_run(out: Path, lo: L.Layout, r: dict) -> None:
                                       "runs": run.to_dict("records")})
     md = summary_md(lo, r)
     atomic_write(out / "summary.md", lambda p: p.write_text(md))
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x repeats x checkpoints."""
+    c = p["llm_checkpoint"]
+    return count(c["tiers"]) * int(c["repeats"]) * int(c["checkpoints"])
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): each tier's variants, ``direct`` only on a tier not memory-backed."""
+    c = p["llm_checkpoint"]
+    memory = {t["name"] for t in p["tiers"] if cache.memory_backed(t["path"])}
+    return [{"tier": x, "variant": v} for x in c["tiers"] for v in ("fsync", "no-fsync", "direct")
+            if not (v == "direct" and (x in memory or not c.get("read_direct", True)))]
+
+
+STAGE = Stage("llm_checkpoint", "notebooks/55-llm-checkpoint.ipynb", "measuring",
+              {"llm_checkpoint": "LLMCheckpointConfig"},
+              ("seed", "tiers", "llm_checkpoint"), True, "llm_checkpoint_report", ("results/fio_baseline/summary.csv",),
+              note="LLM checkpointing as MLPerf Storage defines it (measures; draws nothing).",
+              size="size", configs="configurations")

@@ -1,5 +1,5 @@
 """One rank of the LLM checkpoint workload: ``python -m experiments.emulator.llm_rank --serve
-HOST:PORT`` under ``mpiexec``/``srun``, started by :class:`experiments.launcher.RankPool`;
+HOST:PORT`` under ``mpiexec``/``srun``, started by :class:`experiments.host.launcher.RankPool`;
 :func:`work` is one phase (the writes or the reads of every checkpoint of a run), its spec
 from :func:`experiments.emulator.llm_checkpoint.run_variant`.
 
@@ -157,6 +157,6 @@ def work(world, spec: dict) -> dict:
 
 
 if __name__ == "__main__":
-    from .. import mpi_node
+    from ..host import mpi_node
 
     mpi_node.serve(work)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import stats
+from ..statistics import stats
 from ..claims.declared import Measured, join
 from . import llm_burst_buffer as B, llm_checkpoint as C, llm_layout as L
 from .llm_stage import JOB, VARIANTS, bounds, burst_buffer, check, measure, summarize  # noqa: F401
@@ -41,7 +41,7 @@ def engineer_rows(summary: pd.DataFrame, model: str) -> pd.DataFrame:
 
 def _ratio(per: pd.DataFrame, tier: str, op: str, num: str, den: str):
     """median GiB/s of variant ``num``'s checkpoints over ``den``'s on ``tier`` (x), its interval
-    over the runs (each run's checkpoints resampled inside it: :func:`experiments.stats.runs_bootstrap`)."""
+    over the runs (each run's checkpoints resampled inside it: :func:`experiments.statistics.stats.runs_bootstrap`)."""
     sel = lambda v: per[(per["tier"] == tier) & (per["op"] == op) & (per["variant"] == v)]   # noqa: E731
     runs = lambda d: [g["throughput_GiBps"].to_numpy(dtype=float) for _, g in d.groupby("run")] \
         if "run" in d else [d["throughput_GiBps"].to_numpy(dtype=float)]   # noqa: E731
@@ -136,7 +136,7 @@ def plot_throughput(run: pd.DataFrame):
     whats = list(dict.fromkeys(run["what"]))
     fig, ax = plt.subplots(figsize=(8, 3.6))
     w = 0.8 / max(1, len(whats))
-    from .. import style
+    from ..output import style
 
     for i, wt in enumerate(whats):
         s = run[run["what"] == wt].set_index("tier").reindex(tiers)
@@ -163,7 +163,7 @@ def plot_timeline(files: pd.DataFrame, tier: str, variant: str = "fsync", step: 
     f = files[(files["tier"] == tier) & (files["variant"] == variant) & (files["op"] == "write")]
     step = step if step is not None else int(f["step"].max())
     f = f[f["step"] == step]
-    from .. import style
+    from ..output import style
 
     fig, ax = plt.subplots(figsize=(8, 0.35 * f["rank"].nunique() + 1.4))
     colors = style.colors("checkpoint_file", ("model", "optim"))
@@ -188,7 +188,7 @@ def plot_stalls(stalls: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(7, 3.4))
     s = stalls.assign(what=np.where(stalls["mode"] == "direct", "direct to the slow tier",
                                     "burst buffer, keep " + stalls["keep"].fillna(0).astype(int).astype(str)))
-    from .. import style
+    from ..output import style
 
     for wt, g in s.groupby("what", sort=False):
         key = "direct" if g["mode"].iloc[0] == "direct" else int(g["keep"].fillna(0).iloc[0])

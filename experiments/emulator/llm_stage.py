@@ -54,8 +54,9 @@ def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
     writes ``cfg.checkpoints`` checkpoints and reads them back: its row is its eviction
     (method, residency before the reads, the read mode), its side tables its ``files`` and its
     ranks' ``steps``. Returns the :class:`experiments.repeats.Measurement`."""
-    from .. import cache, device_audit, launcher, repeats
-    from ..tiers import storage_tier_of
+    from ..host import cache, device_audit, launcher
+    from .. import repeats
+    from ..host.tiers import storage_tier_of
 
     lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
     check(cfg, tiers)

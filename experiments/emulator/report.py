@@ -22,7 +22,7 @@ Measured from the ranks' own records (no model of the result):
   ``data_bytes_by_rank``; per node ``data_bytes_by_node`` (ranks in blocks of G / nodes);
 - **checkpoints**: per checkpoint the files, writes, bytes and seconds every writer reported;
 - **device audit** (``device_audit``, :func:`audit`): the bytes the device under the data read
-  over the run beside ``data_bytes`` (:mod:`experiments.device_audit`); a run whose reads were
+  over the run beside ``data_bytes`` (:mod:`experiments.host.device_audit`); a run whose reads were
   the page cache's gets ``bound`` ``no verdict``;
 - **bound** (``storage``, ``client`` or ``undetermined``) and the figures behind it
   (``client_cpu``): :mod:`.bound` (the data bytes/s against the tier's ``fio_baseline``, the
@@ -198,14 +198,14 @@ def summarize(run_dir) -> dict:
 
 
 def audit(s: dict, span) -> dict:
-    """The device audit of a run (``span``: the :class:`experiments.device_audit.Span` it ran
+    """The device audit of a run (``span``: the :class:`experiments.host.device_audit.Span` it ran
     in) into its summary ``s``: ``device_audit`` judges ``data_bytes`` against the device's
     and the ranks' block reads (``io_window``), and the checkpoint bytes against the device's
     writes when the checkpoints went to the same device. When the reads were the page cache's
     the run gives no storage verdict: ``bound`` becomes ``no verdict`` (the verdict it would
     have had: ``bound_unaudited``)."""
-    from .. import device_audit
-    from ..device_audit import block_device
+    from ..host import device_audit
+    from ..host.device_audit import block_device
 
     same = Path(s["checkpoint_dir"]).exists() and block_device(s["checkpoint_dir"])[1] == span.device
     a = span.judge(s["data_bytes"], (s["checkpoint"] or {}).get("bytes") if same else None,
@@ -263,14 +263,14 @@ def markdown(s: dict) -> str:
 
 
 def _audit_cell(a: dict | None) -> str:
-    from .. import device_audit
+    from ..host import device_audit
 
     return device_audit.words(a).removeprefix("device audit: ")
 
 
 def write(run_dir, summary: dict | None = None) -> dict:
     """Write ``summary.json`` and ``summary.md`` into ``run_dir`` (atomically); returns the summary."""
-    from ..results import atomic_write, write_json
+    from ..output.results import atomic_write, write_json
 
     run_dir = Path(run_dir)
     s = summary or summarize(run_dir)

@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .. import device_audit
+from ..host import device_audit
 from . import launch, report
 from .config import EmulatorConfig, check_config
 
@@ -28,7 +28,7 @@ def run(cfg: EmulatorConfig, out_dir, node_rank: int = 0, rdzv_endpoint: str | N
     """Run the emulation ``cfg``; returns the summary (``summary.json``; node 0) or ``{}``
     (other nodes). On one machine the summary carries the device audit of the run
     (:func:`.report.audit`); across machines it is not taken (each node's device saw its
-    share). Bad input raises :class:`~experiments.config.ConfigError` before any process
+    share). Bad input raises :class:`~experiments.settings.config.ConfigError` before any process
     starts; a failed rank raises ``RuntimeError`` with its output."""
     if check:
         check_config(cfg)

@@ -13,9 +13,9 @@ stay under 80 % of the available memory), and the client's CPU: a run that was c
 too) stops the search there, since more accelerators on this client measure the client, not
 the storage (``client_bound`` in the answer; the answer is the client's limit).
 
-Every trial starts from a cold cache (the data set evicted, :func:`experiments.cache.evict`):
+Every trial starts from a cold cache (the data set evicted, :func:`experiments.host.cache.evict`):
 a trial that read what the last one left in memory measured the page cache. Each trial carries
-its run's device audit (``read_from``, ``device_read_ratio``: :mod:`experiments.device_audit`);
+its run's device audit (``read_from``, ``device_read_ratio``: :mod:`experiments.host.device_audit`);
 trials whose reads were the page cache's are listed in ``cache_served``, and an answer decided
 by one gives no storage verdict (:func:`row`).
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config import ConfigError
+from ..settings.config import ConfigError
 from .config import EmulatorConfig, check_config, max_accelerators_for
 
 
@@ -40,7 +40,7 @@ def _available_memory() -> int:
 
 def cold_run(cfg: EmulatorConfig, folder) -> dict:
     """One trial: the data set evicted from the page cache, then :func:`.runner.run`."""
-    from .. import cache
+    from ..host import cache
     from .runner import run
 
     cache.evict([Path(cfg.data_dir)], label=str(cfg.data_dir))
@@ -54,7 +54,7 @@ def max_accelerators(cfg: EmulatorConfig, out_dir, start: int = 1, limit: int = 
 
     Returns ``{"max_accelerators": G or 0, "trials": [{accelerators, au, au_pass, ...}],
     "stopped_because": "...", "limit": ...}`` and writes ``search.json`` and ``search.md``."""
-    from ..results import atomic_write, write_json
+    from ..output.results import atomic_write, write_json
 
     run = run or cold_run
     if start < 1 or limit < 1:
@@ -202,7 +202,7 @@ def tier_table(tiers, workloads, limit: int, out_root, models=("fit",), cfg=None
 
     import pandas as pd
 
-    from .. import config
+    from ..settings import config
     from .bench import stage_data
     from .config import from_params
 

@@ -29,8 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import paths
-from ..config import ConfigError
+from ..settings import paths
+from ..settings.config import ConfigError
 from .config import EmulatorConfig
 
 SCRIPT = "emulator.sbatch"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import paths
+from ..settings import paths
 from . import checkpoint
 from .bench import stage_data  # noqa: F401 - the notebook stages data through here
 
@@ -45,8 +45,8 @@ def trace_runs(runs, seed: int, backend: str = "auto") -> dict:
     """Short real runs, each ``(workload, section, data_dir, work_dir, ranks, batch_size or None)``,
     traced in one tracer session (its probes attach once), one window per run; then each run's
     checkpoint pattern from its window: ``{workload: (pattern, rows, trace)}``."""
-    from ..config import merge
-    from ..progress import progress
+    from ..settings.config import merge
+    from ..output.progress import progress
     from ..trace import Session
     from ..workloads import launch
 
@@ -107,8 +107,8 @@ def pattern_summary(pats: dict) -> pd.DataFrame:
 def points(cfg, workloads=None) -> list[dict]:
     """The points notebook 51 runs: for each of ``workloads`` (default: every workload of the
     ``emulator`` section's ``points``), ``{"workload", "section" (its validated params section),
-    "batch_size", "accelerators"}`` from ``cfg`` (:func:`experiments.config.load`'s result)."""
-    from ..config import ConfigError
+    "batch_size", "accelerators"}`` from ``cfg`` (:func:`experiments.settings.config.load`'s result)."""
+    from ..settings.config import ConfigError
 
     emu = cfg.emulator
     names = list(workloads) if workloads else list(emu.points)
@@ -120,7 +120,7 @@ def points(cfg, workloads=None) -> list[dict]:
 
 def point_config(pt: dict, tier, compute_model: str, checkpoint_pattern: str, seed: int):
     """The emulator configuration of point ``pt`` (see :func:`points`) on ``tier``: its data set
-    staged there (:func:`experiments.tiers.stage_copy`), checkpoints written there."""
+    staged there (:func:`experiments.host.tiers.stage_copy`), checkpoints written there."""
     from .config import from_params
 
     w = pt["workload"]
@@ -138,9 +138,9 @@ def point_configs(pts: list[dict], tier, compute_model: str, checkpoint_pattern:
 def run_grid(points: list[dict], tiers, out_root, compute_model: str, checkpoint_pattern: str,
              seed: int, evict: str = "auto") -> pd.DataFrame:
     """Each point ``{"workload", "section", "batch_size", "accelerators"}`` on each tier: the
-    data set is staged on the tier (:func:`experiments.tiers.stage_copy`), evicted from the page
+    data set is staged on the tier (:func:`experiments.host.tiers.stage_copy`), evicted from the page
     cache, and emulated; checkpoints go to the tier too. One row per run (the summary)."""
-    from .. import cache
+    from ..host import cache
     from .runner import run
 
     rows = []
@@ -208,7 +208,7 @@ def replay_check(pats: dict, work_root=None, backend: str = "auto") -> pd.DataFr
 
 def pick_tier(tiers, tier: str):
     """The tier named ``tier`` in ``tiers``, or, for a directory path, a tier ``custom`` there
-    (checked by :func:`experiments.tiers.prepare`: exists or can be made, writable); the
-    lookup is :func:`experiments.tiers.tier_named`."""
-    from ..tiers import tier_named
+    (checked by :func:`experiments.host.tiers.prepare`: exists or can be made, writable); the
+    lookup is :func:`experiments.host.tiers.tier_named`."""
+    from ..host.tiers import tier_named
     return tier_named(tier, tiers, "tier", or_path=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import dstat
+from ..host import dstat
 
 HZ = os.sysconf("SC_CLK_TCK")
 COLUMNS = ["wall", "pid", "ppid", "tid", "proc", "name", "cpu_ns", "wait_ns", "start_wall"]
@@ -75,7 +75,7 @@ def read_threads(pids: list[int], boot_wall: float) -> list[dict]:
 
 class Sampler(dstat.Sampler):
     """Background sampler of the threads of ``pids`` (and descendants) every ``interval_s``
-    seconds (start, stop and ``with`` as :class:`experiments.dstat.Sampler`); :meth:`frame`
+    seconds (start, stop and ``with`` as :class:`experiments.host.dstat.Sampler`); :meth:`frame`
     gives the rows (columns :data:`COLUMNS`)."""
 
     def __init__(self, pids: list[int], interval_s: float = 0.1):

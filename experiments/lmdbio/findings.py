@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import claims as C
-from .. import stats
+from ..statistics import stats
 from ..claims.measured import Measured
 
 

@@ -1,9 +1,9 @@
 """One rank of LMDBIO's runs: ``python -m experiments.lmdbio.mpi_rank --serve HOST:PORT`` under
 ``mpiexec``/``srun``, started once per process count and node count by
-:class:`experiments.launcher.RankPool`; :func:`work` is one run, its spec from
+:class:`experiments.host.launcher.RankPool`; :func:`work` is one run, its spec from
 :func:`experiments.lmdbio.read.run`.
 
-Nodes (:func:`experiments.mpi_node.node_comm`): the ranks of one host, in groups of
+Nodes (:func:`experiments.host.mpi_node.node_comm`): the ranks of one host, in groups of
 ``ranks_per_node``; node n owns a contiguous slice of the records (:func:`node_plan`) and,
 round by round, each of its ranks consumes one batch. The reader is the node's first rank.
 
@@ -18,7 +18,7 @@ round by round, each of its ranks consumes one batch. The reader is the node's f
 Hand-over (the buffer is full; everyone is done with it): ``spin`` = ``MPI.Win.Fence`` on the
 window (MPICH waits by polling shared memory: no sleep); ``sleep`` = ``MPI.Win.Sync`` (in a
 ``Win.Lock_all`` epoch) and a
-:class:`experiments.mpi_node.PipeBarrier` (every waiter sleeps in the kernel: one voluntary
+:class:`experiments.host.mpi_node.PipeBarrier` (every waiter sleeps in the kernel: one voluntary
 context switch per wait).
 
 Each rank's row: start and finish (seconds from its host's first start), bytes copied out,
@@ -121,7 +121,7 @@ def work(world, spec: dict) -> dict:
     import lmdb
     from mpi4py import MPI
 
-    from ..mpi_node import PipeBarrier, host_times, node_comm
+    from ..host.mpi_node import PipeBarrier, host_times, node_comm
 
     strategy, batch, size = spec["strategy"], spec["batch"], spec["size"]
     offs = np.load(spec["offsets"])
@@ -259,6 +259,6 @@ def _release(env, fd, barrier, win, buf, readers, node) -> None:
 
 
 if __name__ == "__main__":
-    from .. import mpi_node
+    from ..host import mpi_node
 
     mpi_node.serve(work)

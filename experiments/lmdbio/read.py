@@ -6,7 +6,7 @@ and size of every value is recorded ("provenance", kept beside the database as
 ``provenance.csv``): values larger than half a page live in contiguous overflow pages, so
 (offset, size) is enough for a POSIX ``pread``.
 
-Each run is an MPI program (:mod:`.mpi_rank`, started by :mod:`experiments.launcher`:
+Each run is an MPI program (:mod:`.mpi_rank`, started by :mod:`experiments.host.launcher`:
 ``mpiexec`` on one host, ``srun`` over ``nodes`` nodes of a Slurm allocation; the ranks of each
 (P, nodes) start once and serve all its runs, sleeping between them). Ranks are
 grouped into nodes: the ranks of one host (``COMM_WORLD.Split_type(COMM_TYPE_SHARED)``) in
@@ -47,20 +47,22 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from .. import cache, launcher
-from ..cache import EvictionMethod
-from ..common_config import check_counts
-from ..envinfo import host_cores
-from ..config import ConfigError, Section
+from ..host import cache, launcher
+from ..host.cache import EvictionMethod
+from ..settings.common_config import check_counts
+from ..host.envinfo import host_cores
+from ..settings.config import ConfigError, Section
 from .mpi_rank import node_plan
-from ..progress import progress
-from ..tiers import prepare, require_free
+from ..output.progress import progress
+from ..host.tiers import prepare, require_free
+from ..repeats.rounds import Rounds
+from ..stages import Stage, count, rounds, tier_names
 
 STRATEGIES = ("lmdb", "lmm", "dio_prov", "coal", "stag")
 
@@ -71,7 +73,10 @@ class LMDBDataset(Section):
     record_bytes: int = Field(ge=1, le=1 << 30)
 
 
-class LMDBIOConfig(Section):
+class LMDBIOConfig(Rounds):
+    # a look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so
+    # the first look comes early (default: 6 to 20 rounds, looks at 8, 12, 16, 20 at 98.75 %)
+    look_every: ClassVar[int] = 4
     datasets: list[LMDBDataset] = Field(min_length=1)
     procs: list[int] = Field([1, 2, 4, 8], min_length=1, description="P: reading processes")
     ranks_per_node: int = Field(4, ge=1, le=1024)
@@ -88,13 +93,7 @@ class LMDBIOConfig(Section):
         "the allocation stops before any work")
     strategies: list[str] = Field(list(STRATEGIES), min_length=1)
     map_size_mib: int = Field(1024, ge=1, le=1 << 22)
-    repeats: int = Field(1, ge=1, le=50, description="rounds (every configuration once a round): "
-                         "the minimum")
-    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may add "
-                                    "while a finding is undecided (experiments.repeats); "
-                                    "null = repeats")
-    budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take "
-                                   "when adding repeats; null = no budget")
+    repeats: int = Field(1, ge=1, le=50, description="rounds of every configuration, at least")
     eviction: EvictionMethod = "auto"
     handover_check: bool = Field(
         True, description="also run (b) LMM with both hand-overs (spin, sleep) at every P on the "
@@ -243,7 +242,7 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
         size: int, nodes: int = 1, verify: bool = False,
         pool: launcher.RankPool | None = None) -> pd.DataFrame:
     """One run of ``strategy`` with ``procs`` MPI ranks over ``nodes`` nodes (:mod:`.mpi_rank`,
-    in ``pool``, or in ranks started for this run alone: :class:`experiments.launcher.RankPool`);
+    in ``pool``, or in ranks started for this run alone: :class:`experiments.host.launcher.RankPool`);
     one row per process. With ``verify`` each row also holds a CRC-32 of the bytes its process
     consumed, in order."""
     run_id = uuid.uuid4().hex[:12]
@@ -267,18 +266,13 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-# A look every 4 rounds: few looks keep the corrected level (Bonferroni over looks) low, so the
-# first look comes early (default: 6 to 20 rounds, looks at 8, 12, 16, 20 at 98.75 %)
-LOOK_EVERY = 4
-
-
 def findings_of(rows: pd.DataFrame, env: dict | None) -> list:
     """LMDBIO's findings on the runs so far (:func:`experiments.lmdbio.findings.measure_steps` on
     the one-node runs of the tier they are judged on), at the level in force: the measure
     function the stage's rounds judge at each look (:func:`experiments.claims.looks.judge`).
     ``env``: what the findings read of env.json (:func:`judging_env`)."""
     from .. import claims as C
-    from ..tiers import storage_tier_of
+    from ..host.tiers import storage_tier_of
     from .findings import measure_steps
 
     return measure_steps(C.one_node(summarize(rows)), storage_tier_of(rows), env or {}, C.one_node(rows))
@@ -290,7 +284,7 @@ def context(rows: pd.DataFrame, env: dict | None) -> dict:
     :func:`experiments.lmdbio.findings.claim_p`) and ``switch_ps`` (the P of the context-switch
     finding: :func:`experiments.lmdbio.findings.switch_ps`)."""
     from .. import claims as C
-    from ..tiers import storage_tier_of
+    from ..host.tiers import storage_tier_of
     from .findings import claim_p, switch_ps
 
     if not len(rows):
@@ -305,7 +299,7 @@ def context(rows: pd.DataFrame, env: dict | None) -> dict:
 
 def judging_env(cfg: LMDBIOConfig) -> dict:
     """The part of env.json the findings read, for :func:`findings_of` while measuring: this
-    process's usable cores (as :func:`experiments.envinfo.capture` records them), the hand-over
+    process's usable cores (as :func:`experiments.host.envinfo.capture` records them), the hand-over
     and the ranks per node."""
     return {"cpu": {"count": os.cpu_count(), "affinity": host_cores()},
             "handover": cfg.handover,
@@ -315,23 +309,9 @@ def judging_env(cfg: LMDBIOConfig) -> dict:
 KEYS = ("tier", "dataset", "strategy", "P", "nodes")   # the columns that name a configuration
 
 
-def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
-    """Build each data set's LMDB on each tier, then run every (tier, data set, strategy, P,
-    node count of ``nodes`` (at most P)) in rounds (each once per round, in a seeded random
-    order: :class:`experiments.repeats.MeasuringStage`), the cache evicted before each run: at
-    least ``repeats`` rounds, more while a finding is undecided (:func:`findings_of`, judged by the
-    declared rules), up to
-    ``max_repeats`` within ``budget_s``; then the runs ``make decide`` bought (``purchases``:
-    ``params.yaml``'s ``decide.lmdbio``). Returns the :class:`experiments.repeats.Measurement`
-    (one row per run: total seconds, MB/s, context switches; side table ``processes``, one row
-    per process of every run) and facts: the launcher (env.json), the scale reached
-    (``scale``: most processes and nodes of a run) and the hand-over check (run once, kept by a
-    decide run that appends)."""
-    from .. import paths, repeats
-    from ..claims import looks
-    from ..repeats import findings
-
-    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
+def databases(tiers, cfg: LMDBIOConfig, seed: int) -> tuple[dict, dict]:
+    """Each data set's LMDB on each tier (every one that must be built fits, checked before the
+    first is written): ({(tier, data set): (folder, provenance, record bytes)}, {tier: memory-backed})."""
     dbs = {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
     for t in tiers:   # every LMDB that must be built fits, before the first is written
@@ -342,10 +322,23 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
             dest = t.dir / f"lmdbio-{d.name}"
             dbs[(t.name, d.name)] = (dest, build(dest, d.records, d.record_bytes,
                                                  cfg.map_size_mib << 20, seed), d.record_bytes)
+    return dbs, mem
+
+
+def measuring_stage(cfg: LMDBIOConfig, tiers, dbs: dict, mem: dict, seed: int, pools, evictions: dict):
+    """Every (tier, data set, strategy, P, node count of ``nodes`` (at most P)) as one measuring
+    stage (:class:`experiments.repeats.MeasuringStage`), built, not run: a run per configuration
+    and round over the LMDBs ``dbs`` (:func:`databases`), the cache evicted before each (its
+    method kept in ``evictions``), the ranks from ``pools`` (:class:`experiments.host.launcher.Pools`);
+    at least ``repeats`` rounds, more while a finding is undecided (:func:`findings_of`, judged by
+    the declared rules), up to ``max_repeats`` within ``budget_s``."""
+    from .. import repeats
+    from ..claims import looks
+    from ..repeats import findings
+
+    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
     configs = [{"tier": t.name, "dataset": d.name, "strategy": s, "P": p, "nodes": n} for t in tiers
                for d in cfg.datasets for s in cfg.strategies for p in cfg.procs for n in node_counts if n <= p]
-    evictions = {}
-    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
 
     def run_one(c, i):
         tier, strategy, p, n = c["tier"], c["strategy"], c["P"], c["nodes"]
@@ -367,14 +360,30 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
             {"processes": per.drop(columns=["t0", "t1"]).assign(seconds=per["t1"] - per["t0"])})
 
     env = judging_env(cfg)
-    stage = repeats.MeasuringStage(
-        "lmdbio", KEYS, configs, run_one,
-        repeats.rounds.plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s, LOOK_EVERY), seed,
+    return repeats.MeasuringStage(
+        "lmdbio", KEYS, configs, run_one, cfg.plan(), seed,
         tables=("processes",), judge=looks.judge("lmdbio", lambda rows, tables: findings_of(rows, env)),
         focus=findings.focus("lmdbio", configs, lambda rows: context(rows, env)),
         context=lambda rows: context(rows, env), progress="lmdbio rounds",
         quantities=("seconds", "cs_per_proc"))
+
+
+def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
+    """The LMDBs built (:func:`databases`), :func:`measuring_stage` measured, then the runs ``make
+    decide`` bought (``purchases``: ``params.yaml``'s ``decide.lmdbio``). Returns the
+    :class:`experiments.repeats.Measurement` (one row per run: total seconds, MB/s, context
+    switches; side table ``processes``, one row per process of every run) and facts: the launcher
+    (env.json), the scale reached (``scale``: most processes and nodes of a run) and the
+    hand-over check (run once, kept by a decide run that appends)."""
+    from ..settings import paths
+    from .. import repeats
+
+    node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
+    dbs, mem = databases(tiers, cfg, seed)
+    evictions = {}
+    pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
     try:
+        stage = measuring_stage(cfg, tiers, dbs, mem, seed, pools, evictions)
         got = repeats.measure(stage, purchases)
         hand_f = paths.results_dir("lmdbio") / "handover_check.csv"
         if repeats.purchases.appending("lmdbio") and hand_f.exists():
@@ -383,8 +392,8 @@ def measure(tiers, cfg: LMDBIOConfig, seed: int, purchases=()):
             hand = handover_check(dbs, tiers, mem, cfg, pools) if cfg.handover_check else pd.DataFrame()
         facts = {"eviction": {k: str(v) for k, v in evictions.items()}, "handover": cfg.handover,
                  "launcher": launcher.record(node_counts, cfg.ranks_per_node),
-                 "scale": {"procs_max": max(c["P"] for c in configs),
-                           "nodes_max": max(c["nodes"] for c in configs),
+                 "scale": {"procs_max": max(c["P"] for c in stage.configs),
+                           "nodes_max": max(c["nodes"] for c in stage.configs),
                            "allocation_nodes": launcher.allocation_nodes()},
                  "handover_check": hand}
     finally:
@@ -445,3 +454,24 @@ def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     s["speedup_vs_lmdb"] = [base.get((r.tier, r.dataset, r.P, r.nodes), np.nan) / r.seconds
                             for r in s.itertuples()]
     return s
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x data sets x strategies x (P, nodes) x rounds."""
+    lm = p["lmdbio"]
+    return (len(tier_names(p)) * count(lm["datasets"]) * count(lm["strategies"])
+            * launcher.ranked(lm["procs"], lm.get("nodes")) * rounds(lm))
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`); a node count ``all`` left out (the allocation's, unknown here)."""
+    lm = p["lmdbio"]
+    nodes = [n for n in lm.get("nodes", [1]) if n != "all"] or [1]
+    return [{"tier": x, "dataset": ds["name"], "strategy": s, "P": q, "nodes": n} for x in tier_names(p)
+            for ds in lm["datasets"] for s in lm["strategies"] for q in lm["procs"] for n in nodes]
+
+
+STAGE = Stage("lmdbio", "notebooks/42-lmdbio.ipynb", "measuring", {"lmdbio": "LMDBIOConfig"},
+              ("seed", "tiers", "lmdbio"), True, "lmdbio_report", size="size", configs="configurations")

@@ -3,7 +3,7 @@ strategies timed under each wait setting (a bench, not a test: ``make bench`` pr
 
 Each setting is an environment for the ranks (they inherit it when their pool starts): MPICH's
 default polling, ``MPIR_CVAR_POLLS_BEFORE_YIELD`` raised, and ``MPIR_CVAR_ENABLE_HEAVY_YIELD=1``
-(a sleep in place of ``sched_yield``, what :mod:`experiments.launcher` sets for pools that
+(a sleep in place of ``sched_yield``, what :mod:`experiments.host.launcher` sets for pools that
 outnumber the cores). Per (setting, strategy, P): the median wall seconds of ``--runs`` cold
 runs (read of the whole LMDB, the page cache evicted first), the median voluntary and
 involuntary context switches per rank. The LMDB is the default profile's CIFAR-like set, built
@@ -21,8 +21,9 @@ import sys
 
 import pandas as pd
 
-from .. import cache, launcher, paths
-from ..envinfo import host_cores, host_label
+from ..host import cache, launcher
+from ..settings import paths
+from ..host.envinfo import host_cores, host_label
 from . import read as lm
 
 SETTINGS = {"MPICH default": {},

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from .. import paths
+from ..settings import paths
 
 RULES_STAGE = "claim_rules"   # the stage that writes results/claim_rules/<stage>.json
 RULES_ENV = "DLIO_CLAIM_RULES"   # another folder of them, outside a pipeline run (the unit tests')
@@ -62,7 +62,7 @@ def rules_file(stage: str):
     import os
     from pathlib import Path
 
-    from ..results import PIPELINE_ENV
+    from ..output.results import PIPELINE_ENV
 
     if os.environ.get(RULES_ENV) and not os.environ.get(PIPELINE_ENV):
         return Path(os.environ[RULES_ENV]) / f"{stage}.json"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import stats
+from ..statistics import stats
 
 
 @dataclass(frozen=True)

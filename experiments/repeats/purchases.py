@@ -39,7 +39,7 @@ import pandas as pd
 from pydantic import Field, create_model
 
 from .. import stages
-from ..config import Section
+from ..settings.config import Section
 from .levels import ALPHA, level, looks as looks_at
 
 ENV = "DLIO_DECIDE"                      # measuring stages a decide run appends to, space-separated

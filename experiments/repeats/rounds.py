@@ -16,7 +16,7 @@ final verdict use intervals at the Bonferroni level over the planned looks
 look decides falsely is at most 5 %. When the budget ends the rounds before the first look (a
 slower box), the final judgement is the only look and is made at 95 %: the stop depended on the
 clock, not on the data. A look at a higher level needs more samples
-(:func:`experiments.stats.reachable`), so the first look waits for what the level needs
+(:func:`experiments.statistics.stats.reachable`), so the first look waits for what the level needs
 (:attr:`RoundsPlan.first_look`).
 
 **The forecast steers the rounds**: ``decide`` may return
@@ -34,12 +34,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, ValidationInfo, field_validator
 
-from .. import stats
+from ..settings.config import Section
+from ..statistics import stats
 from .futility import Judged, Reach, allot
 from .levels import ALPHA, level as bonferroni
 
@@ -155,7 +157,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
     """Run ``configs`` round by round (see the module docstring): ``run_one(config, repeat)``
     measures one run and returns its row (a dict); ``warmup`` rounds come first and are marked
     (``warmup`` True, never judged). ``decide(rows, level)`` (the rows so far, warm-ups
-    included for the caller to leave out, as :func:`experiments.stats.samples` does) returns
+    included for the caller to leave out, as :func:`experiments.statistics.stats.samples` does) returns
     {finding: True when decided}; a finding decided at a look keeps the repeats it was decided
     on. Stops when all are decided, when another round would overrun ``plan.budget_s``, or at
     ``plan.max_repeats``.
@@ -164,7 +166,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
     findings need (None: all); the rounds that follow run only those, in the round's seeded
     order, so a few undecided findings get their repeats at a fraction of a round's time. The
     rounds run are in ``order``; each narrowing is in ``extra["focus"]``."""
-    from ..progress import progress
+    from ..output.progress import progress
 
     if not len(configs):
         raise ValueError("run_rounds: configs is empty; allowed: at least one configuration")
@@ -318,5 +320,35 @@ def plan_for(repeats: int, max_repeats: int | None, budget_s: float | None, step
     if not max_repeats or max_repeats <= repeats:
         return RoundsPlan(repeats, repeats)
     return RoundsPlan(repeats, max_repeats, math.inf if budget_s is None else float(budget_s), step)
+
+
+class Rounds(Section):
+    """The rounds' settings of a measuring stage that adds rounds while a finding is undecided,
+    flat in its ``params.yaml`` section (the one model of them; a stage's settings inherit it):
+    at least ``repeats`` rounds, every configuration once a round; more, up to ``max_repeats``
+    within ``budget_s``; a look every :attr:`look_every` rounds (the stage's choice, a class
+    attribute: few looks keep the Bonferroni level over looks low). A stage may give ``repeats``
+    another default (its field redeclared)."""
+
+    look_every: ClassVar[int] = 1
+    repeats: int = Field(2, ge=1, le=50, description="rounds of every configuration, at least")
+    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may reach while a "
+                                    "finding its runs measure is undecided (experiments.repeats); "
+                                    "null = repeats")
+    budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take when "
+                                   "adding rounds; null = no budget")
+
+    @field_validator("max_repeats")
+    @classmethod
+    def _not_below_repeats(cls, v, info: ValidationInfo):
+        least = info.data.get("repeats")
+        if v is not None and least is not None and v < least:
+            raise ValueError(f"max_repeats = {v} is below repeats = {least}; allowed: max_repeats >= "
+                             "repeats (or null: repeats)")
+        return v
+
+    def plan(self) -> RoundsPlan:
+        """The stage's :class:`RoundsPlan` (:func:`plan_for`)."""
+        return plan_for(self.repeats, self.max_repeats, self.budget_s, self.look_every)
 
 

@@ -13,7 +13,7 @@ of the rows of before (:func:`kept`), and ``rounds.json`` (the course of the rou
 of every interval; ``repeat``, ``warmup``, ``round_order``, ``level``, ``made_by``, ``run_s``:
 its wall seconds) and each side table, every side row carrying its run's id and tags, so that
 an interval can resample runs and then the units inside each drawn run
-(:func:`experiments.stats.runs_bootstrap`).
+(:func:`experiments.statistics.stats.runs_bootstrap`).
 
 The judging at looks (``judge``) is the stage's findings, as
 :mod:`experiments.repeats.findings` builds it from their measure functions and the rules and
@@ -29,7 +29,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from .. import paths
+from ..settings import paths
 from .purchases import FIRST, Purchase, appending, buy, key_of, with_purchases
 from .rounds import RoundsPlan, run_rounds, to_json
 
@@ -127,9 +127,9 @@ class Measurement:
 
     def write(self, out) -> None:
         """The rows, each side table and ``rounds.json`` into ``out``
-        (:class:`experiments.results.StageResults`), each in its file (:meth:`MeasuringStage.file`:
+        (:class:`experiments.output.results.StageResults`), each in its file (:meth:`MeasuringStage.file`:
         ``raw.parquet`` and ``<table>.csv`` unless the stage names others)."""
-        from ..results import atomic_write, write_json
+        from ..output.results import atomic_write, write_json
 
         for what, df in [("rows", self.rows), *self.tables.items()]:
             name = self.files.get(what, "raw.parquet" if what == "rows" else f"{what}.csv")

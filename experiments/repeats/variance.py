@@ -5,7 +5,7 @@ Reasonable Time*, ISMM 2013).
 A compared quantity is measured at two levels: runs (a new process or pass, with its own set-up
 and cold-cache eviction) and, where a run is made of units (steps, windows, checkpoints, sampled
 seconds), the units inside a run. Runs are the independent unit of every interval (a two-level
-bootstrap where a quantity is made of units: :func:`experiments.stats.runs_bootstrap`); this
+bootstrap where a quantity is made of units: :func:`experiments.statistics.stats.runs_bootstrap`); this
 table says how much of the spread is between runs and how much within, per configuration:
 
 - ``runs``, ``units`` (per run, median), ``mean``;
@@ -115,7 +115,7 @@ def summary(root=None) -> pd.DataFrame:
     under ``root`` (the results folder): the configurations, runs per configuration (median),
     units per run (median), the median share of the variance that is between runs, and the
     median of Kalibera and Jones's units per run (where defined) against the units run."""
-    from .. import paths
+    from ..settings import paths
 
     root = paths.results_dir() if root is None else root
     rows = []

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import stats
+from ..statistics import stats
 from ..claims.rules import _parse, rule_text
 from ..claims.table import shown_verdict
 from ..claims.verdict import VERDICTS
-from ..results import atomic_write
+from ..output.results import atomic_write
 
 EDGE_REACH = 0.25   # how far from an interval an edge may lie and still count as touched, share of its width
 COLUMNS = ["stage", "id", "change", "verdict_1", "value_1", "low_1", "high_1", "verdict_2", "value_2", "low_2",

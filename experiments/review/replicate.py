@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import paths
+from ..settings import paths
 from ..claims.table import gather
-from ..provenance import MEASURING   # stages that measure; `--stages` takes any of these
+from ..output.provenance import MEASURING   # stages that measure; `--stages` takes any of these
 from .compare import compare, markdown
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import paths
+from ..settings import paths
 
 MODELS = ("fit", "thesis-v100")
 
@@ -109,7 +109,7 @@ def llm_checkpoint_rows() -> pd.DataFrame:
     """The ``llm_checkpoint`` stage's phases that reached the storage, as rows of the storage
     engineer's table (:func:`experiments.emulator.llm_report.engineer_rows`); empty when that
     stage has not run."""
-    from .. import results
+    from ..output import results
     from ..emulator import llm_report
 
     try:
@@ -120,7 +120,7 @@ def llm_checkpoint_rows() -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    from .. import config
+    from ..settings import config
     from ..dlio import bench as dlio_bench
     from ..emulator import bench as emu_bench
 

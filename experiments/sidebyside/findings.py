@@ -8,10 +8,10 @@ The pass is the unit of every interval (a pass: every side of a workload once, t
 
 - a side's own quantity (its similarity to the real run, UNET3D's passes over the data set) is
   the median over the passes with its order-statistics interval from 6 passes, the geometric
-  mean with Student's t on the passes' logs from 3 (:func:`over_passes`, :func:`experiments.stats.runs_ci`);
+  mean with Student's t on the passes' logs from 3 (:func:`over_passes`, :func:`experiments.statistics.stats.runs_ci`);
 - a comparison of two sides (a throughput ratio, emulator minus DLIO, DLIO's storage share over
   the real run's) resamples each side's passes, and, for a throughput, the steady steps inside
-  each drawn pass (:func:`experiments.stats.runs_bootstrap`): 3 passes of each side reach 95 %;
+  each drawn pass (:func:`experiments.statistics.stats.runs_bootstrap`): 3 passes of each side reach 95 %;
 - a data throughput is compared like with like: when the device audit says the two sides read
   from different places (one from the device, the other from the page cache) the row is
   ``not comparable``, its value shown, never judged (:func:`unlike_sides`).
@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import reference, stats
+from ..settings import reference
+from ..statistics import stats
 from ..claims.declared import Measured, join
 from ..trace.vector import KEYS
 from .compare import STAGE, _nan, step_rates
@@ -53,8 +54,8 @@ GAP_WHERE = {"unet3d": "Sec 5.1.3, Fig 5.5", "bert": "Sec 5.2.2, Fig 5.11", "dlr
 
 
 def over_passes(x, what: str) -> tuple[float, stats.Interval]:
-    """The typical value of ``x`` (one value per pass) and its interval (:func:`experiments.stats.runs_ci`),
-    none below :data:`experiments.stats.MIN_RUNS` passes: the method then says how many it needs."""
+    """The typical value of ``x`` (one value per pass) and its interval (:func:`experiments.statistics.stats.runs_ci`),
+    none below :data:`experiments.statistics.stats.MIN_RUNS` passes: the method then says how many it needs."""
     a = np.asarray([v for v in x if v is not None and np.isfinite(v)], dtype=float)
     if not len(a):
         return math.nan, stats.Interval(math.nan, math.nan, 0, what)
@@ -172,7 +173,7 @@ class _Tables:
 
     def compare_passes(self, w, a, b, col, stat, what) -> tuple[float, stats.Interval | None]:
         """``stat(a's values, b's values)`` of ``col`` over the measured passes of sides ``a`` and
-        ``b``, each pass one value, its passes resampled (:func:`experiments.stats.runs_bootstrap`)."""
+        ``b``, each pass one value, its passes resampled (:func:`experiments.statistics.stats.runs_bootstrap`)."""
         xa, xb = self.values(w, a, col), self.values(w, b, col)
         if not xa or not xb:
             return float("nan"), None

@@ -15,7 +15,7 @@ import json
 
 import pandas as pd
 
-from .. import paths
+from ..settings import paths
 from . import compare, findings
 from .settings import SIDES
 
@@ -69,13 +69,13 @@ def per_side(rows: pd.DataFrame) -> pd.DataFrame:
 def throughput_figure(rows: pd.DataFrame):
     """The thesis's data and compute throughputs (samples/s, Sec 4.4) of the four sides at the
     one (batch, ranks) point each workload ran: one column of panels per workload, the sides
-    side by side on the x axis in one colour each (:func:`experiments.style.category`), each
+    side by side on the x axis in one colour each (:func:`experiments.output.style.category`), each
     side's median over its passes with the range of the passes (:func:`per_side`; one pass: no
     bar). A side not measured is named on its axis with no point."""
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .. import style
+    from ..output import style
 
     tp = per_side(rows)
     ws = list(dict.fromkeys(tp["workload"]))

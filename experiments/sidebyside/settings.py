@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..config import Section
+from ..settings.config import Section
+from ..stages import Stage
 
 WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 SIDES = ("real", "sleep", "emulator", "dlio", "fixed")
@@ -60,3 +61,40 @@ class TracedComparisonConfig(Section):
                                                  "between sides one, 6 a side's own similarity")
     max_accelerators: MaxAccelerators = Field(default_factory=MaxAccelerators,
                                               description="the max-accelerators search (none by default)")
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+
+def size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): each point's sides x runs."""
+    t = p["traced_comparison"]
+    # the sides a pass runs: `fixed` only for a workload with a fixed-size variant of its data (FIXED_DATA)
+    return sum(len([s for s in t["sides"] if s != "fixed" or w in FIXED_DATA]) for w in t["points"]) * int(t.get("runs", 1))
+
+
+def run_length(p: dict, name: str) -> dict[str, float]:
+    """The stage's run length (:func:`experiments.stages.length_of`): each traced workload's units
+    a pass (its section with the stage's overrides; RetinaNet has no length rule)."""
+    from ..workloads.settings import STEPS, train_units
+
+    t = p["traced_comparison"]
+    return {w: train_units(p, w, t.get("overrides")) for w in t["points"] if w in STEPS}
+
+
+def configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): one per workload point."""
+    return [{"workload": w} for w in p["traced_comparison"]["points"]]
+
+
+STAGE = Stage("traced_comparison", "notebooks/52-traced-comparison.ipynb", "measuring",
+              {"traced_comparison": "TracedComparisonConfig"},
+              ("seed", "tiers", "unet3d", "bert", "dlrm", *(f"retinanet.{p}" for p in ("model", "train", "sweep")),
+               "traced_comparison"), True, "traced_comparison_report",
+              (*(f"data/{w}" for w in ("unet3d", "bert", "dlrm", "retinanet", "retinanet-fixed")),
+               "results/workload_fits/compute_model.json", "results/emulator_patterns/checkpoint_pattern.json",
+               *(f"results/{w}/checkpoint.json" for w in ("unet3d", "bert", "dlrm", "retinanet"))),
+              note="Ho-Von 2023 Tables 5.1-5.3, Fig 5.7/5.12/5.18: real, sleep, emulator and DLIO traced side by "
+                   "side (measures; draws nothing); RetinaNet's Table 5.x, its fixed-size side and its "
+                   "max-accelerators search at AU 0.85 (our extension).",
+              unread=("trace_*",),   # the full first-pass traces: the report draws the timeline_* files beside them
+              size="size", configs="configurations", length="run_length")

@@ -2,7 +2,7 @@
 
 The four sides read the same data set (staged on the comparison's tier by
 :func:`experiments.emulator.bench.stage_data`, evicted from the page cache before each side by
-:func:`experiments.cache.evict`) and write their checkpoints to their own folder on that tier:
+:func:`experiments.host.cache.evict`) and write their checkpoints to their own folder on that tier:
 
 - ``real``: the workload's program (:func:`experiments.workloads.launch.run_config`, compute real);
 - ``sleep``: the same program with ``compute: sleep``, the compute model at (G, B);
@@ -40,7 +40,7 @@ Throughputs (one row per side, :func:`throughput_row`):
   from its per-step ``load`` and ``compute`` times (each epoch's first step left out);
 - ``vfs_read_MB``: the trace's bytes read from data files over the whole run (init and
   evaluation included), the same for every side;
-- the device audit (:func:`audit`, :mod:`experiments.device_audit`): ``device_read_MB`` beside
+- the device audit (:func:`audit`, :mod:`experiments.host.device_audit`): ``device_read_MB`` beside
   ``job_read_MB`` (the bytes behind ``MBps``; DLIO: of the epochs its figure is the median of),
   their ``device_read_ratio`` and ``read_from`` (``cache``: the side's figure was the page
   cache's), the same columns for the writes.
@@ -57,8 +57,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import cache, device_audit
-from ..config import ConfigError, merge
+from ..host import cache, device_audit
+from ..settings.config import ConfigError, merge
 
 
 def _files(folders) -> list[Path]:
@@ -256,7 +256,7 @@ def throughput_row(res: dict, got: dict) -> dict:
 
 
 def audit(res: dict, read_bytes, own: dict | None) -> dict:
-    """A measured side's device audit as throughput columns (:func:`experiments.device_audit.columns`):
+    """A measured side's device audit as throughput columns (:func:`experiments.host.device_audit.columns`):
     the bytes the side read for training (``read_bytes``, the basis of its ``MBps``) against the
     device's over its window, its ranks' own block reads (``own``: their ``/proc/self/io`` over
     their measured windows) and, where the block layer was traced, the requests on its data
@@ -303,7 +303,7 @@ def run_workload(prep: dict, cfg, seed: int, session, progress_desc: str | None 
     in a window of ``session``: ``{"results": {side: run_side(...)}, "data_dir": staged data,
     "checkpoint_root": ...}``; :func:`finish_workload` completes it once the session has
     ended. The real run goes first; the others follow in ``cfg.sides`` order."""
-    from ..progress import progress
+    from ..output.progress import progress
 
     w, point = prep["workload"], prep["point"]
     res = {}
@@ -348,8 +348,8 @@ def check_points(cfg, sections: dict) -> None:
 
 
 def pick_tier(tiers, name: str, what: str = "traced_comparison.tier"):
-    """The tier ``what`` names (:func:`experiments.tiers.tier_named`)."""
-    from ..tiers import tier_named
+    """The tier ``what`` names (:func:`experiments.host.tiers.tier_named`)."""
+    from ..host.tiers import tier_named
     return tier_named(name, tiers, what)
 
 

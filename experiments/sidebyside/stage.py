@@ -354,13 +354,13 @@ _FIRST_PASS_FILES = ("timelines.json", "sides.json")
 
 
 def write(out, m, kept: Passes, params: dict, appending: bool = False, searched: pd.DataFrame | None = None) -> dict:
-    """What :func:`measure` returned into ``out`` (a :class:`experiments.results.StageResults`):
+    """What :func:`measure` returned into ``out`` (a :class:`experiments.output.results.StageResults`):
     the rows and side tables (``m.write``), the tables derived from every pass (module
     docstring), each workload's first pass's traces and timelines (``kept``) and the
     max-accelerators search (``searched``: :func:`search`'s table, ``search.csv``; None leaves the
     one of before). When a decide run appends (``appending``), the traces and timelines of before
     stay; otherwise those of an earlier run are removed first. Returns the metrics."""
-    from ..results import atomic_write, read_json, write_json
+    from ..output.results import atomic_write, read_json, write_json
     from ..workloads.fits import step_summary
 
     if not appending:

@@ -13,14 +13,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..config import ArgumentParser, ConfigError, check_args, matching
+from ..settings.config import ArgumentParser, ConfigError, check_args, matching
 from .schema import TraceError
 
 EXIT_BAD_INPUT = 2
 
 # ----------------------------------------------------------------------------- argument models
 # Every argument of every subcommand, validated as params.yaml's sections are, before any work
-# (experiments.config.check_args: one line naming the argument, the value, what is allowed).
+# (experiments.settings.config.check_args: one line naming the argument, the value, what is allowed).
 
 _Text = Annotated[str, Field(min_length=1)]
 _Device = matching(r"[\w\-]+", "a block device name, e.g. vda or nvme0n1")
@@ -230,7 +230,7 @@ def cmd_compare(a) -> int:
     sim = similarity.weighted_cosine(u, v)
     if a.csv:
         out = _check_out(a.csv)
-        from ..results import atomic_write
+        from ..output.results import atomic_write
         atomic_write(out, lambda p: table.to_csv(p, index=False))
     print(f"A = {na}\nB = {nb}")
     print(similarity.format_table(table, names))
@@ -243,10 +243,10 @@ def cmd_timeline(a) -> int:
     tr = schema.load(a.trace)
     ph = phases.read(a.phases) if a.phases else _phases_of(tr)
     out = _check_out(a.output)
-    from .. import style
+    from ..output import style
     style.apply()
     fig = timeline.plot(tr, ph, a.bin, a.data, a.checkpoint)
-    from ..results import atomic_write
+    from ..output.results import atomic_write
     atomic_write(out, lambda p: fig.savefig(p, format=out.suffix.lstrip(".") or "png", dpi=120,
                                             bbox_inches="tight"))
     print(f"timeline -> {out}", file=sys.stderr)

@@ -70,8 +70,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import envinfo, paths, stats
-from ..results import atomic_write, write_json
+from ..host import envinfo
+from ..settings import paths
+from ..statistics import stats
+from ..output.results import atomic_write, write_json
 from . import bpftrace_backend as bt
 from . import dftracer_backend, read_jobs
 from .tracer import Tracer, backend_status, wait_cpu
@@ -292,7 +294,7 @@ def table(raw: pd.DataFrame) -> pd.DataFrame:
     """Per (job, back end): runs timed, runs the traced job failed in (``failed_runs``: a tracer
     that crashed it), median command seconds, calls, the wall-time and CPU overhead in
     percent over the untraced medians with their 95 % bootstrap intervals (ratio of medians,
-    :func:`experiments.stats.ratio_of_medians`; ``*_lo``/``*_hi``), and the per-call CPU."""
+    :func:`experiments.statistics.stats.ratio_of_medians`; ``*_lo``/``*_hi``), and the per-call CPU."""
     raw = raw.assign(tracer_cpu_s=raw.get("tracer_cpu_s"),
                      failed=(raw.get("exit_status", pd.Series(0, index=raw.index)).fillna(0) != 0))
     med = raw.groupby(["job", "backend"], sort=False).agg(
@@ -337,7 +339,7 @@ def per_call(raw: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     quiet run of 2026-11-29 read the same 0.22 s a run at 16,500 and at 65,600 calls).
     Without one (``net_of_start`` False) it is (traced - untraced CPU s) / calls, per-run
     costs included. ``us_lo``/``us_hi``: the ``level`` interval
-    (:func:`experiments.stats.median_ci`, the unit the run; ``us_coverage``: what it covers at
+    (:func:`experiments.statistics.stats.median_ci`, the unit the run; ``us_coverage``: what it covers at
     this number of runs). The ``none`` row is the untraced command's own CPU per call (calls:
     the median the tracers counted; net of its start-up run where there is one)."""
     ok = raw[(raw.get("exit_status", pd.Series(0, index=raw.index)).fillna(0) == 0)]
@@ -429,7 +431,7 @@ PUBLISHED = [
 
 def image_set(directory: Path, n_images: int) -> Path:
     """A small ImageNet-like JPEG set (params.yaml's size mix and seed) in ``directory``, made once."""
-    from .. import config
+    from ..settings import config
     from ..datasets import imagenet_like
     out = directory / f"imagenet_like-{n_images}"
     if not (out / imagenet_like.MANIFEST).exists():

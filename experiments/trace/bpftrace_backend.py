@@ -69,7 +69,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from ..procs import interrupt
+from ..host.procs import interrupt
 
 TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 # the tracepoints every variant needs (the rest are used where the kernel has them)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..results import atomic_write
+from ..output.results import atomic_write
 from .schema import Trace
 
 BLOCK_PID = 1_000_000_000

@@ -71,7 +71,7 @@ def _check_release(release: str) -> None:
 
 def release_venv(release: str = "dlio") -> Path:
     """The environment holding ``release``'s library (``dlio``: DLIO's, :func:`paths.dlio_venv`)."""
-    from .. import paths
+    from ..settings import paths
     _check_release(release)
     folder = RELEASES[release][0]
     return paths.dlio_venv() if folder is None else paths.root() / folder

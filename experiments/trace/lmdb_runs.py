@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import cache
+from ..host import cache
 from ..lmdbio import read as lmdbio
 from .schema import Trace
 from .tracer import Tracer

@@ -1,4 +1,4 @@
-"""The always-available back end: :class:`experiments.dstat.Sampler` on the traced tree.
+"""The always-available back end: :class:`experiments.host.dstat.Sampler` on the traced tree.
 
 Per interval (default 1 s): ``/proc/<pid>/io`` of the process tree (``rchar``/``wchar``: the VFS
 view; ``read_bytes``/``write_bytes``: what it made the storage do), ``/proc/diskstats`` of the
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import dstat
+from ..host import dstat
 
 
 def sampler(pid: int, devices: list[str] | None, interval_s: float = 1.0) -> dstat.Sampler:

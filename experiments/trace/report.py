@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from .. import reference
+from ..settings import reference
 from ..claims.declared import Measured, join
 from . import similarity
 from .vector import KEYS

@@ -31,7 +31,7 @@ error       int64                 0, or the negative errno the call returned (vf
 A trace file is one parquet file of these rows. Its key-value metadata (key ``dlio_trace``) is a
 JSON object: the back end that ran, why the others did not, the mode, the command, the clock
 mapping, the sampler rate, lost events and bpftrace lines that did not parse. The ``/proc``
-sampler's time series (one row per interval and source, see :mod:`experiments.dstat`) goes
+sampler's time series (one row per interval and source, see :mod:`experiments.host.dstat`) goes
 beside it as ``<name>.samples.parquet``.
 
 A ``vector``-mode trace (bpftrace aggregating in the kernel) has no per-call VFS rows; its calls
@@ -162,7 +162,7 @@ class Trace:
 
     def save(self, path: str | Path) -> Path:
         """Write the trace to ``path`` (parquet; samples beside it), atomically."""
-        from ..results import atomic_write
+        from ..output.results import atomic_write
 
         path = Path(path)
         table = pa.Table.from_pandas(conform(self.events), preserve_index=False)

@@ -32,8 +32,9 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field, model_validator
 
-from ..config import Section
+from ..settings.config import Section
 from . import lmdb_runs, patterns, vector
+from ..stages import Stage
 from .phases import PhaseLog
 from .schema import Trace
 from .session import Session
@@ -83,8 +84,8 @@ def need_bytes(cfg: TracingPatternsConfig) -> int:
 
 
 def pick_tier(tiers, name: str):
-    """The tier ``tracing_patterns.tier`` names (:func:`experiments.tiers.tier_named`)."""
-    from ..tiers import tier_named
+    """The tier ``tracing_patterns.tier`` names (:func:`experiments.host.tiers.tier_named`)."""
+    from ..host.tiers import tier_named
     return tier_named(name, tiers, "tracing_patterns.tier")
 
 
@@ -105,7 +106,7 @@ def measure(cfg: TracingPatternsConfig, tier_dir: Path, seed: int) -> dict:
     log_path = base / "loader" / "phases.jsonl"
     log_path.unlink(missing_ok=True)
     ck_dir = base / "loader" / "checkpoints"
-    from .. import cache
+    from ..host import cache
     import torch.utils.data  # noqa: F401 - imported before tracing: library loading is not the pattern
     # the three fio runs and the loader in one tracer session, a window each (the probes attach once)
     fio = {"fio_seq_rand": p, "fio_seq_rand_repeat": p, "fio_rand": q}
@@ -219,11 +220,11 @@ def lmdb_check(vec: pd.DataFrame, m: dict) -> pd.DataFrame:
 
 
 def save(out, m: dict, vec: pd.DataFrame, check: pd.DataFrame, lcheck: pd.DataFrame, cfg, tier_info) -> dict:
-    """Write the stage's results through ``out`` (:class:`experiments.results.StageResults`):
+    """Write the stage's results through ``out`` (:class:`experiments.output.results.StageResults`):
     every event (``raw.parquet``), each trace (``trace_<run>.parquet``, with its counts and
     samples beside it), the vectors (``summary.csv``), ``pattern_check.csv``, ``lmdb_check.csv``,
     the metrics and ``env.json``. Returns the metrics."""
-    from .. import config
+    from ..settings import config
     tr0 = m["traces"]["fio_seq_rand"]
     raw = pd.concat([tr.events.assign(run=run) for run, tr in m["traces"].items()], ignore_index=True)
     out.raw(raw)
@@ -232,7 +233,7 @@ def save(out, m: dict, vec: pd.DataFrame, check: pd.DataFrame, lcheck: pd.DataFr
     out.summary(vec)
     out.table("pattern_check", check)
     out.table("lmdb_check", lcheck)
-    # headline metrics in the one vocabulary (experiments/headline.py); the rest is in env.json
+    # headline metrics in the one vocabulary (experiments/output/headline.py); the rest is in env.json
     metrics = {"match": float(check["match"].mean())}
     out.metrics(metrics)
     out.env(params=config.as_dict(cfg), tracer=tr0.backend, tracer_fallbacks=tr0.meta.get("fallbacks"),
@@ -246,3 +247,10 @@ def save(out, m: dict, vec: pd.DataFrame, check: pd.DataFrame, lcheck: pd.DataFr
             loader=m["loader"], lmdb=m["lmdb"], tier=tier_info.__dict__, events=int(len(raw)),
             lmdb_match_fraction=float(lcheck["match"].mean()) if len(lcheck) else None)
     return metrics
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+# The stage's entry in the registry (experiments/stages.py finds it: docs/adding-a-stage.md).
+STAGE = Stage("tracing_patterns", "notebooks/20-tracing-patterns.ipynb", "measuring",
+              {"tracing_patterns": "TracingPatternsConfig"}, ("seed", "tiers", "tracing_patterns"),
+              report="tracing_report")

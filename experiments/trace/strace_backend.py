@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..procs import interrupt
+from ..host.procs import interrupt
 
 IO_SYSCALLS = ("read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev", "pwritev",
                "pwritev2", "sendfile", "copy_file_range", "splice", "mmap", "openat", "close", "lseek",

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import dstat
+from ..host import dstat
 from . import bpftrace_backend as bt
 from . import bpftrace_output
 from . import dftracer_backend, proc_backend, resolve, strace_backend

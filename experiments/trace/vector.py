@@ -51,7 +51,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from .. import reference
+from ..settings import reference
 from . import proc_backend
 from .schema import COPY_IN, COPY_OUT, VFS_READS, VFS_WRITES, Trace, TraceError, conform_counts
 

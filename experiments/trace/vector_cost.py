@@ -37,8 +37,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import paths, stats
-from ..results import atomic_write
+from ..settings import paths
+from ..statistics import stats
+from ..output.results import atomic_write
 from . import bench
 from . import bpftrace_backend as bt
 

@@ -31,7 +31,7 @@ linear in the size); an evaluation step of a case of ``mb`` MB (float32 image) t
 
 Sources :func:`load` accepts: a path to such a file; ``"fit"`` (or None), the model this box
 fitted (``results/workload_fits/compute_model.json``); ``"thesis-v100"``, the thesis's V100
-DGX-1 coefficients, built from :mod:`experiments.reference` (never typed twice), so a laptop can
+DGX-1 coefficients, built from :mod:`experiments.settings.reference` (never typed twice), so a laptop can
 emulate a V100; ``"zero"``, 0 s for every step and evaluation (a storage-only load).
 :func:`load` is the only reader of a model file. What a run is given is resolved once, at
 launch, by :meth:`ComputeModel.run_facts` (:func:`resolve`: load and resolve) into the run's
@@ -54,8 +54,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from .. import paths, reference
-from ..config import ConfigError, check_schema_file, read_json_file
+from ..settings import paths, reference
+from ..settings.config import ConfigError, check_schema_file, read_json_file
 
 SCHEMA = "compute-model/1"
 WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
@@ -243,7 +243,7 @@ def accelerator_utilization(ideal_s: float, run_s: float) -> float:
 
 def parser():
     """The command line (``export SOURCE`` or ``show SOURCE [WORKLOAD G B]``)."""
-    from .. import config
+    from ..settings import config
 
     ap = config.ArgumentParser(prog="python -m experiments.workloads.compute_model")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=config.ArgumentParser)
@@ -264,7 +264,7 @@ class _Point(BaseModel):
 def main(argv=None) -> int:
     """``python -m experiments.workloads.compute_model export thesis-v100`` (print a model file)
     or ``show SOURCE [WORKLOAD G B]`` (validate, and print mean/std in seconds)."""
-    from .. import config
+    from ..settings import config
 
     ap = parser()
     a = ap.parse_args(argv)

@@ -4,7 +4,7 @@ set (per-file sizes, digest).
 
 A generation writes into ``<out>.partial`` and renames it to ``<out>`` when complete, so a
 later stage never reads half a data set. :func:`start` (called before any byte is written)
-prints the planned size, stops with :func:`experiments.tiers.require_free` when it does not
+prints the planned size, stops with :func:`experiments.host.tiers.require_free` when it does not
 fit (naming the data set, its size, the free space and the parameter to change), removes a
 ``.partial`` left by a generation that died, and removes the earlier ``<out>`` (its space is
 counted as free): a generation that dies half way leaves only its ``.partial`` folder, which
@@ -26,7 +26,7 @@ def partial(out: Path) -> Path:
 def start(out: Path, planned_bytes: int, what: str, param: str) -> Path:
     """Check and clear the way for writing ``planned_bytes`` of ``what`` into ``out``; returns
     the ``.partial`` folder to write (not yet created)."""
-    from ..tiers import require_free
+    from ..host.tiers import require_free
 
     out = Path(out)
     print(f"{what}: {planned_bytes / 1e6:,.1f} MB to write into {out}", file=sys.stderr, flush=True)

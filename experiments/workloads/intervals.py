@@ -3,11 +3,11 @@ loader's reads, grouped by the run that measured them), as the claims of :mod:`.
 
 A claim over several configurations (G, B) is a statistic of per-configuration statistics (the
 median over configurations of a ratio of medians, say). Its interval takes the run as its unit
-(:func:`experiments.stats.runs_bootstrap`): for every configuration and row independently, it
+(:func:`experiments.statistics.stats.runs_bootstrap`): for every configuration and row independently, it
 draws runs with replacement, then the steps (or reads) inside each drawn run, and recomputes the
 whole statistic; so the interval holds what changes when a run starts again, not only the noise
 inside one, and the value is the same function on the samples themselves. A configuration
-measured by fewer than :data:`experiments.stats.MIN_RUNS` runs gives no interval (the row says
+measured by fewer than :data:`experiments.statistics.stats.MIN_RUNS` runs gives no interval (the row says
 how many runs it needs).
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import stats
+from ..statistics import stats
 from ..repeats.levels import level_of as _level_of
 from . import fits
 
@@ -84,7 +84,7 @@ def configs_stat(groups: dict, per_config, reduce=np.median, what: str = "") -> 
     """``reduce([per_config(*samples of (G, B)) for each (G, B)])`` (``groups``:
     :func:`config_samples`) and its interval over runs, every configuration's and row's runs
     resampled independently, then the samples inside each drawn run: the point and the interval
-    from the same samples through the same function (:func:`experiments.stats.runs_bootstrap`).
+    from the same samples through the same function (:func:`experiments.statistics.stats.runs_bootstrap`).
     (NaN, None) when there is no configuration. ``n``: the runs."""
     if not groups:
         return float("nan"), None
@@ -149,7 +149,7 @@ def r2_interval(steps: pd.DataFrame | None, w: str, moment: str = "mean") -> tup
     :func:`.fits.normal_fits`) and its interval over runs, both from one selection of steps
     (:func:`steady_rows`, the real variant) through one function: the point is that function on
     the steps, the interval resamples each configuration's runs, then the steps inside each
-    drawn run (:func:`experiments.stats.runs_bootstrap`). ``moment``: ``mean``, ``std``, or
+    drawn run (:func:`experiments.statistics.stats.runs_bootstrap`). ``moment``: ``mean``, ``std``, or
     ``std - mean`` (the std model's R² minus the mean model's, both on the same resampled
     steps). (NaN, None) without steps or with fewer than 3 configurations."""
     if moment not in ("mean", "std", "std - mean"):

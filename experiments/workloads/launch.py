@@ -11,10 +11,10 @@ emulated accelerator, each with a ``TF_CONFIG`` naming all of them, for
 ``MultiWorkerMirroredStrategy``. Each configuration gets a run folder (see :mod:`.rank`); the
 rank programs write their records there and :func:`collect` gathers them.
 
-With ``parents`` (:class:`experiments.warm_launch.Parents`, what the pipeline's workload stages
+With ``parents`` (:class:`experiments.host.warm_launch.Parents`, what the pipeline's workload stages
 pass) every rank is instead forked from the stage's warm parent of its framework, which imported
 PyTorch or TensorFlow once: PyTorch ranks get torchrun's environment from here (no agent), BERT's
-workers their ``TF_CONFIG``; each is a process of its own (see :mod:`experiments.warm_launch`).
+workers their ``TF_CONFIG``; each is a process of its own (see :mod:`experiments.host.warm_launch`).
 
 A run's ``run.json`` says what its ranks do after the data wait: ``compute`` is
 ``{"mode": "real"}`` or, for ``compute: sleep``, the resolved compute model at this (G, B)
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import paths
+from ..settings import paths
 from .steptimer import phase_intervals, read_app_log
 
 TORCH_WORKLOADS = ("unet3d", "dlrm", "retinanet")
@@ -130,7 +130,7 @@ def run_config(workload: str, section: dict, batch_size: int, ranks: int, seed: 
 
     ``compute``: what :func:`.step_compute.from_run` reads (None: the real model);
     ``variant`` names the row (``real``, ``random``, ``sleep``, ...) and keeps its checkpoints
-    apart. ``parents``: an :class:`experiments.warm_launch.Parents` (a warm launch: every rank
+    apart. ``parents``: an :class:`experiments.host.warm_launch.Parents` (a warm launch: every rank
     a process forked from the stage's warm parent of its framework, with the environment a fresh
     launch gives it; for several ranks only where ``parents.multi_rank``), or None (a fresh launch: new interpreters, torchrun for several PyTorch
     ranks). Writes ``usage.json`` (wall and process-tree CPU seconds, the launch, when it

@@ -78,7 +78,9 @@ def compare(rows: pd.DataFrame, steps: pd.DataFrame, quantities=("compute_ns", "
 
 
 def main(argv=None) -> int:
-    from .. import config, paths, repeats, warm_launch
+    from ..settings import config, paths
+    from .. import repeats
+    from ..host import warm_launch
     from . import data_bert, data_dlrm, data_unet3d, launch
 
     ap = argparse.ArgumentParser(prog="python -m experiments.workloads.launch_bench", description=__doc__.split("\n")[0])

@@ -37,7 +37,7 @@ def measure(batches: list[int], repeats: int):
     import pandas as pd
     import torch
 
-    from .. import config
+    from ..settings import config
     from .unet3d import build_model
 
     m = config.load(unet3d=None).unet3d.model

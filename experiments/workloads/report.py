@@ -19,7 +19,8 @@ import os
 import numpy as np
 import pandas as pd
 
-from .. import paths, reference, stats
+from ..settings import paths, reference
+from ..statistics import stats
 from ..claims.declared import Measured, join
 from . import compute_model as cm
 from . import intervals as iv
@@ -563,7 +564,7 @@ def measure_utilization(s: pd.DataFrame, au: pd.DataFrame, au_steps: pd.DataFram
     the sum of their ideal compute over the sum of their wall times, the slowest rank's steps,
     whose walls add up to its train phases, so with one run it is that run's ``au``; with
     several runs their steps are taken together. The interval is over runs (:func:`iv.configs_stat`,
-    :func:`experiments.stats.runs_bootstrap`): every configuration's runs drawn with
+    :func:`experiments.statistics.stats.runs_bootstrap`): every configuration's runs drawn with
     replacement, then the steps inside each drawn run, and the lowest AU recomputed; the value
     and the interval from the same steps through the same function, ``n`` the runs. Why steps
     inside a run and not its ``au`` alone: the benchmark's AU is a ratio of sums of step times
@@ -800,7 +801,7 @@ def _bert_pass(steps: pd.DataFrame | None) -> list[Measured]:
     sizes run at both), its compute throughput's gain per sample over the last batch step over
     the first (median over the rank counts with three batch sizes or more), and the larger
     absolute Spearman correlation of the configurations' median data wait with B and with G;
-    each its interval over runs (:func:`experiments.stats.runs_bootstrap`)."""
+    each its interval over runs (:func:`experiments.statistics.stats.runs_bootstrap`)."""
     from scipy.stats import spearmanr
 
     st = steps.assign(row="real") if steps is not None and len(steps) and "row" not in steps else steps
@@ -886,7 +887,7 @@ def measure_validation_pass(steps: pd.DataFrame | None) -> list[Measured]:
 def _random_rise_by_ranks(steps: pd.DataFrame | None) -> Measured:
     """Per batch size run at two rank counts or more: (random / real median data latency at the
     fewest ranks) over (the same at the most); the median over those batch sizes, its interval
-    over runs (:func:`experiments.stats.runs_bootstrap`)."""
+    over runs (:func:`experiments.statistics.stats.runs_bootstrap`)."""
     rid = "unet3d-random-latency-worst-at-1-gpu"
     g = iv.config_samples(steps, "unet3d", ("real", "random"), iv.secs("data_ns")) if steps is not None else iv.Samples()
     pairs = []

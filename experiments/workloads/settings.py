@@ -13,8 +13,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..common_config import check_counts
-from ..config import Section
+from ..settings.common_config import check_counts
+from ..settings.config import Section, validate
+from ..stages import Stage, count
 
 from .shapes import CRITEO_CARDINALITIES, min_dims
 
@@ -379,3 +380,120 @@ class WorkloadRandomConfig(Subset):
 
     workloads: list[Literal["unet3d", "bert", "dlrm"]] = Field(["unet3d", "bert", "dlrm"], min_length=1,
                                                             description="RetinaNet has no generated-data row")
+
+
+# ----------------------------------------------------------------------------- the registry's entry
+
+def sweep_size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): a workload's batch sizes x ranks x repeats."""
+    s = p[name]["sweep"]
+    return count(s["batch_sizes"]) * count(s["ranks"]) * int(s["repeats"])
+
+
+def real_configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): a workload's real runs."""
+    s = p[name]["sweep"]
+    return [{"workload": name, "variant": "real", "ranks": g, "batch_size": n} for g in s["ranks"] for n in s["batch_sizes"]]
+
+
+def _subset(p: dict, section: str, w: str) -> tuple[int, int]:
+    """(rank counts, batch sizes) of workload ``w``'s sweep that the row ``section`` keeps, as
+    :meth:`Subset.grid` picks them (counted, not listed: the forecast records what it reads)."""
+    s, sw = p[section], p[w]["sweep"]
+    ranks = s.get("ranks") or sw["ranks"]
+    b = sw["batch_sizes"]
+    pick = s.get("batch_sizes") or "all"
+    return count(ranks), {"all": count(b), "smallest": 1, "largest": 1, "ends": len({b[0], b[-1]})}[pick]
+
+
+def sleep_size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): the sleep row's
+    configurations (each workload's kept (G, B)) and Fig A.3's (UNET3D's kept batch sizes, on its
+    ranks), each run its workload's ``sweep.repeats`` times."""
+    s = p["workload_sleep"]
+    a3 = s.get("fig_a3") or {}
+    out = 0
+    for w in s.get("workloads") or []:
+        g, b = _subset(p, "workload_sleep", w)
+        n = g * b
+        if w == "unet3d":
+            n += count(a3.get("modes")) * (count(a3.get("ranks")) if a3.get("ranks") else g) * b
+        out += n * int(p[w]["sweep"]["repeats"])
+    return out
+
+
+def random_size(p: dict, name: str) -> float:
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): each workload's kept
+    (G, B) of the generated-data row, run its ``sweep.repeats`` times."""
+    s = p["workload_random"]
+    out = 0
+    for w in s.get("workloads") or []:
+        g, b = _subset(p, "workload_random", w)
+        out += g * b * int(p[w]["sweep"]["repeats"])
+    return out
+
+
+STEPS = {"unet3d": "epochs", "bert": "steps", "dlrm": "steps"}   # what a workload's run length is counted in
+
+
+def train_units(p: dict, w: str, over: dict | None = None) -> float:
+    """Workload ``w``'s run length in its units (``train.epochs`` or ``train.steps``; ``over``:
+    a stage's overrides of the workloads' sections, as the traced comparison has)."""
+    o = ((over or {}).get(w) or {}).get("train") or {}
+    key = STEPS[w]
+    return float(o[key] if key in o else p[w]["train"][key])
+
+
+def run_length(p: dict, name: str) -> dict[str, float]:
+    """The stage's run length (:func:`experiments.stages.length_of`): each workload it runs, its
+    units a run (one workload's stage: that workload's; the sleep and random rows: theirs).
+    Not for RetinaNet, AlexNet's or the blog's runs: their variance.csv rows separate no set-up."""
+    names = [name] if name in STEPS else (p[name].get("workloads") or [])
+    return {w: train_units(p, w) for w in names if w in STEPS}
+
+
+def sleep_configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): each workload's sleep grid, and UNET3D's Fig A.3 prep modes."""
+    ws = validate("workload_sleep", p["workload_sleep"])
+    out = []
+    for w in ws.workloads:
+        g, bs = ws.grid(validate(w, p[w]).sweep, "workload_sleep")
+        out += [{"workload": w, "variant": "sleep", "ranks": r, "batch_size": n} for r in g for n in bs]
+        if w == "unet3d":
+            out += [{"workload": w, "variant": f"prep-{m}", "ranks": r, "batch_size": n}
+                    for m in ws.fig_a3.modes for r in (ws.fig_a3.ranks or g) for n in bs]
+    return out
+
+
+def random_configurations(p: dict, name: str) -> list[dict]:
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): each workload's random-data grid."""
+    wr = validate("workload_random", p["workload_random"])
+    out = []
+    for w in wr.workloads:
+        g, bs = wr.grid(validate(w, p[w]).sweep, "workload_random")
+        out += [{"workload": w, "variant": "random", "ranks": r, "batch_size": n} for r in g for n in bs]
+    return out
+
+
+_DATA = ("data/unet3d", "data/bert", "data/dlrm")
+_PARTS = ("model", "train", "sweep")
+STAGE = (
+    *(Stage(w, f"notebooks/3{i}-{w}.ipynb", "measuring", {w: f"{w.capitalize()}Config"},
+            ("seed", *(f"{w}.{p}" for p in _PARTS)), True, "workload_fits", (f"data/{w}",),
+            size="sweep_size", configs="real_configurations", length="run_length")
+      for i, w in ((1, "unet3d"), (2, "bert"), (3, "dlrm"))),
+    Stage("retinanet", "notebooks/38-retinanet.ipynb", "measuring", {"retinanet": "RetinanetConfig"},
+          ("seed", *(f"retinanet.{p}" for p in _PARTS)), True, "workload_fits", ("data/retinanet",),
+          note="MLPerf Storage v3.0's RetinaNet (our extension; docs/workloads.md \"RetinaNet\").", size="sweep_size"),
+    Stage("workload_sleep", "notebooks/35-workload-sleep.ipynb", "measuring", {"workload_sleep": "WorkloadSleepConfig"},
+          ("seed", *(f"{w}.{p}" for w in ("unet3d", "bert", "dlrm", "retinanet") for p in _PARTS), "workload_sleep"),
+          True, "workload_validation",
+          (*_DATA, "data/retinanet", "results/workload_fits/compute_model.json", "results/unet3d/loader.csv"),
+          note="Ho-Von 2023 Ch. 3, Sec 4.7, 5.x.3: the sleep and generated-data rows, Fig A.3, accelerator "
+               "utilization.",
+          size="sleep_size", configs="sleep_configurations", length="run_length"),
+    Stage("workload_random", "notebooks/36-workload-random.ipynb", "measuring",
+          {"workload_random": "WorkloadRandomConfig"}, ("seed", "unet3d", "bert", "dlrm", "workload_random"),
+          True, "workload_validation", _DATA, ("data/unet3d-random", "data/bert-random", "data/dlrm-random"),
+          size="random_size", configs="random_configurations", length="run_length"),
+)

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import headline, paths, results
-from ..config import ConfigError
+from ..output import headline, results
+from ..settings import paths
+from ..settings.config import ConfigError
 from ..repeats.purchases import FIRST, first_run
 from . import fits, launch
 
@@ -62,7 +63,7 @@ def generate_fixed(data_cfg, seed: int) -> dict:
 
 def check_data(workload: str, cfg, folder=None) -> None:
     """Stop before launch when the data set on disk is smaller than the sweep needs."""
-    from ..config import ConfigError
+    from ..settings.config import ConfigError
 
     d = folder or data_dir(workload)
     if workload == "unet3d":
@@ -132,7 +133,7 @@ def measuring_stage(name: str, jobs: list[Job], seed: int, parents=None):
     every (workload, variant, ranks, batch size) of ``jobs`` once a round, in a seeded order,
     for ``sweep.repeats`` rounds (the largest of the jobs' workloads'), each run a launch of its
     ranks (:func:`.launch.run_config`; ``parents``: the stage's warm parents,
-    :class:`experiments.warm_launch.Parents`, or None for fresh interpreters) in a folder of its
+    :class:`experiments.host.warm_launch.Parents`, or None for fresh interpreters) in a folder of its
     own (``data/workload_runs/``). Its row is the run's (wall and process-tree CPU seconds, load,
     the compute it ran, the launch and its start-up seconds); its steps,
     loader records and phases are its side tables; its ranks' facts and application log stay in
@@ -184,11 +185,12 @@ def measure_jobs(name: str, jobs: list[Job], seed: int, purchases=(), launch_mod
     bought (``purchases``: ``params.yaml``'s ``decide.<name>``); when a decide run appends, the
     runs of before are kept (their rows, tables and folders) and only the purchases run.
     ``launch_mode``: ``warm`` (the stage's one-rank runs forked from one warm parent per
-    framework, started once: :mod:`experiments.warm_launch`; runs of several ranks start fresh,
-    :class:`~experiments.warm_launch.Parents`) or ``fresh`` (a new interpreter per rank).
+    framework, started once: :mod:`experiments.host.warm_launch`; runs of several ranks start fresh,
+    :class:`~experiments.host.warm_launch.Parents`) or ``fresh`` (a new interpreter per rank).
     Returns the records (:func:`gathered`), with ``launch`` (the mode and each warm parent's
     import seconds, paid once)."""
-    from .. import repeats, warm_launch
+    from .. import repeats
+    from ..host import warm_launch
 
     if launch_mode not in LAUNCHES:
         raise ValueError(f"launch_mode = {launch_mode!r}; allowed: {', '.join(LAUNCHES)}")
@@ -223,7 +225,7 @@ def gathered(m) -> dict:
     application log (``app``); ``measurement`` itself (for ``rounds.json``). A run folder that
     is gone stops it, naming the folder (the stage must then run from scratch:
     ``dvc repro --force``)."""
-    from ..config import ConfigError
+    from ..settings.config import ConfigError
 
     runs = m.rows.drop(columns=["job"], errors="ignore")
     m.rows = runs

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import paths
-from ..config import ConfigError
+from ..settings import paths
+from ..settings.config import ConfigError
 from . import compute_model as cm
 from . import datasets, stage
 

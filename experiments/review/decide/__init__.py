@@ -33,7 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import dvc_run, paths
+from ...pipeline import dvc_run
+from ...settings import paths
 from ...repeats import purchases as P
 from ..compare import compare, markdown
 from . import params_edit, pricing

@@ -17,7 +17,7 @@ def read(root: Path) -> tuple[str, dict]:
 
 
 def write(root: Path, text: str) -> None:
-    from ...results import atomic_write
+    from ...output.results import atomic_write
 
     atomic_write(root / "params.yaml", lambda t: t.write_text(text))
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ... import paths
+from ...settings import paths
 from ...claims.steering import rules as declared_rules
 from ...repeats.findings import compared, of
 from ...repeats.futility import Judged, judged, rounds_needed
@@ -161,7 +161,7 @@ def _z(level: float) -> float:
 
 def _least_n(level: float) -> int:
     """The fewest samples a median's interval needs to reach ``level``."""
-    from ...stats import reachable
+    from ...statistics.stats import reachable
 
     return next(k for k in range(2, 10_000) if reachable(k) >= level - 1e-12)
 

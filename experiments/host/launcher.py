@@ -28,7 +28,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator
 
 from . import envinfo
-from .config import ConfigError
+from ..settings.config import ConfigError
 
 ALL = "all"  # a ``nodes`` entry: every node of the allocation (1 off Slurm)
 
@@ -80,6 +80,12 @@ def resolve_nodes(values) -> list[int]:
     return sorted({have if v == ALL else int(v) for v in check_nodes(values, "nodes")})
 
 
+def ranked(procs: list[int], nodes: list | None) -> int:
+    """The (P, nodes) pairs a launcher sweep runs: every node count (``all``: the allocation's)
+    no larger than P."""
+    return sum(1 for q in procs for n in resolve_nodes(nodes or [1]) if n <= q)
+
+
 def _bin(name: str) -> str:
     """``name`` from this Python's bin folder (the venv's, where the mpich wheel puts mpiexec),
     else from PATH."""
@@ -129,7 +135,7 @@ class RankPool:
     rows. Between runs the ranks sleep in ``recv`` (no CPU, no MPI polling), so pools of
     several sizes can wait side by side while another runs; starting Python, numpy and MPI once
     instead of per run saves about half a second a run. A rank that fails aborts the job
-    (:func:`experiments.mpi_node.serve`); :meth:`call` then raises with the output's tail.
+    (:func:`experiments.host.mpi_node.serve`); :meth:`call` then raises with the output's tail.
     Use as a context manager (or :meth:`close`)."""
 
     def __init__(self, ranks: int, module: str, nodes: int = 1, timeout_s: float = 3600):
@@ -147,7 +153,7 @@ class RankPool:
         e = dict(os.environ)
         if oversubscribed(ranks):
             e.setdefault(HEAVY_YIELD, "1")   # a value set by the user is kept
-        root = str(Path(__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[2])   # the project (experiments/host/launcher.py)
         e["PYTHONPATH"] = root + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
         self.cmd = mpi_command(ranks, ["-m", module, "--serve", addr], nodes)
         # a session of its own: a forced stop signals the launcher and every process it started
@@ -155,7 +161,7 @@ class RankPool:
         self._proc = subprocess.Popen(self.cmd, env=e, stdout=self._log, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, start_new_session=True)
         self._conns, self._closed, self.removed_shm = {}, False, []
-        self.ranks_info: dict[int, dict] = {}  # rank -> host, pid, shm (experiments.mpi_node.serve)
+        self.ranks_info: dict[int, dict] = {}  # rank -> host, pid, shm (experiments.host.mpi_node.serve)
         try:
             while len(self._conns) < ranks:
                 self._alive("starting")

@@ -2,7 +2,7 @@
 buy runs, what a purchase re-runs, whether the pipeline is up to date, and the ``dvc repro`` that
 runs the purchases (interruptible: a Ctrl-C is passed on to DVC and waited for). ``make decide``
 (:mod:`experiments.review.decide`) runs its purchases through it and the plan
-(:mod:`experiments.forecast`) asks it which stages are stale; it imports nothing of the package."""
+(:mod:`experiments.pipeline.forecast`) asks it which stages are stale; it imports nothing of the package."""
 
 from __future__ import annotations
 

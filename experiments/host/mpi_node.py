@@ -12,7 +12,7 @@ purpose (numpy and the standard library), as every rank imports it.
   (``read`` on a FIFO): one voluntary context switch per wait, as ``multiprocessing.Barrier``.
 - :func:`host_times`: (start, finish) on one clock per host, 0 = the host's first start.
 - :func:`serve`: run a rank function for each spec the parent sends
-  (:class:`experiments.launcher.RankPool`), gather every rank's row at rank 0, send them back;
+  (:class:`experiments.host.launcher.RankPool`), gather every rank's row at rank 0, send them back;
   a failing rank aborts the job (the others would wait for it forever).
 - :func:`shm_segments`: the MPI library's named shared-memory files this rank has mapped (what
   the pool removes after a forced stop: MPICH unlinks them only in ``MPI_Finalize``).
@@ -107,7 +107,7 @@ def shm_segments(maps: str = "/proc/self/maps") -> list[str]:
 
 
 def serve(work) -> None:
-    """``python -m MODULE --serve HOST:PORT`` (started by :class:`experiments.launcher.RankPool`):
+    """``python -m MODULE --serve HOST:PORT`` (started by :class:`experiments.host.launcher.RankPool`):
     every rank connects to HOST:PORT and says its rank, host, pid and MPI shared-memory files
     (:func:`shm_segments`, for the pool to remove should it have to kill the ranks), then runs ``work(world, spec) -> dict``
     for each spec (a JSON line) it receives, until ``exit``; rank 0 sends back the list of rows,

@@ -1,5 +1,5 @@
-"""The coverage table of experiments.stats' interval methods, simulated by
-``python -m experiments.coverage --write`` (do not edit by hand; tests/test_coverage.py
+"""The coverage table of experiments.statistics.stats' interval methods, simulated by
+``python -m experiments.statistics.coverage --write`` (do not edit by hand; tests/test_coverage.py
 recomputes the cells that decide). Each row: method, runs a side, data shape, level,
 coverage, replicates."""
 

@@ -11,7 +11,7 @@ an upper bound on the bytes the device served the job's data:
   the run, the device found from the tier's mount (:func:`block_device`);
   everything it did, other programs' I/O and metadata included;
 - ``processes``: the growth of ``read_bytes`` in ``/proc/<pid>/io`` of this process and its
-  descendants (:func:`experiments.dstat.read_proc_io`; a reaped child's count goes to its
+  descendants (:func:`experiments.host.dstat.read_proc_io`; a reaped child's count goes to its
   parent): the bytes the kernel fetched from storage for the job, readahead and page faults of
   mapped files included, other programs left out; a program that counts its own window (the
   emulator's ranks, ``rank-r*.json``) gives that instead;
@@ -35,7 +35,7 @@ A span may also sample both counts (``sample_s``) so that a part of the run is j
 (:meth:`Span.window`: DLIO's epochs after the first, which its figure is made of).
 
 Every audit of this process is kept; :func:`summary` is what ``env.json`` records
-(``device_audit``, through :func:`experiments.envinfo.capture`). Bytes; MB = 10^6 B.
+(``device_audit``, through :func:`experiments.host.envinfo.capture`). Bytes; MB = 10^6 B.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _num(x) -> float | None:
 
 def block_device(path) -> tuple[str, str | None]:
     """(file-system type, block device as ``/proc/diskstats`` names it: ``vda``, ``sda1``,
-    ``dm-0``) under ``path``, from its mount (:func:`experiments.tiers.mount_of`, the one reader
+    ``dm-0``) under ``path``, from its mount (:func:`experiments.host.tiers.mount_of`, the one reader
     of the mount table): the file's device number, else the mount's source (``/dev/...``, links
     followed). The device is None on a memory-backed file system and on one with no local block
     device (NFS, Lustre, FUSE, overlay)."""
@@ -103,7 +103,7 @@ class Span:
     """The device's and the job's counters over one run: ``with Span(tier_folder) as s: run()``,
     then :meth:`judge` with the bytes the job read and wrote. ``processes``: count this
     process's descendants (False where the job's processes are not: ranks started by srun).
-    ``sample_s``: also sample both counts every that many seconds (:class:`experiments.dstat.Sampler`),
+    ``sample_s``: also sample both counts every that many seconds (:class:`experiments.host.dstat.Sampler`),
     so that :meth:`window` gives them over a part of the run (a program's epochs)."""
 
     def __init__(self, path, label: str = "", processes: bool = True, sample_s: float | None = None):

@@ -7,7 +7,7 @@ Opening a stage's writer removes the result files of an earlier run of that stag
 and new never mix.
 
 Only the pipeline writes the tracked folder ``results/<stage>/``: ``dvc repro`` runs each
-notebook through :mod:`experiments.run_notebook`, which sets ``DLIO_PIPELINE_STAGE=<stage>``.
+notebook through :mod:`experiments.pipeline.run_notebook`, which sets ``DLIO_PIPELINE_STAGE=<stage>``.
 A notebook run any other way (JupyterLab, papermill by hand) is *exploring*: its writer goes
 to ``explore/<notebook>/<overrides>/``, named after the notebook and the parameters that differ
 from ``params.yaml`` (``as-params`` when none do), says so, and leaves the pipeline's results
@@ -29,9 +29,10 @@ from typing import Any
 
 import pandas as pd
 
-from . import config, envinfo, paths
+from ..settings import config, paths
+from ..host import envinfo
 
-PIPELINE_ENV = "DLIO_PIPELINE_STAGE"   # set by experiments.run_notebook under `dvc repro`
+PIPELINE_ENV = "DLIO_PIPELINE_STAGE"   # set by experiments.pipeline.run_notebook under `dvc repro`
 EXPLORE_DIR = "explore"
 RESULT_FILES = ("raw.parquet", "summary.csv", "metrics.json", "env.json", "claims.json", "figures.json")
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
@@ -176,7 +177,7 @@ class StageResults:
 
     def metrics(self, metrics: dict) -> Path:
         """Headline numbers (DVC metrics): a flat mapping of a few keys from the one vocabulary
-        (:data:`experiments.headline.KEYS`); tables go in ``.csv`` files. Floats keep 4
+        (:data:`experiments.output.headline.KEYS`); tables go in ``.csv`` files. Floats keep 4
         significant digits (more is noise between runs, and widens ``dvc metrics show``)."""
         from .headline import KEYS  # the one vocabulary (headline imports nothing from here)
 
@@ -184,7 +185,7 @@ class StageResults:
         for k, v in metrics.items():
             if k not in KEYS:
                 raise ValueError(f"metrics key {k!r} is not in the headline vocabulary "
-                                 f"(experiments/headline.py KEYS: {', '.join(KEYS)}); use one of "
+                                 f"(experiments/output/headline.py KEYS: {', '.join(KEYS)}); use one of "
                                  "those, or add a key there when none says it")
             if isinstance(v, (dict, list, tuple)):
                 raise ValueError(f"metrics[{k!r}] is a {type(v).__name__}: headline metrics are flat "

@@ -1,4 +1,4 @@
-"""The plan before the first stage: ``python -m experiments.forecast plan`` (``make repro``,
+"""The plan before the first stage: ``python -m experiments.pipeline.forecast plan`` (``make repro``,
 ``make paper``) prints what each stage that ``dvc repro`` will run should take, and the total.
 
 A stage's forecast is ``runs x seconds a run + fixed seconds``, from the reference box's table
@@ -6,7 +6,7 @@ A stage's forecast is ``runs x seconds a run + fixed seconds``, from the referen
 seconds a run took and the seconds outside the runs, with the commit and host that measured
 them), moved to the active ``params.yaml`` and to this box:
 
-- **runs** follow the parameters: each measuring stage's *size* (:data:`SIZES`, a number
+- **runs** follow the parameters: each measuring stage's *size* (its registry entry's ``size`` rule, a number
   proportional to its run count: configurations x rounds) is computed from the active
   parameters and from the reference run's, and the reference runs are scaled by their ratio
   (a stage that stops early on the reference box keeps the same share of extra rounds);
@@ -15,7 +15,7 @@ them), moved to the active ``params.yaml`` and to this box:
   by ``cpu^w x io^(1 - w)``, ``w`` its CPU seconds over its wall seconds on the reference box
   (:func:`weighted`; one half where the reference did not record them);
 - **a run's length** follows the parameters where a stage's rows separate set-up from steps
-  (:data:`LENGTHS`): a run x times as long costs ``run_s x (1 - unit_share + unit_share x x)``,
+  (its registry entry's length rule, :func:`experiments.stages.length_of`): a run x times as long costs ``run_s x (1 - unit_share + unit_share x x)``,
   ``unit_share`` the steps' share of a run on the reference box (its ``variance.csv``);
 - what the reference cannot know is said: a parameter of the stage that differs from the
   reference run's (``env/reference-params.yaml``) and that does not set its count of runs
@@ -23,17 +23,17 @@ them), moved to the active ``params.yaml`` and to this box:
 
 Only the stages ``dvc repro`` will run count: those ``dvc status`` finds changed and every stage
 downstream of one (its inputs will change when they run). The plan, with the forecast of every
-stage, is written atomically to ``results/plan.json`` (:data:`experiments.ae_table.PLAN`); ``make ae-table``
-(:mod:`experiments.ae_table`) sets each stage's wall time against it.
+stage, is written atomically to ``results/plan.json`` (:data:`experiments.pipeline.ae_table.PLAN`); ``make ae-table``
+(:mod:`experiments.pipeline.ae_table`) sets each stage's wall time against it.
 
-``make repro STAGES="deepio lmdbio"`` (``python -m experiments.forecast plan --stages ...``, then
+``make repro STAGES="deepio lmdbio"`` (``python -m experiments.pipeline.forecast plan --stages ...``, then
 ``... repro --stages ...``) re-measures only those stages: the stale stages upstream of them
 first (a fresh clone's data sets), then the named stages and every stage downstream of one,
 forced (:func:`repro_commands`); the plan counts just those. Each claim's cost of being
 re-measured that way, from the reference table's own wall times (:func:`cost`), is a column of
 the claims table (:mod:`experiments.claims.table`).
 
-``python -m experiments.forecast record`` re-records the reference table from the last
+``python -m experiments.pipeline.forecast record`` re-records the reference table from the last
 ``make repro`` of this checkout (each ``results/<stage>/env.json`` and its rows' ``run_s``),
 with this box's calibration: run it on the reference box after a change to what a run does
 (its steps, its start-up), and commit ``env/reference-times.csv`` and ``env/reference-params.yaml``.
@@ -56,12 +56,13 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from types import SimpleNamespace
 
 import yaml
 
-from . import cache, paths, stages
-from .provenance import MEASURING, data_stages  # noqa: F401 - the stage lists, one place
+from ..host import cache
+from ..settings import paths
+from .. import stages
+from ..output.provenance import MEASURING, data_stages  # noqa: F401 - the stage lists, one place
 
 REFERENCE = "env/reference-times.csv"
 REFERENCE_PARAMS = "env/reference-params.yaml"   # the params.yaml the reference run ran with
@@ -70,166 +71,21 @@ CPU_SHARE = 0.5   # a stage whose CPU seconds the reference did not record: half
 
 
 # ----------------------------------------------------------------------------- sizes from params
-
-def _len(x) -> int:
-    return len(x) if isinstance(x, (list, tuple, dict)) else 1
-
-
-def _tier_names(p: dict) -> list[str]:
-    return [t["name"] for t in p.get("tiers") or []]
-
-
-def _rounds(s: dict) -> int:
-    """The rounds a stage runs at least: its ``repeats`` and its warm-up rounds."""
-    return int(s.get("repeats", 1)) + int(s.get("warmup", 0) or 0)
-
-
-def _ranked(procs: list[int], nodes: list | None) -> int:
-    """(P, nodes) pairs a launcher sweep runs: every node count (``all``: the Slurm allocation's,
-    as the stage resolves it) no larger than P."""
-    from .launcher import resolve_nodes
-
-    return sum(1 for q in procs for n in resolve_nodes(nodes or [1]) if n <= q)
-
-
-def _alexnet_prefetch(p: dict) -> float:
-    from .chien.alexnet import batch_configs, prefetch_configs
-
-    a = p["alexnet"]
-    cfg = SimpleNamespace(**{k: a[k] for k in ("threads", "prefetch", "batch_size", "batch_threads", "batch_tiers",
-                                                "batch_sizes")})
-    pre = prefetch_configs(a.get("tiers") or _tier_names(p), cfg)
-    return (len(pre) + len(batch_configs(cfg, pre))) * _rounds(a)
-
-
-def _alexnet_checkpoint(p: dict) -> float:
-    from .chien.alexnet_checkpoint import checkpoint_modes
-
-    c = p["alexnet_checkpoint"]
-    modes = checkpoint_modes(SimpleNamespace(**{k: c[k] for k in ("targets", "burst_buffer", "fast", "slow")}))
-    return len(modes) * _rounds(c)
-
-
-def _sweep(name: str):
-    def size(p: dict) -> float:
-        s = p[name]["sweep"]
-        return _len(s["batch_sizes"]) * _len(s["ranks"]) * int(s["repeats"])
-    return size
-
-
-def _subset(p: dict, section: str, w: str) -> tuple[int, int]:
-    """(rank counts, batch sizes) of workload ``w``'s sweep that the row ``section`` keeps, as
-    :meth:`experiments.workloads.settings.Subset.grid` picks them (counted, not listed)."""
-    s, sw = p[section], p[w]["sweep"]
-    ranks = s.get("ranks") or sw["ranks"]
-    b = sw["batch_sizes"]
-    pick = s.get("batch_sizes") or "all"
-    return _len(ranks), {"all": _len(b), "smallest": 1, "largest": 1, "ends": len({b[0], b[-1]})}[pick]
-
-
-def _workload_sleep(p: dict) -> float:
-    """The sleep row's configurations (each workload's kept (G, B)) and Fig A.3's (UNET3D's kept
-    batch sizes, on its ranks), each run its workload's ``sweep.repeats`` times."""
-    s = p["workload_sleep"]
-    a3 = s.get("fig_a3") or {}
-    out = 0
-    for w in s.get("workloads") or []:
-        g, b = _subset(p, "workload_sleep", w)
-        n = g * b
-        if w == "unet3d":
-            n += _len(a3.get("modes")) * (_len(a3.get("ranks")) if a3.get("ranks") else g) * b
-        out += n * int(p[w]["sweep"]["repeats"])
-    return out
-
-
-def _workload_random(p: dict) -> float:
-    s = p["workload_random"]
-    out = 0
-    for w in s.get("workloads") or []:
-        g, b = _subset(p, "workload_random", w)
-        out += g * b * int(p[w]["sweep"]["repeats"])
-    return out
-
-
-# stage -> size(params): a number proportional to the seconds its runs take (configurations x
-# rounds, as the stage's own code builds them); a stage not named here is taken at its
-# reference seconds, whatever the parameters (its work does not scale with a count of runs)
-SIZES = {
-    "fio_baseline": lambda p: len(_tier_names(p)) * _rounds(p["fio_baseline"]),
-    "imagenet_like": lambda p: int(p["imagenet_like"]["n_images"]),
-    "caltech_like": lambda p: int(p["caltech_like"]["n_images"]),
-    "tfdata_read": lambda p: (len(_tier_names(p)) * _len(p["tfdata_read"]["variants"])
-                              * _len(p["tfdata_read"]["threads"]) * _rounds(p["tfdata_read"])),
-    "deepio": lambda p: (len(_tier_names(p)) * 2 * _len(p["deepio"]["ratios"])
-                         * _ranked(p["deepio"]["procs"], p["deepio"].get("nodes")) * _rounds(p["deepio"])),
-    "lmdbio": lambda p: (len(_tier_names(p)) * _len(p["lmdbio"]["datasets"]) * _len(p["lmdbio"]["strategies"])
-                         * _ranked(p["lmdbio"]["procs"], p["lmdbio"].get("nodes")) * _rounds(p["lmdbio"])),
-    "blog": lambda p: (len(_tier_names(p)) * (2 * _len(p["blog"]["threads"]) + _len(p["blog"]["workers"]))
-                       * _rounds(p["blog"])),
-    "alexnet_prefetch": _alexnet_prefetch,
-    "alexnet_checkpoint": _alexnet_checkpoint,
-    "unet3d": _sweep("unet3d"),
-    "bert": _sweep("bert"),
-    "dlrm": _sweep("dlrm"),
-    "retinanet": _sweep("retinanet"),
-    "workload_sleep": _workload_sleep,
-    "workload_random": _workload_random,
-    # the sides a pass runs: `fixed` only for a workload with a fixed-size variant of its data
-    # (experiments.sidebyside.settings.FIXED_DATA: RetinaNet)
-    "traced_comparison": lambda p: (sum(len([s for s in p["traced_comparison"]["sides"] if s != "fixed" or w == "retinanet"])
-                                        for w in p["traced_comparison"]["points"])
-                                    * int(p["traced_comparison"].get("runs", 1))),
-    "llm_checkpoint": lambda p: (_len(p["llm_checkpoint"]["tiers"]) * int(p["llm_checkpoint"]["repeats"])
-                                 * int(p["llm_checkpoint"]["checkpoints"])),
-}
-
-
-def _train(p: dict, w: str, key: str, over: dict | None = None) -> float:
-    """A workload's ``train.<key>`` (``over``: the traced comparison's overrides of it)."""
-    o = ((over or {}).get(w) or {}).get("train") or {}
-    return float(o[key] if key in o else p[w]["train"][key])
-
-
-_STEPS = {"unet3d": "epochs", "bert": "steps", "dlrm": "steps"}   # what a workload's run length is counted in
-
-
-def _workloads(p: dict, names) -> dict[str, float]:
-    return {w: _train(p, w, _STEPS[w]) for w in names if w in _STEPS}
-
-
-# stage -> length(params): {part: a number proportional to the units (epochs or steps) a run of
-# that part does}. A run's seconds are set-up plus units (Kalibera and Jones's cost model, the
-# one variance.csv fits: run_s = setup_s + units x unit_s); the reference table's ``unit_share`` is
-# the units' share of a run there, so a run whose length changes by x costs
-# ``run_s x (1 - unit_share + unit_share x x)``, x the mean over the stage's parts (a stage that runs
-# several workloads: each workload's own ratio, equally weighted). A stage not named here keeps its
-# reference seconds a run, and a change to its run length is named UNKNOWN.
-# one rule per stage, keyed by its name as SIZES is (each key checked against the registry:
-# tests/test_forecast_lengths.py)
-LENGTHS: dict = {}
-for _w in _STEPS:
-    LENGTHS[_w] = lambda p, _w=_w: _workloads(p, [_w])
-LENGTHS["workload_sleep"] = lambda p: _workloads(p, p["workload_sleep"].get("workloads") or [])
-LENGTHS["workload_random"] = lambda p: _workloads(p, p["workload_random"].get("workloads") or [])
-LENGTHS["traced_comparison"] = lambda p: {w: _train(p, w, _STEPS[w], p["traced_comparison"].get("overrides"))
-                                          for w in p["traced_comparison"]["points"] if w in _STEPS}
-# not here: AlexNet's checkpoint runs and the blog's, whose variance.csv rows separate no set-up
-# (setup_s 0: a run's seconds are its units'), so a share of units there would be a guess
-
+# Each stage's size rule is its registry entry's (experiments.stages.size_of): a number
+# proportional to the seconds its runs take; a stage without one is taken at its reference
+# seconds, whatever the parameters (its work does not scale with a count of runs).
 
 def length_of(stage: str, params: dict) -> dict[str, float] | None:
-    """Stage ``stage``'s run length under ``params`` (:data:`LENGTHS`); None for a stage without one."""
-    f = LENGTHS.get(stage)
-    if f is None:
-        return None
+    """Stage ``stage``'s run length under ``params`` (its registry entry's length rule,
+    :func:`experiments.stages.length_of`); None for a stage without one."""
     try:
-        return f(params)
+        return stages.length_of(stage, params)
     except (KeyError, TypeError, ValueError) as e:
         raise SystemExit(f"forecast: stage {stage}: cannot read its run length from params.yaml ({e!r})") from None
 
 
 def length_ratio(now: dict[str, float] | None, ref: dict[str, float] | None) -> float | None:
-    """The mean over the parts both have of ``now / ref`` (:data:`LENGTHS`); None when none."""
+    """The mean over the parts both have of ``now / ref`` (:func:`length_of`); None when none."""
     parts = [k for k in (now or {}) if (ref or {}).get(k)]
     return sum(now[k] / ref[k] for k in parts) / len(parts) if parts else None
 
@@ -283,13 +139,13 @@ class _Reads(dict):
 
 def counted(stage: str, params: dict) -> set[str]:
     """The parameter paths stage ``stage``'s size and length rules read: what sets its count of
-    runs and their length (:data:`SIZES`, :data:`LENGTHS`)."""
+    runs and their length (its registry entry's size and length rules)."""
     seen: set[str] = set()
-    for rule in (SIZES.get(stage), LENGTHS.get(stage)):   # its count of runs and their length: both forecast
-        if rule is None:
-            continue
+    for rule in (stages.size_of, stages.length_of):   # its count of runs and their length: both forecast
+        if stage not in stages.BY_NAME:
+            break
         try:
-            rule(_Reads(params, "", seen))
+            rule(stage, _Reads(params, "", seen))
         except (KeyError, TypeError, ValueError, ImportError):
             pass
     return seen
@@ -365,12 +221,12 @@ def code_changes(deps: list, changed: set[str] | None) -> list[str]:
 
 
 def size_of(stage: str, params: dict) -> float | None:
-    """Stage ``stage``'s size under ``params`` (:data:`SIZES`); None for a stage without one."""
-    f = SIZES.get(stage)
-    if f is None:
+    """Stage ``stage``'s size under ``params`` (:func:`experiments.stages.size_of`); None for a
+    stage without a size rule (or one the registry lacks)."""
+    if stage not in stages.BY_NAME:
         return None
     try:
-        return float(f(params))
+        return stages.size_of(stage, params)
     except (KeyError, TypeError, ValueError, ImportError) as e:
         raise SystemExit(f"forecast: stage {stage}: cannot count its runs from params.yaml ({e!r})") from None
 
@@ -466,7 +322,7 @@ def read_reference(path: Path | None = None) -> Reference:
     path = path or paths.root() / REFERENCE
     if not path.exists():
         raise SystemExit(f"forecast: {path} is missing: record it on the reference box "
-                         "(python -m experiments.forecast record)")
+                         "(python -m experiments.pipeline.forecast record)")
     meta, body = {}, []
     for line in path.read_text().splitlines():
         if line.startswith("#"):
@@ -493,14 +349,14 @@ def read_reference(path: Path | None = None) -> Reference:
 
 
 def write_reference(ref: Reference, path: Path | None = None) -> Path:
-    from .results import atomic_write
+    from ..output.results import atomic_write
 
     path = path or paths.root() / REFERENCE
-    head = ["# The reference box's stage times, read by `python -m experiments.forecast plan` (make repro).",
-            "# Re-record on the reference box after a make repro: python -m experiments.forecast record",
-            "# runs: the runs the stage made; size: the same count from its parameters (experiments/forecast.py",
-            "# SIZES), which the plan scales; run_s: seconds a run; fixed_s: the stage's seconds outside its runs;",
-            "# unit_share: the share of run_s in the run's steps (variance.csv's units), which LENGTHS scales."]
+    head = ["# The reference box's stage times, read by `python -m experiments.pipeline.forecast plan` (make repro).",
+            "# Re-record on the reference box after a make repro: python -m experiments.pipeline.forecast record",
+            "# runs: the runs the stage made; size: the same count from its parameters (its registry entry's",
+            "# size rule, experiments/stages.py), which the plan scales; run_s: seconds a run; fixed_s: the stage's seconds outside its runs;",
+            "# unit_share: the share of run_s in the run's steps (variance.csv's units), which its length rule scales."]
     # the head's own lines read back as meta (a colon in them): written once, not again
     head += [f"# {k}: {v}" for k, v in ref.meta.items() if f"# {k}: {v}" not in head
              and not any(h.startswith(f"# {k}:") for h in head)]
@@ -544,7 +400,7 @@ def _runs_of(stage: str, results: Path | None = None) -> tuple[int, float]:
     for a stage without ``run_s`` rows."""
     import pandas as pd
 
-    from .repeats.stage import ROUNDS_FILE
+    from ..repeats.stage import ROUNDS_FILE
 
     d = results / stage if results is not None else paths.results_dir(stage)
     name = "raw.parquet"
@@ -557,7 +413,7 @@ def _runs_of(stage: str, results: Path | None = None) -> tuple[int, float]:
     if "run_s" not in rows or "run" not in rows:
         return 0, 0.0
     if "made_by" in rows:   # make repro's runs, not those a make decide bought after it
-        from .repeats.purchases import FIRST
+        from ..repeats.purchases import FIRST
 
         rows = rows[rows["made_by"] == FIRST]
     per = rows.groupby("run")["run_s"].sum()   # a run's passes share its seconds out (the blog's cold, warm)
@@ -587,7 +443,7 @@ def record(out: Path | None = None, source: Path | None = None) -> Reference:
     code where that run was made (its ``results/`` and ``params.yaml``, only read; its commit
     from the run's own ``env.json``), as ``make reference SOURCE=...`` records it."""
     from . import ae_table
-    from .envinfo import git_revision
+    from ..host.envinfo import git_revision
 
     pfile = source / "params.yaml" if source else paths.params_file()
     results = source / "results" if source else None
@@ -601,7 +457,7 @@ def record(out: Path | None = None, source: Path | None = None) -> Reference:
         n, secs = _runs_of(st, results)
         rows[st] = _row(st, float(r["wall_s"]), n, secs, ae_table.stage_bytes(r), params,
                         "env.json wall_s and cpu_s; rows' run_s", r.get("cpu_s"))
-        if st in LENGTHS and n:
+        if st in stages.BY_NAME and stages.BY_NAME[st].length and n:
             ranks = max([int(x.get("ranks", 1)) for x in (params.get(st) or {}).get("points", {}).values()] or [1])
             rows[st]["unit_share"] = unit_share((results if results is not None else paths.root() / "results")
                                                 / st / "variance.csv", ranks, secs)
@@ -628,7 +484,7 @@ def _profile(pfile: Path | None = None) -> str:
 
 
 def _seconds(text: str) -> float:
-    """``3 min 7 s`` or ``42 s`` (:func:`experiments.run_notebook.fmt_seconds`) as seconds."""
+    """``3 min 7 s`` or ``42 s`` (:func:`experiments.pipeline.run_notebook.fmt_seconds`) as seconds."""
     m = re.fullmatch(r"(?:(\d+) min )?(\d+) s", text.strip())
     if not m:
         raise ValueError(f"not a stage time: {text!r}")
@@ -860,7 +716,7 @@ def render(lines: list[Line], fresh: list[str], head: str, skipped: str = "up to
     if unknown:
         out.append(f"{len(unknown)} stage(s) run differently from the reference run (other parameters or code: "
                    f"{', '.join(unknown)}): their forecast keeps the reference's seconds a run, which those changes may have moved; "
-                   "re-record the table on the reference box (python -m experiments.forecast record) to forecast them")
+                   "re-record the table on the reference box (python -m experiments.pipeline.forecast record) to forecast them")
     if fresh:
         out.append(f"{skipped}: {', '.join(fresh)}")
     return "\n".join(out)
@@ -921,7 +777,7 @@ def words(p: dict) -> str:
 
 def write_plan(p: dict, path: Path | None = None) -> Path:
     from .ae_table import PLAN
-    from .results import write_json
+    from ..output.results import write_json
 
     return write_json(path or paths.root() / PLAN, p)
 
@@ -929,7 +785,7 @@ def write_plan(p: dict, path: Path | None = None) -> Path:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.forecast", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.pipeline.forecast", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     pl = sub.add_parser("plan", help="print the plan of the next dvc repro and write results/plan.json")
     pl.add_argument("--stages", default="", help="make repro STAGES: only these stages and what depends on them")

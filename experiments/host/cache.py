@@ -16,7 +16,7 @@ method is reported only when it evicted something.
 
 Every eviction of this process is also kept in a log; :func:`summary` condenses it per label
 (a tier name, or the evicted folder) and ``env.json`` records it as ``cold_runs`` through
-:func:`experiments.envinfo.capture`, so every stage that evicts records its measured
+:func:`experiments.host.envinfo.capture`, so every stage that evicts records its measured
 residency without code of its own.
 """
 

@@ -4,7 +4,7 @@
 ``dvc metrics diff``); the long tables stay in ``summary.csv`` and the other ``.csv`` files.
 Every stage draws its keys from one small vocabulary, :data:`KEYS`, so that ``dvc metrics
 show`` (one table, a column per distinct key) stays narrow enough to read. A stage's numbers
-are taken on its *storage tier* (:func:`experiments.tiers.storage_tier`: the first tier whose
+are taken on its *storage tier* (:func:`experiments.host.tiers.storage_tier`: the first tier whose
 reads reach a device), the one its claims are judged on.
 """
 

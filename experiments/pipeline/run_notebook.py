@@ -1,4 +1,4 @@
-"""Papermill for the pipeline: ``python -m experiments.run_notebook NOTEBOOK OUTPUT``.
+"""Papermill for the pipeline: ``python -m experiments.pipeline.run_notebook NOTEBOOK OUTPUT``.
 
 Every stage in ``dvc.yaml`` runs its notebook through this command. It is papermill
 (``papermill.execute_notebook`` on ``NOTEBOOK``, the executed copy saved as ``OUTPUT``,
@@ -10,7 +10,7 @@ Every stage in ``dvc.yaml`` runs its notebook through this command. It is paperm
 - **The pipeline's run**: it runs only under ``dvc repro`` (DVC sets ``DVC_STAGE`` for a
   stage's command) and sets ``DLIO_PIPELINE_STAGE=<stage>`` for the kernel; only then does
   the notebook's results writer write the tracked folder ``results/<stage>/`` (see
-  :class:`experiments.results.StageResults`). A notebook run any other way (JupyterLab,
+  :class:`experiments.output.results.StageResults`). A notebook run any other way (JupyterLab,
   papermill by hand) explores: it writes under ``explore/`` and says where.
 - **A quiet log**: the kernel talks to papermill over IPC sockets, not TCP (ipykernel warns
   "Kernel is running over TCP without encryption" otherwise), and is shut down without the
@@ -24,7 +24,7 @@ Every stage in ``dvc.yaml`` runs its notebook through this command. It is paperm
   stderr, to ``results/<stage>/kernel-stderr.log``; every other line passes through.
 - **What it cost**: the stage's wall time, the load average, and the disk its outputs and
   its tier copies take are added to its ``env.json`` under ``"run"`` (the AE table,
-  ``python -m experiments.ae_table``, is made from them), and the headline metrics are
+  ``python -m experiments.pipeline.ae_table``, is made from them), and the headline metrics are
   printed when the stage ends.
 """
 
@@ -181,7 +181,7 @@ def declared_parameters(notebook: Path) -> list[str]:
 def parameters_for(notebook: Path) -> dict:
     """The sections of ``params.yaml`` the notebook declares (a declared name ``params.yaml``
     lacks keeps the notebook's default)."""
-    from . import config
+    from ..settings import config
 
     raw = config.read_params()
     return {name: raw[name] for name in declared_parameters(notebook) if name in raw}
@@ -189,7 +189,7 @@ def parameters_for(notebook: Path) -> dict:
 
 def stage_of(output: Path) -> str:
     """The stage an output notebook belongs to: ``results/<stage>/<stage>.ipynb``."""
-    from . import paths
+    from ..settings import paths
 
     out = (Path.cwd() / output).resolve() if not output.is_absolute() else output
     if out.parent.parent != paths.results_dir().resolve() or out.suffix != ".ipynb":
@@ -219,7 +219,7 @@ def stage_outs(stage: str) -> list[str]:
     """The ``outs`` of ``stage`` in dvc.yaml (its results folder if dvc.yaml does not say)."""
     import yaml
 
-    from . import paths
+    from ..settings import paths
 
     try:
         st = yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"][stage]
@@ -231,7 +231,7 @@ def stage_outs(stage: str) -> list[str]:
 
 def tier_dirs() -> dict[str, Path]:
     """This checkout's tier directories from ``params.yaml`` (none if it has no tiers)."""
-    from . import config
+    from ..settings import config
 
     try:
         return {t.name: t.dir for t in config.load(tiers=None).tiers}
@@ -272,7 +272,8 @@ DECIDE_ENV = "DLIO_DECIDE"   # experiments.repeats.purchases.ENV, set while make
 def runs_before(stage: str) -> dict:
     """The ``"run"`` and ``"decide_runs"`` records of the stage's ``env.json`` before this run
     (the notebook rewrites the file), kept when a ``make decide`` run re-runs the stage."""
-    from . import paths, results
+    from ..settings import paths
+    from ..output import results
 
     env_path = paths.results_dir(stage) / "env.json"
     try:
@@ -287,7 +288,8 @@ def record_run(stage: str, facts: dict, before: dict | None = None) -> None:
     decide`` run (``before``: :func:`runs_before`, taken before the notebook ran) the
     ``make repro`` record stays under ``"run"`` (the AE table's time of the stage) and this run's
     facts are appended to ``"decide_runs"``."""
-    from . import paths, results
+    from ..settings import paths
+    from ..output import results
 
     env_path = paths.results_dir(stage) / "env.json"
     if env_path.exists():
@@ -301,7 +303,7 @@ def record_run(stage: str, facts: dict, before: dict | None = None) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.run_notebook",
+    ap = argparse.ArgumentParser(prog="python -m experiments.pipeline.run_notebook",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("notebook", type=Path, help="notebooks/NN-name.ipynb")
     ap.add_argument("output", type=Path, help="results/<stage>/<stage>.ipynb")
@@ -311,7 +313,8 @@ def main(argv=None) -> int:
     # stage's start-up. Validating a notebook uses no IRI format, so this process goes without.
     sys.modules.setdefault("rfc3987_syntax", None)
 
-    from . import envinfo, paths
+    from ..host import envinfo
+    from ..settings import paths
 
     stage = stage_of(a.output)
     if not os.environ.get("DVC_STAGE"):
@@ -367,7 +370,7 @@ def main(argv=None) -> int:
         "loadavg_start": [round(x, 2) for x in load_start],
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
         # CPU seconds of the kernel and every process it started and waited for (the plan's
-        # share of a stage's time that a faster CPU shortens: experiments.forecast)
+        # share of a stage's time that a faster CPU shortens: experiments.pipeline.forecast)
         "cpu_s": round(children_cpu_s() - cpu0, 1),
         "outs_bytes": {o: disk_bytes(root / o) for o in outs},
         "tier_bytes_added": {n: disk_bytes(d) - tier_before[n] for n, d in tiers.items()},

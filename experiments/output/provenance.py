@@ -2,13 +2,13 @@
 
 A report stage (and the claims table) draws from the measuring and data stages upstream of it.
 On the box that ran them those are its own; after ``make figures`` they are the reference run's,
-restored from ``reference/run/`` (:mod:`experiments.refrun`) and measured on another box. Each
+restored from ``reference/run/`` (:mod:`experiments.review.refrun`) and measured on another box. Each
 such stage's ``env.json`` says where: its ``run`` record's host label (host, CPUs, CPU model)
 and its ``git`` commit. :func:`label` is the line every figure carries (``style.save``) and the
 claims table's header names (:func:`measured_by`), so a figure drawn here from the reference
 run's rows names the reference box, not this one.
 
-The stage lists live here, not in :mod:`experiments.forecast`, so that the report stages that
+The stage lists live here, not in :mod:`experiments.pipeline.forecast`, so that the report stages that
 stamp their figures do not depend on the plan's code.
 """
 
@@ -18,8 +18,8 @@ import json
 
 import yaml
 
-from . import paths
-from .stages import measuring
+from ..settings import paths
+from ..stages import measuring
 
 # stages that measure (a claim's values come from them, through the report stage that judges
 # it): what a claim's `make repro STAGES=...` names; `make replicate --stages` takes these too.
@@ -92,9 +92,9 @@ def words(who: list[dict]) -> str:
 
 def label(stage: str, here: str | None = None) -> str:
     """The figure stamp of ``stage``: ``host: <who measured what it draws>``, and ``drawn on
-    <here>`` when this box (``here``, default :func:`experiments.envinfo.host_label`) is not
+    <here>`` when this box (``here``, default :func:`experiments.host.envinfo.host_label`) is not
     that host; this box alone where nothing upstream was measured."""
-    from .envinfo import host_label
+    from ..host.envinfo import host_label
 
     here = here or host_label()
     who = measured_by(stage)

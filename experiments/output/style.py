@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-from . import envinfo
+from ..host import envinfo
 
 PALETTE = "colorblind"
 _STAMP = "_dlio_host_stamp"
@@ -35,7 +35,7 @@ def _drawn_renderer(fig):
 def stamp_host(fig, text: str | None = None) -> None:
     """Write which host made the figure under its bottom-right corner (once), below every
     other artist, so it never sits on a label (the figure is saved with a tight box).
-    ``text``: the stamp (:func:`experiments.provenance.label`: who measured what it draws);
+    ``text``: the stamp (:func:`experiments.output.provenance.label`: who measured what it draws);
     default ``host: <this box>``."""
     if getattr(fig, _STAMP, False):
         return
@@ -151,7 +151,7 @@ def few_ticks(ax, axis: str = "x", n: int = 3) -> None:
 
 def ci_yerr(df, col: str):
     """Error bars of the medians in ``df[col]``: the 95 % interval in ``{col}_ci_low`` and
-    ``{col}_ci_high`` (from :func:`experiments.stats.with_median_ci`, or a ratio's bootstrap),
+    ``{col}_ci_high`` (from :func:`experiments.statistics.stats.with_median_ci`, or a ratio's bootstrap),
     as matplotlib's ``yerr``; a point without an interval (one sample) gets no bar. Every
     figure of a compared quantity draws its spread this way, so a bar means the same
     everywhere: the interval the claims are judged on."""
@@ -466,9 +466,9 @@ def series_problems(fig) -> list[str]:
 
 
 def save(out, fig, name: str, formats=("png", "svg"), dpi: int = 150) -> list:
-    """Save ``fig`` into ``out`` (a :class:`experiments.results.StageResults`) as ``name.<fmt>``
+    """Save ``fig`` into ``out`` (a :class:`experiments.output.results.StageResults`) as ``name.<fmt>``
     for each format, with the host stamped on it (:func:`stamp_host`): the host and commit that
-    measured what the stage draws (:func:`experiments.provenance.label`, from the env.json of the
+    measured what the stage draws (:func:`experiments.output.provenance.label`, from the env.json of the
     measuring stages upstream of it), so a figure drawn from the restored reference run
     (``make figures``) names the reference box.
 
@@ -476,7 +476,7 @@ def save(out, fig, name: str, formats=("png", "svg"), dpi: int = 150) -> list:
     legend over the data), and its series (:func:`series_problems`: a label in two colours, a
     colour for two labels, a series in no legend, a log axis over one x value); ``figures.json``
     lists every figure the stage drew with the problems found (none, in a clean figure), and
-    they are printed. Here, not in :mod:`experiments.results`, so that a stage that measures
+    they are printed. Here, not in :mod:`experiments.output.results`, so that a stage that measures
     never depends on how figures look."""
     from .results import atomic_write, write_json
 

@@ -1,4 +1,4 @@
-"""The reference run shipped with the artifact: ``python -m experiments.refrun`` (``make figures``,
+"""The reference run shipped with the artifact: ``python -m experiments.review.refrun`` (``make figures``,
 ``make reference``, ``make compare-claims``).
 
 ``reference/run/`` holds the default profile's measured outputs of one whole ``make repro`` on the
@@ -39,8 +39,9 @@ from datetime import datetime, timezone
 from fnmatch import fnmatch
 from pathlib import Path
 
-from . import paths, provenance
-from .stages import BY_NAME
+from ..settings import paths
+from ..output import provenance
+from ..stages import BY_NAME
 
 RUN = "reference/run"                 # the tracked folder (git-ignored; reference/run.dvc tracks it)
 MANIFEST = "reference/manifest.json"  # which run it is (in git, readable without a pull)
@@ -61,7 +62,7 @@ def reports(st: dict[str, dict] | None = None) -> list[str]:
     """The stages ``make figures`` runs, in dvc.yaml's order: every report stage (it reads a
     measuring stage's results and writes claims; :func:`experiments.review.replicate.plan`), then
     ``claims``."""
-    from .review.replicate import plan
+    from .replicate import plan
 
     st = st if st is not None else provenance.stages()
     return plan([], {"stages": st})[1] + ["claims"]
@@ -114,7 +115,7 @@ def record(source: Path, dest: Path | None = None, push: bool = True, derived: s
     track it with DVC and push it to the in-repository remote. Stops before copying anything when
     a stage's folder or its ``env.json`` is missing there. ``derived``: the manifest's words on
     files written into ``source`` after the run from that run's own files (which, how)."""
-    from .forecast import _profile
+    from ..pipeline.forecast import _profile
 
     source = Path(source).resolve()
     res = source / "results"
@@ -159,7 +160,7 @@ def record(source: Path, dest: Path | None = None, push: bool = True, derived: s
     if len(commits) > 1 or len(hosts) > 1:
         print(f"refrun record: WARNING the stages were measured at {len(commits)} commit(s) on {len(hosts)} host(s): "
               f"{commits} {hosts}; a reference is one run of one commit", file=sys.stderr)
-    from .results import write_json
+    from ..output.results import write_json
 
     write_json(paths.root() / MANIFEST, manifest)
     if push:
@@ -200,8 +201,8 @@ def _git_bytes() -> int:
 
 
 def update_readme(m: dict) -> None:
-    from .ae_table import _replace_block
-    from .results import atomic_write
+    from ..pipeline.ae_table import _replace_block
+    from ..output.results import atomic_write
 
     f = paths.root() / "README.md"
     text = _replace_block(f.read_text(), README_MARKS, size_words(m, _git_bytes()))
@@ -293,7 +294,7 @@ def run_reports(rep: list[str], n: int | None = None) -> int:
     n = n or jobs()
     need = needs(rep)
     try:
-        from .forecast import read_reference
+        from ..pipeline.forecast import read_reference
 
         wall = {k: r["wall_s"] for k, r in read_reference().rows.items()}
     except SystemExit:   # no reference table: dvc.yaml's order
@@ -380,7 +381,7 @@ def reference_claims() -> Path:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.refrun", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.review.refrun", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("figures", help="make figures: restore the reference run, run only the report stages and claims")
     r = sub.add_parser("record", help="make reference: re-record reference/run from a checkout's whole make repro")

@@ -3,7 +3,7 @@
 A tier is a named directory, ``{name: ssd, path: /mnt/ssd/dlio}``. The defaults are a memory
 tier (``/dev/shm/dlio-artifact-{checkout}``, standing in for NVM/Optane) and the local disk
 (``data/tiers/disk``). ``{checkout}`` in a path becomes a name unique to this checkout
-(:func:`experiments.paths.checkout_id`), so two clones on one host never share a tier. :func:`prepare` checks a
+(:func:`experiments.settings.paths.checkout_id`), so two clones on one host never share a tier. :func:`prepare` checks a
 tier before any work (exists or can be made, writable, enough free space) and
 :func:`stage_copy` puts a data set on a tier, verified, so every tier reads the same bytes.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import Field, RootModel, field_validator
 
-from . import paths
-from .config import ConfigError, Section
+from ..settings import paths
+from ..settings.config import ConfigError, Section
 
 
 class Tier(Section):
@@ -258,13 +258,13 @@ def outside_dirs(tiers: list[Tier]) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    """``python -m experiments.tiers dirs``: this checkout's tier directories, one per line
+    """``python -m experiments.host.tiers dirs``: this checkout's tier directories, one per line
     (``--own``: only the per-checkout ones outside the project, safe to remove)."""
     import argparse
 
-    from . import config
+    from ..settings import config
 
-    ap = argparse.ArgumentParser(prog="python -m experiments.tiers")
+    ap = argparse.ArgumentParser(prog="python -m experiments.host.tiers")
     ap.add_argument("what", choices=["dirs"])
     ap.add_argument("--own", action="store_true", help="only per-checkout directories outside the project")
     a = ap.parse_args(argv)

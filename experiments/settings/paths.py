@@ -17,7 +17,7 @@ CHECKOUT = "{checkout}"
 def root() -> Path:
     """The project root: ``$DLIO_ROOT`` if set, else the parent of the package folder."""
     env = os.environ.get("DLIO_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parent.parent
+    return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
 
 
 def params_file() -> Path:
@@ -86,7 +86,7 @@ def dlio_venv() -> Path:
     if os.environ.get("DLIO_VENV"):
         return Path(os.environ["DLIO_VENV"])
     here = root() / DLIO_VENV
-    for cand in (here, Path(sys.prefix).parent / DLIO_VENV, Path(__file__).resolve().parents[1] / DLIO_VENV):
+    for cand in (here, Path(sys.prefix).parent / DLIO_VENV, Path(__file__).resolve().parents[2] / DLIO_VENV):
         if (cand / "bin" / "dlio_benchmark").exists() or (cand / "UNAVAILABLE").exists():
             return cand
     return here

@@ -1,4 +1,4 @@
-"""How often each interval method of :mod:`experiments.stats` covers the true value, by simulation
+"""How often each interval method of :mod:`experiments.statistics.stats` covers the true value, by simulation
 (issue 64, item 4: an interval covers what it prints).
 
 Each method is simulated at the run counts the verdicts decide with, on data of known answer:
@@ -7,7 +7,7 @@ Each method is simulated at the run counts the verdicts decide with, on data of 
   (log sd 0.3), ``heavy`` (lognormal, log sd 1) and ``two-level`` (a run's value is the mean of
   its 30 steps, log sd 0.3 each, with a run effect giving the between-run share ``share`` of the
   variance of a run's mean, as ``variance.csv`` reports it);
-* units inside runs (the two-level data of :func:`experiments.stats.runs_bootstrap`): 30 steps a
+* units inside runs (the two-level data of :func:`experiments.statistics.stats.runs_bootstrap`): 30 steps a
   run, normal or lognormal steps, between-run shares 0 to 0.99.
 
 Both sides of a ratio have the same shape and scale, so the true ratio is 1 whatever the
@@ -17,8 +17,8 @@ for order statistics, exp(E log X) for a t on the logs), taken from 400,000 draw
 
 A method *reaches* a level L at a count when its worst coverage over every shape and share is at
 least 1 - 1.4 (1 - L): 93 % at 95 % (the margin holds the Monte Carlo error of a few thousand
-replicates). :func:`table` computes the whole table; ``python -m experiments.coverage --write``
-writes it to :mod:`experiments.coverage_table` (what :mod:`experiments.stats` reads to choose
+replicates). :func:`table` computes the whole table; ``python -m experiments.statistics.coverage --write``
+writes it to :mod:`experiments.statistics.coverage_table` (what :mod:`experiments.statistics.stats` reads to choose
 its method and say its coverage), and ``tests/test_coverage.py`` recomputes the cells that
 decide and checks them against the shipped table.
 """
@@ -121,7 +121,7 @@ def t_log(x: np.ndarray, level: float):
 
 
 def binomial(x: np.ndarray, level: float):
-    """The median's order-statistics interval (as :func:`experiments.stats.median_ci`)."""
+    """The median's order-statistics interval (as :func:`experiments.statistics.stats.median_ci`)."""
     n = x.shape[-1]
     l = max(int(_sps.binom.ppf((1 - level) / 2, n, 0.5)), 1)
     s = np.sort(x, axis=-1)
@@ -141,7 +141,7 @@ def _draw(x: np.ndarray, n_boot: int, rng) -> np.ndarray:
 
 def bootstrap_ratio(a, b, level: float, n_boot: int, rng, k: int = 1):
     """The percentile bootstrap of a ratio of medians over per-run values (as
-    :func:`experiments.stats.ratio_of_medians`); ``k`` > 1: the lowest of ``k`` such ratios,
+    :func:`experiments.statistics.stats.ratio_of_medians`); ``k`` > 1: the lowest of ``k`` such ratios,
     ``a`` and ``b`` then (k, reps, n)."""
     a, b = (a[None], b[None]) if k == 1 else (a, b)
     boot = np.min([np.median(_draw(a[j], n_boot, rng), -1) / np.median(_draw(b[j], n_boot, rng), -1)
@@ -199,7 +199,7 @@ def jackknife_one(x, level: float):
 
 def runs_bootstrap_ratio(a, b, level: float, n_boot: int, rng):
     """The two-level percentile bootstrap of a ratio of pooled medians (as
-    :func:`experiments.stats.runs_bootstrap`): runs with replacement, then units inside each."""
+    :func:`experiments.statistics.stats.runs_bootstrap`): runs with replacement, then units inside each."""
     def one(x):
         reps, n, L = x.shape
         pick = rng.integers(0, n, size=(reps, n_boot, n))
@@ -220,7 +220,7 @@ METHODS = {
     "bootstrap_lowest4": "lowest of 4 ratios of medians of per-run values, percentile bootstrap over runs",
     "welch_log": "ratio of geometric means of per-run values, Welch t on their logs",
     "welch_lowest4": "lowest of 4 ratios of geometric means of per-run values, each by Welch t on their logs at "
-                     "1 - (1 - L) / 4 (Bonferroni), as experiments.stats.extreme",
+                     "1 - (1 - L) / 4 (Bonferroni), as experiments.statistics.stats.extreme",
     "jackknife": "ratio of medians of per-run values, jackknife t over runs (log scale)",
     "jackknife_lowest4": "lowest of 4 ratios of medians of per-run values, jackknife t over runs (log scale)",
     "runs_bootstrap": "ratio of pooled medians of units inside runs, two-level percentile bootstrap",
@@ -273,7 +273,7 @@ def reps_for(method: str) -> int:
     """Replicates per cell of the shipped table: fewer for the bootstraps (each replicate is
     1,000 resamples, 400 for the two-level one); 200 for the bootstrap of the lowest, which is
     far short (about 45 %) and used nowhere. A method decides only on cells of at least
-    :data:`MIN_REPS` replicates (:func:`experiments.stats.reaches`)."""
+    :data:`MIN_REPS` replicates (:func:`experiments.statistics.stats.reaches`)."""
     return 200 if method == "bootstrap_lowest4" else 1000 if method in BOOTSTRAPS else 4000
 
 
@@ -301,11 +301,11 @@ def table(methods=None, counts=COUNTS, levels=LEVELS, seed: int = 64, reps=None)
 
 
 def write(rows: list[dict], path: Path | None = None) -> Path:
-    """The table as :mod:`experiments.coverage_table` (a Python module: measuring stages import
-    :mod:`experiments.stats`, which reads it, so DVC tracks it as their dependency)."""
+    """The table as :mod:`experiments.statistics.coverage_table` (a Python module: measuring stages import
+    :mod:`experiments.statistics.stats`, which reads it, so DVC tracks it as their dependency)."""
     path = path or Path(__file__).with_name("coverage_table.py")
-    lines = ['"""The coverage table of experiments.stats\' interval methods, simulated by',
-             '``python -m experiments.coverage --write`` (do not edit by hand; tests/test_coverage.py',
+    lines = ['"""The coverage table of experiments.statistics.stats\' interval methods, simulated by',
+             '``python -m experiments.statistics.coverage --write`` (do not edit by hand; tests/test_coverage.py',
              'recomputes the cells that decide). Each row: method, runs a side, data shape, level,',
              'coverage, replicates."""', "", "ROWS = ["]
     lines += [f"    ({r['method']!r}, {r['n']}, {r['shape']!r}, {r['level']}, {r['coverage']}, {r['reps']}),"
@@ -358,7 +358,7 @@ def markdown_worst(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Simulate the coverage of every interval method (issue 64).")
-    p.add_argument("--write", action="store_true", help="write experiments/coverage_table.py")
+    p.add_argument("--write", action="store_true", help="write experiments/statistics/coverage_table.py")
     p.add_argument("--methods", nargs="*", default=None, help=f"some of {sorted(METHODS)}")
     p.add_argument("--markdown", type=float, default=None, metavar="LEVEL",
                    help="print the shipped table at LEVEL as docs/statistics.md shows it, and stop")

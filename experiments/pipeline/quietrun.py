@@ -1,5 +1,5 @@
-"""``python -m experiments.quietrun COMMAND ...``: run one of ``make bench``'s commands with its
-stderr routed as the pipeline routes a notebook kernel's (:mod:`experiments.run_notebook`):
+"""``python -m experiments.pipeline.quietrun COMMAND ...``: run one of ``make bench``'s commands with its
+stderr routed as the pipeline routes a notebook kernel's (:mod:`experiments.pipeline.run_notebook`):
 TensorFlow's start-up lines that are not errors (``run_notebook.NOISE``: absl's notice, the CUDA
 stub's info line, the CPU-feature info, and on a host without a GPU the ``failed call to cuInit``
 line) stay off the console; every line the command and its children write to stderr is kept in
@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def log_name(cmd: list[str]) -> str:
-    """``python -m experiments.bench`` -> ``experiments.bench``; ``fio job`` -> ``fio``."""
+    """``python -m experiments.pipeline.bench`` -> ``experiments.pipeline.bench``; ``fio job`` -> ``fio``."""
     if "-m" in cmd[:-1]:
         return cmd[cmd.index("-m") + 1]
     return Path(cmd[0]).name
@@ -23,7 +23,8 @@ def log_name(cmd: list[str]) -> str:
 
 def run(cmd: list[str], log_dir: Path | None = None) -> int:
     """Run ``cmd`` (stdout untouched, stderr routed: module docstring); its exit status."""
-    from . import envinfo, paths
+    from ..host import envinfo
+    from ..settings import paths
     from .run_notebook import _StderrTee, noise_filter
 
     log = Path(log_dir or paths.data_dir("bench")) / f"{log_name(cmd)}.stderr.log"
@@ -42,7 +43,7 @@ def run(cmd: list[str], log_dir: Path | None = None) -> int:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0].startswith("-"):
-        print(f"usage: python -m experiments.quietrun COMMAND ...; got {argv!r}", file=sys.stderr)
+        print(f"usage: python -m experiments.pipeline.quietrun COMMAND ...; got {argv!r}", file=sys.stderr)
         return 2
     return run(list(argv))
 

@@ -1,6 +1,6 @@
 """Benchmark tables (not tests): how close the pipelines come to the devices.
 
-``python -m experiments.bench`` (``make bench``) measures, per tier and in the same run, the
+``python -m experiments.pipeline.bench`` (``make bench``) measures, per tier and in the same run, the
 tf.data read-only pipeline over the staged ImageNet-like set at growing thread counts and fio's
 random read with the same size mix, and prints the best pipeline throughput as a fraction of
 fio's (goal: at least 0.8). It also prints data generation's MB/s beside fio's sequential write,
@@ -15,10 +15,11 @@ import sys
 
 import pandas as pd
 
-from . import config, paths, results
-from .chien import fio_baseline, tfdata_read
-from .datasets import imagenet_like
-from .tiers import stage_copy
+from ..settings import config, paths
+from ..output import results
+from ..chien import fio_baseline, tfdata_read
+from ..datasets import imagenet_like
+from ..host.tiers import stage_copy
 
 
 def measure_fraction(threads: list[int], repeats: int) -> pd.DataFrame:
@@ -48,7 +49,7 @@ def measure_fraction(threads: list[int], repeats: int) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.bench", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m experiments.pipeline.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", default="8,16,32,64", help="thread counts to try (comma list)")
     ap.add_argument("--repeats", type=int, default=3)

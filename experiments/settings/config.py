@@ -23,7 +23,8 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from . import paths, stages
+from . import paths
+from .. import stages
 
 # Section name -> "module:Model", from the registry of stages (each stage's own sections, and
 # the shared ones). Imported lazily so that reading the configuration of one stage never

@@ -15,7 +15,7 @@ it assumes (Hoefler and Belli, *Scientific Benchmarking of Parallel Computing Sy
 
 **A method decides only where it covers what it prints** (issue 64): the coverage of every
 method at 3 to 10 runs a side, on normal, lognormal and two-level data, is simulated by
-:mod:`experiments.coverage` into the shipped :mod:`experiments.coverage_table`, and a method
+:mod:`experiments.statistics.coverage` into the shipped :mod:`experiments.statistics.coverage_table`, and a method
 whose worst case there falls short of its level (less than 93 % at 95 %) is not used at that
 count: :func:`ratio_of_medians` then takes Welch's t on the runs' logs (:func:`welch_ratio`),
 :func:`runs_bootstrap` the jackknife t over runs, :func:`runs_ci` Student's t on the runs' logs,
@@ -93,7 +93,7 @@ class Interval:
     # the coverage the method can reach with these n samples (None: the nominal ``level``); a
     # finding whose interval covers less than its level is not decided on it (claims.claim)
     coverage: float | None = None
-    # where ``coverage`` is simulated (experiments.coverage): the nominal level it was simulated
+    # where ``coverage`` is simulated (experiments.statistics.coverage): the nominal level it was simulated
     # at; the method then reaches its level when it misses at most 1.4 x as often as nominal
     # (93 % at 95 %: the simulation's own Monte Carlo error)
     simulated_at: float | None = None
@@ -153,7 +153,7 @@ def _none(n: int, method: str, level: float) -> Interval:
 
 # ---------------------------------------------------------------- simulated coverage (issue 64)
 
-SLACK = 1.4   # experiments.coverage.SLACK: a method reaches L when it misses at most 1.4 x (1 - L)
+SLACK = 1.4   # experiments.statistics.coverage.SLACK: a method reaches L when it misses at most 1.4 x (1 - L)
 
 
 def _reaches_at(coverage: float, at: float) -> bool:
@@ -162,8 +162,8 @@ def _reaches_at(coverage: float, at: float) -> bool:
 
 def simulated(method: str, n: int, level: float) -> tuple[float, float] | None:
     """The worst coverage over every simulated data shape of ``method`` (a key of
-    :data:`experiments.coverage.METHODS`) from ``n`` runs a side at ``level``, and the nominal
-    level it was simulated at, from the shipped table (:mod:`experiments.coverage_table`): the
+    :data:`experiments.statistics.coverage.METHODS`) from ``n`` runs a side at ``level``, and the nominal
+    level it was simulated at, from the shipped table (:mod:`experiments.statistics.coverage_table`): the
     row of the largest simulated count <= ``n`` (coverage grows with the runs), at the lowest
     simulated level >= ``level`` (for a t method above the highest, the highest: a t interval's
     coverage tracks its level); None where nothing was simulated (fewer runs, a bootstrap above
@@ -273,7 +273,7 @@ def extreme(parts: Sequence[Callable[[float], tuple[float, Interval]]], lowest: 
     (Bonferroni over the k parts), the extreme's interval [lowest low, lowest high] (or the
     highest's). When every part's interval holds its quantity, which happens with at least
     ``level`` probability, the interval holds the extreme (a percentile bootstrap of the lowest
-    of k equal ratios covers about half the time: experiments.coverage, ``bootstrap_lowest4``).
+    of k equal ratios covers about half the time: experiments.statistics.coverage, ``bootstrap_lowest4``).
     ``n``: the fewest runs of a part; it reaches its level when every part reaches its own."""
     level = _lv(level)
     k = len(parts)
@@ -424,7 +424,7 @@ def bootstrap(stat: Callable[..., float], *samples, level: float | None = None, 
                    f"too few for {level:.0%})")
     elif block is None and (got := simulated("bootstrap", units, level)) is not None:
         # the simulated coverage of a percentile bootstrap of a ratio of medians at these runs
-        # (experiments.coverage): below the range's bound at few runs
+        # (experiments.statistics.coverage): below the range's bound at few runs
         cov, at = got
         method += f", {units} runs a side, coverage {cov:.1%} at {at:.2%} (simulated)".replace(".00%", "%")
         if not _reaches_at(cov, at):
@@ -479,7 +479,7 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
     single = all(len(r) == 1 for s in runs for r in s)
     boot_key = "bootstrap" if single else "runs_bootstrap"
     if not (bootstrap_decides(few, level) if single else reaches("runs_bootstrap", few, level)):
-        # the two-level percentile bootstrap covers too little at these runs (experiments.coverage:
+        # the two-level percentile bootstrap covers too little at these runs (experiments.statistics.coverage:
         # 3 runs a side, most variance between runs: ~83 % at 95 %): the jackknife t over runs
         key = "jackknife" if single else "runs_jackknife_one" if len(runs) == 1 else "runs_jackknife"
         got = _jackknife_t(stat, runs, point, level) if reaches(key, few, level) else None

@@ -122,12 +122,12 @@ class Parent:
     def __init__(self, framework: str, timeout_s: float = 600):
         if framework not in PRELOAD:
             raise ValueError(f"framework = {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
-        from . import paths
+        from ..settings import paths
 
         self.framework = framework
         env = {**os.environ, **QUIET,
                "PYTHONPATH": str(paths.root()) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        self._proc = subprocess.Popen([sys.executable, "-m", "experiments.warm_launch", framework],
+        self._proc = subprocess.Popen([sys.executable, "-m", "experiments.host.warm_launch", framework],
                                       cwd=paths.root(), env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self._lock = threading.Lock()
@@ -178,7 +178,7 @@ class Parent:
         """Fork a process that runs ``python -m module argv...`` with environment ``env`` (the
         whole of it), its stdout and stderr appended to the file ``log`` (a path or an open
         file's name), in ``cwd`` (default: the repository's root)."""
-        from . import paths
+        from ..settings import paths
 
         if not self.alive():
             raise RuntimeError(f"warm parent ({self.framework}) has ended: {''.join(self._err)[-3000:]}")
@@ -392,6 +392,6 @@ if __name__ == "__main__":
         probe(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) != 2 or sys.argv[1] not in PRELOAD:
-        raise SystemExit(f"usage: python -m experiments.warm_launch {{{','.join(FRAMEWORKS)}}} "
+        raise SystemExit(f"usage: python -m experiments.host.warm_launch {{{','.join(FRAMEWORKS)}}} "
                          "| probe FILE")
     sys.exit(serve(sys.argv[1]))

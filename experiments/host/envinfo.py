@@ -11,7 +11,7 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 
-from . import paths
+from ..settings import paths
 
 LIBRARIES = (
     "tensorflow", "keras", "torch", "torchvision", "numpy", "pandas", "scipy", "statsmodels",
@@ -95,9 +95,9 @@ def capture(**extra) -> dict:
     """Everything ``env.json`` records; ``extra`` adds stage facts (parameters, eviction, tracer).
 
     ``cold_runs`` (when this process evicted a data set before a run): per tier, the eviction
-    method and the page-cache residency measured after it (:func:`experiments.cache.summary`).
+    method and the page-cache residency measured after it (:func:`experiments.host.cache.summary`).
     ``device_audit`` (when this process audited a run): the device's bytes beside the job's and
-    each run's verdict (:func:`experiments.device_audit.summary`).
+    each run's verdict (:func:`experiments.host.device_audit.summary`).
     """
     from . import cache
 
