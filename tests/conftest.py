@@ -145,10 +145,15 @@ class SmokeRun:
         self._lock = threading.Lock()
         if self._deps:
             self._poll()
-            # the next stage starts as soon as one ends, whether or not a test is waiting
-            threading.Thread(target=self.wait, kwargs={"check": False}, daemon=True).start()
         else:
             self._start(targets, self.log)
+        # the next stage starts as soon as one ends, whether or not a test is waiting; at the
+        # end the tests' background work starts (Background)
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        self.wait(check=False)
+        start_background()
 
     def _start(self, args: list[str], log: Path) -> subprocess.Popen:
         """``dvc repro ARGS`` in the background, its output in ``log``. ``--wait-for-lock``:
@@ -256,6 +261,59 @@ class SmokeRun:
 _SMOKE: SmokeRun | None = None
 
 
+class Background:
+    """Self-contained work of a test (its own copy of the project and the subprocesses it runs
+    there: ``work(folder, env) -> result``), run in a thread of this process beside the tests
+    before it. The whole suite starts it as soon as the smoke pipeline has ended: from then on
+    the unit tests, one at a time, keep one of the box's two cores busy and leave the other to
+    it, where it would otherwise run in turn when its test comes. A session without the pipeline
+    starts it when collection is done; a test that reaches it first, at once. The test marks
+    itself ``@pytest.mark.background(JOB)`` (ordered after the unit tests: its work has had
+    the longest to run) and asserts on ``JOB.result()``, which re-raises the work's exception."""
+
+    def __init__(self, work):
+        self.work = work
+        self.name = work.__name__.strip("_")
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._out: tuple[bool, object] | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"background-{self.name}", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        import tempfile
+
+        try:
+            # the environment as the session began: not what a unit test has patched meanwhile
+            folder = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=_BASETEMP))
+            self._out = (True, self.work(folder, dict(_ENV0)))
+        except BaseException as e:   # raised again in the test, with its traceback
+            self._out = (False, e)
+
+    def result(self):
+        self.start()
+        self._thread.join()
+        ok, value = self._out
+        if not ok:
+            raise value
+        return value
+
+
+_BASETEMP: Path | None = None
+_ENV0: dict[str, str] = {}
+_BACKGROUND: list[Background] = []   # the selected tests' jobs, known once collection is done
+
+
+def start_background() -> None:
+    """Start the selected tests' background jobs (a job already started is left alone)."""
+    for job in _BACKGROUND:
+        job.start()
+
+
 class CourseClass:
     """The course's class grading (``tests/test_course.py --grade-class``) in a background
     process, started with the session as the smoke pipeline is: about 2.5 minutes of grading
@@ -319,12 +377,19 @@ def _needs_class(item) -> bool:
     return "course_class" in set(getattr(item, "fixturenames", ()))
 
 
+def _background(item) -> Background | None:
+    m = item.get_closest_marker("background")
+    return m.args[0] if m else None
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Unit tests first, then the tests of the background class grading, then the smoke tests
-    by the stages they read (stable otherwise): the unit tests run while the pipeline runs, and
-    each smoke test waits only for its stages. The grading's tests come after the unit tests so
-    that the suite goes on beside the grading (~2.5 min) instead of waiting for it."""
-    items.sort(key=lambda i: (2, *_smoke_rank(i)) if _needs_smoke(i) else (int(_needs_class(i)),))
+    """Unit tests first, then the tests of the background class grading, then those of the
+    tests' own background work (:class:`Background`), then the smoke tests by the stages they
+    read (stable otherwise): the unit tests run while the pipeline runs, and each smoke test
+    waits only for its stages. The grading's and the background work's tests come after the
+    unit tests so that the suite goes on beside that work instead of waiting for it."""
+    items.sort(key=lambda i: (3, *_smoke_rank(i)) if _needs_smoke(i)
+               else (2,) if _background(i) else (int(_needs_class(i)),))
 
 
 def _whole_suite(config) -> bool:
@@ -339,7 +404,7 @@ def pytest_sessionstart(session):
     the course's class grading beside it. Every test that runs a measuring stage outside the
     pipeline reads its findings' rules from a folder written here once from the declarations
     (what the ``claim_rules`` stage writes into results/, which a fresh clone lacks)."""
-    global _SMOKE, _COURSE
+    global _SMOKE, _COURSE, _BASETEMP, _ENV0
     from experiments.claims.steering import write_all
     from experiments.repeats.findings import RULES_ENV
     from experiments.repeats.purchases import BUYING
@@ -347,17 +412,23 @@ def pytest_sessionstart(session):
     rules = session.config._tmp_path_factory.mktemp("claim_rules")
     write_all(rules, BUYING)
     os.environ[RULES_ENV] = str(rules)
+    _BASETEMP, _ENV0 = session.config._tmp_path_factory.getbasetemp(), dict(os.environ)
     if _whole_suite(session.config):
         _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
         _COURSE = CourseClass(session.config._tmp_path_factory.mktemp("course"))
 
 
 def pytest_collection_finish(session):
+    """Start the smoke pipeline if a selected test needs it and the session has not; the
+    selected tests' background jobs now if no pipeline runs, or if it has already ended."""
     global _SMOKE
-    if _SMOKE is not None or session.config.option.collectonly \
-            or not any(_needs_smoke(i) for i in session.items):
+    if session.config.option.collectonly:
         return
-    _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
+    _BACKGROUND[:] = list(dict.fromkeys(j for j in map(_background, session.items) if j is not None))
+    if _SMOKE is None and any(_needs_smoke(i) for i in session.items):
+        _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
+    if _SMOKE is None or _SMOKE._poll() is not None:
+        start_background()
 
 
 _T0 = time.monotonic()
