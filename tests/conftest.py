@@ -262,29 +262,31 @@ _SMOKE: SmokeRun | None = None
 
 
 class Background:
-    """Self-contained work of a test (its own copy of the project and the subprocesses it runs
-    there: ``work(folder, env) -> result``), run in a thread of this process beside the tests
-    before it. The whole suite starts it as soon as the smoke pipeline has ended: from then on
-    the unit tests, one at a time, keep one of the box's two cores busy and leave the other to
-    it, where it would otherwise run in turn when its test comes. A session without the pipeline
-    starts it when collection is done; a test that reaches it first, at once. The test marks
-    itself ``@pytest.mark.background(JOB)`` (ordered after the unit tests: its work has had
-    the longest to run) and asserts on ``JOB.result()``, which re-raises the work's exception."""
+    """Self-contained work of a test (its own copy of a project and the subprocesses it runs
+    there: ``work(folder, env) -> result``), run beside the tests before it. The whole suite
+    starts the selected tests' jobs as soon as the smoke pipeline has ended, one after another
+    in the order of their tests: from then on the unit tests, one at a time, keep one of the
+    box's two cores busy and the jobs take the other, where each would otherwise run in turn
+    when its test comes. A session without the pipeline starts them when collection is done; a
+    test that reaches its job before the queue has started it runs it at once. The test marks
+    itself ``@pytest.mark.background(JOB)`` (ordered after the unit tests: its work has had the
+    longest to run) and asserts on ``JOB.result()``, which re-raises the work's exception."""
 
     def __init__(self, work):
         self.work = work
         self.name = work.__name__.strip("_")
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._claimed = False
+        self._done = threading.Event()
         self._out: tuple[bool, object] | None = None
 
-    def start(self) -> None:
+    def claim(self) -> bool:
+        """Whether the caller is the one to run the work (the first to ask)."""
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=f"background-{self.name}", daemon=True)
-                self._thread.start()
+            first, self._claimed = not self._claimed, True
+            return first
 
-    def _run(self) -> None:
+    def run(self) -> None:
         import tempfile
 
         try:
@@ -293,10 +295,13 @@ class Background:
             self._out = (True, self.work(folder, dict(_ENV0)))
         except BaseException as e:   # raised again in the test, with its traceback
             self._out = (False, e)
+        finally:
+            self._done.set()
 
     def result(self):
-        self.start()
-        self._thread.join()
+        if self.claim():
+            self.run()
+        self._done.wait()
         ok, value = self._out
         if not ok:
             raise value
@@ -308,10 +313,48 @@ _ENV0: dict[str, str] = {}
 _BACKGROUND: list[Background] = []   # the selected tests' jobs, known once collection is done
 
 
+def smoke_project() -> Path:
+    """The smoke project once its whole pipeline has run, for a :class:`Background` job (whose
+    test takes the ``smoke_run`` fixture, so that the session starts the pipeline)."""
+    assert _SMOKE is not None, "the smoke run was not started at collection"
+    return _SMOKE.wait()
+
+
 def start_background() -> None:
-    """Start the selected tests' background jobs (a job already started is left alone)."""
-    for job in _BACKGROUND:
-        job.start()
+    """Run the selected tests' background jobs in a thread, one after another (a job its test
+    has already taken is left to it). Once per session."""
+    global _QUEUE
+    with _QUEUE_LOCK:
+        if _QUEUE is not None or not _BACKGROUND:
+            return
+        jobs = list(_BACKGROUND)
+        _QUEUE = threading.Thread(target=lambda: [j.run() for j in jobs if j.claim()], name="background",
+                                  daemon=True)
+    _QUEUE.start()
+
+
+_QUEUE: threading.Thread | None = None
+_QUEUE_LOCK = threading.Lock()
+
+
+def stop_background() -> None:
+    """A session ended while a background job still runs (``-x``, Ctrl-C): end every process
+    this one started that is still alive (its tests are over; the pipeline and the grading
+    were stopped before), deepest first, so that nothing stays behind."""
+    if _QUEUE is None or not _QUEUE.is_alive():
+        return
+    from experiments.dstat import descendants
+
+    try:
+        pids = descendants(os.getpid())[1:]
+    except OSError:   # a process ended while its children were listed
+        pids = []
+    for pid in reversed(pids):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    _QUEUE.join(timeout=30)
 
 
 class CourseClass:
@@ -444,6 +487,7 @@ def pytest_sessionfinish(session, exitstatus):
         _SMOKE.stop()
     if _COURSE is not None:
         _COURSE.stop()
+    stop_background()
 
 
 @pytest.fixture(scope="session")
