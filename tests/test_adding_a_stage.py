@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Background
+from experiments import paths
 
-ROOT = Path(__file__).resolve().parent.parent   # not paths.root(): a unit test may patch DLIO_ROOT meanwhile
 GUIDE = "docs/adding-a-stage.md"
 STAGE = "block_read"
 BLOCK = re.compile(r"```(\w+)\n# (file|notebook|registry|profile|commands):? ?(.*?)\n(.*?)```", re.S)
@@ -30,7 +29,7 @@ def blocks(text: str) -> list[tuple[str, str, str, str]]:
 def _copy(to: Path) -> Path:
     """The project's tracked files (what a fresh clone has) copied to ``to``; the virtual
     environment linked."""
-    root = ROOT
+    root = paths.root()
     files = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, text=True,
                            check=True).stdout.split("\0")
     for f in files:
@@ -54,7 +53,7 @@ def follow(root: Path, env: dict) -> list[str]:
     """Do what the guide says in ``root``; returns the commands it ran."""
     notebooks: dict[str, list] = {}
     ran = []
-    for lang, kind, where, body in blocks((ROOT / GUIDE).read_text()):
+    for lang, kind, where, body in blocks((paths.root() / GUIDE).read_text()):
         head = where.split(" (")[0]
         if kind == "file":
             (root / head).parent.mkdir(parents=True, exist_ok=True)
@@ -83,35 +82,22 @@ def follow(root: Path, env: dict) -> list[str]:
     return ran
 
 
-def _guide(base: Path, env: dict) -> list[str]:
-    """The guide followed in a copy of the project in ``base`` and checked; the commands it ran."""
-    root = _copy(base / "project")
+@pytest.mark.smoke
+def test_the_guide_adds_a_measuring_stage_that_runs_is_bought_and_replicated(tmp_path):
+    root = _copy(tmp_path / "project")
     bin_ = str(Path(sys.executable).parent)
-    env = {**env, "DLIO_ROOT": str(root), "PYTHONPATH": str(root),
-           "PATH": f"{bin_}{os.pathsep}{env.get('PATH', '')}"}
+    env = {**os.environ, "DLIO_ROOT": str(root), "PYTHONPATH": str(root),
+           "PATH": f"{bin_}{os.pathsep}{os.environ.get('PATH', '')}"}
     subprocess.run(["dvc", "config", "--local", "core.no_scm", "true"], cwd=root, env=env, check=True,
                    capture_output=True)
     try:
         ran = follow(root, env)
         _check(root, env, ran)
-        return ran
     finally:   # the memory tier lives outside the copy (/dev/shm): removed with it
         own = subprocess.run([sys.executable, "-m", "experiments.tiers", "dirs", "--own"], cwd=root, env=env,
                              capture_output=True, text=True).stdout.split()
         for d in own:
             shutil.rmtree(d, ignore_errors=True)
-
-
-# a copy of the project and a dvc repro of the new stage, needing nothing of the suite: run
-# beside the unit tests (101 s of the fresh-clone CI's first minutes, under the pipeline)
-GUIDED = Background(_guide)
-
-
-@pytest.mark.smoke
-@pytest.mark.background(GUIDED)
-def test_the_guide_adds_a_measuring_stage_that_runs_is_bought_and_replicated():
-    ran = GUIDED.result()   # _check's assertions, raised here if one failed
-    assert any(c.startswith(f"dvc repro {STAGE}") for c in ran), ran
 
 
 def _check(root: Path, env: dict, ran: list[str]) -> None:
@@ -136,5 +122,5 @@ def _check(root: Path, env: dict, ran: list[str]) -> None:
 def test_the_guides_blocks_are_found():
     """Each kind of step is in the guide (a block the pattern above missed would be a step the
     test above skips)."""
-    kinds = [k for _, k, _, _ in blocks((ROOT / GUIDE).read_text())]
+    kinds = [k for _, k, _, _ in blocks((paths.root() / GUIDE).read_text())]
     assert {"file", "notebook", "registry", "profile", "commands"} <= set(kinds) and kinds[-1] == "commands"

@@ -34,7 +34,7 @@ def _figures(base: Path, env: dict) -> tuple[Path, subprocess.CompletedProcess]:
         shutil.copy2(ROOT / f, root / f)
     env = {**env, "DLIO_ROOT": str(root), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
     subprocess.run(["dvc", "config", "--local", "core.no_scm", "true"], cwd=root, env=env, check=True)
-    return root, subprocess.run([sys.executable, "-m", "experiments.refrun", "figures"], cwd=root, env=env,
+    return root, subprocess.run([sys.executable, "-m", refrun.__name__, "figures"], cwd=root, env=env,
                                 capture_output=True, text=True, timeout=1200)
 
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from .. import device_audit
-from . import launch, report, slurm
+from . import launch, report
 from .config import EmulatorConfig, check_config
 
 
@@ -50,9 +50,11 @@ def run(cfg: EmulatorConfig, out_dir, node_rank: int = 0, rdzv_endpoint: str | N
                    fresh=False)
     if node_rank != 0:
         return {}
+    from .slurm import TASKS
+
     # a Slurm task writes into its own folder (<out>/tasks/task<K>, joined by `gather`): the other
     # nodes' files never appear there, and waiting for them cost every Slurm run _await_nodes's 60 s
-    if out_dir.parent.name != slurm.TASKS:
+    if out_dir.parent.name != TASKS:
         _await_nodes(out_dir, cfg.nodes)
     return report.write(out_dir)
 
