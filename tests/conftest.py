@@ -8,7 +8,10 @@ stage that ``SMOKE_STAGES`` left out is skipped (see ``stage_results``).
 The smoke ``dvc repro`` starts in the background when the session starts (the whole suite, as
 ``make test`` runs it) or as soon as collection shows that a smoke test will run, and the smoke
 tests are ordered last: the unit tests run beside the pipeline, whose
-stages mostly keep one of the box's two cores busy. At the end of the session a table lists the
+stages mostly keep one of the box's two cores busy. Once the pipeline has ended the unit tests,
+one at a time, leave a core idle: the tests' self-contained subprocess work (``Background``: make
+figures, make decide, the DVC edits) runs there, one job after another, before its tests come.
+At the end of the session a table lists the
 slowest tests and every smoke stage's wall time (from its ``env.json``), so that where the
 minutes go is visible in every CI log."""
 
