@@ -282,6 +282,8 @@ class Background:
         self._claimed = False
         self._done = threading.Event()
         self._out: tuple[bool, object] | None = None
+        self.span: tuple[float, float | None] | None = None   # (start, end), s after the session started
+        self.waited_s: float | None = None                    # how long its test waited for it
 
     def claim(self) -> bool:
         """Whether the caller is the one to run the work (the first to ask)."""
@@ -292,6 +294,7 @@ class Background:
     def run(self) -> None:
         import tempfile
 
+        self.span = (time.monotonic() - _T0, None)
         try:
             # the environment as the session began: not what a unit test has patched meanwhile
             folder = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=_BASETEMP))
@@ -299,12 +302,15 @@ class Background:
         except BaseException as e:   # raised again in the test, with its traceback
             self._out = (False, e)
         finally:
+            self.span = (self.span[0], time.monotonic() - _T0)
             self._done.set()
 
     def result(self):
         if self.claim():
             self.run()
+        t = time.monotonic()
         self._done.wait()
+        self.waited_s = time.monotonic() - t
         ok, value = self._out
         if not ok:
             raise value
@@ -544,6 +550,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             end = f"{_SMOKE.t0 - _T0 + _SMOKE.wall_s:.0f}" if _SMOKE.wall_s is not None else "?"
             tw.write_line(f"timeline (s after the session started): pipeline {_SMOKE.t0 - _T0:.0f} to "
                           f"{end}; smoke tests from {min(smoke):.0f}; session end {time.monotonic() - _T0:.0f}")
+    for job in _BACKGROUND:   # whether each job was done before its test came
+        if job.span is not None:
+            end = f"{job.span[1]:.0f}" if job.span[1] is not None else "?"
+            waited = f"{job.waited_s:.0f} s" if job.waited_s is not None else "(no test)"
+            tw.write_line(f"background job {job.name}: {job.span[0]:.0f} to {end} s; its test waited {waited}")
 
 
 def stage_times(root: Path) -> dict[str, float]:
