@@ -364,6 +364,13 @@ def smoke_project() -> Path:
     return _SMOKE.wait()
 
 
+def smoke_stage(stage: str) -> Path:
+    """That smoke stage's results folder once it is done, for a :class:`Background` job (whose
+    test takes the ``smoke_run`` fixture)."""
+    assert _SMOKE is not None, "the smoke run was not started at collection"
+    return _SMOKE.wait_for(stage)
+
+
 def start_background() -> None:
     """Run the selected tests' background jobs in a thread, one after another (a job its test
     has already taken is left to it). Once per session."""
