@@ -90,16 +90,23 @@ def _traced_runs(emu) -> dict:
 
 def _emulator_runs(base: Path, env: dict) -> dict:
     """:func:`_traced_runs` on the smoke project in a child process (its tracer traces that
-    process's children, not the suite's), in ``base``: its result, unpickled."""
+    process's children, not the suite's), in ``base``: its result, unpickled (``runs``); then
+    the storage engineer's notebook and the two-node runs, started (``started``: what the
+    ``emu`` fixture keeps of them)."""
     import pickle
 
     root = smoke_stage("emulator_patterns").parent.parent
     out = base / "runs.pickle"
-    env = {**env, "DLIO_ROOT": str(root), "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
-    p = subprocess.run([sys.executable, __file__, "--traced-runs", str(root), str(base), _model(base), str(out)],
-                       cwd=root, env=env, capture_output=True, text=True, timeout=1200)
+    model = _model(base)
+    child = {**env, "DLIO_ROOT": str(root), "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
+    p = subprocess.run([sys.executable, __file__, "--traced-runs", str(root), str(base), model, str(out)],
+                       cwd=root, env=child, capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, (p.stdout + p.stderr)[-6000:]
-    return pickle.loads(out.read_bytes())
+    started = {"root": root, "tmp": base, "model": model, "env": env}
+    started["engineer"] = _start_engineer_notebook(started)
+    for w in LOOPBACK:
+        started[("loopback", w)] = _start_two_nodes(started, w)
+    return {"runs": pickle.loads(out.read_bytes()), "started": started}
 
 
 # about a minute (160 s in one CI) of emulated training that needs only emulator_patterns: run
@@ -110,22 +117,25 @@ RUNS = Background(_emulator_runs)
 @pytest.fixture(scope="module")
 def runs(emu):
     """Each workload at G = 1 and G = 2 (G = 2 traced): {(w, G): (cfg, summary, trace)}."""
-    out = RUNS.result()
-    # the storage engineer's notebook and the two-node runs need no tracer: they run side by
-    # side, beside the tests that follow
+    got = RUNS.result()
+    # the storage engineer's notebook and the two-node runs need no tracer: the job started them
+    # after its runs, to run side by side beside the tests that follow
+    for k, v in got["started"].items():
+        if k == "engineer" or isinstance(k, tuple):
+            emu.setdefault(k, v)
     if "engineer" not in emu:
         emu["engineer"] = _start_engineer_notebook(emu)
     for w in LOOPBACK:
         if ("loopback", w) not in emu:
             emu[("loopback", w)] = _start_two_nodes(emu, w)
-    return out
+    return got["runs"]
 
 
 def _start_engineer_notebook(emu) -> subprocess.Popen:
     """papermill on notebooks/51-emulator.ipynb (DLRM on the mem tier, a search of 2), started."""
     nb = emu["root"] / "notebooks" / "51-emulator.ipynb"
     out = emu["tmp"] / "51.ipynb"
-    env = {**os.environ, "DLIO_ROOT": str(emu["root"])}
+    env = {**emu.get("env", os.environ), "DLIO_ROOT": str(emu["root"])}
     return subprocess.Popen(
         [str(Path(sys.executable).parent / "papermill"), str(nb), str(out), "-k", "python3", "-f", "params.yaml",
          "-p", "tier", "mem", "-y", "workloads: [dlrm]", "-p", "compute_model", emu["model"],
@@ -284,7 +294,7 @@ def test_phases_are_those_of_the_real_run(runs, emu, w):
 
 
 def _cli(emu, *args, wait=True):
-    env = {**os.environ, "DLIO_ROOT": str(emu["root"])}
+    env = {**emu.get("env", os.environ), "DLIO_ROOT": str(emu["root"])}
     cmd = [sys.executable, "-m", "experiments.emulator", *args]
     p = subprocess.Popen(cmd, cwd=emu["root"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return p
