@@ -8,7 +8,10 @@ stage that ``SMOKE_STAGES`` left out is skipped (see ``stage_results``).
 The smoke ``dvc repro`` starts in the background when the session starts (the whole suite, as
 ``make test`` runs it) or as soon as collection shows that a smoke test will run, and the smoke
 tests are ordered last: the unit tests run beside the pipeline, whose
-stages mostly keep one of the box's two cores busy. At the end of the session a table lists the
+stages mostly keep one of the box's two cores busy. Once the pipeline has ended the unit tests,
+one at a time, leave a core idle: the tests' self-contained subprocess work (``Background``: make
+figures, make decide, the DVC edits) runs there, one job after another, before its tests come.
+At the end of the session a table lists the
 slowest tests and every smoke stage's wall time (from its ``env.json``), so that where the
 minutes go is visible in every CI log."""
 
@@ -57,7 +60,11 @@ def digest():
     return tree_digest
 
 
-PIPELINE_NICE = -5   # the smoke pipeline's priority (the unit tests keep 0): about 3:1 for a shared core
+# The smoke pipeline's priority once a test waits for it (the unit tests keep 0): about 3:1 for a
+# shared core. Until then it runs at 0 beside the unit tests: while they run, they are the suite's
+# critical path (the fresh-clone CI of 6e21fcb: the pipeline done at 487 s at -5, the unit tests at
+# 888 s), so both share the box as equals; the first test that waits makes it the critical path.
+PIPELINE_NICE = -5
 
 
 def stage_graph(root: Path) -> dict[str, set[str]]:
@@ -143,12 +150,18 @@ class SmokeRun:
         self._rc: int | None = None
         self._final = False
         self._lock = threading.Lock()
+        self._nice = 0   # PIPELINE_NICE once a test waits (prioritize)
         if self._deps:
             self._poll()
-            # the next stage starts as soon as one ends, whether or not a test is waiting
-            threading.Thread(target=self.wait, kwargs={"check": False}, daemon=True).start()
         else:
             self._start(targets, self.log)
+        # the next stage starts as soon as one ends, whether or not a test is waiting; at the
+        # end the tests' background work starts (Background)
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        self.wait(check=False)
+        start_background()
 
     def _start(self, args: list[str], log: Path) -> subprocess.Popen:
         """``dvc repro ARGS`` in the background, its output in ``log``. ``--wait-for-lock``:
@@ -158,12 +171,13 @@ class SmokeRun:
             p = subprocess.Popen(["dvc", "--wait-for-lock", "repro", *args], cwd=self.root,
                                  env=self.env, stdout=f, stderr=subprocess.STDOUT,
                                  start_new_session=True)
-        # The pipeline is the suite's critical path and the unit tests fill the box beside it:
-        # it goes first where both want a core (nice -5, which its stages inherit; root only).
-        try:
-            os.setpriority(os.PRIO_PROCESS, p.pid, PIPELINE_NICE)
-        except OSError:
-            pass
+        # once a test waits for the pipeline it goes first where both want a core (which its
+        # stages inherit; root only): prioritize
+        if self._nice:
+            try:
+                os.setpriority(os.PRIO_PROCESS, p.pid, self._nice)
+            except OSError:
+                pass
         self._procs.append(p)
         self._logs.append(log)
         return p
@@ -213,8 +227,36 @@ class SmokeRun:
         text = "".join(f.read_text(errors="replace") for f in self._logs if f.exists())
         pytest.fail(f"dvc repro failed ({self._rc}); the end of its log:\n{text[-6000:]}")
 
+    def prioritize(self) -> None:
+        """From now on the pipeline goes first (:data:`PIPELINE_NICE`): its running stages'
+        processes, every thread of each (Linux sets one thread's priority per call), and the
+        stages it starts later. Called when a test of the main thread waits for it."""
+        from experiments.host.dstat import descendants
+
+        with self._lock:
+            if self._nice == PIPELINE_NICE or self._rc is not None:
+                return
+            self._nice = PIPELINE_NICE
+            running = [p.pid for p in self._procs if p.poll() is None]
+        for pid in running:
+            try:
+                tree = descendants(pid)
+            except OSError:   # a process ended while its children were listed
+                tree = [pid]
+            for q in tree:
+                for task in Path(f"/proc/{q}/task").glob("*"):
+                    try:
+                        os.setpriority(os.PRIO_PROCESS, int(task.name), self._nice)
+                    except (OSError, ValueError):
+                        pass
+
+    def _waited_on(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self.prioritize()
+
     def wait(self, check: bool = True) -> Path:
         """The whole pipeline, done."""
+        self._waited_on()
         while self._poll() is None:
             time.sleep(0.5)
         if self.wall_s is None:
@@ -228,6 +270,7 @@ class SmokeRun:
         stage in dvc.lock, so its results folder is complete and no longer moves. Returns when
         the pipeline ends without it too (a stage left out by ``SMOKE_STAGES``). Each ``dvc
         repro`` has its own log, so the lock-file line after the stage's is its own."""
+        self._waited_on()
         done = re.compile(rf"(?:^|[\r\n]){re.escape(stage)}: done in .*?Updating lock file", re.S)
         while not any(done.search(f.read_text(errors="replace")) for f in self._logs if f.exists()):
             if self._poll() is not None:
@@ -254,6 +297,115 @@ class SmokeRun:
 
 
 _SMOKE: SmokeRun | None = None
+
+
+class Background:
+    """Self-contained work of a test (its own copy of a project and the subprocesses it runs
+    there: ``work(folder, env) -> result``), run beside the tests before it. The whole suite
+    starts the selected tests' jobs as soon as the smoke pipeline has ended, one after another
+    in the order of their tests: from then on the unit tests, one at a time, keep one of the
+    box's two cores busy and the jobs take the other, where each would otherwise run in turn
+    when its test comes. A session without the pipeline starts them when collection is done; a
+    test that reaches its job before the queue has started it runs it at once. The test marks
+    itself ``@pytest.mark.background(JOB)`` (ordered after the unit tests: its work has had the
+    longest to run) and asserts on ``JOB.result()``, which re-raises the work's exception."""
+
+    def __init__(self, work):
+        self.work = work
+        self.name = work.__name__.strip("_")
+        self._lock = threading.Lock()
+        self._claimed = False
+        self._done = threading.Event()
+        self._out: tuple[bool, object] | None = None
+        self.span: tuple[float, float | None] | None = None   # (start, end), s after the session started
+        self.waited_s: float | None = None                    # how long its test waited for it
+
+    def claim(self) -> bool:
+        """Whether the caller is the one to run the work (the first to ask)."""
+        with self._lock:
+            first, self._claimed = not self._claimed, True
+            return first
+
+    def run(self) -> None:
+        import tempfile
+
+        self.span = (time.monotonic() - _T0, None)
+        try:
+            # the environment as the session began: not what a unit test has patched meanwhile
+            folder = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=_BASETEMP))
+            self._out = (True, self.work(folder, dict(_ENV0)))
+        except BaseException as e:   # raised again in the test, with its traceback
+            self._out = (False, e)
+        finally:
+            self.span = (self.span[0], time.monotonic() - _T0)
+            self._done.set()
+
+    def result(self):
+        if self.claim():
+            self.run()
+        t = time.monotonic()
+        self._done.wait()
+        self.waited_s = time.monotonic() - t
+        ok, value = self._out
+        if not ok:
+            raise value
+        return value
+
+
+_BASETEMP: Path | None = None
+_ENV0: dict[str, str] = {}
+_BACKGROUND: list[Background] = []   # the selected tests' jobs, known once collection is done
+
+
+def smoke_project() -> Path:
+    """The smoke project once its whole pipeline has run, for a :class:`Background` job (whose
+    test takes the ``smoke_run`` fixture, so that the session starts the pipeline)."""
+    assert _SMOKE is not None, "the smoke run was not started at collection"
+    return _SMOKE.wait()
+
+
+def smoke_stage(stage: str) -> Path:
+    """That smoke stage's results folder once it is done, for a :class:`Background` job (whose
+    test takes the ``smoke_run`` fixture)."""
+    assert _SMOKE is not None, "the smoke run was not started at collection"
+    return _SMOKE.wait_for(stage)
+
+
+def start_background() -> None:
+    """Run the selected tests' background jobs in a thread, one after another (a job its test
+    has already taken is left to it). Once per session."""
+    global _QUEUE
+    with _QUEUE_LOCK:
+        if _QUEUE is not None or not _BACKGROUND:
+            return
+        jobs = list(_BACKGROUND)
+        _QUEUE = threading.Thread(target=lambda: [j.run() for j in jobs if j.claim()], name="background",
+                                  daemon=True)
+    _QUEUE.start()
+
+
+_QUEUE: threading.Thread | None = None
+_QUEUE_LOCK = threading.Lock()
+
+
+def stop_background() -> None:
+    """A session ended while a background job still runs (``-x``, Ctrl-C): end every process
+    this one started that is still alive (its tests are over; the pipeline and the grading
+    were stopped before), deepest first, so that nothing stays behind."""
+    if _QUEUE is None or not _QUEUE.is_alive():
+        return
+    from experiments.host.dstat import descendants
+
+    try:
+        pids = descendants(os.getpid())[1:]
+    except OSError:   # a process ended while its children were listed
+        pids = []
+    for pid in reversed(pids):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    _QUEUE.join(timeout=30)
 
 
 class CourseClass:
@@ -319,12 +471,19 @@ def _needs_class(item) -> bool:
     return "course_class" in set(getattr(item, "fixturenames", ()))
 
 
+def _background(item) -> Background | None:
+    m = item.get_closest_marker("background")
+    return m.args[0] if m else None
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Unit tests first, then the tests of the background class grading, then the smoke tests
-    by the stages they read (stable otherwise): the unit tests run while the pipeline runs, and
-    each smoke test waits only for its stages. The grading's tests come after the unit tests so
-    that the suite goes on beside the grading (~2.5 min) instead of waiting for it."""
-    items.sort(key=lambda i: (2, *_smoke_rank(i)) if _needs_smoke(i) else (int(_needs_class(i)),))
+    """Unit tests first, then the tests of the background class grading, then those of the
+    tests' own background work (:class:`Background`), then the smoke tests by the stages they
+    read (stable otherwise): the unit tests run while the pipeline runs, and each smoke test
+    waits only for its stages. The grading's and the background work's tests come after the
+    unit tests so that the suite goes on beside that work instead of waiting for it."""
+    items.sort(key=lambda i: (3, *_smoke_rank(i)) if _needs_smoke(i)
+               else (2,) if _background(i) else (int(_needs_class(i)),))
 
 
 def _whole_suite(config) -> bool:
@@ -339,7 +498,7 @@ def pytest_sessionstart(session):
     the course's class grading beside it. Every test that runs a measuring stage outside the
     pipeline reads its findings' rules from a folder written here once from the declarations
     (what the ``claim_rules`` stage writes into results/, which a fresh clone lacks)."""
-    global _SMOKE, _COURSE
+    global _SMOKE, _COURSE, _BASETEMP, _ENV0
     from experiments.claims.steering import write_all
     from experiments.repeats.findings import RULES_ENV
     from experiments.repeats.purchases import BUYING
@@ -347,17 +506,23 @@ def pytest_sessionstart(session):
     rules = session.config._tmp_path_factory.mktemp("claim_rules")
     write_all(rules, BUYING)
     os.environ[RULES_ENV] = str(rules)
+    _BASETEMP, _ENV0 = session.config._tmp_path_factory.getbasetemp(), dict(os.environ)
     if _whole_suite(session.config):
         _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
         _COURSE = CourseClass(session.config._tmp_path_factory.mktemp("course"))
 
 
 def pytest_collection_finish(session):
+    """Start the smoke pipeline if a selected test needs it and the session has not; the
+    selected tests' background jobs now if no pipeline runs, or if it has already ended."""
     global _SMOKE
-    if _SMOKE is not None or session.config.option.collectonly \
-            or not any(_needs_smoke(i) for i in session.items):
+    if session.config.option.collectonly:
         return
-    _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
+    _BACKGROUND[:] = list(dict.fromkeys(j for j in map(_background, session.items) if j is not None))
+    if _SMOKE is None and any(_needs_smoke(i) for i in session.items):
+        _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
+    if _SMOKE is None or _SMOKE._poll() is not None:
+        start_background()
 
 
 _T0 = time.monotonic()
@@ -373,6 +538,7 @@ def pytest_sessionfinish(session, exitstatus):
         _SMOKE.stop()
     if _COURSE is not None:
         _COURSE.stop()
+    stop_background()
 
 
 @pytest.fixture(scope="session")
@@ -426,6 +592,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             end = f"{_SMOKE.t0 - _T0 + _SMOKE.wall_s:.0f}" if _SMOKE.wall_s is not None else "?"
             tw.write_line(f"timeline (s after the session started): pipeline {_SMOKE.t0 - _T0:.0f} to "
                           f"{end}; smoke tests from {min(smoke):.0f}; session end {time.monotonic() - _T0:.0f}")
+    for job in _BACKGROUND:   # whether each job was done before its test came
+        if job.span is not None:
+            end = f"{job.span[1]:.0f}" if job.span[1] is not None else "?"
+            waited = f"{job.waited_s:.0f} s" if job.waited_s is not None else "(no test)"
+            tw.write_line(f"background job {job.name}: {job.span[0]:.0f} to {end} s; its test waited {waited}")
 
 
 def stage_times(root: Path) -> dict[str, float]:

@@ -63,6 +63,9 @@ def one_node_cluster(tmp_path):
         "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SchedulerType=sched/builtin",
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU", "MpiDefault=none",
         "ReturnToService=2", "JobCompType=jobcomp/none", "AccountingStorageType=accounting_storage/none",
+        # `sbatch --wait` polls every 2 s, backing off to 32 s while the poll is under MinJobAge / 2
+        # (default 300): 2, Slurm's least, keeps it at 2 s, so a short job is not waited on for 30 s more
+        "MinJobAge=2",
         "MaxTasksPerNode=64",
         f"NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN",
         f"PartitionName=emutest Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4", ""]))

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from conftest import Background, smoke_project
 from experiments.repeats import purchases as P
 from experiments.repeats.findings import Steering, compared
 
@@ -23,17 +24,42 @@ pytestmark = pytest.mark.smoke
 FINDING = "lmdbio_lmm_fewer_switches_cifar"
 
 
-def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root, tmp_path):
-    root = tmp_path / "project"
+def _decide(base: Path, env: dict):
+    """``make decide`` of one finding in a copy of the smoke project (its data linked) in
+    ``base``: what the test asserts on, the first run's rows and verdicts read before."""
+    smoke_root = smoke_project()
+    root = base / "project"
     shutil.copytree(smoke_root, root, symlinks=True, ignore=shutil.ignore_patterns("data", "tmp"))
     (root / "data").symlink_to((smoke_root / "data").resolve(), target_is_directory=True)
-    env = {**os.environ, "DLIO_ROOT": str(root),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**env, "DLIO_ROOT": str(root), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
     first = pd.read_parquet(root / "results/lmdbio/raw.parquet")
     before = {c["id"]: c for c in json.loads((root / "results/lmdbio_report/claims.json").read_text())}
     try:
         p = subprocess.run([sys.executable, "-m", "experiments.review.decide", "--minutes", "10", "--finding", FINDING],
                            cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    except BaseException:
+        _remove_own_tiers(root, env, smoke_root)
+        raise
+    return smoke_root, root, env, first, before, p
+
+
+def _remove_own_tiers(root: Path, env: dict, smoke_root: Path) -> None:
+    """The copy's own tier folders outside it (/dev/shm), not the smoke project's."""
+    own = subprocess.run([sys.executable, "-m", "experiments.host.tiers", "dirs", "--own"], cwd=root, env=env,
+                         capture_output=True, text=True).stdout.split()
+    for d in own:
+        if not str(d).startswith(str(smoke_root)) and Path(d).resolve() != (smoke_root / "data").resolve():
+            shutil.rmtree(d, ignore_errors=True)
+
+
+# started when the pipeline ends, beside the unit tests (31 s of the fresh-clone CI's serial tail)
+DECIDED = Background(_decide)
+
+
+@pytest.mark.background(DECIDED)
+def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_run):
+    smoke_root, root, env, first, before, p = DECIDED.result()
+    try:
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         raw = pd.read_parquet(root / "results/lmdbio/raw.parquet")
         kept = raw[raw["made_by"] == P.FIRST].drop(columns="made_by").reset_index(drop=True)
@@ -66,8 +92,4 @@ def test_decide_buys_one_findings_configurations_and_appends_its_rows(smoke_root
             assert all(same(before[i].get(k), after[i].get(k)) for k in ("verdict", "our_value", "ci_low", "ci_high")), \
                 (i, before[i], after[i])
     finally:
-        own = subprocess.run([sys.executable, "-m", "experiments.host.tiers", "dirs", "--own"], cwd=root, env=env,
-                             capture_output=True, text=True).stdout.split()
-        for d in own:
-            if not str(d).startswith(str(smoke_root)) and Path(d).resolve() != (smoke_root / "data").resolve():
-                shutil.rmtree(d, ignore_errors=True)
+        _remove_own_tiers(root, env, smoke_root)

@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import Background, smoke_stage
 from experiments.workloads.steptimer import PARTS
 
 pytestmark = pytest.mark.smoke
+ROOT = Path(__file__).resolve().parent.parent
 
 MEAN, STD = 0.02, 0.002   # the test's compute model: every workload 20 ms +- 2 ms per step
 
@@ -34,12 +36,7 @@ def emu(smoke_run, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("DLIO_ROOT", str(smoke_root))
     tmp = tmp_path_factory.mktemp("emu")
-    model = tmp / "model.json"
-    lin = lambda c: {"coef": {"G": 0.0, "B": 0.0, "c": c}}  # noqa: E731
-    model.write_text(json.dumps({"schema": "compute-model/1", "host": "test",
-                                 "workloads": {w: {"mean": lin(MEAN), "std": lin(STD)}
-                                               for w in ("unet3d", "bert", "dlrm")}}))
-    got = {"root": smoke_root, "tmp": tmp, "model": str(model)}
+    got = {"root": smoke_root, "tmp": tmp, "model": _model(tmp)}
     yield got
     started = [got.get("engineer")] + [p for k, v in got.items() if isinstance(k, tuple) for p in v[1]]
     for p in started:   # started beside the tests, whose test did not run
@@ -57,8 +54,17 @@ def _cfg(emu, w, G, **kw):
                               checkpoint_dir=emu["tmp"] / f"ck-{w}-G{G}", overrides=SHORT[w], **kw)
 
 
-@pytest.fixture(scope="module")
-def runs(emu):
+def _model(folder: Path) -> str:
+    """The test's compute-model file in ``folder``: every workload MEAN +- STD per step."""
+    model = folder / "model.json"
+    lin = lambda c: {"coef": {"G": 0.0, "B": 0.0, "c": c}}  # noqa: E731
+    model.write_text(json.dumps({"schema": "compute-model/1", "host": "test",
+                                 "workloads": {w: {"mean": lin(MEAN), "std": lin(STD)}
+                                               for w in ("unet3d", "bert", "dlrm")}}))
+    return str(model)
+
+
+def _traced_runs(emu) -> dict:
     """Each workload at G = 1 and G = 2 (G = 2 traced): {(w, G): (cfg, summary, trace)}."""
     from experiments.host import cache
     from experiments.emulator import run
@@ -79,22 +85,57 @@ def runs(emu):
         with Tracer(watch=[c.data_dir, c.checkpoint_dir], block=False, sample=False, quiet=True) as t:
             s = run(c, emu["tmp"] / f"{w}-G2")
         out[(w, 2)] = (c, s, t.trace)
-    # the storage engineer's notebook and the two-node runs need no tracer: they run side by
-    # side, beside the tests that follow (a Tracer traces this process's children, so they
-    # start only after the traced runs)
+    return out
+
+
+def _emulator_runs(base: Path, env: dict) -> dict:
+    """:func:`_traced_runs` on the smoke project in a child process (its tracer traces that
+    process's children, not the suite's), in ``base``: its result, unpickled (``runs``); then
+    the storage engineer's notebook and the two-node runs, started (``started``: what the
+    ``emu`` fixture keeps of them)."""
+    import pickle
+
+    root = smoke_stage("emulator_patterns").parent.parent
+    out = base / "runs.pickle"
+    model = _model(base)
+    child = {**env, "DLIO_ROOT": str(root), "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
+    p = subprocess.run([sys.executable, __file__, "--traced-runs", str(root), str(base), model, str(out)],
+                       cwd=root, env=child, capture_output=True, text=True, timeout=1200)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-6000:]
+    started = {"root": root, "tmp": base, "model": model, "env": env}
+    started["engineer"] = _start_engineer_notebook(started)
+    for w in LOOPBACK:
+        started[("loopback", w)] = _start_two_nodes(started, w)
+    return {"runs": pickle.loads(out.read_bytes()), "started": started}
+
+
+# about a minute (160 s in one CI) of emulated training that needs only emulator_patterns: run
+# beside the unit tests once the pipeline has ended, instead of at the head of the smoke tests
+RUNS = Background(_emulator_runs)
+
+
+@pytest.fixture(scope="module")
+def runs(emu):
+    """Each workload at G = 1 and G = 2 (G = 2 traced): {(w, G): (cfg, summary, trace)}."""
+    got = RUNS.result()
+    # the storage engineer's notebook and the two-node runs need no tracer: the job started them
+    # after its runs, to run side by side beside the tests that follow
+    for k, v in got["started"].items():
+        if k == "engineer" or isinstance(k, tuple):
+            emu.setdefault(k, v)
     if "engineer" not in emu:
         emu["engineer"] = _start_engineer_notebook(emu)
     for w in LOOPBACK:
         if ("loopback", w) not in emu:
             emu[("loopback", w)] = _start_two_nodes(emu, w)
-    return out
+    return got["runs"]
 
 
 def _start_engineer_notebook(emu) -> subprocess.Popen:
     """papermill on notebooks/51-emulator.ipynb (DLRM on the mem tier, a search of 2), started."""
     nb = emu["root"] / "notebooks" / "51-emulator.ipynb"
     out = emu["tmp"] / "51.ipynb"
-    env = {**os.environ, "DLIO_ROOT": str(emu["root"])}
+    env = {**emu.get("env", os.environ), "DLIO_ROOT": str(emu["root"])}
     return subprocess.Popen(
         [str(Path(sys.executable).parent / "papermill"), str(nb), str(out), "-k", "python3", "-f", "params.yaml",
          "-p", "tier", "mem", "-y", "workloads: [dlrm]", "-p", "compute_model", emu["model"],
@@ -126,6 +167,7 @@ def test_patterns_stage_traced_every_workload(stage_results):
     assert not list(d.glob("*.png")) and not (d / "claims.json").exists()   # it measures only
 
 
+@pytest.mark.background(RUNS)
 @pytest.mark.parametrize("w", ["unet3d", "bert", "dlrm"])
 @pytest.mark.parametrize("G", [1, 2])
 def test_steps_and_compute_follow_the_model(runs, w, G):
@@ -153,6 +195,7 @@ def test_steps_and_compute_follow_the_model(runs, w, G):
     assert not rd.with_name(rd.name + ".partial").exists()
 
 
+@pytest.mark.background(RUNS)
 @pytest.mark.parametrize("G", [1, 2])
 def test_unet3d_ranks_read_their_share_of_the_cases(runs, G):
     from experiments.workloads.data_unet3d import read_manifest
@@ -171,12 +214,14 @@ def test_unet3d_ranks_read_their_share_of_the_cases(runs, G):
         assert s["data_bytes_by_rank"][str(r)] == int(size[g["case"].astype(int)].sum())
 
 
+@pytest.mark.background(RUNS)
 @pytest.mark.parametrize("G", [1, 2])
 def test_dlrm_every_rank_reads_the_global_batches(runs, G):
     c, s, _ = runs[("dlrm", G)]
     assert s["data_bytes_by_rank"] == {str(r): c.section["train"]["steps"] * c.batch_size * 160 for r in range(G)}
 
 
+@pytest.mark.background(RUNS)
 def test_bert_ranks_read_only_their_shard(runs):
     from experiments.trace import vector
 
@@ -201,6 +246,7 @@ def test_bert_ranks_read_only_their_shard(runs):
         assert traced > 0 and 0.99 * traced <= got <= traced + 65536
 
 
+@pytest.mark.background(RUNS)
 @pytest.mark.parametrize("w", ["unet3d", "bert", "dlrm"])
 def test_checkpoint_writes_follow_the_stored_pattern(runs, emu, w):
     from experiments.emulator import checkpoint
@@ -232,6 +278,7 @@ def test_checkpoint_writes_follow_the_stored_pattern(runs, emu, w):
     assert [(f["name"], f["writes"]) for f in again.files] == want
 
 
+@pytest.mark.background(RUNS)
 @pytest.mark.parametrize("w", ["unet3d", "bert", "dlrm"])
 def test_phases_are_those_of_the_real_run(runs, emu, w):
     """The emulator's phase log (rank 0) has the real run's phases at the same points: the real
@@ -249,7 +296,7 @@ def test_phases_are_those_of_the_real_run(runs, emu, w):
 
 
 def _cli(emu, *args, wait=True):
-    env = {**os.environ, "DLIO_ROOT": str(emu["root"])}
+    env = {**emu.get("env", os.environ), "DLIO_ROOT": str(emu["root"])}
     cmd = [sys.executable, "-m", "experiments.emulator", *args]
     p = subprocess.Popen(cmd, cwd=emu["root"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return p
@@ -296,6 +343,7 @@ def test_two_nodes_on_loopback(emu, w):
     assert sorted(st["rank"].unique()) == [0, 1]
 
 
+@pytest.mark.background(RUNS)
 def test_device_audit_flags_the_warm_run_not_the_cold_one(emu, runs):
     """DLRM at G = 1 right after its data was evicted, at G = 2 right after it was read twice,
     on the smoke project's data folder (a real device): the device audit of the first says its
@@ -350,3 +398,11 @@ def test_storage_engineer_notebook(emu):
     assert "read syscalls" in s["where_time_went"] and "preprocessing" in s["where_time_went"]
     found = json.loads((emu["root"] / "data" / "emulator_runs" / "notebook-search" / "dlrm" / "search.json").read_text())
     assert found["trials"] and found["trials"][0]["accelerators"] == 1
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--traced-runs"]:   # _emulator_runs's child process
+    import pickle
+
+    _root, _tmp, _model_file, _out = sys.argv[2:6]
+    _got = _traced_runs({"root": Path(_root), "tmp": Path(_tmp), "model": _model_file})
+    Path(_out).write_bytes(pickle.dumps(_got))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import project_files
+from conftest import Background, project_files
 from experiments.review import refrun
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,19 +25,29 @@ def _reference_files() -> list[str]:
     return [f for f in out.split("\0") if f]
 
 
-def test_make_figures_reads_the_shipped_reference_run(tmp_path):
-    if not (ROOT / refrun.MANIFEST).is_file():
-        pytest.skip(f"no reference run shipped ({refrun.MANIFEST} absent): make reference on the reference box")
-    m = json.loads((ROOT / refrun.MANIFEST).read_text())
-    root = tmp_path / "project"
-    for f in [*project_files(), *_reference_files()]:   # what a fresh clone has, the reference's store too
+def _figures(base: Path, env: dict) -> tuple[Path, subprocess.CompletedProcess]:
+    """``make figures`` in a copy of the project (what a fresh clone has, the reference's store
+    too) in ``base``: the copy and the finished command."""
+    root = base / "project"
+    for f in [*project_files(), *_reference_files()]:
         (root / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / f, root / f)
-    env = {**os.environ, "DLIO_ROOT": str(root),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**env, "DLIO_ROOT": str(root), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
     subprocess.run(["dvc", "config", "--local", "core.no_scm", "true"], cwd=root, env=env, check=True)
-    p = subprocess.run([sys.executable, "-m", "experiments.review.refrun", "figures"], cwd=root, env=env,
-                       capture_output=True, text=True, timeout=1200)
+    return root, subprocess.run([sys.executable, "-m", refrun.__name__, "figures"], cwd=root, env=env,
+                                capture_output=True, text=True, timeout=1200)
+
+
+# about 85 s of report stages that need nothing of the suite: run beside the unit tests
+FIGURES = Background(_figures) if (ROOT / refrun.MANIFEST).is_file() else None
+
+
+@pytest.mark.background(FIGURES)
+def test_make_figures_reads_the_shipped_reference_run():
+    if FIGURES is None:
+        pytest.skip(f"no reference run shipped ({refrun.MANIFEST} absent): make reference on the reference box")
+    m = json.loads((ROOT / refrun.MANIFEST).read_text())
+    root, p = FIGURES.result()
     log = p.stdout + p.stderr
     assert p.returncode == 0, log[-6000:]
     assert "make figures: no measuring stage ran" in log, log[-3000:]
