@@ -5,7 +5,7 @@ full first-pass traces, with the function the stage now calls when it writes the
 as the stage now does. The run had written only the full traces (2-8 MB each), which the
 reference run no longer ships (stages.py ``unread``). Nothing is measured again.
 
-    python reference/derive_timelines.py CHECKOUT   # then: python -m experiments.refrun record --source CHECKOUT
+    python reference/derive_timelines.py CHECKOUT   # then: python -m experiments.review.refrun record --source CHECKOUT
 """
 
 from __future__ import annotations
