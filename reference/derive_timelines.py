@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from experiments.results import read_json, write_json
+from experiments.output.results import read_json, write_json
 from experiments.sidebyside.stage import save_timeline_trace
 from experiments.trace import schema
 
