@@ -258,6 +258,14 @@ def resident(path) -> int:
     return int(_question({"resident": os.path.abspath(os.fspath(path))})["token"])
 
 
+def dropped(first: int, last: int) -> bool:
+    """Whether the machine's page cache was dropped (another process's ``drop_caches``) between
+    the witness's residency measurements ``first`` and ``last`` (tokens of :func:`resident`):
+    a run then tries again (its judge sets aside a window a drop fell in). False where the
+    kernel does not count drops."""
+    return bool(_question({"dropped": [int(first), int(last)]})["value"])
+
+
 def start(label: str, sleeps: dict | None = None, trace: bool = False) -> tuple[int, str]:
     """Have the grader's witness start a span ``label`` of the running hidden test, on its own
     clock, reading this process's counters from outside (``trace``: with ``strace -f`` attached

@@ -120,7 +120,7 @@ def hidden_tests(nb) -> list[Hidden]:
             key, where = f"{question}.{count[question]}", f"hidden test {count[question]} of {question}"
         pts = re.search(r"^points:\s*([\d.]+)", src, re.MULTILINE)
         inputs, run, judge = split(src, f"{key} ({where})")
-        if public and (imports_package(judge) or re.search(r"\b(_gh|_witnessed|_span|_seen_file|_asked)\b", run + judge)):
+        if public and (imports_package(judge) or re.search(r"\b(_gh|_witnessed|_dropped|_span|_seen_file|_asked)\b", run + judge)):
             raise ValueError(f"{key} ({where}): a public test runs in the student's kernel too: its run and "
                              "judge use neither the package nor the grader's witness")
         used = {n.id for n in ast.walk(ast.parse(run)) if isinstance(n, ast.Name)}
