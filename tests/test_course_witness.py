@@ -7,7 +7,7 @@
 - Threads left are seen in /proc/<pid>/task; strace -f attached from outside sees fsync,
   rename and pread (its output parsed, resumed calls too).
 - The witness reads a file itself, never through a link, only under the submission's folder,
-  /tmp or /dev/shm.
+  /tmp or /dev/shm; it keeps the bytes only where asked.
 - The judge's ``_span`` refuses a span missing, started twice or never ended.
 - Public tests have twins judged outside; one that uses the witness is refused at build.
 - The witness can run as a process of its own and hands back what it kept.
@@ -129,8 +129,10 @@ def test_strace_attached_from_outside_sees_fsync_and_rename(witness, tmp_path):
 def test_witness_reads_files_itself_never_through_a_link(witness, tmp_path):
     f = tmp_path / "f.bin"
     f.write_bytes(b"abc")
-    tok = harness.witness_file(f)
+    tok = harness.witness_file(f, data=True)
     assert witness.files[tok]["data"] == b"abc" and witness.files[tok]["bytes"] == 3
+    tok = harness.witness_file(f)   # its digest and size only, unless a judge reads the bytes
+    assert witness.files[tok]["data"] is None and witness.files[tok]["bytes"] == 3
     (tmp_path / "link").symlink_to("/etc/hostname")
     with pytest.raises(RuntimeError, match="refused"):
         harness.witness_file(tmp_path / "link")

@@ -298,11 +298,11 @@ def settle(span: int, seconds: float = 3.0) -> bool:
     return bool(_question({"settle": span, "seconds": seconds})["ok"])
 
 
-def witness_file(path) -> int:
+def witness_file(path, data: bool = False) -> int:
     """Have the witness read ``path`` (a file of the submission's folder, ``/tmp`` or
     ``/dev/shm``, as this process sees it) itself; the token under which it keeps its size,
-    digest and content for the judge."""
-    return int(_question({"file": os.path.abspath(os.fspath(path))})["token"])
+    digest and (``data``: a judge reads it, up to 4 MiB) content for the judge."""
+    return int(_question({"file": os.path.abspath(os.fspath(path)), "data": bool(data)})["token"])
 
 
 def ask(name: str, *args):

@@ -46,8 +46,6 @@ import zipfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import nbformat
-
 from . import Lab, dist_dir, master
 from .integrity import imports_package
 
@@ -100,6 +98,7 @@ def split(src: str, where: str = "a hidden test") -> tuple[str, str, str]:
 
 def hidden_tests(nb) -> list[Hidden]:
     """The hidden tests of a master notebook (an nbformat notebook or a path), in order."""
+    import nbformat   # here, not at the top: the witness imports this module (judges, oracles) per submission
     if not hasattr(nb, "cells"):
         nb = nbformat.read(nb, 4)
     out, question, count, pcount = [], None, {}, {}
@@ -204,6 +203,7 @@ def harness_cell(h: Hidden) -> str:
 def harness_notebook(master_path: Path):
     """``master_path``'s notebook with each hidden test replaced by :func:`harness_cell`: what
     otter assign builds the autograder from (the student notebook holds no hidden test either way)."""
+    import nbformat
     nb = nbformat.read(master_path, 4)
     tests = iter(hidden_tests(nb))
     cells = []

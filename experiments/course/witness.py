@@ -34,8 +34,9 @@ socket in the submission's folder, one JSON line each:
   span did not start with (seen in ``/proc/<pid>/task``). A span started with ``"trace"``
   has ``strace -f`` attached from here for its length (the ``fsync``, ``rename`` and ``pread``
   calls it sees, in order); where strace cannot attach, the span says why (``observer``).
-- ``{"file": path}``: the witness reads a file of the submission's folder itself (its size,
-  SHA-256 and, up to :data:`FILE_KEEP` bytes, its content): the judge compares outputs with
+- ``{"file": path, "data": bool}``: the witness reads a file of the submission's folder itself
+  (its size, SHA-256 and, where ``data`` asks and up to :data:`FILE_KEEP` bytes, its content:
+  lab 4's checkpoints, 67 MB a submission, need their digests only): the judge compares outputs with
   the grader's copy, never with what the sandbox says it wrote.
 
 A question the submission sends itself learns nothing the grader did not mean to answer.
@@ -237,7 +238,7 @@ class Witness:
         if "settle" in q:
             return self._settle(q)
         if "file" in q:
-            return self._file(q["file"], pid if pid is not None else os.getpid())
+            return self._file(q["file"], pid if pid is not None else os.getpid(), q.get("data") is True)
         return {"refused": "not a question the witness answers"}
 
     # ---- spans ---------------------------------------------------------------------------------
@@ -360,7 +361,7 @@ class Witness:
 
     # ---- files ---------------------------------------------------------------------------------
 
-    def _file(self, where, pid: int) -> dict:
+    def _file(self, where, pid: int, data: bool = False) -> dict:
         if not isinstance(where, str) or not where.startswith("/"):
             return {"refused": "a path is an absolute path (a string)"}
         parts = [x for x in where.split("/") if x and x != "."]
@@ -379,7 +380,7 @@ class Witness:
             while chunk := os.read(fd, 1 << 20):
                 h.update(chunk)
                 size += len(chunk)
-                if size <= FILE_KEEP:
+                if data and size <= FILE_KEEP:
                     kept += chunk
         finally:
             os.close(fd)
@@ -387,7 +388,7 @@ class Witness:
         with self._lock:
             token = len(self.files) + 1
             self.files[token] = {"path": str(path), "bytes": size, "sha256": h.hexdigest(),
-                                 "data": bytes(kept) if size <= FILE_KEEP else None}
+                                 "data": bytes(kept) if data and size <= FILE_KEEP else None}
         return {"token": token}
 
     def _resident(self, where) -> dict:
