@@ -7,10 +7,14 @@
 - Threads left are seen in /proc/<pid>/task; strace -f attached from outside sees fsync,
   rename and pread (its output parsed, resumed calls too).
 - The witness reads a file itself, never through a link, only under the submission's folder,
-  /tmp or /dev/shm.
+  /tmp or /dev/shm; it keeps the bytes only where asked.
 - The judge's ``_span`` refuses a span missing, started twice or never ended.
 - Public tests have twins judged outside; one that uses the witness is refused at build.
 - The witness can run as a process of its own and hands back what it kept.
+- It counts the machine's page-cache drops around each residency measurement: lab 1's
+  buffered-read test tries again after a try a drop fell in and judges the calm try (the
+  solution passes), fails saying so when every try had one, and still fails a reader that
+  empties the cache itself.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import time
 import nbformat
 import pytest
 
-from experiments.course import harness, hidden
-from experiments.course.judge import _span
+from experiments.course import build as cb
+from experiments.course import harness, hidden, lab, labkit
+from experiments.course import witness as cw
+from experiments.course.judge import _dropped, _span, judge_one, load_record
 from experiments.course.witness import Witness, WitnessProcess, chain, parse_strace
 
 
@@ -123,8 +129,10 @@ def test_strace_attached_from_outside_sees_fsync_and_rename(witness, tmp_path):
 def test_witness_reads_files_itself_never_through_a_link(witness, tmp_path):
     f = tmp_path / "f.bin"
     f.write_bytes(b"abc")
-    tok = harness.witness_file(f)
+    tok = harness.witness_file(f, data=True)
     assert witness.files[tok]["data"] == b"abc" and witness.files[tok]["bytes"] == 3
+    tok = harness.witness_file(f)   # its digest and size only, unless a judge reads the bytes
+    assert witness.files[tok]["data"] is None and witness.files[tok]["bytes"] == 3
     (tmp_path / "link").symlink_to("/etc/hostname")
     with pytest.raises(RuntimeError, match="refused"):
         harness.witness_file(tmp_path / "link")
@@ -181,3 +189,90 @@ def test_witness_runs_as_a_process_of_its_own(tmp_path, monkeypatch):
             harness._CURRENT.pop()
     (s,) = w.spans_of("q2.1")
     assert s["digest_ok"] and s["pid"] == os.getpid() and s["seconds"] >= 0.01
+
+
+# lab 1's reader as its solution writes it; AFTER: what it does once it has read
+READER = """
+import mmap, os
+from random import Random
+
+def evict(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+
+def cold_read(path, block, random=False, direct=False, seed=0):
+    evict(path)
+    offsets = list(range(0, os.path.getsize(path), block))
+    if random:
+        Random(seed).shuffle(offsets)
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+    buf = mmap.mmap(-1, block)
+    n = 0
+    try:
+        for off in offsets:
+            n += os.preadv(fd, [buf], off)
+    finally:
+        buf.close()
+        os.close(fd)
+    AFTER
+    return {"bytes": n, "seconds": 1.0, "MBps": n / 1e6}
+"""
+
+
+class _Drops:
+    """A stand-in for /proc/vmstat's drop count (the witness reads it before and after each
+    residency measurement, six reads a try of lab 1's q2.1): at the reads ``when`` picks, it
+    counts a drop and drops ``path``'s pages, as another process's drop_caches would."""
+
+    def __init__(self, path, when):
+        self.path, self.when, self.reads, self.n = path, when, 0, 0
+
+    def __call__(self) -> int:
+        self.reads += 1
+        if self.when(self.reads) and self.path.exists():
+            self.n += 1
+            fd = os.open(self.path, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        return self.n
+
+
+@pytest.mark.parametrize("case", ["a drop in the first try", "a drop in every try", "a reader that evicts after"])
+def test_a_drop_of_the_page_cache_voids_a_try_of_lab1s_residency_test(tmp_path, monkeypatch, case):
+    """The page cache is the machine's: another process's drop_caches (the suite's own cold runs,
+    as root) emptied the grader's file between a correct buffered read and the witness's look,
+    and lab 1's solution lost q2.1 (CI, 2026-11-29). The witness counts drops around each of its
+    measurements; a try with one is tried again and not judged."""
+    x = lab("lab01")
+    h = next(t for t in hidden.hidden_tests(cb.master(x)) if t.key == "q2.1")
+    f = tmp_path / x.name / "grader-q2" / "b.bin"
+    # the 5th read of a try: just before the witness looks at the file after the read
+    when = {"a drop in the first try": lambda r: r == 5, "a drop in every try": lambda r: r % 6 == 5,
+            "a reader that evicts after": lambda r: False}[case]
+    drops = _Drops(f, when)
+    monkeypatch.setattr(cw, "cache_drops", drops)
+    monkeypatch.setattr(time, "sleep", lambda s: None)   # the run's pause between tries
+    monkeypatch.setenv(labkit.DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(harness.RECORD_ENV, str(tmp_path / "record.jsonl"))
+    ns = {"__name__": "__main__"}
+    exec(READER.replace("AFTER", "evict(path)" if case == "a reader that evicts after" else "pass"), ns)  # noqa: S102
+    ns.update(labkit=labkit, LAB=x.name, _gh=harness)
+    with Witness(tmp_path) as w:
+        monkeypatch.setenv(harness.WITNESS_ENV, str(w.path))
+        harness.run(h.key, ns, h.run)
+        toks = sorted(w.log)
+        assert harness.dropped(toks[0], toks[-1]) is (drops.n > 0)
+        with pytest.raises(RuntimeError, match="measured after"):
+            harness.dropped(toks[-1], toks[0])
+    entry = load_record((tmp_path / "record.jsonl").read_bytes())[h.key]
+    tries = [r["try"] for r in entry["values"]["reads"]]
+    verdict = judge_one(h, entry, w)
+    if case == "a drop in the first try":
+        assert tries == [0, 1, 0] and verdict == "", verdict   # sequential: tried again; random: calm
+        first = entry["values"]["reads"][0]["window"]
+        assert _dropped(w.log)(first[0], first[-1]) and w.log[first[-1]][1] == 0
+    elif case == "a drop in every try":
+        assert tries == list(range(8)) * 2 and "dropped the page cache during each of the 8 tries" in verdict, verdict
+    else:
+        assert tries == [0, 0] and "a buffered read leaves the pages in the cache (0/1024)" in verdict, verdict

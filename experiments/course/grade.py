@@ -347,8 +347,10 @@ def run_one(lab: Lab, sub: Path, keep: Path, timeout_s: float) -> dict:
 
 def _keep_witness(witness: WitnessProcess, keep: Path) -> None:
     """``keep/witness.json``: what the witness saw, per span (its clock, the process's counters
-    and threads read outside, its ticks, strace's calls) and per file it read (not the bytes)."""
-    data = {"spans": witness.spans,
+    and threads read outside, its ticks, strace's calls), per residency measurement (path,
+    resident pages, pages, the machine's page-cache drops before and after) and per file it
+    read (not the bytes)."""
+    data = {"spans": witness.spans, "resident": witness.log,
             "files": {t: {k: v for k, v in f.items() if k != "data"} for t, f in witness.files.items()}}
     (keep / "witness.json").write_text(json.dumps(data, indent=1))
 

@@ -258,6 +258,14 @@ def resident(path) -> int:
     return int(_question({"resident": os.path.abspath(os.fspath(path))})["token"])
 
 
+def dropped(first: int, last: int) -> bool:
+    """Whether the machine's page cache was dropped (another process's ``drop_caches``) between
+    the witness's residency measurements ``first`` and ``last`` (tokens of :func:`resident`):
+    a run then tries again (its judge sets aside a window a drop fell in). False where the
+    kernel does not count drops."""
+    return bool(_question({"dropped": [int(first), int(last)]})["value"])
+
+
 def start(label: str, sleeps: dict | None = None, trace: bool = False) -> tuple[int, str]:
     """Have the grader's witness start a span ``label`` of the running hidden test, on its own
     clock, reading this process's counters from outside (``trace``: with ``strace -f`` attached
@@ -290,11 +298,11 @@ def settle(span: int, seconds: float = 3.0) -> bool:
     return bool(_question({"settle": span, "seconds": seconds})["ok"])
 
 
-def witness_file(path) -> int:
+def witness_file(path, data: bool = False) -> int:
     """Have the witness read ``path`` (a file of the submission's folder, ``/tmp`` or
     ``/dev/shm``, as this process sees it) itself; the token under which it keeps its size,
-    digest and content for the judge."""
-    return int(_question({"file": os.path.abspath(os.fspath(path))})["token"])
+    digest and (``data``: a judge reads it, up to 4 MiB) content for the judge."""
+    return int(_question({"file": os.path.abspath(os.fspath(path)), "data": bool(data)})["token"])
 
 
 def ask(name: str, *args):

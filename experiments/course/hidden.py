@@ -46,8 +46,6 @@ import zipfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import nbformat
-
 from . import Lab, dist_dir, master
 from .integrity import imports_package
 
@@ -100,6 +98,7 @@ def split(src: str, where: str = "a hidden test") -> tuple[str, str, str]:
 
 def hidden_tests(nb) -> list[Hidden]:
     """The hidden tests of a master notebook (an nbformat notebook or a path), in order."""
+    import nbformat   # here, not at the top: the witness imports this module (judges, oracles) per submission
     if not hasattr(nb, "cells"):
         nb = nbformat.read(nb, 4)
     out, question, count, pcount = [], None, {}, {}
@@ -120,7 +119,7 @@ def hidden_tests(nb) -> list[Hidden]:
             key, where = f"{question}.{count[question]}", f"hidden test {count[question]} of {question}"
         pts = re.search(r"^points:\s*([\d.]+)", src, re.MULTILINE)
         inputs, run, judge = split(src, f"{key} ({where})")
-        if public and (imports_package(judge) or re.search(r"\b(_gh|_witnessed|_span|_seen_file|_asked)\b", run + judge)):
+        if public and (imports_package(judge) or re.search(r"\b(_gh|_witnessed|_dropped|_span|_seen_file|_asked)\b", run + judge)):
             raise ValueError(f"{key} ({where}): a public test runs in the student's kernel too: its run and "
                              "judge use neither the package nor the grader's witness")
         used = {n.id for n in ast.walk(ast.parse(run)) if isinstance(n, ast.Name)}
@@ -204,6 +203,7 @@ def harness_cell(h: Hidden) -> str:
 def harness_notebook(master_path: Path):
     """``master_path``'s notebook with each hidden test replaced by :func:`harness_cell`: what
     otter assign builds the autograder from (the student notebook holds no hidden test either way)."""
+    import nbformat
     nb = nbformat.read(master_path, 4)
     tests = iter(hidden_tests(nb))
     cells = []

@@ -86,6 +86,7 @@ def judge_one(h: Hidden, entry: dict | None, witness=None) -> str:
         ns.update({k: decode(v) for k, v in h.given.items()})   # exactly what the sandbox's run got
         ns.update(_gh=harness, _rec=decode(entry.get("values") or {}),
                   _witnessed=_witnessed(witness.log if witness else {}),
+                  _dropped=_dropped(witness.log if witness else {}),
                   _asked=list(witness.asked.get(h.key, [])) if witness else [],
                   _span=_span(witness.spans_of(h.key) if witness else []),
                   _seen_file=_seen_file(witness.files if witness else {}))
@@ -116,8 +117,16 @@ def _witnessed(log: dict):
     under ``token`` (:mod:`experiments.course.witness`); AssertionError for an unknown token."""
     def get(token):
         assert token in log, f"the witness measured nothing under token {token!r}"
-        return log[token]
+        return tuple(log[token][:3])
     return get
+
+
+def _dropped(log: dict):
+    """The judge's ``_dropped(first, last)``: whether another process dropped the machine's page
+    cache between the witness's residency measurements ``first`` and ``last`` (its own count,
+    :func:`~.witness.dropped_between`): a window a drop fell in judges nothing of residency."""
+    from .witness import dropped_between
+    return lambda first, last: dropped_between(log, first, last)
 
 
 def _span(spans: list[dict]):

@@ -9,6 +9,12 @@ socket in the submission's folder, one JSON line each:
   is one for the machine: it sees what the submission's reads and evictions did) and answers
   with a token only. The measurement stays here, in :attr:`Witness.log`, for the judge
   (``_witnessed(token)``). Only regular files under the submission's folder are measured.
+  With each measurement it keeps the machine's count of page-cache drops (``drop_pagecache`` of
+  ``/proc/vmstat``, just before and just after it): another process's ``drop_caches`` (the
+  suite's own cold runs, as root) empties every file's pages, the grader's too.
+  ``{"dropped": [first, last]}`` answers whether the page cache was dropped between the
+  measurements ``first`` and ``last`` (None where the kernel does not count): a test that
+  judges residency or device bytes tries again instead of judging a window a drop fell in.
 - ``{"ask": name, "key": test, "args": [...]}``: the answer of the hidden test's oracle
   ``name`` (an input ``_ask_*``, :mod:`experiments.course.hidden`) to ``args``, made here: what
   it knows (lab 8's AU curves and their thresholds, which the student's search must find) never
@@ -28,8 +34,9 @@ socket in the submission's folder, one JSON line each:
   span did not start with (seen in ``/proc/<pid>/task``). A span started with ``"trace"``
   has ``strace -f`` attached from here for its length (the ``fsync``, ``rename`` and ``pread``
   calls it sees, in order); where strace cannot attach, the span says why (``observer``).
-- ``{"file": path}``: the witness reads a file of the submission's folder itself (its size,
-  SHA-256 and, up to :data:`FILE_KEEP` bytes, its content): the judge compares outputs with
+- ``{"file": path, "data": bool}``: the witness reads a file of the submission's folder itself
+  (its size, SHA-256 and, where ``data`` asks and up to :data:`FILE_KEEP` bytes, its content:
+  lab 4's checkpoints, 67 MB a submission, need their digests only): the judge compares outputs with
   the grader's copy, never with what the sandbox says it wrote.
 
 A question the submission sends itself learns nothing the grader did not mean to answer.
@@ -78,6 +85,18 @@ def proc_io(pid: int) -> dict[str, int] | None:
     except OSError:
         return None
     return {k.strip(): int(v) for k, v in (ln.split(":", 1) for ln in text.splitlines() if ":" in ln)}
+
+
+def cache_drops() -> int | None:
+    """How many times the machine's page cache was dropped since boot (``drop_pagecache`` of
+    ``/proc/vmstat``: every write to ``/proc/sys/vm/drop_caches``, by any process); None where
+    the kernel does not count them (before Linux 4.15)."""
+    try:
+        text = Path("/proc/vmstat").read_text()
+    except OSError:
+        return None
+    m = re.search(r"^drop_pagecache (\d+)$", text, re.MULTILINE)
+    return int(m.group(1)) if m else None
 
 
 def proc_tasks(pid: int) -> list[int]:
@@ -137,7 +156,8 @@ class Span:
 class Witness:
     """A witness for the submission folder ``work``, serving ``work/witness.sock`` until
     :meth:`close` (a context manager). ``oracles``: ``{test key: {name: function}}``. ``log``:
-    ``{token: (path, resident pages, pages)}``; ``asked``: ``{test key: [[name, args, answer], ...]}``."""
+    ``{token: (path, resident pages, pages, page-cache drops before, after)}`` (:func:`cache_drops`);
+    ``asked``: ``{test key: [[name, args, answer], ...]}``."""
 
     def __init__(self, work: Path, oracles: dict[str, dict] | None = None):
         self.work = Path(os.path.realpath(work))
@@ -205,6 +225,8 @@ class Witness:
             return {"refused": "not a JSON question"}
         if "resident" in q:
             return self._resident(q["resident"])
+        if "dropped" in q:
+            return self._dropped(q["dropped"])
         if "ask" in q:
             return self._ask(q.get("key"), q.get("ask"), q.get("args"))
         if "start" in q:
@@ -216,7 +238,7 @@ class Witness:
         if "settle" in q:
             return self._settle(q)
         if "file" in q:
-            return self._file(q["file"], pid if pid is not None else os.getpid())
+            return self._file(q["file"], pid if pid is not None else os.getpid(), q.get("data") is True)
         return {"refused": "not a question the witness answers"}
 
     # ---- spans ---------------------------------------------------------------------------------
@@ -339,7 +361,7 @@ class Witness:
 
     # ---- files ---------------------------------------------------------------------------------
 
-    def _file(self, where, pid: int) -> dict:
+    def _file(self, where, pid: int, data: bool = False) -> dict:
         if not isinstance(where, str) or not where.startswith("/"):
             return {"refused": "a path is an absolute path (a string)"}
         parts = [x for x in where.split("/") if x and x != "."]
@@ -358,7 +380,7 @@ class Witness:
             while chunk := os.read(fd, 1 << 20):
                 h.update(chunk)
                 size += len(chunk)
-                if size <= FILE_KEEP:
+                if data and size <= FILE_KEEP:
                     kept += chunk
         finally:
             os.close(fd)
@@ -366,7 +388,7 @@ class Witness:
         with self._lock:
             token = len(self.files) + 1
             self.files[token] = {"path": str(path), "bytes": size, "sha256": h.hexdigest(),
-                                 "data": bytes(kept) if size <= FILE_KEEP else None}
+                                 "data": bytes(kept) if data and size <= FILE_KEEP else None}
         return {"token": token}
 
     def _resident(self, where) -> dict:
@@ -386,14 +408,25 @@ class Witness:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return {"refused": "not a regular file"}
+            before = cache_drops()
             got = resident_pages(f"/proc/self/fd/{fd}")
+            after = cache_drops()
         except OSError as e:
             return {"refused": e.strerror or str(e)}
         finally:
             os.close(fd)
-        token = len(self.log) + 1
-        self.log[token] = (str(path), *got)
+        with self._lock:
+            token = len(self.log) + 1
+            self.log[token] = (str(path), *got, before, after)
         return {"token": token}
+
+    def _dropped(self, tokens) -> dict:
+        if not (isinstance(tokens, list) and len(tokens) == 2 and all(isinstance(t, int) for t in tokens)):
+            return {"refused": "dropped: [first, last] (two tokens of residency measurements)"}
+        try:
+            return {"value": dropped_between(self.log, *tokens)}
+        except AssertionError as e:
+            return {"refused": str(e)}
 
     def _ask(self, key, name, args) -> dict:
         fn = self.oracles.get(key, {}).get(name) if isinstance(key, str) and isinstance(name, str) else None
@@ -409,6 +442,17 @@ class Witness:
             return {"refused": f"{type(e).__name__}: {e}"}
         kept.append([name, args, value])
         return {"value": value}
+
+
+def dropped_between(log: dict, first, last) -> bool | None:
+    """Whether the machine's page cache was dropped (another process's ``drop_caches``) from just
+    before the residency measurement ``first`` to just after ``last`` (tokens of ``log``,
+    ``first <= last``); None where the kernel does not count drops. AssertionError for tokens
+    the witness did not give, or out of order."""
+    assert first in log and last in log, f"the witness measured nothing under token {first!r} or {last!r}"
+    assert first <= last, f"token {first} was measured after token {last}"
+    before, after = log[first][3], log[last][4]
+    return None if before is None or after is None else before != after
 
 
 def _open_nofollow(root: str, parts: list[str]) -> int:
