@@ -120,7 +120,7 @@ def test_a_warm_read_is_flagged_and_an_evicted_one_is_not(tmp_path):
 
 _WINDOWS = """
 import json, subprocess, sys, time
-from experiments import device_audit as A
+from experiments.host import device_audit as A
 f = sys.argv[1]
 with A.Span(f, "sampled", sample_s=0.1) as s:
     t0 = time.time()

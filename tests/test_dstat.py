@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # (a child that writes results), so the write is measured in a fresh process with no children.
 _WRITE_8MIB = """
 import json, os, sys
-from experiments import dstat
+from experiments.host import dstat
 path = sys.argv[1]
 with dstat.Sampler(devices=[dstat.device_of(path)], pid=os.getpid(), interval_s=0.1) as s:
     with open(os.path.join(path, "f"), "wb") as f:

@@ -150,7 +150,7 @@ def test_daemons_are_stopped_and_nothing_listens_after(tmp_path):
 LMDBIO_UNDER_SLURM = """
 import json, sys, zlib
 from pathlib import Path
-from experiments import launcher
+from experiments.host import launcher
 from experiments.lmdbio import read as lm
 dest = Path(sys.argv[1])
 prov = lm.build(dest, 40, 3072, 64 << 20, 5)

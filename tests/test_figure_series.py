@@ -1,7 +1,7 @@
 """A figure's series are its data: each figure that plots a summary table is drawn from a small
 synthetic summary whose series have distinct known values, with data sets (panels) that list
 their categories in different orders, and the line labelled X must carry X's values in every
-panel; the figure must pass :func:`experiments.output.style.series_problems` (one look per label and
+panel; the figure must pass :func:`experiments.figures.style.series_problems` (one look per label and
 one label per look across panels, every labelled series in a legend, no log axis over one x).
 
 LMDBIO's Fig 2 drew each data set's strategies in the colour cycle's order of its rows while
@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from experiments.output import style  # noqa: E402
+from experiments.figures import style  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,8 @@ LAYERS: tuple[tuple[str, object], ...] = (
     ("settings", {"settings"}),            # paths, config, the shared sections, the papers' numbers
     ("host", {"host"}),                    # tiers, page cache, host info, dstat, device audit, launchers
     ("statistics", {"statistics"}),        # intervals over runs and their coverage
-    ("output", {"output"}),                # results writer, headline, figures' style, provenance, progress
+    ("output", {"output"}),                # results writer, headline, provenance, progress
+    ("figures", {"figures"}),              # the one figure style: what report stages draw with
     ("the measuring loop", {"repeats"}),   # MeasuringStage, rounds, looks, futility, purchases
     ("claims", {"claims"}),                # rules, verdicts, declarations, a finding's judge
     ("data sets", {"datasets"}),           # the generated sets the stages read (their checks are claims)

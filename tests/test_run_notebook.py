@@ -44,7 +44,7 @@ def test_results_files_are_readable_by_others(project, monkeypatch):
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots()
         ax.set_xlabel("x (s)")
-        from experiments.output import style
+        from experiments.figures import style
         paths_written += style.save(out, fig, "f", formats=("png",))
     finally:
         os.umask(old)

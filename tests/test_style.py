@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 
-from experiments.output import style  # noqa: E402
+from experiments.figures import style  # noqa: E402
 
 
 def test_overlapping_labels_are_reported_and_a_clean_figure_is_not():

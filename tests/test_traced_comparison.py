@@ -346,7 +346,7 @@ def test_throughput_figure_draws_each_side_at_its_point_with_the_passes_range():
     over one batch size); one pass: no bar."""
     import matplotlib
     matplotlib.use("Agg")
-    from experiments.output import style
+    from experiments.figures import style
     from experiments.sidebyside import report
 
     rows = _rows({"real": REAL, "emulator": EMU}, passes=3)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import claims as C
 from ..settings import reference
-from ..output import style
+from ..figures import style
 from ..claims.declared import Measured, join, lookup
 from ..host.tiers import storage_tier_of as storage_tier  # noqa: F401 (the tier the claims judge: the first with a device)
 from .findings import (_cold, device_reads, measure_runs, run_tables, warm_cold)  # noqa: F401
@@ -40,7 +40,7 @@ def plot_histogram(hist: pd.DataFrame):
 
 def _lines(ax, d: pd.DataFrame, key: str, label_of):
     """One line per ``label_of`` group: colour by tier, marker and line style by format
-    (:func:`experiments.output.style.category`), the same in both figures whatever the rows' order."""
+    (:func:`experiments.figures.style.category`), the same in both figures whatever the rows' order."""
     for lab, g in d.groupby(label_of, sort=False):
         g = g.sort_values(key)
         lab = lab if isinstance(lab, tuple) else (lab,)

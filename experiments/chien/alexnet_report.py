@@ -15,7 +15,7 @@ import pandas as pd
 
 from .. import claims as C
 from ..statistics import stats
-from ..output import style
+from ..figures import style
 from ..claims.declared import Measured, join
 from .alexnet_findings import (measure_batch_size, measure_checkpoint, measure_prefetch,  # noqa: F401
                                prefetch_ratio, stall_ratios)
@@ -41,7 +41,7 @@ def plot_fig6(summary: pd.DataFrame):
     """Fig 6: per tier, bars of the median run time with one batch prefetched (whiskers: its 95 %
     interval, ``summary`` from :func:`experiments.statistics.stats.with_median_ci`), and on top (white,
     hatched) the excess when nothing is prefetched: the cost of I/O. Prefetch and no prefetch
-    keep one look in every panel (:func:`experiments.output.style.category`); the tier is the panel."""
+    keep one look in every panel (:func:`experiments.figures.style.category`); the tier is the panel."""
     d = summary[summary["experiment"] == "prefetch"]
     tiers = list(dict.fromkeys(d["tier"]))
     pf = style.category("prefetch", "prefetch")["color"]

@@ -11,7 +11,7 @@ import pandas as pd
 from .. import claims as C
 from ..settings import reference
 from ..statistics import stats
-from ..output import style
+from ..figures import style
 from ..repeats import level_of
 from ..claims.declared import Measured, join
 from .findings import ORDERED_PENALTY, measure_loader  # noqa: F401

@@ -11,7 +11,7 @@ def au_figure(table: pd.DataFrame, title: str):
     workload, green where it passes MLPerf Storage's 90 % mark and red where it does not."""
     import matplotlib.pyplot as plt
 
-    from ..output import style
+    from ..figures import style
     from ..workloads.compute_model import MLPERF_AU_PASS
 
     fig, ax = plt.subplots(figsize=(6, 3))

@@ -136,7 +136,7 @@ def plot_throughput(run: pd.DataFrame):
     whats = list(dict.fromkeys(run["what"]))
     fig, ax = plt.subplots(figsize=(8, 3.6))
     w = 0.8 / max(1, len(whats))
-    from ..output import style
+    from ..figures import style
 
     for i, wt in enumerate(whats):
         s = run[run["what"] == wt].set_index("tier").reindex(tiers)
@@ -163,7 +163,7 @@ def plot_timeline(files: pd.DataFrame, tier: str, variant: str = "fsync", step: 
     f = files[(files["tier"] == tier) & (files["variant"] == variant) & (files["op"] == "write")]
     step = step if step is not None else int(f["step"].max())
     f = f[f["step"] == step]
-    from ..output import style
+    from ..figures import style
 
     fig, ax = plt.subplots(figsize=(8, 0.35 * f["rank"].nunique() + 1.4))
     colors = style.colors("checkpoint_file", ("model", "optim"))
@@ -188,7 +188,7 @@ def plot_stalls(stalls: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(7, 3.4))
     s = stalls.assign(what=np.where(stalls["mode"] == "direct", "direct to the slow tier",
                                     "burst buffer, keep " + stalls["keep"].fillna(0).astype(int).astype(str)))
-    from ..output import style
+    from ..figures import style
 
     for wt, g in s.groupby("what", sort=False):
         key = "direct" if g["mode"].iloc[0] == "direct" else int(g["keep"].fillna(0).iloc[0])

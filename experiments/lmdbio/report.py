@@ -8,7 +8,7 @@ import pandas as pd
 
 from .. import claims as C
 from ..statistics import stats
-from ..output import style
+from ..figures import style
 from ..host.tiers import storage_tier_of as storage_tier  # noqa: F401 (the tier the claims judge)
 from ..claims.declared import join
 from .findings import (PAPER_DATASET, PUMMA_PROCS, STEPS, claim_p, measure_caffe, measure_steps,  # noqa: F401

@@ -69,17 +69,17 @@ def per_side(rows: pd.DataFrame) -> pd.DataFrame:
 def throughput_figure(rows: pd.DataFrame):
     """The thesis's data and compute throughputs (samples/s, Sec 4.4) of the four sides at the
     one (batch, ranks) point each workload ran: one column of panels per workload, the sides
-    side by side on the x axis in one colour each (:func:`experiments.output.style.category`), each
+    side by side on the x axis in one colour each (:func:`experiments.figures.style.category`), each
     side's median over its passes with the range of the passes (:func:`per_side`; one pass: no
     bar). A side not measured is named on its axis with no point."""
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from ..output import style
+    from ..figures import style
 
     tp = per_side(rows)
     ws = list(dict.fromkeys(tp["workload"]))
-    fig, axes = plt.subplots(2, len(ws), figsize=(3.6 * len(ws) + 0.8, 5.8), squeeze=False)
+    fig, axes = plt.subplots(2, len(ws), figsize=(3.6 * len(ws) + 0.8, 6.2), squeeze=False)
     for j, w in enumerate(ws):
         d = tp[tp["workload"] == w]
         order = [s for s in SIDES if s in set(d["side"])] + [s for s in d["side"] if s not in SIDES]
@@ -102,11 +102,11 @@ def throughput_figure(rows: pd.DataFrame):
             ax.set(ylabel=label if j == 0 else "", xlabel="side" if i == 1 else "")
             if i == 0:
                 unit = "global" if w == "dlrm" else "per rank"
-                # the passes on a line of their own: three panels' titles side by side
-                ax.set_title(f"{w.upper()}: batch {int(d['batch_size'].iloc[0])} ({unit}), "
-                             f"{int(d['ranks'].iloc[0])} ranks\n{int(d['passes'].max())} pass(es)",
+                # a line each for the workload, its point and its passes: four panels' titles side by side
+                ax.set_title(f"{w.upper()}\nbatch {int(d['batch_size'].iloc[0])} ({unit}), "
+                             f"{int(d['ranks'].iloc[0])} rank(s)\n{int(d['passes'].max())} pass(es)",
                              fontsize="medium")
-    fig.suptitle("Four sides at one point per workload: the median over the passes, bars the lowest and "
+    fig.suptitle("Each side at one point per workload: the median over the passes, bars the lowest and "
                  "highest pass (their range, not an interval)", fontsize="medium")
     fig.tight_layout()
     return fig

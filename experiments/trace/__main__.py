@@ -243,7 +243,7 @@ def cmd_timeline(a) -> int:
     tr = schema.load(a.trace)
     ph = phases.read(a.phases) if a.phases else _phases_of(tr)
     out = _check_out(a.output)
-    from ..output import style
+    from ..figures import style
     style.apply()
     fig = timeline.plot(tr, ph, a.bin, a.data, a.checkpoint)
     from ..output.results import atomic_write

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..output import style
+from ..figures import style
 from .schema import Trace
 from .series import SERIES, auto_bin, io_series  # noqa: F401 (the series drawn: computed apart from the figure)
 

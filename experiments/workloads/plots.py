@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..output import style
+from ..figures import style
 from . import compute_model as cm
 from . import fits
 
@@ -32,7 +32,7 @@ THROUGHPUTS = [("vfs_sps", "VFS throughput"), ("data_sps", "data throughput"),
 
 
 def rank_colors(s: pd.DataFrame) -> dict:
-    """One color per rank count in ``s`` (:func:`experiments.output.style.category`), so that G=2 has
+    """One color per rank count in ``s`` (:func:`experiments.figures.style.category`), so that G=2 has
     the same color in every panel, row and figure, also where a row ran only some rank counts."""
     return style.colors("ranks", sorted(s["ranks"].unique()))
 

@@ -478,9 +478,9 @@ def save(out, fig, name: str, formats=("png", "svg"), dpi: int = 150) -> list:
     lists every figure the stage drew with the problems found (none, in a clean figure), and
     they are printed. Here, not in :mod:`experiments.output.results`, so that a stage that measures
     never depends on how figures look."""
-    from .results import atomic_write, write_json
+    from ..output.results import atomic_write, write_json
 
-    from .provenance import label
+    from ..output.provenance import label
 
     stamp_host(fig, label(out.stage))
     problems = layout_problems(fig) + series_problems(fig)
