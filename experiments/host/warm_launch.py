@@ -221,8 +221,9 @@ class Parents:
     ``multi_rank``: whether runs of several ranks are forked too (:meth:`serves`). Off by
     default: on the 2-core reference box two DLRM ranks forked from one parent computed slower
     than two fresh ranks (forward 73 against 40 ms a step, 9 of 10 alternating rounds; one rank
-    showed no such difference), a change in what is measured that is not explained yet
-    (docs/statistics.md, "Warm launch"); such runs start fresh processes."""
+    showed no such difference), not explained; rechecked on 2026-11-29 it did not recur (5 of
+    11 rounds), and a forked pair run beside a fresh pair under the same load computed 5 to 7 %
+    slower (docs/statistics.md, "Warm launch"); such runs start fresh processes."""
 
     def __init__(self, multi_rank: bool = False):
         self._parents: dict[str, Parent] = {}
