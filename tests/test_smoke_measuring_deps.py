@@ -69,7 +69,7 @@ def _edits(base: Path, env: dict) -> None:
     papers = root / "experiments" / "claims" / "papers"
     _edit(papers / "pumma-lmdbio.yaml", r"^(    quote: .+?)$", r"\1  ")                  # a quote's spacing
     _edit(papers / "nelson-dl-io-blog.yaml", r"^(    statement: )(.+)$", r"\1(edited) \2")  # a statement
-    _edit(root / "experiments" / "output" / "style.py", r'^PALETTE = "\w+"', 'PALETTE = "deep"')       # the colours
+    _edit(root / "experiments" / "figures" / "style.py", r'^PALETTE = "\w+"', 'PALETTE = "deep"')       # the colours
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["figures"]["dpi"] = int(params["figures"]["dpi"]) + 1                         # a figure setting
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
