@@ -92,10 +92,15 @@ def solution_notebook(lab: Lab) -> Path:
 
 
 def autograder_zip(lab: Lab) -> Path:
-    """The newest autograder zip of ``lab``; FileNotFoundError (naming ``make course``) if none."""
+    """The newest autograder zip of ``lab``; FileNotFoundError (naming ``make course``) if none,
+    or if it is older than the lab's master notebook (its hidden tests would be the old ones: a
+    build of 00:33 graded lab 6's solution 9/11 after the master's tests changed at 05:50)."""
     zips = sorted((dist_dir(lab) / "autograder").glob(f"{lab.name}-autograder_*.zip"))
     if not zips:
         raise FileNotFoundError(f"no autograder for {lab.name} under {dist_dir(lab)}: run `make course` first")
+    if master(lab).is_file() and zips[-1].stat().st_mtime < master(lab).stat().st_mtime:
+        raise FileNotFoundError(f"the autograder {zips[-1]} is older than {master(lab)}: run `make course` "
+                                "to build it again")
     return zips[-1]
 
 
