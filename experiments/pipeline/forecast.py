@@ -141,9 +141,9 @@ def counted(stage: str, params: dict) -> set[str]:
     """The parameter paths stage ``stage``'s size and length rules read: what sets its count of
     runs and their length (its registry entry's size and length rules)."""
     seen: set[str] = set()
+    if stage not in stages.BY_NAME:
+        return seen
     for rule in (stages.size_of, stages.length_of):   # its count of runs and their length: both forecast
-        if stage not in stages.BY_NAME:
-            break
         try:
             rule(stage, _Reads(params, "", seen))
         except (KeyError, TypeError, ValueError, ImportError):
