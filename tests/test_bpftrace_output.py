@@ -37,3 +37,20 @@ def test_each_record_goes_to_its_parser_and_the_rest_is_counted(tmp_path):
     # the cleared scalar bpftrace prints again at exit is not kept; each map's entries counted
     assert p.totals == {"agg_entries": 3, "inode_entries": 2, "badregs": 1}
     assert p.unparsed == 3 and p.unparsed_examples[1] == "garbage line"
+
+
+def test_a_requeued_request_is_counted_once_with_its_first_submitter(tmp_path):
+    # fio (pid 7) reads sector 100; the device is busy, the request is requeued and kblockd
+    # (pid 44) issues it again; a later read of the same sector is a new request
+    out = tmp_path / "bt.out"
+    out.write_text("\n".join([
+        "B\t240\t8388608\t100\t8\t4096\tR\t7",
+        "BQ\t245\t8388608\t100",
+        "B\t260\t8388608\t100\t8\t4096\tR\t44",
+        "B\t300\t8388608\t100\t8\t4096\tR\t7",
+        "B\t310\t8388608\t200\t8\t4096\tR\t7",
+    ]) + "\n")
+    p = bo.parse_output(out, 0, {7: "fio", 44: "kworker/1:1H"}, mountinfo="")
+    assert p.unparsed == 0
+    assert p.block[["pid", "sector"]].values.tolist() == [[7, 100], [7, 100], [7, 200]]
+    assert p.block["timestamp_ns"].tolist() == [240, 300, 310]

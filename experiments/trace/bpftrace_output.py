@@ -57,6 +57,7 @@ class _Lines:
     vfs: list = field(default_factory=list)
     issues: list = field(default_factory=list)
     completes: list = field(default_factory=list)
+    requeues: list = field(default_factory=list)
     forks: list = field(default_factory=list)
     mmaps: list = field(default_factory=list)
     aggs: list = field(default_factory=list)   # (file number, packed op/bytes/sequential, calls)
@@ -124,6 +125,12 @@ def _complete_line(acc: _Lines, parts: list[str]) -> None:
     acc.completes.append((int(ts), int(dev), int(sector)))
 
 
+def _requeue_line(acc: _Lines, parts: list[str]) -> None:
+    """``BQ``: a block request put back on the queue; its next issue is not a new request."""
+    ts, dev, sector = parts[1:4]
+    acc.requeues.append((int(ts), int(dev), int(sector)))
+
+
 def _fork_line(acc: _Lines, parts: list[str]) -> None:
     """``F``: a fork in the tree (time, parent, child, parent's name)."""
     acc.forks.append((int(parts[1]), int(parts[2]), int(parts[3])))
@@ -164,7 +171,7 @@ def _map_line(acc: _Lines, line: str) -> None:
 
 # the record each line starts with -> its parser (the records the program of :func:`script` prints)
 _PARSERS = {"V": _call_line, "P": _name_line, "N": _open_path_line, "M": _mmap_line, "BI": _issue_line,
-            "B": _request_line, "BC": _complete_line, "F": _fork_line, "E": _exec_line, "AGG": _maps_start}
+            "B": _request_line, "BC": _complete_line, "BQ": _requeue_line, "F": _fork_line, "E": _exec_line, "AGG": _maps_start}
 
 
 def parse_output(out_file: Path, offset_ns: int, comms: dict[int, str] | None = None,
@@ -219,7 +226,7 @@ def _tables(acc: _Lines, offset_ns: int, unparsed: int, examples: list[str]) -> 
     if len(counts):
         counts["op"] = counts["op"].map(OPS)
         counts["path"] = paths(counts)
-    bdf = _block_rows(acc.issues, acc.completes, offset_ns)
+    bdf = _block_rows(_without_reissues(acc.issues, acc.requeues), acc.completes, offset_ns)
     forks = [(ts + offset_ns, parent, child) for ts, parent, child in acc.forks]
     return Parsed(vdf, bdf, forks, counts, mdf, acc.totals, unparsed, examples, kn)
 
@@ -233,6 +240,24 @@ def _dev_names() -> dict[int, str]:
         except (OSError, ValueError):
             continue
     return out
+
+
+def _without_reissues(issues: list[dict], requeues: list[tuple]) -> list[dict]:
+    """``issues`` less the second issue of each requeued request: for each requeue (time,
+    device, sector), the first later issue of the same (device, sector). The request keeps
+    its first issue (its submitter, and its latency counted from there)."""
+    if not requeues:
+        return issues
+    later: dict[tuple[int, int], list[int]] = {}
+    for i in sorted(range(len(issues)), key=lambda i: issues[i]["ts"]):
+        later.setdefault((issues[i]["dev"], issues[i]["sector"]), []).append(i)
+    drop = set()
+    for ts, dev, sector in sorted(requeues):
+        for i in later.get((dev, sector), []):
+            if issues[i]["ts"] > ts and i not in drop:
+                drop.add(i)
+                break
+    return [r for i, r in enumerate(issues) if i not in drop]
 
 
 def _block_rows(issues: list[dict], completes: list[tuple], offset_ns: int) -> pd.DataFrame:
