@@ -47,43 +47,54 @@ KEYS = ("tier", "variant")   # the columns that name a configuration
 FILES = {"rows": "evictions.csv", "files": "raw.parquet", "steps": "ranks.csv", "device": "device.csv"}
 
 
-def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
-    """Every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder), one pool of
-    ranks for all, ``cfg.repeats`` rounds in a seeded order (:class:`experiments.repeats.MeasuringStage`),
-    then the runs ``make decide`` bought (``purchases``: ``decide.llm_checkpoint``). A run
-    writes ``cfg.checkpoints`` checkpoints and reads them back: its row is its eviction
-    (method, residency before the reads, the read mode), its side tables its ``files`` and its
-    ranks' ``steps``. Returns the :class:`experiments.repeats.Measurement`."""
-    from ..host import cache, device_audit, launcher
+def measuring_stage(cfg, tiers: dict[str, Path], seed: int, pool):
+    """The stage as the loop runs it (:class:`experiments.repeats.MeasuringStage`), built, not
+    run: every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder; ``direct``
+    only on a tier not memory-backed), ``cfg.repeats`` rounds in a seeded order, each run's
+    ranks from ``pool`` (a :class:`experiments.host.launcher.RankPool` of the layout's ranks). A
+    run writes ``cfg.checkpoints`` checkpoints and reads them back: its row is its eviction
+    (method, residency before the reads, the read mode), its side tables its ``files``, its
+    ranks' ``steps`` and each phase's ``device`` audit."""
+    from ..host import cache, device_audit
     from .. import repeats
     from ..host.tiers import storage_tier_of
 
     lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
-    check(cfg, tiers)
     configs = [{"tier": t, "variant": v} for t in cfg.tiers for v in VARIANTS
                if not (v == "direct" and (cache.memory_backed(tiers[t]) or not cfg.read_direct))]
-    with launcher.RankPool(lo.ranks, C.RANK_PROGRAM) as pool:
-        def run_one(c: dict, repeat: int):
-            t, v = c["tier"], c["variant"]
-            r = C.run_variant(lo, tiers[t] / "llm_checkpoint", checkpoints=cfg.checkpoints,
-                              pause_s=cfg.pause_s, seed=seed, pool=pool, label=t, tier=t,
-                              variant=v, **VARIANTS[v])
-            ev = {k: v for k, v in r["eviction"].items() if k not in ("missing", "unreadable")}   # lists of paths
-            rd, wr = (device_audit.columns(r["device"][op]) for op in ("read", "write"))
-            audit = {"device_read_ratio": rd["device_read_ratio"], "read_from": rd["read_from"],
-                     "device_write_ratio": wr["device_write_ratio"], "written_to": wr["written_to"]}
-            device = pd.DataFrame([{"op": op, **device_audit.columns(a)} for op, a in r["device"].items()])
-            return repeats.Run({"read": r["read"], **ev, **audit},
-                               {"files": r["files"].drop(columns=["tier", "variant"], errors="ignore"),
-                                "steps": r["steps"].drop(columns=["tier", "variant"], errors="ignore"),
-                                "device": device})
 
-        stage = repeats.MeasuringStage("llm_checkpoint", KEYS, configs, run_one,
-                                       repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
-                                       tables=("files", "steps", "device"), files=FILES, progress="llm_checkpoint runs",
-                                       context=lambda rows: {"storage_tier": storage_tier_of(rows)},
-                                       units="steps", unit_quantities=("io_s",), unit_seconds="io_s")
-        return repeats.measure(stage, purchases)
+    def run_one(c: dict, repeat: int):
+        t, v = c["tier"], c["variant"]
+        r = C.run_variant(lo, tiers[t] / "llm_checkpoint", checkpoints=cfg.checkpoints,
+                          pause_s=cfg.pause_s, seed=seed, pool=pool, label=t, tier=t,
+                          variant=v, **VARIANTS[v])
+        ev = {k: v for k, v in r["eviction"].items() if k not in ("missing", "unreadable")}   # lists of paths
+        rd, wr = (device_audit.columns(r["device"][op]) for op in ("read", "write"))
+        audit = {"device_read_ratio": rd["device_read_ratio"], "read_from": rd["read_from"],
+                 "device_write_ratio": wr["device_write_ratio"], "written_to": wr["written_to"]}
+        device = pd.DataFrame([{"op": op, **device_audit.columns(a)} for op, a in r["device"].items()])
+        return repeats.Run({"read": r["read"], **ev, **audit},
+                           {"files": r["files"].drop(columns=["tier", "variant"], errors="ignore"),
+                            "steps": r["steps"].drop(columns=["tier", "variant"], errors="ignore"),
+                            "device": device})
+
+    return repeats.MeasuringStage("llm_checkpoint", KEYS, configs, run_one,
+                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
+                                  tables=("files", "steps", "device"), files=FILES, progress="llm_checkpoint runs",
+                                  context=lambda rows: {"storage_tier": storage_tier_of(rows)},
+                                  units="steps", unit_quantities=("io_s",), unit_seconds="io_s")
+
+
+def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
+    """:func:`measuring_stage` measured with one pool of ranks for all its runs (the tiers
+    checked first, :func:`check`), then the runs ``make decide`` bought (``purchases``:
+    ``decide.llm_checkpoint``). Returns the :class:`experiments.repeats.Measurement`."""
+    from ..host import launcher
+    from .. import repeats
+
+    check(cfg, tiers)
+    with launcher.RankPool(L.layout(cfg.model, cfg.ranks, cfg.scale).ranks, C.RANK_PROGRAM) as pool:
+        return repeats.measure(measuring_stage(cfg, tiers, seed, pool), purchases)
 
 
 def summarize(steps: pd.DataFrame, device: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
