@@ -154,10 +154,45 @@ def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> 
     return pd.concat([run.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
-def burst_buffer(cfg, tiers: dict[str, Path]) -> pd.DataFrame:
-    """The burst buffer's stalls (:func:`.llm_burst_buffer.stalls`: one row per checkpoint) with
-    the stage's layout, ``cfg.repeats`` runs of it (``run``: the unit of the stalls' intervals)."""
+BB_KEYS = ("mode", "keep")   # the columns that name a burst buffer configuration (keep None: direct)
+
+
+def burst_buffer_stage(cfg, tiers: dict[str, Path], seed: int = 0):
+    """The burst buffer's runs (:mod:`.llm_burst_buffer`) as a measuring stage
+    (:class:`experiments.repeats.MeasuringStage`), built, not run (its tiers checked): writing
+    direct to the slow tier and through the burst buffer at each keep, ``cfg.repeats`` rounds in
+    a seeded order (a fixed count, looked at once); a run writes ``burst_buffer.checkpoints``
+    checkpoints of the stage's layout (at ``burst_buffer.scale``), its rows one per checkpoint
+    (its stalls). The state a checkpoint saves is generated at the first run and kept (the
+    training state is in memory already: no part of a stall). When ``make decide`` appends
+    to the stage (it buys variant runs), the burst buffer's runs of before are kept as they are
+    (``burst_buffer.csv``: :func:`experiments.repeats.stage.kept`)."""
+    from .. import repeats
+
     b = cfg.burst_buffer
     lo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
-    return pd.concat([B.stalls(lo, tiers[b.fast], tiers[b.slow], b.keeps, b.interval_s, b.checkpoints,
-                               b.slow_MBps).assign(run=r) for r in range(cfg.repeats)], ignore_index=True)
+    fast, slow = tiers[b.fast], tiers[b.slow]
+    B.check(lo, fast, slow, b.keeps, b.checkpoints)
+    state: list = []
+
+    def run_one(c: dict, repeat: int) -> list[dict]:
+        if not state:
+            state.extend(B.states(lo))
+        rows = B.run_mode(state, fast, slow, c["keep"], b.interval_s, b.checkpoints, b.slow_MBps)
+        return [{k: v for k, v in r.items() if k not in BB_KEYS} for r in rows]
+
+    configs = [{"mode": "direct", "keep": None}, *({"mode": "burst buffer", "keep": k} for k in b.keeps)]
+    return repeats.MeasuringStage("llm_checkpoint", BB_KEYS, configs, run_one,
+                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
+                                  files={"rows": "burst_buffer.csv"}, progress="llm_checkpoint burst buffer runs")
+
+
+def burst_buffer(cfg, tiers: dict[str, Path], seed: int = 0) -> pd.DataFrame:
+    """The burst buffer's stalls (:func:`burst_buffer_stage` measured): one row per checkpoint
+    (``run``: the unit of the stalls' intervals), direct first, then each keep."""
+    from .. import repeats
+
+    rows = repeats.measure(burst_buffer_stage(cfg, tiers, seed)).rows
+    order = [-1 if k != k or k is None else k for k in rows["keep"]]   # direct (keep NaN) first
+    return (rows.assign(_order=order).sort_values(["_order", "repeat", "step"], kind="stable")
+            .drop(columns="_order").reset_index(drop=True))
