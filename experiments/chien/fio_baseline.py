@@ -159,7 +159,8 @@ def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFra
     order = {c: k for k, c in enumerate((t.name, job) for t in tiers for job in JOBS)}
     raw = m.rows.assign(_order=[order[c] for c in zip(m.rows["tier"], m.rows["job"])])
     raw = raw.sort_values(["_order", "repeat"], kind="stable").drop(columns="_order").reset_index(drop=True)
-    return raw, facts
+    first = ["tier", "fstype", "job", "repeat", "warmup"]   # the columns as before the loop's own
+    return raw[first + [c for c in raw if c not in first]], facts
 
 
 def _audited(span, job: str, io_bytes: int) -> dict:
