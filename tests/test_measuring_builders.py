@@ -59,10 +59,11 @@ def test_a_stage_without_a_builder_is_a_measuring_one_and_other_kinds_have_none(
 
 
 # ----------------------------------------------------------------------------- building runs nothing
-# The smoke profile's settings, and for each builder's other parameters what its notebook passes,
-# stood in where only a run would use it (a data set's manifest, a pool of ranks): building must
-# not touch them. The data sets are the data stages' (a unit test has none), so the workloads'
-# check of their data set is stood in for.
+# The smoke profile's settings; a builder's other parameters by their names (:func:`_standins`):
+# what its notebook passes, stood in where only a run reads it (a data set's manifest, a pool of
+# ranks): building must not touch them. A new stage whose builder takes ``cfg``, ``tiers`` and
+# ``seed`` needs nothing here; a parameter named nowhere below fails, naming it. The data sets
+# are the data stages' (a unit test has none), so the workloads' check of theirs is stood in for.
 
 def _tiers(tmp_path):
     from experiments.host.tiers import Tier
@@ -74,47 +75,57 @@ def _tiers(tmp_path):
     return out
 
 
-def _others(name: str, p: dict, tmp_path, monkeypatch) -> tuple[tuple, dict]:
-    """Stage ``name``'s builder's arguments after ``cfg``: (positional, keyword)."""
+def _standins(name: str, p: dict, tmp_path, monkeypatch) -> dict:
+    """{parameter: value} for stage ``name``'s builder: the common names, then the stage's own."""
     from experiments.host import launcher
 
     tiers = _tiers(tmp_path)
-    dirs = {t.name: Path(t.path) for t in tiers}
+    names = [t.name for t in tiers]
+    common = {"tiers": tiers, "seed": 0, "tier_names": names, "evictions": {}, "pools": launcher.Pools("x"),
+              "pool": None, "staged": {}, "packs": {}, "dbs": {}, "mem": {}, "n_classes": 4, "trainer": None,
+              "work_root": tmp_path / "work", "logdir": tmp_path / "logs"}
     if name == "fio_baseline":
         if not shutil.which("fio"):
             pytest.skip("fio not installed")
-        return (tiers, p["imagenet_size_mix"]), {}
+        return common | {"bssplit": p["imagenet_size_mix"]}
     if name == "tfdata_read":
         import tensorflow  # noqa: F401 - imported first, as its notebook does: the import runs `uname -p`
-        return ({}, tiers, 0), {}
-    if name == "alexnet_prefetch":
-        return (None, {}, 4, [t.name for t in tiers], 0), {}
     if name == "alexnet_checkpoint":
         from experiments.chien import alexnet as ax
 
         a = p["alexnet"]
-        trainer = ax.Trainer(4, a["image_size"], a["width"], a["dense_width"], seed=0)
-        return (trainer, pd.DataFrame(), 4, {k: str(v) for k, v in dirs.items()}, a["image_size"], 0,
-                tmp_path / "logs"), {}
-    if name in ("deepio", "lmdbio"):
-        extra = ({}, tiers) if name == "deepio" else (tiers, {}, {})
-        return (*extra, 0, launcher.Pools("x"), {}), {}
+        return common | {"trainer": ax.Trainer(4, a["image_size"], a["width"], a["dense_width"], seed=0),
+                         "m": pd.DataFrame(), "tier_dirs": {t.name: t.path for t in tiers},
+                         "image_size": a["image_size"]}
     if name == "blog":
         from experiments.blog import tfrecord
 
-        b = p["blog"]
-        return (tfrecord.run_configs([t.name for t in tiers], b["threads"], b["workers"]), None, 0), {}
+        return common | {"configs": tfrecord.run_configs(names, p["blog"]["threads"], p["blog"]["workers"]),
+                         "one_run": None}
     if name == "llm_checkpoint":
-        return (dirs, 0, None), {}
-    if name == "traced_comparison":
-        return (tmp_path / "work",), {}
-    from experiments.workloads import stage as W
+        return common | {"tiers": {t.name: Path(t.path) for t in tiers}}
+    module = stages.BY_NAME[name].builder.partition(":")[0]
+    if module == "experiments.workloads.stage":
+        from experiments.workloads import stage as W
 
-    monkeypatch.setattr(W, "check_data", lambda *a, **k: None)
-    if name in W.WORKLOADS:
-        return (), {"name": name, "seed": 0}
-    # a validation row's jobs: a sweep of a workload
-    return (), {"name": name, "seed": 0, "jobs": [W.own_job("dlrm", config.validate("dlrm", p["dlrm"]))]}
+        monkeypatch.setattr(W, "check_data", lambda *a, **k: None)
+        # a validation row's jobs: a sweep of a workload
+        jobs = None if name in W.WORKLOADS else [W.own_job("dlrm", config.validate("dlrm", p["dlrm"]))]
+        return common | {"name": name, "jobs": jobs}
+    return common
+
+
+def _arguments(build, given: dict) -> dict:
+    """The keyword arguments of ``build`` after ``cfg``, from ``given``; a parameter without a
+    default that ``given`` lacks fails, naming it."""
+    out = {}
+    for k, prm in list(inspect.signature(build).parameters.items())[1:]:
+        if k in given:
+            out[k] = given[k]
+        elif prm.default is inspect.Parameter.empty:
+            pytest.fail(f"{build.__module__}.{build.__name__}: no stand-in for its parameter {k!r}; "
+                        "name one in tests/test_measuring_builders.py (_standins)")
+    return out
 
 
 def _files(root: Path) -> dict[str, tuple[int, int]]:
@@ -136,7 +147,7 @@ def test_building_with_the_smoke_settings_starts_no_process_and_writes_no_file(n
     else:
         section = next(iter(s.settings))
         cfg = config.validate(section, p[section])
-    args, kwargs = _others(name, p, tmp_path, monkeypatch)
+    kwargs = _arguments(build, _standins(name, p, tmp_path, monkeypatch))
     before = _files(tmp_path)
     started = []
 
@@ -145,11 +156,11 @@ def test_building_with_the_smoke_settings_starts_no_process_and_writes_no_file(n
         raise AssertionError(f"building {name} started a process: {a[:2]}")
 
     with monkeypatch.context() as m:
-        m.setattr(subprocess.Popen, "__init__", refuse)
+        m.setattr(subprocess, "Popen", refuse)   # subprocess.run and the rest start through it
         m.setattr(multiprocessing.Process, "start", refuse)
         for f in ("fork", "posix_spawn", "posix_spawnp", "system", "execv", "execve"):
             if hasattr(os, f):
                 m.setattr(os, f, refuse)
-        stage = build(cfg, *args, **kwargs)
+        stage = build(cfg, **kwargs)
     assert isinstance(stage, repeats.MeasuringStage) and stage.configs and not started
     assert _files(tmp_path) == before, f"building {name} wrote files"
