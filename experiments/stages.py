@@ -19,6 +19,9 @@ by hand elsewhere in the package, ``tests/test_stages.py``):
   then its notebook and its code by package folder, from the imports its notebook reaches;
 - the forecast's size of each stage and the profile's configurations of each (:func:`size_of`,
   :func:`configs_of`: functions of the stage's module its entry names).
+- each measuring stage's builder (:func:`builder_of`: ``measuring_stage(cfg, ...) ->
+  MeasuringStage``, its settings first; ``tests/test_measuring_builders.py`` builds every one and
+  checks that building runs nothing), or none where its runs are not the unit of an interval.
 
 This module imports nothing of the package: ``config`` reads it, and the generator reads both.
 """

@@ -194,5 +194,6 @@ def burst_buffer(cfg, tiers: dict[str, Path], seed: int = 0) -> pd.DataFrame:
 
     rows = repeats.measure(burst_buffer_stage(cfg, tiers, seed)).rows
     order = [-1 if k != k or k is None else k for k in rows["keep"]]   # direct (keep NaN) first
-    return (rows.assign(_order=order).sort_values(["_order", "repeat", "step"], kind="stable")
+    by = ["_order", *(c for c in ("repeat", "step") if c in rows)]   # a file kept from before the rounds lacks repeat
+    return (rows.assign(_order=order).sort_values(by, kind="stable")
             .drop(columns="_order").reset_index(drop=True))
