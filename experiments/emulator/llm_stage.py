@@ -55,8 +55,8 @@ def measuring_stage(cfg, tiers: dict[str, Path], seed: int, pool):
     run writes ``cfg.checkpoints`` checkpoints and reads them back: its row is its eviction
     (method, residency before the reads, the read mode), its side tables its ``files``, its
     ranks' ``steps`` and each phase's ``device`` audit."""
-    from ..host import cache, device_audit
     from .. import repeats
+    from ..host import cache, device_audit
     from ..host.tiers import storage_tier_of
 
     lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
@@ -89,8 +89,8 @@ def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
     """:func:`measuring_stage` measured with one pool of ranks for all its runs (the tiers
     checked first, :func:`check`), then the runs ``make decide`` bought (``purchases``:
     ``decide.llm_checkpoint``). Returns the :class:`experiments.repeats.Measurement`."""
-    from ..host import launcher
     from .. import repeats
+    from ..host import launcher
 
     check(cfg, tiers)
     with launcher.RankPool(L.layout(cfg.model, cfg.ranks, cfg.scale).ranks, C.RANK_PROGRAM) as pool:
@@ -193,7 +193,7 @@ def burst_buffer(cfg, tiers: dict[str, Path], seed: int = 0) -> pd.DataFrame:
     from .. import repeats
 
     rows = repeats.measure(burst_buffer_stage(cfg, tiers, seed)).rows
-    order = [-1 if k != k or k is None else k for k in rows["keep"]]   # direct (keep NaN) first
+    order = [-1 if pd.isna(k) else k for k in rows["keep"]]   # direct (keep NaN) first
     by = ["_order", *(c for c in ("repeat", "step") if c in rows)]   # a file kept from before the rounds lacks repeat
     return (rows.assign(_order=order).sort_values(by, kind="stable")
             .drop(columns="_order").reset_index(drop=True))
