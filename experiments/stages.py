@@ -19,6 +19,9 @@ by hand elsewhere in the package, ``tests/test_stages.py``):
   then its notebook and its code by package folder, from the imports its notebook reaches;
 - the forecast's size of each stage and the profile's configurations of each (:func:`size_of`,
   :func:`configs_of`: functions of the stage's module its entry names).
+- each measuring stage's builder (:func:`builder_of`: ``measuring_stage(cfg, ...) ->
+  MeasuringStage``, its settings first; ``tests/test_measuring_builders.py`` builds every one and
+  checks that building runs nothing), or none where its runs are not the unit of an interval.
 
 This module imports nothing of the package: ``config`` reads it, and the generator reads both.
 """
@@ -57,6 +60,12 @@ class Stage:
     size: str | None = None                        # "module:function": its size rule (:func:`size_of`)
     configs: str | None = None                     # "module:function": its configurations (:func:`configs_of`)
     length: str | None = None                      # "module:function": its run length rule (:func:`length_of`)
+    # a measuring stage's builder, "module:function" (:func:`builder_of`): ``measuring_stage(cfg,
+    # ...) -> MeasuringStage``, cfg its settings; building runs nothing. A bare name is the
+    # declaring module's, or, declared in a package's ``settings`` module (which imports no
+    # framework), its package's ``stage`` module's. None: its runs are not the unit of an
+    # interval (its module's docstring says why); other kinds have none.
+    builder: str | None = "measuring_stage"
     module: str | None = None                      # the module that declares it (:func:`discover`)
 
     def __post_init__(self):
@@ -66,6 +75,13 @@ class Stage:
             object.__setattr__(self, "size", here(self.size))
             object.__setattr__(self, "configs", here(self.configs))
             object.__setattr__(self, "length", here(self.length))
+            home = self.module.rsplit(".", 1)[0] + ".stage" if self.module.endswith(".settings") else self.module
+            if self.builder and ":" not in self.builder:
+                object.__setattr__(self, "builder", f"{home}:{self.builder}")
+        if self.kind != "measuring":
+            if self.builder not in (None, "measuring_stage"):
+                raise ValueError(f"stage {self.name}: builder = {self.builder!r}; allowed only for a measuring stage")
+            object.__setattr__(self, "builder", None)
         if self.kind not in KINDS:
             raise ValueError(f"stage {self.name}: kind = {self.kind!r}; allowed: {', '.join(KINDS)}")
         if self.buys and self.kind != "measuring":
@@ -275,6 +291,13 @@ def size_of(name: str, params: dict) -> float | None:
     for a stage without a size rule (its work does not scale with a count of runs)."""
     s = BY_NAME[name]
     return None if s.size is None else float(rule(s.size)(params, name))
+
+
+def builder_of(name: str):
+    """Stage ``name``'s builder (``measuring_stage(cfg, ...) -> MeasuringStage``, imported);
+    None for a stage without one (:attr:`Stage.builder`)."""
+    s = BY_NAME[name]
+    return None if s.builder is None else rule(s.builder)
 
 
 def length_of(name: str, params: dict) -> dict[str, float] | None:

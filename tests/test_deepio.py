@@ -246,11 +246,11 @@ def test_measure_loader_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp
     assert seq["plan"]["first_look"] == 7 and raw["repeat"].max() == 6
     assert {f["stopped"] for f in seq["findings"].values()} == {"decided"}
     assert (raw["level"] == seq["plan"]["level"]).all() and seq["plan"]["level"] > 0.95
-    # building the stage runs nothing: the packs written, no loader run, no eviction
+    # building the stage runs nothing: no loader run, no eviction (the packs are written before)
     ran = []
     monkeypatch.setattr(deepio, "run_loader", lambda *a, **k: ran.append(a))
     monkeypatch.setattr(deepio.cache, "evict", lambda *a, **k: ran.append(a))
-    stage = deepio.measuring_stage(cfg, staged, [t], 2, Pools("x"), {})
+    stage = deepio.measuring_stage(cfg, deepio.pack_tiers(cfg, staged, [t]), [t], 2, Pools("x"), {})
     assert isinstance(stage, repeats.MeasuringStage) and len(stage.configs) == 2 * 2 and not ran
 
 

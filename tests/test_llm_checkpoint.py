@@ -190,6 +190,35 @@ def test_burst_buffer_stalls_when_the_drain_lags(tmp_path):
     assert not any(fast.iterdir()) and not any(slow.iterdir())
 
 
+def test_burst_buffer_runs_in_rounds_and_a_decide_run_keeps_them(tmp_path, monkeypatch):
+    """The burst buffer on the one loop: direct and each keep once a round in a seeded order, its
+    rows one per checkpoint with their run; when make decide appends to the stage (it buys
+    variant runs), the burst buffer's rows of before are kept and nothing runs."""
+    from experiments.emulator import llm_burst_buffer as B, llm_checkpoint as C, llm_stage as S
+    from experiments.output import results
+    from experiments.repeats import purchases as P
+    from experiments.settings import paths
+
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    dirs = {"mem": tmp_path / "fast", "disk": tmp_path / "slow"}
+    for d in dirs.values():
+        d.mkdir()
+    cfg = C.LLMCheckpointConfig(scale=100000, checkpoints=2, repeats=2, pause_s=0,
+                                burst_buffer={"keeps": [1, 2], "interval_s": 0, "checkpoints": 2})
+    df = S.burst_buffer(cfg, dirs, seed=3)
+    assert len(df) == 2 * 3 * 2 and df.groupby(["mode", "keep"], dropna=False)["run"].nunique().eq(2).all()
+    assert list(df["mode"][:4]) == ["direct"] * 4 and sorted(df["keep"].dropna().unique()) == [1, 2]
+    assert df["run"].nunique() == 6 and {"repeat", "round_order", "made_by"} <= set(df)
+    d = paths.results_dir("llm_checkpoint")
+    d.mkdir(parents=True)
+    df.to_csv(d / "burst_buffer.csv", index=False)
+    results.write_json(d / "rounds.json", {})
+    monkeypatch.setenv(P.ENV, "llm_checkpoint")
+    monkeypatch.setattr(B, "run_mode", lambda *a, **k: pytest.fail("a decide run ran the burst buffer again"))
+    again = S.burst_buffer(cfg, dirs, seed=3)
+    assert again[["mode", "run", "stall_s"]].equals(df[["mode", "run", "stall_s"]])
+
+
 def test_bound_verdict_against_fio_and_none_for_cache_served_reads():
     import pandas as pd
 

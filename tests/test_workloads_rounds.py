@@ -46,7 +46,7 @@ def test_a_stage_runs_rounds_and_a_decide_run_keeps_its_runs_and_runs_only_the_b
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     ran = []
     _fake_runs(monkeypatch, ran)
-    first = stage.measure_jobs("dlrm", [_job(tmp_path, repeats=2)], 0)
+    first = stage.measure_jobs(None, "dlrm", [_job(tmp_path, repeats=2)], 0)
     assert sorted(ran) == [(1, 8, 0), (1, 8, 1), (1, 16, 0), (1, 16, 1)]
     assert set(first["steps"]["made_by"]) == {"repro"} and first["runs"]["run"].is_unique
     assert set(first["steps"]["run"]) == set(first["runs"]["run"])        # every step knows its run
@@ -61,7 +61,7 @@ def test_a_stage_runs_rounds_and_a_decide_run_keeps_its_runs_and_runs_only_the_b
     ran.clear()
     monkeypatch.setenv(P.ENV, "lmdbio dlrm")
     buy = [P.Purchase(run=1, configs=[{"workload": "dlrm", "variant": "real", "ranks": 1, "batch_size": 16}], runs=2)]
-    got = stage.measure_jobs("dlrm", [_job(tmp_path, repeats=2)], 0, buy)
+    got = stage.measure_jobs(None, "dlrm", [_job(tmp_path, repeats=2)], 0, buy)
     assert ran == [(1, 16, 2), (1, 16, 3)]                      # the bought runs only
     assert list(got["runs"]["made_by"]) == ["repro"] * 4 + ["decide 1"] * 2
     assert got["runs"]["wall_seconds"].tolist() == [1.5] * 6
@@ -69,7 +69,7 @@ def test_a_stage_runs_rounds_and_a_decide_run_keeps_its_runs_and_runs_only_the_b
     assert bought["level"].tolist() == pytest.approx([1 - 0.05 / 2] * 2)
     assert [r["made_by"] for r in got["ranks"]].count("decide 1") == 2
     with pytest.raises(ValueError, match="do not have"):
-        stage.measure_jobs("dlrm", [_job(tmp_path)], 0, [P.Purchase(run=2, configs=[{"workload": "resnet",
+        stage.measure_jobs(None, "dlrm", [_job(tmp_path)], 0, [P.Purchase(run=2, configs=[{"workload": "resnet",
                            "variant": "real", "ranks": 1, "batch_size": 8}], runs=1)])
 
 
@@ -77,7 +77,7 @@ def test_a_kept_run_whose_folder_is_gone_stops_naming_it(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     ran = []
     _fake_runs(monkeypatch, ran)
-    first = stage.measure_jobs("dlrm", [_job(tmp_path)], 0)
+    first = stage.measure_jobs(None, "dlrm", [_job(tmp_path)], 0)
     gone = first["runs"]["run_dir"].iloc[0]
     import shutil
     shutil.rmtree(gone)

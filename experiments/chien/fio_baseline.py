@@ -3,8 +3,10 @@
 Per tier: sequential write and sequential read with 1 MiB blocks, random read with the
 ImageNet size mix of the blog (``bssplit``) and random read of 16 KiB blocks (the blog's "16K
 IOPS" job, set against its large reads), direct I/O where the file system allows it
-(otherwise buffered, with the file evicted before each read run). One warm-up run, then
-``repeats`` runs; the summary reports the median bandwidth in MB/s (10^6 B/s) and IOPS.
+(otherwise buffered, with the file evicted before each read run). ``warmup`` rounds, then
+``repeats`` rounds of every (tier, job) in a seeded order, through the one measuring-stage
+interface (:func:`measuring_stage`); the summary reports the median bandwidth in MB/s (10^6 B/s)
+and IOPS.
 
 Every run is audited (:mod:`experiments.host.device_audit`): the bytes fio moved beside the bytes the
 tier's device read or wrote (``device_ratio``, ``served_by``: device, cache, memory). A job whose
@@ -24,7 +26,6 @@ from pydantic import Field
 
 from ..host import cache, device_audit
 from ..settings.config import ConfigError, Section
-from ..output.progress import progress
 from ..host.tiers import Tier, prepare, require_free
 from ..stages import Stage, rounds, tier_names
 
@@ -82,48 +83,84 @@ def run_job(path: Path, job: str, cfg: FioConfig, bssplit: str, direct: bool) ->
     return _parse(p.stdout, job)
 
 
-def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFrame, dict]:
-    """every fio job of JOBS on every tier. Returns (one row per run, facts for env.json)."""
+KEYS = ("tier", "job")   # the columns that name a configuration
+FILE = "fio-baseline.testfile"   # each tier's test file, removed after the stage's runs
+SEED = 0   # the rounds' order (the stage reads no seed section: its runs do not depend on one)
+
+
+def measuring_stage(cfg: FioConfig, tiers: list[Tier], bssplit: str, facts: dict | None = None):
+    """Every fio job of :data:`JOBS` on every tier as one measuring stage
+    (:class:`experiments.repeats.MeasuringStage`), built, not run: fio found, every tier checked
+    (writable, its test file fits) before the first is written; ``warmup`` rounds, then
+    ``repeats`` rounds, every (tier, job) once a round in a seeded order (a fixed count, looked
+    at once). A run is one fio run of the job on the tier's test file (fio lays it out when a
+    read comes first), direct I/O unless the file system refuses it (``direct: auto``: buffered
+    from then on, with the file evicted before each read run, said once), audited against the
+    device (:func:`_audited`). ``facts`` gets each tier's eviction and direct I/O (env.json)."""
+    from .. import repeats
+
     fio_binary()
     infos = {t.name: prepare(t) for t in tiers}
     for t in tiers:   # every tier's test file fits, before the first is written
-        (t.dir / "fio-baseline.testfile").unlink(missing_ok=True)   # a killed run's leftover
-        require_free(t.dir / "fio-baseline.testfile", cfg.size_mib * 2**20,
+        require_free(t.dir / FILE, cfg.size_mib * 2**20,
                      f"fio's test file on tier {t.name}", "fio_baseline.size_mib", say=True)
-    rows, facts = [], {"eviction": {}, "direct": {}}
-    runs = [(t, job, i) for t in tiers for job in JOBS for i in range(cfg.warmup + cfg.repeats)]
-    for t in tiers:
-        path = t.dir / "fio-baseline.testfile"
-        direct = cfg.direct != "off"
-        try:
-            for tier, job, i in progress(
-                [r for r in runs if r[0].name == t.name], desc=f"fio {t.name}"
-            ):
-                if not direct and job != "seqwrite":
-                    facts["eviction"][t.name] = cache.evict([path], label=t.name)
-                with device_audit.Span(path, f"fio {t.name} {job} {i}") as span:
-                    try:
-                        r = run_job(path, job, cfg, bssplit, direct)
-                    except subprocess.CalledProcessError as e:
-                        if direct and cfg.direct == "auto":
-                            # e.g. tmpfs without O_DIRECT: fall back to buffered I/O, say so once
-                            print(f"fio: direct I/O refused on tier {t.name} ({infos[t.name].fstype}); "
-                                  "using buffered I/O with eviction before reads")
-                            direct = False
-                            facts["eviction"][t.name] = cache.evict([path], label=t.name)
-                            r = run_job(path, job, cfg, bssplit, direct)
-                        else:
-                            raise RuntimeError(f"fio failed on tier {t.name}: {e.stderr.strip()[-400:]}") from e
-                rows.append({"tier": t.name, "fstype": infos[t.name].fstype, "job": job,
-                             "repeat": i, "warmup": i < cfg.warmup, "direct": direct,
-                             "bw_MBps": r["bw_bytes"] / 1e6, "iops": r["iops"],
-                             "io_bytes": r["io_bytes"], "runtime_ms": r["runtime_ms"],
-                             **_audited(span, job, r["io_bytes"])})
-            facts["direct"][t.name] = direct
-        finally:
-            path.unlink(missing_ok=True)
+    facts = facts if facts is not None else {}
+    facts.setdefault("eviction", {})
+    facts.setdefault("direct", {})
+    by_name = {t.name: t for t in tiers}
+    direct = {t.name: cfg.direct != "off" for t in tiers}
+
+    def run_one(c: dict, i: int) -> dict:
+        name, job = c["tier"], c["job"]
+        path = by_name[name].dir / FILE
+        if not direct[name] and job != "seqwrite":
+            facts["eviction"][name] = cache.evict([path], label=name)
+        with device_audit.Span(path, f"fio {name} {job} {i}") as span:
+            try:
+                r = run_job(path, job, cfg, bssplit, direct[name])
+            except subprocess.CalledProcessError as e:
+                if direct[name] and cfg.direct == "auto":
+                    # e.g. tmpfs without O_DIRECT: fall back to buffered I/O, say so once
+                    print(f"fio: direct I/O refused on tier {name} ({infos[name].fstype}); "
+                          "using buffered I/O with eviction before reads")
+                    direct[name] = False
+                    facts["eviction"][name] = cache.evict([path], label=name)
+                    r = run_job(path, job, cfg, bssplit, False)
+                else:
+                    raise RuntimeError(f"fio failed on tier {name}: {e.stderr.strip()[-400:]}") from e
+        facts["direct"][name] = direct[name]
+        return {"fstype": infos[name].fstype, "direct": direct[name],
+                "bw_MBps": r["bw_bytes"] / 1e6, "iops": r["iops"],
+                "io_bytes": r["io_bytes"], "runtime_ms": r["runtime_ms"],
+                **_audited(span, job, r["io_bytes"])}
+
+    configs = [{"tier": t.name, "job": job} for t in tiers for job in JOBS]
     facts["tiers"] = {k: vars(v) for k, v in infos.items()}
-    return pd.DataFrame(rows), facts
+    return repeats.MeasuringStage("fio_baseline", KEYS, configs, run_one,
+                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), SEED, warmup=cfg.warmup,
+                                  progress="fio_baseline rounds", quantities=("bw_MBps",))
+
+
+def measure(tiers: list[Tier], cfg: FioConfig, bssplit: str) -> tuple[pd.DataFrame, dict]:
+    """:func:`measuring_stage` measured, each tier's test file removed after its runs (a killed
+    run's leftover before them). Returns (one row per run, in tier and job order, facts for
+    env.json)."""
+    from .. import repeats
+
+    for t in tiers:
+        (t.dir / FILE).unlink(missing_ok=True)   # a killed run's leftover
+    facts: dict = {}
+    try:
+        m = repeats.measure(measuring_stage(cfg, tiers, bssplit, facts))
+    finally:
+        for t in tiers:
+            (t.dir / FILE).unlink(missing_ok=True)
+    # in the order of the tiers and jobs (the rounds ran them in a seeded order)
+    order = {c: k for k, c in enumerate((t.name, job) for t in tiers for job in JOBS)}
+    raw = m.rows.assign(_order=[order[c] for c in zip(m.rows["tier"], m.rows["job"])])
+    raw = raw.sort_values(["_order", "repeat"], kind="stable").drop(columns="_order").reset_index(drop=True)
+    first = ["tier", "fstype", "job", "repeat", "warmup"]   # the columns as before the loop's own
+    return raw[first + [c for c in raw if c not in first]], facts
 
 
 def _audited(span, job: str, io_bytes: int) -> dict:

@@ -265,26 +265,33 @@ def accuracy_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
     return train_curves(cfg, seed)
 
 
-def measuring_stage(cfg: DeepIOConfig, staged: dict[str, pd.DataFrame], tiers, seed: int, pools,
-                    evictions: dict):
+def pack_tiers(cfg: DeepIOConfig, staged: dict[str, pd.DataFrame], tiers) -> dict[str, tuple]:
+    """Each tier's first ``loader_samples`` samples of ``staged`` (tier name -> manifest of the
+    JPEG copy on that tier) packed into one file there (:func:`pack`), outside the runs: {tier:
+    (file, index)}."""
+    packs = {}
+    for t in tiers:
+        prepare(t)   # the tier checked (exists or made, writable) before its pack is written
+        m = staged[t.name].iloc[:cfg.loader_samples]
+        dest = t.dir / "deepio-pack"
+        packs[t.name] = (dest / "samples.bin", pack(m, dest))
+    return packs
+
+
+def measuring_stage(cfg: DeepIOConfig, packs: dict[str, tuple], tiers, seed: int, pools, evictions: dict):
     """Ordered vs opportunistic read bandwidth for each tier, R, P and node count of ``nodes``
     (at most P) as one measuring stage (:class:`experiments.repeats.MeasuringStage`), built, not
-    run: each tier's samples packed (outside the runs), then a run per configuration and round,
-    the cache evicted before each (its method kept in ``evictions``), the ranks from ``pools``
-    (:class:`experiments.host.launcher.Pools`). At least ``repeats`` rounds, more while a
-    bandwidth finding is undecided (:func:`loader_findings`, judged by the declared rules).
-    ``staged`` maps tier name -> manifest of the JPEG copy on that tier."""
+    run: a run per configuration and round over each tier's packed samples (``packs``:
+    :func:`pack_tiers`), the cache evicted before each (its method kept in ``evictions``), the
+    ranks from ``pools`` (:class:`experiments.host.launcher.Pools`). At least ``repeats`` rounds,
+    more while a bandwidth finding is undecided (:func:`loader_findings`, judged by the declared
+    rules)."""
     from .. import repeats
     from ..claims import looks
     from ..repeats import findings
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many
-    packs = {}
     mem = {t.name: prepare(t).memory_backed for t in tiers}
-    for t in tiers:
-        m = staged[t.name].iloc[:cfg.loader_samples]
-        dest = t.dir / "deepio-pack"
-        packs[t.name] = (dest / "samples.bin", pack(m, dest))
     configs = [{"tier": t.name, "mode": mode, "R": r, "P": p, "nodes": n} for t in tiers
                for mode in ("ordered", "opportunistic") for r in cfg.ratios for p in cfg.procs
                for n in node_counts if n <= p]
@@ -315,7 +322,7 @@ def measure_loader(staged: dict[str, pd.DataFrame], tiers, cfg: DeepIOConfig,
     evictions = {}
     pools = launcher.Pools(RANK_PROGRAM)  # each (P, nodes)'s ranks start once, for all its runs
     try:
-        stage = measuring_stage(cfg, staged, tiers, seed, pools, evictions)
+        stage = measuring_stage(cfg, pack_tiers(cfg, staged, tiers), tiers, seed, pools, evictions)
         got = repeats.measure(stage, purchases)
     finally:
         pools.close()

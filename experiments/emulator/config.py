@@ -18,6 +18,13 @@ written.
 
 Batch size: per accelerator for UNET3D and BERT, global for DLRM (as the real workloads and the
 thesis's compute-time fits).
+
+The ``emulator_patterns`` stage it declares (:data:`STAGE`, run by :mod:`.stage`) has **no
+builder** (no ``measuring_stage``; ``builder=None`` in its entry): it traces one short real run
+of each workload and derives that run's checkpoint pattern, then replays the pattern and checks
+the replay's calls and sizes are the same. Its answers are a pattern and an exact match, not a
+quantity with an interval over runs, so its runs are not the unit of any interval and rounds
+would only repeat the same derivation.
 """
 
 from __future__ import annotations
@@ -331,5 +338,6 @@ STAGE = Stage("emulator_patterns", "notebooks/50-emulator-patterns.ipynb", "meas
               ("seed", *(f"{w}.{p}" for w in ("unet3d", "bert", "dlrm", "retinanet") for p in ("model", "train", "sweep")),
                "emulator.pattern_ranks"),
               report="emulator_patterns_report", inputs=("data/unet3d", "data/bert", "data/dlrm", "data/retinanet"),
+              builder=None,   # a pattern derived once and checked exactly: no runs to repeat (the docstring)
               note="Ho-Von 2023 Sec 6.4: each real workload traced, its checkpoint writes become the emulator's "
                    "pattern (measures; draws nothing).")

@@ -119,18 +119,31 @@ def buffered(state: list, fast: Path, slow: Path, keep: int, interval_s: float, 
     return rows
 
 
-def stalls(lo: L.Layout, fast: Path, slow: Path, keeps: list[int], interval_s: float,
-           checkpoints: int, slow_MBps: float = 0) -> pd.DataFrame:
-    """One row per checkpoint: direct to ``slow``, then through the burst buffer for each keep.
-    Stops first (ConfigError) when the fast tier cannot hold one checkpoint or the slow tier
-    all of them."""
+def check(lo: L.Layout, fast: Path, slow: Path, keeps: list[int], checkpoints: int) -> None:
+    """Stop (ConfigError) when the fast tier cannot hold one checkpoint or the slow tier all of them."""
     bb.CheckpointManager(fast, slow, run="llm-bb-check", keep=max(keeps)).check(
         lo.total_bytes + sum(map(len, lo.files)) * (64 << 10), checkpoints)
+
+
+def run_mode(state: list, fast: Path, slow: Path, keep: int | None, interval_s: float, checkpoints: int,
+             slow_MBps: float = 0) -> list[dict]:
+    """One run: ``checkpoints`` checkpoints direct to ``slow`` (``keep`` None) or through the
+    burst buffer keeping ``keep`` on the fast tier; one row per checkpoint."""
+    if keep is None:
+        return direct(state, slow, interval_s, checkpoints, slow_MBps)
+    return buffered(state, fast, slow, keep, interval_s, checkpoints, slow_MBps)
+
+
+def stalls(lo: L.Layout, fast: Path, slow: Path, keeps: list[int], interval_s: float,
+           checkpoints: int, slow_MBps: float = 0) -> pd.DataFrame:
+    """One pass, one row per checkpoint: direct to ``slow``, then through the burst buffer for
+    each keep (the stage runs them in rounds: :func:`experiments.emulator.llm_stage.burst_buffer`).
+    Stops first (ConfigError) when the fast tier cannot hold one checkpoint or the slow tier
+    all of them (:func:`check`)."""
+    check(lo, fast, slow, keeps, checkpoints)
     state = states(lo)
-    rows = direct(state, slow, interval_s, checkpoints, slow_MBps)
-    for k in keeps:
-        rows += buffered(state, fast, slow, k, interval_s, checkpoints, slow_MBps)
-    return pd.DataFrame(rows)
+    return pd.DataFrame([r for k in (None, *keeps)
+                         for r in run_mode(state, fast, slow, k, interval_s, checkpoints, slow_MBps)])
 
 
 def smallest_keep(df: pd.DataFrame) -> int | None:

@@ -278,4 +278,5 @@ STAGE = Stage("llm_checkpoint", "notebooks/55-llm-checkpoint.ipynb", "measuring"
               {"llm_checkpoint": "LLMCheckpointConfig"},
               ("seed", "tiers", "llm_checkpoint"), True, "llm_checkpoint_report", ("results/fio_baseline/summary.csv",),
               note="LLM checkpointing as MLPerf Storage defines it (measures; draws nothing).",
-              size="size", configs="configurations")
+              size="size", configs="configurations",
+              builder="experiments.emulator.llm_stage:measuring_stage")   # its stage code, beside the layout it measures

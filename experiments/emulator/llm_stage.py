@@ -47,43 +47,54 @@ KEYS = ("tier", "variant")   # the columns that name a configuration
 FILES = {"rows": "evictions.csv", "files": "raw.parquet", "steps": "ranks.csv", "device": "device.csv"}
 
 
-def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
-    """Every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder), one pool of
-    ranks for all, ``cfg.repeats`` rounds in a seeded order (:class:`experiments.repeats.MeasuringStage`),
-    then the runs ``make decide`` bought (``purchases``: ``decide.llm_checkpoint``). A run
-    writes ``cfg.checkpoints`` checkpoints and reads them back: its row is its eviction
-    (method, residency before the reads, the read mode), its side tables its ``files`` and its
-    ranks' ``steps``. Returns the :class:`experiments.repeats.Measurement`."""
-    from ..host import cache, device_audit, launcher
+def measuring_stage(cfg, tiers: dict[str, Path], seed: int, pool):
+    """The stage as the loop runs it (:class:`experiments.repeats.MeasuringStage`), built, not
+    run: every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder; ``direct``
+    only on a tier not memory-backed), ``cfg.repeats`` rounds in a seeded order, each run's
+    ranks from ``pool`` (a :class:`experiments.host.launcher.RankPool` of the layout's ranks). A
+    run writes ``cfg.checkpoints`` checkpoints and reads them back: its row is its eviction
+    (method, residency before the reads, the read mode), its side tables its ``files``, its
+    ranks' ``steps`` and each phase's ``device`` audit."""
     from .. import repeats
+    from ..host import cache, device_audit
     from ..host.tiers import storage_tier_of
 
     lo = L.layout(cfg.model, cfg.ranks, cfg.scale)
-    check(cfg, tiers)
     configs = [{"tier": t, "variant": v} for t in cfg.tiers for v in VARIANTS
                if not (v == "direct" and (cache.memory_backed(tiers[t]) or not cfg.read_direct))]
-    with launcher.RankPool(lo.ranks, C.RANK_PROGRAM) as pool:
-        def run_one(c: dict, repeat: int):
-            t, v = c["tier"], c["variant"]
-            r = C.run_variant(lo, tiers[t] / "llm_checkpoint", checkpoints=cfg.checkpoints,
-                              pause_s=cfg.pause_s, seed=seed, pool=pool, label=t, tier=t,
-                              variant=v, **VARIANTS[v])
-            ev = {k: v for k, v in r["eviction"].items() if k not in ("missing", "unreadable")}   # lists of paths
-            rd, wr = (device_audit.columns(r["device"][op]) for op in ("read", "write"))
-            audit = {"device_read_ratio": rd["device_read_ratio"], "read_from": rd["read_from"],
-                     "device_write_ratio": wr["device_write_ratio"], "written_to": wr["written_to"]}
-            device = pd.DataFrame([{"op": op, **device_audit.columns(a)} for op, a in r["device"].items()])
-            return repeats.Run({"read": r["read"], **ev, **audit},
-                               {"files": r["files"].drop(columns=["tier", "variant"], errors="ignore"),
-                                "steps": r["steps"].drop(columns=["tier", "variant"], errors="ignore"),
-                                "device": device})
 
-        stage = repeats.MeasuringStage("llm_checkpoint", KEYS, configs, run_one,
-                                       repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
-                                       tables=("files", "steps", "device"), files=FILES, progress="llm_checkpoint runs",
-                                       context=lambda rows: {"storage_tier": storage_tier_of(rows)},
-                                       units="steps", unit_quantities=("io_s",), unit_seconds="io_s")
-        return repeats.measure(stage, purchases)
+    def run_one(c: dict, repeat: int):
+        t, v = c["tier"], c["variant"]
+        r = C.run_variant(lo, tiers[t] / "llm_checkpoint", checkpoints=cfg.checkpoints,
+                          pause_s=cfg.pause_s, seed=seed, pool=pool, label=t, tier=t,
+                          variant=v, **VARIANTS[v])
+        ev = {k: v for k, v in r["eviction"].items() if k not in ("missing", "unreadable")}   # lists of paths
+        rd, wr = (device_audit.columns(r["device"][op]) for op in ("read", "write"))
+        audit = {"device_read_ratio": rd["device_read_ratio"], "read_from": rd["read_from"],
+                 "device_write_ratio": wr["device_write_ratio"], "written_to": wr["written_to"]}
+        device = pd.DataFrame([{"op": op, **device_audit.columns(a)} for op, a in r["device"].items()])
+        return repeats.Run({"read": r["read"], **ev, **audit},
+                           {"files": r["files"].drop(columns=["tier", "variant"], errors="ignore"),
+                            "steps": r["steps"].drop(columns=["tier", "variant"], errors="ignore"),
+                            "device": device})
+
+    return repeats.MeasuringStage("llm_checkpoint", KEYS, configs, run_one,
+                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
+                                  tables=("files", "steps", "device"), files=FILES, progress="llm_checkpoint runs",
+                                  context=lambda rows: {"storage_tier": storage_tier_of(rows)},
+                                  units="steps", unit_quantities=("io_s",), unit_seconds="io_s")
+
+
+def measure(cfg, tiers: dict[str, Path], seed: int = 0, purchases=()):
+    """:func:`measuring_stage` measured with one pool of ranks for all its runs (the tiers
+    checked first, :func:`check`), then the runs ``make decide`` bought (``purchases``:
+    ``decide.llm_checkpoint``). Returns the :class:`experiments.repeats.Measurement`."""
+    from .. import repeats
+    from ..host import launcher
+
+    check(cfg, tiers)
+    with launcher.RankPool(L.layout(cfg.model, cfg.ranks, cfg.scale).ranks, C.RANK_PROGRAM) as pool:
+        return repeats.measure(measuring_stage(cfg, tiers, seed, pool), purchases)
 
 
 def summarize(steps: pd.DataFrame, device: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -143,10 +154,46 @@ def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> 
     return pd.concat([run.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
-def burst_buffer(cfg, tiers: dict[str, Path]) -> pd.DataFrame:
-    """The burst buffer's stalls (:func:`.llm_burst_buffer.stalls`: one row per checkpoint) with
-    the stage's layout, ``cfg.repeats`` runs of it (``run``: the unit of the stalls' intervals)."""
+BB_KEYS = ("mode", "keep")   # the columns that name a burst buffer configuration (keep None: direct)
+
+
+def burst_buffer_stage(cfg, tiers: dict[str, Path], seed: int = 0):
+    """The burst buffer's runs (:mod:`.llm_burst_buffer`) as a measuring stage
+    (:class:`experiments.repeats.MeasuringStage`), built, not run (its tiers checked): writing
+    direct to the slow tier and through the burst buffer at each keep, ``cfg.repeats`` rounds in
+    a seeded order (a fixed count, looked at once); a run writes ``burst_buffer.checkpoints``
+    checkpoints of the stage's layout (at ``burst_buffer.scale``), its rows one per checkpoint
+    (its stalls). The state a checkpoint saves is generated at the first run and kept (the
+    training state is in memory already: no part of a stall). When ``make decide`` appends
+    to the stage (it buys variant runs), the burst buffer's runs of before are kept as they are
+    (``burst_buffer.csv``: :func:`experiments.repeats.stage.kept`)."""
+    from .. import repeats
+
     b = cfg.burst_buffer
     lo = L.layout(cfg.model, cfg.ranks, b.scale or cfg.scale)
-    return pd.concat([B.stalls(lo, tiers[b.fast], tiers[b.slow], b.keeps, b.interval_s, b.checkpoints,
-                               b.slow_MBps).assign(run=r) for r in range(cfg.repeats)], ignore_index=True)
+    fast, slow = tiers[b.fast], tiers[b.slow]
+    B.check(lo, fast, slow, b.keeps, b.checkpoints)
+    state: list = []
+
+    def run_one(c: dict, repeat: int) -> list[dict]:
+        if not state:
+            state.extend(B.states(lo))
+        rows = B.run_mode(state, fast, slow, c["keep"], b.interval_s, b.checkpoints, b.slow_MBps)
+        return [{k: v for k, v in r.items() if k not in BB_KEYS} for r in rows]
+
+    configs = [{"mode": "direct", "keep": None}, *({"mode": "burst buffer", "keep": k} for k in b.keeps)]
+    return repeats.MeasuringStage("llm_checkpoint", BB_KEYS, configs, run_one,
+                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
+                                  files={"rows": "burst_buffer.csv"}, progress="llm_checkpoint burst buffer runs")
+
+
+def burst_buffer(cfg, tiers: dict[str, Path], seed: int = 0) -> pd.DataFrame:
+    """The burst buffer's stalls (:func:`burst_buffer_stage` measured): one row per checkpoint
+    (``run``: the unit of the stalls' intervals), direct first, then each keep."""
+    from .. import repeats
+
+    rows = repeats.measure(burst_buffer_stage(cfg, tiers, seed)).rows
+    order = [-1 if pd.isna(k) else k for k in rows["keep"]]   # direct (keep NaN) first
+    by = ["_order", *(c for c in ("repeat", "step") if c in rows)]   # a file kept from before the rounds lacks repeat
+    return (rows.assign(_order=order).sort_values(by, kind="stable")
+            .drop(columns="_order").reset_index(drop=True))

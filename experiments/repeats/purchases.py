@@ -132,11 +132,11 @@ def buy(configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int],
         clock: Callable[[], float] = time.time) -> pd.DataFrame:
     """Run the purchases ``rows`` (the stage's rows so far, ``made_by`` marked) lack: each
     purchase's ``runs`` runs in rounds over its configurations (of ``configs``), each round in a
-    seeded order; ``run_one(config, repeat)`` returns the run's rows. Repeats continue after
-    the rows' last. Stops before a run that would start after :data:`DEADLINE_ENV`. Returns the
-    new rows (``made_by``, ``repeat``, ``warmup``, ``round_order``, ``level``: :func:`level_for`).
+    seeded order (the one loop's rounds, :func:`experiments.repeats.rounds.run_rounds`);
+    ``run_one(config, repeat)`` returns the run's rows. Repeats continue after the rows' last.
+    Stops before a run that would start after :data:`DEADLINE_ENV`. Returns the new rows (``made_by``, ``repeat``, ``warmup``, ``round_order``, ``level``: :func:`level_for`).
     A purchase naming a configuration ``configs`` lacks stops before any run, naming it."""
-    from .rounds import round_order
+    from .rounds import RoundsPlan, run_rounds
 
     bad = unknown_configs(configs, keys, purchases)
     if bad:
@@ -145,30 +145,34 @@ def buy(configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int],
     deadline = float(os.environ.get(DEADLINE_ENV, "inf"))
     have = set(rows["made_by"]) if "made_by" in rows else {FIRST}
     own = own_looks(rows)
-    out: list[dict] = []
+    out: list[pd.DataFrame] = []
     nxt = int(rows["repeat"].max()) + 1 if len(rows) else 0
     mine = [key_of(c, keys) for c in configs]
+
+    def tagged(j: int, repeat: int) -> list[dict]:   # a run's rows, with its configuration's index
+        return [{**r, "_config": j} for r in run_one(configs[j], repeat)]
+
     for k, p in enumerate(purchases, start=1):
         if label(p.run) in have:
             continue
-        # the bought runs in rounds over configs, then whole rounds over the top-up
+        # the bought runs in rounds over configs, then whole rounds over the top-up: the one loop's
+        # rounds (experiments.repeats.rounds.run_rounds), a fixed count, going on after the rows'
         for part, runs in ((p.configs, p.runs), (p.top_up, p.top_up_runs * len(p.top_up))):
             if not runs:
                 continue
             idx = [mine.index(key_of(c, keys)) for c in part]
-            for made in range(runs):
-                pos = made % len(idx)
-                if clock() > deadline:   # between runs, never within one
-                    return pd.DataFrame(out)
-                j = idx[round_order(len(idx), nxt, seed)[pos]]
-                lv = level_for(purchases, k, mine[j], keys, own)
-                for r in run_one(configs[j], nxt):
-                    out.append({**r, "repeat": nxt, "warmup": False, "round_order": pos, "level": lv,
-                                "made_by": label(p.run)})
-                if pos == len(idx) - 1:
-                    nxt += 1
-            nxt += 1 if runs % len(idx) else 0
-    return pd.DataFrame(out)
+            n = -(-runs // len(idx))   # rounds, the last possibly cut short
+            res = run_rounds(idx, tagged, lambda rows, level: {}, RoundsPlan(n, n), seed,
+                             progress_desc=f"decide {p.run}: bought runs", first=nxt, runs=runs,
+                             stop=lambda: clock() > deadline)
+            got = res.rows
+            if len(got):
+                lv = [level_for(purchases, k, mine[int(j)], keys, own) for j in got["_config"]]
+                out.append(got.drop(columns="_config").assign(level=lv, made_by=label(p.run)))
+            if len(res.order) < runs:   # the deadline came between runs
+                return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+            nxt += n
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
 
 
 def unknown_configs(configs: Sequence, keys: Sequence[str], purchases: Sequence[Purchase]) -> list[dict]:

@@ -153,7 +153,8 @@ def round_order(n_configs: int, rnd: int, seed: int) -> list[int]:
 def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide: Callable[[pd.DataFrame, float], dict],
         plan: RoundsPlan, seed: int, warmup: int = 0, progress_desc: str | None = None,
         clock: Callable[[], float] = time.monotonic,
-        focus: Callable[[list[str], pd.DataFrame], Sequence[int] | None] | None = None) -> RoundsResult:
+        focus: Callable[[list[str], pd.DataFrame], Sequence[int] | None] | None = None,
+        first: int = 0, runs: int | None = None, stop: Callable[[], bool] | None = None) -> RoundsResult:
     """Run ``configs`` round by round (see the module docstring): ``run_one(config, repeat)``
     measures one run and returns its row (a dict); ``warmup`` rounds come first and are marked
     (``warmup`` True, never judged). ``decide(rows, level)`` (the rows so far, warm-ups
@@ -165,7 +166,12 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
     ``focus(pending, rows)``: after a look, the indices of the configurations the undecided
     findings need (None: all); the rounds that follow run only those, in the round's seeded
     order, so a few undecided findings get their repeats at a fraction of a round's time. The
-    rounds run are in ``order``; each narrowing is in ``extra["focus"]``."""
+    rounds run are in ``order``; each narrowing is in ``extra["focus"]``.
+
+    ``first``: the repeat index of the first round (its order drawn for that index: rounds that
+    go on after earlier ones, as a purchase's do); ``runs``: at most this many runs (the last
+    round cut short); ``stop()``: asked before each run, True ends the rounds there (a deadline:
+    between runs, never within one)."""
     from ..output.progress import progress
 
     if not len(configs):
@@ -187,16 +193,27 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
     try:
         while True:
             is_warm = rnd < warmup
-            repeat = rnd   # the repeat index counts warm-ups, as the stages' raw tables do
+            repeat = first + rnd   # the repeat index counts warm-ups, as the stages' raw tables do
             r0 = clock()
-            this = [i for i in round_order(len(configs), rnd, seed) if active is None or i in active]
+            this = [i for i in round_order(len(configs), repeat, seed) if active is None or i in active]
+            cut = None
             for pos, i in enumerate(this):
+                if runs is not None and len(order) >= runs:
+                    cut = "maximum"
+                elif stop is not None and stop():
+                    cut = "budget"
+                if cut:
+                    break
                 got = run_one(configs[i], repeat)
                 for row in (got if isinstance(got, list) else [got or {}]):   # a run may give several rows
                     rows.append({**row, "repeat": repeat, "warmup": is_warm, "round_order": pos, "level": level})
                 order.append((rnd, i))
             round_s.append(clock() - r0)
             round_n.append(len(this))
+            if cut:   # the runs asked for are made, or stop() said so: no look at a part of a round
+                stopped = cut
+                rnd += 1
+                break
             rnd += 1
             bar.update(1)
             done = rnd - warmup

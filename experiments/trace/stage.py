@@ -18,6 +18,12 @@ a tracer each (their vector mode counts in the kernel, which a session cannot sp
   (its VFS reads "not measured", block reads real), and one reader per node ``preadv``-ing each
   record at its recorded offset (``lmdb_records`` calls, all the records' bytes).
 
+The stage has **no builder** (no ``measuring_stage``; ``builder=None`` in its entry): each run
+traces a known pattern once and is checked exactly against what the pattern issued (calls,
+bytes, block requests within a stated tolerance) or against another run (the similarity of the
+repeated fio run); no quantity it reports is an interval over runs, so its runs are not the
+unit of an interval and rounds would only repeat the same check.
+
 The section's parameters are checked before any work (:class:`TracingPatternsConfig`). The
 notebook only calls :func:`need_bytes`, :func:`measure`, :func:`vectors`, :func:`pattern_check`,
 :func:`fio_check`, :func:`lmdb_check` and :func:`save`, and shows what they return.
@@ -253,4 +259,5 @@ def save(out, m: dict, vec: pd.DataFrame, check: pd.DataFrame, lcheck: pd.DataFr
 # The stage's entry in the registry (experiments/stages.py finds it: docs/adding-a-stage.md).
 STAGE = Stage("tracing_patterns", "notebooks/20-tracing-patterns.ipynb", "measuring",
               {"tracing_patterns": "TracingPatternsConfig"}, ("seed", "tiers", "tracing_patterns"),
-              report="tracing_report")
+              report="tracing_report",
+              builder=None)   # each run checked exactly against its known pattern: no intervals (the docstring)

@@ -128,9 +128,25 @@ SIDE = ("steps", "loader", "phases")                   # what a run keeps beside
 FILES = {"rows": "runs.csv", "steps": "raw.parquet"}   # the steps are the stage's raw rows
 
 
-def measuring_stage(name: str, jobs: list[Job], seed: int, parents=None):
-    """Stage ``name``'s sweeps as one measuring stage (:class:`experiments.repeats.MeasuringStage`):
-    every (workload, variant, ranks, batch size) of ``jobs`` once a round, in a seeded order,
+def own_job(workload: str, cfg, *, variant: str = "real", grid=None, folder=None, compute_model=None) -> Job:
+    """The job of ``workload``'s own stage from its section ``cfg``: its sweep (or ``grid``: ranks,
+    batch sizes) on ``folder`` (default :func:`data_dir`), with the compute model a ``compute:
+    sleep`` run needs (default :func:`compute_model_for`)."""
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload = {workload!r}; allowed: {', '.join(WORKLOADS)}")
+    if compute_model is None:
+        compute_model = compute_model_for(workload, cfg)
+    return Job(workload, variant, cfg, grid or (cfg.sweep.ranks, cfg.sweep.batch_sizes),
+               Path(folder or data_dir(workload)), compute_model)
+
+
+def measuring_stage(cfg, *, name: str, seed: int, jobs: list[Job] | None = None, parents=None):
+    """Stage ``name``'s sweeps as one measuring stage (:class:`experiments.repeats.MeasuringStage`),
+    built, not run (the data sets checked: :func:`check_data`): ``cfg`` is the stage's settings,
+    a workload's section (``unet3d``, ...: its own sweep is the stage's one job, :func:`own_job`,
+    unless ``jobs`` are given) or a validation row's (``workload_sleep``, ``workload_random``:
+    ``jobs`` made from it, :func:`.validation.sleep_plan`, :func:`.validation.random_plan`).
+    Every (workload, variant, ranks, batch size) of the jobs once a round, in a seeded order,
     for ``sweep.repeats`` rounds (the largest of the jobs' workloads'), each run a launch of its
     ranks (:func:`.launch.run_config`; ``parents``: the stage's warm parents,
     :class:`experiments.host.warm_launch.Parents`, or None for fresh interpreters) in a folder of its
@@ -138,6 +154,11 @@ def measuring_stage(name: str, jobs: list[Job], seed: int, parents=None):
     the compute it ran, the launch and its start-up seconds); its steps,
     loader records and phases are its side tables; its ranks' facts and application log stay in
     the run folder (:func:`gathered`)."""
+    if jobs is None:
+        if name not in WORKLOADS:
+            raise ValueError(f"stage {name}: jobs = None; allowed only for a workload's own stage "
+                             f"({', '.join(WORKLOADS)}); a validation row gives its jobs")
+        jobs = [own_job(name, cfg)]
     from .. import repeats
 
     for j in jobs:
@@ -180,8 +201,8 @@ def run_folder(j: Job) -> Path:
 LAUNCHES = ("warm", "fresh")
 
 
-def measure_jobs(name: str, jobs: list[Job], seed: int, purchases=(), launch_mode: str = "warm") -> dict:
-    """Run stage ``name``'s ``jobs`` (:func:`measuring_stage`), then the runs ``make decide``
+def measure_jobs(cfg, name: str, jobs: list[Job], seed: int, purchases=(), launch_mode: str = "warm") -> dict:
+    """Run stage ``name``'s ``jobs`` (:func:`measuring_stage`; ``cfg`` its settings), then the runs ``make decide``
     bought (``purchases``: ``params.yaml``'s ``decide.<name>``); when a decide run appends, the
     runs of before are kept (their rows, tables and folders) and only the purchases run.
     ``launch_mode``: ``warm`` (the stage's one-rank runs forked from one warm parent per
@@ -195,12 +216,12 @@ def measure_jobs(name: str, jobs: list[Job], seed: int, purchases=(), launch_mod
     if launch_mode not in LAUNCHES:
         raise ValueError(f"launch_mode = {launch_mode!r}; allowed: {', '.join(LAUNCHES)}")
     if launch_mode == "fresh":
-        return gathered(repeats.measure(measuring_stage(name, jobs, seed), purchases)) | {
+        return gathered(repeats.measure(measuring_stage(cfg, name=name, seed=seed, jobs=jobs), purchases)) | {
             "launch": {"mode": "fresh"}}
     with warm_launch.Parents() as parents:
         # started before the first run, so that no run's wall time carries an import
         parents.start(sorted({launch.framework(j.workload) for j in jobs if any(map(parents.serves, j.grid[0]))}))
-        m = repeats.measure(measuring_stage(name, jobs, seed, parents), purchases)
+        m = repeats.measure(measuring_stage(cfg, name=name, seed=seed, jobs=jobs, parents=parents), purchases)
         facts = {"mode": "warm", "parent_import_s": parents.import_s}
     return gathered(m) | {"launch": facts}
 
@@ -211,11 +232,8 @@ def measure(workload: str, cfg, seed: int, *, variant: str = "real", grid=None, 
     (ranks, batch sizes) instead of ``cfg.sweep``'s; ``compute_model`` for ``train.compute:
     sleep`` (default: :func:`compute_model_for`); ``purchases``: ``decide.<name>``;
     ``launch_mode``: :func:`measure_jobs`'s."""
-    folder = folder or data_dir(workload)
-    if compute_model is None:
-        compute_model = compute_model_for(workload, cfg)
-    job = Job(workload, variant, cfg, grid or (cfg.sweep.ranks, cfg.sweep.batch_sizes), Path(folder), compute_model)
-    return measure_jobs(name or workload, [job], seed, purchases, launch_mode)
+    job = own_job(workload, cfg, variant=variant, grid=grid, folder=folder, compute_model=compute_model)
+    return measure_jobs(cfg, name or workload, [job], seed, purchases, launch_mode)
 
 
 def gathered(m) -> dict:

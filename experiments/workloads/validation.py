@@ -141,10 +141,11 @@ def generate_random(cfg, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run(name: str, jobs: list[Job], seed: int, purchases=()) -> dict:
-    """Run every job's sweep as stage ``name``'s rounds (:func:`.stage.measure_jobs`); all
-    records together (column ``variant``). ``purchases``: ``params.yaml``'s ``decide.<name>``."""
-    return stage.measure_jobs(name, jobs, seed, purchases)
+def run(cfg, name: str, jobs: list[Job], seed: int, purchases=()) -> dict:
+    """Run every job's sweep as stage ``name``'s rounds (:func:`.stage.measure_jobs`; ``cfg``: the
+    stage's settings, ``workload_sleep`` or ``workload_random``, that made ``jobs``); all records
+    together (column ``variant``). ``purchases``: ``params.yaml``'s ``decide.<name>``."""
+    return stage.measure_jobs(cfg, name, jobs, seed, purchases)
 
 
 # ----------------------------------------------------------------------------- the report's inputs
