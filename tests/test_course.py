@@ -7,6 +7,7 @@
   inputs; the judges lie beside it.
 - The parts of grading in two steps, on tiny inputs: a hidden test's three parts; a record's
   values round trip exactly; a judge passes, fails, and refuses a missing or altered record;
+  a judge starts from the inputs kept at build where they say so (lab 2's);
   the witness measures residency and answers oracles from outside, keeping it there.
 - Labs 1 and 4: a folder of synthetic submissions (the solution; the untouched student notebook;
   one whose mechanism is faked and whose table is typed in; one with the paper's number typed
