@@ -7,6 +7,7 @@
   inputs; the judges lie beside it.
 - The parts of grading in two steps, on tiny inputs: a hidden test's three parts; a record's
   values round trip exactly; a judge passes, fails, and refuses a missing or altered record;
+  a judge starts from the inputs kept at build where they say so (lab 2's);
   the witness measures residency and answers oracles from outside, keeping it there.
 - Labs 1 and 4: a folder of synthetic submissions (the solution; the untouched student notebook;
   one whose mechanism is faked and whose table is typed in; one with the paper's number typed
@@ -36,6 +37,7 @@ Everything runs in a temporary copy of ``course/`` (``DLIO_ROOT``), so the check
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import re
@@ -285,6 +287,29 @@ def test_judge_passes_fails_and_refuses_an_altered_record(tmp_path, monkeypatch)
     assert "recorded more than once" in judge_one(h, load_record(twice)[h.key])
 
 
+def test_judge_starts_from_inputs_kept_at_build(tmp_path, monkeypatch):
+    """Inputs that hold the keep line are made once, at build: the judge takes the values it
+    uses (a reference the run never gets) from the build and does not make the inputs again
+    (here a file the inputs count, changed after the build, does not change the verdict), and
+    judges with them as before; an input the judge uses that is not data stops the build."""
+    src = tmp_path / "n.txt"
+    src.write_text("abc")
+    inputs = f"{hidden.KEEP_MARK}\nx = 21\n_want = 2 * x + len(open({str(src)!r}).read()) - 3\n"
+    h = hidden.Hidden("q1.1", "q1", 2.0, inputs, "_rec['y'] = f(x)\n", "assert _rec['y'] == _want, (_rec['y'], _want)\n", ("x",))
+    ns = hidden.inputs_namespace(h)
+    kept = hidden.kept_data(h, ns)
+    assert kept == {"_want": 42}   # the judge's names only: x is the run's (given), not kept
+    h = dataclasses.replace(h, given=hidden.shipped_data(h, ns), kept=kept)
+    src.write_text("abcdef")       # made again, the reference would be 45
+    for name, f, ok in (("good", lambda v: 2 * v, True), ("bad", lambda v: v + 1, False)):
+        monkeypatch.setenv(harness.RECORD_ENV, str(tmp_path / f"{name}.jsonl"))
+        harness.run(h.key, {"f": f, "x": 21}, h.run)
+        msg = judge_one(h, load_record((tmp_path / f"{name}.jsonl").read_bytes()).get(h.key))
+        assert (msg == "") == ok, msg
+    assert hidden.kept_data(dataclasses.replace(h, inputs=inputs.replace(hidden.KEEP_MARK, "# made again")), ns) is None
+    bad = dataclasses.replace(h, inputs=f"{hidden.KEEP_MARK}\nimport math as m\n", judge="assert m.pi > 3\n")
+    with pytest.raises(ValueError, match="judge uses the input m .*not data"):
+        hidden.kept_data(bad, hidden.inputs_namespace(bad))
 def test_witness_measures_and_answers_outside_and_keeps_it(tmp_path, monkeypatch):
     """The witness measures a file of the submission's folder (page-cache residency; the run gets
     a token, never the number), refuses one outside it, and answers a test's oracle (keeping

@@ -28,6 +28,11 @@ not (they are made without the notebook). An input named ``_ask_*`` is a functio
 calls through the grader's witness (``_gh.ask``): it answers from outside the sandbox, so that
 what it knows (lab 8's AU curves' thresholds) never enters it.
 
+Inputs that hold the line :data:`KEEP_MARK` are made once, by ``make course``: the values of the
+inputs the judge uses (data only: its references, lab 2's decoded images and folder sizes) are
+kept in ``judges.json`` (``kept``) and the judge starts from them instead of making the inputs
+again. A lab whose inputs need TensorFlow (lab 2) then grades without importing it.
+
 A public test is written in the same three parts, and judged the same way: its twin (key
 ``q1.p1``, the question's first public test) runs in the sandbox beside it and is judged
 outside on the record, and the grade counts that judgement (:mod:`experiments.course.grade`).
@@ -51,6 +56,7 @@ from .integrity import imports_package
 
 RUN_MARK = "# -- run in the sandbox"
 JUDGE_MARK = "# -- judged outside the sandbox"
+KEEP_MARK = "# -- the judge takes these inputs as made at build"
 HARNESS_PKG = "gradeharness"     # the sandbox's side of the hidden tests, in the autograder zip
 _CONFIG_END = "# END TEST CONFIG"
 
@@ -59,7 +65,9 @@ _CONFIG_END = "# END TEST CONFIG"
 class Hidden:
     """One hidden test: its ``key`` (``q1.2``: the question and its n-th hidden test), points,
     the source of its three parts, ``shipped``: the inputs its run uses, and ``given``: their
-    values as the sandbox gets them (encoded; filled by :func:`write_judges`)."""
+    values as the sandbox gets them (encoded; filled by :func:`write_judges`), and ``kept``: where
+    the inputs hold :data:`KEEP_MARK`, the values of the inputs the judge uses (encoded; None:
+    the judge makes the inputs again)."""
     key: str
     question: str
     points: float | None
@@ -69,6 +77,7 @@ class Hidden:
     shipped: tuple[str, ...] = ()
     given: dict = field(default_factory=dict)
     public: bool = False
+    kept: dict | None = None
 
 
 def _config(src: str) -> tuple[str, str]:
@@ -149,12 +158,59 @@ def inputs_namespace(h: Hidden) -> dict:
     return ns
 
 
+def judge_namespace(h: Hidden) -> dict:
+    """Where ``h``'s judge starts: its inputs' values kept at build (numpy, pandas and math
+    given) where it has them (:data:`KEEP_MARK`), else :func:`inputs_namespace`."""
+    if h.kept is None:
+        return inputs_namespace(h)
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from .harness import decode
+    return {"__name__": f"inputs of {h.key}", "np": np, "pd": pd, "math": math,
+            **{k: decode(v) for k, v in h.kept.items()}}
+
+
+def _names(src: str, stored: bool) -> set[str]:
+    """The names ``src`` binds (``stored``: assignments and imports) or mentions."""
+    tree = ast.parse(src)
+    if not stored:
+        return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return ({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            | {a.asname or a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+               for a in n.names})
+
+
+def kept_data(h: Hidden, ns: dict) -> dict | None:
+    """``{name: encoded value}`` of the inputs ``h``'s judge uses, when its inputs hold
+    :data:`KEEP_MARK` (else None). ValueError naming the input when one is not data (a module,
+    a function): the judge could not start from a value."""
+    from .harness import TAG, encode
+    if not any(ln.strip() == KEEP_MARK for ln in h.inputs.splitlines()):
+        return None
+    out = {}
+    for name in sorted(_names(h.judge, False) & _names(h.inputs, True)):
+        if name not in ns:
+            continue   # bound only inside a comprehension
+        v = ns[name]
+        enc = encode(v)
+        if callable(v) or '"' + TAG + '": "repr"' in json.dumps(enc):
+            raise ValueError(f"hidden test {h.key}: its judge uses the input {name} ({type(v).__name__}), which is "
+                             f"not data to keep at build: make it in the judge, or take out {KEEP_MARK!r}")
+        out[name] = enc
+    return out
+
+
 def quiet_imports(tests: list[Hidden]) -> None:
     """Import TensorFlow once, here, with its start-up lines off the console (in
-    ``course/dist/_tensorflow.stderr.log``), when an input or a judge of ``tests`` uses it:
-    the grader makes inputs and judges in its own process. Call it before any thread does."""
+    ``course/dist/_tensorflow.stderr.log``), when a judge of ``tests``, or an input that the
+    judge makes again (none kept at build), uses it: the grader makes inputs and judges in its
+    own process. Call it before any thread does."""
     import sys
-    if "tensorflow" in sys.modules or not any("tensorflow" in h.inputs + h.judge for h in tests):
+    if "tensorflow" in sys.modules or not any("tensorflow" in h.judge + (h.inputs if h.kept is None else "")
+                                              for h in tests):
         return
     from ..host.envinfo import gpus
     from ..pipeline.run_notebook import _StderrTee, noise_filter
@@ -230,18 +286,20 @@ def judges_path(lab: Lab) -> Path:
 def write_judges(lab: Lab) -> dict[str, dict]:
     """Write :func:`judges_path` from ``lab``'s master notebook (atomically); return the shipped
     inputs, ``{key: {name: encoded value}}`` (the zip's ``inputs/``), made twice to be sure
-    they are the same each time (the judge makes them again). ValueError if not."""
+    they are the same each time (the judge makes them again, or starts from those it keeps:
+    :func:`kept_data`). ValueError if not."""
     tests = hidden_tests(master(lab))
     quiet_imports(tests)
-    data = {}
+    data, kept = {}, {}
     for h in tests:
-        data[h.key] = shipped_data(h)
-        if json.dumps(shipped_data(h)) != json.dumps(data[h.key]):
+        ns, again = inputs_namespace(h), inputs_namespace(h)
+        data[h.key], kept[h.key] = shipped_data(h, ns), kept_data(h, ns)
+        if json.dumps([data[h.key], kept[h.key]]) != json.dumps([shipped_data(h, again), kept_data(h, again)]):
             raise ValueError(f"hidden test {h.key} of {lab.name}: its inputs differ from one making to "
                              "the next (seed every draw): the judge could not make them again")
     p = judges_path(lab)
     tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps([asdict(replace(h, given=data[h.key])) for h in tests], indent=1))
+    tmp.write_text(json.dumps([asdict(replace(h, given=data[h.key], kept=kept[h.key])) for h in tests], indent=1))
     os.replace(tmp, p)
     return data
 

@@ -21,7 +21,7 @@ import traceback
 from dataclasses import dataclass
 
 from .harness import decode
-from .hidden import Hidden, inputs_namespace
+from .hidden import Hidden, judge_namespace
 
 
 @dataclass
@@ -82,7 +82,7 @@ def judge_one(h: Hidden, entry: dict | None, witness=None) -> str:
                 + (f"\n{tb[-2500:]}" if tb else ""))
     from . import harness
     try:
-        ns = inputs_namespace(h)
+        ns = judge_namespace(h)   # the inputs made again, or their values kept at build
         ns.update({k: decode(v) for k, v in h.given.items()})   # exactly what the sandbox's run got
         ns.update(_gh=harness, _rec=decode(entry.get("values") or {}),
                   _witnessed=_witnessed(witness.log if witness else {}),
