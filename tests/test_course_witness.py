@@ -220,6 +220,9 @@ def cold_read(path, block, random=False, direct=False, seed=0):
 """
 
 
+_REAL_DROPS = cw.cache_drops   # the machine's own count, before a test stands in for it
+
+
 class _Drops:
     """A stand-in for /proc/vmstat's drop count (the witness reads it before and after each
     residency measurement, six reads a try of lab 1's q2.1): at the reads ``when`` picks, it
@@ -238,6 +241,34 @@ class _Drops:
         return self.n
 
 
+def _residency_try(where, monkeypatch, case, x, h):
+    """One grading of lab 1's q2.1 with :class:`_Drops` as the machine's drop count."""
+    where.mkdir(parents=True, exist_ok=True)
+    f = where / x.name / "grader-q2" / "b.bin"
+    # the 5th read of a try: just before the witness looks at the file after the read
+    when = {"a drop in the first try": lambda r: r == 5, "a drop in every try": lambda r: r % 6 == 5,
+            "a reader that evicts after": lambda r: False}[case]
+    drops = _Drops(f, when)
+    monkeypatch.setattr(cw, "cache_drops", drops)
+    monkeypatch.setattr(time, "sleep", lambda s: None)   # the run's pause between tries
+    monkeypatch.setenv(labkit.DIR_ENV, str(where))
+    monkeypatch.setenv(harness.RECORD_ENV, str(where / "record.jsonl"))
+    ns = {"__name__": "__main__"}
+    exec(READER.replace("AFTER", "evict(path)" if case == "a reader that evicts after" else "pass"), ns)  # noqa: S102
+    ns.update(labkit=labkit, LAB=x.name, _gh=harness)
+    with Witness(where) as w:
+        monkeypatch.setenv(harness.WITNESS_ENV, str(w.path))
+        harness.run(h.key, ns, h.run)
+        toks = sorted(w.log)
+        assert harness.dropped(toks[0], toks[-1]) is (drops.n > 0)
+        with pytest.raises(RuntimeError, match="measured after"):
+            harness.dropped(toks[-1], toks[0])
+    entry = load_record((where / "record.jsonl").read_bytes())[h.key]
+    tries = [r["try"] for r in entry["values"]["reads"]]
+    verdict = judge_one(h, entry, w)
+    return drops, tries, verdict, entry, w
+
+
 @pytest.mark.parametrize("case", ["a drop in the first try", "a drop in every try", "a reader that evicts after"])
 def test_a_drop_of_the_page_cache_voids_a_try_of_lab1s_residency_test(tmp_path, monkeypatch, case):
     """The page cache is the machine's: another process's drop_caches (the suite's own cold runs,
@@ -246,28 +277,12 @@ def test_a_drop_of_the_page_cache_voids_a_try_of_lab1s_residency_test(tmp_path, 
     measurements; a try with one is tried again and not judged."""
     x = lab("lab01")
     h = next(t for t in hidden.hidden_tests(cb.master(x)) if t.key == "q2.1")
-    f = tmp_path / x.name / "grader-q2" / "b.bin"
-    # the 5th read of a try: just before the witness looks at the file after the read
-    when = {"a drop in the first try": lambda r: r == 5, "a drop in every try": lambda r: r % 6 == 5,
-            "a reader that evicts after": lambda r: False}[case]
-    drops = _Drops(f, when)
-    monkeypatch.setattr(cw, "cache_drops", drops)
-    monkeypatch.setattr(time, "sleep", lambda s: None)   # the run's pause between tries
-    monkeypatch.setenv(labkit.DIR_ENV, str(tmp_path))
-    monkeypatch.setenv(harness.RECORD_ENV, str(tmp_path / "record.jsonl"))
-    ns = {"__name__": "__main__"}
-    exec(READER.replace("AFTER", "evict(path)" if case == "a reader that evicts after" else "pass"), ns)  # noqa: S102
-    ns.update(labkit=labkit, LAB=x.name, _gh=harness)
-    with Witness(tmp_path) as w:
-        monkeypatch.setenv(harness.WITNESS_ENV, str(w.path))
-        harness.run(h.key, ns, h.run)
-        toks = sorted(w.log)
-        assert harness.dropped(toks[0], toks[-1]) is (drops.n > 0)
-        with pytest.raises(RuntimeError, match="measured after"):
-            harness.dropped(toks[-1], toks[0])
-    entry = load_record((tmp_path / "record.jsonl").read_bytes())[h.key]
-    tries = [r["try"] for r in entry["values"]["reads"]]
-    verdict = judge_one(h, entry, w)
+    real = _REAL_DROPS()
+    for attempt in range(3):   # again where a real drop (another test's cold run, as root) fell in it
+        drops, tries, verdict, entry, w = _residency_try(tmp_path / f"attempt{attempt}", monkeypatch, case, x, h)
+        if _REAL_DROPS() == real:
+            break
+        real = _REAL_DROPS()
     if case == "a drop in the first try":
         assert tries == [0, 1, 0] and verdict == "", verdict   # sequential: tried again; random: calm
         first = entry["values"]["reads"][0]["window"]

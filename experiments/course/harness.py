@@ -34,6 +34,7 @@ import json
 import linecache
 import os
 import socket
+import threading
 import time
 import traceback
 
@@ -227,21 +228,41 @@ def run(key: str, namespace: dict, source: str) -> None:
 _CURRENT: list[str] = []   # the key of the hidden test running (its oracles are asked under it)
 
 
+_CONN = threading.local()   # this thread's connection to the witness: (pid, where, socket, reader)
+
+
+def _connection(where: str, fresh: bool = False):
+    """This thread's open connection to the witness (a new one in a forked child, or ``fresh``):
+    the witness reads a connection's counters from the process that opened it."""
+    c = getattr(_CONN, "c", None)
+    if c is not None and (fresh or c[0] != os.getpid() or c[1] != where):
+        if c[0] == os.getpid():
+            c[3].close()
+            c[2].close()
+        c = None
+    if c is None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(30)
+        s.connect(where)
+        c = _CONN.c = (os.getpid(), where, s, s.makefile("rb"))
+    return c
+
+
 def _question(q: dict) -> dict:
     """Send ``q`` to the grader's witness (one JSON line) and return its answer."""
     where = os.environ.get(WITNESS_ENV)
     if not where:
         raise RuntimeError(f"no witness: {WITNESS_ENV} is not set (the grader sets it)")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(30)
-        s.connect(where)
-        s.sendall(json.dumps(q).encode() + b"\n")
-        answer = b""
-        while not answer.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            answer += chunk
+    answer = b""
+    for attempt in range(2):   # once more on a new connection where the kept one was closed unread
+        _, _, s, reader = _connection(where, fresh=attempt > 0)
+        try:
+            s.sendall(json.dumps(q).encode() + b"\n")
+            answer = reader.readline(1 << 20)
+        except (BrokenPipeError, ConnectionResetError):
+            answer = b""
+        if answer:
+            break
     try:
         got = json.loads(answer)
     except ValueError:
