@@ -3,7 +3,8 @@ pass, through the one measuring-stage interface; tabulated and written.
 
 A **run** is one pass of a workload (:func:`measuring_stage`): each side (real, sleep, emulator,
 DLIO) once, in a tracer session of its own (the probes attach once per pass), on data evicted
-before each side. The pass is the unit of every interval (the report's findings, :mod:`.findings`);
+before each side; at a point of one rank our sides fork from the stage's warm parent, which every
+session follows (:func:`trace_pass`). The pass is the unit of every interval (the report's findings, :mod:`.findings`);
 the stage runs ``traced_comparison.runs`` rounds of every workload in a seeded order, then the
 passes ``make decide`` bought (``decide.traced_comparison``), appending to what it measured before.
 
