@@ -4,8 +4,6 @@ def parts(f, idx):
     P = {}
     def add(k, v): P[k] = P.get(k, 0) + v
     side_wall = {}
-    first_side = min(s for a, s, d in p["parts"] if a.startswith("side "))
-    attach_end = [s + d for a, s, d in p["parts"] if a.startswith("tracer start")][0]
     prep_end = [s + d for a, s, d in p["parts"] if a.startswith("prepare")][0]
     attach_start = [s for a, s, d in p["parts"] if a.startswith("tracer start")][0]
     for a, s, d in p["parts"]:
