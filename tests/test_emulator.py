@@ -313,6 +313,41 @@ def test_launch_commands(dlrm_data):
     assert envs == [2, 3]
 
 
+def test_one_rank_forks_from_a_warm_parent_with_torchruns_environment(dlrm_data, tmp_path):
+    """Given warm parents that serve its ranks, the emulator forks its rank from the parent of its
+    framework (no torchrun agent) with the environment torchrun gives it; at two ranks (which
+    these parents do not serve) nothing is forked and torchrun starts them."""
+    from types import SimpleNamespace
+
+    forked = []
+
+    class Parents:
+        def serves(self, ranks):
+            return ranks == 1
+
+        def get(self, fw):
+            return SimpleNamespace(start=lambda module, argv, env, log: forked.append((fw, module, argv, env))
+                                   or SimpleNamespace(pid=1))
+
+    log = open(tmp_path / "out.txt", "w")
+    procs = launch.start(_cfg(dlrm_data, accelerators=1), tmp_path / "run", log=log, parents=Parents())
+    assert len(procs) == 1 and len(forked) == 1
+    fw, module, argv, env = forked[0]
+    assert (fw, module, argv) == ("torch", "experiments.emulator.rank", [str(tmp_path / "run")])
+    assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["MASTER_ADDR"]) == ("0", "1", "0", "127.0.0.1")
+    assert env["OMP_NUM_THREADS"] == launch.env(_cfg(dlrm_data, accelerators=1))["OMP_NUM_THREADS"]
+    two = _cfg(dlrm_data, accelerators=2)
+    started = []
+    real_popen = subprocess.Popen
+    try:
+        subprocess.Popen = lambda cmd, **kw: started.append(cmd) or SimpleNamespace(pid=2)
+        launch.start(two, tmp_path / "run2", log=log, parents=Parents())
+    finally:
+        subprocess.Popen = real_popen
+        log.close()
+    assert len(forked) == 1 and started == [launch.torchrun(two, tmp_path / "run2")]
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "experiments.emulator", *args], capture_output=True, text=True)
 

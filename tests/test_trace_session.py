@@ -86,3 +86,48 @@ def test_each_window_sees_its_own_children_reads_only(tmp_path, backend):
         assert str(files[other]) not in by_path and str(files["gap"]) not in by_path
         assert tr.vfs()["t_s"].min() >= 0 and tr.meta["ended"] > tr.meta["started"]
         assert tr.backend == backend and tr.meta["session"]["windows"] == 2
+
+
+FORKER = ("import os, sys\n"
+          "for line in sys.stdin:\n"
+          "    pid = os.fork()\n"
+          "    if pid == 0:\n"
+          "        open(line.strip(), 'rb').read()\n"
+          "        os._exit(0)\n"
+          "    os.waitpid(pid, 0)\n"
+          "    print('done', flush=True)\n")
+
+
+@pytest.mark.parametrize("backend", ["bpftrace", "strace"])
+def test_a_session_follows_the_forks_of_a_process_started_before_it(tmp_path, backend):
+    """``follow``: a process started before the session (a warm parent) is traced with its
+    children from the start, so a run it forks inside a window is in that window; a process
+    started before the session and not followed stays out of it (the tree is this process's)."""
+    if not STATUS[backend]["ok"]:
+        pytest.skip(f"{backend}: {STATUS[backend]['why']}")
+    files = {k: tmp_path / f"{k}.bin" for k in ("followed", "other")}
+    for i, f in enumerate(files.values()):
+        f.write_bytes(b"y" * (4000 + 1000 * i))
+    forkers = {k: subprocess.Popen([sys.executable, "-S", "-c", FORKER], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True) for k in files}
+
+    def fork_read(k):
+        forkers[k].stdin.write(f"{files[k]}\n")
+        forkers[k].stdin.flush()
+        assert forkers[k].stdout.readline().strip() == "done"
+
+    try:
+        with Session(backend=backend, watch=[tmp_path], sample=False, quiet=True,
+                     follow=[forkers["followed"].pid]) as s:
+            with s.window("w"):
+                fork_read("followed")
+                fork_read("other")
+    finally:
+        for p in forkers.values():
+            p.stdin.close()
+            p.wait()
+    tr = s.windows["w"].trace
+    by_path = tr.vfs()[tr.vfs()["op"] == "read"].groupby("path")["size"].sum()
+    assert by_path.get(str(files["followed"])) == files["followed"].stat().st_size, by_path
+    assert str(files["other"]) not in by_path
+    assert tr.meta["follow"] == [forkers["followed"].pid]

@@ -67,7 +67,7 @@ def faked(tmp_path, monkeypatch):
         def save(self, path):
             path.write_text(f"pass {self.k}")
 
-    def fake(workload, section, tc, seed, tier, work_root, desc=None):
+    def fake(workload, section, tc, seed, tier, work_root, desc=None, parents=None):
         made.append(workload)
         k = len(made)
         done = _done(workload, k, emu_reads=10.0 + k, data_ns=1e6 * (1 + 0.01 * k))
@@ -176,10 +176,10 @@ def test_each_side_runs_on_its_data_set_evicted_just_before_it(tmp_path, monkeyp
 
     events = []
     monkeypatch.setattr(cache, "evict", lambda paths, method="auto": events.append(("evict", [str(p) for p in paths], method)) or method)
-    monkeypatch.setattr(launch, "run_config", lambda w, sec, B, G, seed, data, run_dir, compute=None, variant="":
-                        events.append(("run", variant)))
+    monkeypatch.setattr(launch, "run_config", lambda w, sec, B, G, seed, data, run_dir, compute=None, variant="",
+                        parents=None: events.append(("run", variant)))
     monkeypatch.setattr(emulator, "from_params", lambda *a, **k: "cfg")
-    monkeypatch.setattr(emulator, "run", lambda cfg, run_dir: events.append(("run", "emulator")))
+    monkeypatch.setattr(emulator, "run", lambda cfg, run_dir, parents=None: events.append(("run", "emulator")))
 
     class _Span:
         def __init__(self, *a, **k):
@@ -201,3 +201,43 @@ def test_each_side_runs_on_its_data_set_evicted_just_before_it(tmp_path, monkeyp
                        checkpoint_root=tmp_path / "ck", compute_model="fit", session=session)
     assert events == [("evict", [str(data)], "auto"), ("run", "real"), ("evict", [str(data)], "auto"),
                       ("run", "emulator")]
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_one_rank_sides_fork_from_the_stages_warm_parent_which_the_session_follows(tmp_path, monkeypatch, ranks):
+    """At one rank a pass's sides fork from the stage's warm parent of the workload's framework,
+    started (once a stage) before the pass's tracer session, which follows its pid; at two ranks
+    nothing is forked, no parent starts and the session follows only this process's tree."""
+    from experiments import trace
+
+    events = []
+
+    class Session:
+        def __init__(self, follow=(), **kw):
+            events.append(("session", tuple(follow)))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            events.append("session end")
+
+    class Parents:
+        def serves(self, ranks):
+            return ranks == 1
+
+        def get(self, framework):
+            events.append(("parent", framework))
+            return SimpleNamespace(pid=4242)
+
+    monkeypatch.setattr(trace, "Session", Session)
+    monkeypatch.setattr(stage.sides, "prepare_workload", lambda w, *a: {"sides": ["real", "emulator", "dlio"]})
+    monkeypatch.setattr(stage.sides, "run_workload", lambda prep, tc, seed, session, progress_desc=None, parents=None:
+                        events.append(("sides", parents is not None)) or {"results": {}})
+    monkeypatch.setattr(stage.sides, "finish_workload", lambda got: dict(got))
+    tc = SimpleNamespace(points={"dlrm": SimpleNamespace(batch_size=64, ranks=ranks)}, backend="auto")
+    stage.trace_pass("dlrm", {}, tc, 0, SimpleNamespace(dir=tmp_path), tmp_path / "w", parents=Parents())
+    if ranks == 1:
+        assert events == [("parent", "torch"), ("session", (4242,)), ("sides", True), "session end"]
+    else:
+        assert events == [("session", ()), ("sides", False), "session end"]

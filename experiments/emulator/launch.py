@@ -10,6 +10,10 @@ workers (as :mod:`experiments.workloads.launch` does for the real run). Across m
 node starts its share of the workers; the worker list is ``host:port`` for each node's host
 (``hosts``) and consecutive ports from ``base_port``.
 
+Given warm parents that serve its ranks (:class:`experiments.host.warm_launch.Parents`, one
+machine; the traced comparison's one-rank sides), each rank is forked from the parent of its
+framework instead, with the environment above and no torchrun agent (:func:`start`).
+
 A run folder holds ``run.json`` (the resolved configuration, in the layout of the real run's
 ``run.json`` plus an ``emulator`` block), the ranks' records and ``output.txt``; :mod:`.report`
 turns it into ``summary.json`` and ``summary.md``.
@@ -108,10 +112,24 @@ def command(cfg: EmulatorConfig, run_dir="RUN_DIR", node_rank: int = 0,
 
 def start(cfg: EmulatorConfig, run_dir, node_rank: int = 0, rdzv_endpoint: str | None = None,
           rdzv_id: str = "emulator", hosts: list[str] | None = None, base_port: int | None = None,
-          log=None) -> list[subprocess.Popen]:
-    """Start this node's processes (not waiting)."""
+          log=None, parents=None) -> list:
+    """Start this node's processes (not waiting). ``parents``: an
+    :class:`experiments.host.warm_launch.Parents` that serves this run's ranks (one machine):
+    every rank a process forked from the warm parent of its framework, with the environment
+    torchrun (PyTorch) or :func:`tf_commands` (BERT) gives it, its output appended to ``log``
+    (an open file); None: fresh processes."""
     run_dir = Path(run_dir)
     base_env = {**os.environ, **env(cfg)}
+    if parents is not None and cfg.nodes == 1 and not rdzv_endpoint and parents.serves(cfg.per_node):
+        from ..workloads.launch import framework, rank_envs
+
+        parent = parents.get(framework(cfg.workload))
+        if cfg.workload in TORCH_WORKLOADS:   # torchrun's environment, without its agent
+            envs = [base_env | e for e in rank_envs(cfg.workload, cfg.per_node, int(base_env["OMP_NUM_THREADS"]),
+                                                    torchrun_env=True)]
+        else:
+            envs = [base_env | e for e, _ in tf_commands(cfg, run_dir, node_rank)]
+        return [parent.start("experiments.emulator.rank", [str(run_dir)], e, log) for e in envs]
     kw = dict(cwd=paths.root(), stdout=log, stderr=subprocess.STDOUT if log else None)
     if cfg.workload in TORCH_WORKLOADS:
         return [subprocess.Popen(torchrun(cfg, run_dir, rdzv_endpoint, rdzv_id), env=base_env, **kw)]
@@ -155,8 +173,9 @@ def prepare_dir(run_dir, fresh: bool = True) -> Path:
 
 def execute(cfg: EmulatorConfig, run_dir, node_rank: int = 0, rdzv_endpoint: str | None = None,
             rdzv_id: str | None = None, hosts: list[str] | None = None, base_port: int | None = None,
-            fresh: bool = True) -> float:
-    """Write ``run.json``, run this node's ranks to completion; wall-clock seconds.
+            fresh: bool = True, parents=None) -> float:
+    """Write ``run.json``, run this node's ranks to completion; wall-clock seconds. ``parents``:
+    warm parents the ranks are forked from where they serve them (:func:`start`).
 
     Raises ``RuntimeError`` with the tail of the output when a rank fails or times out."""
     run_dir = prepare_dir(run_dir, fresh)
@@ -168,7 +187,7 @@ def execute(cfg: EmulatorConfig, run_dir, node_rank: int = 0, rdzv_endpoint: str
     with open(out, "w") as log:
         t0 = time.perf_counter()
         procs = start(cfg, run_dir, node_rank, rdzv_endpoint, rdzv_id or f"emu-{uuid.uuid4().hex[:8]}",
-                      hosts, base_port, log)
+                      hosts, base_port, log, parents)
         # each thread's CPU over the run (the bound is judged per thread: experiments/emulator/bound.py)
         sampler = thread_cpu.Sampler([p.pid for p in procs]).start()
         try:

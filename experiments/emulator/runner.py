@@ -24,11 +24,12 @@ from .config import EmulatorConfig, check_config
 
 def run(cfg: EmulatorConfig, out_dir, node_rank: int = 0, rdzv_endpoint: str | None = None,
         rdzv_id: str | None = None, hosts: list[str] | None = None, base_port: int | None = None,
-        check: bool = True) -> dict:
+        check: bool = True, parents=None) -> dict:
     """Run the emulation ``cfg``; returns the summary (``summary.json``; node 0) or ``{}``
     (other nodes). On one machine the summary carries the device audit of the run
     (:func:`.report.audit`); across machines it is not taken (each node's device saw its
-    share). Bad input raises :class:`~experiments.settings.config.ConfigError` before any process
+    share). ``parents`` (one machine): an :class:`experiments.host.warm_launch.Parents` whose warm
+    parent forks the ranks where it serves them (:func:`.launch.start`). Bad input raises :class:`~experiments.settings.config.ConfigError` before any process
     starts; a failed rank raises ``RuntimeError`` with its output."""
     if check:
         check_config(cfg)
@@ -37,7 +38,7 @@ def run(cfg: EmulatorConfig, out_dir, node_rank: int = 0, rdzv_endpoint: str | N
         work = out_dir.with_name(out_dir.name + ".partial")
         # what the device under the data did over the run, beside what the ranks read
         with device_audit.Span(cfg.data_dir, f"emulator {cfg.workload} G={cfg.accelerators}") as span:
-            launch.execute(cfg, work, fresh=True)
+            launch.execute(cfg, work, fresh=True, parents=parents)
         s = report.audit(report.summarize(work), span)
         s["run_dir"] = str(out_dir)
         report.write(work, s)

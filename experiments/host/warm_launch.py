@@ -130,6 +130,7 @@ class Parent:
         self._proc = subprocess.Popen([sys.executable, "-m", "experiments.host.warm_launch", framework],
                                       cwd=paths.root(), env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pid = self._proc.pid   # what a tracer started later follows (its forks are the runs)
         self._lock = threading.Lock()
         self._runs: dict[int, WarmProc] = {}
         self._started: dict[int, list] = {}

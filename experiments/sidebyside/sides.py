@@ -109,10 +109,14 @@ def prepare_dlio(workload: str, section: dict, batch_size: int, ranks: int, *, s
 
 def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: int, *, seed: int,
              data_dir: Path, work_dir: Path, checkpoint_root: Path, compute_model: str, session,
-             plan=None, checkpoint_pattern: str = "traced", eviction: str = "auto", fixed_data=None) -> dict:
+             plan=None, checkpoint_pattern: str = "traced", eviction: str = "auto", fixed_data=None,
+             parents=None) -> dict:
     """Run ``side`` of ``workload`` at (``batch_size``, ``ranks``) in a window of ``session``
     (an :class:`experiments.trace.Session`); ``plan``: the ``dlio`` side's
-    :func:`prepare_dlio`; ``fixed_data``: the ``fixed`` side's data (the staged fixed-size variant).
+    :func:`prepare_dlio`; ``fixed_data``: the ``fixed`` side's data (the staged fixed-size variant);
+    ``parents``: the pass's warm parents (:class:`experiments.host.warm_launch.Parents`, started
+    inside ``session`` so that it follows their forks), from which the sides that run our
+    programs fork their ranks where the parents serve them (one rank), or None (fresh processes).
     Returns a dict: ``side``, ``workload``, ``status`` (``pending`` until
     :func:`finish_side`, or not measured), ``why``, ``window``, ``run_dir``, ``data`` and
     ``checkpoint`` (the vector's filters), ``block_files``, ``eviction``, ``wall_s`` (the side
@@ -143,7 +147,7 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
 
             compute = cm.resolve(compute_model, workload, ranks, batch_size) if side == "sleep" else None
             launch.run_config(workload, sec, batch_size, ranks, seed, Path(data_dir), run_dir,
-                              compute=compute, variant=side)
+                              compute=compute, variant=side, parents=parents)
             dres = None
         elif side in ("emulator", "fixed"):
             from .. import emulator
@@ -151,7 +155,7 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
             cfg = emulator.from_params(workload, sec, batch_size, ranks, compute_model=compute_model,
                                        checkpoint_pattern=checkpoint_pattern, data_dir=data_dir,
                                        checkpoint_dir=ck / workload, seed=seed)
-            emulator.run(cfg, run_dir)
+            emulator.run(cfg, run_dir, parents=parents)
             dres = None
         elif side == "dlio":
             from .. import dlio
@@ -164,7 +168,8 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
     block_files = _files([*data, ck])   # listed now: a later side's clean-up may remove them
     out = {**base, "window": win, "data": [str(p) for p in data], "checkpoint": [str(ck)],
            "block_files": [str(p) for p in block_files], "eviction": str(method), "wall_s": wall,
-           "dlio": dres, "device_span": span}
+           "dlio": dres, "device_span": span,
+           "launch": "warm" if side != "dlio" and parents is not None and parents.serves(ranks) else "fresh"}
     if dres is not None and dres.get("status") != "measured":
         return {**out, "status": "not measured", "why": dres.get("why", "DLIO did not finish")}
     return {**out, "status": "pending", "why": ""}
@@ -298,9 +303,9 @@ def prepare_workload(workload: str, section: dict, point, cfg, seed: int, tier, 
             "checkpoint_root": ck_root, "sides": sides, "dlio_plan": plan, "fixed_data": fixed}
 
 
-def run_workload(prep: dict, cfg, seed: int, session, progress_desc: str | None = None) -> dict:
+def run_workload(prep: dict, cfg, seed: int, session, progress_desc: str | None = None, parents=None) -> dict:
     """Every side of a :func:`prepare_workload` at its point (``batch_size``, ``ranks``), each
-    in a window of ``session``: ``{"results": {side: run_side(...)}, "data_dir": staged data,
+    in a window of ``session`` (``parents``: :func:`run_side`'s): ``{"results": {side: run_side(...)}, "data_dir": staged data,
     "checkpoint_root": ...}``; :func:`finish_workload` completes it once the session has
     ended. The real run goes first; the others follow in ``cfg.sides`` order."""
     from ..output.progress import progress
@@ -313,7 +318,7 @@ def run_workload(prep: dict, cfg, seed: int, session, progress_desc: str | None 
                              checkpoint_root=prep["checkpoint_root"], compute_model=cfg.compute_model,
                              session=session, plan=prep["dlio_plan"],
                              checkpoint_pattern=cfg.checkpoint_pattern, eviction=cfg.eviction,
-                             fixed_data=prep.get("fixed_data"))
+                             fixed_data=prep.get("fixed_data"), parents=parents)
     return {"results": res, "data_dir": str(prep["data_dir"]), "checkpoint_root": str(prep["checkpoint_root"])}
 
 

@@ -3,7 +3,8 @@ pass, through the one measuring-stage interface; tabulated and written.
 
 A **run** is one pass of a workload (:func:`measuring_stage`): each side (real, sleep, emulator,
 DLIO) once, in a tracer session of its own (the probes attach once per pass), on data evicted
-before each side. The pass is the unit of every interval (the report's findings, :mod:`.findings`);
+before each side; at a point of one rank our sides fork from the stage's warm parent, which every
+session follows (:func:`trace_pass`). The pass is the unit of every interval (the report's findings, :mod:`.findings`);
 the stage runs ``traced_comparison.runs`` rounds of every workload in a seeded order, then the
 passes ``make decide`` bought (``decide.traced_comparison``), appending to what it measured before.
 
@@ -59,13 +60,16 @@ RECORDS = ("steps", "loader", "phases")   # the validation layout's side tables 
 
 class Passes:
     """What the passes run in this process kept beside their rows: each workload's first pass's
-    traces and timeline inputs (:func:`timeline_inputs`) and its sides' facts (for ``env.json``)."""
+    traces and timeline inputs (:func:`timeline_inputs`) and its sides' facts (for ``env.json``);
+    ``parents``: the stage's warm parents the one-rank sides fork from (:func:`trace_pass`)."""
 
-    def __init__(self):
+    def __init__(self, parents=None):
         self.traces: dict[str, dict] = {}      # workload -> side -> Trace
         self.timelines: dict[str, list] = {}   # workload -> timeline_inputs items
         self.facts: dict[str, dict] = {}       # workload -> side -> facts
         self.data: dict[str, str] = {}         # workload -> the staged data folder
+        self.parents = parents                 # the stage's warm parents (trace_pass), or None
+        self.launch: dict = {"mode": "fresh"}  # for env.json: how the one-rank sides started
 
 
 def measuring_stage(cfg, work_root, passes: Passes | None = None):
@@ -115,9 +119,15 @@ def measure(cfg, work_root, purchases=()) -> tuple:
     (``purchases``: ``decide.traced_comparison``); returns the
     :class:`experiments.repeats.Measurement` and the :class:`Passes` run now."""
     from .. import repeats
+    from ..host import warm_launch
 
-    kept = Passes()
-    return repeats.measure(measuring_stage(cfg, work_root, kept), purchases), kept
+    # one warm parent per framework for the stage, started by the first pass that forks from it
+    with warm_launch.Parents() as parents:
+        kept = Passes(parents)
+        m = repeats.measure(measuring_stage(cfg, work_root, kept), purchases)
+        kept.launch = {"mode": "warm", "parent_import_s": parents.import_s}
+    kept.parents = None
+    return m, kept
 
 
 def run_pass(workload: str, section: dict, tc, seed: int, tier, work_root: Path, kept: Passes,
@@ -126,7 +136,7 @@ def run_pass(workload: str, section: dict, tc, seed: int, tier, work_root: Path,
     side tables (:func:`pass_tables`). The first pass of a workload in this process keeps its
     traces, timeline inputs and facts in ``kept``; every pass's checkpoints are removed once its
     timelines are computed."""
-    done = {workload: trace_pass(workload, section, tc, seed, tier, work_root, desc)}
+    done = {workload: trace_pass(workload, section, tc, seed, tier, work_root, desc, kept.parents)}
     try:
         rows, tables = pass_rows(done), pass_tables(done)
         if workload not in kept.traces:
@@ -140,18 +150,35 @@ def run_pass(workload: str, section: dict, tc, seed: int, tier, work_root: Path,
     return rows, tables
 
 
-def trace_pass(workload: str, section: dict, tc, seed: int, tier, work_root: Path, desc: str | None = None) -> dict:
+WARM_SIDES = ("real", "sleep", "emulator", "fixed")   # the sides that run our rank programs
+
+
+def trace_pass(workload: str, section: dict, tc, seed: int, tier, work_root: Path, desc: str | None = None,
+               parents=None) -> dict:
     """Every side of ``workload`` once: its data staged and DLIO's plan made
     (:func:`.sides.prepare_workload`), then each side in a window of one tracer session
-    (:func:`.sides.run_workload`); :func:`.sides.finish_workload`'s result."""
+    (:func:`.sides.run_workload`); :func:`.sides.finish_workload`'s result.
+
+    ``parents``: the stage's warm parents (:class:`experiments.host.warm_launch.Parents`, or
+    None: every side starts fresh processes). At a point of one rank the sides that run our
+    programs fork their rank from the parent of the workload's framework, whose imports were
+    paid once a stage instead of once a side (twice for the emulator, whose torchrun agent
+    imports PyTorch too); the session follows that parent's forks (``follow``) and never sees
+    its imports. Each side is still a process of its own; several ranks start fresh
+    (``Parents.multi_rank``: forked pairs computed slower)."""
     from ..trace import Session
+    from ..workloads.launch import framework
 
     work_root.mkdir(parents=True, exist_ok=True)
     # data staged and DLIO's plan made first: a folder renamed inside a session keeps the name
     # the tracer saw first (staging writes <name>.partial, then renames it)
     prep = sides.prepare_workload(workload, section, tc.points[workload], tc, seed, tier, work_root)
-    with Session(backend=tc.backend, watch=[tier.dir, work_root], quiet=True) as session:
-        got = sides.run_workload(prep, tc, seed, session, progress_desc=desc)
+    warm = parents is not None and parents.serves(tc.points[workload].ranks) \
+        and any(s in WARM_SIDES for s in prep["sides"])
+    # started (once a stage) before the session: the tracer follows its forks, not its imports
+    follow = (parents.get(framework(workload)).pid,) if warm else ()
+    with Session(backend=tc.backend, watch=[tier.dir, work_root], quiet=True, follow=follow) as session:
+        got = sides.run_workload(prep, tc, seed, session, progress_desc=desc, parents=parents if warm else None)
     return sides.finish_workload(got)
 
 
@@ -207,9 +234,10 @@ def pass_tables(done: dict) -> dict[str, pd.DataFrame]:
 
 def facts(done: dict) -> dict:
     """Per workload and side, what ``env.json`` records of a pass (status, why, back end,
-    eviction, wall seconds, run folder, and DLIO's command and config)."""
+    eviction, wall seconds, run folder, launch (warm: forked from the pass's warm parent; fresh), and
+    DLIO's command and config)."""
     keep = ("status", "why", "command", "config_file", "dlio_version", "wall_s")
-    return {w: {s: {k: r.get(k) for k in ("status", "why", "backend", "eviction", "wall_s", "run_dir")}
+    return {w: {s: {k: r.get(k) for k in ("status", "why", "backend", "eviction", "wall_s", "run_dir", "launch")}
                 | {"dlio": {k: v for k, v in (r.get("dlio") or {}).items() if k in keep}}
                 for s, r in got["results"].items()}
             for w, got in done.items()}
@@ -421,5 +449,5 @@ def write(out, m, kept: Passes, params: dict, appending: bool = False, searched:
     backends = sorted({b for b in rows["backend"].fillna("") if b})
     out.env(params=params, tracer=", ".join(backends), passes=int(rows["run"].nunique()),
             sides={w: f["sides"] for w, f in side_facts.items()},
-            data={w: f["data"] for w, f in side_facts.items()})
+            data={w: f["data"] for w, f in side_facts.items()}, launch=kept.launch)
     return metrics

@@ -351,8 +351,10 @@ def _vector_count(op: str, fid: str, ret: str, pos: str | None) -> str:
 def script(devices: list[str] | None, block: bool, block_scope: str = "device",
            ready_file: str | None = None, mode: str = "timeline", files: str = "kernel",
            syscalls=None, exit_regs: int = 0, sequential: bool = True, fd_cache: bool = True,
-           probes: str = "tracepoint", args_of=None) -> str:
-    """The bpftrace program; ``$1`` is the root pid of the traced tree. BEGIN runs once every
+           probes: str = "tracepoint", args_of=None, follow=()) -> str:
+    """The bpftrace program; ``$1`` is the root pid of the traced tree, ``follow`` more pids
+    whose trees are traced beside it (processes started before the trace, such as a warm parent
+    whose forks are the runs). BEGIN runs once every
     probe is attached; it touches ``ready_file`` (output is block-buffered, so a printed line
     would not be seen until much later). ``mode``: ``timeline`` or ``vector`` (see the module
     docstring); ``files``: ``kernel`` (names from ``struct file``, needs BTF) or
@@ -389,7 +391,7 @@ def script(devices: list[str] | None, block: bool, block_scope: str = "device",
     vec, kern = mode == "vector", files == "kernel"
     io = [s for s in _IO if s in have]
     cache = bool(vec and exit_regs and fd_cache)
-    lines = _tree_probes(ready_file, epochs=cache)
+    lines = _tree_probes(ready_file, epochs=cache, follow=follow)
     if vec and exit_regs:  # one probe per call: the arguments from the saved registers
         lines += _io_probes_at_exit(io, exit_regs, sequential, cache)
         if cache:
@@ -512,16 +514,17 @@ def _fdt(kern: bool) -> str:
     return "$fdt = curtask->files->fdt; " if kern else ""
 
 
-def _tree_probes(ready_file: str | None, epochs: bool = False) -> list[str]:
-    """BEGIN (seed the tree with ``$1``, say READY, touch ``ready_file``) and the tree's
+def _tree_probes(ready_file: str | None, epochs: bool = False, follow=()) -> list[str]:
+    """BEGIN (seed the tree with ``$1`` and the pids of ``follow``, say READY, touch ``ready_file``) and the tree's
     forks and execs (``F`` and ``E`` lines). ``epochs``: each process's value in ``@tree`` is
     its descriptor epoch, a new one (``nsecs``, never 0) at ``fork`` and at ``exec`` (whose
     close-on-exec descriptors are closed without a ``close`` call), so the descriptor cache's
     entries of an earlier epoch, or of an earlier process with the same pid, are never hit."""
     touch = f' system("touch {ready_file}");' if ready_file else ""
     child, execd = ("nsecs", " @tree[pid] = nsecs;") if epochs else ("1", "")
+    seeds = "".join(f" @tree[{int(p)}] = 1;" for p in follow)
     return [
-        f'BEGIN {{ @tree[$1] = 1; printf("READY\\t%llu\\n", nsecs);{touch} }}',
+        f'BEGIN {{ @tree[$1] = 1;{seeds} printf("READY\\t%llu\\n", nsecs);{touch} }}',
         f'tracepoint:sched:sched_process_fork /@tree[pid]/ {{ @tree[args->child_pid] = {child}; '
         'printf("F\\t%llu\\t%d\\t%d\\t%s\\n", nsecs, pid, args->child_pid, comm); }',
         f'tracepoint:sched:sched_process_exec /@tree[pid]/ {{{execd} '
@@ -813,7 +816,7 @@ class BpftraceSession:
 
     def __init__(self, out_file: Path, devices: list[str] | None, block: bool,
                  block_scope: str = "device", mode: str = "timeline", files: str = "kernel",
-                 max_keys: int = 65536, sequential: bool = True, probes: str = "auto"):
+                 max_keys: int = 65536, sequential: bool = True, probes: str = "auto", follow=()):
         if probes not in ("auto",) + PROBE_KINDS:
             raise ValueError(f"probes = {probes!r}; allowed: auto, {', '.join(PROBE_KINDS)}")
         self.out_file = Path(out_file)
@@ -825,6 +828,7 @@ class BpftraceSession:
         self.files = files
         self.max_keys = int(max_keys)
         self.sequential = sequential
+        self.follow = tuple(int(p) for p in follow)   # more roots: see script()
         self.proc: subprocess.Popen | None = None
         self.ready_ns = 0
         self.probes, self.why_not_kfunc = "tracepoint", ""
@@ -850,7 +854,7 @@ class BpftraceSession:
         ready.unlink(missing_ok=True)
         prog = script(self.devices, self.block, self.block_scope, str(ready), self.mode, self.files,
                       _probe()["syscalls"] or None, _probe()["exit_regs"] if self.mode == "vector" else 0,
-                      self.sequential, probes=self.probes)
+                      self.sequential, probes=self.probes, follow=self.follow)
         self.out_file.with_suffix(".bt").write_text(prog)
         # strings live on the 512-byte BPF stack: 128 B names from the kernel; 200 B (bpftrace's
         # maximum) for the whole paths openat passes when naming by descriptors

@@ -73,10 +73,12 @@ class StraceSession:
     def command(self, cmd: list[str]) -> list[str]:
         return ["strace", *FLAGS, "-o", str(self.out_file), "--", *cmd]
 
-    def attach(self, pid: int, timeout_s: float = 30.0) -> None:
+    def attach(self, pid: int, timeout_s: float = 30.0, follow=()) -> None:
+        """Attach to ``pid`` and the pids of ``follow`` (their children from now on followed)."""
         self._err = open(self.err_file, "w")
+        pids = [a for p in (pid, *follow) for a in ("-p", str(p))]
         self.proc = subprocess.Popen(["strace", *[f for f in FLAGS if f != "-qq"], "-o", str(self.out_file),
-                                      "-p", str(pid)], stderr=self._err, stdout=subprocess.DEVNULL,
+                                      *pids], stderr=self._err, stdout=subprocess.DEVNULL,
                                      start_new_session=True)
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout_s:

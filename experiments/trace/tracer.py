@@ -142,14 +142,18 @@ class Tracer:
     in ``.venv-dftracer``; :data:`~experiments.trace.dftracer_backend.RELEASES`). probes: the
     vector program's hooks, ``auto`` (fentry/fexit where the kernel allows, else the system-call
     tracepoints), ``kfunc`` or ``tracepoint``; the kind that ran is ``meta['probes']``, why it
-    is not ``kfunc`` ``meta['why_not_kfunc']`` (issue 70).
+    is not ``kfunc`` ``meta['why_not_kfunc']`` (issue 70). follow: pids of processes started
+    before the trace (a warm parent whose forks are the runs: :mod:`experiments.host.warm_launch`)
+    traced with their children beside this process's tree, from the start (bpftrace, strace;
+    the ``/proc`` sampler and back end see every descendant of the root anyway);
+    ``meta['follow']``.
     """
 
     def __init__(self, backend: str = "auto", watch=(), block: bool = True, block_scope: str = "device",
                  interval_s: float = 1.0, sample: bool = True, keep_raw: bool = False, quiet: bool = False,
                  mode: str = "timeline", files: str = "auto", max_keys: int | None = None,
                  vfs_sequential: bool | None = None, keep_parsed: bool = False,
-                 dftracer_release: str = "dlio", probes: str = "auto"):
+                 dftracer_release: str = "dlio", probes: str = "auto", follow=()):
         if block_scope not in ("device", "tree"):
             raise TraceError(f"trace block_scope = {block_scope!r}; allowed: device, tree")
         if interval_s <= 0:
@@ -163,6 +167,10 @@ class Tracer:
         if probes not in ("auto",) + bt.PROBE_KINDS:
             raise TraceError(f"trace probes = {probes!r}; allowed: auto, {', '.join(bt.PROBE_KINDS)}")
         self.requested_probes = probes
+        self.follow = tuple(int(p) for p in follow)
+        gone = [p for p in self.follow if not Path(f"/proc/{p}").exists()]
+        if gone:
+            raise TraceError(f"trace follow = {list(self.follow)}: no process {gone}; allowed: pids of running processes")
         self.requested = backend
         self.requested_mode = mode
         self.requested_files = files
@@ -224,7 +232,7 @@ class Tracer:
         self.meta = {"backend": self.backend, "requested_backend": self.requested,
                      "mode": mode, "requested_mode": self.requested_mode, "why_not_vector": why_mode,
                      "file_naming": files, "why_not_kernel_files": why_files,
-                     "fallbacks": self.fallbacks, "root_pid": root_pid,
+                     "fallbacks": self.fallbacks, "root_pid": root_pid, "follow": list(self.follow),
                      "command": command, "cwd": os.getcwd(), "watch": self.watch,
                      "devices": self.devices, "block_traced": bool(block_ok),
                      "block_scope": self.block_scope, "why_no_block": why_no_block,
@@ -245,12 +253,15 @@ class Tracer:
                              "start); use Tracer.run / `python -m experiments.trace run`")
         pid = os.getpid() if pid is None else pid
         self._begin_meta(pid, command)
-        self._initial = {pid: resolve.fd_table(pid)}
+        self._initial = {p: resolve.fd_table(p) for p in (pid, *self.follow)}
         self._mountinfo = resolve.read_mountinfo(pid) or resolve.read_mountinfo()
-        try:
-            self._root_comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            self._root_comm = ""
+        self._comms = {}
+        for p in (pid, *self.follow):
+            try:
+                self._comms[p] = Path(f"/proc/{p}/comm").read_text().strip()
+            except OSError:
+                self._comms[p] = ""
+        self._root_comm = self._comms[pid]
         self._offset_ns, self.meta["clock_uncertainty_ns"] = bt.clock_offset_ns()
         self.meta["clock_offset_ns"] = self._offset_ns
         while True:
@@ -259,12 +270,12 @@ class Tracer:
                     self._session = bt.BpftraceSession(self._dir / "bpftrace.out", self.devices or None,
                                                        self._block_ok, self.block_scope, self.mode,
                                                        self.files, self.max_keys, self.vfs_sequential,
-                                                       self.requested_probes)
+                                                       self.requested_probes, self.follow)
                     self._session.start(pid)
                     self.meta.update(probes=self._session.probes, why_not_kfunc=self._session.why_not_kfunc)
                 elif self.backend == "strace":
                     self._session = strace_backend.StraceSession(self._dir / "strace.out")
-                    self._session.attach(pid)
+                    self._session.attach(pid, follow=self.follow)
                 break
             except RuntimeError as e:  # it passed the checks but failed to start: next one, if auto
                 if self._session is not None:
@@ -313,7 +324,7 @@ class Tracer:
         block = conform(pd.DataFrame())
         counts = None
         if self.backend == "bpftrace":
-            p = bpftrace_output.parse_output(self._session.out_file, self._offset_ns, {pid: self._root_comm},
+            p = bpftrace_output.parse_output(self._session.out_file, self._offset_ns, self._comms,
                                 mountinfo=self._mountinfo)
             self.meta["lost_events"] = self._session.lost_events()
             self.meta["unparsed_lines"] = p.unparsed
