@@ -2,9 +2,10 @@
 
 The rule language, the verdict of one claim, the host's reasons, what a stage measured and a
 finding's judge at each look are :mod:`experiments.verdicts`' (what measuring stages import: no
-measuring stage depends on this package); the names re-exported below serve the report code and
-the tests. The final ``claims`` stage gathers every stage's ``claims.json`` into
-``results/claims/claims.md`` and ``claims.csv``.
+measuring stage depends on this package); the package's code imports them from there, and the
+names re-exported below serve the tests that judge through ``claims.claim``. The final
+``claims`` stage gathers every stage's ``claims.json`` into ``results/claims/claims.md`` and
+``claims.csv``.
 
 The package, by job: :mod:`.declared` (the papers' side of every claim, declared per source
 in ``papers/<source>.yaml``, and :func:`join` of a stage's measurements with it),
