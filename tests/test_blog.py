@@ -276,7 +276,8 @@ def test_blog_measure_goes_in_rounds_with_warm_pairs_and_stops_when_decided():
 def _decided(raw, dstat_rows, level):
     """What the blog's rounds judge at a look: its findings by their declared rules."""
     from experiments.blog.findings import findings_of
-    from experiments.claims import looks, steering
+    from experiments.claims import steering
+    from experiments.verdicts import looks
 
     return looks.judge("blog", findings_of, rules=steering.rules("blog"))(raw, {"dstat": dstat_rows}, level)
 

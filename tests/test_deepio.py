@@ -184,8 +184,9 @@ def _loader_rows(repeats, effect, noise, seed=0):
 
 def test_the_loaders_rounds_judge_like_the_report():
     """The stage's rounds judge the loader's findings by their declared rules alone (the same
-    measure function as the report, experiments.claims.looks.judge): the same verdicts."""
-    from experiments.claims import looks, steering
+    measure function as the report, experiments.verdicts.looks.judge): the same verdicts."""
+    from experiments.claims import steering
+    from experiments.verdicts import looks
 
     level = 1 - 0.05 / 3
     judge = looks.judge("deepio", deepio.loader_findings, rules=steering.rules("deepio"))

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from experiments.pipeline import forecast
-from experiments.claims.verdict import claim
+from experiments.verdicts.verdict import claim
 from experiments.statistics.stats import MIN_N
 
 P = {"unet3d": {"train": {"epochs": 4}, "sweep": {"batch_sizes": [1, 2, 4], "ranks": [1, 2], "repeats": 3}},

@@ -3,7 +3,7 @@ the top or inside a function, as ``depcheck.import_graph`` reads them with ``ast
 layer or goes down, and the packages import each other in no circle.
 
 A *unit* is a package directly under ``experiments/`` (``settings``, ``host``, ``repeats``,
-``claims``, ``chien``, ...) or a loose module there (``stages``, the registry). :data:`LAYERS` lists the layers from the
+``verdicts``, ``claims``, ``chien``, ...) or a loose module there (``stages``, the registry). :data:`LAYERS` lists the layers from the
 bottom; a unit named in none of them is a stage package (``STAGES``), so a new stage needs no
 entry here, while a new module that the foundations import must be placed among them. Within a
 layer units may import one another, as long as no two of them (nor a longer circle) do so both
@@ -29,7 +29,8 @@ LAYERS: tuple[tuple[str, object], ...] = (
     ("output", {"output"}),                # results writer, headline, provenance, progress
     ("figures", {"figures"}),              # the one figure style: what report stages draw with
     ("the measuring loop", {"repeats"}),   # MeasuringStage, rounds, looks, futility, purchases
-    ("claims", {"claims"}),                # rules, verdicts, declarations, a finding's judge
+    ("verdicts", {"verdicts"}),            # rules, a claim's verdict, reasons, Measured, a finding's judge at a look
+    ("claims", {"claims"}),                # the papers' declarations, the claims table, a report's levels
     ("data sets", {"datasets"}),           # the generated sets the stages read (their checks are claims)
     ("stages", STAGES),
     ("the pipeline's commands", {"pipeline", "course"}),   # dvc.yaml, run_notebook, profiles, plan, bench; the labs
@@ -110,10 +111,14 @@ def test_no_two_packages_import_each_other(graph):
 
 
 def test_the_measuring_loop_imports_nothing_of_the_claims(graph):
-    """The layer order says it; this names the one boundary issue 68 was about, so that a change
-    of LAYERS cannot drop it silently."""
-    assert layer_of("repeats") < layer_of("claims") < layer_of("review")
+    """The layer order says it; this names the boundaries issue 68 was about, so that a change
+    of LAYERS cannot drop them silently: the measuring loop and what the measuring stages judge
+    their looks with (``verdicts``) import nothing of the claims (which
+    ``tests/test_stages.py`` checks stage by stage)."""
+    assert layer_of("statistics") < layer_of("repeats") < layer_of("verdicts") < layer_of("claims") \
+        < layer_of("chien") < layer_of("review")
     assert "claims" not in graph.get("repeats", {})
+    assert "claims" not in graph.get("verdicts", {})
 
 
 def test_every_named_unit_exists_and_stands_in_one_layer(graph):

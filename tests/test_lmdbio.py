@@ -253,8 +253,9 @@ def _steps_rows(repeats, effect, noise, seed=0):
 
 def test_the_rounds_judge_like_the_report_a_clear_effect_decides_noise_at_few_repeats_does_not():
     """The stage's rounds judge its findings by their declared rules alone (the same measure
-    function as the report, experiments.claims.looks.judge): the same verdicts."""
-    from experiments.claims import looks, steering
+    function as the report, experiments.verdicts.looks.judge): the same verdicts."""
+    from experiments.claims import steering
+    from experiments.verdicts import looks
 
     env = {"cpu": {"count": 2}, "handover": "spin", "params": {"lmdbio": {"ranks_per_node": 2}}}
     level = 1 - 0.05 / 3

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from experiments.statistics import stats
-from experiments.claims.verdict import claim, disagreements
+from experiments.verdicts.verdict import claim, disagreements
 
 
 def _finding(interval, value=0.43, rule="> 1"):

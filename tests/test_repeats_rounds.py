@@ -134,7 +134,8 @@ def test_alexnet_prefetch_findings_steer_its_rounds():
     import pandas as pd
 
     from experiments.chien import alexnet as ax
-    from experiments.claims import looks, steering
+    from experiments.claims import steering
+    from experiments.verdicts import looks
 
     cfg = ax.AlexNetConfig(batch_tiers=["disk"], batch_sizes=[16, 64])
     judge = looks.judge("alexnet_prefetch", lambda r, t: ax.sweep_findings(r, t, cfg),

@@ -5,7 +5,7 @@ it shows (an ``inconclusive`` whose interval lies wholly on one side of its rule
 import pandas as pd
 import pytest
 
-from experiments.claims.verdict import disagreements
+from experiments.verdicts.verdict import disagreements
 
 pytestmark = pytest.mark.smoke
 

@@ -158,23 +158,38 @@ def test_dvc_yaml_puts_each_stages_inputs_before_its_code_and_says_it_is_generat
 
 def test_code_deps_are_package_folders_and_claims_files_unless_the_declarations_are_read():
     files = {"experiments/workloads/stage.py", "experiments/workloads/data_bert.py", "experiments/__init__.py",
-             "experiments/host/cache.py", "experiments/claims/verdict.py", "experiments/stages.py",
+             "experiments/host/cache.py", "experiments/claims/table.py", "experiments/stages.py",
              "experiments/repeats/decide/pricing.py"}
-    assert depcheck.code_deps(files) == ["experiments/__init__.py", "experiments/claims/verdict.py",
+    assert depcheck.code_deps(files) == ["experiments/__init__.py", "experiments/claims/table.py",
                                          "experiments/host", "experiments/repeats", "experiments/workloads"]
     reads = depcheck.code_deps(files | {"experiments/claims/papers/chien2018-tensorflow-io.yaml"})
     assert reads == ["experiments/__init__.py", "experiments/claims", "experiments/host", "experiments/repeats",
                      "experiments/workloads"]
 
 
-def test_no_measuring_stage_depends_on_the_papers_declarations():
-    """A measuring stage reads its findings' rules from results/claim_rules/<stage>.json, never
-    the declarations: a changed quote re-measures nothing."""
+def _of_claims(names) -> list[str]:
+    """The ``names`` (package paths or module names) that are ``experiments/claims/`` or in it."""
+    return sorted(n for n in names if n.replace(".", "/") == "experiments/claims"
+                  or n.replace(".", "/").startswith("experiments/claims/"))
+
+
+def test_no_measuring_stage_depends_on_the_claims():
+    """A measuring stage (or a data stage) judges its looks and writes what it measured with
+    ``experiments/verdicts/``, and reads its findings' rules from results/claim_rules/<stage>.json,
+    never the declarations: neither a changed quote nor a change to the claims table's code
+    (``experiments/claims/``) re-measures anything. Checked on the generated dvc.yaml's deps, on
+    the package files its notebook reaches (what ``--write`` generates them from), and on the
+    imports of the modules the registry names for it (its declaring module, settings, builder)."""
     st = yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"]
-    for name in stages.named("measuring") + stages.named("data"):
-        deps = [str(d) for d in st[name]["deps"]]
-        assert not [d for d in deps if d in ("experiments/claims", "experiments/claims/papers")
-                    or d.startswith("experiments/claims/papers/")], name
+    for s in stages.STAGES:
+        if s.kind not in ("measuring", "data"):
+            continue
+        assert not _of_claims(str(d) for d in st[s.name]["deps"]), f"{s.name}: dvc.yaml deps"
+        assert not _of_claims(depcheck.required_files(paths.root() / s.notebook)), f"{s.name}: its notebook"
+        mods = {ref.split(":")[0] for ref in (s.module, s.builder, *s.settings.values()) if ref}
+        reached = depcheck.closure(mods)
+        assert not _of_claims(reached), f"{s.name}: {sorted(mods)} import {_of_claims(reached)}"
+    assert stages.named("measuring") and stages.named("data")
 
 
 def test_every_pipeline_notebook_is_committed_without_outputs_and_with_cell_ids():

@@ -738,7 +738,8 @@ def test_std_model_row_compares_its_r2_with_the_mean_models(means, stds, verdict
 def test_the_data_share_rows_are_exclusive():
     """Issue 38 (6): a share is either negligible (UNET3D's and BERT's rows) or visible (DLRM's
     'about 10 %'), never both: the declared rules split at one share."""
-    from experiments.claims import declared, rules
+    from experiments.claims import declared
+    from experiments.verdicts import rules
     rule = {i: d.rule for i, (_, d) in declared.declared("workload_fits").items() if "data-share" in i}
     for v in np.linspace(0, 0.3, 301):
         small = rules.evaluate(rule["unet3d-data-share-small"], v)

@@ -1,6 +1,6 @@
 """The blog's findings as its runs measure them (Nelson: private threads, TFRecords, DataLoader
 workers, the collectl table, warm against cold): values and intervals from the runs
-(:class:`experiments.claims.measured.Measured`).
+(:class:`experiments.verdicts.measured.Measured`).
 
 The one measure function both sides call: the ``blog`` stage's rounds judge these findings at
 each look by their declared rules alone (:mod:`experiments.repeats.findings`), the
@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import claims as C
+from ..verdicts import reasons
 from ..settings import reference
 from ..statistics import stats
-from ..claims.measured import Measured
+from ..verdicts.measured import Measured
 
 
 def warm_cold(raw: pd.DataFrame) -> pd.DataFrame:
@@ -81,7 +81,7 @@ def _cpu_words(summary: pd.DataFrame, tier: str, n: int, fio: pd.DataFrame | Non
     """Why the runs' findings can fail on this box: decoding, not the device, bounds them."""
     c = _cold(summary, tier)
     best_MBps = float(c["MBps"].max()) if len(c) and "MBps" in c else np.nan
-    rnd = C.fio_MBps(fio, tier, "randread")
+    rnd = reasons.fio_MBps(fio, tier, "randread")
     return (f"decoding bounds these runs on {n} cores: the best cold run reads {best_MBps:,.0f} "
             f"MB/s, fio's random read on {tier} gives {rnd:,.0f} MB/s")
 
@@ -94,7 +94,7 @@ def measure_runs(summary: pd.DataFrame, collectl: pd.DataFrame, wc: pd.DataFrame
     ratios, warm vs cold), each with its interval: the rows :func:`claims` adds to the others and
     those :func:`decided` judges the runs so far with."""
     env = env or {}
-    cpu = _cpu_words(summary, tier, C.cores(env), fio)
+    cpu = _cpu_words(summary, tier, reasons.cores(env), fio)
     return [*measure_throughput(summary, tier, env, raw, cpu),
             *measure_collectl(collectl, tier, env, dstat_rows, cpu),
             *measure_page_cache(wc, reads, tier, env, cpu)]
@@ -105,7 +105,7 @@ def measure_throughput(summary: pd.DataFrame, tier: str, env: dict, raw: pd.Data
     """Images/s of the cold runs on ``tier``: most over fewest tf.data private threads
     (TFRecords), TFRecord over JPEG at the most threads, most over fewest DataLoader workers;
     each a ratio of medians (x) with its bootstrap interval over the repeats of ``raw``."""
-    cold = C.cold_run(env, tier)
+    cold = reasons.cold_run(env, tier)
     c = _cold(summary, tier)
     tf = c[c["framework"] == "tensorflow"]
     tr = tf[tf["format"] == "tfrecord"].set_index("threads")["images_per_s"].sort_index()
@@ -161,7 +161,7 @@ def measure_collectl(collectl: pd.DataFrame, tier: str, env: dict, dstat_rows: p
     (TFRecords) against PyTorch (JPEG files): KB per read (TF over PyTorch), queue length
     (PyTorch over TF), read KB/s (TF over PyTorch); each a ratio of medians (x) of the sampled
     intervals with its interval over the runs (:func:`experiments.statistics.stats.runs_bootstrap`)."""
-    cold = C.cold_run(env, tier)
+    cold = reasons.cold_run(env, tier)
     q = (collectl[collectl["tier"] == tier].set_index(["framework", "format"])
          if len(collectl) and "tier" in collectl else pd.DataFrame())
     both = len(q) and ("tensorflow", "tfrecord") in q.index and ("pytorch", "jpeg") in q.index
@@ -220,8 +220,8 @@ def measure_page_cache(wc: pd.DataFrame, reads: pd.DataFrame | None, tier: str, 
     """Conclusion item 5 on ``tier``: the lowest warm over cold images/s ratio across frameworks
     and formats (x, median over paired repeats) and the largest warm-run storage MB over the cold
     run's (ratio, own processes' reads), each with its bootstrap interval."""
-    cold = C.cold_run(env, tier)
-    gib = C.memory_gib(env)
+    cold = reasons.cold_run(env, tier)
+    gib = reasons.memory_gib(env)
     w = wc[wc["tier"] == tier] if len(wc) else wc
     warm_res = float(w["warm_resident_fraction"].min()) \
         if len(w) and "warm_resident_fraction" in w and w["warm_resident_fraction"].notna().any() else np.nan

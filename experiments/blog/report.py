@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import claims as C
+from ..verdicts import reasons
 from ..settings import reference
 from ..figures import style
 from ..claims.declared import Measured, join, lookup
@@ -186,7 +186,7 @@ def measure_fio_small_reads(tier: str, fio: pd.DataFrame | None, fio_raw: pd.Dat
     Its reason gives what this tier shows a reader who has that post: fio_baseline's 16 KiB
     random read (``randread16k``, the blog's job; IOPS, median and range over its runs in
     ``fio_raw``, else the median in ``fio``) beside its 1 MiB sequential read (MB/s)."""
-    seq, mb = C.fio_MBps(fio, tier, "seqread"), C.fio_MBps(fio, tier, "randread16k")
+    seq, mb = reasons.fio_MBps(fio, tier, "seqread"), reasons.fio_MBps(fio, tier, "randread16k")
     d = (fio_raw[(fio_raw["tier"] == tier) & ~fio_raw["warmup"].astype(bool) & (fio_raw["job"] == "randread16k")]
          if fio_raw is not None and len(fio_raw) and "iops" in fio_raw else pd.DataFrame())
     f = (fio[(fio["tier"] == tier) & (fio["job"] == "randread16k")]
@@ -206,10 +206,10 @@ def measure_headlines(summary: pd.DataFrame, tier: str, env: dict, fio: pd.DataF
     """The blog's headline numbers: each needs hardware this box lacks (8 V100 GPUs, a
     many-core instance, network persistent storage), so each is not measured; its reason is the
     declared need and what this box shows instead (images/s, cores, fio's MB/s and reads/s)."""
-    n = C.cores(env)
+    n = reasons.cores(env)
     c = _cold(summary, tier)
     best = float(c["images_per_s"].max()) if len(c) else np.nan
-    rnd = C.fio_MBps(fio, tier, "randread")
+    rnd = reasons.fio_MBps(fio, tier, "randread")
     f = fio[(fio["tier"] == tier) & (fio["job"] == "randread")] if fio is not None and len(fio) else None
     iops = float(f["iops"].iloc[0]) if f is not None and "iops" in f and len(f) else np.nan
     here = f"here: the best cold run on {tier} gives {best:,.0f} images/s on {n} cores"
@@ -223,7 +223,7 @@ def measure_headlines(summary: pd.DataFrame, tier: str, env: dict, fio: pd.DataF
             f"fio's bssplit random read on {tier}: {iops:,.0f} reads/s, {rnd:,.0f} MB/s (fio_baseline)",
         "blog_fio_persistent_over_1gbps_large_reads":
             f"fio's 1 MiB sequential read on the local {tier}: "
-            f"{C.fio_MBps(fio, tier, 'seqread') / 1e3:,.2f} GB/s (fio_baseline)",
+            f"{reasons.fio_MBps(fio, tier, 'seqread') / 1e3:,.2f} GB/s (fio_baseline)",
         "blog_fio_local_3_4x_persistent": "",
     }
     return [Measured(i, why_not="; ".join(x for x in (_needs(i), shown) if x)) for i, shown in run.items()]

@@ -183,7 +183,7 @@ def measuring_stage(cfg: BlogConfig, configs: list[dict], one_run, seed: int):
     ``one_run(config, cache)`` measures one pass and returns (its row, its dstat samples). A run
     gives one row per pass and its side table ``dstat``."""
     from .. import repeats
-    from ..claims import looks
+    from ..verdicts import looks
     from ..repeats import findings
     from .findings import findings_of
 

@@ -295,7 +295,7 @@ def measuring_stage(cfg: AlexNetConfig, trainer: Trainer, staged: dict[str, pd.D
     trains one epoch: its row (run time, images/s, the summed data wait and compute) and its
     steps (side table ``steps``)."""
     from .. import repeats
-    from ..claims import looks
+    from ..verdicts import looks
     from ..repeats import findings
 
     def run_one(c, i):

@@ -1,6 +1,6 @@
 """The AlexNet mini-application's findings as its runs measure them (Chien et al. 2018, Fig 6,
 7, 9, 10): prefetch against none per tier, the batch size, checkpoints to each tier and through
-the burst buffer; values and intervals from the runs (:class:`experiments.claims.measured.Measured`).
+the burst buffer; values and intervals from the runs (:class:`experiments.verdicts.measured.Measured`).
 
 The one measure function both sides call: the ``alexnet_prefetch`` stage's rounds judge the
 prefetch and batch findings at each look by their declared rules alone
@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import claims as C
+from ..verdicts import reasons
 from ..settings import reference
 from ..statistics import stats
-from ..claims.measured import Measured
+from ..verdicts.measured import Measured
 
 
 def stall_ratios(ck: pd.DataFrame, fast: str, slow: str) -> dict:
@@ -83,7 +83,7 @@ def measure_prefetch(summary: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame
         why = (f"{n} CPU cores run both the input threads and the training step, so prefetching "
                "overlaps little: the step takes "
                + (f"{comp:.0%} of the run with prefetch" if np.isfinite(comp) else "most of the run"))
-        cold = C.cold_run(env, tier)
+        cold = reasons.cold_run(env, tier)
         out.append(Measured(
             f"alexnet-prefetch-faster-{tier}", ratio, ci,
             why_not=why if np.isfinite(ratio) else "alexnet.prefetch lacks 0 or 1 on this tier", **cold))
@@ -207,7 +207,7 @@ def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int
     checkpoint's size (MB, not measured: ours is scaled)."""
     bp = ((env.get("params") or {}).get("alexnet") or {})
     r = stall_ratios(ck, fast, slow) if len(ck) else {}
-    fw, sw = C.fio_MBps(fio, fast, "seqwrite"), C.fio_MBps(fio, slow, "seqwrite")
+    fw, sw = reasons.fio_MBps(fio, fast, "seqwrite"), reasons.fio_MBps(fio, slow, "seqwrite")
     mb = float(ck["checkpoint_MB"].max()) if "checkpoint_MB" in ck and len(ck) else np.nan
     stall_fast = r.get(f"stall_median_s_{fast}", np.nan)
     paper_fast = next(x["write_MBps"] for x in reference.CHIEN_TABLE_I if x["device"] == "Optane")

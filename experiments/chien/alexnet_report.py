@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import claims as C
+from ..verdicts import reasons
 from ..statistics import stats
 from ..figures import style
 from ..claims.declared import Measured, join
@@ -232,7 +232,7 @@ def claims(summary: pd.DataFrame, batches: pd.DataFrame, ck: pd.DataFrame, fast:
     from ..claims.report_levels import judged_at_their_levels
 
     env, ck_env = env or {}, ck_env or {}
-    n = C.cores(env or ck_env)
+    n = reasons.cores(env or ck_env)
     bp = (env.get("params") or {}).get("alexnet") or {}
     sweeps = lambda: [*measure_prefetch(summary, env, n, raw), *measure_batch_size(batches, env, n, raw, steps)]  # noqa: E731
     ckpt = lambda: measure_checkpoint(ck, fast, slow, env, n, fio, saves, ck_runs)   # noqa: E731

@@ -11,7 +11,7 @@ and IOPS.
 Every run is audited (:mod:`experiments.host.device_audit`): the bytes fio moved beside the bytes the
 tier's device read or wrote (``device_ratio``, ``served_by``: device, cache, memory). A job whose
 runs the page cache served (a buffered read of a file that stayed in memory, a write never
-synced) is ``cache`` in the summary, and gives no storage reference (:func:`experiments.claims.fio_MBps`).
+synced) is ``cache`` in the summary, and gives no storage reference (:func:`experiments.verdicts.reasons.fio_MBps`).
 """
 
 from __future__ import annotations

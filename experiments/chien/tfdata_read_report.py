@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import claims as C
+from ..verdicts import reasons
 from ..settings import reference
 from ..statistics import stats
 from ..figures import style
@@ -188,7 +188,7 @@ def measure_speedups(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
     """Fig 4's strong scaling: the full pipeline's images/s at each thread count the paper
     states (2, 4, 8) over 1 thread on every tier (x, ratio of medians over the repeats), and
     at 8 threads on the best tier that is a parallel file system (the paper's Lustre)."""
-    n = C.cores(env)
+    n = reasons.cores(env)
     threads = sorted(set(reads["threads"]))
     tiers = list(dict.fromkeys(reads["tier"]))
     fstype = {t: v.get("fstype", "?") for t, v in ((fio_env or {}).get("tiers") or {}).items()}
@@ -196,7 +196,7 @@ def measure_speedups(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
     for tier in tiers:
         full, ro = _speedups(reads, tier, "full"), _speedups(reads, tier, "read_only")
         mb1 = reads[(reads["tier"] == tier) & (reads["variant"] == "full") & (reads["threads"] == 1)]["MBps"]
-        rnd = C.fio_MBps(fio, tier, "randread")
+        rnd = reasons.fio_MBps(fio, tier, "randread")
         for k in reference.CHIEN_HDD_SPEEDUP:
             v, ci = _ratio(raw, tier, ("full", k), ("full", 1), full.get(k, np.nan))
             why = (f"the full pipeline decodes and resizes on the CPU: {n} cores here for {k} "
@@ -209,7 +209,7 @@ def measure_speedups(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
                    f"tfdata_read.threads = {threads} has no run with {'1' if not len(full) else k} "
                    f"thread(s) on tier {tier}")
             out.append(Measured(f"tfdata-speedup-{k}t-{tier}", v, ci, why_not=why,
-                                **C.cold_run(env, tier)))
+                                **reasons.cold_run(env, tier)))
     par = [t for t in tiers if fstype.get(t, "").lower() in PARALLEL_FS]
     best = max(par, key=lambda t: _speedups(reads, t, "full").get(8, np.nan)) if par else None
     v, ci = (_ratio(raw, best, ("full", 8), ("full", 1), _speedups(reads, best, "full").get(8, np.nan))
@@ -222,7 +222,7 @@ def measure_speedups(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
                  if not par else
                  f"on {best} ({fstype.get(best)}) with {n} cores the decode, not the file system, "
                  "bounds the speed-up"),
-        **(C.cold_run(env, best) if best else {})))
+        **(reasons.cold_run(env, best) if best else {})))
     return out
 
 
@@ -232,13 +232,13 @@ def measure_pipeline(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
     the best full-pipeline images/s (Fig 5 against Fig 4, x), 8 threads over 4 (x: the HDD's
     flattening) and the full pipeline's best MB/s over fio's sequential read (x: "unfavorable"
     against IOR)."""
-    n = C.cores(env)
+    n = reasons.cores(env)
     threads = sorted(set(reads["threads"]))
     hdd = reference.CHIEN_HDD_SPEEDUP
     out = []
     for tier in dict.fromkeys(reads["tier"]):
         full, ro = _speedups(reads, tier, "full"), _speedups(reads, tier, "read_only")
-        cold = C.cold_run(env, tier)
+        cold = reasons.cold_run(env, tier)
         v, ci = _ratio(raw, tier, ("full", 2), ("full", 1), full.get(2, np.nan))
         out.append(Measured(
             f"tfdata-one-to-two-threads-doubles-{tier}", v, ci,
@@ -268,7 +268,7 @@ def measure_pipeline(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
             **cold))
         # "One reason is due to preprocessing functions such as decoding": the full pipeline's
         # best MB/s over the device's sequential read (fio, our Table I).
-        seq = C.fio_MBps(fio, tier, "seqread")
+        seq = reasons.fio_MBps(fio, tier, "seqread")
         best = bf.loc[bf["MBps"].idxmax()] if len(bf) and "MBps" in bf else None
         v = float(best["MBps"]) / seq if best is not None and seq > 0 else np.nan
         ci = None
@@ -278,7 +278,7 @@ def measure_pipeline(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
             v, ci = stats.ratio_of_medians(
                 stats.samples(raw, "MBps", tier=tier, variant="full", threads=int(best["threads"])),
                 dev["bw_MBps"].to_numpy(dtype=float))
-        rnd = C.fio_MBps(fio, tier, "randread")
+        rnd = reasons.fio_MBps(fio, tier, "randread")
         ro_best = float(br["MBps"].max()) if len(br) and "MBps" in br else np.nan
         out.append(Measured(
             f"tfdata-below-device-baseline-{tier}", v, ci,
@@ -316,4 +316,4 @@ def measure_wrappers_cost(reads: pd.DataFrame, raw: pd.DataFrame | None, tier: s
                  if not np.isfinite(v) else
                  "tf.data's read-only pipeline keeps up with plain reads of the same files here: "
                  "its per-element overhead is small against a file's read"),
-        **C.cold_run(env, tier))
+        **reasons.cold_run(env, tier))

@@ -1,61 +1,24 @@
 """Claims: a paper's statement, our measured value, and a verdict computed by a written rule.
 
-A rule is a short string kept next to the claim, evaluated on our value:
-
-    "> 1.5"   ">= 0.9"   "< 1"   "<= 0.1"   "within 15% of 112"   "between 0.8 and 1.2"
-
-A finding whose paper states a number also has a magnitude rule on ours / paper:
-
-    "within 2x"   "within 25%"
-
-Every claim has a ``kind``: ``finding`` (a paper's result, measured again here) or ``check``
-(a property of our generators, metric or tools). A claim whose data is missing is still
-written, with the verdict ``not measured`` and the reason; a rule that does not parse is an
-error in the stage that writes it, with or without data. A failing finding's reason
-(``why_not``) is computed from this host's measurements (:func:`cores`, :func:`fio_MBps`,
-:func:`memory_gib`), and a claim measured after an eviction that left more than 5 % of the
-data set in the page cache is marked as warm (:func:`cold_run`).
-
-A finding's direction is judged on the 95 % confidence interval of our value
-(:mod:`experiments.statistics.stats`, from the stage's repeats or per-step/per-read samples): it holds when
-the whole interval satisfies the rule (with a margin, below: lies past the margin's edge),
-fails when the whole interval violates it, and is ``inconclusive`` when the interval straddles
-the rule's threshold (or satisfies it but reaches into the margin). Each direction rule carries a
-margin of no material effect (:func:`default_margin`: 5 % for a ratio against 1): an interval
-inside it ``fails`` as ``negligible`` (shown and counted as ``fails (negligible)``); an interval
-that straddles the threshold but ends short of the margin's edge on the side the statement
-claims (``> 1`` with its high end at most 1.05) ``fails`` too: the effect the statement means is
-ruled out (:func:`_short_of_margin`). A finding
-with a value but no interval (one sample), with too few samples for its interval's level, or
-whose value lies outside its own interval is ``inconclusive``: a point value alone never holds
-or fails. A check
-keeps its verdict on the point value. Each finding says whether its paper states it, only
-implies it, or is our extension (``basis``).
-
-``holds`` (direction), ``magnitude_holds`` and ``verdict`` (``holds``, ``direction only``,
-``inconclusive``, ``fails``, ``not measured``, and ``not comparable`` for a comparison of two
-sides whose reads came from different places by the device audit) are never typed in;
-:func:`claim` computes them. The final
+The rule language, the verdict of one claim, the host's reasons, what a stage measured and a
+finding's judge at each look are :mod:`experiments.verdicts`' (what measuring stages import: no
+measuring stage depends on this package); the package's code imports them from there, and the
+names re-exported below serve the tests that judge through ``claims.claim``. The final
 ``claims`` stage gathers every stage's ``claims.json`` into ``results/claims/claims.md`` and
 ``claims.csv``.
 
-The package, by job: :mod:`.rules` (the rule language, margins, the forecast), :mod:`.verdict`
-(:func:`claim`: the verdict of one claim), :mod:`.reasons` (the host's reasons and the rows a
-finding is judged on), :mod:`.declared` (the papers' side of every claim, declared per source
+The package, by job: :mod:`.declared` (the papers' side of every claim, declared per source
 in ``papers/<source>.yaml``, and :func:`join` of a stage's measurements with it),
-:mod:`.steering` (the declarations' part that steers measuring), :mod:`.looks` (a stage's
-findings judged at each look of its rounds: the measuring loop's ``judge``, reading no
-declaration), :mod:`.report_levels` (a report's findings, each at the level of its own looks)
-and :mod:`.table` (the claims table). The package sits above the measuring loop
+:mod:`.steering` (the declarations' part that steers measuring), :mod:`.report_levels` (a
+report's findings, each at the level of its own looks) and :mod:`.table` (the claims table).
+The package sits above :mod:`experiments.verdicts` and the measuring loop
 (:mod:`experiments.repeats`) and below what reviews a run (:mod:`experiments.review`).
 """
 
 from __future__ import annotations
 
-from .reasons import cold_run, cores, fio_MBps, memory_gib, one_node, scale_had  # noqa: F401
-from .rules import (DEFAULT_MARGIN, MAX_TO_DECIDE, NEVER_DECIDES, _decide, _missing,  # noqa: F401
-                    _parse, _parse_magnitude, _Rule, default_margin, evaluate, rule_text,
-                    samples_to_decide)
-
-
-from .verdict import BASES, COLUMNS, KINDS, NO_INTERVAL, VERDICTS, claim  # noqa: F401
+from ..verdicts.reasons import cold_run, cores, fio_MBps, memory_gib, one_node, scale_had  # noqa: F401
+from ..verdicts.rules import (DEFAULT_MARGIN, MAX_TO_DECIDE, NEVER_DECIDES, _decide, _missing,  # noqa: F401
+                              _parse, _parse_magnitude, _Rule, default_margin, evaluate, rule_text,
+                              samples_to_decide)
+from ..verdicts.verdict import BASES, COLUMNS, KINDS, NO_INTERVAL, VERDICTS, claim  # noqa: F401

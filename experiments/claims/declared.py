@@ -7,7 +7,7 @@ when the quote does not hold that number as written, how it was ``derived``), th
 margin, the stage that measures it, and for a row no code can measure what a measurement would
 need. A stage's report measures (:class:`Measured`: a value, its interval and a note for a
 declared id) and :func:`join` makes the claims: the verdict logic stays in
-:func:`experiments.claims.verdict.claim`.
+:func:`experiments.verdicts.verdict.claim`.
 
 Validated on load: an unknown field, a ``stated`` finding without a quote, a rule that does
 not parse, a ``margin_why`` without a ``margin`` (its reason would never be shown), a paper
@@ -17,7 +17,7 @@ that configuration), an id declared twice stop with the row's id and file. So do
 rule that cannot test their statement (issue 66): a level (a unit that is neither a ratio nor a
 difference: MB/s, images/s, a share of wall time) judged by ``> 0``, which only the magnitude
 decides; a level given a ratio's default 5 % margin (a rule ``> 1`` with no margin of its own:
-:func:`experiments.claims.rules.default_margin` reads 1 as "no effect"); a quote that names an
+:func:`experiments.verdicts.rules.default_margin` reads 1 as "no effect"); a quote that names an
 exception ("Except for the 4 GPU case", "excluding ...") on a rule over every configuration (its
 unit or statement says "every", "all", "max", "lowest", "over configurations") that does not say,
 in ``excludes``, what it leaves out; a threshold that is the paper's value as the text prints it,
@@ -39,9 +39,9 @@ from typing import Any, Iterable, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from .measured import Measured  # noqa: F401 (what a stage's measure functions return)
-from .rules import _missing, _parse, _parse_magnitude
-from .verdict import claim
+from ..verdicts.measured import Measured  # noqa: F401 (what a stage's measure functions return)
+from ..verdicts.rules import _missing, _parse, _parse_magnitude
+from ..verdicts.verdict import claim
 
 PAPERS = Path(__file__).with_name("papers")
 

@@ -11,8 +11,8 @@ import pandas as pd
 from ..settings import paths
 from ..output import results
 from ..host.cache import COLD_LIMIT
-from .rules import MAX_TO_DECIDE, rule_text, NEVER_DECIDES, _missing, _parse, _parse_magnitude
-from .verdict import COLUMNS, KINDS, VERDICTS
+from ..verdicts.rules import MAX_TO_DECIDE, rule_text, NEVER_DECIDES, _missing, _parse, _parse_magnitude
+from ..verdicts.verdict import COLUMNS, KINDS, VERDICTS
 
 # the paper's side a reviewer reads beside each claim: the sentence of the text a finding rests on
 # (verbatim) and how a paper value was derived where the quote does not hold it as written, both
@@ -45,7 +45,7 @@ def joined(folder) -> list[dict]:
     """The claims of a stage that wrote what it measured but not its claims (``measured.json``:
     :meth:`experiments.output.results.StageResults.measured`), joined here with its declarations."""
     from .declared import join
-    from .measured import from_dict
+    from ..verdicts.measured import from_dict
 
     return join(folder.name, [from_dict(d) for d in results.read_json(folder / "measured.json")])
 

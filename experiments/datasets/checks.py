@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..claims.measured import Measured
+from ..verdicts.measured import Measured
 
 
 def measure_imagenet(manifest: pd.DataFrame) -> list[Measured]:

@@ -287,7 +287,7 @@ def measuring_stage(cfg: DeepIOConfig, packs: dict[str, tuple], tiers, seed: int
     more while a bandwidth finding is undecided (:func:`loader_findings`, judged by the declared
     rules)."""
     from .. import repeats
-    from ..claims import looks
+    from ..verdicts import looks
     from ..repeats import findings
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many

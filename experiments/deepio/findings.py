@@ -1,6 +1,6 @@
 """DeepIO's loader findings as they are measured (Zhu et al. 2018, Fig 10): opportunistic over
 ordered read bandwidth per memory ratio R and at every P, values and intervals from the runs
-(:class:`experiments.claims.measured.Measured`).
+(:class:`experiments.verdicts.measured.Measured`).
 
 The one measure function both sides call: the ``deepio`` stage's rounds judge these findings at
 each look by their declared rules alone (:mod:`experiments.repeats.findings`), the
@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import claims as C
+from ..verdicts import reasons
 from ..statistics import stats
-from ..claims.measured import Measured
+from ..verdicts.measured import Measured
 
 
 # The poster, DeepIO's ordered mode: the condition under which ordered reads lose.
@@ -28,9 +28,9 @@ def measure_loader(loader: pd.DataFrame, tier: str, env: dict | None = None,
     ``tier``, and the lowest ratio over every P and R < 1 on every tier; each ratio's interval
     bootstrapped over the repeats of ``raw`` (at the level in force:
     :func:`experiments.statistics.stats.corrected_level`). ``loader``: :func:`summarize_loader` of ``raw``.
-    Judged on the one-node runs (:func:`experiments.claims.one_node`)."""
+    Judged on the one-node runs (:func:`experiments.verdicts.reasons.one_node`)."""
     env = env or {}
-    loader, raw = C.one_node(loader), C.one_node(raw)
+    loader, raw = reasons.one_node(loader), reasons.one_node(raw)
     out = []
     for t in list(dict.fromkeys(loader["tier"])) or [tier]:
         lt = loader[loader["tier"] == t]
@@ -39,7 +39,7 @@ def measure_loader(loader: pd.DataFrame, tier: str, env: dict | None = None,
             else pd.Series(dtype=float)
         bw = lambda m, r, p: (stats.samples(raw, "MBps", tier=t, mode=m, R=r, P=p)  # noqa: E731
                               if raw is not None else None)
-        seq, rnd = C.fio_MBps(fio, t, "seqread"), C.fio_MBps(fio, t, "randread")
+        seq, rnd = reasons.fio_MBps(fio, t, "seqread"), reasons.fio_MBps(fio, t, "randread")
         dev = (f"fio on {t}: random read {rnd:,.0f} MB/s, sequential {seq:,.0f} MB/s "
                f"(sequential / random = {seq / rnd:.1f}): "
                + ("small random reads cost no more than large sequential ones here, so "
@@ -47,7 +47,7 @@ def measure_loader(loader: pd.DataFrame, tier: str, env: dict | None = None,
                   "small random reads cost little more than large sequential ones here, so "
                   "there is little for opportunistic ordering to win" if seq / rnd < 2 else
                   "random reads cost more, yet the opportunistic loader did not gain"))
-        cold = C.cold_run(env, t)
+        cold = reasons.cold_run(env, t)
         if t == tier:
             out += _fig10_rows(lt, sorted(set(loader["R"])), t, bw, dev, cold)
         # The poster's argument is of backend storage and a data set that does not fit in

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import claims as C
+from ..verdicts import reasons
 from ..settings import reference
 from ..statistics import stats
 from ..figures import style
@@ -157,7 +157,7 @@ def measure_nodes(loader: pd.DataFrame, env: dict, raw: pd.DataFrame | None) -> 
     if len(nodes) < 2 or 1 not in nodes or not len(o):
         return Measured("deepio_bandwidth_grows_with_nodes", why_not=(
             f"deepio.nodes ran {nodes}: needs the loader on one node and on several, inside a Slurm "
-            f"allocation (salloc -N 4 make paper, deepio.nodes [1, all]); {C.scale_had(env)}"))
+            f"allocation (salloc -N 4 make paper, deepio.nodes [1, all]); {reasons.scale_had(env)}"))
     t, r = o["tier"].iloc[0], o["R"].min()
     o = o[(o["tier"] == t) & (o["R"] == r)]
     one, most = o[o["nodes"] == 1], o[o["nodes"] == nodes[-1]]
@@ -276,7 +276,7 @@ def measure_beegfs(env: dict) -> list[Measured]:
     (env.json's scale), and what would make it measurable."""
     why = (f"needs {BEEGFS_NODES} nodes reading BeeGFS (the poster's cluster; it does not state the "
            f"processes per node, so at least {BEEGFS_NODES}, one a "
-           f"node); {C.scale_had(env)}, and no tier here is a parallel file system. To measure "
+           f"node); {reasons.scale_had(env)}, and no tier here is a parallel file system. To measure "
            f"it: the paper profile inside an allocation of {BEEGFS_NODES} nodes (salloc -N "
            f"{BEEGFS_NODES} make paper) spreads deepio.procs up to {BEEGFS_NODES} over every "
            "node (nodes: [1, all]); it also needs a tier on the BeeGFS mount and a loader "

@@ -67,7 +67,7 @@ def reference(workload: str, data_dir) -> dict:
     ``data_dir`` (``results/fio_baseline/summary.csv``). ``{"bytes_per_s": NaN, ...}`` when that
     was not measured or the data is on no configured tier."""
     from ..settings import config, paths
-    from ..claims import fio_MBps
+    from ..verdicts.reasons import fio_MBps
     from ..host.tiers import tier_of
 
     job = BASELINE_JOB[workload]

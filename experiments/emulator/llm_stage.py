@@ -132,7 +132,7 @@ def bounds(run: pd.DataFrame, steps: pd.DataFrame, fio: pd.DataFrame | None) -> 
     run on the rank's one thread; the median over checkpoints of the largest over ranks) and the
     ranks' CPU share of the host's cores. The timed part of a rank does nothing but I/O, so its data wait is all of it.
     A phase whose reads or writes were the page cache's gets no verdict."""
-    from ..claims import fio_MBps
+    from ..verdicts.reasons import fio_MBps
     from .bound import host_cores, verdict
 
     s = steps.assign(demand=steps["demand_s"] / steps["io_s"])

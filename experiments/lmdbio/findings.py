@@ -1,6 +1,6 @@
 """LMDBIO's findings as they are measured (Pumma et al., Fig 2, Sec 1-3): each read strategy's
 step over the one before, the context switches, STAG against LMDB at every P, the Caffe rows at
-9,216 processes; values and intervals from the runs (:class:`experiments.claims.measured.Measured`).
+9,216 processes; values and intervals from the runs (:class:`experiments.verdicts.measured.Measured`).
 
 The one measure function both sides call: the ``lmdbio`` stage's rounds judge these findings at
 each look by their declared rules alone (:mod:`experiments.repeats.findings`), the
@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import claims as C
+from ..verdicts import reasons
 from ..statistics import stats
-from ..claims.measured import Measured
+from ..verdicts.measured import Measured
 
 
 STEPS = [("lmm", "lmdb"), ("dio_prov", "lmm"), ("coal", "dio_prov"), ("stag", "coal")]
@@ -130,8 +130,8 @@ def measure_steps(summary: pd.DataFrame, tier: str, env: dict, raw: pd.DataFrame
     """Per data set on ``tier``: LMM's context switches against LMDB's (ratio), each step's
     read-time speed-up over the one before (x) and the full LMDBIO's lowest speed-up over LMDB
     over every P (x), each with its interval over the repeats of ``raw``."""
-    n = C.cores(env)
-    cold = C.cold_run(env, tier)
+    n = reasons.cores(env)
+    cold = reasons.cold_run(env, tier)
     handover = env.get("handover") or ((env.get("params") or {}).get("lmdbio") or {}).get("handover", "?")
     rpn = ((env.get("params") or {}).get("lmdbio") or {}).get("ranks_per_node")
     out = []
@@ -241,7 +241,7 @@ def measure_steps(summary: pd.DataFrame, tier: str, env: dict, raw: pd.DataFrame
 def measure_caffe(summary: pd.DataFrame, tier: str, env: dict) -> list[Measured]:
     """The paper's Caffe rows at 9,216 processes (Fig 1, Sec 3): never measured here (no stage
     trains Caffe); what this run had and what would make them measurable, as their reason."""
-    n = C.cores(env)
+    n = reasons.cores(env)
     t = summary[summary["tier"] == tier]
     # The paper's motivation (Sec 1, Fig 1): Caffe with LMDB at 9,216 processes. Both need the
     # training run at scale; what this box can show is the read-only scaling of plain LMDB.
@@ -252,7 +252,7 @@ def measure_caffe(summary: pd.DataFrame, tier: str, env: dict) -> list[Measured]
     # Both rows need Caffe training on 9,216 processes (Bebop; the paper gives no node count):
     # say what they need and what this run had (env.json's scale), and what would make them
     # measurable; no stage here trains Caffe, so they stay not measured at any scale.
-    had = C.scale_had(env)
+    had = reasons.scale_had(env)
     procs_max = (env.get("scale") or {}).get("procs_max") or 0
     reach = ("the paper profile inside a Slurm allocation (salloc -N <nodes> make paper) spreads "
              "its lmdbio.procs over every node of the allocation (nodes: [1, all]); "

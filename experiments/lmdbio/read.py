@@ -269,13 +269,13 @@ def run(path: Path, prov: pd.DataFrame, strategy: str, procs: int, cfg: LMDBIOCo
 def findings_of(rows: pd.DataFrame, env: dict | None) -> list:
     """LMDBIO's findings on the runs so far (:func:`experiments.lmdbio.findings.measure_steps` on
     the one-node runs of the tier they are judged on), at the level in force: the measure
-    function the stage's rounds judge at each look (:func:`experiments.claims.looks.judge`).
+    function the stage's rounds judge at each look (:func:`experiments.verdicts.looks.judge`).
     ``env``: what the findings read of env.json (:func:`judging_env`)."""
-    from .. import claims as C
+    from ..verdicts import reasons
     from ..host.tiers import storage_tier_of
     from .findings import measure_steps
 
-    return measure_steps(C.one_node(summarize(rows)), storage_tier_of(rows), env or {}, C.one_node(rows))
+    return measure_steps(reasons.one_node(summarize(rows)), storage_tier_of(rows), env or {}, reasons.one_node(rows))
 
 
 def context(rows: pd.DataFrame, env: dict | None) -> dict:
@@ -283,7 +283,7 @@ def context(rows: pd.DataFrame, env: dict | None) -> dict:
     far: ``storage_tier`` (the tier the report judges), ``claim_p`` (the P of the step findings:
     :func:`experiments.lmdbio.findings.claim_p`) and ``switch_ps`` (the P of the context-switch
     finding: :func:`experiments.lmdbio.findings.switch_ps`)."""
-    from .. import claims as C
+    from ..verdicts import reasons
     from ..host.tiers import storage_tier_of
     from .findings import claim_p, switch_ps
 
@@ -292,7 +292,7 @@ def context(rows: pd.DataFrame, env: dict | None) -> dict:
     tier = storage_tier_of(rows)
     s = summarize(rows)
     d = s[s["tier"] == tier]
-    cores = C.cores(env or {})
+    cores = reasons.cores(env or {})
     return {"storage_tier": tier, "claim_p": claim_p(d, cores),
             "switch_ps": switch_ps(d.loc[d["strategy"].isin(["lmm", "lmdb"]), "P"], cores)}
 
@@ -333,7 +333,7 @@ def measuring_stage(cfg: LMDBIOConfig, tiers, dbs: dict, mem: dict, seed: int, p
     at least ``repeats`` rounds, more while a finding is undecided (:func:`findings_of`, judged by
     the declared rules), up to ``max_repeats`` within ``budget_s``."""
     from .. import repeats
-    from ..claims import looks
+    from ..verdicts import looks
     from ..repeats import findings
 
     node_counts = launcher.resolve_nodes(cfg.nodes)  # stops before any work when too many

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import claims as C
+from ..verdicts import reasons
 from ..statistics import stats
 from ..figures import style
 from ..host.tiers import storage_tier_of as storage_tier  # noqa: F401 (the tier the claims judge)
@@ -95,16 +95,16 @@ def claims(summary: pd.DataFrame, tier: str, env: dict | None = None,
     slept: waiting for I/O, or for the hand-over) and involuntary (preemptions), since the paper
     names no kind; the note gives both per P. The paper ran
     only CIFAR10-Large (:data:`PAPER_DATASET`); the rows of any other data set are our extension
-    and carry no paper value. Judged on the one-node runs (:func:`experiments.claims.one_node`).
+    and carry no paper value. Judged on the one-node runs (:func:`experiments.verdicts.reasons.one_node`).
     The paper's headline numbers at 9,216 processes (660-fold from
     ideal strong scaling, read time ~90 % of training) are rows too, not measured here."""
     from ..claims.report_levels import judged_at_their_levels
     from .read import context
 
     env = env or {}
-    steps = lambda: measure_steps(C.one_node(summary), tier, env, C.one_node(raw))   # noqa: E731
+    steps = lambda: measure_steps(reasons.one_node(summary), tier, env, reasons.one_node(raw))   # noqa: E731
     return join(STAGE, [*(judged_at_their_levels("lmdbio", raw, steps, context(raw, env)) if raw is not None
-                          else steps()), *measure_caffe(C.one_node(summary), tier, env)])
+                          else steps()), *measure_caffe(reasons.one_node(summary), tier, env)])
 
 
 def switches_table(summary: pd.DataFrame, kind: str = "vol") -> pd.DataFrame:

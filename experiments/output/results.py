@@ -203,7 +203,7 @@ class StageResults:
 
     def measured(self, measured: list) -> Path:
         """What a stage that reads no declaration measured for its declared claims
-        (:class:`experiments.claims.measured.Measured`), as ``measured.json``: the ``claims`` stage
+        (:class:`experiments.verdicts.measured.Measured`), as ``measured.json``: the ``claims`` stage
         joins it with the declarations (:func:`experiments.claims.table.gather`), so that a data
         or measuring stage never re-runs for an edit of what a paper says."""
         return write_json(self.path("measured.json"), [m.as_dict() for m in measured])

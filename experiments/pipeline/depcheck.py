@@ -257,8 +257,9 @@ HEADER = """\
 # stage's dvc.yaml entry, which DVC compares itself, so an added stage re-runs no other.
 NOT_DEPS = ("experiments/stages.py",)
 # Package folders listed file by file: claims/ holds the papers' declarations, which must re-run
-# only the stages that read them, not a measuring stage that judges a rule (claims/verdict.py);
-# a stage that reads them (claims/papers/) lists the folder whole.
+# only the stages that read them, not a stage that imports only the table's code (claims/table.py);
+# a stage that reads them (claims/papers/) lists the folder whole. A measuring stage imports
+# nothing of claims/ (it judges its looks with experiments/verdicts/: tests/test_stages.py).
 BY_FILE = {"experiments/claims": "experiments/claims/papers"}
 
 

@@ -1,7 +1,7 @@
 """The measuring loop, written once for every measuring stage: runs repeated in rounds, the
 looks, the forecast and the futility stop, the runs ``make decide`` buys. It imports nothing of
 :mod:`experiments.claims` (a stage's findings are judged by a ``judge`` the stage passes in,
-:func:`experiments.claims.looks.judge`); what reviews a finished run (``make decide``,
+:func:`experiments.verdicts.looks.judge`); what reviews a finished run (``make decide``,
 ``make replicate``, ``make compare-claims``) is :mod:`experiments.review`, above the claims.
 
 A newcomer's map (each module small enough to read in one sitting):

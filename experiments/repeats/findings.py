@@ -9,8 +9,8 @@ reads that file alone, so DVC re-runs it when a rule, a margin or the configurat
 never when a quote, a statement or a figure does.
 
 Its values come from the stage's **measure function** (the same function its report calls, in
-``<source>/findings.py``): rows so far -> :class:`experiments.claims.declared.Measured` values
-and intervals. :func:`experiments.claims.looks.judge` turns that into the loop's ``judge`` (each
+``<source>/findings.py``): rows so far -> :class:`experiments.verdicts.measured.Measured` values
+and intervals. :func:`experiments.verdicts.looks.judge` turns that into the loop's ``judge`` (each
 finding's verdict by its rule at the look's level, and its forecast: the verdicts are the claims',
 so that part sits above this package); :func:`focus` into the loop's ``focus`` (the
 configurations the undecided findings compare). Adding a finding to a buying stage is therefore

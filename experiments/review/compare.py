@@ -23,9 +23,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..statistics import stats
-from ..claims.rules import _parse, rule_text
+from ..verdicts.rules import _parse, rule_text
 from ..claims.table import shown_verdict
-from ..claims.verdict import VERDICTS
+from ..verdicts.verdict import VERDICTS
 from ..output.results import atomic_write
 
 EDGE_REACH = 0.25   # how far from an interval an edge may lie and still count as touched, share of its width

@@ -33,7 +33,7 @@ Every function returns ``(point, Interval)``; the interval is in the unit of the
 is unitless; a slope is y-unit per x-unit). ``Interval.n`` is the number of samples it came from
 (for two samples the smaller side). A side with fewer than 2 finite samples gives NaN bounds and
 ``n`` = that count: it never raises, so a stage with one repeat still writes its claims (which
-then say ``inconclusive``, see :func:`experiments.claims.claim`).
+then say ``inconclusive``, see :func:`experiments.verdicts.verdict.claim`).
 """
 
 from __future__ import annotations

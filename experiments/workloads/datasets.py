@@ -61,9 +61,9 @@ def checks(facts: dict, image_MB_at_paper_scale: float, cfg) -> list:
     """What ``workload_data`` (notebook 30) measures for its checks of the generators: sample
     sizes at paper scale as Table 4.1 and Sec 4.1 state them (MB, B), and RetinaNet's mean JPEG
     size against MLPerf Storage v3.0's record_length_bytes (B), as
-    :class:`experiments.claims.measured.Measured` (the ``claims`` stage joins them with their
+    :class:`experiments.verdicts.measured.Measured` (the ``claims`` stage joins them with their
     declarations). ``facts``: what each generator returned; ``cfg``: the loaded sections."""
-    from ..claims.measured import Measured
+    from ..verdicts.measured import Measured
 
     return [
         Measured("unet3d-image-size", image_MB_at_paper_scale,

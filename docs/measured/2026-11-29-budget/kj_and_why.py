@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.claims.rules import NEVER_DECIDES
+from experiments.verdicts.rules import NEVER_DECIDES
 
 ref = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/ref1")
 pd.set_option("display.width", 200)

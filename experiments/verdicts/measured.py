@@ -17,7 +17,7 @@ class Measured:
     ``why_not`` says why), its ``interval``, a ``note`` on how it was taken, ``why_not`` (what
     on this host bounds it, shown when the verdict is not a holds), ``context`` (the run's
     configuration, added to the statement: "cifar, P = 2, tier disk"), and the cold-run facts
-    (:func:`experiments.claims.cold_run`)."""
+    (:func:`experiments.verdicts.reasons.cold_run`)."""
 
     id: str
     value: Any = None

@@ -25,9 +25,9 @@ from .verdict import claim
 def judge(stage: str, measure: Callable[[pd.DataFrame, dict], list], context: Callable[[pd.DataFrame], dict] | None = None,
           rules: list[Steering] | None = None) -> Callable[[pd.DataFrame, dict, float], dict]:
     """The loop's ``judge`` for ``stage``: ``measure(rows, tables)`` (the stage's measure function:
-    :class:`experiments.claims.declared.Measured` values and intervals, computed at the level in
+    :class:`experiments.verdicts.measured.Measured` values and intervals, computed at the level in
     force) run at the look's level; each measured finding with a steering part judged by its
-    rule and margin (:func:`experiments.claims.verdict.claim`); {finding: Judged}. ``rules``: the
+    rule and margin (:func:`experiments.verdicts.verdict.claim`); {finding: Judged}. ``rules``: the
     stage's steering parts (default: the ``claim_rules`` stage's file of ``stage``,
     :func:`experiments.repeats.findings.steering`)."""
     rules = steering(stage) if rules is None else rules
