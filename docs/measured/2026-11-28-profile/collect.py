@@ -2,7 +2,7 @@
 after it) into this folder: ``python collect.py OUT CLONE [--decide]``.
 
 Writes stage_times.csv (every stage's env.json "run" record: wall seconds, start, load
-averages, host, and the commit the clone had when it ran), ae-table.md (`experiments.ae_table`
+averages, host, and the commit the clone had when it ran), ae-table.md (`experiments.pipeline.ae_table`
 in the clone), claims_repro.csv (the clone's results/claims/claims.csv), variance.md
 (`experiments.repeats.variance`), inconclusive.md (the verdicts of the measured findings
 counted); with --decide, claims_decide.csv and decide-comparison.md (`experiments.review.compare`
@@ -15,8 +15,8 @@ out, clone = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
 decide = "--decide" in sys.argv[3:]
 out.mkdir(parents=True, exist_ok=True)
 py = str(clone / ".venv/bin/python")
-STAGE_TIMES = (  # every stage's env.json "run" record, read by the clone's own experiments.ae_table.runs()
-    "import sys, pandas as pd; from experiments import ae_table; "
+STAGE_TIMES = (  # every stage's env.json "run" record, read by the clone's own experiments.pipeline.ae_table.runs()
+    "import sys, pandas as pd; from experiments.pipeline import ae_table; "
     "pd.DataFrame([{'stage': k, 'wall_s': r.get('wall_s'), 'started_at': r.get('started_at'), "
     "'loadavg_start': (r.get('loadavg_start') or [None])[0], 'loadavg_end': (r.get('loadavg_end') or [None])[0], "
     "'host': r.get('host')} for k, r in ae_table.runs().items()]).sort_values('started_at').to_csv(sys.argv[1], index=False)")
@@ -34,7 +34,7 @@ def counts(csv: Path) -> str:
 
 if not decide:
     subprocess.run([py, "-c", STAGE_TIMES, str(out / "stage_times.csv")], cwd=clone, check=True)
-    subprocess.run([py, "-m", "experiments.ae_table"], cwd=clone, check=True, capture_output=True)
+    subprocess.run([py, "-m", "experiments.pipeline.ae_table"], cwd=clone, check=True, capture_output=True)
     shutil.copy(clone / "docs/ae-table.md", out / "ae-table.md")
     shutil.copy(clone / "results/claims/claims.csv", out / "claims_repro.csv")
     v = subprocess.run([py, "-m", "experiments.repeats.variance"], cwd=clone, capture_output=True, text=True,
