@@ -291,3 +291,19 @@ def test_a_drop_of_the_page_cache_voids_a_try_of_lab1s_residency_test(tmp_path, 
         assert tries == list(range(8)) * 2 and "dropped the page cache during each of the 8 tries" in verdict, verdict
     else:
         assert tries == [0, 0] and "a buffered read leaves the pages in the cache (0/1024)" in verdict, verdict
+
+
+def test_a_kept_connection_never_reaches_a_closed_witness(tmp_path, monkeypatch):
+    """The harness keeps one connection per thread (a tick without a connect); a witness started
+    again at the same folder (lab 4's test grades two notebooks in turn) must get every question
+    of the second run, none going to the first through the kept connection (a CI of 2026-11-29
+    lost a file token that way)."""
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"x" * 10)
+    with Witness(tmp_path) as w1:
+        monkeypatch.setenv(harness.WITNESS_ENV, str(w1.path))
+        assert harness.witness_file(f) == 1
+    with Witness(tmp_path) as w2:
+        monkeypatch.setenv(harness.WITNESS_ENV, str(w2.path))
+        assert harness.witness_file(f) == 1 and harness.witness_file(f) == 2
+    assert list(w1.files) == [1] and list(w2.files) == [1, 2]

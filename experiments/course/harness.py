@@ -228,14 +228,18 @@ def run(key: str, namespace: dict, source: str) -> None:
 _CURRENT: list[str] = []   # the key of the hidden test running (its oracles are asked under it)
 
 
-_CONN = threading.local()   # this thread's connection to the witness: (pid, where, socket, reader)
+_CONN = threading.local()   # this thread's connection to the witness: (pid, (path, inode), socket, reader)
 
 
 def _connection(where: str, fresh: bool = False):
     """This thread's open connection to the witness (a new one in a forked child, or ``fresh``):
     the witness reads a connection's counters from the process that opened it."""
     c = getattr(_CONN, "c", None)
-    if c is not None and (fresh or c[0] != os.getpid() or c[1] != where):
+    try:
+        ident = (where, os.stat(where).st_ino)   # a witness started again at the same path is another
+    except OSError:
+        ident = (where, None)
+    if c is not None and (fresh or c[0] != os.getpid() or c[1] != ident):
         if c[0] == os.getpid():
             c[3].close()
             c[2].close()
@@ -244,7 +248,7 @@ def _connection(where: str, fresh: bool = False):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(30)
         s.connect(where)
-        c = _CONN.c = (os.getpid(), where, s, s.makefile("rb"))
+        c = _CONN.c = (os.getpid(), ident, s, s.makefile("rb"))
     return c
 
 

@@ -177,6 +177,7 @@ class Witness:
         self._sock.listen(8)
         self._sock.settimeout(0.2)
         self._stop = threading.Event()
+        self._conns: set[socket.socket] = set()   # the askers' open connections, closed with the witness
         self._thread = threading.Thread(target=self._serve, name="grade-witness", daemon=True)
         self._thread.start()
 
@@ -190,6 +191,13 @@ class Witness:
         self._stop.set()
         self._thread.join(5)
         self._sock.close()
+        with self._lock:   # an asker's kept connection ends here: it must not reach a later witness's
+            conns, self._conns = list(self._conns), set()   # questions through this one's thread
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.path.unlink(missing_ok=True)
         for sid in list(self._strace):   # a span never ended: its strace stops with the witness
             self._stop_strace(sid)
@@ -207,18 +215,26 @@ class Witness:
         # one connection per asking thread, kept open for its questions (a tick's round trip
         # without a connect and a new thread here: under load those made lab 3's serial epochs
         # longer than its overlap test allows), answered in turn until the asker closes it
+        with self._lock:
+            if self._stop.is_set():
+                conn.close()
+                return
+            self._conns.add(conn)
         with conn:
             try:
                 pid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                           struct.calcsize("3i")))[0]
                 with conn.makefile("rb") as lines:
-                    while not self._stop.is_set():
+                    while True:
                         line = lines.readline(65536)
-                        if not line:
+                        if not line or self._stop.is_set():   # closed, or asked of a closed witness
                             break
                         conn.sendall((json.dumps(self.answer(line, pid)) + "\n").encode())
             except (OSError, TypeError, ValueError):
                 pass
+            finally:
+                with self._lock:
+                    self._conns.discard(conn)
 
     def answer(self, request: bytes, pid: int | None = None) -> dict:
         """The answer to one question (a JSON line) from the process ``pid`` (the socket's
