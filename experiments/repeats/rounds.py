@@ -196,18 +196,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
             repeat = first + rnd   # the repeat index counts warm-ups, as the stages' raw tables do
             r0 = clock()
             this = [i for i in round_order(len(configs), repeat, seed) if active is None or i in active]
-            cut = None
-            for pos, i in enumerate(this):
-                if runs is not None and len(order) >= runs:
-                    cut = "maximum"
-                elif stop is not None and stop():
-                    cut = "budget"
-                if cut:
-                    break
-                got = run_one(configs[i], repeat)
-                for row in (got if isinstance(got, list) else [got or {}]):   # a run may give several rows
-                    rows.append({**row, "repeat": repeat, "warmup": is_warm, "round_order": pos, "level": level})
-                order.append((rnd, i))
+            cut = _run_round(configs, this, run_one, rnd, repeat, is_warm, level, rows, order, runs, stop)
             round_s.append(clock() - r0)
             round_n.append(len(this))
             if cut:   # the runs asked for are made, or stop() said so: no look at a part of a round
@@ -258,7 +247,36 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
                 break
     finally:
         bar.close()
-    df = pd.DataFrame(rows)
+    df = _judge_the_rest(pd.DataFrame(rows), decide, plan, outcomes, out_of_reach, stopped, looks,
+                         rnd - warmup, level)
+    extra = {"focus": narrowed} if focus is not None else {}
+    if reaches:
+        extra["reach"] = reaches
+    return RoundsResult(df, outcomes, order, plan, int(seed), clock() - t0, extra=extra)
+
+
+def _run_round(configs: Sequence, this: list[int], run_one, rnd: int, repeat: int, is_warm: bool, level: float,
+               rows: list[dict], order: list[tuple[int, int]], runs: int | None, stop) -> str | None:
+    """One round of :func:`run_rounds`: the configurations ``this`` in turn, their rows appended
+    to ``rows`` and each run to ``order``; the reason the round was cut short (``maximum``: the
+    ``runs`` asked for are made; ``budget``: ``stop()`` said so), else None."""
+    for pos, i in enumerate(this):
+        if runs is not None and len(order) >= runs:
+            return "maximum"
+        if stop is not None and stop():
+            return "budget"
+        got = run_one(configs[i], repeat)
+        for row in (got if isinstance(got, list) else [got or {}]):   # a run may give several rows
+            rows.append({**row, "repeat": repeat, "warmup": is_warm, "round_order": pos, "level": level})
+        order.append((rnd, i))
+    return None
+
+
+def _judge_the_rest(df: pd.DataFrame, decide, plan: RoundsPlan, outcomes: dict, out_of_reach: dict[str, str],
+                    stopped: str, looks: int, done: int, level: float) -> pd.DataFrame:
+    """After :func:`run_rounds`' last round: the findings no look decided get their
+    :class:`Outcome` (in ``outcomes``) from a judgement on every round run; returns the rows,
+    their level set to the single look's where the budget ended the rounds before any look."""
     if stopped == "budget" and looks == 0 and len(df):
         # the budget ended the rounds before the first planned look (a slower box): the
         # judgement below is the only look at the data, and the stop depended on the clock, not
@@ -273,13 +291,10 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
         for k in decide(df, level):
             if k not in outcomes:
                 if k in out_of_reach:
-                    outcomes[k] = Outcome(rnd - warmup, looks, "futile", level, out_of_reach[k])
+                    outcomes[k] = Outcome(done, looks, "futile", level, out_of_reach[k])
                 else:
-                    outcomes[k] = Outcome(rnd - warmup, looks, stopped, level)
-    extra = {"focus": narrowed} if focus is not None else {}
-    if reaches:
-        extra["reach"] = reaches
-    return RoundsResult(df, outcomes, order, plan, int(seed), clock() - t0, extra=extra)
+                    outcomes[k] = Outcome(done, looks, stopped, level)
+    return df
 
 
 def _reach(got: dict, pending: list[str], configs: Sequence, rows: list[dict], order: list[tuple[int, int]],

@@ -56,20 +56,17 @@ class W(RealW):
         super().close()
         stamp("5 witness closed")
 g.WitnessProcess = W
-real_run_in, real_judged = g._run_in, g._judged
-def run_in(*a, **k):
-    stamp("3a child start")
-    try:
-        return real_run_in(*a, **k)
-    finally:
-        stamp("3z child exit")
-def judged(*a, **k):
-    stamp("6 judges start")
-    try:
-        return real_judged(*a, **k)
-    finally:
-        stamp("7 judges end")
-g._run_in, g._judged = run_in, judged
+def stamped(fn, first, last):
+    """``fn`` with a stamp before it and one after it returns."""
+    def wrapped(*a, **k):
+        stamp(first)
+        try:
+            return fn(*a, **k)
+        finally:
+            stamp(last)
+    return wrapped
+g._run_in = stamped(g._run_in, "3a child start", "3z child exit")
+g._judged = stamped(g._judged, "6 judges start", "7 judges end")
 real_quiet = g.quiet_imports
 def quiet(tests):
     stamp("0a quiet_imports start")
