@@ -168,5 +168,15 @@ def test_runs_bootstrap_takes_its_interval_over_runs_not_steps():
     hi = stats.runs_bootstrap(ratio, side(2.0, 3), side(1.0, 3), level=0.9875)[1]
     assert hi.enough and "jackknife t" in hi.method
     assert stats.runs_bootstrap(ratio, [], side(1.0, 3))[1].ok is False
+    # a statistic no one run moves (a step: is one median above 1.5 x the other) has jackknife
+    # variance 0: no zero-width interval decides from it; the bootstrap says what it covers
+    # (runs at 1.45, 1.6 and 1.75 against 1: any two of them keep the median above 1.5, three
+    # draws of the first do not); a statistic equal whichever runs are drawn keeps its interval
+    step = lambda x, y: float(np.median(x) > 1.5 * np.median(y))   # noqa: E731
+    near = [m + 0.001 * rng.standard_normal(200) for m in (1.45, 1.6, 1.75)]
+    v, flat = stats.runs_bootstrap(step, near, side(1.0, 3))
+    assert v == 1.0 and "jackknife" not in flat.method and not flat.enough
+    v, same = stats.runs_bootstrap(step, side(2.0, 3), side(1.0, 3))
+    assert v == 1.0 and "jackknife" in same.method and same.low == same.high == 1.0 and same.enough
     df = pd.DataFrame({"run": [0, 0, 1, 1, 2], "x": [1.0, 2.0, 3.0, 4.0, 5.0], "warmup": [False] * 4 + [True]})
     assert [list(r) for r in stats.runs_of(df, "x")] == [[1.0, 2.0], [3.0, 4.0]]
