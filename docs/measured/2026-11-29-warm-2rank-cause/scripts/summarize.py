@@ -33,3 +33,17 @@ d = pd.read_csv("dlrm-same-load/simultaneous.csv")
 print("## dlrm-same-load: the real DLRM, B = 2048, G = 2, a fresh (torchrun) and a forked run at the same time\n")
 print(d.round(3).to_markdown(index=False), "\n")
 print(f"Forked slower in {int((d.ratio > 1).sum())} of {len(d)} pairs; compute ratio forked/fresh {d.ratio.min():.3f} to {d.ratio.max():.3f}.")
+
+print("\n## launch-test: launch_bench, DLRM at the default profile (B = 512, G = 2, 20 steps), 10 alternating rounds\n")
+c = pd.read_csv("launch-test/compare.csv")
+print(c[["quantity", "fresh_share", "fresh_share_lo", "fresh_share_hi", "warm_share", "warm_share_lo", "warm_share_hi",
+         "warm_share_not_smaller", "intervals_overlap", "fresh_startup_s", "warm_startup_s", "fresh_wall_s", "warm_wall_s"]]
+      .round(3).to_markdown(index=False), "\n")
+runs, st = pd.read_csv("launch-test/runs.csv"), pd.read_csv("launch-test/steps.csv")
+runs["compute_ms"] = runs["run"].map(st[st.step > 0].groupby("run").compute_ns.median() / 1e6)
+p = runs.pivot_table(index="repeat", columns="launch", values="compute_ms")
+p["ratio"] = p["warm"] / p["fresh"]
+print("Median compute a step per run (ms), by round (the launches one after another, not at the same time):\n")
+print(p.round(3).to_markdown(), "\n")
+print(f"Forked slower in {int((p.ratio > 1).sum())} of {len(p)} rounds; ratio median {p.ratio.median():.3f} "
+      f"[{p.ratio.min():.3f}, {p.ratio.max():.3f}].")
