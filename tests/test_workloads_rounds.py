@@ -133,3 +133,28 @@ def test_the_emulations_compute_model_is_what_the_stages_own_runs_give_whatever_
     pd.testing.assert_frame_equal(before[0], after[0])
     assert before[1] == after[1] and before[2] == after[2]
     assert fits.emulation_inputs(own_steps, None)[2] == {}
+
+
+def test_a_stages_runs_of_two_ranks_are_forked_from_its_warm_parents_too(tmp_path, monkeypatch):
+    """The warm launch serves every run of a workload stage, one rank or two (docs/statistics.md,
+    "Two forked ranks: the same load"); a fresh launch passes no parents."""
+    from experiments.host import warm_launch
+
+    monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
+    served = []
+    _fake_runs(monkeypatch, [])
+    fake = launch.run_config
+
+    def run_config(workload, section, b, g, *a, parents=None, **k):
+        served.append((g, parents is not None and parents.serves(g)))
+        return fake(workload, section, b, g, *a, **k)
+
+    monkeypatch.setattr(launch, "run_config", run_config)
+    monkeypatch.setattr(warm_launch.Parents, "start", lambda self, frameworks: self)   # no parent started
+    job = _job(tmp_path)
+    job.grid = ([1, 2], [8])
+    stage.measure_jobs(None, "dlrm", [job], 0)
+    assert sorted(served) == [(1, True), (2, True)]
+    served.clear()
+    stage.measure_jobs(None, "dlrm", [job], 0, launch_mode="fresh")
+    assert sorted(served) == [(1, False), (2, False)]

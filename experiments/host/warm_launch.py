@@ -219,12 +219,12 @@ class Parents:
     """One :class:`Parent` per framework, started when first asked for, closed together (a
     stage's runs share them); ``import_s``: each started parent's import seconds.
 
-    ``multi_rank``: whether runs of several ranks are forked too (:meth:`serves`). Off by
-    default: on the 2-core reference box two DLRM ranks forked from one parent computed slower
-    than two fresh ranks (forward 73 against 40 ms a step, 9 of 10 alternating rounds; one rank
-    showed no such difference), not explained; rechecked on 2026-11-29 it did not recur (5 of
-    11 rounds), and a forked pair run beside a fresh pair under the same load computed 5 to 7 %
-    slower (docs/statistics.md, "Warm launch"); such runs start fresh processes."""
+    ``multi_rank``: whether runs of several ranks are forked too (:meth:`serves`; each rank with
+    torchrun's environment). The workload stages fork them: two DLRM ranks forked from one parent
+    were slower than two fresh ranks in alternating rounds on 2026-11-28 (forward 73 against 40 ms),
+    which did not recur, and under the same load (pairs at the same time) a forked pair computed
+    as fast as a fresh one (docs/statistics.md, "Two forked ranks: the same load"). Off by
+    default, for callers that have not measured it (their runs of several ranks start fresh)."""
 
     def __init__(self, multi_rank: bool = False):
         self._parents: dict[str, Parent] = {}

@@ -205,9 +205,10 @@ def measure_jobs(cfg, name: str, jobs: list[Job], seed: int, purchases=(), launc
     """Run stage ``name``'s ``jobs`` (:func:`measuring_stage`; ``cfg`` its settings), then the runs ``make decide``
     bought (``purchases``: ``params.yaml``'s ``decide.<name>``); when a decide run appends, the
     runs of before are kept (their rows, tables and folders) and only the purchases run.
-    ``launch_mode``: ``warm`` (the stage's one-rank runs forked from one warm parent per
-    framework, started once: :mod:`experiments.host.warm_launch`; runs of several ranks start fresh,
-    :class:`~experiments.host.warm_launch.Parents`) or ``fresh`` (a new interpreter per rank).
+    ``launch_mode``: ``warm`` (every rank of every run forked from one warm parent per framework,
+    started once: :mod:`experiments.host.warm_launch`; runs of several ranks too, with torchrun's
+    environment, since a forked pair computes as fast as a fresh one under the same load:
+    docs/statistics.md, "Two forked ranks: the same load") or ``fresh`` (a new interpreter per rank).
     Returns the records (:func:`gathered`), with ``launch`` (the mode and each warm parent's
     import seconds, paid once)."""
     from .. import repeats
@@ -218,7 +219,7 @@ def measure_jobs(cfg, name: str, jobs: list[Job], seed: int, purchases=(), launc
     if launch_mode == "fresh":
         return gathered(repeats.measure(measuring_stage(cfg, name=name, seed=seed, jobs=jobs), purchases)) | {
             "launch": {"mode": "fresh"}}
-    with warm_launch.Parents() as parents:
+    with warm_launch.Parents(multi_rank=True) as parents:
         # started before the first run, so that no run's wall time carries an import
         parents.start(sorted({launch.framework(j.workload) for j in jobs if any(map(parents.serves, j.grid[0]))}))
         m = repeats.measure(measuring_stage(cfg, name=name, seed=seed, jobs=jobs, parents=parents), purchases)
