@@ -426,3 +426,25 @@ def test_a_copy_of_the_project_finds_the_checkout_environment(tmp_path, monkeypa
     if not (mine / "bin" / "dlio_benchmark").exists():
         pytest.skip(f"no {mine} in this checkout")
     assert environment.venv_dir() == mine
+
+
+@pytest.mark.skipif(not environment.status().ok, reason=f"DLIO cannot run here: {environment.status().why}")
+def test_dlio_starts_without_tensorflow_until_its_tensorboard_profiler_is_asked_for():
+    """plugins/sitecustomize.py, in the environment the runner gives DLIO: its main module and
+    PyTorch framework load without TensorFlow (DLIO's profiler factory imported it at load, for a
+    profiler our runs never use); the stand-in ``TFProfiler`` loads DLIO's own module, and
+    TensorFlow, when asked for, in the stand-in's place."""
+    import subprocess
+
+    status = environment.status()
+    env, _ = runner._env(status, 1, 1)
+    code = ("import sys, dlio_benchmark.main, dlio_benchmark.framework.torch_framework\n"
+            "from dlio_benchmark.profiler.tf_profiler import TFProfiler\n"
+            "print('tensorflow' in sys.modules)\n"
+            "m = sys.modules['sitecustomize']._dlio_module()\n"
+            "print('tensorflow' in sys.modules, m.TFProfiler.__module__,\n"
+            "      sys.modules['dlio_benchmark.profiler.tf_profiler'] is m, TFProfiler is not m.TFProfiler)\n")
+    got = subprocess.run([str(status.bin / "python"), "-c", code], env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout.split() == ["False", "True", "dlio_benchmark.profiler.tf_profiler", "True", "True"]
