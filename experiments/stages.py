@@ -329,5 +329,5 @@ def tier_names(params: dict, names=None) -> list[str]:
 
 
 def rounds(section: dict) -> int:
-    """The rounds a stage runs at least: its ``repeats`` and its warm-up rounds."""
-    return int(section.get("repeats", 1)) + int(section.get("warmup", 0) or 0)
+    """The rounds a stage runs at least: its ``runs`` and its warm-up rounds."""
+    return int(section.get("runs", 1)) + int(section.get("warmup", 0) or 0)

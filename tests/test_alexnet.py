@@ -153,13 +153,13 @@ def test_checkpoint_runs_then_a_decide_run_appends_its_purchase(data, tmp_path, 
         (tmp_path / t).mkdir()
     dirs = {"mem": str(tmp_path / "mem"), "disk": str(tmp_path / "disk")}
     tr = ax.Trainer(3, 32, 0.125, 0.02, seed=1)
-    c = ckpt.CheckpointConfig(iterations=2, interval=1, batch_size=4, threads=1, repeats=1, warmup=1,
+    c = ckpt.CheckpointConfig(iterations=2, interval=1, batch_size=4, threads=1, runs=1, warmup=1,
                               eviction="none", dstat_interval_s=0.1)
     with monkeypatch.context() as mp:   # building the stage trains no step
         ran = []
         mp.setattr(ckpt, "run_steps", lambda *a, **k: ran.append(a))
         stage = ckpt.measuring_stage(c, tr, data, 3, dirs, 32, 1, tmp_path)
-        assert len(stage.configs) == 4 and stage.rounds.max_repeats == 1 and not ran
+        assert len(stage.configs) == 4 and stage.rounds.max_runs == 1 and not ran
     res = ckpt.measure_checkpoint(tr, data, 3, dirs, c, 32, 1)
     runs = res.rows
     assert len(runs) == 2 * 4 and set(runs["made_by"]) == {P.FIRST}

@@ -242,11 +242,11 @@ def test_blog_measure_goes_in_rounds_with_warm_pairs_and_stops_when_decided():
     clear effects stop at the first look, with every finding decided."""
     from experiments.repeats.rounds import plan_for
 
-    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6, max_repeats=12)
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], runs=6, max_runs=12)
     configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
     assert len(configs) == 2 * 2 + 2 and sum(c["warm"] for c in configs) == 3
     raw, dstat_rows, seq = _rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=5)
-    plan = plan_for(cfg.repeats, cfg.max_repeats, cfg.budget_s)
+    plan = plan_for(cfg.runs, cfg.max_runs, cfg.budget_s)
     assert plan.first_look > 6 and raw["level"].eq(plan.level).all()   # a look at the corrected level
     assert raw["repeat"].max() + 1 == plan.first_look                  # decided at the first look
     assert set(seq["findings"]) >= {"blog_private_threads_help", "blog_tfrecord_not_slower",
@@ -283,17 +283,17 @@ def _decided(raw, dstat_rows, level):
 
 
 def test_blog_decided_judges_the_reports_own_findings():
-    """A clear effect is decided; no effect within a large noise is not, at few repeats; a
+    """A clear effect is decided; no effect within a large noise is not, at few runs; a
     finding with no value (no runs of it) is left out."""
-    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=7)
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], runs=7)
     configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
     raw, dstat_rows, _ = _rounds(configs, _fake_run(CLEAR, 0.02), cfg, seed=1)
     got = _decided(raw, dstat_rows, 0.95)
     assert got["blog_private_threads_help"] and got["blog_workers_help"] and got["blog_warm_faster"]
     # no effect of a warm cache (rule '> 1'), and workers at their rule's threshold (1.2 at 2
-    # workers), within a noise of 30 %: six repeats cannot tell
+    # workers), within a noise of 30 %: six runs cannot tell
     none = {"threads": 0.5, "tfrecord": 0.2, "workers": 1.2 ** 0.5 - 1, "warm": 0.0}
-    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6)
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], runs=6)
     raw, dstat_rows, _ = _rounds(configs, _fake_run(none, 0.3, seed=2), cfg, seed=1)
     got = _decided(raw, dstat_rows, 0.95)
     assert not got["blog_workers_help"] and not got["blog_warm_faster"]
@@ -304,13 +304,13 @@ def test_blog_decided_judges_the_reports_own_findings():
 
 
 def test_blog_repeats_bad_input():
-    with pytest.raises(ConfigError, match=r"blog\.max_repeats = 2: .*max_repeats = 2 is below repeats = 6; allowed"):
-        config.validate("blog", {"repeats": 6, "max_repeats": 2})
+    with pytest.raises(ConfigError, match=r"blog\.max_runs = 2: .*max_runs = 2 is below runs = 6; allowed"):
+        config.validate("blog", {"runs": 6, "max_runs": 2})
     configs = bt.run_configs(["disk"], [1], [0])
-    one = bt.measuring_stage(bt.BlogConfig(repeats=3), configs, _fake_run(CLEAR, 0.02), 0)
-    assert one.rounds.max_repeats == 3                                   # no max: a fixed count
-    p = bt.measuring_stage(bt.BlogConfig(repeats=6, max_repeats=9, budget_s=390), configs, _fake_run(CLEAR, 0.02), 0).rounds
-    assert (p.min_repeats, p.max_repeats, p.budget_s) == (6, 9, 390)
+    one = bt.measuring_stage(bt.BlogConfig(runs=3), configs, _fake_run(CLEAR, 0.02), 0)
+    assert one.rounds.max_runs == 3                                   # no max: a fixed count
+    p = bt.measuring_stage(bt.BlogConfig(runs=6, max_runs=9, budget_s=390), configs, _fake_run(CLEAR, 0.02), 0).rounds
+    assert (p.min_runs, p.max_runs, p.budget_s) == (6, 9, 390)
 
 
 def test_collectl_paper_values_follow_from_the_blogs_tables():
@@ -339,7 +339,7 @@ def test_bought_rounds_follow_the_loop_and_a_decide_run_appends_to_the_kept_runs
     from experiments.repeats import purchases as P
     from experiments.repeats.stage import ROUNDS_FILE
 
-    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6, max_repeats=6)
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], runs=6, max_runs=6)
     configs = bt.run_configs(["disk"], cfg.threads, cfg.workers)
     want = [{"framework": "pytorch", "tier": "disk", "format": "jpeg", "threads": None, "workers": 2},
             {"framework": "tensorflow", "tier": "disk", "format": "tfrecord", "threads": 4, "workers": None}]

@@ -245,7 +245,7 @@ def test_the_same_rows_done_right_load(tmp_path):
     threshold at the rounding edge, a bound the text states in words."""
     src = D._load(_write(tmp_path, [
         {**ROW, "id": "a", "unit": "MB/s", "rule": "> 5559", "paper_value": 7411.98, "magnitude": "within 25%",
-         "margin": 0.1, "margin_why": "±556 MB/s: fio's repeats spread by 10 %"},
+         "margin": 0.1, "margin_why": "±556 MB/s: fio's runs spread by 10 %"},
         {**ROW, "id": "b", "unit": "GB/s", "rule": "> 1", "margin": 0.1, "margin_why": "±0.1 GB/s"},
         {**ROW, "id": "c", "unit": "similarity difference", "rule": "> 0", "margin": 0.01, "margin_why": "w"},
         {**ROW, "id": "d", "unit": "x (A / B)", "rule": "> 1"},

@@ -62,7 +62,7 @@ BAD = {  # (command, dest): (argv, text the error line must hold)
     ("emulator gather", "run_dir"): (["gather", "DIR"], "run_dir = "),
     ("emulator summarize", "run_dir"): (["summarize", "DIR"], "run_dir = "),
     ("emulator bench", "workloads"): (["bench", "--workloads", "resnet"], "--workloads = 'resnet'"),
-    ("emulator bench", "repeats"): (["bench", "--repeats", "0"], "--repeats = 0"),
+    ("emulator bench", "runs"): (["bench", "--runs", "0"], "--runs = 0"),
     ("trace run", "output"): (["run", "-o", "", "--", "true"], "--output = ''"),
     ("trace run", "backend"): (["run", "-o", "t.parquet", "--backend", "ebpf", "--", "true"], "--backend"),
     ("trace run", "watch"): (["run", "-o", "t.parquet", "--watch", "/no/dir", "--", "true"], "--watch"),

@@ -35,8 +35,25 @@ def test_unknown_key_lists_allowed_keys(params):
 
 
 def test_wrong_type(params):
-    with pytest.raises(ConfigError, match=r"fio_baseline\.repeats = 'many'"):
-        config.load(fio_baseline={"repeats": "many"})
+    with pytest.raises(ConfigError, match=r"fio_baseline\.runs = 'many'"):
+        config.load(fio_baseline={"runs": "many"})
+
+
+def test_an_old_name_of_the_count_of_runs_stops_with_its_new_name(params):
+    """Issue 68 renamed the count of runs (repeats -> runs, max_repeats -> max_runs, the workloads'
+    sweep.repeats -> sweep.runs, deepio's train_seeds -> train_runs): a params.yaml that still
+    says the old word stops at the load of any stage, naming the key, its value and the new name."""
+    with pytest.raises(ConfigError, match=r"alexnet\.repeats = 6: renamed to 'runs'; allowed: alexnet\.runs = 6"):
+        config.validate("alexnet", {"repeats": 6})   # the old word
+    with pytest.raises(ConfigError, match=r"unet3d\.sweep\.repeats = 3: renamed to 'runs'"):
+        config.validate("unet3d", {"sweep": {"batch_sizes": [1], "ranks": [1], "repeats": 3}})   # the old word
+    data = yaml.safe_load(params.read_text())
+    data["alexnet"]["repeats"] = data["alexnet"].pop("runs")   # the old word
+    data["deepio"]["train_seeds"] = data["deepio"].pop("train_runs")   # the old word
+    params.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"params\.yaml: alexnet\.repeats = 6: renamed to 'runs'.*"
+                       r"deepio\.train_seeds = 6: renamed to 'train_runs'"):
+        config.load(seed=None)   # a stage that reads neither section stops too: before any work
 
 
 def test_unknown_section_in_file(params):
@@ -48,8 +65,8 @@ def test_unknown_section_in_file(params):
 
 
 def test_override_merges_over_file(params):
-    cfg = config.load(tfdata_read={"repeats": 7})
-    assert cfg.tfdata_read.repeats == 7 and cfg.tfdata_read.batch_size == 64
+    cfg = config.load(tfdata_read={"runs": 7})
+    assert cfg.tfdata_read.runs == 7 and cfg.tfdata_read.batch_size == 64
 
 
 def test_duplicate_tier_names(params):
@@ -67,7 +84,7 @@ def test_profiles_render_and_differ(params):
     assert smoke["imagenet_like"]["n_images"] < default["imagenet_like"]["n_images"]
     assert paper["imagenet_like"]["n_images"] == 16384
     # at least the paper's five timed runs, and the 6 a 95 % median interval needs
-    assert paper["tfdata_read"]["repeats"] == 6 and paper["tfdata_read"]["warmup"] == 1
+    assert paper["tfdata_read"]["runs"] == 6 and paper["tfdata_read"]["warmup"] == 1
 
 
 def test_unknown_profile(params):

@@ -457,7 +457,7 @@ INVENTED = {
                                                  "    return tf.data.Dataset.from_tensor_slices(list(files)).batch(batch)"))],
                              ("rows = []", ("raw = pd.DataFrame([{'variant': v, 'threads': t, 'cache': c, 'repeat': i, 'warmup': i == 0,"
                                             " 'seconds': len(files) / r, 'images': len(files), 'images_per_s': r}"
-                                            " for v in ('full', 'read_only') for t in P['threads'] for i in range(1 + P['repeats'])"
+                                            " for v in ('full', 'read_only') for t in P['threads'] for i in range(1 + P['runs'])"
                                             " for c in ('cold', 'warm')"
                                             " for r in [(100 if v == 'full' else 300) * {1: 1, 2: 1.6}.get(t, 2.3) * (2.3 if c == 'warm' else 1)]])"))),
     "lab06-formats-lmdb": ([("write_records", "def write_records(path, blobs):\n    open(path, 'wb').close()"),
@@ -465,7 +465,7 @@ INVENTED = {
                             ("read_record", "def read_record(fd, index, i):\n    return b''")],
                            ("rows = []", ("runs = pd.DataFrame([{'format': f, 'cache': c, 'repeat': r, 'seconds': len(blobs) / v,"
                                           " 'bytes': sum(map(len, blobs)), 'images_per_s': v, 'MBps': 0.0}"
-                                          " for r in range(P['repeats']) for f in ('files', 'records') for c in ('cold', 'warm')"
+                                          " for r in range(P['runs']) for f in ('files', 'records') for c in ('cold', 'warm')"
                                           " for v in [(5000 if f == 'records' else 1000) * (3 if c == 'warm' else 1)]])"))),
 }
 INVENTED_OTHERS = ("lab02-tfdata-threads", "lab06-formats-lmdb")

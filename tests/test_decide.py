@@ -88,7 +88,7 @@ def test_decide_plans_for_the_finding_within_reach_and_refuses_a_changed_stage(p
 
 def test_bought_runs_stop_at_the_minutes_between_runs(monkeypatch):
     """experiments.repeats.purchases.buy: rounds over a purchase's configurations in a seeded
-    order, repeats going on after the rows', marked with the run; no run starts after the
+    order, runs going on after the rows', marked with the run; no run starts after the
     deadline (a run under way finishes: never mid-sample)."""
     raw = pd.DataFrame({"config": ["A", "B"] * 3, "repeat": [0, 0, 1, 1, 2, 2], "made_by": P.FIRST,
                         "level": 0.95})

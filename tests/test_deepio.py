@@ -91,7 +91,7 @@ def test_rejects_bad_r_and_p_in_the_generator_too():
 
 
 def test_training_learns_digits_with_a_full_shuffle():
-    cfg = deepio.DeepIOConfig(epochs=5, train_seeds=1)
+    cfg = deepio.DeepIOConfig(epochs=5, train_runs=1)
     X, y, Xva, yva = deepio.digits_data(1)
     assert list(y) == sorted(y)  # stored in class order: the constant order
     acc = deepio.train(lambda e: np.random.default_rng(e).permutation(len(X)), X, y, Xva, yva, cfg, 0)
@@ -166,12 +166,12 @@ def test_report_claims_compute_verdicts():
     c1 = {x["id"]: x for x in deepio_report.claims(rl, curves, l1, "disk", env, fio, raw=r1)}
     assert c1["deepio_fig10_opp_faster_R1"]["basis"] == "extension"
     assert c1["deepio_opp_faster_every_p_disk"]["our_value"] == pytest.approx(3.0)
-    # without the loader's repeats: no interval, so no bandwidth finding holds or fails on its point
+    # without the loader's runs: no interval, so no bandwidth finding holds or fails on its point
     point = deepio_report.claims(rl, curves, loader, "disk", env, fio)
     assert {x["verdict"] for x in point if "opp_faster" in x["id"]} == {"inconclusive"}
 
 
-def _loader_rows(repeats, effect, noise, seed=0):
+def _loader_rows(runs, effect, noise, seed=0):
     """Loader runs on a disk tier, R = 0.5, 0.25, P = 1, 2: opportunistic ``effect`` times the
     ordered MB/s (1: no effect), relative ``noise``."""
     rng = np.random.default_rng(seed)
@@ -179,7 +179,7 @@ def _loader_rows(repeats, effect, noise, seed=0):
         {"tier": "disk", "memory_backed": False, "mode": m, "R": r, "P": p, "nodes": 1, "repeat": i,
          "warmup": False, "MBps": 100.0 * (effect if m == "opportunistic" else 1) * float(rng.normal(1, noise)),
          "requests": 10, "RL_percent": 90.0, "samples": 64}
-        for m in ("ordered", "opportunistic") for r in (0.5, 0.25) for p in (1, 2) for i in range(repeats)])
+        for m in ("ordered", "opportunistic") for r in (0.5, 0.25) for p in (1, 2) for i in range(runs)])
 
 
 def test_the_loaders_rounds_judge_like_the_report():
@@ -233,7 +233,7 @@ def test_measure_loader_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp
         "MBps": 100.0 * (effect["x"] if mode == "opportunistic" else 1) * float(rng.normal(1, 0.3 if effect["x"] == 1 else 0.01))})
     t = SimpleNamespace(name="disk", dir=tmp_path)
     staged = {"disk": pd.DataFrame({"abspath": ["a", "b"], "bytes": [10, 10]})}
-    cfg = deepio.DeepIOConfig(ratios=[0.5], procs=[1, 2], repeats=2, max_repeats=5)
+    cfg = deepio.DeepIOConfig(ratios=[0.5], procs=[1, 2], runs=2, max_runs=5)
     m, facts = deepio.measure_loader(staged, [t], cfg, seed=2)
     raw, seq = m.rows, m.course
     assert {"level", "repeat", "round_order", "warmup"} <= set(raw)
@@ -242,7 +242,7 @@ def test_measure_loader_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp
     assert facts["scale"] == {"procs_max": 2, "nodes_max": 1, "allocation_nodes": 1}
     # a clear effect stops at the first look (7 rounds of at least 6, up to 9, a look every 4)
     effect["x"] = 3.0
-    m, _ = deepio.measure_loader(staged, [t], cfg.model_copy(update={"repeats": 6, "max_repeats": 9}), seed=2)
+    m, _ = deepio.measure_loader(staged, [t], cfg.model_copy(update={"runs": 6, "max_runs": 9}), seed=2)
     raw, seq = m.rows, m.course
     assert seq["plan"]["first_look"] == 7 and raw["repeat"].max() == 6
     assert {f["stopped"] for f in seq["findings"].values()} == {"decided"}

@@ -20,7 +20,7 @@ def test_fio_json_parse_skips_leading_warnings():
 
 @pytest.mark.skipif(not shutil.which("fio"), reason="fio not installed")
 def test_fio_measures_every_job_on_a_tier(tmp_path):
-    cfg = fb.FioConfig(size_mib=4, runtime_s=0.2, repeats=1, warmup=0)
+    cfg = fb.FioConfig(size_mib=4, runtime_s=0.2, runs=1, warmup=0)
     raw, facts = fb.measure([Tier(name="t", path=str(tmp_path))], cfg, MIX)
     s = fb.summarize(raw)
     assert set(s["job"]) == set(fb.JOBS) and (s["bw_MBps"] > 0).all()
@@ -35,7 +35,7 @@ def test_tfdata_pipeline_counts_every_image(tmp_path):
     ds_dir = tmp_path / "imagenet_like"
     il.generate(ds_dir, il.ImageNetLikeConfig(n_images=10, n_classes=2, workers=1), MIX, 1)
     m = il.read_manifest(ds_dir)
-    cfg = tr.TFDataReadConfig(threads=[1, 2], batch_size=4, repeats=2, warmup=1, image_size=32)
+    cfg = tr.TFDataReadConfig(threads=[1, 2], batch_size=4, runs=2, warmup=1, image_size=32)
     measured, facts = tr.measure({"t": m}, [Tier(name="t", path=str(tmp_path))], cfg, seed=1)
     raw = measured.rows
     assert len(raw) == 18 and (raw["batches"] == 3).all() and (raw["images"] == 10).all()

@@ -13,8 +13,8 @@ from experiments.pipeline import ae_table, forecast
 
 PARAMS = {
     "tiers": [{"name": "mem", "path": "/dev/shm/x"}, {"name": "disk", "path": "data/tiers/disk"}],
-    "tfdata_read": {"threads": [1, 2, 4, 8], "variants": ["full", "raw"], "repeats": 3, "warmup": 1,
-                    "image_size": 224, "max_repeats": 3},
+    "tfdata_read": {"threads": [1, 2, 4, 8], "variants": ["full", "raw"], "runs": 3, "warmup": 1,
+                    "image_size": 224, "max_runs": 3},
     "imagenet_like": {"n_images": 100},
 }
 STAGES = {
@@ -68,7 +68,7 @@ def test_the_forecast_moves_with_the_params_and_the_box():
     half = {**PARAMS, "tfdata_read": {**PARAMS["tfdata_read"], "threads": [1, 2]}}
     x = forecast.forecast("tfdata_read", ref, half, 1.0)
     assert x.runs == 32 and x.seconds == pytest.approx(32 * 2 + 30) and "0.50" in x.note
-    more = {**PARAMS, "tfdata_read": {**PARAMS["tfdata_read"], "repeats": 7}}   # 8 rounds, not 4
+    more = {**PARAMS, "tfdata_read": {**PARAMS["tfdata_read"], "runs": 7}}   # 8 rounds, not 4
     assert forecast.forecast("tfdata_read", ref, more, 1.0).runs == 128
     assert forecast.forecast("tfdata_read", ref, PARAMS, 1.5).seconds == pytest.approx(1.5 * 158)
     big = {**PARAMS, "imagenet_like": {"n_images": 300}}
@@ -83,8 +83,8 @@ def test_a_change_to_what_a_run_does_is_named_not_hidden(project):
     from the reference run's changes what a run does, which the reference's seconds do not know."""
     declared = ["seed", "tiers", "tfdata_read", {"params.yaml": ["decide.tfdata_read"]}]
     assert forecast.counted("tfdata_read", PARAMS) == {
-        "tiers", "tfdata_read.threads", "tfdata_read.variants", "tfdata_read.repeats", "tfdata_read.warmup"}
-    counts = {**PARAMS, "seed": 7, "tfdata_read": {**PARAMS["tfdata_read"], "threads": [1], "max_repeats": 9}}
+        "tiers", "tfdata_read.threads", "tfdata_read.variants", "tfdata_read.runs", "tfdata_read.warmup"}
+    counts = {**PARAMS, "seed": 7, "tfdata_read": {**PARAMS["tfdata_read"], "threads": [1], "max_runs": 9}}
     assert forecast.run_changes("tfdata_read", counts, PARAMS, declared) == []
     longer = {**PARAMS, "tfdata_read": {**PARAMS["tfdata_read"], "image_size": 512}}
     assert forecast.run_changes("tfdata_read", longer, PARAMS, declared) == ["tfdata_read.image_size"]

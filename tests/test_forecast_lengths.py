@@ -8,9 +8,9 @@ from experiments.pipeline import forecast
 from experiments.verdicts.verdict import claim
 from experiments.statistics.stats import MIN_N
 
-P = {"unet3d": {"train": {"epochs": 4}, "sweep": {"batch_sizes": [1, 2, 4], "ranks": [1, 2], "repeats": 3}},
-     "bert": {"train": {"steps": 20}, "sweep": {"batch_sizes": [1, 2, 4], "ranks": [1, 2], "repeats": 3}},
-     "dlrm": {"train": {"steps": 20}, "sweep": {"batch_sizes": [512, 2048, 8192], "ranks": [1, 2], "repeats": 3}},
+P = {"unet3d": {"train": {"epochs": 4}, "sweep": {"batch_sizes": [1, 2, 4], "ranks": [1, 2], "runs": 3}},
+     "bert": {"train": {"steps": 20}, "sweep": {"batch_sizes": [1, 2, 4], "ranks": [1, 2], "runs": 3}},
+     "dlrm": {"train": {"steps": 20}, "sweep": {"batch_sizes": [512, 2048, 8192], "ranks": [1, 2], "runs": 3}},
      "workload_sleep": {"workloads": ["unet3d", "bert", "dlrm"], "ranks": None, "batch_sizes": "ends",
                         "fig_a3": {"modes": ["none", "sleep"], "ranks": [1]}},
      "workload_random": {"workloads": ["unet3d", "bert", "dlrm"], "ranks": [1], "batch_sizes": "ends"},

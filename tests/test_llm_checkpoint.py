@@ -134,7 +134,7 @@ def test_read_phase_flagged_cache_served_without_eviction(evict, expect, pool, t
         dropped = _pagecache_drops() != before
         # the device audit counts the whole device: another process's reads in this short window
         # (the smoke pipeline's, on the same disk) read as the device serving a warm phase; a
-        # fault of ours repeats in every attempt and still fails below
+        # fault of ours runs in every attempt and still fails below
         heard = r["device"]["read"]["read_from"] == ("cache" if expect == "cache-served" else "device")
         if not dropped and heard:
             break
@@ -203,7 +203,7 @@ def test_burst_buffer_runs_in_rounds_and_a_decide_run_keeps_them(tmp_path, monke
     dirs = {"mem": tmp_path / "fast", "disk": tmp_path / "slow"}
     for d in dirs.values():
         d.mkdir()
-    cfg = C.LLMCheckpointConfig(scale=100000, checkpoints=2, repeats=2, pause_s=0,
+    cfg = C.LLMCheckpointConfig(scale=100000, checkpoints=2, runs=2, pause_s=0,
                                 burst_buffer={"keeps": [1, 2], "interval_s": 0, "checkpoints": 2})
     df = S.burst_buffer(cfg, dirs, seed=3)
     assert len(df) == 2 * 3 * 2 and df.groupby(["mode", "keep"], dropna=False)["run"].nunique().eq(2).all()

@@ -120,7 +120,7 @@ def test_summary_and_claims(tmp_path):
     # the paper's 9,216-process numbers are rows, not measured here, with the reason
     for k, v in (("lmdbio_caffe_660x_from_ideal_scaling", 660), ("lmdbio_read_90pct_of_training", 90)):
         assert c[k]["verdict"] == "not measured" and c[k]["paper_value"] == v and "9,216" in c[k]["note"]
-    # without the repeats there is no interval: no finding holds on a point
+    # without the runs there is no interval: no finding holds on a point
     point = lmdbio_report.claims(s, "disk", env)
     assert {x["verdict"] for x in point} == {"inconclusive", "not measured"}
     # a data set with no runs is still a row, "not measured", with the reason
@@ -231,7 +231,7 @@ def test_measure_records_processes_residency_and_the_hand_over_check(tmp_path):
     assert facts["launcher"]["mpi"]["library"] and facts["scale"]["procs_max"] == 2
 
 
-def _steps_rows(repeats, effect, noise, seed=0):
+def _steps_rows(runs, effect, noise, seed=0):
     """Runs of the five strategies at P = 1, 2 on one disk tier: each step ``effect`` times
     faster than the one before (1: no effect), seconds with relative ``noise``."""
     import numpy as np
@@ -241,7 +241,7 @@ def _steps_rows(repeats, effect, noise, seed=0):
     rows = []
     for k, s in enumerate(lmdbio.STRATEGIES):
         for p in (1, 2):
-            for i in range(repeats):
+            for i in range(runs):
                 f = float(rng.normal(1, noise))
                 sec = 4.0 / effect ** k * f
                 rows.append({"tier": "disk", "memory_backed": False, "dataset": "cifar", "strategy": s,
@@ -265,7 +265,7 @@ def test_the_rounds_judge_like_the_report_a_clear_effect_decides_noise_at_few_re
     assert len(clear) == 6 and all(clear.values()), clear
     noise = judge(_steps_rows(4, 1.0, 0.2), {}, level)
     assert set(noise) == set(clear) and not any(noise.values()), noise
-    # the report judges rows at their level: 4 noisy repeats cannot reach 98.3 %, 8 can
+    # the report judges rows at their level: 4 noisy runs cannot reach 98.3 %, 8 can
     rows = _steps_rows(8, 2.0, 0.01).assign(level=level)
     c = {x["id"]: x for x in lmdbio_report.claims(lmdbio.summarize(rows), "disk", env, raw=rows)}
     assert all(c[k]["holds"] for k in clear)   # the stag row: direction only (16x, not 77x)
@@ -310,12 +310,12 @@ def test_measure_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):
     rng = np.random.default_rng(0)
     _fake_measure(monkeypatch, lambda s, p: float(rng.uniform(1, 2)))   # no effect, much noise
     t = SimpleNamespace(name="disk", dir=tmp_path)
-    cfg = _cfg(procs=[1, 2], strategies=["lmdb", "lmm"], repeats=2, max_repeats=5, handover_check=False)
+    cfg = _cfg(procs=[1, 2], strategies=["lmdb", "lmm"], runs=2, max_runs=5, handover_check=False)
     m, facts = lmdbio.measure([t], cfg, seed=3)
     raw, seq = m.rows, m.course
     assert {"level", "repeat", "round_order", "warmup", "run", "run_s"} <= set(raw)
     assert raw["repeat"].max() == 4 and len(raw) == 5 * 4   # undecided: every round up to the maximum
-    assert seq["plan"]["max_repeats"] == 5 and len(seq["order"]) == len(raw)
+    assert seq["plan"]["max_runs"] == 5 and len(seq["order"]) == len(raw)
     # no effect: none holds; a t interval over the runs may rule an effect out before the maximum
     # (decided: fails), the others run to it (issue 64: decided from 3 runs a side)
     stopped = {f["stopped"] for f in seq["findings"].values()}
@@ -326,8 +326,8 @@ def test_measure_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):
     assert (raw["level"] == seq["plan"]["level"]).all() and seq["plan"]["level"] < 0.95 + 0.05
     assert len(m.tables["processes"]) == raw["P"].sum() and facts["scale"]["procs_max"] == 2
     assert set(m.variance["quantity"]) == {"seconds", "cs_per_proc"} and (m.variance["runs"] == 5).all()
-    # a fixed count (max_repeats None): exactly repeats rounds, at 95 %
-    m2, _ = lmdbio.measure([t], cfg.model_copy(update={"max_repeats": None}), seed=3)
+    # a fixed count (max_runs None): exactly runs rounds, at 95 %
+    m2, _ = lmdbio.measure([t], cfg.model_copy(update={"max_runs": None}), seed=3)
     assert m2.rows["repeat"].max() == 1 and (m2.rows["level"] == 0.95).all()
     # building the stage runs nothing: no LMDB read, no eviction
     ran = []
@@ -335,7 +335,7 @@ def test_measure_runs_in_seeded_rounds_up_to_max_repeats(monkeypatch, tmp_path):
     monkeypatch.setattr(lmdbio.cache, "evict", lambda *a, **k: ran.append(a))
     dbs, mem = lmdbio.databases([t], cfg, 3)
     stage = lmdbio.measuring_stage(cfg, [t], dbs, mem, 3, lmdbio.launcher.Pools("x"), {})
-    assert len(stage.configs) == 4 and stage.rounds.max_repeats == 5 and not ran
+    assert len(stage.configs) == 4 and stage.rounds.max_runs == 5 and not ran
 
 
 def test_scale_rows_say_the_processes_they_need_and_had():

@@ -60,10 +60,10 @@ def test_the_smoke_profile_repeats_nothing(smoke):
     """One run per configuration: no warm-up, no repeat, one pass of the traced comparison (the
     default and paper profiles measure; a count the smoke profile does not set is the default's)."""
     bad = {p: v for p, v in _leaves(smoke)
-           if (p.endswith(".repeats") and v != 1) or (p.endswith(".warmup") and v != 0)
+           if (p.endswith(".runs") and v != 1) or (p.endswith(".warmup") and v != 0)
            or (p.endswith(".runs") and v != 1)
-           or (p.endswith(".train_seeds") and v != 1)}
-    assert not bad, f"smoke profile repeats: {bad}"
+           or (p.endswith(".train_runs") and v != 1)}
+    assert not bad, f"smoke profile runs: {bad}"
 
 
 def test_each_workload_runs_few_configurations(smoke):

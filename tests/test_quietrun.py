@@ -23,6 +23,6 @@ def test_noise_is_kept_off_the_console_and_in_the_log(tmp_path, monkeypatch):
 
 
 def test_log_named_after_the_module():
-    assert quietrun.log_name(["python", "-m", "experiments.pipeline.bench", "--repeats", "1"]) == "experiments.pipeline.bench"
+    assert quietrun.log_name(["python", "-m", "experiments.pipeline.bench", "--runs", "1"]) == "experiments.pipeline.bench"
     assert quietrun.log_name(["/usr/bin/fio", "job.fio"]) == "fio"
     assert quietrun.main([]) == 2

@@ -41,7 +41,7 @@ def _sim(effect, noise, plan, seed, steer=False):
 def test_no_effect_gives_false_holds_at_most_5_percent():
     """150 seeded simulations of a true ratio of 1 with 4 % noise a run (intervals near the
     margin, so looks decide often: about a third end as negligible)."""
-    plan = RoundsPlan(min_repeats=6, max_repeats=20, step=2)
+    plan = RoundsPlan(min_runs=6, max_runs=20, step=2)
     assert plan.looks == math.ceil((20 - plan.first_look) / 2) + 1 and plan.level == 1 - 0.05 / plan.looks
     got = [_sim(0.0, 0.04, plan, s)[1] for s in range(150)]
     assert sum(bool(c["negligible"]) for c in got) > 20     # the looks did decide
@@ -56,7 +56,7 @@ def test_the_futility_stop_keeps_false_verdicts_at_most_5_percent():
     """The same 150 simulations of no effect, the loop steered by the claim's forecast: the
     futility stop ends some loops early (a forecast beyond the rounds left) and the share of
     false holds stays within 5 %; it never decides anything itself."""
-    plan = RoundsPlan(min_repeats=6, max_repeats=20, step=2)
+    plan = RoundsPlan(min_runs=6, max_runs=20, step=2)
     got = [_sim(0.0, 0.04, plan, s, steer=True) for s in range(150)]
     assert sum(r.outcomes["f"].stopped == "futile" for r, _ in got) > 5
     assert all(c["verdict"] == "inconclusive" for r, c in got if r.outcomes["f"].stopped == "futile")
@@ -69,23 +69,23 @@ def test_the_futility_stop_keeps_false_verdicts_at_most_5_percent():
 def test_uncorrected_looks_would_inflate_false_verdicts():
     """The reason for the correction: the same loop judged at 95 % on every look stops on noise
     more often than one fixed look does."""
-    fixed = RoundsPlan(min_repeats=30, max_repeats=30)
-    many = RoundsPlan(min_repeats=6, max_repeats=30, step=1, alpha=0.05)
+    fixed = RoundsPlan(min_runs=30, max_runs=30)
+    many = RoundsPlan(min_runs=6, max_runs=30, step=1, alpha=0.05)
     assert fixed.looks == 1 and fixed.level == pytest.approx(0.95)
     assert many.level < 0.998 and many.first_look > 6   # a median needs more samples at that level
 
 
 def test_a_real_effect_is_decided_early_and_the_note_says_so():
-    plan = RoundsPlan(min_repeats=6, max_repeats=30, step=2)
+    plan = RoundsPlan(min_runs=6, max_runs=30, step=2)
     res, c = _sim(0.3, 0.05, plan, 0)
     o = res.outcomes["f"]
-    assert c["verdict"] == "holds" and o.stopped == "decided" and o.repeats == plan.first_look < 30
-    assert "stopped: decided" in o.note() and f"{o.repeats} repeats" in o.note()
+    assert c["verdict"] == "holds" and o.stopped == "decided" and o.runs == plan.first_look < 30
+    assert "stopped: decided" in o.note() and f"{o.runs} runs" in o.note()
     assert set(res.rows["level"]) == {plan.level} and levels.level_of(res.rows) == plan.level
 
 
 def test_rounds_are_interleaved_in_a_seeded_recorded_order():
-    plan = RoundsPlan(min_repeats=3, max_repeats=3)
+    plan = RoundsPlan(min_runs=3, max_runs=3)
     seen = []
     res = run_rounds(["A", "B", "C"], lambda c, r: seen.append((r, c)) or {"config": c},
                          lambda rows, lv: {"f": False}, plan, seed=7, warmup=1)
@@ -94,7 +94,7 @@ def test_rounds_are_interleaved_in_a_seeded_recorded_order():
     assert res.order == [(r, i) for r in range(4) for i in rounds.round_order(3, r, 7)]
     assert len({tuple(rounds.round_order(3, r, 7)) for r in range(6)}) > 1   # not always A B C
     assert res.rows["warmup"].tolist() == [True] * 3 + [False] * 9
-    assert res.outcomes["f"].stopped == "maximum" and res.outcomes["f"].repeats == 3
+    assert res.outcomes["f"].stopped == "maximum" and res.outcomes["f"].runs == 3
 
 
 def test_the_budget_stops_before_the_maximum():
@@ -107,17 +107,17 @@ def test_the_budget_stops_before_the_maximum():
         t[0] += 10.0   # every run takes 10 s
         return {"config": c}
 
-    plan = RoundsPlan(min_repeats=2, max_repeats=50, budget_s=100)
+    plan = RoundsPlan(min_runs=2, max_runs=50, budget_s=100)
     res = run_rounds(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=clock)
-    assert res.outcomes["f"].stopped == "budget" and res.outcomes["f"].repeats == 5   # 5 rounds of 20 s
+    assert res.outcomes["f"].stopped == "budget" and res.outcomes["f"].runs == 5   # 5 rounds of 20 s
     assert "time budget" in res.outcomes["f"].note()
 
 
 def test_bad_plans_stop_with_the_parameter():
-    with pytest.raises(ValueError, match="max_repeats"):
-        RoundsPlan(min_repeats=5, max_repeats=3)
+    with pytest.raises(ValueError, match="max_runs"):
+        RoundsPlan(min_runs=5, max_runs=3)
     with pytest.raises(ValueError, match="budget_s"):
-        RoundsPlan(min_repeats=1, max_repeats=3, budget_s=0)
+        RoundsPlan(min_runs=1, max_runs=3, budget_s=0)
     with pytest.raises(ValueError, match="configs is empty"):
         run_rounds([], lambda c, r: {}, lambda rows, lv: {}, RoundsPlan(1, 1), 0)
 
@@ -153,7 +153,7 @@ def test_alexnet_prefetch_findings_steer_its_rounds():
     k = "alexnet-prefetch-faster-disk"
     clear, noise = judge(runs(0.2, 0.01), {}, 0.99), judge(runs(0.0, 0.2), {}, 0.99)
     assert k in clear and k in noise and clear[k] and not noise[k]
-    # the undecided one carries its samples, for the forecast that steers the repeats
+    # the undecided one carries its samples, for the forecast that steers the runs
     assert noise[k].n and noise[k].forecast
 
 
@@ -161,10 +161,10 @@ def test_plan_for_a_stage_fixed_count_or_rounds_until_decided():
     import math
 
     fixed = rounds.plan_for(6, None, 150)
-    assert (fixed.min_repeats, fixed.max_repeats, fixed.looks, fixed.level) == (6, 6, 1, pytest.approx(0.95))
-    assert rounds.plan_for(6, 4, None).max_repeats == 6   # a maximum below the minimum: fixed
+    assert (fixed.min_runs, fixed.max_runs, fixed.looks, fixed.level) == (6, 6, 1, pytest.approx(0.95))
+    assert rounds.plan_for(6, 4, None).max_runs == 6   # a maximum below the minimum: fixed
     p = rounds.plan_for(6, 18, 150, step=4)
-    assert (p.max_repeats, p.budget_s, p.step, p.first_look, p.looks) == (18, 150.0, 4, 8, 4)
+    assert (p.max_runs, p.budget_s, p.step, p.first_look, p.looks) == (18, 150.0, 4, 8, 4)
     assert rounds.plan_for(6, 12, None, step=4).budget_s == math.inf
 
 
@@ -179,16 +179,16 @@ def test_a_budget_stop_before_the_first_look_judges_once_at_95_percent():
         t[0] += 10.0
         return {"config": c}
 
-    plan = RoundsPlan(min_repeats=6, max_repeats=20, budget_s=145, step=4)
+    plan = RoundsPlan(min_runs=6, max_runs=20, budget_s=145, step=4)
     assert (plan.first_look, plan.looks) == (8, 4) and stats.reachable(7) < plan.level
     seen = []
     res = run_rounds(["A", "B"], run_one, lambda rows, lv: seen.append(lv) or {"f": False}, plan,
                          seed=0, clock=lambda: t[0])
     o = res.outcomes["f"]
-    assert (o.stopped, o.repeats, o.looks) == ("budget", 7, 0) and seen == [pytest.approx(0.95)]
+    assert (o.stopped, o.runs, o.looks) == ("budget", 7, 0) and seen == [pytest.approx(0.95)]
     assert o.level == pytest.approx(0.95) and levels.level_of(res.rows) == pytest.approx(0.95)
     assert stats.reachable(7) >= o.level and "judged once at the end at 95.0%" in o.note()
-    plan = RoundsPlan(min_repeats=6, max_repeats=20, budget_s=185, step=4)   # 9 rounds: a look at 8
+    plan = RoundsPlan(min_runs=6, max_runs=20, budget_s=185, step=4)   # 9 rounds: a look at 8
     seen = []
     res = run_rounds(["A", "B"], run_one, lambda rows, lv: seen.append(lv) or {"f": False}, plan,
                          seed=0, clock=lambda: t[0])
@@ -202,7 +202,7 @@ def test_the_budget_never_cuts_below_the_minimum():
         t[0] += 30.0   # one round (60 s) is already over the budget
         return {"config": c}
 
-    plan = RoundsPlan(min_repeats=3, max_repeats=10, budget_s=50)
+    plan = RoundsPlan(min_runs=3, max_runs=10, budget_s=50)
     res = run_rounds(["A", "B"], run_one, lambda rows, lv: {"f": False}, plan, seed=0, clock=lambda: t[0])
     assert res.outcomes["f"].stopped == "budget" and res.rows["repeat"].max() == 2   # 3 rounds
 
@@ -210,7 +210,7 @@ def test_the_budget_never_cuts_below_the_minimum():
 def test_focus_runs_only_what_the_undecided_findings_need():
     """After a look, the rounds run only the configurations ``focus`` names: finding x (A, B)
     is decided at the first look, y (C) needs 10 samples; A and B stop at the first look."""
-    plan = RoundsPlan(min_repeats=3, max_repeats=20, step=1)
+    plan = RoundsPlan(min_runs=3, max_runs=20, step=1)
     seen = []
 
     def decide(rows, lv):
@@ -229,7 +229,7 @@ def test_focus_runs_only_what_the_undecided_findings_need():
     n = res.rows.groupby("config").size()
     assert n["A"] == n["B"] == first and n["C"] == 10
     assert all(c == "C" for r, c in seen if r >= first)
-    assert res.outcomes["x"].repeats == first and res.outcomes["y"].repeats == 10
+    assert res.outcomes["x"].runs == first and res.outcomes["y"].runs == 10
     assert res.outcomes["y"].stopped == "decided"
     assert res.extra["focus"] == [{"after_round": first, "of": 3, "pending": ["y"], "configs": 1}]
     assert rounds.to_json(res)["focus"] == res.extra["focus"]
@@ -248,18 +248,18 @@ def test_the_budget_counts_a_focused_round_as_the_runs_it_has():
         t[0] += 10.0
         return {"config": c}
 
-    first = RoundsPlan(min_repeats=3, max_repeats=12).first_look
+    first = RoundsPlan(min_runs=3, max_runs=12).first_look
     budget = first * 80 + (12 - first) * 10 + 5
     assert first * 80 + 80 > budget                       # one more full round would not fit
-    plan = RoundsPlan(min_repeats=3, max_repeats=12, budget_s=budget)
+    plan = RoundsPlan(min_runs=3, max_runs=12, budget_s=budget)
     res = run_rounds(list("ABCDEFGH"), run_one, lambda rows, lv: {"f": False}, plan, seed=0,
                          clock=lambda: t[0], focus=lambda pending, rows: [0])
-    assert res.outcomes["f"].stopped == "maximum" and res.outcomes["f"].repeats == 12
+    assert res.outcomes["f"].stopped == "maximum" and res.outcomes["f"].runs == 12
     assert (res.rows["config"] == "A").sum() == 12 and len(res.rows) == 8 * first + (12 - first)
 
 
 def test_focus_must_name_configurations():
-    plan = RoundsPlan(min_repeats=3, max_repeats=5)
+    plan = RoundsPlan(min_runs=3, max_runs=5)
     with pytest.raises(ValueError, match="focus returned"):
         run_rounds(["A", "B"], lambda c, r: {"config": c}, lambda rows, lv: {"f": False}, plan, 0,
                        focus=lambda pending, rows: [5])
@@ -297,16 +297,16 @@ def test_a_finding_that_cannot_decide_stops_the_loop_at_the_first_look():
     """The futility stop: the only finding's forecast is "never" (a value on its margin's
     edge); the loop stops at the first look instead of running to the maximum, and the note
     says why. With a plain False (no forecast) it runs to the maximum, as before."""
-    plan = RoundsPlan(min_repeats=3, max_repeats=20, step=1)
+    plan = RoundsPlan(min_runs=3, max_runs=20, step=1)
     res = run_rounds(["A", "B"], lambda c, r: {"config": c},
                          lambda rows, lv: {"f": Judged(False, int(rows["repeat"].nunique()), never=True)},
                          plan, seed=0)
     o = res.outcomes["f"]
-    assert (o.stopped, o.repeats, o.looks) == ("futile", plan.first_look, 1)
+    assert (o.stopped, o.runs, o.looks) == ("futile", plan.first_look, 1)
     assert "out of reach" in o.note() and "never" in o.note()
     assert rounds.to_json(res)["reach"][0]["futile"] == {"f": o.reach}
     plain = run_rounds(["A", "B"], lambda c, r: {"config": c}, lambda rows, lv: {"f": False}, plan, seed=0)
-    assert plain.outcomes["f"].stopped == "maximum" and plain.outcomes["f"].repeats == 20
+    assert plain.outcomes["f"].stopped == "maximum" and plain.outcomes["f"].runs == 20
 
 
 def test_the_budget_moves_to_the_finding_within_reach():
@@ -314,7 +314,7 @@ def test_the_budget_moves_to_the_finding_within_reach():
     within reach. After the first look the rounds run only B and C, until y is decided; x
     stops as futile on the samples it had. Its level stays the plan's (the looks are corrected
     for every planned look, whatever stops them)."""
-    plan = RoundsPlan(min_repeats=3, max_repeats=30, step=1)
+    plan = RoundsPlan(min_runs=3, max_runs=30, step=1)
     seen = []
 
     def decide(rows, lv):

@@ -32,12 +32,12 @@ def _reads(threads=(1, 2, 4, 8), tiers=("mem", "disk"), variants=("full", "read_
                          for t in tiers for v in variants for n in threads])
 
 
-def _raw(reads, repeats=6, noise=0.01, seed=0):
+def _raw(reads, runs=6, noise=0.01, seed=0):
     """Per-repeat rows around each summary row (relative spread ``noise``), plus a warm-up row."""
     rng = np.random.default_rng(seed)
     rows = []
     for r in reads.to_dict("records"):
-        for i in range(repeats + 1):
+        for i in range(runs + 1):
             f = float(np.exp(rng.normal(0, noise)))
             rows.append({**r, "repeat": i, "warmup": i == 0,
                          "images_per_s": r["images_per_s"] * (0.5 if i == 0 else f),
@@ -65,7 +65,7 @@ def test_tfdata_claims_direction_magnitude_and_measured_reason():
     assert c["figure"] == "Fig 4; Abstract, Sec. VII"
     # the same ratios with noise far larger than the 7 % effect: inconclusive, never holds
     noisy = {c["id"]: c for c in tfdata_read_report.claims(reads, ENV, FIO, fio_env,
-                                                           raw=_raw(reads, repeats=3, noise=0.3))}
+                                                           raw=_raw(reads, runs=3, noise=0.3))}
     assert noisy["tfdata-speedup-2t-disk"]["verdict"] == "inconclusive"
     # without raw there is no interval: every finding is inconclusive
     point = tfdata_read_report.claims(reads, ENV, FIO, fio_env)
@@ -94,7 +94,7 @@ def test_tfdata_claims_direction_magnitude_and_measured_reason():
                                                         fio_raw=fio_raw)}
     b = cl["tfdata-below-device-baseline-disk"]
     assert b["our_value"] == pytest.approx(10 * 8 ** 0.1 / 910, rel=0.05) and b["verdict"] == "holds"
-    assert b["n"] == 6 and "make bench" in b["note"]   # 6 fio repeats after the warm-up: a 95 % interval
+    assert b["n"] == 6 and "make bench" in b["note"]   # 6 fio runs after the warm-up: a 95 % interval
 
 
 def test_tfdata_claims_not_run_are_rows_with_the_reason():
@@ -292,7 +292,7 @@ def test_blog_claims_from_rounds_judge_at_the_rows_level_and_keep_values_inside_
     from experiments.blog import report as blog_report
     from experiments.blog import tfrecord as bt
 
-    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], repeats=6, max_repeats=9)
+    cfg = bt.BlogConfig(threads=[1, 4], workers=[0, 2], runs=6, max_runs=9)
     raw, dstat_rows, course = _rounds(bt.run_configs(["disk"], cfg.threads, cfg.workers),
                                       _fake_run(CLEAR, 0.05, seed=3), cfg, seed=2)
     level = repeats.level_of(raw)

@@ -254,13 +254,33 @@ def test_every_measuring_stage_is_declared_in_its_module():
 
 
 def test_the_rounds_settings_are_one_model():
-    """``repeats``, ``max_repeats`` and ``budget_s`` are declared once (``repeats.rounds.Rounds``,
-    which checks max_repeats >= repeats): a section with a maximum of rounds inherits it."""
+    """``runs``, ``max_runs`` and ``budget_s`` are declared once (``repeats.rounds.Rounds``,
+    which checks max_runs >= runs): a section with a maximum of rounds inherits it."""
     from experiments.repeats.rounds import Rounds
 
-    adding = [s for s in config.SECTIONS if "max_repeats" in getattr(config.model_for(s), "model_fields", {})]
+    adding = [s for s in config.SECTIONS if "max_runs" in getattr(config.model_for(s), "model_fields", {})]
     assert len(adding) >= 4
     assert [s for s in adding if not issubclass(config.model_for(s), Rounds)] == []
-    with pytest.raises(config.ConfigError, match=r"deepio\.max_repeats = 3: .*below repeats = 4"):
-        config.validate("deepio", {**profile.render("smoke")["deepio"], "repeats": 4, "max_repeats": 3})
+    with pytest.raises(config.ConfigError, match=r"deepio\.max_runs = 3: .*below runs = 4"):
+        config.validate("deepio", {**profile.render("smoke")["deepio"], "runs": 4, "max_runs": 3})
     assert config.model_for("deepio").look_every == 4 and Rounds.look_every == 1
+
+
+def test_no_settings_model_names_the_count_of_runs_by_an_old_word():
+    """Issue 68: the count of runs is ``runs`` everywhere (``max_runs``, ``sweep.runs``,
+    ``train_runs``); no section, nor any model nested in one, declares an old name again."""
+    from pydantic import BaseModel
+
+    old = set(config.RENAMED)
+    assert old >= {"repeats", "max_repeats", "min_repeats"}   # the old words
+    seen, todo, found = set(), [config.model_for(s) for s in config.SECTIONS], []
+    while todo:
+        m = todo.pop()
+        if m in seen or not (isinstance(m, type) and issubclass(m, BaseModel)):
+            continue
+        seen.add(m)
+        found += [f"{m.__name__}.{f}" for f in m.model_fields if f in old]
+        for f in m.model_fields.values():
+            todo += [a for a in (f.annotation, *getattr(f.annotation, "__args__", ()))
+                     if isinstance(a, type) and issubclass(a, BaseModel)]
+    assert len(seen) > len(config.SECTIONS) // 2 and found == []

@@ -120,7 +120,7 @@ def test_floor_program_for_each_probe_kind():
 
 
 def test_unknown_backend_is_refused_before_any_work():
-    a = argparse.Namespace(repeats=2, py_repeats=1, py_images=1, io_mib=1, epochs=1, jobs=["fio_4k"],
+    a = argparse.Namespace(runs=2, py_runs=1, py_images=1, io_mib=1, epochs=1, jobs=["fio_4k"],
                            backends=["bpftrace_vector", "ltrace"])
     assert bench.check_args(a).startswith("error: --backends ltrace: unknown; allowed: bpftrace_timeline")
     a.backends = ["bpftrace_vector", "dftracer_2.2.0"]
@@ -142,7 +142,7 @@ def test_report_prints_each_row_or_why_it_is_missing(tmp_path):
 
 
 def test_short_mode_writes_the_per_call_table_with_what_ran(tmp_path):
-    """The bench's short mode end to end on the 4 KiB job (two repeats: untraced, the floor,
+    """The bench's short mode end to end on the 4 KiB job (two runs: untraced, the floor,
     the vector program): every row counts the job's calls and env.json says which program ran."""
     import json
     import shutil

@@ -98,7 +98,7 @@ def test_two_dlrm_ranks_forked_from_a_warm_parent_train_in_one_process_group(tmp
     cfg = config.validate("dlrm", {"data": {"train_samples": 1024, "eval_samples": 256},
                                    "model": {"max_cardinality": 50},
                                    "train": {"steps": 3, "eval_every": 3, "eval_steps": 1},
-                                   "sweep": {"batch_sizes": [32], "ranks": [2], "repeats": 1}})
+                                   "sweep": {"batch_sizes": [32], "ranks": [2], "runs": 1}})
     data_dlrm.generate(tmp_path / "data", cfg.data, 1)
     sec = cfg.model_dump(mode="json")
     sec["train"]["checkpoint_dir"] = str(tmp_path / "ck")

@@ -36,8 +36,8 @@ def _fake_runs(monkeypatch, ran: list):
     monkeypatch.setattr(stage, "check_data", lambda *a, **k: None)
 
 
-def _job(tmp_path, repeats=1):
-    cfg = SimpleNamespace(sweep=SimpleNamespace(ranks=[1], batch_sizes=[8, 16], repeats=repeats),
+def _job(tmp_path, runs=1):
+    cfg = SimpleNamespace(sweep=SimpleNamespace(ranks=[1], batch_sizes=[8, 16], runs=runs),
                           train=SimpleNamespace(compute="real"), model_dump=lambda mode: {"train": {}})
     return stage.Job("dlrm", "real", cfg, ([1], [8, 16]), tmp_path)
 
@@ -46,7 +46,7 @@ def test_a_stage_runs_rounds_and_a_decide_run_keeps_its_runs_and_runs_only_the_b
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     ran = []
     _fake_runs(monkeypatch, ran)
-    first = stage.measure_jobs(None, "dlrm", [_job(tmp_path, repeats=2)], 0)
+    first = stage.measure_jobs(None, "dlrm", [_job(tmp_path, runs=2)], 0)
     assert sorted(ran) == [(1, 8, 0), (1, 8, 1), (1, 16, 0), (1, 16, 1)]
     assert set(first["steps"]["made_by"]) == {"repro"} and first["runs"]["run"].is_unique
     assert set(first["steps"]["run"]) == set(first["runs"]["run"])        # every step knows its run
@@ -61,7 +61,7 @@ def test_a_stage_runs_rounds_and_a_decide_run_keeps_its_runs_and_runs_only_the_b
     ran.clear()
     monkeypatch.setenv(P.ENV, "lmdbio dlrm")
     buy = [P.Purchase(run=1, configs=[{"workload": "dlrm", "variant": "real", "ranks": 1, "batch_size": 16}], runs=2)]
-    got = stage.measure_jobs(None, "dlrm", [_job(tmp_path, repeats=2)], 0, buy)
+    got = stage.measure_jobs(None, "dlrm", [_job(tmp_path, runs=2)], 0, buy)
     assert ran == [(1, 16, 2), (1, 16, 3)]                      # the bought runs only
     assert list(got["runs"]["made_by"]) == ["repro"] * 4 + ["decide 1"] * 2
     assert got["runs"]["wall_seconds"].tolist() == [1.5] * 6

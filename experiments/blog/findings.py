@@ -104,7 +104,7 @@ def measure_throughput(summary: pd.DataFrame, tier: str, env: dict, raw: pd.Data
                        cpu: str) -> list[Measured]:
     """Images/s of the cold runs on ``tier``: most over fewest tf.data private threads
     (TFRecords), TFRecord over JPEG at the most threads, most over fewest DataLoader workers;
-    each a ratio of medians (x) with its bootstrap interval over the repeats of ``raw``."""
+    each a ratio of medians (x) with its bootstrap interval over the runs of ``raw``."""
     cold = reasons.cold_run(env, tier)
     c = _cold(summary, tier)
     tf = c[c["framework"] == "tensorflow"]
@@ -218,7 +218,7 @@ def measure_collectl(collectl: pd.DataFrame, tier: str, env: dict, dstat_rows: p
 def measure_page_cache(wc: pd.DataFrame, reads: pd.DataFrame | None, tier: str, env: dict,
                        cpu: str) -> list[Measured]:
     """Conclusion item 5 on ``tier``: the lowest warm over cold images/s ratio across frameworks
-    and formats (x, median over paired repeats) and the largest warm-run storage MB over the cold
+    and formats (x, median over paired runs) and the largest warm-run storage MB over the cold
     run's (ratio, own processes' reads), each with its bootstrap interval."""
     cold = reasons.cold_run(env, tier)
     gib = reasons.memory_gib(env)

@@ -177,8 +177,8 @@ def measuring_stage(cfg: BlogConfig, configs: list[dict], one_run, seed: int):
     each round runs every configuration of ``configs`` (:func:`run_configs`) once cold, in an
     order drawn for the round (drift on the box hits every configuration alike), a ``warm``
     configuration's cold pass followed at once by its warm pass: both rows share the run's id
-    (``run``), ``cache`` says which pass. At least ``repeats`` rounds, more up to
-    ``max_repeats`` within ``budget_s`` while a finding is undecided (the findings of the runs
+    (``run``), ``cache`` says which pass. At least ``runs`` rounds, more up to
+    ``max_runs`` within ``budget_s`` while a finding is undecided (the findings of the runs
     so far, :func:`experiments.blog.findings.findings_of`, judged by their declared rules).
     ``one_run(config, cache)`` measures one pass and returns (its row, its dstat samples). A run
     gives one row per pass and its side table ``dstat``."""

@@ -289,9 +289,9 @@ def measuring_stage(cfg: AlexNetConfig, trainer: Trainer, staged: dict[str, pd.D
     """Fig 6's prefetch sweep and Fig 7's batch sweep as one measuring stage
     (:class:`experiments.repeats.MeasuringStage`): every configuration (``experiment``: prefetch
     or batch) once a round, in a seeded order, the data set evicted from the page cache before
-    each run; a warm-up round first; at least ``repeats`` rounds, more while a prefetch or batch
+    each run; a warm-up round first; at least ``runs`` rounds, more while a prefetch or batch
     finding is undecided (:func:`sweep_findings`, judged by the declared rules), up to
-    ``max_repeats`` within ``budget_s``. A run
+    ``max_runs`` within ``budget_s``. A run
     trains one epoch: its row (run time, images/s, the summed data wait and compute) and its
     steps (side table ``steps``)."""
     from .. import repeats

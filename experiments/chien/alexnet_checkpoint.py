@@ -39,7 +39,7 @@ class CheckpointConfig(Section):
     keep: int = Field(2, ge=1, le=1000, description="checkpoints kept on the fast tier")
     fast_capacity_MB: float | None = Field(None, gt=0, description="cap on the fast tier, MB; null = free space")
     sync: Literal["fsync", "syncfs", "none"] = "fsync"
-    repeats: int = Field(2, ge=1, le=50)
+    runs: int = Field(2, ge=1, le=50)
     warmup: int = Field(1, ge=0, le=5)
     eviction: EvictionMethod = "auto"
     dstat_interval_s: float = Field(0.5, gt=0, le=10)
@@ -150,7 +150,7 @@ def measuring_stage(cfg: CheckpointConfig, trainer: Trainer, m: pd.DataFrame, n_
     """Fig 9 and 10's runs as one measuring stage (:class:`experiments.repeats.MeasuringStage`),
     built, not run: the checkpoint tiers checked and the model warmed (outside the runs), then
     per mode (none, each target tier, the burst buffer) and round ``iterations`` steps with a
-    checkpoint every ``interval``; ``warmup + repeats`` rounds, every mode once a round in a
+    checkpoint every ``interval``; ``warmup + runs`` rounds, every mode once a round in a
     seeded order (a fixed count, looked at once). ``logdir``: the burst buffer's drain logs."""
     from .. import repeats
 
@@ -204,7 +204,7 @@ def measuring_stage(cfg: CheckpointConfig, trainer: Trainer, m: pd.DataFrame, n_
 
     modes = checkpoint_modes(cfg)
     return repeats.MeasuringStage("alexnet_checkpoint", KEYS, modes, run_one,
-                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed, warmup=cfg.warmup,
+                                  repeats.RoundsPlan(cfg.runs, cfg.runs), seed, warmup=cfg.warmup,
                                   tables=SIDE_TABLES, progress="alexnet checkpoint runs",
                                   quantities=("seconds",), units="saves", unit_quantities=("stall_s",),
                                   context=lambda rows: {"fast": cfg.fast, "slow": cfg.slow,
@@ -214,7 +214,7 @@ def measuring_stage(cfg: CheckpointConfig, trainer: Trainer, m: pd.DataFrame, n_
 def measure_checkpoint(trainer: Trainer, m: pd.DataFrame, n_classes: int, tier_dirs: dict[str, str],
                        cfg: CheckpointConfig, image_size: int, seed: int, purchases=()):
     """Fig 9 and 10: ``iterations`` steps with a checkpoint every ``interval``, for each mode
-    (none, each target tier, the burst buffer), ``warmup + repeats`` rounds, every mode once a
+    (none, each target tier, the burst buffer), ``warmup + runs`` rounds, every mode once a
     round in a seeded order (a fixed count, looked at once: :class:`experiments.repeats.MeasuringStage`);
     then the runs ``make decide`` bought (``purchases``: ``params.yaml``'s
     ``decide.alexnet_checkpoint``). When a decide run appends to the stage, the runs and tables

@@ -54,7 +54,7 @@ def _spread(*groups) -> float:
 
 def prefetch_ratio(raw: pd.DataFrame | None, tier: str, threads, col: str, fallback: float):
     """``col`` (s) without prefetch over with it on ``tier``, each summed over the thread counts'
-    medians, with a bootstrap over alexnet_prefetch's repeats; no interval without ``raw``."""
+    medians, with a bootstrap over alexnet_prefetch's runs; no interval without ``raw``."""
     if raw is None or not np.isfinite(fallback):
         return fallback, None
     r = raw[raw["experiment"] == "prefetch"]
@@ -113,7 +113,7 @@ def measure_prefetch(summary: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame
 
 def _threads_effect(g: pd.DataFrame, raw: pd.DataFrame | None, tier: str, n: int, cold: dict) -> Measured:
     """Fig 6 on ``tier`` without prefetch: the median run time at the fewest input threads over
-    at the most (x, ratio of medians over alexnet_prefetch's repeats; the summary's ratio and
+    at the most (x, ratio of medians over alexnet_prefetch's runs; the summary's ratio and
     no interval without ``raw``)."""
     g0 = g[g["prefetch"] == 0].sort_values("threads")
     if len(g0) < 2:
@@ -133,7 +133,7 @@ def _threads_effect(g: pd.DataFrame, raw: pd.DataFrame | None, tier: str, n: int
 def measure_batch_size(batches: pd.DataFrame, env: dict, n: int, raw: pd.DataFrame | None,
                        steps: pd.DataFrame | None) -> list[Measured]:
     """Fig 7 per prefetch setting: the run time of the smallest batch over the largest's (x,
-    ratio of medians over the repeats); Sec. VII's compute per batch (s), not measured: shown
+    ratio of medians over the runs); Sec. VII's compute per batch (s), not measured: shown
     beside what a measurement would need."""
     bp = ((env.get("params") or {}).get("alexnet") or {})
     out = []

@@ -4,7 +4,7 @@ Per tier: sequential write and sequential read with 1 MiB blocks, random read wi
 ImageNet size mix of the blog (``bssplit``) and random read of 16 KiB blocks (the blog's "16K
 IOPS" job, set against its large reads), direct I/O where the file system allows it
 (otherwise buffered, with the file evicted before each read run). ``warmup`` rounds, then
-``repeats`` rounds of every (tier, job) in a seeded order, through the one measuring-stage
+``runs`` rounds of every (tier, job) in a seeded order, through the one measuring-stage
 interface (:func:`measuring_stage`); the summary reports the median bandwidth in MB/s (10^6 B/s)
 and IOPS.
 
@@ -35,7 +35,7 @@ JOBS = ("seqwrite", "seqread", "randread", "randread16k")
 class FioConfig(Section):
     size_mib: int = Field(256, ge=4, description="test file size per tier, MiB")
     runtime_s: float = Field(3, gt=0, le=600, description="seconds per fio run")
-    repeats: int = Field(3, ge=1, le=50)
+    runs: int = Field(3, ge=1, le=50)
     warmup: int = Field(1, ge=0, le=5)
     seq_block: str = Field("1M", pattern=r"^\d+[KMkm]?$")
     ioengine: str = Field("libaio", pattern="^(libaio|psync|io_uring|sync)$")
@@ -92,7 +92,7 @@ def measuring_stage(cfg: FioConfig, tiers: list[Tier], bssplit: str, facts: dict
     """Every fio job of :data:`JOBS` on every tier as one measuring stage
     (:class:`experiments.repeats.MeasuringStage`), built, not run: fio found, every tier checked
     (writable, its test file fits) before the first is written; ``warmup`` rounds, then
-    ``repeats`` rounds, every (tier, job) once a round in a seeded order (a fixed count, looked
+    ``runs`` rounds, every (tier, job) once a round in a seeded order (a fixed count, looked
     at once). A run is one fio run of the job on the tier's test file (fio lays it out when a
     read comes first), direct I/O unless the file system refuses it (``direct: auto``: buffered
     from then on, with the file evicted before each read run, said once), audited against the
@@ -137,7 +137,7 @@ def measuring_stage(cfg: FioConfig, tiers: list[Tier], bssplit: str, facts: dict
     configs = [{"tier": t.name, "job": job} for t in tiers for job in JOBS]
     facts["tiers"] = {k: vars(v) for k, v in infos.items()}
     return repeats.MeasuringStage("fio_baseline", KEYS, configs, run_one,
-                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), SEED, warmup=cfg.warmup,
+                                  repeats.RoundsPlan(cfg.runs, cfg.runs), SEED, warmup=cfg.warmup,
                                   progress="fio_baseline rounds", quantities=("bw_MBps",))
 
 

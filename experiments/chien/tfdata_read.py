@@ -35,7 +35,7 @@ class TFDataReadConfig(Section):
     threads: list[int] = Field([1, 2, 4, 8], min_length=1)
     batch_size: int = Field(64, ge=1, le=65536)
     variants: list[Literal["full", "read_only", "raw"]] = Field(["full", "read_only", "raw"], min_length=1)
-    repeats: int = Field(3, ge=1, le=50)
+    runs: int = Field(3, ge=1, le=50)
     warmup: int = Field(1, ge=0, le=5)
     image_size: int = Field(224, ge=8, le=4096, description="resize target, pixels per side")
     eviction: EvictionMethod = "auto"
@@ -113,10 +113,10 @@ KEYS = ("tier", "variant", "threads")   # the columns that name a configuration
 def measuring_stage(cfg: TFDataReadConfig, staged: dict[str, "pd.DataFrame"], tiers: list[Tier], seed: int,
           evictions: dict | None = None):
     """The stage as the repeat machinery runs it (:class:`experiments.repeats.MeasuringStage`):
-    every (tier, variant, threads) configuration, ``warmup + repeats`` rounds, each round every
+    every (tier, variant, threads) configuration, ``warmup + runs`` rounds, each round every
     configuration once in an order drawn from ``seed``, so drift on the box during the stage
     reaches every configuration's samples alike instead of one configuration's block of
-    back-to-back repeats (the speed-ups are ratios of two configurations). A run: evict the
+    back-to-back runs (the speed-ups are ratios of two configurations). A run: evict the
     data set (``staged[tier]``: the manifest of its copy on that tier, with ``abspath``), build
     the pipeline, time one epoch; ``evictions`` gets each tier's last eviction (env.json)."""
     import tensorflow as tf
@@ -143,7 +143,7 @@ def measuring_stage(cfg: TFDataReadConfig, staged: dict[str, "pd.DataFrame"], ti
                 "images_per_s": n / seconds, "MBps": nbytes / 1e6 / seconds, "eviction": ev}
 
     configs = [{"tier": t.name, "variant": v, "threads": n} for t in tiers for v in cfg.variants for n in cfg.threads]
-    return MeasuringStage("tfdata_read", KEYS, configs, run_one, RoundsPlan(cfg.repeats, cfg.repeats), seed,
+    return MeasuringStage("tfdata_read", KEYS, configs, run_one, RoundsPlan(cfg.runs, cfg.runs), seed,
                           warmup=cfg.warmup, progress="tf.data rounds", quantities=("images_per_s",))
 
 

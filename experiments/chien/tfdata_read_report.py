@@ -145,7 +145,7 @@ def _speedups(reads: pd.DataFrame, tier: str, variant: str) -> pd.Series:
 def _ratio(raw: pd.DataFrame | None, tier: str, a: tuple[str, int], b: tuple[str, int],
            fallback: float) -> tuple[float, stats.Interval | None]:
     """images/s of (variant, threads) ``a`` over ``b`` on ``tier``: the ratio of medians over the
-    repeats of tfdata_read's raw.parquet, with its bootstrap interval; without ``raw`` the
+    runs of tfdata_read's raw.parquet, with its bootstrap interval; without ``raw`` the
     summary's ratio (``fallback``) and no interval."""
     if raw is None or np.isnan(fallback):
         return fallback, None
@@ -186,7 +186,7 @@ def claims(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None = None,
 def measure_speedups(reads: pd.DataFrame, env: dict, fio: pd.DataFrame | None,
                      fio_env: dict | None, raw: pd.DataFrame | None) -> list[Measured]:
     """Fig 4's strong scaling: the full pipeline's images/s at each thread count the paper
-    states (2, 4, 8) over 1 thread on every tier (x, ratio of medians over the repeats), and
+    states (2, 4, 8) over 1 thread on every tier (x, ratio of medians over the runs), and
     at 8 threads on the best tier that is a parallel file system (the paper's Lustre)."""
     n = reasons.cores(env)
     threads = sorted(set(reads["threads"]))

@@ -235,7 +235,7 @@ def to_markdown(df: pd.DataFrame, changed: pd.DataFrame | None = None, reference
              "italics, the sentence of the text it rests on, verbatim (declared with the paper's value, "
              "rule and margin in experiments/claims/papers/<source>.yaml, and checked against the texts "
              "by tests/test_claims_declared.py); a paper value *derived* from the text says how. *ours*: our value "
-             "with its 95 % confidence interval and the number of samples it came from (repeats, steps "
+             "with its 95 % confidence interval and the number of samples it came from (runs, steps "
              "or reads; docs/statistics.md). *direction*: the effect exists here (the rule), judged on "
              "the interval: *holds* when the whole interval satisfies the rule (with a margin: lies past its "
              "edge, so more samples never turn it into a fail), *fails* when none of it "
@@ -338,7 +338,7 @@ def _remeasure_lines(df: pd.DataFrame) -> list[str]:
 
 def _forecast_lines(find: pd.DataFrame) -> list[str]:
     """The inconclusive findings with the samples that would decide each
-    (:func:`samples_to_decide`), fewest first: which repeats a longer run should buy."""
+    (:func:`samples_to_decide`), fewest first: which runs a longer run should buy."""
     inc = find[find["verdict"] == "inconclusive"]
     if not len(inc):
         return []

@@ -54,7 +54,7 @@ class DeepIOConfig(Rounds):
     batch_size: int = Field(32, ge=1, le=1797)
     hidden: int = Field(32, ge=1, le=4096)
     learning_rate: float = Field(0.05, gt=0, le=10)
-    train_seeds: int = Field(2, ge=1, le=20, description="training repeats (seeds) per order")
+    train_runs: int = Field(2, ge=1, le=20, description="training runs (seeds) per order")
     chunk_samples: int = Field(64, ge=1, le=1_000_000, description="samples per sequential refill")
     loader_samples: int = Field(1024, ge=1, le=10_000_000, description="JPEGs used by the loader")
     eviction: EvictionMethod = "auto"
@@ -163,14 +163,14 @@ def order_makers(n: int, cfg: DeepIOConfig, seed: int) -> list[tuple[str, dict, 
 
 def train_curves(cfg: DeepIOConfig, seed: int) -> pd.DataFrame:
     """Validation accuracy per epoch for each order (Fig 7: block size k; Fig 8: loader R, P),
-    ``train_seeds`` runs each; also the RL of the epoch-0 order."""
+    ``train_runs`` runs each; also the RL of the epoch-0 order."""
     X, y, Xva, yva = digits_data(seed)
     n = len(X)
     rows = []
     makers = order_makers(n, cfg, seed)
     for fig, lab, make in progress(makers, desc="deepio: training"):
         rl = rz.rl_from_choices(make(0)[1], n)["RL"]
-        for s in range(cfg.train_seeds):
+        for s in range(cfg.train_runs):
             acc = train(lambda e: make(e)[0], X, y, Xva, yva, cfg, seed + 1000 * s)
             rows += [{"figure": fig, **lab, "train_seed": s, "epoch": e + 1, "val_accuracy": a,
                       "RL_percent": 100 * rl, "n_train": n} for e, a in enumerate(acc)]
@@ -283,7 +283,7 @@ def measuring_stage(cfg: DeepIOConfig, packs: dict[str, tuple], tiers, seed: int
     (at most P) as one measuring stage (:class:`experiments.repeats.MeasuringStage`), built, not
     run: a run per configuration and round over each tier's packed samples (``packs``:
     :func:`pack_tiers`), the cache evicted before each (its method kept in ``evictions``), the
-    ranks from ``pools`` (:class:`experiments.host.launcher.Pools`). At least ``repeats`` rounds,
+    ranks from ``pools`` (:class:`experiments.host.launcher.Pools`). At least ``runs`` rounds,
     more while a bandwidth finding is undecided (:func:`loader_findings`, judged by the declared
     rules)."""
     from .. import repeats

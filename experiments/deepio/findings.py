@@ -26,7 +26,7 @@ def measure_loader(loader: pd.DataFrame, tier: str, env: dict | None = None,
                    fio: pd.DataFrame | None = None, raw: pd.DataFrame | None = None) -> list[Measured]:
     """Fig 10: opportunistic over ordered MB/s (ratio of medians) per R at the largest P on
     ``tier``, and the lowest ratio over every P and R < 1 on every tier; each ratio's interval
-    bootstrapped over the repeats of ``raw`` (at the level in force:
+    bootstrapped over the runs of ``raw`` (at the level in force:
     :func:`experiments.statistics.stats.corrected_level`). ``loader``: :func:`summarize_loader` of ``raw``.
     Judged on the one-node runs (:func:`experiments.verdicts.reasons.one_node`)."""
     env = env or {}

@@ -150,7 +150,7 @@ def loader_claims(loader: pd.DataFrame, tier: str, env: dict | None = None,
 
 def measure_nodes(loader: pd.DataFrame, env: dict, raw: pd.DataFrame | None) -> Measured:
     """Fig 10 against the node count: the opportunistic loader's aggregate MB/s at the largest
-    node count over one node (x, ratio of medians over the repeats), each at the smallest R and
+    node count over one node (x, ratio of medians over the runs), each at the smallest R and
     at the largest P run on that node count, on the storage tier of the first row."""
     nodes = sorted(set(loader["nodes"])) if "nodes" in loader else [1]
     o = loader[loader["mode"] == "opportunistic"] if len(loader) else loader

@@ -218,7 +218,7 @@ def long_enough(workload: str, section: dict, batch_size: int, layout: dict) -> 
     return {"train": {"epochs": 2, "eval_every": 0}}
 
 
-def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), repeats: int = 1,
+def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), runs: int = 1,
             out_root=None) -> pd.DataFrame:
     """The table (see the module docstring); one row per tier, workload and repeat. Batch sizes
     are the ``emulator.points`` of ``params.yaml`` (the sweep's smallest for a workload without
@@ -242,7 +242,7 @@ def measure(tiers=None, workloads=("unet3d", "bert", "dlrm"), repeats: int = 1,
                               data_dir=data, checkpoint_dir=tier.dir / "emulator-checkpoints" / w,
                               seed=cfg_all.seed,
                               overrides=long_enough(w, base.section, base.batch_size, data_layout(w, data)))
-            for r in range(repeats):
+            for r in range(runs):
                 method = cache.evict([data])
                 s = run(cfg, out_root / f"{tier.name}-{w}-{r}")
                 eb, es, ebps = emulator_bytes_per_s(s)
@@ -272,7 +272,7 @@ def _judged(s: dict, client_bps: float, fio: dict) -> dict:
 
 
 def repeats_bound(verdicts: pd.Series) -> str:
-    """One verdict for repeats of a run: client when any was client-bound, storage when all
+    """One verdict for the runs of a configuration: client when any was client-bound, storage when all
     were storage-bound, else undetermined."""
     if (verdicts == "client").any():
         return "client"
@@ -301,7 +301,7 @@ def engineer_table(found: pd.DataFrame, load: pd.DataFrame) -> pd.DataFrame:
     """The storage engineer's table: per tier, workload and compute model, the most emulated
     accelerators at AU >= 90 % (``found``: rows with ``tier``, ``workload`` and
     :func:`.search.row`'s columns), the bytes/s one client drove at zero compute against fio on
-    the same files, both cold (``load``: :func:`measure`'s rows, median over repeats), the
+    the same files, both cold (``load``: :func:`measure`'s rows, median over runs), the
     row's ``bound`` (:func:`combined_bound`) and ``where_time_went`` (the load run's, else the
     search's). A client-bound row's ``max_accelerators`` is the client's limit
     (``limit_of``: client), not the storage's. MB/s = 10^6 B/s."""
@@ -350,11 +350,11 @@ class BenchArgs(BaseModel):
 
     workloads: matching(r"(unet3d|bert|dlrm)(,(unet3d|bert|dlrm))*",
                         "workloads separated by commas, from unet3d, bert, dlrm") = "unet3d,bert,dlrm"
-    repeats: int = Field(3, ge=1, le=100)
+    runs: int = Field(3, ge=1, le=100)
 
 
 def main(argv=None) -> int:
-    """``python -m experiments.emulator bench [--workloads unet3d,bert] [--repeats N]``."""
+    """``python -m experiments.emulator bench [--workloads unet3d,bert] [--runs N]``."""
     import argparse
 
     from ..settings.config import ArgumentParser, ConfigError, check_args
@@ -362,12 +362,12 @@ def main(argv=None) -> int:
     ap = ArgumentParser(prog="python -m experiments.emulator bench", description=__doc__,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default="unet3d,bert,dlrm")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args(argv)
     try:
         check_args(BenchArgs, a, ap)
         ws = a.workloads.split(",")
-        t = measure(workloads=ws, repeats=a.repeats)
+        t = measure(workloads=ws, runs=a.runs)
     except (ConfigError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -379,7 +379,7 @@ def main(argv=None) -> int:
         g.agg(bound=("bound", repeats_bound),
               where_time_went=("where_time_went", "first")), on=["tier", "workload"])
     print("\nemulator (zero compute, 1 accelerator) vs fio on the same files and request sizes, "
-          f"median of {a.repeats} (MB/s = 10^6 B/s; goal: fraction >= 0.8); bound: experiments/emulator/bound.py")
+          f"median of {a.runs} (MB/s = 10^6 B/s; goal: fraction >= 0.8); bound: experiments/emulator/bound.py")
     with pd.option_context("display.width", 250, "display.max_colwidth", 200):
         print(med.round(3).to_string(index=False))
     print(f"every run: {raw}")

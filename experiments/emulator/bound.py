@@ -45,7 +45,7 @@ import pandas as pd
 from ..host.envinfo import host_cores  # noqa: F401  (the one core count; callers import it from here)
 
 # client bytes/s over the storage's (same files, same requests) at which the storage is the
-# limit: issue 12's goal for the emulator; fio's own repeats differ by ~10 % on a shared box
+# limit: issue 12's goal for the emulator; fio's own runs differ by ~10 % on a shared box
 STORAGE_CLOSE = 0.8
 # a thread's (on-CPU + run-queue wait) seconds over its wall seconds at which it wanted the whole
 # core: sampling at 0.1 s and interpolation keep a saturated thread a few % under 1

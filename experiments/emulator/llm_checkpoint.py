@@ -60,7 +60,7 @@ class LLMCheckpointConfig(Section):
     ranks: int | None = Field(None, ge=1)        # None: the rules' count for the model
     scale: float = Field(512, ge=1)
     checkpoints: int = Field(3, ge=2)            # 2 at least: an interval needs samples
-    repeats: int = Field(1, ge=1, le=50)         # runs of each (tier, variant), in seeded rounds
+    runs: int = Field(1, ge=1, le=50)         # runs of each (tier, variant), in seeded rounds
     pause_s: float = Field(0.2, ge=0)
     tiers: list[str] = Field(["mem", "disk"], min_length=1)
     read_direct: bool = True
@@ -261,9 +261,9 @@ def write_run(out: Path, lo: L.Layout, r: dict) -> None:
 # ----------------------------------------------------------------------------- the registry's entry
 
 def size(p: dict, name: str) -> float:
-    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x repeats x checkpoints."""
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): tiers x runs x checkpoints."""
     c = p["llm_checkpoint"]
-    return count(c["tiers"]) * int(c["repeats"]) * int(c["checkpoints"])
+    return count(c["tiers"]) * int(c["runs"]) * int(c["checkpoints"])
 
 
 def configurations(p: dict, name: str) -> list[dict]:

@@ -50,7 +50,7 @@ FILES = {"rows": "evictions.csv", "files": "raw.parquet", "steps": "ranks.csv", 
 def measuring_stage(cfg, tiers: dict[str, Path], seed: int, pool):
     """The stage as the loop runs it (:class:`experiments.repeats.MeasuringStage`), built, not
     run: every variant on every tier of ``cfg.tiers`` (``tiers``: name -> folder; ``direct``
-    only on a tier not memory-backed), ``cfg.repeats`` rounds in a seeded order, each run's
+    only on a tier not memory-backed), ``cfg.runs`` rounds in a seeded order, each run's
     ranks from ``pool`` (a :class:`experiments.host.launcher.RankPool` of the layout's ranks). A
     run writes ``cfg.checkpoints`` checkpoints and reads them back: its row is its eviction
     (method, residency before the reads, the read mode), its side tables its ``files``, its
@@ -79,7 +79,7 @@ def measuring_stage(cfg, tiers: dict[str, Path], seed: int, pool):
                             "device": device})
 
     return repeats.MeasuringStage("llm_checkpoint", KEYS, configs, run_one,
-                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
+                                  repeats.RoundsPlan(cfg.runs, cfg.runs), seed,
                                   tables=("files", "steps", "device"), files=FILES, progress="llm_checkpoint runs",
                                   context=lambda rows: {"storage_tier": storage_tier_of(rows)},
                                   units="steps", unit_quantities=("io_s",), unit_seconds="io_s")
@@ -160,7 +160,7 @@ BB_KEYS = ("mode", "keep")   # the columns that name a burst buffer configuratio
 def burst_buffer_stage(cfg, tiers: dict[str, Path], seed: int = 0):
     """The burst buffer's runs (:mod:`.llm_burst_buffer`) as a measuring stage
     (:class:`experiments.repeats.MeasuringStage`), built, not run (its tiers checked): writing
-    direct to the slow tier and through the burst buffer at each keep, ``cfg.repeats`` rounds in
+    direct to the slow tier and through the burst buffer at each keep, ``cfg.runs`` rounds in
     a seeded order (a fixed count, looked at once); a run writes ``burst_buffer.checkpoints``
     checkpoints of the stage's layout (at ``burst_buffer.scale``), its rows one per checkpoint
     (its stalls). The state a checkpoint saves is generated at the first run and kept (the
@@ -183,7 +183,7 @@ def burst_buffer_stage(cfg, tiers: dict[str, Path], seed: int = 0):
 
     configs = [{"mode": "direct", "keep": None}, *({"mode": "burst buffer", "keep": k} for k in b.keeps)]
     return repeats.MeasuringStage("llm_checkpoint", BB_KEYS, configs, run_one,
-                                  repeats.RoundsPlan(cfg.repeats, cfg.repeats), seed,
+                                  repeats.RoundsPlan(cfg.runs, cfg.runs), seed,
                                   files={"rows": "burst_buffer.csv"}, progress="llm_checkpoint burst buffer runs")
 
 

@@ -52,7 +52,7 @@ from .tiers import MEMORY_FS, mount_of
 # A cold run reads at least 1 - COLD_LIMIT (0.95) of its bytes from the device: the eviction
 # leaves at most 5 % resident or the stage calls the run warm; readahead, whole pages and
 # metadata only add to the device's side. Below 0.9 more than a tenth came from memory, which
-# lifts a throughput by more than ~11 %, past the ~10 % spread of fio's own repeats on this box
+# lifts a throughput by more than ~11 %, past the ~10 % spread of fio's own runs on this box
 # (experiments/emulator/bound.py, STORAGE_CLOSE): the figure is then partly the cache's.
 THRESHOLD = 1 - 2 * COLD_LIMIT
 READ_FROM = ("device", "cache", "memory", "unknown")

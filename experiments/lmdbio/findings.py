@@ -77,7 +77,7 @@ def _max_ratio(*groups) -> float:
 def _over_every_p(rt: pd.DataFrame | None, ds: str, col: str, num: str, den: str, ps: list[int],
                   fallback: float, reduce, method: str) -> tuple[float, stats.Interval | None]:
     """``reduce`` (:func:`_min_speedup` or :func:`_max_ratio`) of median(``col`` of ``num``) /
-    median(``col`` of ``den``) over the P in ``ps``, bootstrapped over the repeats of ``rt`` as
+    median(``col`` of ``den``) over the P in ``ps``, bootstrapped over the runs of ``rt`` as
     one reduction; without ``rt`` (or a value) ``fallback`` and no interval."""
     if rt is None or not np.isfinite(fallback):
         return fallback, None
@@ -129,7 +129,7 @@ def _switch_kind(p, vo: dict, iv: dict, lvo: dict, liv: dict, handover: str, n: 
 def measure_steps(summary: pd.DataFrame, tier: str, env: dict, raw: pd.DataFrame | None) -> list[Measured]:
     """Per data set on ``tier``: LMM's context switches against LMDB's (ratio), each step's
     read-time speed-up over the one before (x) and the full LMDBIO's lowest speed-up over LMDB
-    over every P (x), each with its interval over the repeats of ``raw``."""
+    over every P (x), each with its interval over the runs of ``raw``."""
     n = reasons.cores(env)
     cold = reasons.cold_run(env, tier)
     handover = env.get("handover") or ((env.get("params") or {}).get("lmdbio") or {}).get("handover", "?")
@@ -217,7 +217,7 @@ def measure_steps(summary: pd.DataFrame, tier: str, env: dict, raw: pd.DataFrame
                          "contention this step removes exists here"
                          if np.isfinite(v) else missing), **cold))
         # Sec 3: STAG "outperforms ... Caffe/LMDB in all cases": the lowest speed-up over every
-        # measured P, bootstrapped over the repeats as one reduction.
+        # measured P, bootstrapped over the runs as one reduction.
         ps = sorted(ps_of("stag") & ps_of("lmdb"))
         sp = {q: get(d[d["P"] == q].set_index("strategy"), "speedup_vs_lmdb", "stag") for q in ps}
         best = min(sp.values()) if sp else np.nan

@@ -93,7 +93,7 @@ class LMDBIOConfig(Rounds):
         "the allocation stops before any work")
     strategies: list[str] = Field(list(STRATEGIES), min_length=1)
     map_size_mib: int = Field(1024, ge=1, le=1 << 22)
-    repeats: int = Field(1, ge=1, le=50, description="rounds of every configuration, at least")
+    runs: int = Field(1, ge=1, le=50, description="rounds of every configuration, at least")
     eviction: EvictionMethod = "auto"
     handover_check: bool = Field(
         True, description="also run (b) LMM with both hand-overs (spin, sleep) at every P on the "
@@ -330,8 +330,8 @@ def measuring_stage(cfg: LMDBIOConfig, tiers, dbs: dict, mem: dict, seed: int, p
     stage (:class:`experiments.repeats.MeasuringStage`), built, not run: a run per configuration
     and round over the LMDBs ``dbs`` (:func:`databases`), the cache evicted before each (its
     method kept in ``evictions``), the ranks from ``pools`` (:class:`experiments.host.launcher.Pools`);
-    at least ``repeats`` rounds, more while a finding is undecided (:func:`findings_of`, judged by
-    the declared rules), up to ``max_repeats`` within ``budget_s``."""
+    at least ``runs`` rounds, more while a finding is undecided (:func:`findings_of`, judged by
+    the declared rules), up to ``max_runs`` within ``budget_s``."""
     from .. import repeats
     from ..verdicts import looks
     from ..repeats import findings

@@ -65,7 +65,7 @@ def plot_fig2(summary: pd.DataFrame, tier: str):
 
 def with_intervals(summary: pd.DataFrame, raw: pd.DataFrame) -> pd.DataFrame:
     """``summary`` with the 95 % intervals Fig 2 draws: of the median seconds (median_ci over
-    the repeats) and of the speed-up over LMDB (ratio of medians, bootstrap over the runs:
+    the runs) and of the speed-up over LMDB (ratio of medians, bootstrap over the runs:
     the computation the claims use)."""
     by = ["tier", "dataset", "strategy", "P"]
     s = stats.with_median_ci(summary, raw, "seconds", by)

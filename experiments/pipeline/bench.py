@@ -22,12 +22,12 @@ from ..datasets import imagenet_like
 from ..host.tiers import stage_copy
 
 
-def measure_fraction(threads: list[int], repeats: int) -> pd.DataFrame:
+def measure_fraction(threads: list[int], runs: int) -> pd.DataFrame:
     """Per tier: best median read-only MB/s over ``threads`` and fio's median random-read MB/s."""
     cfg = config.load(seed=None, tiers=None, tfdata_read=None, fio_baseline=None,
                       imagenet_size_mix=None)
     rcfg = cfg.tfdata_read.model_copy(update={"threads": threads, "variants": ["read_only"],
-                                              "repeats": repeats, "warmup": 1})
+                                              "runs": runs, "warmup": 1})
     rows = []
     for tier in cfg.tiers:
         m = imagenet_like.read_manifest(stage_copy(paths.data_dir("imagenet_like"), tier))
@@ -38,7 +38,7 @@ def measure_fraction(threads: list[int], repeats: int) -> pd.DataFrame:
         try:
             fio_baseline.run_job(path, "seqwrite", cfg.fio_baseline, cfg.imagenet_size_mix, True)
             fio = [fio_baseline.run_job(path, "randread", cfg.fio_baseline, cfg.imagenet_size_mix,
-                                        True)["bw_bytes"] / 1e6 for _ in range(repeats)]
+                                        True)["bw_bytes"] / 1e6 for _ in range(runs)]
         finally:
             path.unlink(missing_ok=True)
         rows.append({"tier": tier.name, "best_threads": int(best["threads"]),
@@ -52,19 +52,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.pipeline.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", default="8,16,32,64", help="thread counts to try (comma list)")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args(argv)
     try:
         threads = [int(t) for t in args.threads.split(",")]
-        if any(t < 1 for t in threads) or args.repeats < 1:
+        if any(t < 1 for t in threads) or args.runs < 1:
             raise ValueError
     except ValueError:
-        print(f"error: --threads = {args.threads!r}, --repeats = {args.repeats}: "
-              "thread counts and repeats must be integers >= 1", file=sys.stderr)
+        print(f"error: --threads = {args.threads!r}, --runs = {args.runs}: "
+              "thread counts and runs must be integers >= 1", file=sys.stderr)
         return 2
     try:
         generation = results.load("tfdata_read_report", "generation_vs_fio.csv")
-        table = measure_fraction(threads, args.repeats)
+        table = measure_fraction(threads, args.runs)
     except (FileNotFoundError, config.ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -60,7 +60,7 @@ from pathlib import Path
 import yaml
 
 from ..host import cache
-from ..settings import paths
+from ..settings import config, paths
 from .. import stages
 from ..output.provenance import MEASURING, data_stages  # noqa: F401 - the stage lists, one place
 
@@ -171,7 +171,7 @@ def _at(params: dict, path: str):
 # parameters that never change what a run does: the seed, the figures, make decide's purchases,
 # and an adaptive stage's bounds on its rounds (the count, not the length, of its runs)
 NOT_A_RUN = ("seed", "figures", "decide")
-ROUNDS_ONLY = ("max_repeats", "budget_s")
+ROUNDS_ONLY = ("max_runs", "budget_s")
 
 
 def run_changes(stage: str, params: dict, ref_params: dict | None, declared: list) -> list[str]:
@@ -819,7 +819,10 @@ def main(argv=None) -> int:
                 return rc
         return 0
     chosen(names, st)   # an unknown stage stops before the benchmarks and dvc status
-    params = yaml.safe_load(paths.params_file().read_text())
+    try:   # an unknown section or a renamed key stops the plan, before any stage runs
+        params = config.read_params()
+    except config.ConfigError as e:
+        raise SystemExit(f"error: {e}") from None
     ref = read_reference()
     from .dvc_run import stale   # dvc status: the stages whose inputs changed
 

@@ -1,14 +1,14 @@
 """The rounds of a measuring stage: every configuration once a round, in a seeded order, with
 looks that stop the rounds once the stage's findings are decided.
 
-Hoefler and Belli (SC15) ask for as many repeats as the question needs; a shared 2-core box
+Hoefler and Belli (SC15) ask for as many runs as the question needs; a shared 2-core box
 cannot afford that many for every configuration, and a fixed count leaves small effects
 ``inconclusive``. :func:`run_rounds` measures in *rounds*: each round runs every configuration
 once, in an order drawn per round from a seeded generator (A B, B A, ...: drift on the box hits
 every configuration alike; the order is recorded). After the first look's rounds, and then every
 ``step`` rounds, it *looks*: ``decide(rows, level)`` says which findings are decided on the rows
 so far. It stops when every finding is decided, when the next round would overrun the time
-budget (``budget_s``, estimated from the rounds so far), or at ``max_repeats``.
+budget (``budget_s``, estimated from the rounds so far), or at ``max_runs``.
 
 **Looking more than once** at an interval makes a false verdict more likely. Every look and the
 final verdict use intervals at the Bonferroni level over the planned looks
@@ -24,7 +24,7 @@ clock, not on the data. A look at a higher level needs more samples
 (:func:`experiments.repeats.futility.allot`) ends the findings out of reach and gives the rounds
 to those within reach, cheapest first (``focus`` narrows the rounds to their configurations).
 
-Each finding's outcome (:class:`Outcome`: repeats it took, looks, why it stopped: ``decided``,
+Each finding's outcome (:class:`Outcome`: runs it took, looks, why it stopped: ``decided``,
 ``futile``, ``budget`` or ``maximum``) goes into the stage's ``rounds.json``, which the claims
 table adds to the finding's note.
 """
@@ -50,25 +50,25 @@ STOPS = ("decided", "futile", "budget", "maximum")
 
 @dataclass(frozen=True)
 class RoundsPlan:
-    """How many repeats (rounds of every configuration) a stage may run: at least
-    ``min_repeats``, at most ``max_repeats``, within ``budget_s`` wall seconds for the loop
+    """How many runs (rounds of every configuration) a stage may run: at least
+    ``min_runs``, at most ``max_runs``, within ``budget_s`` wall seconds for the loop
     (``math.inf``: no budget), looking every ``step`` rounds; ``alpha``: the chance of a false
     verdict over all looks."""
 
-    min_repeats: int
-    max_repeats: int
+    min_runs: int
+    max_runs: int
     budget_s: float = math.inf
     step: int = 1
     alpha: float = ALPHA
 
     def __post_init__(self):
-        for name in ("min_repeats", "max_repeats", "step"):
+        for name in ("min_runs", "max_runs", "step"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"rounds plan: {name} = {v!r}; allowed: an integer >= 1")
-        if self.max_repeats < self.min_repeats:
-            raise ValueError(f"rounds plan: max_repeats = {self.max_repeats} < min_repeats = "
-                             f"{self.min_repeats}; allowed: max_repeats >= min_repeats")
+        if self.max_runs < self.min_runs:
+            raise ValueError(f"rounds plan: max_runs = {self.max_runs} < min_runs = "
+                             f"{self.min_runs}; allowed: max_runs >= min_runs")
         if not (self.budget_s > 0):
             raise ValueError(f"rounds plan: budget_s = {self.budget_s!r}; allowed: seconds > 0 "
                              "(math.inf: no budget)")
@@ -78,8 +78,8 @@ class RoundsPlan:
     @property
     def looks(self) -> int:
         """Looks planned: at the first look, then every ``step`` rounds up to the maximum."""
-        return 1 + math.ceil((self.max_repeats - self.first_look) / self.step) \
-            if self.max_repeats > self.first_look else 1
+        return 1 + math.ceil((self.max_runs - self.first_look) / self.step) \
+            if self.max_runs > self.first_look else 1
 
     @property
     def level(self) -> float:
@@ -88,40 +88,40 @@ class RoundsPlan:
 
     @property
     def first_look(self) -> int:
-        """Rounds before the first look: the smallest count from ``min_repeats`` on at which a
+        """Rounds before the first look: the smallest count from ``min_runs`` on at which a
         median's interval can reach the corrected level its looks need (it cannot decide
-        before); ``max_repeats`` where none can (one look, at the end)."""
-        for n in range(self.min_repeats, self.max_repeats + 1):
-            looks = 1 + math.ceil((self.max_repeats - n) / self.step) if self.max_repeats > n else 1
+        before); ``max_runs`` where none can (one look, at the end)."""
+        for n in range(self.min_runs, self.max_runs + 1):
+            looks = 1 + math.ceil((self.max_runs - n) / self.step) if self.max_runs > n else 1
             if stats.reachable(n) >= bonferroni(looks, self.alpha) - 1e-12:
                 return n
-        return self.max_repeats
+        return self.max_runs
 
 
 @dataclass
 class Outcome:
-    """One finding's course: ``repeats`` (rounds it was judged on), ``looks`` made for it,
+    """One finding's course: ``runs`` (rounds it was judged on), ``looks`` made for it,
     ``stopped`` (``decided``, ``futile``, ``budget`` or ``maximum``), ``level`` of its
     intervals; ``reach``: for a futile stop, why (its forecast against what was left)."""
 
-    repeats: int
+    runs: int
     looks: int
     stopped: str
     level: float
     reach: str | None = None
 
     def note(self) -> str:
-        """The claims table's words: "8 repeats, 3 looks at 98.3 % (Bonferroni over 5 planned
+        """The claims table's words: "8 runs, 3 looks at 98.3 % (Bonferroni over 5 planned
         looks); stopped: decided"."""
         why = {"decided": "decided", "budget": "the stage's time budget was spent",
-               "maximum": "the maximum of repeats was reached",
+               "maximum": "the maximum of runs was reached",
                "futile": f"out of reach ({self.reach or 'its forecast exceeded what the loop could still buy'})"
                }[self.stopped]
         if self.looks == 0 and self.stopped == "budget":
-            return (f"{self.repeats} repeats, judged once at the end at {self.level:.1%} (the budget "
+            return (f"{self.runs} runs, judged once at the end at {self.level:.1%} (the budget "
                     f"ended the rounds before the first planned look: one look needs no correction); "
                     f"stopped: {why}")
-        return (f"{self.repeats} repeats, {self.looks} look(s) at {self.level:.1%} (Bonferroni over the "
+        return (f"{self.runs} runs, {self.looks} look(s) at {self.level:.1%} (Bonferroni over the "
                 f"planned looks); stopped: {why}")
 
 
@@ -159,13 +159,13 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
     measures one run and returns its row (a dict); ``warmup`` rounds come first and are marked
     (``warmup`` True, never judged). ``decide(rows, level)`` (the rows so far, warm-ups
     included for the caller to leave out, as :func:`experiments.statistics.stats.samples` does) returns
-    {finding: True when decided}; a finding decided at a look keeps the repeats it was decided
+    {finding: True when decided}; a finding decided at a look keeps the runs it was decided
     on. Stops when all are decided, when another round would overrun ``plan.budget_s``, or at
-    ``plan.max_repeats``.
+    ``plan.max_runs``.
 
     ``focus(pending, rows)``: after a look, the indices of the configurations the undecided
     findings need (None: all); the rounds that follow run only those, in the round's seeded
-    order, so a few undecided findings get their repeats at a fraction of a round's time. The
+    order, so a few undecided findings get their runs at a fraction of a round's time. The
     rounds run are in ``order``; each narrowing is in ``extra["focus"]``.
 
     ``first``: the repeat index of the first round (its order drawn for that index: rounds that
@@ -183,7 +183,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
     round_s: list[float] = []
     round_n: list[int] = []   # runs in each round: a focused round runs fewer
     level = plan.level
-    bar = progress(total=warmup + plan.max_repeats, desc=progress_desc or "repeats until decided")
+    bar = progress(total=warmup + plan.max_runs, desc=progress_desc or "runs until decided")
     rnd = 0
     stopped = "maximum"
     active: set[int] | None = None   # None: every configuration (no focus yet)
@@ -220,7 +220,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
                 if not pending:
                     stopped = "decided"
                     break
-                if done < plan.max_repeats and any(isinstance(got[k], Judged) and got[k].forecast
+                if done < plan.max_runs and any(isinstance(got[k], Judged) and got[k].forecast
                                                    for k in pending):
                     reach = _reach(got, pending, configs, rows, order, warmup, focus, plan, done,
                                    clock() - t0, round_s, round_n)
@@ -233,7 +233,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
                     pending = reach.go
                 if focus is not None:
                     active = _narrow(focus, pending, rows, len(configs), active, narrowed, done)
-            if done >= plan.max_repeats:
+            if done >= plan.max_runs:
                 stopped = "maximum"
                 break
             spent = clock() - t0
@@ -242,7 +242,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
             per_run = sum(round_s[-3:]) / max(1, sum(round_n[-3:]))
             nxt = per_run * (len(configs) if active is None else len(active))
             # the minimum is kept whatever the budget: a stage's fixed count is its floor
-            if done >= plan.min_repeats and spent + nxt > plan.budget_s:
+            if done >= plan.min_runs and spent + nxt > plan.budget_s:
                 stopped = "budget"
                 break
     finally:
@@ -315,7 +315,7 @@ def _reach(got: dict, pending: list[str], configs: Sequence, rows: list[dict], o
             ran.setdefault(rnd, set()).add(i)
     rounds_run = {k: sum(1 for s in ran.values() if s & configs_of[k]) for k in pending}
     per_run = sum(round_s[-3:]) / max(1, sum(round_n[-3:]))
-    return allot({k: got[k] for k in pending}, rounds_run, configs_of, plan.max_repeats - done,
+    return allot({k: got[k] for k in pending}, rounds_run, configs_of, plan.max_runs - done,
                  plan.budget_s - spent, per_run)
 
 
@@ -345,42 +345,42 @@ def to_json(result: RoundsResult) -> dict:
             **result.extra}
 
 
-def plan_for(repeats: int, max_repeats: int | None, budget_s: float | None, step: int = 1) -> RoundsPlan:
-    """A stage's :class:`RoundsPlan` from its parameters: at least ``repeats``; ``max_repeats`` None
-    (or not above ``repeats``) is a fixed count of ``repeats`` (one look, at the end);
+def plan_for(runs: int, max_runs: int | None, budget_s: float | None, step: int = 1) -> RoundsPlan:
+    """A stage's :class:`RoundsPlan` from its parameters: at least ``runs``; ``max_runs`` None
+    (or not above ``runs``) is a fixed count of ``runs`` (one look, at the end);
     ``budget_s`` None is no budget; a look every ``step`` rounds."""
-    if not max_repeats or max_repeats <= repeats:
-        return RoundsPlan(repeats, repeats)
-    return RoundsPlan(repeats, max_repeats, math.inf if budget_s is None else float(budget_s), step)
+    if not max_runs or max_runs <= runs:
+        return RoundsPlan(runs, runs)
+    return RoundsPlan(runs, max_runs, math.inf if budget_s is None else float(budget_s), step)
 
 
 class Rounds(Section):
     """The rounds' settings of a measuring stage that adds rounds while a finding is undecided,
     flat in its ``params.yaml`` section (the one model of them; a stage's settings inherit it):
-    at least ``repeats`` rounds, every configuration once a round; more, up to ``max_repeats``
+    at least ``runs`` rounds, every configuration once a round; more, up to ``max_runs``
     within ``budget_s``; a look every :attr:`look_every` rounds (the stage's choice, a class
-    attribute: few looks keep the Bonferroni level over looks low). A stage may give ``repeats``
+    attribute: few looks keep the Bonferroni level over looks low). A stage may give ``runs``
     another default (its field redeclared)."""
 
     look_every: ClassVar[int] = 1
-    repeats: int = Field(2, ge=1, le=50, description="rounds of every configuration, at least")
-    max_repeats: int | None = Field(None, ge=1, le=200, description="rounds the stage may reach while a "
+    runs: int = Field(2, ge=1, le=50, description="rounds of every configuration, at least")
+    max_runs: int | None = Field(None, ge=1, le=200, description="rounds the stage may reach while a "
                                     "finding its runs measure is undecided (experiments.repeats); "
-                                    "null = repeats")
+                                    "null = runs")
     budget_s: float | None = Field(None, gt=0, description="wall seconds the rounds may take when "
                                    "adding rounds; null = no budget")
 
-    @field_validator("max_repeats")
+    @field_validator("max_runs")
     @classmethod
     def _not_below_repeats(cls, v, info: ValidationInfo):
-        least = info.data.get("repeats")
+        least = info.data.get("runs")
         if v is not None and least is not None and v < least:
-            raise ValueError(f"max_repeats = {v} is below repeats = {least}; allowed: max_repeats >= "
-                             "repeats (or null: repeats)")
+            raise ValueError(f"max_runs = {v} is below runs = {least}; allowed: max_runs >= "
+                             "runs (or null: runs)")
         return v
 
     def plan(self) -> RoundsPlan:
         """The stage's :class:`RoundsPlan` (:func:`plan_for`)."""
-        return plan_for(self.repeats, self.max_repeats, self.budget_s, self.look_every)
+        return plan_for(self.runs, self.max_runs, self.budget_s, self.look_every)
 
 

@@ -67,6 +67,31 @@ def check_schema_file(obj: Any, where: str, schema: str, kind: str, workloads_hi
     return obj["workloads"]
 
 
+# Parameters renamed (issue 68: one word, "runs", for a run's count): an old key in a params.yaml
+# stops with its new name rather than as an unknown parameter.
+RENAMED = {"repeats": "runs", "max_repeats": "max_runs", "min_repeats": "min_runs",  # old word: new
+           "train_seeds": "train_runs"}                                               # old word: new
+
+
+def renamed(loc: str, value: Any) -> str:
+    """The message for an old key at ``loc`` (``alexnet.repeats``: renamed) holding ``value``."""
+    old = loc.rsplit(".", 1)[-1]
+    return f"{loc} = {value!r}: renamed to {RENAMED[old]!r}; allowed: {loc[:-len(old)]}{RENAMED[old]} = {value!r}"
+
+
+def old_keys(data: Any, prefix: str = "") -> list[str]:
+    """:func:`renamed`'s message for every old key anywhere in ``data`` (a params mapping)."""
+    out = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            loc = f"{prefix}.{k}" if prefix else str(k)
+            out += [renamed(loc, v)] if k in RENAMED else old_keys(v, loc)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out += old_keys(v, f"{prefix}[{i}]")
+    return out
+
+
 def model_for(name: str) -> type[BaseModel]:
     if name not in SECTIONS:
         raise ConfigError(
@@ -91,6 +116,9 @@ def read_params(path=None) -> dict[str, Any]:
             f"{path.name}: unknown section(s) {', '.join(map(repr, unknown))}; "
             f"allowed sections: {', '.join(sorted(SECTIONS))}"
         )
+    old = old_keys(data)   # any stage's load stops at an old key in any section: before any work
+    if old:
+        raise ConfigError(f"{path.name}: " + "; ".join(old))
     return data
 
 
@@ -110,7 +138,9 @@ def _format_errors(name: str, err: ValidationError) -> str:
         loc = name
         for part in e["loc"]:
             loc += f"[{part}]" if isinstance(part, int) else f".{part}"
-        if e["type"] == "extra_forbidden":
+        if e["type"] == "extra_forbidden" and e["loc"] and e["loc"][-1] in RENAMED:
+            lines.append(renamed(loc, e["input"]))
+        elif e["type"] == "extra_forbidden":
             allowed = sorted(model_for(name).model_fields) if "." not in loc[len(name):].lstrip(".") else []
             hint = f"unknown parameter; allowed: {', '.join(allowed)}" if allowed else "unknown parameter"
             lines.append(f"{loc} = {e['input']!r}: {hint}")

@@ -35,7 +35,7 @@ MODELS = ("fit", "thesis-v100")
 def client_table(emu: pd.DataFrame, dl: pd.DataFrame) -> pd.DataFrame:
     """One row per (tier, workload): emulator and DLIO bytes/s with their fio references,
     **cold against cold and warm against warm**, each column named for which (``emu``: emulator
-    bench rows, median over repeats; ``dl``: DLIO bench rows).
+    bench rows, median over runs; ``dl``: DLIO bench rows).
 
     Cold: the emulator's first (UNET3D) or only pass after eviction, DLIO's first epoch
     (``dlio_cold``), fio after eviction; warm: UNET3D's second epoch, DLIO's later epochs
@@ -141,7 +141,7 @@ def main(argv=None) -> int:
     out = Path(tempfile.mkdtemp(prefix="sidebyside-bench-"))
     wide = {"display.width": 220, "display.max_colwidth": 70}
     if not a.skip_client:
-        load = emu_bench.measure(tiers, ws, repeats=1, out_root=out / "emulator")
+        load = emu_bench.measure(tiers, ws, runs=1, out_root=out / "emulator")
         t = client_table(load, dlio_bench.measure(",".join(t.name for t in tiers), ws, 1, out / "dlio"))
         print("\nclient load per tier: emulator (zero compute) and DLIO (computation_time 0), each beside fio "
               "on the same files and requests, cold against cold (first epoch / one pass, fio after eviction) "

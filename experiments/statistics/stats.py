@@ -64,7 +64,7 @@ def number(x) -> float | None:
 @contextlib.contextmanager
 def corrected_level(level: float):
     """Inside the block, every interval asked for without a level is at ``level``: how a
-    report computes its intervals at the level a repeats-until-decided loop stopped on
+    report computes its intervals at the level a runs-until-decided loop stopped on
     (:mod:`experiments.repeats.levels`: 1 - 0.05 / looks, Bonferroni over looks)."""
     _check_level(level)
     _DEFAULT.append(float(level))
@@ -128,7 +128,7 @@ def reachable(n: int) -> float:
     """The highest coverage an interval of a median-type statistic can have from ``n``
     independent samples: that of the sample range [min, max] for the median, 1 - 2^(1-n).
     A percentile bootstrap of a median (or of a ratio, sum, minimum of medians) never leaves
-    the range of its samples, so it covers at most this: 50 % with 2 repeats, 88 % with 5;
+    the range of its samples, so it covers at most this: 50 % with 2 runs, 88 % with 5;
     95 % needs n >= 6."""
     return 1.0 - 2.0 ** (1 - n) if n >= 1 else 0.0
 
@@ -396,9 +396,9 @@ def bootstrap(stat: Callable[..., float], *samples, level: float | None = None, 
     sample's size; any sample with fewer than 2 finite values gives NaN bounds.
 
     ``block``: for samples that are consecutive steps or intervals of one run (correlated, not
-    independent repeats), resample circular blocks of that many consecutive values (``"auto"``:
+    independent runs), resample circular blocks of that many consecutive values (``"auto"``:
     n^(1/3)); the coverage is then judged on the number of blocks. ``Interval.coverage`` is
-    :func:`reachable` of the independent units (repeats or blocks): a bootstrap of medians
+    :func:`reachable` of the independent units (runs or blocks): a bootstrap of medians
     cannot cover more than their range does."""
     level = _lv(level)
     if n_boot < 100:
@@ -614,7 +614,7 @@ def paired_ratio(a: Sequence[float], b: Sequence[float], level: float | None = N
     a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if len(a) != len(b):
         raise ValueError(f"paired_ratio: len(a) = {len(a)}, len(b) = {len(b)}; allowed: the same "
-                         "number of repeats on both sides")
+                         "number of runs on both sides")
     with np.errstate(divide="ignore", invalid="ignore"):
         r = a / b
     point, ci = median_ci(r, level)

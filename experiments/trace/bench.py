@@ -1,7 +1,7 @@
 """Benchmark (not a test): run-time overhead of each tracing back end and mode, and what each
 one sees (issue 42).
 
-``python -m experiments.trace.bench [--dir DIR] [--repeats N] [--io-mib M] [--py-repeats N]
+``python -m experiments.trace.bench [--dir DIR] [--runs N] [--io-mib M] [--py-runs N]
 [--py-images N] [--epochs N] [--jobs ...] [--backends ...] [--no-coverage] [--short] [--out DIR]``
 (``--report DIR``: only print a run's tables as Markdown) prints, for each job,
 the median wall time of the command alone (from its start to its exit; a tracer's own start-up
@@ -54,7 +54,7 @@ count-only on the system-call functions' fexit, where bpftrace attaches it) and 
 program on each (``bpftrace_vector``: tracepoints; ``bpftrace_vector_kfunc``); the CPU overhead
 beside it; ``per_call_goals.csv``: issue 70's targets with computed verdicts. ``env.json``
 records which program each back end ran (``tracer_programs``) and why there is no kfunc one
-(``why_not_kfunc``). ``--short``: the fio jobs at 64 MiB, 2 repeats, no coverage (a smoke check).
+(``why_not_kfunc``). ``--short``: the fio jobs at 64 MiB, 2 runs, no coverage (a smoke check).
 """
 
 from __future__ import annotations
@@ -148,14 +148,14 @@ def floor_name(kind: str) -> str:
     return "bpftrace_floor" if kind == "tracepoint" else f"bpftrace_floor_{kind}"
 
 
-def measure(jobs: list[dict], repeats: int = 5, backends=None, block_watch=None,
-            floor=None, repeats_of=None) -> pd.DataFrame:
+def measure(jobs: list[dict], runs: int = 5, backends=None, block_watch=None,
+            floor=None, runs_of=None) -> pd.DataFrame:
     """One row per (job, back end, repeat): ``command_s`` (wall), ``command_cpu_s`` and the
     calls traced; untraced and traced runs alternate within each repeat. A job with a
     ``start_cmd`` (:func:`fio_jobs`) runs it too in each repeat, right after the job, as job
     ``<job>_start`` (untraced, floors, back ends), so :func:`per_call` can pair them.
-    ``block_watch``: paths whose device the block layer is traced on. ``repeats_of``: job ->
-    repeats (default ``repeats``). ``floor``: the probe kinds whose count-only program runs too
+    ``block_watch``: paths whose device the block layer is traced on. ``runs_of``: job ->
+    runs (default ``runs``). ``floor``: the probe kinds whose count-only program runs too
     (default :func:`floor_kinds`; ``True``/``False``: the tracepoint one or none)."""
     if backends is None:
         backends = default_backends()
@@ -167,7 +167,7 @@ def measure(jobs: list[dict], repeats: int = 5, backends=None, block_watch=None,
     for job in jobs:
         cwd = job.get("cwd")
         untraced(job["cmd"], cwd)  # warm the page cache and the program
-        n_rep = (repeats_of or {}).get(job["job"], repeats)
+        n_rep = (runs_of or {}).get(job["job"], runs)
         for r in range(n_rep):
             progress_line(f"{job['job']}: repeat {r + 1}/{n_rep}")
             for name, cmd in [(job["job"], job["cmd"])] + (
@@ -331,7 +331,7 @@ def per_call(raw: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
 
     Where the job has a start-up run beside it (job ``<job>_start``: the same command reading
     one block, :func:`fio_jobs`), what a run costs whatever its calls is taken out first:
-    ``us_per_call`` is the median over repeats of ((traced - untraced CPU s of the job) -
+    ``us_per_call`` is the median over runs of ((traced - untraced CPU s of the job) -
     (traced - untraced CPU s of its start-up run)) / (the job's calls - the start-up run's),
     and ``per_run_ms`` (``per_run_lo``/``per_run_hi``) the median of the start-up run's
     traced - untraced CPU in ms: a tracer's cost per run (its gate, the command's start-up
@@ -472,7 +472,7 @@ BACKEND_NAMES = ("bpftrace_timeline", "bpftrace_vector", "bpftrace_vector_kfunc"
 
 def check_args(a) -> str:
     """The first bad argument as one line (the argument, its value, what is allowed), or ""."""
-    for name in ("repeats", "py_repeats", "py_images", "io_mib", "epochs"):
+    for name in ("runs", "py_runs", "py_images", "io_mib", "epochs"):
         if getattr(a, name) < 1:
             return f"error: --{name.replace('_', '-')} = {getattr(a, name)}; allowed: an integer >= 1"
     bad = [j for j in a.jobs if j not in JOB_NAMES]
@@ -504,8 +504,8 @@ def print_per_call(t: pd.DataFrame, pc: pd.DataFrame, pg: pd.DataFrame) -> None:
 def print_tables(t: pd.DataFrame, cov: pd.DataFrame | None, load: tuple, a) -> None:
     loaded = max(load[0][0], load[1][0]) > 0.5 * (os.cpu_count() or 1)
     print(f"\nTracing overhead, same alternating run: fio psync reads of a page-cached file (median of "
-          f"{a.repeats}), the Python read jobs over {a.py_images} ImageNet-like JPEGs (median of "
-          f"{a.py_repeats}; wall includes the interpreter's imports); host {os.uname().nodename}, "
+          f"{a.runs}), the Python read jobs over {a.py_images} ImageNet-like JPEGs (median of "
+          f"{a.py_runs}; wall includes the interpreter's imports); host {os.uname().nodename}, "
           f"{os.cpu_count()} CPUs, load average {load[0][0]:.1f} before and {load[1][0]:.1f} after: "
           f"{'a loaded box, wall-time overheads are noisy' if loaded else 'an idle box'}")
     cols = ["job", "backend", "runs", "failed_runs", "median_s", "overhead_pct", "overhead_lo", "overhead_hi", "cpu_s",
@@ -581,10 +581,10 @@ def main(argv=None) -> int:
                     help="folder for the 256 MiB test file and the JPEGs (default: a folder in "
                          "/dev/shm, so that no other job's cache dropping turns the page-cache reads "
                          "into disk reads)")
-    ap.add_argument("--repeats", type=int, default=6,
-                    help="repeats of each fio job (6: the fewest whose median interval reaches 95 %%)")
+    ap.add_argument("--runs", type=int, default=6,
+                    help="runs of each fio job (6: the fewest whose median interval reaches 95 %%)")
     ap.add_argument("--io-mib", type=int, default=2048)
-    ap.add_argument("--py-repeats", type=int, default=3, help="repeats of each Python read job")
+    ap.add_argument("--py-runs", type=int, default=3, help="runs of each Python read job")
     ap.add_argument("--py-images", type=int, default=256, help="JPEGs the Python jobs read")
     ap.add_argument("--epochs", type=int, default=2, help="epochs of the Python jobs")
     ap.add_argument("--jobs", nargs="+", default=list(JOB_NAMES), help=f"of {', '.join(JOB_NAMES)}")
@@ -593,7 +593,7 @@ def main(argv=None) -> int:
                     help="only these back ends (of those that can run here; the untraced runs and the "
                          "floors always run)")
     ap.add_argument("--short", action="store_true",
-                    help="a quick check: the fio jobs only, 64 MiB each, 2 repeats, no coverage table "
+                    help="a quick check: the fio jobs only, 64 MiB each, 2 runs, no coverage table "
                          "(intervals then cover less than 95 %%; for a smoke test, not for figures)")
     ap.add_argument("--out", default=None, help="folder for overhead.csv, raw.csv, coverage.csv, "
                                                 "env.json (default: results/trace_bench)")
@@ -609,7 +609,7 @@ def main(argv=None) -> int:
         print(report(Path(a.report)), end="")
         return 0
     if a.short:
-        a.jobs, a.io_mib, a.repeats, a.no_coverage = [j for j in a.jobs if j.startswith("fio_")], 64, 2, True
+        a.jobs, a.io_mib, a.runs, a.no_coverage = [j for j in a.jobs if j.startswith("fio_")], 64, 2, True
     if check_args(a):  # before any work
         print(check_args(a), file=sys.stderr)
         return 2
@@ -634,7 +634,7 @@ def main(argv=None) -> int:
         jobs += python_jobs(image_set(d, a.py_images), a.epochs, names=py)
     # the block layer is traced on the project's disk (every request on it, as the thesis did)
     backends = [(n, kw) for n, kw in default_backends() if a.backends is None or n in a.backends]
-    raw = measure(jobs, a.repeats, backends, block_watch=[paths.root()], repeats_of={n: a.py_repeats for n in py})
+    raw = measure(jobs, a.runs, backends, block_watch=[paths.root()], runs_of={n: a.py_runs for n in py})
     cov = None
     if not a.no_coverage:
         from . import coverage
@@ -656,7 +656,7 @@ def main(argv=None) -> int:
     if cov is not None:
         atomic_write(out / "coverage.csv", lambda p: cov.to_csv(p, index=False))
     write_json(out / "env.json", envinfo.capture(
-        stage="trace_bench", repeats=a.repeats, py_repeats=a.py_repeats, py_images=a.py_images,
+        stage="trace_bench", runs=a.runs, py_runs=a.py_runs, py_images=a.py_images,
         epochs=a.epochs, io_mib=a.io_mib, jobs=a.jobs, not_measured=not_measured, short=a.short,
         tracer_programs={b: sorted(set(g.dropna())) for b, g in raw.groupby("backend")["probes"]}
         if "probes" in raw else {}, floors=floor_kinds(), why_not_kfunc=bt.probe_kind()[1],

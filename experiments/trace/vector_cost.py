@@ -1,7 +1,7 @@
 """What the vector mode's cost per call is made of (issue 42, point 5; issue 56): the vector
 program with one part taken out at a time, on fio's 4 KiB page-cache reads (the goal that is tight).
 
-``python -m experiments.trace.vector_cost [--repeats N] [--io-mib M] [--out DIR]`` runs, in the
+``python -m experiments.trace.vector_cost [--runs N] [--io-mib M] [--out DIR]`` runs, in the
 same alternating run, fio untraced and under each variant of the vector mode's bpftrace program
 (:func:`experiments.trace.bpftrace_backend.script`, the read and write exit probes as the vector
 mode attaches them, filtered by the command's name instead of the traced tree, so that no
@@ -78,15 +78,15 @@ def variants(comm: str) -> dict[str, str]:
     }
 
 
-def measure(directory: Path, repeats: int = 7, io_mib: int = 256) -> pd.DataFrame:
+def measure(directory: Path, runs: int = 7, io_mib: int = 256) -> pd.DataFrame:
     """One row per (variant, repeat): the command's wall and CPU seconds; fio at 4 KiB."""
     job = bench.fio_jobs(directory, io_mib * 8, 256, (4,))[0]   # fio_jobs reads io/8 at 4 KiB
     cmd, data = job["cmd"], job["warm"][0]
     progs = variants("fio")
     rows = []
     bench.untraced(cmd)
-    for r in range(repeats):
-        bench.progress_line(f"vector cost: repeat {r + 1}/{repeats}")
+    for r in range(runs):
+        bench.progress_line(f"vector cost: repeat {r + 1}/{runs}")
         bench.warm(data)
         wall, cpu = bench.untraced(cmd)
         rows.append({"variant": "none", "repeat": r, "command_s": wall, "command_cpu_s": cpu})
@@ -112,22 +112,22 @@ def table(raw: pd.DataFrame) -> pd.DataFrame:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.trace.vector_cost", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--io-mib", type=int, default=256, help="MiB fio reads in 4 KiB calls")
     ap.add_argument("--out", default=None, help="folder for vector_cost.csv (default: results/trace_bench)")
     a = ap.parse_args(argv)
-    if a.repeats < 2 or a.io_mib < 1:
-        raise SystemExit(f"error: --repeats = {a.repeats}, --io-mib = {a.io_mib}; allowed: repeats >= 2, "
+    if a.runs < 2 or a.io_mib < 1:
+        raise SystemExit(f"error: --runs = {a.runs}, --io-mib = {a.io_mib}; allowed: runs >= 2, "
                          "io-mib >= 1")
     ok, why, _ = bt.available()
     if not ok or not bt.kernel_files_available()[0]:
         print(f"vector cost: not measured ({why or bt.kernel_files_available()[1]})")
         return 1
     with tempfile.TemporaryDirectory(prefix="dlio-vector-cost-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
-        raw = measure(Path(d), a.repeats, a.io_mib)
+        raw = measure(Path(d), a.runs, a.io_mib)
     t = table(raw)
     print(f"\nThe vector program's cost, a part taken out at a time: fio 4 KiB page-cache reads, "
-          f"{int(raw.calls.iloc[0]):,} calls, median of {a.repeats}")
+          f"{int(raw.calls.iloc[0]):,} calls, median of {a.runs}")
     print(t.to_string(index=False, float_format=lambda x: f"{x:,.2f}"))
     out = Path(a.out) if a.out else paths.results_dir("trace_bench")
     out.mkdir(parents=True, exist_ok=True)

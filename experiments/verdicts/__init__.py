@@ -20,7 +20,7 @@ that left more than 5 % of the data set in the page cache is marked as warm
 (:func:`.reasons.cold_run`).
 
 A finding's direction is judged on the 95 % confidence interval of our value
-(:mod:`experiments.statistics.stats`, from the stage's repeats or per-step/per-read samples): it holds when
+(:mod:`experiments.statistics.stats`, from the stage's runs or per-step/per-read samples): it holds when
 the whole interval satisfies the rule (with a margin, below: lies past the margin's edge),
 fails when the whole interval violates it, and is ``inconclusive`` when the interval straddles
 the rule's threshold (or satisfies it but reaches into the margin). Each direction rule carries a

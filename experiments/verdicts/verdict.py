@@ -60,7 +60,7 @@ def claim(id: str, source: str, figure: str, statement: str, our_value, unit: st
     ``negligible`` = True and the note "no effect beyond ... here" (the statement claims an
     effect; this box shows none that matters), even when the interval straddles X.
     An interval whose method cannot reach its level with its samples
-    (:attr:`experiments.statistics.stats.Interval.enough`: e.g. a bootstrap of 4 repeats) decides
+    (:attr:`experiments.statistics.stats.Interval.enough`: e.g. a bootstrap of 4 runs) decides
     nothing: ``inconclusive``, and the note says how many samples it needs.
 
     ``not_comparable`` (a finding comparing two sides' throughputs or latencies): where each

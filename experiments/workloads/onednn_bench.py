@@ -18,13 +18,13 @@ import statistics
 import time
 
 
-def step_seconds(model, batch: int, crop: int, repeats: int, warmup: int = 3) -> float:
+def step_seconds(model, batch: int, crop: int, runs: int, warmup: int = 3) -> float:
     """Median wall seconds of forward + backward of ``model`` on a random (batch, 1, crop^3) input."""
     import torch
 
     x = torch.randn(batch, 1, crop, crop, crop)
     times = []
-    for i in range(warmup + repeats):
+    for i in range(warmup + runs):
         t0 = time.perf_counter()
         model(x).sum().backward()
         if i >= warmup:
@@ -32,7 +32,7 @@ def step_seconds(model, batch: int, crop: int, repeats: int, warmup: int = 3) ->
     return statistics.median(times)
 
 
-def measure(batches: list[int], repeats: int):
+def measure(batches: list[int], runs: int):
     """Rows: oneDNN allowed or not, batch, median s per step, s per sample."""
     import pandas as pd
     import torch
@@ -47,7 +47,7 @@ def measure(batches: list[int], repeats: int):
     for allowed in (True, False):
         with torch.backends.mkldnn.flags(enabled=allowed):
             for b in batches:
-                s = step_seconds(model, b, m.crop, repeats)
+                s = step_seconds(model, b, m.crop, runs)
                 rows.append({"oneDNN": "allowed" if allowed else "disabled", "batch": b,
                              "s_per_step": round(s, 4), "s_per_sample": round(s / b, 4)})
     return pd.DataFrame(rows), m
@@ -56,19 +56,19 @@ def measure(batches: list[int], repeats: int):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4])
-    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--runs", type=int, default=15)
     a = ap.parse_args(argv)
-    if a.repeats < 1 or min(a.batches) < 1:
-        ap.error(f"--repeats {a.repeats} and --batches {a.batches}: each must be at least 1")
+    if a.runs < 1 or min(a.batches) < 1:
+        ap.error(f"--runs {a.runs} and --batches {a.batches}: each must be at least 1")
     import warnings
 
     import torch
 
     # torch warns that TF32 on oneDNN needs an Intel GPU when the flags are set: not our concern
     warnings.filterwarnings("ignore", message="TF32 acceleration on top of oneDNN")
-    df, m = measure(a.batches, a.repeats)
+    df, m = measure(a.batches, a.runs)
     print(f"UNET3D forward + backward on CPU ({torch.get_num_threads()} threads; base_channels "
-          f"{m.base_channels}, depth {m.depth}, crop {m.crop}), median of {a.repeats}:")
+          f"{m.base_channels}, depth {m.depth}, crop {m.crop}), median of {a.runs}:")
     print(df.to_string(index=False))
     return 0
 

@@ -32,7 +32,7 @@ class Sweep(Section):
 
     batch_sizes: list[int] = Field(min_length=1)
     ranks: list[int] = Field([1, 2], min_length=1, description="emulated accelerators (G)")
-    repeats: int = Field(1, ge=1, le=10, description="independent runs per configuration")
+    runs: int = Field(1, ge=1, le=10, description="independent runs per configuration")
 
     @field_validator("batch_sizes")
     @classmethod
@@ -385,9 +385,9 @@ class WorkloadRandomConfig(Subset):
 # ----------------------------------------------------------------------------- the registry's entry
 
 def sweep_size(p: dict, name: str) -> float:
-    """The forecast's size of the stage (:func:`experiments.stages.size_of`): a workload's batch sizes x ranks x repeats."""
+    """The forecast's size of the stage (:func:`experiments.stages.size_of`): a workload's batch sizes x ranks x runs."""
     s = p[name]["sweep"]
-    return count(s["batch_sizes"]) * count(s["ranks"]) * int(s["repeats"])
+    return count(s["batch_sizes"]) * count(s["ranks"]) * int(s["runs"])
 
 
 def real_configurations(p: dict, name: str) -> list[dict]:
@@ -409,7 +409,7 @@ def _subset(p: dict, section: str, w: str) -> tuple[int, int]:
 def sleep_size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): the sleep row's
     configurations (each workload's kept (G, B)) and Fig A.3's (UNET3D's kept batch sizes, on its
-    ranks), each run its workload's ``sweep.repeats`` times."""
+    ranks), each run its workload's ``sweep.runs`` times."""
     s = p["workload_sleep"]
     a3 = s.get("fig_a3") or {}
     out = 0
@@ -418,18 +418,18 @@ def sleep_size(p: dict, name: str) -> float:
         n = g * b
         if w == "unet3d":
             n += count(a3.get("modes")) * (count(a3.get("ranks")) if a3.get("ranks") else g) * b
-        out += n * int(p[w]["sweep"]["repeats"])
+        out += n * int(p[w]["sweep"]["runs"])
     return out
 
 
 def random_size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): each workload's kept
-    (G, B) of the generated-data row, run its ``sweep.repeats`` times."""
+    (G, B) of the generated-data row, run its ``sweep.runs`` times."""
     s = p["workload_random"]
     out = 0
     for w in s.get("workloads") or []:
         g, b = _subset(p, "workload_random", w)
-        out += g * b * int(p[w]["sweep"]["repeats"])
+        out += g * b * int(p[w]["sweep"]["runs"])
     return out
 
 

@@ -147,7 +147,7 @@ def measuring_stage(cfg, *, name: str, seed: int, jobs: list[Job] | None = None,
     unless ``jobs`` are given) or a validation row's (``workload_sleep``, ``workload_random``:
     ``jobs`` made from it, :func:`.validation.sleep_plan`, :func:`.validation.random_plan`).
     Every (workload, variant, ranks, batch size) of the jobs once a round, in a seeded order,
-    for ``sweep.repeats`` rounds (the largest of the jobs' workloads'), each run a launch of its
+    for ``sweep.runs`` rounds (the largest of the jobs' workloads'), each run a launch of its
     ranks (:func:`.launch.run_config`; ``parents``: the stage's warm parents,
     :class:`experiments.host.warm_launch.Parents`, or None for fresh interpreters) in a folder of its
     own (``data/workload_runs/``). Its row is the run's (wall and process-tree CPU seconds, load,
@@ -186,7 +186,7 @@ def measuring_stage(cfg, *, name: str, seed: int, jobs: list[Job] | None = None,
 
     configs = [{"workload": j.workload, "variant": j.variant, "ranks": g, "batch_size": b, "job": j}
                for j in jobs for g in j.grid[0] for b in j.grid[1]]
-    n = max(j.cfg.sweep.repeats for j in jobs)
+    n = max(j.cfg.sweep.runs for j in jobs)
     return repeats.MeasuringStage(name, KEYS, configs, run_one, repeats.RoundsPlan(n, n), seed, tables=SIDE,
                                   files=FILES, progress=f"{name} runs", quantities=("wall_seconds",),
                                   units="steps", unit_quantities=("compute_ns", "data_ns"), unit_seconds="step_ns")

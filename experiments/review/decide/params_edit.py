@@ -41,7 +41,7 @@ def with_purchases(text: str, params: dict, offers, run: int) -> str:
 def with_runs_made(text: str, params: dict, made: dict[str, int], run: int) -> str:
     """``params.yaml`` with run ``run``'s purchase of each stage in ``made`` recorded as the runs
     it made ({stage: runs}; 0 removes it): its bought runs first, then whole rounds of its
-    top-up (the runs of a top-up round cut short are rows no re-run from scratch repeats)."""
+    top-up (the runs of a top-up round cut short are rows no re-run from scratch runs)."""
     dec = dict(params.get("decide") or {})
     for stage, n in made.items():
         mine = [Purchase(**p) for p in dec.get(stage) or [] if p["run"] == run]
