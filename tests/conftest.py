@@ -113,7 +113,7 @@ def apart_from(stage: str, running) -> bool:
 
 # Rough smoke-profile seconds of the long stages (from the suite's stage table), only to start
 # the longest chain first; any other stage counts 10 s. A wrong figure costs time, not results.
-HINT_S = {"traced_comparison": 150, "workload_sleep": 100, "emulator_patterns": 70,
+HINT_S = {"traced_comparison": 150, "workload_sleep": 50, "emulator_patterns": 70,
           "workload_random": 60, "dlrm": 50, "bert": 45, "tracing_patterns": 30, "blog": 30,
           "workload_fits": 25, "unet3d": 25, "workload_validation": 25, "alexnet_prefetch": 20,
           "alexnet_checkpoint": 20, "tfdata_read": 15, "llm_checkpoint": 30}
