@@ -15,11 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Background
+from experiments.settings import paths
 
-# the project this test file belongs to: not paths.root(), which follows DLIO_ROOT, and the guide's
-# run below goes on in a thread beside tests that point DLIO_ROOT elsewhere
-ROOT = Path(__file__).resolve().parent.parent
 GUIDE = "docs/adding-a-stage.md"
 STAGE = "block_read"
 BLOCK = re.compile(r"```(\w+)\n# (file|notebook|profile|commands):? ?(.*?)\n(.*?)```", re.S)
@@ -36,7 +33,7 @@ def blocks(text: str) -> list[tuple[str, str, str, str]]:
 def _copy(to: Path) -> Path:
     """The project's tracked files (what a fresh clone has) copied to ``to``; the virtual
     environment linked."""
-    root = ROOT
+    root = paths.root()
     files = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, text=True,
                            check=True).stdout.split("\0")
     for f in files:
@@ -71,7 +68,7 @@ def follow(root: Path, env: dict) -> list[str]:
     """Do what the guide says in ``root``; returns the commands it ran."""
     notebooks: dict[str, list] = {}
     ran = []
-    for lang, kind, where, body in blocks((ROOT / GUIDE).read_text()):
+    for lang, kind, where, body in blocks((paths.root() / GUIDE).read_text()):
         head = where.split(" (")[0]
         if kind == "file":
             (root / head).parent.mkdir(parents=True, exist_ok=True)
@@ -95,14 +92,12 @@ def follow(root: Path, env: dict) -> list[str]:
     return ran
 
 
-def _guide(base: Path, env: dict) -> None:
-    """The guide followed in a copy of the project in ``base``, and the assertions on it (raised
-    in the test)."""
-    (base / "project").mkdir()
-    root = _copy(base / "project")
+@pytest.mark.smoke
+def test_the_guide_adds_a_measuring_stage_that_runs_is_bought_and_replicated(tmp_path):
+    root = _copy(tmp_path / "project")
     bin_ = str(Path(sys.executable).parent)
-    env = {**env, "DLIO_ROOT": str(root), "PYTHONPATH": str(root),
-           "PATH": f"{bin_}{os.pathsep}{env.get('PATH', '')}"}
+    env = {**os.environ, "DLIO_ROOT": str(root), "PYTHONPATH": str(root),
+           "PATH": f"{bin_}{os.pathsep}{os.environ.get('PATH', '')}"}
     subprocess.run(["dvc", "config", "--local", "core.no_scm", "true"], cwd=root, env=env, check=True,
                    capture_output=True)
     before = snapshot(root)
@@ -110,7 +105,7 @@ def _guide(base: Path, env: dict) -> None:
         ran = follow(root, env)
         after = snapshot(root)
         touched = {f for f in after if before.get(f) != after[f]} | (set(before) - set(after))
-        hand = hand_files((ROOT / GUIDE).read_text())
+        hand = hand_files((paths.root() / GUIDE).read_text())
         assert touched - GENERATED == hand, f"files changed beyond the guide's three: {sorted(touched - GENERATED - hand)}"
         _check(root, env, ran)
     finally:   # the memory tier lives outside the copy (/dev/shm): removed with it
@@ -118,17 +113,6 @@ def _guide(base: Path, env: dict) -> None:
                              capture_output=True, text=True).stdout.split()
         for d in own:
             shutil.rmtree(d, ignore_errors=True)
-
-
-# 78 s of the fresh-clone CI of e3ee4ea on the main thread, most of it waiting for the guide's stage
-# (its block reads: 37 s of wall time for 4 s of CPU in a loaded session): run beside the unit tests
-GUIDE_RUN = Background(_guide)
-
-
-@pytest.mark.smoke
-@pytest.mark.background(GUIDE_RUN)
-def test_the_guide_adds_a_measuring_stage_that_runs_is_bought_and_replicated():
-    GUIDE_RUN.result()   # the assertions of _guide
 
 
 def _check(root: Path, env: dict, ran: list[str]) -> None:
@@ -154,7 +138,7 @@ def test_the_guides_blocks_are_found_and_write_three_files():
     """Each kind of step is in the guide (a block the pattern above missed would be a step the
     test above skips), and its blocks write three files: a module of the package, a notebook and
     a profile."""
-    text = (ROOT / GUIDE).read_text()
+    text = (paths.root() / GUIDE).read_text()
     kinds = [k for _, k, _, _ in blocks(text)]
     assert {"file", "notebook", "profile", "commands"} <= set(kinds) and kinds[-1] == "commands"
     hand = sorted(hand_files(text))
