@@ -8,11 +8,10 @@ stage that ``SMOKE_STAGES`` left out is skipped (see ``stage_results``).
 The smoke ``dvc repro`` starts in the background when the session starts (the whole suite, as
 ``make test`` runs it) or as soon as collection shows that a smoke test will run, and the smoke
 tests are ordered last: the unit tests run beside the pipeline, whose
-stages mostly keep one of the box's two cores busy. The tests' self-contained subprocess work
-(``Background``: make figures, the emulator's runs, make decide, the DVC edits) starts when
-collection is done, each job as soon as what it reads is there, at a lower priority than the unit
-tests and the pipeline (:data:`JOB_NICE`): it takes what they leave idle until a test waits for
-a job. At the end of the session a table lists the
+stages mostly keep one of the box's two cores busy. Once the pipeline has ended the unit tests,
+one at a time, leave a core idle: the tests' self-contained subprocess work (``Background``: make
+figures, make decide, the DVC edits) runs there, one job after another, before its tests come.
+At the end of the session a table lists the
 slowest tests and every smoke stage's wall time (from its ``env.json``), so that where the
 minutes go is visible in every CI log."""
 
@@ -65,22 +64,7 @@ def digest():
 # shared core. Until then it runs at 0 beside the unit tests: while they run, they are the suite's
 # critical path (the fresh-clone CI of 6e21fcb: the pipeline done at 487 s at -5, the unit tests at
 # 888 s), so both share the box as equals; the first test that waits makes it the critical path.
-PIPELINE_NICE = -5   # relative to the session's own niceness (a `nice -n 19` suite stays below the box's)
-
-# A background job's priority below the unit tests' until a test waits for a job (then every job
-# goes to theirs): nice 10 weighs about 1:9 against nice 0, so the jobs run on what the unit tests
-# and the pipeline leave idle (a stage that sleeps or waits for its tracer, a test that waits for
-# a subprocess) instead of after the pipeline, one after another, where they were the session's
-# tail (the fresh-clone CI of e3ee4ea: 682 to 961 s, two of their tests waiting 39 and 56 s).
-JOB_NICE = 10
-
-
-_BASE_NICE = os.getpriority(os.PRIO_PROCESS, 0)   # the session's (its main thread's) niceness
-
-
-def niced(by: int) -> int:
-    """The session's own niceness plus ``by``, within what Linux allows (-20 to 19)."""
-    return max(-20, min(19, _BASE_NICE + by))
+PIPELINE_NICE = -5
 
 
 def stage_graph(root: Path) -> dict[str, set[str]]:
@@ -136,30 +120,6 @@ def critical_path(deps: dict[str, set[str]]) -> dict[str, float]:
     return {s: cp(s) for s in deps}
 
 
-def tree_of(pid: int) -> list[int]:
-    """``pid`` and its live descendants."""
-    from experiments.host.dstat import descendants
-
-    try:
-        return descendants(pid)
-    except OSError:   # a process ended while its children were listed
-        return [pid]
-
-
-def renice(pids, nice: int, only_at: int | None = None) -> None:
-    """Every thread of each process of ``pids`` to ``nice`` (Linux sets one thread's priority per
-    call); with ``only_at``, only the threads at that niceness. Raising a priority needs root:
-    elsewhere that call does nothing."""
-    for q in pids:
-        for task in Path(f"/proc/{q}/task").glob("*"):
-            try:
-                tid = int(task.name)
-                if only_at is None or os.getpriority(os.PRIO_PROCESS, tid) == only_at:
-                    os.setpriority(os.PRIO_PROCESS, tid, nice)
-            except (OSError, ValueError):
-                pass
-
-
 class SmokeRun:
     """``dvc repro`` of the smoke profile in a copy of the project, run in the background."""
 
@@ -190,17 +150,18 @@ class SmokeRun:
         self._rc: int | None = None
         self._final = False
         self._lock = threading.Lock()
-        self._nice: int | None = None   # niced(PIPELINE_NICE) once a test waits (prioritize)
+        self._nice = 0   # PIPELINE_NICE once a test waits (prioritize)
         if self._deps:
             self._poll()
         else:
             self._start(targets, self.log)
-        # the next stage starts as soon as one ends, whether or not a test is waiting (this
-        # thread starts them: a Background job's thread only reads how the run stands)
+        # the next stage starts as soon as one ends, whether or not a test is waiting; at the
+        # end the tests' background work starts (Background)
         threading.Thread(target=self._watch, daemon=True).start()
 
     def _watch(self) -> None:
         self.wait(check=False)
+        start_background()
 
     def _start(self, args: list[str], log: Path) -> subprocess.Popen:
         """``dvc repro ARGS`` in the background, its output in ``log``. ``--wait-for-lock``:
@@ -212,7 +173,7 @@ class SmokeRun:
                                  start_new_session=True)
         # once a test waits for the pipeline it goes first where both want a core (which its
         # stages inherit; root only): prioritize
-        if self._nice is not None:
+        if self._nice:
             try:
                 os.setpriority(os.PRIO_PROCESS, p.pid, self._nice)
             except OSError:
@@ -223,8 +184,6 @@ class SmokeRun:
 
     def _poll(self) -> int | None:
         with self._lock:
-            if in_job():   # a stage started here would inherit the job's niceness: the watcher starts them
-                return self._rc
             return self._poll_locked()
 
     def _poll_locked(self) -> int | None:
@@ -270,14 +229,26 @@ class SmokeRun:
 
     def prioritize(self) -> None:
         """From now on the pipeline goes first (:data:`PIPELINE_NICE`): its running stages'
-        processes, every thread of each (:func:`renice`), and the stages it starts later.
-        Called when a test of the main thread waits for it."""
+        processes, every thread of each (Linux sets one thread's priority per call), and the
+        stages it starts later. Called when a test of the main thread waits for it."""
+        from experiments.host.dstat import descendants
+
         with self._lock:
-            if self._nice is not None or self._rc is not None:
+            if self._nice == PIPELINE_NICE or self._rc is not None:
                 return
-            self._nice = niced(PIPELINE_NICE)
+            self._nice = PIPELINE_NICE
             running = [p.pid for p in self._procs if p.poll() is None]
-        renice([q for pid in running for q in tree_of(pid)], self._nice)
+        for pid in running:
+            try:
+                tree = descendants(pid)
+            except OSError:   # a process ended while its children were listed
+                tree = [pid]
+            for q in tree:
+                for task in Path(f"/proc/{q}/task").glob("*"):
+                    try:
+                        os.setpriority(os.PRIO_PROCESS, int(task.name), self._nice)
+                    except (OSError, ValueError):
+                        pass
 
     def _waited_on(self) -> None:
         if threading.current_thread() is threading.main_thread():
@@ -330,13 +301,12 @@ _SMOKE: SmokeRun | None = None
 
 class Background:
     """Self-contained work of a test (its own copy of a project and the subprocesses it runs
-    there: ``work(folder, env) -> result``), run beside the tests before it. Once collection is
-    done each selected test's job starts in a thread of its own (:func:`start_background`), which
-    waits inside ``work`` for what it reads (``smoke_stage``, ``smoke_project``; ``make
-    figures`` reads nothing of the suite), at :data:`JOB_NICE` below the unit tests and the
-    pipeline: it runs on what they leave idle. The first test that waits for a job raises every
-    job to the unit tests' priority (:func:`jobs_first`): from then on the tests wait for the
-    jobs. A test that reaches its job before it has started runs it at once. The test marks
+    there: ``work(folder, env) -> result``), run beside the tests before it. The whole suite
+    starts the selected tests' jobs as soon as the smoke pipeline has ended, one after another
+    in the order of their tests: from then on the unit tests, one at a time, keep one of the
+    box's two cores busy and the jobs take the other, where each would otherwise run in turn
+    when its test comes. A session without the pipeline starts them when collection is done; a
+    test that reaches its job before the queue has started it runs it at once. The test marks
     itself ``@pytest.mark.background(JOB)`` (ordered after the unit tests: its work has had the
     longest to run) and asserts on ``JOB.result()``, which re-raises the work's exception."""
 
@@ -371,8 +341,6 @@ class Background:
             self._done.set()
 
     def result(self):
-        if threading.current_thread() is threading.main_thread():
-            jobs_first()
         if self.claim():
             self.run()
         t = time.monotonic()
@@ -403,81 +371,41 @@ def smoke_stage(stage: str) -> Path:
     return _SMOKE.wait_for(stage)
 
 
-JOB_THREAD = "background-job"
-
-
-def in_job() -> bool:
-    """Whether the calling thread is a :class:`Background` job's."""
-    return threading.current_thread().name.startswith(JOB_THREAD)
-
-
-def _job_thread(job: Background) -> None:
-    """A job's thread: at :data:`JOB_NICE` (which the processes it starts inherit: Linux keeps a
-    niceness per thread) unless a test already waits for the jobs, then the job."""
-    with _QUEUE_LOCK:
-        if not _JOBS_FIRST:
-            try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niced(JOB_NICE))
-            except OSError:
-                pass
-        _JOB_TIDS.append(threading.get_native_id())
-    job.run()
-
-
 def start_background() -> None:
-    """Start each selected test's background job in a thread of its own (a job its test has
-    already taken is left to it). Once per session."""
+    """Run the selected tests' background jobs in a thread, one after another (a job its test
+    has already taken is left to it). Once per session."""
     global _QUEUE
     with _QUEUE_LOCK:
         if _QUEUE is not None or not _BACKGROUND:
             return
-        _QUEUE = [threading.Thread(target=_job_thread, args=(j,), name=f"{JOB_THREAD}-{j.name}", daemon=True)
-                  for j in _BACKGROUND if j.claim()]
-    for t in _QUEUE:
-        t.start()
+        jobs = list(_BACKGROUND)
+        _QUEUE = threading.Thread(target=lambda: [j.run() for j in jobs if j.claim()], name="background",
+                                  daemon=True)
+    _QUEUE.start()
 
 
-def jobs_first() -> None:
-    """A test waits for a job: every job's thread and every process at the jobs' niceness (what
-    they started) to the session's own, once. Raising a priority needs root: elsewhere the jobs
-    stay where they are, and the test waiting for them leaves the cores to them anyway."""
-    global _JOBS_FIRST
-    with _QUEUE_LOCK:
-        if _JOBS_FIRST:
-            return
-        _JOBS_FIRST = True
-        tids = list(_JOB_TIDS)
-    base, low = niced(0), niced(JOB_NICE)
-    if low == base:
-        return
-    for tid in tids:
-        try:
-            os.setpriority(os.PRIO_PROCESS, tid, base)
-        except OSError:
-            pass
-    renice(tree_of(os.getpid())[1:], base, only_at=low)
-
-
-_QUEUE: list[threading.Thread] | None = None
+_QUEUE: threading.Thread | None = None
 _QUEUE_LOCK = threading.Lock()
-_JOB_TIDS: list[int] = []   # the jobs' threads (native ids)
-_JOBS_FIRST = False         # a test has waited for a job
 
 
 def stop_background() -> None:
     """A session ended while a background job still runs (``-x``, Ctrl-C): end every process
     this one started that is still alive (its tests are over; the pipeline and the grading
     were stopped before), deepest first, so that nothing stays behind."""
-    if not _QUEUE or not any(t.is_alive() for t in _QUEUE):
+    if _QUEUE is None or not _QUEUE.is_alive():
         return
-    pids = tree_of(os.getpid())[1:]
+    from experiments.host.dstat import descendants
+
+    try:
+        pids = descendants(os.getpid())[1:]
+    except OSError:   # a process ended while its children were listed
+        pids = []
     for pid in reversed(pids):
         try:
             os.kill(pid, signal.SIGTERM)
         except OSError:
             pass
-    for t in _QUEUE:
-        t.join(timeout=30)
+    _QUEUE.join(timeout=30)
 
 
 class CourseClass:
@@ -597,15 +525,16 @@ def pytest_sessionstart(session):
 
 
 def pytest_collection_finish(session):
-    """Start the smoke pipeline if a selected test needs it and the session has not, and the
-    selected tests' background jobs (each waits for what it reads)."""
+    """Start the smoke pipeline if a selected test needs it and the session has not; the
+    selected tests' background jobs now if no pipeline runs, or if it has already ended."""
     global _SMOKE
     if session.config.option.collectonly:
         return
     _BACKGROUND[:] = list(dict.fromkeys(j for j in map(_background, session.items) if j is not None))
     if _SMOKE is None and any(_needs_smoke(i) for i in session.items):
         _SMOKE = SmokeRun(session.config._tmp_path_factory.mktemp("smoke"))
-    start_background()
+    if _SMOKE is None or _SMOKE._poll() is not None:
+        start_background()
 
 
 _T0 = time.monotonic()
