@@ -490,7 +490,6 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
     # runs of one value each: a statistic of per-run values, simulated as such (a bootstrap or a
     # jackknife of medians of per-run values); else of units inside runs
     single = all(len(r) == 1 for s in runs for r in s)
-    flat_jack = None
     boot_key = "bootstrap" if single else "runs_bootstrap"
     if not (bootstrap_decides(few, level) if single else reaches("runs_bootstrap", few, level)):
         # the two-level percentile bootstrap covers too little at these runs (experiments.statistics.coverage:
@@ -500,11 +499,11 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
         # no run left out moves the statistic: a quantity equal in every run has no spread, but a
         # step of the runs (a share of configurations inside a range) does, which leaving one run
         # out never shows (two fresh clones gave unet3d-random-vfs-within-real-spread [0, 0] and
-        # [1, 1]); the bootstrap below tells the two apart and decides only the first this way
-        flat_jack = got if got is not None and got[1] - got[0] <= 1e-12 * max(1.0, abs(point)) else None
-        if flat_jack is not None and not _moved_by_runs(stat, runs, point, seed):
-            flat_jack = None   # the same value whichever runs are drawn: no spread between runs
-        if got is not None and flat_jack is None:
+        # [1, 1]); drawing the runs whole tells the two apart, and the second goes to the bootstrap
+        if got is not None and got[1] - got[0] <= 1e-12 * max(1.0, abs(point)) \
+                and _moved_by_runs(stat, runs, point, seed):
+            got = None
+        if got is not None:
             counts = "+".join(str(len(s)) for s in runs) if len(runs) <= 3 else f"{len(runs)} x {few}+"
             words, cov, at = _cov_words(key, few, level)
             proxy = " (simulated on a ratio of two)" if len(runs) > 2 else ""
