@@ -283,6 +283,21 @@ def test_make_repro_stages_forces_them_and_their_downstream_after_the_stale_upst
     assert p["to_run"] == ["imagenet_like", "tfdata_read", "tfdata_read_report"]
 
 
+def test_make_repro_stages_runs_the_other_inputs_of_what_it_forces_downstream():
+    """A forced downstream stage that reads a second measuring stage gets it first when stale:
+    STAGES=traced_comparison forces workload_validation, which reads workload_sleep too (a fresh
+    clone of 9f702b6 failed there, workload_sleep never run)."""
+    st = {"data": {"cmd": "x", "outs": ["data/d"]},
+          "traced": {"cmd": "x", "deps": ["data/d"], "outs": ["results/traced"]},
+          "sleep": {"cmd": "x", "deps": ["data/d"], "outs": ["results/sleep"]},
+          "validation": {"cmd": "x", "deps": ["results/traced/raw.parquet", "results/sleep/raw.parquet"],
+                         "outs": ["results/validation"]}}
+    assert forecast.chosen(["traced"], st) == ["traced", "validation"]
+    assert forecast.before(["traced"], st) == ["data", "sleep"]
+    assert forecast.repro_commands(["traced"], st) == [
+        ["dvc", "repro", "data", "sleep"], ["dvc", "repro", "--force", "--downstream", "traced"]]
+
+
 def test_an_unknown_stage_stops_before_any_work(project, monkeypatch):
     ran = []
     monkeypatch.setattr(forecast, "calibrate", lambda *a, **k: ran.append("calibrate"))

@@ -568,13 +568,15 @@ def chosen(names: list[str], st: dict[str, dict]) -> list[str]:
 
 
 def before(names: list[str], st: dict[str, dict]) -> list[str]:
-    """The stages upstream of ``names`` that ``--downstream`` leaves out (their data sets, the
-    rules, the baselines they read): ``dvc repro`` of these first runs the stale ones, so that
-    a forced stage finds its inputs (a fresh clone has no data sets)."""
+    """The stages upstream of what ``--downstream`` forces (the named stages and every stage
+    downstream of one) that it leaves out (their data sets, the rules, the baselines, a
+    downstream stage's other measuring inputs): ``dvc repro`` of these first runs the stale
+    ones, so that every forced stage finds its inputs (a fresh clone has none: STAGES=
+    traced_comparison forces workload_validation, which reads workload_sleep too)."""
     from .ae_table import upstream
 
     forced = set(chosen(names, st))
-    up = {u for n in names for u in upstream(n, st)}
+    up = {u for n in forced for u in upstream(n, st)}
     return [s for s in st if s in up and s not in forced]
 
 
