@@ -241,3 +241,24 @@ def test_one_rank_sides_fork_from_the_stages_warm_parent_which_the_session_follo
         assert events == [("parent", "torch"), ("session", (4242,)), ("sides", True), "session end"]
     else:
         assert events == [("session", ()), ("sides", False), "session end"]
+
+
+def test_the_stage_forks_two_rank_sides_too(monkeypatch):
+    """The stage's warm parents serve two-rank points (``multi_rank``), as the workload stages'
+    do: a DLRM pass at two ranks took 35 s forked against 61 s fresh, its compute throughputs
+    within the fresh passes' spread (docs/measured/2026-11-29-traced-2rank/)."""
+    from experiments import repeats
+    from experiments.host import warm_launch
+
+    made = []
+
+    class Parents(warm_launch.Parents):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            made.append(self)
+
+    monkeypatch.setattr(warm_launch, "Parents", Parents)
+    monkeypatch.setattr(stage, "measuring_stage", lambda cfg, work_root, kept: kept)
+    monkeypatch.setattr(repeats, "measure", lambda kept, purchases: kept.parents.serves(2))
+    served, kept = stage.measure(None, "w")
+    assert served is True and len(made) == 1 and made[0].serves(2)

@@ -116,7 +116,7 @@ def run_side(side: str, workload: str, section: dict, batch_size: int, ranks: in
     :func:`prepare_dlio`; ``fixed_data``: the ``fixed`` side's data (the staged fixed-size variant);
     ``parents``: the pass's warm parents (:class:`experiments.host.warm_launch.Parents`, started
     inside ``session`` so that it follows their forks), from which the sides that run our
-    programs fork their ranks where the parents serve them (one rank), or None (fresh processes).
+    programs fork their ranks where the parents serve them (``Parents.serves``), or None (fresh processes).
     Returns a dict: ``side``, ``workload``, ``status`` (``pending`` until
     :func:`finish_side`, or not measured), ``why``, ``window``, ``run_dir``, ``data`` and
     ``checkpoint`` (the vector's filters), ``block_files``, ``eviction``, ``wall_s`` (the side

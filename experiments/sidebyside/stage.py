@@ -3,7 +3,7 @@ pass, through the one measuring-stage interface; tabulated and written.
 
 A **run** is one pass of a workload (:func:`measuring_stage`): each side (real, sleep, emulator,
 DLIO) once, in a tracer session of its own (the probes attach once per pass), on data evicted
-before each side; at a point of one rank our sides fork from the stage's warm parent, which every
+before each side; our sides fork their ranks from the stage's warm parent, which every
 session follows (:func:`trace_pass`). The pass is the unit of every interval (the report's findings, :mod:`.findings`);
 the stage runs ``traced_comparison.runs`` rounds of every workload in a seeded order, then the
 passes ``make decide`` bought (``decide.traced_comparison``), appending to what it measured before.
@@ -61,7 +61,7 @@ RECORDS = ("steps", "loader", "phases")   # the validation layout's side tables 
 class Passes:
     """What the passes run in this process kept beside their rows: each workload's first pass's
     traces and timeline inputs (:func:`timeline_inputs`) and its sides' facts (for ``env.json``);
-    ``parents``: the stage's warm parents the one-rank sides fork from (:func:`trace_pass`)."""
+    ``parents``: the stage's warm parents the sides' ranks fork from (:func:`trace_pass`)."""
 
     def __init__(self, parents=None):
         self.traces: dict[str, dict] = {}      # workload -> side -> Trace
@@ -69,7 +69,7 @@ class Passes:
         self.facts: dict[str, dict] = {}       # workload -> side -> facts
         self.data: dict[str, str] = {}         # workload -> the staged data folder
         self.parents = parents                 # the stage's warm parents (trace_pass), or None
-        self.launch: dict = {"mode": "fresh"}  # for env.json: how the one-rank sides started
+        self.launch: dict = {"mode": "fresh"}  # for env.json: how the sides' ranks started
 
 
 def measuring_stage(cfg, work_root, passes: Passes | None = None):
@@ -121,8 +121,10 @@ def measure(cfg, work_root, purchases=()) -> tuple:
     from .. import repeats
     from ..host import warm_launch
 
-    # one warm parent per framework for the stage, started by the first pass that forks from it
-    with warm_launch.Parents() as parents:
+    # one warm parent per framework for the stage, started by the first pass that forks from it;
+    # two-rank sides fork too, as the workload stages' runs do (docs/statistics.md, "Two forked
+    # ranks: the same load")
+    with warm_launch.Parents(multi_rank=True) as parents:
         kept = Passes(parents)
         m = repeats.measure(measuring_stage(cfg, work_root, kept), purchases)
         kept.launch = {"mode": "warm", "parent_import_s": parents.import_s}
@@ -160,12 +162,12 @@ def trace_pass(workload: str, section: dict, tc, seed: int, tier, work_root: Pat
     (:func:`.sides.run_workload`); :func:`.sides.finish_workload`'s result.
 
     ``parents``: the stage's warm parents (:class:`experiments.host.warm_launch.Parents`, or
-    None: every side starts fresh processes). At a point of one rank the sides that run our
-    programs fork their rank from the parent of the workload's framework, whose imports were
+    None: every side starts fresh processes). The sides that run our programs fork their ranks
+    (one or, with ``Parents.multi_rank``, several) from the parent of the workload's framework, whose imports were
     paid once a stage instead of once a side (twice for the emulator, whose torchrun agent
     imports PyTorch too); the session follows that parent's forks (``follow``) and never sees
-    its imports. Each side is still a process of its own; several ranks start fresh
-    (``Parents.multi_rank``: forked pairs computed slower)."""
+    its imports. Each side is still a process of its own (each rank one); parents that do not
+    serve the point's ranks (``Parents.serves``) leave its sides to start fresh."""
     from ..trace import Session
     from ..workloads.launch import framework
 
