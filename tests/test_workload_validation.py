@@ -425,7 +425,8 @@ def test_validation_claims_compute_their_verdicts(tmp_path):
     assert point["unet3d-sleep-data-latency-lower"]["n"] == 1
     assert got["unet3d-sleep-data-latency-lower"]["n"] == 2 * 2 * 3   # runs: 2 configurations x 2 rows x 3
     assert got["unet3d-sleep-compute-throughput"]["verdict"] == "holds"
-    assert got["unet3d-sleep-compute-throughput"]["our_value"] == pytest.approx(0.05)
+    assert got["unet3d-sleep-compute-throughput"]["our_value"] == pytest.approx(1.05)
+    assert got["unet3d-sleep-compute-throughput"]["rule"] == "between 0.9 and 1.1"
     # the value from the steps (their medians: about the summaries'), through the interval's function
     assert got["unet3d-sleep-data-latency-lower"]["our_value"] == pytest.approx(2.0, rel=0.02)
     _each_value_inside_its_interval(got)
@@ -829,6 +830,14 @@ def test_dlrm_sleep_compute_leaves_out_the_4_gpu_case_its_quote_excludes(tmp_pat
                              "compute_s": 0.1 / off, "compute_sps": 10.0 * off})
     s = pd.DataFrame(rows)
     got = {x.id: x for x in report.measure_sleep_compute(s, m, None, None)}
-    assert got["dlrm-sleep-compute-throughput"].value == pytest.approx(0.05)
+    assert got["dlrm-sleep-compute-throughput"].value == pytest.approx(1.05)
     assert "G = 4 left out" in got["dlrm-sleep-compute-throughput"].note
-    assert got["unet3d-sleep-compute-throughput"].value == pytest.approx(1.0)
+    assert got["unet3d-sleep-compute-throughput"].value == pytest.approx(2.0)
+
+
+def test_the_sleep_compute_ratio_is_the_configuration_farthest_from_1_either_side():
+    """Below 1 as above it: a sleep run computing 0.85 of the real run's throughput is further off
+    than one at 1.1, and the row's value is that ratio, not its distance from 1."""
+    assert report.farthest_from_1([1.02, 0.85, 1.1]) == pytest.approx(0.85)
+    assert report.farthest_from_1([1.02, 0.95, 1.1]) == pytest.approx(1.1)
+    assert np.isnan(report.farthest_from_1([np.nan]))

@@ -434,8 +434,11 @@ def validation_claims(s: pd.DataFrame, au: pd.DataFrame, sleep_steps: pd.DataFra
 
 
 def measure_sleep_compute(s: pd.DataFrame, model, runs, steps) -> list[Measured]:
-    """Per workload: the largest |sleep / real - 1| over configurations of the median per-step
-    compute throughput (Sec 5.1.3, 5.3.2; BERT our extension)."""
+    """Per workload: sleep / real of the median per-step compute throughput, at the
+    configuration farthest from 1 (:func:`farthest_from_1`; Sec 5.1.3, 5.3.2; BERT our
+    extension), judged 'between 0.9 and 1.1'. A ratio, not |ratio - 1|: the interval of a
+    ratio near 1 is well behaved, where one of its distance from 1 near 0 is not (a jackknife on
+    the log scale printed RetinaNet's 0.0067 as [2e-06, 21.7])."""
     out = []
     for w in cm.WORKLOADS:
         p = _pair(s, w, "real", "sleep")
@@ -448,21 +451,29 @@ def measure_sleep_compute(s: pd.DataFrame, model, runs, steps) -> list[Measured]
             steps[~((steps["workload"] == w) & (steps["ranks"] == left_out))]
         v, why = np.nan, NONE.format("sleep", w)
         if len(p):
-            p = p.assign(r=p["compute_sps_b"] / p["compute_sps_a"] - 1)
-            worst = p.loc[p["r"].abs().idxmax()]
-            v = float(p["r"].abs().max())
+            p = p.assign(r=p["compute_sps_b"] / p["compute_sps_a"])
+            worst = p.loc[(p["r"] - 1).abs().idxmax()]
+            v = float(worst["r"])
             mu = model.run_facts(w, int(worst["ranks"]), int(worst["batch_size"]))["mean_s"]
             why = (f"worst at G={int(worst['ranks'])} B={int(worst['batch_size'])}: real median compute "
                    f"{worst['compute_s_a']:.3g} s, the model's mean there {mu:.3g} s "
                    f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2') or float('nan'):.2f})"
                    + _loads(runs, w, "real", "sleep"))
         v, ci = _of(v, w_steps, w, "real", "sleep", iv.rate("compute_ns"),
-                    lambda a, b: abs(iv.med_ratio(b, a) - 1), np.max, "max over configurations")
-        note = ("sleep / real - 1 per configuration: " + _configs(p, "r")) if len(p) else ""
+                    lambda a, b: iv.med_ratio(b, a), farthest_from_1, "the configuration farthest from 1")
+        note = ("sleep / real per configuration: " + _configs(p, "r")) if len(p) else ""
         if left_out is not None:
             note = "; ".join(x for x in (note, f"G = {left_out} left out, as the thesis's sentence does") if x)
         out.append(Measured(f"{w}-sleep-compute-throughput", v, ci, why_not=why, note=note))
     return out
+
+
+def farthest_from_1(ratios) -> float:
+    """The ratio of ``ratios`` farthest from 1 (|ratio - 1|, the distance a 'within 10 %' rule
+    measures), NaN where none is finite."""
+    r = np.asarray(ratios, dtype=float)
+    r = r[np.isfinite(r)]
+    return float(r[np.argmax(np.abs(r - 1))]) if len(r) else float("nan")
 
 
 def measure_sleep_data(s: pd.DataFrame, steps) -> list[Measured]:
