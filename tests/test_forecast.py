@@ -183,6 +183,20 @@ def test_record_takes_runs_and_their_seconds_from_the_rows(project, monkeypatch)
     assert forecast.read_reference(project / "ref.csv").rows["tfdata_read"]["run_s"] == 20.0
 
 
+def test_record_takes_the_calibration_its_runs_plan_measured_before_them(project, monkeypatch):
+    ran = []
+    monkeypatch.setattr(forecast, "calibrate", lambda *a, **k: ran.append(1) or {"cpu_s": 0.5, "io_s": 0.25})
+    _env(project, "tfdata_read_report", 7.0, started="2026-01-01T01:00:00+00:00")
+    plan = {"made_at": "2026-01-01T00:59:00+00:00", "calibration": {"here": {"cpu_s": 0.36, "io_s": 0.15}}}
+    (project / "results" / "plan.json").write_text(json.dumps(plan))
+    ref = forecast.record(project / "ref.csv")
+    assert (ref.meta["cpu_s"], ref.meta["io_s"], ref.meta["calibrated_at"]) == (0.36, 0.15, plan["made_at"]) and not ran
+    # a plan made after a recorded stage had started is another run's: this box's benchmark now
+    _env(project, "claim_rules", 3.0, started="2026-01-01T00:58:00+00:00")
+    ref = forecast.record(project / "ref.csv")
+    assert (ref.meta["cpu_s"], ref.meta["io_s"]) == (0.5, 0.25) and ran == [1]
+
+
 def test_a_measured_record_parses_its_times_and_bytes():
     assert forecast._seconds("3 min 7 s") == 187 and forecast._seconds("42 s") == 42
     assert forecast._bytes("231.9 MB") == 231_900_000 and forecast._bytes("none") == 0

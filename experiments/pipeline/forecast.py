@@ -35,7 +35,8 @@ the claims table (:mod:`experiments.claims.table`).
 
 ``python -m experiments.pipeline.forecast record`` re-records the reference table from the last
 ``make repro`` of this checkout (each ``results/<stage>/env.json`` and its rows' ``run_s``),
-with this box's calibration: run it on the reference box after a change to what a run does
+with the calibration that run's plan measured before its first stage (this box's now where it
+has none): run it on the reference box after a change to what a run does
 (its steps, its start-up), and commit ``env/reference-times.csv`` and ``env/reference-params.yaml``.
 A stage whose code (its ``dvc.yaml`` deps) changed since the reference run's commit is named
 too (:func:`code_changes`).
@@ -437,9 +438,29 @@ def _calibration_meta() -> dict:
     return {**c, "calibrated_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 
+def run_calibration(results: Path, recs: dict[str, dict]) -> dict | None:
+    """The calibration the run's own plan measured just before its first stage (``results/plan.json``),
+    when that plan was made before every recorded stage started (one ``make repro`` measured them
+    all); else None. A reference table whose seconds and calibration come from one moment: the
+    shared box's speed drifts over hours (2x between two idle runs of one commit, 2026-11-29), and
+    a benchmark taken when the table is recorded, after the run, need not describe the run."""
+    f = results / "plan.json"
+    try:
+        p = json.loads(f.read_text())
+        here, made = p["calibration"]["here"], p["made_at"]
+        if not all(here.get(k) for k in ("cpu_s", "io_s")):
+            return None
+        if any(datetime.fromisoformat(r["started_at"]) < datetime.fromisoformat(made) for r in recs.values()):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return {"cpu_s": here["cpu_s"], "io_s": here["io_s"], "calibrated_at": made}
+
+
 def record(out: Path | None = None, source: Path | None = None) -> Reference:
     """The reference table from this checkout's last ``make repro`` (every stage's ``env.json``
-    run record and rows) and this box's calibration; ``source``: another checkout of the same
+    run record and rows) and the calibration its plan measured before its first stage
+    (:func:`run_calibration`; this box's now where there is no such plan); ``source``: another checkout of the same
     code where that run was made (its ``results/`` and ``params.yaml``, only read; its commit
     from the run's own ``env.json``), as ``make reference SOURCE=...`` records it."""
     from . import ae_table
@@ -468,9 +489,9 @@ def record(out: Path | None = None, source: Path | None = None) -> Reference:
         commit = str((env.get("git") or {}).get("commit") or "unknown")
     else:
         commit = git_revision()["commit"]
+    cal = run_calibration(results if results is not None else paths.root() / "results", recs) or _calibration_meta()
     ref = Reference(rows, {"commit": commit, "host": first.get("host", ""),
-                           "started_at": first.get("started_at", ""), "profile": _profile(pfile),
-                           **_calibration_meta()},
+                           "started_at": first.get("started_at", ""), "profile": _profile(pfile), **cal},
                     params)
     write_reference(ref, out)
     return ref
