@@ -304,8 +304,9 @@ class Background:
     there: ``work(folder, env) -> result``), run beside the tests before it. The whole suite
     starts the selected tests' jobs as soon as the smoke pipeline has ended, two at a time in
     the order of their tests (:func:`start_background`): the tests left then mostly wait for
-    them, where each job would otherwise run in turn when its test comes. A session without the pipeline starts them when collection is done; a
-    test that reaches its job before the queue has started it runs it at once. The test marks
+    them, where each job would otherwise run in turn when its test comes. A session without the
+    pipeline starts them when collection is done; a test that reaches its job before the queue
+    has started it runs it at once. The test marks
     itself ``@pytest.mark.background(JOB)`` (ordered after the unit tests: its work has had the
     longest to run) and asserts on ``JOB.result()``, which re-raises the work's exception."""
 

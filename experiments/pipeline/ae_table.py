@@ -27,6 +27,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 
 from ..settings import config, paths
@@ -126,9 +127,10 @@ class Check:
         return None if self.actual_s is None else abs(self.forecast_s - self.actual_s) <= WITHIN * self.actual_s
 
 
-def read_plan() -> dict | None:
-    """The last plan (:data:`PLAN`), None when none was made."""
-    f = paths.root() / PLAN
+def read_plan(results: Path | None = None) -> dict | None:
+    """The last plan (:data:`PLAN`; in ``results``, another checkout's results folder, when
+    given), None when none was made."""
+    f = results / Path(PLAN).name if results is not None else paths.root() / PLAN
     return json.loads(f.read_text()) if f.exists() else None
 
 

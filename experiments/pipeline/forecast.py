@@ -439,20 +439,22 @@ def _calibration_meta() -> dict:
 
 
 def run_calibration(results: Path, recs: dict[str, dict]) -> dict | None:
-    """The calibration the run's own plan measured just before its first stage (``results/plan.json``),
+    """The calibration the run's own plan measured just before its first stage (its ``plan.json``,
+    :func:`experiments.pipeline.ae_table.read_plan`),
     when that plan was made before every recorded stage started (one ``make repro`` measured them
     all); else None. A reference table whose seconds and calibration come from one moment: the
     shared box's speed drifts over hours (2x between two idle runs of one commit, 2026-11-29), and
     a benchmark taken when the table is recorded, after the run, need not describe the run."""
-    f = results / "plan.json"
+    from .ae_table import read_plan
+
     try:
-        p = json.loads(f.read_text())
+        p = read_plan(results)
         here, made = p["calibration"]["here"], p["made_at"]
         if not all(here.get(k) for k in ("cpu_s", "io_s")):
             return None
         if any(datetime.fromisoformat(r["started_at"]) < datetime.fromisoformat(made) for r in recs.values()):
             return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError):   # no plan (None), or not one make repro wrote
         return None
     return {"cpu_s": here["cpu_s"], "io_s": here["io_s"], "calibrated_at": made}
 

@@ -1,35 +1,28 @@
-"""D's stages forecast from C's reference table (recorded after both runs, with the idle box's
-calibration), scaled by the calibration D's own plan measured before its first stage: a
-forecast made after the fact, to see what the table of a run on this hour's box would have
-said. Run from /work/main with its .venv:
+"""A clone's stages forecast, after the fact, from a reference table it did not have (here C's,
+recorded after both runs), scaled by the calibration the clone's own plan measured before its
+first stage, and set against its wall times by the AE table's own check
+(:func:`experiments.pipeline.ae_table.checks`: within 20 % of actual). Run from /work/main
+with its .venv, at 71c5f91 (where env/ holds C's table):
 
-    python docs/measured/2026-11-29-two-idle-clones/posthoc_forecast.py TABLE.csv CLONE
+    python docs/measured/2026-11-29-two-idle-clones/posthoc_forecast.py env/reference-times.csv CLONE
 """
-import json
 import sys
 from pathlib import Path
 
 import yaml
 
+from experiments.pipeline import ae_table
 from experiments.pipeline import forecast as F
 
 table, clone = Path(sys.argv[1]), Path(sys.argv[2])
 ref = F.read_reference(table)
-plan = json.loads((clone / "results/plan.json").read_text())
+plan = ae_table.read_plan(clone / "results")
 params = yaml.safe_load((clone / "params.yaml").read_text())
 ratios = F.ratios_of(plan["calibration"]["here"], ref.meta)
-tot_f = tot_a = 0.0
-print(f"table {table} (commit {ref.meta.get('commit', '')[:10]}, cpu_s {ref.meta.get('cpu_s')}, io_s {ref.meta.get('io_s')}); "
-      f"{clone}'s calibration {plan['calibration']['here']}: ratios {ratios}")
-print("| stage | forecast s | actual s | actual / forecast | over 2 min: within 20 % |")
-print("|---|---:|---:|---:|---|")
-for st in plan["to_run"]:
-    env = clone / "results" / st / "env.json"
-    if not env.exists():
-        continue
-    actual = float(json.loads(env.read_text())["run"]["wall_s"])
-    f = F.forecast(st, ref, params, ratios).seconds
-    tot_f, tot_a = tot_f + f, tot_a + actual
-    big = "yes" if actual > 120 and abs(actual / f - 1) <= 0.2 else ("**no**" if actual > 120 else "")
-    print(f"| `{st}` | {f:.0f} | {actual:.0f} | {actual / f:.2f} | {big} |")
-print(f"| **whole run** | {tot_f:.0f} | {tot_a:.0f} | {tot_a / tot_f:.2f} | {'yes' if abs(tot_a / tot_f - 1) <= 0.2 else '**no**'} |")
+for st in plan["to_run"]:   # the clone's plan, its forecasts replaced by the table's
+    plan["stages"][st]["forecast_s"] = F.forecast(st, ref, params, ratios).seconds
+plan["calibration"]["factor"] = F.weighted(ratios, F.CPU_SHARE)
+cs = ae_table.checks(plan, ae_table.runs(clone / "results"))
+print(f"table {table} (commit {ref.meta.get('commit', '')[:10]}); {clone}'s calibration "
+      f"{plan['calibration']['here']}: ratios {ratios}\n")
+print(ae_table.forecast_summary(plan, cs) + "\n\n" + ae_table.forecast_table(cs))
