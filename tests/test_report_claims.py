@@ -199,6 +199,19 @@ def test_alexnet_claims_take_their_intervals_from_repeats_saves_and_steps():
     # the 2.6x's other reading, the stall per checkpoint (saves): 0.6 s / 0.5 s
     st = cl["burst-buffer-stall-speedup-vs-slow"]
     assert st["our_value"] == pytest.approx(1.2, rel=0.05) and st["verdict"] == "direction only"
+    assert st["n"] == 4 and "runs' median stalls" in st["ci_method"], st["ci_method"]
+    # a slow tier whose stalls have two modes (disk here: 0.11 s or 0.27 s, a run mostly one of
+    # them), 10 runs of 3 checkpoints a side: decided on each run's median stall; the median of
+    # every checkpoint pooled sits between the modes and jumps when a run is left out
+    modes = [0.11, 0.27, 0.27, 0.11, 0.27, 0.11, 0.27, 0.27, 0.11, 0.27]
+    two = pd.DataFrame([{"target": t, "warmup": False, "run": 100 * k + r, "stall_s": v * rng.normal(1, 0.02)}
+                        for k, t in enumerate(("disk", "mem>disk", "mem")) for r in range(10) for _ in range(3)
+                        for v in [modes[r] if t == "disk" else 0.088]])
+    two = pd.concat([two, saves.iloc[:0]])
+    cl2 = {c["id"]: c for c in alexnet_report.claims(summary, batches, ck, "mem", "disk", env, FIO, ENV,
+                                                     raw=raw, saves=two, steps=steps)}
+    st2 = cl2["burst-buffer-stall-speedup-vs-slow"]
+    assert st2["n"] == 10 and 1.05 < st2["ci_low"] <= st2["our_value"] <= st2["ci_high"], st2
     # "little difference" is of the run time: no checkpoint runs given, no interval yet; the
     # stall ratio (saves) is in its note
     assert cl["burst-buffer-close-to-fast"]["verdict"] == "inconclusive"
