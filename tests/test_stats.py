@@ -180,3 +180,19 @@ def test_runs_bootstrap_takes_its_interval_over_runs_not_steps():
     assert v == 1.0 and "jackknife" in same.method and same.low == same.high == 1.0 and same.enough
     df = pd.DataFrame({"run": [0, 0, 1, 1, 2], "x": [1.0, 2.0, 3.0, 4.0, 5.0], "warmup": [False] * 4 + [True]})
     assert [list(r) for r in stats.runs_of(df, "x")] == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_ratio_of_run_medians_takes_one_value_a_run():
+    """Each run's median, then ratio_of_medians over the runs: the run is the unit (n is the runs
+    a side, not the units), and two-moded runs (each run mostly 0.11 or 0.27, three units a run)
+    give the ratio of their medians' median, not the pooled median's."""
+    slow = [[0.11, 0.10, 0.26], [0.27, 0.28, 0.11], [0.27, 0.26, 0.27], [0.11, 0.12, 0.11], [0.27, 0.28, 0.26],
+            [0.27, 0.27, 0.11], [0.11, 0.11, 0.12]]
+    fast = [[0.09, 0.088, 0.087], [0.088, 0.09, 0.089], [0.087, 0.089, 0.09], [0.088, 0.088, 0.089],
+            [0.09, 0.087, 0.088], [0.089, 0.088, 0.088], [0.088, 0.089, 0.087]]
+    v, ci = stats.ratio_of_run_medians(slow, fast, what="stalls")
+    per = np.median([np.median(r) for r in slow]) / np.median([np.median(r) for r in fast])
+    assert v == pytest.approx(per) and ci.n == 7 and ci.ok
+    assert ci.method.startswith("ratio of the runs' median stalls, ") and ci.low <= v <= ci.high
+    v3, ci3 = stats.ratio_of_run_medians(slow[:3], fast[:3])
+    assert ci3.n == 3 and "Welch" in ci3.method and ci3.enough   # 3 runs a side: Welch on the logs reaches 95 %

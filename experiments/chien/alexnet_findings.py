@@ -9,7 +9,6 @@ paper's side (:mod:`.alexnet_report`)."""
 
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -222,15 +221,10 @@ def measure_checkpoint(ck: pd.DataFrame, fast: str, slow: str, env: dict, n: int
         # each run's median stall over its checkpoints (warm-ups left out), one value a run, the
         # run the unit: a slow tier's stalls are two-moded here (disk: 0.11 s or 0.27 s, a run
         # mostly one or the other), and the median of every run's checkpoints pooled jumped
-        # between the modes when a run was left out (a jackknife of [0.94, 8.6])
-        stall = lambda t: [float(np.median(x)) for x in stats.runs_of(saves, "stall_s", by, target=t)]  # noqa: E731
-
-        def ratio(a, b):   # at the level in force (as in _run_ratio)
-            v, ci = stats.ratio_of_medians(a, b)
-            return v, dataclasses.replace(ci, method=f"ratio of the runs' median stalls, {ci.method}")
-
-        close, close_ci = ratio(stall(bb), stall(fast))
-        sp, sp_ci = ratio(stall(slow), stall(bb))
+        # between the modes when a run was left out (a jackknife of [0.94, 8.6]); at the level in force
+        stall = lambda t: stats.runs_of(saves, "stall_s", by, target=t)   # noqa: E731
+        close, close_ci = stats.ratio_of_run_medians(stall(bb), stall(fast), what="stalls")
+        sp, sp_ci = stats.ratio_of_run_medians(stall(slow), stall(bb), what="stalls")
     serial = (f"a {mb:.0f} MB checkpoint stalls {stall_fast:.2f} s on {fast}: serializing the state "
               f"on {n} cores takes most of a stall on either tier")
     ci_words = lambda iv: (f" [{iv.low:.2f}, {iv.high:.2f}]" if iv is not None and iv.ok else "")  # noqa: E731

@@ -40,16 +40,17 @@ def engineer_rows(summary: pd.DataFrame, model: str) -> pd.DataFrame:
 
 
 def _ratio(per: pd.DataFrame, tier: str, op: str, num: str, den: str):
-    """median GiB/s of variant ``num``'s checkpoints over ``den``'s on ``tier`` (x), its interval
-    over the runs (each run's checkpoints resampled inside it: :func:`experiments.statistics.stats.runs_bootstrap`)."""
+    """The median over runs of each run's median GiB/s of variant ``num``'s checkpoints over
+    ``den``'s on ``tier`` (x), its interval over the runs
+    (:func:`experiments.statistics.stats.ratio_of_run_medians`)."""
     sel = lambda v: per[(per["tier"] == tier) & (per["op"] == op) & (per["variant"] == v)]   # noqa: E731
     runs = lambda d: [g["throughput_GiBps"].to_numpy(dtype=float) for _, g in d.groupby("run")] \
         if "run" in d else [d["throughput_GiBps"].to_numpy(dtype=float)]   # noqa: E731
     a, b = sel(num), sel(den)
     if not len(a) or not len(b):
         return float("nan"), None
-    return stats.runs_bootstrap(lambda x, y: float(np.median(x) / np.median(y)), runs(a), runs(b),
-                                method="ratio of median checkpoint throughputs", units="checkpoints")
+    # one value a run (its median over its 2-3 checkpoints): a pooled median of so few jumps
+    return stats.ratio_of_run_medians(runs(a), runs(b), what="checkpoint throughputs")
 
 
 def claims(per: pd.DataFrame, evictions: pd.DataFrame, stalls: pd.DataFrame, storage: str) -> list[dict]:
@@ -101,14 +102,13 @@ def _audit_note(evictions: pd.DataFrame, storage: str, op: str) -> str:
 def measure_burst_buffer(stalls: pd.DataFrame) -> Measured:
     """The stall a checkpoint costs training written straight to the slow tier over the stall
     through the burst buffer at its smallest keep that does not fall behind (x, s over s, per
-    checkpoint medians, interval over the runs: each run's checkpoints resampled inside it)."""
+    checkpoint medians of each run, interval over the runs: :func:`stats.ratio_of_run_medians`)."""
     runs = lambda d: [g["stall_s"].to_numpy(dtype=float) for _, g in d.groupby("run")] \
         if "run" in d else [d["stall_s"].to_numpy(dtype=float)]   # noqa: E731
     d = stalls[stalls["mode"] == "direct"]
     k = B.smallest_keep(stalls)
     bb = stalls[(stalls["mode"] == "burst buffer") & (stalls["keep"] == (k if k is not None else stalls["keep"].max()))]
-    v, ci = (stats.runs_bootstrap(lambda x, y: float(np.median(x) / np.median(y)), runs(d), runs(bb),
-                                  method="ratio of median stalls", units="checkpoints")
+    v, ci = (stats.ratio_of_run_medians(runs(d), runs(bb), what="stalls")
              if len(d) and len(bb) else (float("nan"), None))
     return Measured("llm_ckpt_burst_buffer_stall", v, ci, context=f"keep {k if k is not None else 'max'}",
                     note="Chien et al. Fig 9 at LLM scale: the crash-safe drain of chien/burst_buffer.py",
