@@ -17,7 +17,7 @@ from scipy.stats import binom
 from experiments.statistics import coverage, stats
 from experiments.statistics.coverage_table import ROWS
 
-DECIDING = ("binomial", "t_log", "welch_log", "welch_lowest4", "bootstrap", "runs_jackknife", "runs_jackknife_one")
+DECIDING = ("binomial", "t_log", "welch_log", "welch_diff", "welch_lowest4", "bootstrap", "runs_jackknife", "runs_jackknife_one")
 
 
 def _sd(p: float, reps: int) -> float:
@@ -45,7 +45,7 @@ def test_the_shipped_table_covers_every_method_shape_count_and_level():
 
 def test_every_method_stats_chooses_between_has_enough_replicates_a_cell():
     # 1,000 replicates at least: a coverage of 95 % then has a Monte Carlo sd of 0.7 %
-    for m in ("binomial", "t_log", "bootstrap", "welch_log", "welch_lowest4", "runs_bootstrap",
+    for m in ("binomial", "t_log", "bootstrap", "welch_log", "welch_diff", "welch_lowest4", "runs_bootstrap",
               "runs_jackknife", "runs_jackknife_one"):
         assert min(r[5] for r in ROWS if r[0] == m) >= coverage.MIN_REPS, m
 
@@ -56,7 +56,7 @@ def test_every_method_that_decides_reaches_its_level_in_the_shipped_table():
         worst = _worst(m, n, lv)
         assert worst >= coverage.floor(lv) - 1e-9, (m, n, lv, worst)
     # the t methods decide from 3 runs a side at every simulated level
-    for m in ("t_log", "welch_log", "welch_lowest4", "runs_jackknife"):
+    for m in ("t_log", "welch_log", "welch_diff", "welch_lowest4", "runs_jackknife"):
         for lv in coverage.LEVELS:
             assert stats.reaches(m, 3, lv), (m, lv)
 
@@ -106,6 +106,20 @@ def test_the_library_ratio_covers_at_three_runs_a_side(level):
         return ci.contains(2.0)
     reps = 400
     assert _hits(one, reps) >= coverage.floor(level) - 3 * _sd(level, reps)
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_the_library_difference_covers_at_three_and_four_runs_a_side(n):
+    # stats.welch_difference itself: two sides' similarities a run apart by 0.02, runs spread 0.01
+    rng = np.random.default_rng(13 + n)
+
+    def one(_):
+        a, b = 0.97 + 0.01 * rng.standard_normal(n), 0.95 + 0.01 * rng.standard_normal(n)
+        _, ci = stats.welch_difference(a, b)
+        assert "Welch" in ci.method and ci.enough
+        return ci.contains(0.02)
+    reps = 400
+    assert _hits(one, reps) >= coverage.floor(0.95) - 3 * _sd(0.95, reps)
 
 
 def test_the_library_runs_interval_covers_at_three_runs_a_side_with_most_variance_between_runs():

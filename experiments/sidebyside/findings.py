@@ -9,9 +9,11 @@ The pass is the unit of every interval (a pass: every side of a workload once, t
 - a side's own quantity (its similarity to the real run, UNET3D's passes over the data set) is
   the median over the passes with its order-statistics interval from 6 passes, the geometric
   mean with Student's t on the passes' logs from 3 (:func:`over_passes`, :func:`experiments.statistics.stats.runs_ci`);
-- a comparison of two sides (a throughput ratio, emulator minus DLIO, DLIO's storage share over
-  the real run's) resamples each side's passes, and, for a throughput, the steady steps inside
-  each drawn pass (:func:`experiments.statistics.stats.runs_bootstrap`): 3 passes of each side reach 95 %;
+- a comparison of two sides' per-pass values takes one value a pass: emulator minus DLIO (a
+  difference of means, Welch t: :func:`experiments.statistics.stats.welch_difference`), DLIO's
+  storage share over the real run's (:func:`experiments.statistics.stats.ratio_of_medians`),
+  which reach 95 % from 3 passes a side at every count; a throughput ratio resamples each side's
+  passes, then the steady steps inside each drawn pass (:func:`experiments.statistics.stats.runs_bootstrap`);
 - a data throughput is compared like with like: when the device audit says the two sides read
   from different places (one from the device, the other from the page cache) the row is
   ``not comparable``, its value shown, never judged (:func:`unlike_sides`).
@@ -171,14 +173,21 @@ class _Tables:
         """The passes' values, for a note."""
         return f"{len(x)} pass(es): " + ", ".join(f"{v:.4g}" for v in x) if x else "no pass"
 
-    def compare_passes(self, w, a, b, col, stat, what) -> tuple[float, stats.Interval | None]:
-        """``stat(a's values, b's values)`` of ``col`` over the measured passes of sides ``a`` and
-        ``b``, each pass one value, its passes resampled (:func:`experiments.statistics.stats.runs_bootstrap`)."""
+    def compare_passes(self, w, a, b, col, how: str) -> tuple[float, stats.Interval | None]:
+        """Side ``a`` against side ``b`` in ``col`` over their measured passes, each pass one value
+        (the pass the unit): ``how`` "difference", the difference of their means
+        (:func:`experiments.statistics.stats.welch_difference`: Welch t, which reaches its level at
+        every pass count, where a median's jackknife or bootstrap reaches 95 % only at 3 or from 6
+        passes a side); "ratio", the ratio of their medians
+        (:func:`experiments.statistics.stats.ratio_of_medians`)."""
         xa, xb = self.values(w, a, col), self.values(w, b, col)
         if not xa or not xb:
             return float("nan"), None
-        return stats.runs_bootstrap(stat, [[v] for v in xa], [[v] for v in xb],
-                                    method=f"{what}, over each side's passes", units="one value per pass")
+        if how == "difference":
+            return stats.welch_difference(xa, xb)
+        if how == "ratio":
+            return stats.ratio_of_medians(xa, xb)
+        raise ValueError(f"compare_passes: how = {how!r}; allowed: 'difference', 'ratio'")
 
     def throughput_ratio(self, w, side, col, base: str = "real") -> tuple[float, stats.Interval | None, tuple[list, list]]:
         """side / ``base`` (the real run unless named) throughput ``col`` (samples/s): the ratio of
@@ -246,8 +255,7 @@ def measure_similarity(t: _Tables) -> list[Measured]:
         for side in ("dlio", "emulator", "sleep"):
             out.append(side_similarity(t, w, side, f"traced-similarity-{side}-{w}"))
         xe, xd = t.values(w, "emulator", "similarity"), t.values(w, "dlio", "similarity")
-        v, ci = t.compare_passes(w, "emulator", "dlio", "similarity",
-                                 lambda e, d: float(np.median(e) - np.median(d)), "median emulator - median DLIO")
+        v, ci = t.compare_passes(w, "emulator", "dlio", "similarity", "difference")
         out.append(Measured(
             f"traced-similarity-emulator-vs-dlio-{w}", v, ci,
             why_not=t.farthest(w, "emulator") if not _nan(v) else t.reason(w, "real", "emulator", "dlio"),
@@ -340,12 +348,11 @@ def measure_throughput(t: _Tables) -> list[Measured]:
 
 def measure_checkpoint(t: _Tables) -> list[Measured]:
     """Per workload: DLIO's checkpoint distance from the real run minus the emulator's
-    (:func:`.compare.checkpoint_distance`, 0-1), medians over the passes."""
+    (:func:`.compare.checkpoint_distance`, 0-1), the difference of their means over the passes."""
     out = []
     for w in t.workloads:
         de, dd = t.values(w, "emulator", "checkpoint_distance"), t.values(w, "dlio", "checkpoint_distance")
-        v, ci = t.compare_passes(w, "dlio", "emulator", "checkpoint_distance",
-                                 lambda d, e: float(np.median(d) - np.median(e)), "median DLIO - median emulator")
+        v, ci = t.compare_passes(w, "dlio", "emulator", "checkpoint_distance", "difference")
         # a check, not a finding: why, in its note and docs/statistics.md
         out.append(Measured(
             f"traced-checkpoint-closer-than-dlio-{w}", v, ci,
@@ -358,8 +365,8 @@ def measure_checkpoint(t: _Tables) -> list[Measured]:
 
 def measure_storage_share(t: _Tables) -> list[Measured]:
     """The share of the requested (VFS) read bytes that went to storage (BIO), Tables 5.1-5.2's
-    row: BERT's DLIO over its real run (ratio of the medians over the passes, each side's passes
-    resampled), and UNET3D's real run in passes over the data set (:func:`_storage_passes`)."""
+    row: BERT's DLIO over its real run (ratio of the medians over the passes, one value a pass:
+    :func:`experiments.statistics.stats.ratio_of_medians`), and UNET3D's real run in passes over the data set (:func:`_storage_passes`)."""
     out = []
     if "bert" in t.workloads:
         # Table 5.2 and Sec 5.2.3: BIO / VFS read bytes 86.97 % (benchmark) against 107.0 %.
@@ -368,8 +375,7 @@ def measure_storage_share(t: _Tables) -> list[Measured]:
         r_, d_ = (float(np.median(x)) if x else float("nan") for x in (xr, xd))
         v, ci = float("nan"), None
         if xr and xd and r_ > 0:
-            v, ci = t.compare_passes("bert", "dlio", "real", "bio_vfs_read_pct",
-                                     lambda d, r: float(np.median(d) / np.median(r)), "ratio of the medians over the passes")
+            v, ci = t.compare_passes("bert", "dlio", "real", "bio_vfs_read_pct", "ratio")
         out.append(Measured(
             "traced-bio-vfs-dlio-below-real-bert", v, ci,
             note=t.pre(f"BIO / VFS read bytes (%): real {t.spread(xr)}; DLIO {t.spread(xd)}", PASSES_NOTE),
@@ -468,8 +474,7 @@ def measure_retinanet(t: _Tables, search: pd.DataFrame | None) -> list[Measured]
         out += [side_similarity(t, w, "dlio", f"traced-similarity-dlio-{w}"),
                 side_similarity(t, w, "emulator", f"traced-similarity-emulator-{w}")]
         xe, xf = t.values(w, "emulator", "similarity"), t.values(w, "fixed", "similarity")
-        v, ci = t.compare_passes(w, "emulator", "fixed", "similarity",
-                                 lambda e, f: float(np.median(e) - np.median(f)), "median spread - median fixed")
+        v, ci = t.compare_passes(w, "emulator", "fixed", "similarity", "difference")
         out.append(Measured(
             "retinanet-fixed-size-similarity", v, ci,
             why_not=t.farthest(w, "fixed") if not _nan(v) else t.reason(w, "real", "emulator", "fixed"),

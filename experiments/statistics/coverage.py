@@ -104,6 +104,16 @@ def welch_log(a: np.ndarray, b: np.ndarray, level: float):
     return np.exp(d - h), np.exp(d + h)
 
 
+def welch_diff(a: np.ndarray, b: np.ndarray, level: float):
+    """Welch's t on per-run values themselves, rows of ``a`` and ``b`` (reps, n): the interval of
+    the difference of their means (for quantities that may be 0 or negative: a difference of
+    similarities), (low, high) arrays."""
+    va, vb = a.var(-1, ddof=1) / a.shape[-1], b.var(-1, ddof=1) / b.shape[-1]
+    d = a.mean(-1) - b.mean(-1)
+    h = _tq(level, _welch_df(va, vb, a.shape[-1], b.shape[-1])) * np.sqrt(va + vb)
+    return d - h, d + h
+
+
 def _welch_df(va, vb, na, nb):
     num = (va + vb) ** 2
     den = va ** 2 / (na - 1) + vb ** 2 / (nb - 1)
@@ -219,6 +229,7 @@ METHODS = {
     "bootstrap": "ratio of medians of per-run values, percentile bootstrap over runs",
     "bootstrap_lowest4": "lowest of 4 ratios of medians of per-run values, percentile bootstrap over runs",
     "welch_log": "ratio of geometric means of per-run values, Welch t on their logs",
+    "welch_diff": "difference of means of per-run values, Welch t on the values",
     "welch_lowest4": "lowest of 4 ratios of geometric means of per-run values, each by Welch t on their logs at "
                      "1 - (1 - L) / 4 (Bonferroni), as experiments.statistics.stats.extreme",
     "jackknife": "ratio of medians of per-run values, jackknife t over runs (log scale)",
@@ -256,6 +267,8 @@ def cell(method: str, n: int, shape: str, level: float, reps: int, seed: int, n_
             lo, hi = bootstrap_ratio(a, b, level, n_boot, rng, k)
         elif method == "welch_log":
             lo, hi = welch_log(a, b, level)
+        elif method == "welch_diff":
+            lo, hi = welch_diff(a, b, level)
         elif method == "welch_lowest4":
             each = [welch_log(a[j], b[j], 1 - (1 - level) / k) for j in range(k)]
             lo, hi = np.min([e[0] for e in each], axis=0), np.min([e[1] for e in each], axis=0)
@@ -265,7 +278,7 @@ def cell(method: str, n: int, shape: str, level: float, reps: int, seed: int, n_
             lo, hi = runs_bootstrap_ratio(a, b, level, min(n_boot, 400), rng)
         else:
             raise ValueError(f"method = {method!r}; allowed: {sorted(METHODS)}")
-        truth = 1.0
+        truth = 0.0 if method == "welch_diff" else 1.0   # same shape both sides: mean difference 0
     return float(np.mean((lo <= truth * (1 + 1e-12)) & (truth <= hi * (1 + 1e-12))))
 
 
