@@ -244,6 +244,15 @@ def runs_ci(x: Sequence[float], level: float | None = None, of: str = "runs") ->
     return _gmean_t(a, level, f"geometric mean over {n} {of}, Student t on their logs")
 
 
+def _welch_half(a: np.ndarray, b: np.ndarray, level: float) -> float:
+    """Half the width of Welch's t interval of mean(a) - mean(b) at ``level`` (their standard
+    error and Welch-Satterthwaite degrees of freedom; 2 values a side at least)."""
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    den = va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)
+    df = (va + vb) ** 2 / den if den > 0 else min(len(a), len(b)) - 1
+    return float(_sps.t.ppf(0.5 + level / 2, df) * math.sqrt(va + vb))
+
+
 def welch_ratio(a: Sequence[float], b: Sequence[float], level: float | None = None) -> tuple[float, Interval]:
     """The ratio of the geometric means of ``a`` and ``b`` (one positive value per run; unitless)
     with Welch's t interval on the runs' logs (unequal spreads allowed): exp of the difference of
@@ -260,10 +269,7 @@ def welch_ratio(a: Sequence[float], b: Sequence[float], level: float | None = No
     if simulated("welch_log", n, level) is None:   # fewer runs than the simulation starts at
         return math.exp(d), _none(n, f"{what}: needs at least {needs('welch_log', level)} runs a side, has {n}",
                                   level)
-    va, vb = la.var(ddof=1) / len(a), lb.var(ddof=1) / len(b)
-    den = va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)
-    df = (va + vb) ** 2 / den if den > 0 else n - 1
-    h = float(_sps.t.ppf(0.5 + level / 2, df) * math.sqrt(va + vb))
+    h = _welch_half(la, lb, level)
     words, cov, at = _cov_words("welch_log", n, level, f"{len(a)}+{len(b)} runs")
     return math.exp(d), Interval(math.exp(d - h), math.exp(d + h), n, what + words, level, cov, at)
 
@@ -283,10 +289,7 @@ def welch_difference(a: Sequence[float], b: Sequence[float], level: float | None
     d = float(a.mean() - b.mean())
     if simulated("welch_diff", n, level) is None:
         return d, _none(n, f"{what}: needs at least {needs('welch_diff', level)} runs a side, has {n}", level)
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    den = va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)
-    df = (va + vb) ** 2 / den if den > 0 else n - 1
-    h = float(_sps.t.ppf(0.5 + level / 2, df) * math.sqrt(va + vb))
+    h = _welch_half(a, b, level)
     words, cov, at = _cov_words("welch_diff", n, level, f"{len(a)}+{len(b)} runs")
     return d, Interval(d - h, d + h, n, what + words, level, cov, at)
 
