@@ -57,7 +57,7 @@ def faked(tmp_path, monkeypatch):
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     monkeypatch.setenv(results.PIPELINE_ENV, "traced_comparison")
     monkeypatch.setattr(stage.sides, "pick_tier", lambda tiers, name: SimpleNamespace(dir=tmp_path / "tier"))
-    made = []
+    made, seeds = [], []
 
     class Trace:
         def __init__(self, k):
@@ -69,6 +69,7 @@ def faked(tmp_path, monkeypatch):
 
     def fake(workload, section, tc, seed, tier, work_root, desc=None, parents=None):
         made.append(workload)
+        seeds.append((workload, seed))
         k = len(made)
         done = _done(workload, k, emu_reads=10.0 + k, data_ns=1e6 * (1 + 0.01 * k))
         done["results"]["real"]["trace"] = Trace(k)
@@ -85,7 +86,7 @@ def faked(tmp_path, monkeypatch):
                                                           "bert": {"batch_size": 2, "ranks": 1}},
                                                "sides": ["real", "emulator", "dlio"], "runs": 2})
     cfg = SimpleNamespace(traced_comparison=tc, tiers=None, seed=3, unet3d=_Section(), bert=_Section())
-    return SimpleNamespace(cfg=cfg, made=made, root=tmp_path)
+    return SimpleNamespace(cfg=cfg, made=made, seeds=seeds, root=tmp_path)
 
 
 def _write(f, appending=False, bought=()):
@@ -125,6 +126,17 @@ def test_a_run_is_one_pass_of_a_workload_with_a_row_per_side(faked):
     assert len(sim) == 2 and (sim["runs"] == 2).all()
     course = json.loads((d / "rounds.json").read_text())
     assert course["keys"] == ["workload"] and course["rows_file"] == "throughput.csv"
+
+
+def test_each_pass_draws_its_own_seed_shared_by_its_sides(faked):
+    """A pass's sides share one seed (they read the same files in the same order), and each pass
+    of a workload has its own (seed + pass, as a workload stage's runs): with one seed for
+    every pass, RetinaNet's passes read the same files and repeated one similarity to 4 digits."""
+    _write(faked)
+    by = {}
+    for w, s in faked.seeds:
+        by.setdefault(w, []).append(s)
+    assert by == {"unet3d": [3, 4], "bert": [3, 4]}
 
 
 def test_a_decide_run_appends_passes_and_keeps_the_first_pass_files(faked, monkeypatch):
