@@ -32,11 +32,12 @@ def _with(**changes):
 
 
 def test_the_workload_rows_count_the_configurations_they_run():
-    # the sleep row: 3 workloads x 2 ranks x 2 batch sizes, and Fig A.3's 2 modes x 1 rank x 2
-    assert forecast.size_of("workload_sleep", P) == (12 + 4) * 3
-    assert forecast.size_of("workload_sleep", _with(workload_sleep__ranks=[1])) == (6 + 4) * 3
-    assert forecast.size_of("workload_random", P) == 6 * 3
-    assert forecast.size_of("workload_random", _with(workload_random__batch_sizes="largest")) == 3 * 3
+    # the sleep row: 3 workloads x 2 ranks x 2 batch sizes, as many real runs beside them, and Fig
+    # A.3's 2 modes x 1 rank x 2; the random row and its real runs likewise
+    assert forecast.size_of("workload_sleep", P) == (2 * 12 + 4) * 3
+    assert forecast.size_of("workload_sleep", _with(workload_sleep__ranks=[1])) == (2 * 6 + 4) * 3
+    assert forecast.size_of("workload_random", P) == 2 * 6 * 3
+    assert forecast.size_of("workload_random", _with(workload_random__batch_sizes="largest")) == 2 * 3 * 3
 
 
 def test_a_shorter_run_saves_its_steps_not_its_set_up():

@@ -124,8 +124,14 @@ def test_sleep_runs_follow_the_model_they_were_given(stage_results):
     d = stage_results("workload_sleep")
     m = _model(d)
     raw = pd.read_parquet(d / "raw.parquet")
-    assert set(raw["variant"]) == {"sleep", "prep-none", "prep-sleep"}
+    # the real runs beside the sleep row (validation.BESIDE), in its rounds, at its (G, B)
+    assert set(raw["variant"]) == {"sleep", "prep-none", "prep-sleep", "real"}
     assert set(raw[raw["variant"] == "sleep"]["workload"]) == {"unet3d", "bert", "dlrm", "retinanet"}
+    keys = ["workload", "ranks", "batch_size"]
+    assert raw[raw["variant"] == "real"][keys].drop_duplicates().sort_values(keys).values.tolist() == \
+        raw[raw["variant"] == "sleep"][keys].drop_duplicates().sort_values(keys).values.tolist()
+    assert raw.loc[raw["variant"] == "real", "sleep_ns"].eq(0).all()
+    raw = raw[raw["variant"] != "real"]
     assert (raw["forward_ns"] == 0).all() and (raw["backward_ns"] == 0).all()
     raw = raw.assign(drawn_s=raw["sleep_drawn_ns"] / 1e9)                 # the draw, in seconds
     assert (raw["sleep_ns"] / 1e9 >= raw["drawn_s"] - 1e-4).all()          # slept at least the draw
@@ -153,10 +159,13 @@ def test_sleep_ranks_idle_and_runs_record_cpu(stage_results):
     assert all(r["phase_usage"]["train"]["wall_s"] > 0 for r in env["ranks"])
     # CPU beyond the time awake, per second asleep: a rank that spun through its sleeps gives ~1
     excess = report.sleep_cpu_excess(env["ranks"], pd.read_parquet(d / "raw.parquet"))
-    assert len(excess) == len(env["ranks"]) and max(excess) < 0.5, excess
+    slept = [r for r in env["ranks"] if (r.get("compute") or {}).get("mode") == "sleep"]
+    assert slept and len(excess) == len(slept) and max(excess) < 0.5, excess
     assert all(x["cpu_seconds"] > 0 and x["wall_seconds"] > 0 for x in env["runs"])
     runs = pd.read_csv(d / "runs.csv")
-    assert (runs["compute"] == "sleep").all() and runs["sleep_mean_s"].notna().all()
+    asleep = runs[runs["variant"] != "real"]     # the real runs beside the row compute
+    assert (asleep["compute"] == "sleep").all() and asleep["sleep_mean_s"].notna().all()
+    assert (runs.loc[runs["variant"] == "real", "compute"] == "real").all()
 
 
 def test_random_content_same_sizes_other_digest(stage_results, smoke_run):
@@ -170,7 +179,7 @@ def test_random_content_same_sizes_other_digest(stage_results, smoke_run):
     for w in ds.index:
         assert (smoke_root / "data" / f"{w}-random").is_dir() and not (smoke_root / "data" / f"{w}-random.partial").exists()
     raw = pd.read_parquet(d / "raw.parquet")
-    assert set(raw["variant"]) == {"random"} and set(raw["ranks"]) == {1}
+    assert set(raw["variant"]) == {"random", "real"} and set(raw["ranks"]) == {1}   # real: beside the row
     # the real model ran: a loss on every step, no sleep; BERT's compiled step has no forward mark
     assert raw["loss"].notna().all() and raw["sleep_drawn_ns"].isna().all() and (raw["sleep_ns"] == 0).all()
     assert raw[raw["workload"] != "bert"]["forward_ns"].gt(0).all()
@@ -184,6 +193,10 @@ def test_validation_figures_utilization_and_claims(stage_results):
         assert (d / f"{f}.png").stat().st_size > 5000, f
     au = pd.read_csv(d / "utilization.csv")
     assert {"real", "random", "sleep"} <= set(au["row"])
+    assert not set(au["row"]) & {"real@sleep", "real@random"}     # the comparison runs are not drawn
+    s = pd.read_csv(d / "summary.csv")
+    # the sleep and random rows' own real runs, loaded for the findings (validation.BESIDE)
+    assert {"real@sleep", "real@random"} <= set(s["row"])
     m = _model(stage_results("workload_sleep"))
     for r in au.itertuples():
         mu = max(0.0, m.mean_std(r.workload, r.ranks, r.batch_size)[0])

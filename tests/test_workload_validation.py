@@ -273,21 +273,27 @@ def test_sleep_plan_subset_and_fig_a3(tmp_path, no_launch):
     f = _model_file(tmp_path / "m.json")
     jobs = validation.sleep_plan(_cfg(tmp_path, str(f), ranks=[2], batch_sizes="ends",
                                       fig_a3={"prep_sleep_s": 0.01}))
-    assert [(j.workload, j.variant) for j in jobs] == [("unet3d", "sleep"), ("unet3d", "prep-none"),
-                                                      ("unet3d", "prep-sleep"), ("bert", "sleep"), ("dlrm", "sleep")]
-    assert jobs[0].grid == ([2], [1, 4]) and jobs[-1].grid == ([2], [512, 8192])
-    assert all(j.cfg.train.compute == "sleep" and j.cfg.train.compute_model == str(f) for j in jobs)
-    assert jobs[2].cfg.train.preprocessing == "sleep" and jobs[2].cfg.train.prep_sleep_s == 0.01
+    # each sleep row with the real runs beside it, at its own grid (validation.BESIDE)
+    assert [(j.workload, j.variant) for j in jobs] == [
+        ("unet3d", "sleep"), ("unet3d", "real"), ("unet3d", "prep-none"), ("unet3d", "prep-sleep"),
+        ("bert", "sleep"), ("bert", "real"), ("dlrm", "sleep"), ("dlrm", "real")]
+    assert jobs[0].grid == jobs[1].grid == ([2], [1, 4]) and jobs[-1].grid == ([2], [512, 8192])
+    slept = [j for j in jobs if j.variant != "real"]
+    assert all(j.cfg.train.compute == "sleep" and j.cfg.train.compute_model == str(f) for j in slept)
+    assert all(j.cfg.train.compute == "real" and j.compute_model is None and j.folder == slept[0].folder
+               for j in jobs if j.variant == "real" and j.workload == "unet3d")
+    assert jobs[3].cfg.train.preprocessing == "sleep" and jobs[3].cfg.train.prep_sleep_s == 0.01
     loader = pd.DataFrame({"split": "train", "epoch": [0, 1, 1, 1], "prep_ns": [9e9, 1e6, 2e6, 3e6]})
     prep = validation.prep_facts(loader)
     assert prep["prep_s"] == pytest.approx(0.002)                     # median, first epoch left out
     auto = validation.sleep_plan(_cfg(tmp_path, str(f)), prep["prep_s"])
-    assert auto[2].cfg.train.prep_sleep_s == pytest.approx(0.002)
+    assert auto[3].cfg.train.prep_sleep_s == pytest.approx(0.002)
     assert validation.prep_facts(loader.assign(split="eval"))["prep_s"] is None   # no training samples
     with pytest.raises(ConfigError, match="fig_a3.prep_sleep_s = None"):
         validation.sleep_plan(_cfg(tmp_path, str(f)))
     one = validation.sleep_plan(_cfg(tmp_path, str(f), fig_a3={"ranks": [1], "modes": ["none"]}))
-    assert [(j.variant, j.grid[0]) for j in one if j.workload == "unet3d"] == [("sleep", [1, 2]), ("prep-none", [1])]
+    assert [(j.variant, j.grid[0]) for j in one if j.workload == "unet3d"] == [("sleep", [1, 2]), ("real", [1, 2]),
+                                                                            ("prep-none", [1])]
     with pytest.raises(ConfigError, match=r"fig_a3.ranks = \[4\]"):
         validation.sleep_plan(_cfg(tmp_path, str(f), fig_a3={"ranks": [4], "modes": ["none"]}))
 
@@ -864,3 +870,28 @@ def test_the_sleep_compute_ratio_is_the_configuration_farthest_from_1_either_sid
     assert report.farthest_from_1([1.02, 0.85, 1.1]) == pytest.approx(0.85)
     assert report.farthest_from_1([1.02, 0.95, 1.1]) == pytest.approx(1.1)
     assert np.isnan(report.farthest_from_1([np.nan]))
+
+
+def test_a_row_is_set_against_the_real_runs_of_its_own_stage(tmp_path):
+    """Where the sleep and random stages ran the real workload beside their rows (rows
+    ``real@sleep``, ``real@random``: validation.BESIDE), the findings set each row against those,
+    not against the workload stage's real runs of another hour; without them (a run made
+    before), against the workload stage's, as before."""
+    m = cm.load(_model_file(tmp_path / "m.json"))
+    sleep = {"data_s": 0.005, "data_s_q1": 0.004, "data_s_q3": 0.0055}
+    random = {"prep_s_q3": 0.5, "data_s": 1.0, "data_s_q1": 0.9, "data_s_q3": 1.1}
+    s = _summary({"real": {}, "sleep": sleep, "random": random, "real@sleep": sleep, "real@random": random})
+    s.loc[s["row"].str.startswith("real@"), "variant"] = "real"
+    au = pd.DataFrame(columns=["row", "workload", "ranks", "batch_size", "au"])
+
+    def judged(summary):
+        steps, loader = _samples_of(summary)
+        return {c["id"]: c for c in report.validation_claims(summary, au, pd.DataFrame(), m, [], None,
+                                                            steps=steps, loader=loader)}
+
+    beside, before = judged(s), judged(s[~s["row"].str.startswith("real@")])
+    lat, prep = "unet3d-sleep-data-latency-lower", "unet3d-random-preprocessing-longer"
+    assert before[lat]["our_value"] == pytest.approx(2.0, rel=0.02)          # the workload stage's real
+    assert beside[lat]["our_value"] == pytest.approx(1.0, rel=0.02)          # the sleep stage's own
+    assert before[prep]["our_value"] > 10 and beside[prep]["our_value"] == pytest.approx(1.0, rel=0.05)
+    assert before[lat]["verdict"] == "holds" and beside[lat]["verdict"] != "holds"

@@ -9,7 +9,8 @@ The validation rows: real (our realistic generators stand in for KiTS19, Wikiped
 Criteo), ``random`` content for the thesis's generated data, ``compute: sleep`` for its sleep
 row, and the emulator in the place of its benchmark in the figures (:data:`.validation.ROWS`); in
 the claims the thesis's benchmark is DLIO's side and the emulator's rows are our extension
-(docs/claims.md).
+(docs/claims.md). A sleep or random row is set against the real runs its own stage made beside
+it (:data:`.validation.BESIDE`, :func:`_real_row`), not the workload stage's of another hour.
 """
 
 from __future__ import annotations
@@ -351,8 +352,21 @@ def floored_normal_mean(mu: float, sd: float) -> float:
     return float(mu * stats.norm.cdf(z) + sd * stats.norm.pdf(z))
 
 
+def _real_row(tab: pd.DataFrame | None, w: str, a: str, b: str) -> str:
+    """The row to set against row ``b`` of ``w`` where a finding names ``a``: for ``a`` "real",
+    the real runs ``b``'s own stage made beside it (:data:`.validation.BESIDE`, interleaved with
+    ``b``'s runs), where ``tab`` has them; else ``a`` (the workload stage's real runs: a run made
+    before the rows had real runs beside them, as the shipped reference run)."""
+    if a != "real" or tab is None or not len(tab) or "row" not in tab:
+        return a
+    beside = f"real@{b}"
+    return beside if ((tab["workload"] == w) & (tab["row"] == beside)).any() else a
+
+
 def _pair(s: pd.DataFrame, w: str, a: str, b: str) -> pd.DataFrame:
-    """Row ``a`` and row ``b`` of workload ``w`` side by side per (G, B): columns ``<col>_a``, ``<col>_b``."""
+    """Row ``a`` (:func:`_real_row`) and row ``b`` of workload ``w`` side by side per (G, B):
+    columns ``<col>_a``, ``<col>_b``."""
+    a = _real_row(s, w, a, b)
     x = s[(s["workload"] == w) & (s["row"] == a)]
     y = s[(s["workload"] == w) & (s["row"] == b)]
     return x.merge(y, on=["ranks", "batch_size"], suffixes=("_a", "_b"))
@@ -371,6 +385,7 @@ def _loads(runs: pd.DataFrame | None, w: str, a: str, b: str) -> str:
     """The host's mean 1-minute load average during row ``a``'s and row ``b``'s runs of ``w``."""
     if runs is None or "load_1min" not in runs:
         return ""
+    a = _real_row(runs, w, a, b)
     m = {r: runs[(runs["workload"] == w) & (runs["row"] == r)]["load_1min"].mean() for r in (a, b)}
     got = [f"the {r} runs {v:.1f}" for r, v in m.items() if v == v]
     return f"; host load average (1 min) during {', '.join(got)} ({os.cpu_count()} CPUs)" if got else ""
@@ -412,7 +427,9 @@ NONE = "no {} runs of {} in this pipeline (workload_sleep / workload_random work
 
 def _of(fallback, tab, w, a, b, value, per_config, reduce=np.median, what=""):
     """(value, interval) of rows ``a`` and ``b`` of workload ``w`` from the samples of ``tab``
-    (:func:`iv.config_samples`, :func:`iv.configs_stat`); ``fallback`` without samples (:func:`iv.from_steps`)."""
+    (:func:`iv.config_samples`, :func:`iv.configs_stat`; ``a`` as :func:`_real_row` resolves it);
+    ``fallback`` without samples (:func:`iv.from_steps`)."""
+    a = _real_row(tab, w, a, b)
     return iv.from_steps(fallback, iv.configs_stat(iv.config_samples(tab, w, (a, b), value), per_config, reduce, what))
 
 
@@ -544,9 +561,10 @@ def measure_random_vfs(s: pd.DataFrame, runs, loader) -> list[Measured]:
             v = float(inside.mean())
             why = ("random / real median VFS latency per configuration: "
                    + _configs(p.assign(x=p["vfs_s_b"] / p["vfs_s_a"]), "x") + _loads(runs, w, "real", "random"))
+        pair = (_real_row(loader, w, "real", "random"), "random")
         v, ci = iv.from_steps(v, iv.configs_stat(iv.joined(
-            iv.config_samples(loader, w, ("real", "random"), lambda d: d["vfs_ns"].to_numpy(dtype=float)),
-            iv.config_samples(loader, w, ("real", "random"), iv.vfs_rate)),
+            iv.config_samples(loader, w, pair, lambda d: d["vfs_ns"].to_numpy(dtype=float)),
+            iv.config_samples(loader, w, pair, iv.vfs_rate)),
             lambda lat_a, lat_b, sps_a, sps_b: float(iv.inside_iqr(lat_b, lat_a) and iv.inside_iqr(sps_b, sps_a)),
             np.mean, "share of configurations whose median VFS latency and throughput are inside the "
                      "real IQRs"))
@@ -905,7 +923,8 @@ def _random_rise_by_ranks(steps: pd.DataFrame | None) -> Measured:
     fewest ranks) over (the same at the most); the median over those batch sizes, its interval
     over runs (:func:`experiments.statistics.stats.runs_bootstrap`)."""
     rid = "unet3d-random-latency-worst-at-1-gpu"
-    g = iv.config_samples(steps, "unet3d", ("real", "random"), iv.secs("data_ns")) if steps is not None else iv.Samples()
+    g = iv.config_samples(steps, "unet3d", (_real_row(steps, "unet3d", "real", "random"), "random"),
+                          iv.secs("data_ns")) if steps is not None else iv.Samples()
     pairs = []
     for b in sorted({b for _, b in g}):
         gs = sorted(k for k, bb in g if bb == b)
@@ -942,7 +961,8 @@ def _sleep_compute_spread(steps: pd.DataFrame | None) -> Measured:
     interval over runs (:func:`iv.configs_stat`)."""
     rid = "unet3d-sleep-compute-variation-increased"
     rel = lambda x: iv.iqr(x) / max(float(np.median(x)), 1e-12)   # noqa: E731
-    v, ci = iv.configs_stat(iv.config_samples(steps, "unet3d", ("real", "sleep"), iv.rate("compute_ns"))
+    v, ci = iv.configs_stat(iv.config_samples(steps, "unet3d", (_real_row(steps, "unet3d", "real", "sleep"), "sleep"),
+                                              iv.rate("compute_ns"))
                             if steps is not None else iv.Samples(),
                             lambda a, b: rel(b) / max(rel(a), 1e-12), what="sleep / real relative IQR")
     if ci is None:

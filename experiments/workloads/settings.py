@@ -408,7 +408,7 @@ def _subset(p: dict, section: str, w: str) -> tuple[int, int]:
 
 def sleep_size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): the sleep row's
-    configurations (each workload's kept (G, B)) and Fig A.3's (UNET3D's kept batch sizes, on its
+    configurations (each workload's kept (G, B)), the real runs beside them, and Fig A.3's (UNET3D's kept batch sizes, on its
     ranks), each run its workload's ``sweep.runs`` times."""
     s = p["workload_sleep"]
     a3 = s.get("fig_a3") or {}
@@ -416,6 +416,7 @@ def sleep_size(p: dict, name: str) -> float:
     for w in s.get("workloads") or []:
         g, b = _subset(p, "workload_sleep", w)
         n = g * b
+        n *= 2   # the real runs beside the sleep row (validation.BESIDE)
         if w == "unet3d":
             n += count(a3.get("modes")) * (count(a3.get("ranks")) if a3.get("ranks") else g) * b
         out += n * int(p[w]["sweep"]["runs"])
@@ -424,12 +425,12 @@ def sleep_size(p: dict, name: str) -> float:
 
 def random_size(p: dict, name: str) -> float:
     """The forecast's size of the stage (:func:`experiments.stages.size_of`): each workload's kept
-    (G, B) of the generated-data row, run its ``sweep.runs`` times."""
+    (G, B) of the generated-data row and of the real runs beside it, run its ``sweep.runs`` times."""
     s = p["workload_random"]
     out = 0
     for w in s.get("workloads") or []:
         g, b = _subset(p, "workload_random", w)
-        out += g * b * int(p[w]["sweep"]["runs"])
+        out += 2 * g * b * int(p[w]["sweep"]["runs"])   # and the real runs beside it (validation.BESIDE)
     return out
 
 
@@ -453,12 +454,14 @@ def run_length(p: dict, name: str) -> dict[str, float]:
 
 
 def sleep_configurations(p: dict, name: str) -> list[dict]:
-    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): each workload's sleep grid, and UNET3D's Fig A.3 prep modes."""
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`):
+    each workload's sleep grid, the real runs beside it, and UNET3D's Fig A.3 prep modes."""
     ws = validate("workload_sleep", p["workload_sleep"])
     out = []
     for w in ws.workloads:
         g, bs = ws.grid(validate(w, p[w]).sweep, "workload_sleep")
-        out += [{"workload": w, "variant": "sleep", "ranks": r, "batch_size": n} for r in g for n in bs]
+        out += [{"workload": w, "variant": v, "ranks": r, "batch_size": n} for v in ("sleep", "real")
+                for r in g for n in bs]
         if w == "unet3d":
             out += [{"workload": w, "variant": f"prep-{m}", "ranks": r, "batch_size": n}
                     for m in ws.fig_a3.modes for r in (ws.fig_a3.ranks or g) for n in bs]
@@ -466,12 +469,14 @@ def sleep_configurations(p: dict, name: str) -> list[dict]:
 
 
 def random_configurations(p: dict, name: str) -> list[dict]:
-    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`): each workload's random-data grid."""
+    """The stage's configurations under a rendered profile (:func:`experiments.stages.configs_of`):
+    each workload's random-data grid and the real runs beside it."""
     wr = validate("workload_random", p["workload_random"])
     out = []
     for w in wr.workloads:
         g, bs = wr.grid(validate(w, p[w]).sweep, "workload_random")
-        out += [{"workload": w, "variant": "random", "ranks": r, "batch_size": n} for r in g for n in bs]
+        out += [{"workload": w, "variant": v, "ranks": r, "batch_size": n} for v in ("random", "real")
+                for r in g for n in bs]
     return out
 
 

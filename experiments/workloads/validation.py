@@ -8,7 +8,8 @@ data"), ``sleep`` (realistic data, ``train.compute: sleep`` with the compute mod
 ``workload_sleep.compute_model``), ``emulator`` (:mod:`experiments.emulator` at the points of
 the ``traced_comparison`` stage, which writes its runs in this layout). Fig A.3 adds UNET3D
 sleep runs whose loader skips the preprocessing (``prep-none``) or sleeps in its place
-(``prep-sleep``).
+(``prep-sleep``). The sleep and random stages also run the real workload at their own (G, B),
+interleaved with their row (:data:`BESIDE`): what their findings compare against.
 
 A plan (:func:`sleep_plan`, :func:`random_plan`) is checked whole before any run starts: the
 compute model file (missing, another schema, no entry for a workload), the subset of the
@@ -51,6 +52,13 @@ ROWS = [
     # the emulator (issue 12): the runs the traced_comparison stage made (one (B, G) per workload)
     Row("emulator", "emulator (no model, sleep)", "traced_comparison", "emulator"),
 ]
+# the real runs the sleep and random stages make beside their own, at the same (G, B), interleaved
+# in their rounds: what their findings set each row against (report._real_row). Against the
+# workload stages' real runs, made 10-30 minutes earlier, a slow hour of the shared box in between
+# flipped unet3d-sleep-data-latency-lower and unet3d-random-vfs-within-real-spread between two
+# clones (docs/measured/2026-11-29-two-clones-815cb38; issue 64). Not drawn in the figures.
+BESIDE = [Row("real@sleep", "real workload, beside the sleep row", "workload_sleep", "real"),
+          Row("real@random", "real workload, beside the generated-data row", "workload_random", "real")]
 FIG_A3 = {"sleep": "preprocessing (real)", "prep-none": "no preprocessing",
           "prep-sleep": "sleep standing in for preprocessing"}
 
@@ -69,9 +77,9 @@ from .stage import PREP_FILE, prep_facts, prep_sleep_auto  # noqa: E402,F401 (th
 
 
 def sleep_plan(cfg, prep_s: float | None = None) -> list[Job]:
-    """The sleep row and Fig A.3 for ``cfg`` (sections ``workload_sleep`` and the workloads'),
-    checked whole: raises ConfigError naming the compute model file and key, or the parameter,
-    before any run. ``prep_s``: the real run's per-sample preprocessing time (:func:`prep_facts`),
+    """The sleep row, the real runs beside it (:data:`BESIDE`) and Fig A.3 for ``cfg`` (sections
+    ``workload_sleep`` and the workloads'), checked whole: raises ConfigError naming the compute
+    model file and key, or the parameter, before any run. ``prep_s``: the real run's per-sample preprocessing time (:func:`prep_facts`),
     what Fig A.3's sleep stands in for when ``fig_a3.prep_sleep_s`` is None."""
     ws = cfg.workload_sleep
     model = cm.load(ws.compute_model)
@@ -84,6 +92,7 @@ def sleep_plan(cfg, prep_s: float | None = None) -> list[Job]:
         sleep_cfg = wcfg.model_copy(update={"train": wcfg.train.model_copy(
             update={"compute": "sleep", "compute_model": ws.compute_model})})
         jobs.append(Job(w, "sleep", sleep_cfg, grid, stage.data_dir(w), model))
+        jobs.append(_beside(w, wcfg, grid, "workload_sleep"))
         a3 = ws.fig_a3
         if w == "unet3d" and a3.modes:
             s = a3.prep_sleep_s
@@ -106,7 +115,8 @@ def sleep_plan(cfg, prep_s: float | None = None) -> list[Job]:
 
 
 def random_plan(cfg) -> list[Job]:
-    """The generated-data row for ``cfg`` (sections ``workload_random`` and the workloads')."""
+    """The generated-data row and the real runs beside it (:data:`BESIDE`) for ``cfg`` (sections
+    ``workload_random`` and the workloads')."""
     wr = cfg.workload_random
     jobs = []
     for w in wr.workloads:
@@ -114,8 +124,19 @@ def random_plan(cfg) -> list[Job]:
         if wcfg.train.compute != "real":
             raise ConfigError(f"{w}.train.compute = {wcfg.train.compute!r}: the generated-data row runs "
                               "the real workload; allowed: real")
-        jobs.append(Job(w, "random", wcfg, _grid(wr, wcfg, "workload_random", w), stage.data_dir(w, "random")))
+        grid = _grid(wr, wcfg, "workload_random", w)
+        jobs.append(Job(w, "random", wcfg, grid, stage.data_dir(w, "random")))
+        jobs.append(_beside(w, wcfg, grid, "workload_random"))
     return jobs
+
+
+def _beside(w: str, wcfg, grid, section: str) -> Job:
+    """The real runs of ``w`` at the row's own ``grid``, in the row's stage (:data:`BESIDE`): the
+    workload's section as its own stage runs it (real compute, realistic data)."""
+    if wcfg.train.compute != "real":
+        raise ConfigError(f"{w}.train.compute = {wcfg.train.compute!r}: {section} runs the real workload beside "
+                          "its row; allowed: real")
+    return Job(w, "real", wcfg, grid, stage.data_dir(w))
 
 
 def generate_random(cfg, seed: int) -> pd.DataFrame:
