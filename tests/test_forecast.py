@@ -240,6 +240,24 @@ def test_a_forecast_within_20_percent_everywhere_is_met(project):
     assert "nothing to run" in ae_table.forecast_summary(_plan(), [])
 
 
+def test_the_calibration_after_the_run_says_whether_the_box_changed_speed(project, monkeypatch):
+    """make repro's last step takes the calibration again: a box that slowed during the run (the
+    shared box's slow hours, which the calibration before the first stage cannot see) is named."""
+    _env(project, "tfdata_read", 300.0)
+    plan = _plan(tfdata_read=330.0)
+    plan["calibration"] = {"factor": 1.0, "reference": {"cpu_s": 1.0, "io_s": 1.0}}
+    forecast.write_plan(plan)
+    monkeypatch.setattr(forecast, "calibrate", lambda: {"cpu_s": 1.5, "io_s": 1.3})
+    assert ae_table.main(["--print"]) == 0
+    kept = ae_table.read_plan()
+    assert kept["after"]["factor"] == pytest.approx((1.5 * 1.3) ** 0.5) and kept["after"]["here"]["cpu_s"] == 1.5
+    text = ae_table.forecast_summary(kept, ae_table.checks(kept, ae_table.runs()))
+    assert "after the run read x1.40" in text and "speed changed during the run" in text
+    kept["after"] = forecast.recalibrate(kept, {"cpu_s": 1.05, "io_s": 1.0})
+    assert "kept its speed" in ae_table.forecast_summary(kept, ae_table.checks(kept, ae_table.runs()))
+    assert "after the run" not in ae_table.forecast_summary(plan, ae_table.checks(plan, ae_table.runs()))
+
+
 def test_make_ae_table_shows_the_forecast_against_actual(project, capsys):
     (project / "docs").mkdir()
     (project / ae_table.GUIDE).write_text("<!-- ae:summary -->\n<!-- /ae:summary -->\n<!-- ae:table -->\n<!-- /ae:table -->\n")

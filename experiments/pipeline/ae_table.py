@@ -181,7 +181,24 @@ def forecast_summary(plan: dict | None, cs: list[Check]) -> str:
             f"20 %: {len(judged) - len(off)} of {len(judged)}"
             + (f" (outside: {', '.join(f'{c.stage} {_pct(c)}' for c in off)})" if off else "")
             + (f"; not run since the plan: {', '.join(missing)}" if missing else "")
-            + f". The done-when \"forecast within 20 % of actual for the whole and every stage over 2 min\": {verdict}.")
+            + f". The done-when \"forecast within 20 % of actual for the whole and every stage over 2 min\": {verdict}."
+            + _after(plan))
+
+
+SPEED_CHANGED = 0.15   # the two calibrations this far apart: the box changed speed during the run
+
+
+def _after(plan: dict) -> str:
+    """The calibration after the run (``plan["after"]``, :func:`experiments.pipeline.forecast.recalibrate`)
+    beside the one before it, as a sentence; "" when none was taken."""
+    a = plan.get("after")
+    if not a or not a.get("ratios"):
+        return ""
+    before, now = plan["calibration"]["factor"], a["factor"]
+    changed = abs(now / before - 1) > SPEED_CHANGED if before else False
+    return (f" The calibration after the run read x{now:.2f} ({a['at']}), x{before:.2f} before the first stage"
+            + (": the box's speed changed during the run, and the forecast, made before it, carries that change"
+               if changed else ": the box kept its speed") + ".")
 
 
 def forecast_table(cs: list[Check]) -> str:
@@ -285,11 +302,17 @@ def update_guide(text: str, r: dict[str, dict], foot: dict[str, tuple[str, int]]
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.pipeline.ae_table", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--print", action="store_true", help="only print the summary of the last run")
+    ap.add_argument("--print", action="store_true", help="print the summary of the last run, after taking the calibration again "
+                                                        "(kept in results/plan.json: make repro's last step)")
     a = ap.parse_args(argv)
     st, r, foot, plan = stages(), runs(), footprint(), read_plan()
     plain = lambda t: re.sub(r"\[([^]]+)\]\([^)]+\)", r"\1", t).replace("`", "").replace("**", "")   # noqa: E731
-    if a.print:
+    if a.print:   # make repro's last step: the calibration again, kept in the plan beside the first
+        if plan and plan.get("to_run"):
+            from .forecast import recalibrate, write_plan
+
+            plan["after"] = recalibrate(plan)
+            write_plan(plan)
         print(plain(summary(r, foot)))
         print(plain(forecast_summary(plan, checks(plan, r))))
         return 0

@@ -800,6 +800,17 @@ def words(p: dict) -> str:
     return render(lines, fresh, head)
 
 
+def recalibrate(p: dict, here: dict | None = None) -> dict:
+    """The calibration again, after the run (``here``: :func:`calibrate`'s, taken now when None),
+    against the same reference as the plan ``p``'s before the first stage: ``at``, ``here``,
+    ``ratios`` and ``factor`` (:func:`scale`). A box whose speed changed during the run (the
+    shared box's slow hours) shows as two factors apart; the forecast, made before, cannot."""
+    here = here or calibrate()
+    factor, ratios = scale(here, (p.get("calibration") or {}).get("reference") or {})
+    return {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "here": here, "ratios": ratios,
+            "factor": factor}
+
+
 def write_plan(p: dict, path: Path | None = None) -> Path:
     from .ae_table import PLAN
     from ..output.results import write_json
