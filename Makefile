@@ -50,6 +50,7 @@ repro: setup
 	@$(RUN) python -m experiments.review.refrun clear
 	@$(RUN) python -m experiments.pipeline.forecast plan $(if $(strip $(STAGES)),--stages "$(STAGES)")
 	$(RUN) $(if $(strip $(STAGES)),python -m experiments.pipeline.forecast repro --stages "$(STAGES)",dvc repro)
+	@$(RUN) python -m experiments.pipeline.forecast after
 	@$(RUN) python -m experiments.pipeline.ae_table --print
 
 test: setup

@@ -221,3 +221,32 @@ def test_a_backend_that_fails_to_start_falls_back(monkeypatch, tmp_path):
     assert vector.vfs_reads(tr.events, [str(f)])["size"].sum() == 1000, tr.events[["pid", "op", "path", "size"]].to_string()
     with pytest.raises(trace.TraceError, match="failed to start"):
         trace.run(["cat", str(f)], backend="bpftrace", quiet=True, sample=False)
+
+
+def test_the_loader_timeline_finds_its_phase_log_where_a_shipped_run_keeps_it(tmp_path):
+    """The tracing report reads the loader's phase log from the stage's results folder
+    (phases.LOADER_LOG); else where its trace recorded it, if that still exists; a shipped run
+    recorded on another box has neither (its data tier is not shipped): no phases, and the
+    figure says why instead of failing (the fresh-clone CI of faa27f2: 'phase log /tmp/repC/...
+    does not exist')."""
+    from types import SimpleNamespace
+
+    from experiments.trace import phases, report
+
+    written = tmp_path / "data" / "phases.jsonl"
+    written.parent.mkdir()
+    log = phases.PhaseLog(written)
+    log.start("train", epoch=0)
+    log.end("train", epoch=0)
+    results = tmp_path / "results"
+    results.mkdir()
+    trace = SimpleNamespace(meta={"phase_log": str(written)})
+    ph, why = report.loader_phases(trace, results)                     # where the trace recorded it
+    assert list(ph["phase"]) == ["train"] and why == ""
+    (results / phases.LOADER_LOG).write_text(written.read_text())
+    written.unlink()
+    ph, why = report.loader_phases(trace, results)                     # kept with the results
+    assert list(ph["phase"]) == ["train"] and why == ""
+    (results / phases.LOADER_LOG).unlink()
+    ph, why = report.loader_phases(trace, results)                     # neither: the shipped run
+    assert ph is None and "no phase bands" in why

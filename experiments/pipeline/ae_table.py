@@ -302,17 +302,11 @@ def update_guide(text: str, r: dict[str, dict], foot: dict[str, tuple[str, int]]
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.pipeline.ae_table", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--print", action="store_true", help="print the summary of the last run, after taking the calibration again "
-                                                        "(kept in results/plan.json: make repro's last step)")
+    ap.add_argument("--print", action="store_true", help="only print the summary of the last run")
     a = ap.parse_args(argv)
     st, r, foot, plan = stages(), runs(), footprint(), read_plan()
     plain = lambda t: re.sub(r"\[([^]]+)\]\([^)]+\)", r"\1", t).replace("`", "").replace("**", "")   # noqa: E731
-    if a.print:   # make repro's last step: the calibration again, kept in the plan beside the first
-        if plan and plan.get("to_run"):
-            from .forecast import recalibrate, write_plan
-
-            plan["after"] = recalibrate(plan)
-            write_plan(plan)
+    if a.print:
         print(plain(summary(r, foot)))
         print(plain(forecast_summary(plan, checks(plan, r))))
         return 0

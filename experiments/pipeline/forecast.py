@@ -824,6 +824,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.pipeline.forecast", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     pl = sub.add_parser("plan", help="print the plan of the next dvc repro and write results/plan.json")
+    sub.add_parser("after", help="take the calibration again after the run, kept in results/plan.json (make repro)")
     pl.add_argument("--stages", default="", help="make repro STAGES: only these stages and what depends on them")
     rp = sub.add_parser("repro", help="make repro STAGES: re-measure these stages and re-run what depends on them")
     rp.add_argument("--stages", required=True, help="stages of dvc.yaml, space-separated")
@@ -842,6 +843,16 @@ def main(argv=None) -> int:
                else record(a.out, a.source.resolve() if a.source else None))
         print(f"wrote {a.out or REFERENCE}: {len(ref.rows)} stages, commit {ref.meta['commit'][:10]}, "
               f"calibration cpu {ref.meta['cpu_s']} s, io {ref.meta['io_s']} s")
+        return 0
+    if a.cmd == "after":   # make repro's step after dvc repro, before its summary
+        from .ae_table import read_plan
+
+        p = read_plan()
+        if p and p.get("to_run"):
+            p["after"] = recalibrate(p)
+            write_plan(p)
+            print(f"calibration after the run: x{p['after']['factor']:.2f} (x{p['calibration']['factor']:.2f} "
+                  "before the first stage)")
         return 0
     from .ae_table import stages
 

@@ -40,6 +40,10 @@ PHASES = ("init", "train", "eval", "checkpoint")
 ENV = "DLIO_PHASE_LOG"
 EVENTS = ("begin", "start", "end", "mark")
 
+# the tracing stage's loader phase log, kept in its results folder beside the trace (its data
+# tier, where the loader wrote it, is not a result: a shipped run does not carry it)
+LOADER_LOG = "phases_loader.jsonl"
+
 
 class PhaseLog:
     """Appends phase events to ``path``; ``None`` makes a log that writes nothing."""

@@ -117,3 +117,22 @@ def measure_repeat(vecs: dict[str, dict], backend: str) -> list[Measured]:
         why_not=why or ("the two patterns share most components (file, counts, sizes)" if have
                         else "the random-only fio job was not traced")))
     return out
+
+
+def loader_phases(trace, results_dir) -> tuple[pd.DataFrame | None, str]:
+    """The loader's phases for its timeline: the phase log the stage kept in ``results_dir``
+    (:data:`.phases.LOADER_LOG`), else the one its trace recorded where it still
+    exists (a run before the log was kept: in that run's data tier); else None, and what the
+    phase row says instead (the shipped reference run: recorded on another box, no data/)."""
+    from pathlib import Path
+
+    from . import phases
+
+    kept = Path(results_dir) / phases.LOADER_LOG
+    if kept.is_file():
+        return phases.read(kept), ""
+    at = trace.meta.get("phase_log")
+    if at and Path(at).is_file():
+        return phases.read(at), ""
+    return None, ("phase log not in this run's results (a run made before it was kept there, as "
+                  "the shipped reference run): no phase bands")

@@ -41,7 +41,7 @@ from pydantic import Field, model_validator
 from ..settings.config import Section
 from . import lmdb_runs, patterns, vector
 from ..stages import Stage
-from .phases import PhaseLog
+from .phases import LOADER_LOG, PhaseLog
 from .schema import Trace
 from .session import Session
 
@@ -228,14 +228,22 @@ def lmdb_check(vec: pd.DataFrame, m: dict) -> pd.DataFrame:
 def save(out, m: dict, vec: pd.DataFrame, check: pd.DataFrame, lcheck: pd.DataFrame, cfg, tier_info) -> dict:
     """Write the stage's results through ``out`` (:class:`experiments.output.results.StageResults`):
     every event (``raw.parquet``), each trace (``trace_<run>.parquet``, with its counts and
-    samples beside it), the vectors (``summary.csv``), ``pattern_check.csv``, ``lmdb_check.csv``,
-    the metrics and ``env.json``. Returns the metrics."""
+    samples beside it), the loader's phase log (:data:`.phases.LOADER_LOG`), the vectors
+    (``summary.csv``), ``pattern_check.csv``, ``lmdb_check.csv``, the metrics and ``env.json``.
+    Returns the metrics."""
+    from ..output.results import atomic_write
     from ..settings import config
     tr0 = m["traces"]["fio_seq_rand"]
     raw = pd.concat([tr.events.assign(run=run) for run, tr in m["traces"].items()], ignore_index=True)
     out.raw(raw)
     for run, tr in m["traces"].items():
         tr.save(out.path(f"trace_{run}.parquet"))
+    # the loader's phase log beside its trace: it was written in the data tier (data/, not a
+    # result), which a shipped run does not carry, so its report could not draw the phases
+    log = Path(m["phase_log"])
+    if log.is_file():
+        text = log.read_text()
+        atomic_write(out.path(LOADER_LOG), lambda p: p.write_text(text))
     out.summary(vec)
     out.table("pattern_check", check)
     out.table("lmdb_check", lcheck)

@@ -27,12 +27,17 @@ IO_STYLE = {  # series -> (color, label)
 }
 
 
+NO_PHASE_LOG = "no phase log: this program writes none (the training workloads do)"
+
+
 def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None = 1.0, data=None,
-         checkpoint=None, title: str | None = None, block_files=None, io: pd.DataFrame | None = None):
+         checkpoint=None, title: str | None = None, block_files=None, io: pd.DataFrame | None = None,
+         no_phases: str = NO_PHASE_LOG):
     """The three-row figure; returns the matplotlib Figure. ``bin_s=None``: :func:`auto_bin`.
     ``io``: the I/O row's series as :func:`io_series` gave them with this ``bin_s`` (a stage
     that measures saves them while the files whose extents filter the block rows still exist;
-    its report draws them later), instead of computing them from the trace here."""
+    its report draws them later), instead of computing them from the trace here. ``no_phases``:
+    what the phase row says when ``phases`` is None or empty."""
     import matplotlib.pyplot as plt
 
     bin_s = auto_bin(trace) if bin_s is None else bin_s
@@ -85,7 +90,7 @@ def plot(trace: Trace, phases: pd.DataFrame | None = None, bin_s: float | None =
         ax_ph.legend(handles, list(PHASE_COLORS), loc="upper left", bbox_to_anchor=(1.02, 1.0),
                      borderaxespad=0, fontsize="small", ncol=2)
     else:
-        ax_ph.text(0.5, 0.5, "no phase log: this program writes none (the training workloads do)",
+        ax_ph.text(0.5, 0.5, no_phases,
                    transform=ax_ph.transAxes, ha="center", va="center", fontsize="small", color="0.4")
     # the time axis covers the traced I/O and the phases, not the sampler's tail after them
     ends = [float(trace.events["t_s"].max())] if len(trace.events) else []
