@@ -40,6 +40,21 @@ def stall_ratios(ck: pd.DataFrame, fast: str, slow: str) -> dict:
     return out
 
 
+def _summed_medians(groups) -> np.ndarray:
+    total = 0   # summed in the groups' order, as sum() does
+    for g in groups:
+        total = total + np.median(g, axis=-1)
+    return total
+
+
+def _sum_of_medians_ratio_rows(*groups) -> np.ndarray:
+    h = len(groups) // 2
+    den = _summed_medians(groups[h:])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den != 0, _summed_medians(groups[:h]) / np.where(den != 0, den, 1.0), np.nan)
+
+
+@stats.by_rows(_sum_of_medians_ratio_rows)
 def _sum_of_medians_ratio(*groups) -> float:
     """sum of the medians of the first half of ``groups`` over that of the second half."""
     h = len(groups) // 2
@@ -47,6 +62,12 @@ def _sum_of_medians_ratio(*groups) -> float:
     return sum(float(np.median(g)) for g in groups[:h]) / den if den else np.nan
 
 
+def _spread_rows(*groups) -> np.ndarray:
+    m = np.stack([np.median(g, axis=-1) for g in groups])
+    return (m.max(axis=0) / m.min(axis=0) - 1) * 100
+
+
+@stats.by_rows(_spread_rows)
 def _spread(*groups) -> float:
     """(max / min - 1) of the groups' medians, percent."""
     m = [float(np.median(g)) for g in groups]

@@ -132,6 +132,7 @@ def final_accuracy(curves: pd.DataFrame) -> pd.DataFrame:
             .reset_index())
 
 
+@stats.by_rows(lambda a, b: np.mean(a, axis=-1) - np.mean(b, axis=-1))
 def _mean_gap(a, b) -> float:
     return float(np.mean(a) - np.mean(b))
 

@@ -441,7 +441,9 @@ def bootstrap(stat: Callable[..., float], *samples, level: float | None = None, 
     rng = np.random.default_rng(seed)
     bs = [_block_len(len(a), block) for a in arrs]
     draws = [_resample(a, rng, n_boot, b) for a, b in zip(arrs, bs)]
-    boot = np.array([stat(*(d[i] for d in draws)) for i in range(n_boot)], dtype=float)
+    rows = getattr(stat, "rows", None)   # the statistic of every resample at once (:func:`by_rows`)
+    boot = (np.asarray(rows(*draws), dtype=float) if rows is not None
+            else np.array([stat(*(d[i] for d in draws)) for i in range(n_boot)], dtype=float))
     boot = boot[np.isfinite(boot)]
     if len(boot) < n_boot // 2:
         return point, _none(n, method + " (statistic undefined on most resamples)", level)
@@ -602,6 +604,25 @@ def runs_of(df, col: str, by: str = "run", **eq) -> list[np.ndarray]:
     return [g[col].to_numpy(dtype=float) for _, g in d.groupby(by, sort=True)]
 
 
+def by_rows(rows: Callable[..., np.ndarray]):
+    """Give a statistic of 1-D samples its form over 2-D ones, ``rows(*arrays)`` -> one value
+    per row (each row a resample), which :func:`bootstrap` then takes instead of calling the
+    statistic once per resample (2,000 Python calls: 13 of the LMDBIO report's 32 s). ``rows``
+    must compute, row by row, what the statistic computes, in the same order of operations, so
+    that the interval is the same to the last bit (tests/test_stats.py checks the library's)."""
+    def mark(stat):
+        stat.rows = rows
+        return stat
+    return mark
+
+
+def _ratio_med_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    mb = np.median(b, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(mb != 0, np.median(a, axis=-1) / np.where(mb != 0, mb, 1.0), np.nan)
+
+
+@by_rows(_ratio_med_rows)
 def _ratio_med(a: np.ndarray, b: np.ndarray) -> float:
     mb = np.median(b)
     return float(np.median(a) / mb) if mb else math.nan
