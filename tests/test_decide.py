@@ -4,6 +4,7 @@ two findings, one within reach and one forecast "never"): the purchase goes to t
 within reach, its rows are appended and marked, DVC stays consistent; a Ctrl-C while the
 stage measures puts everything back."""
 
+import json
 import os
 import shutil
 import signal
@@ -218,3 +219,33 @@ def test_a_run_of_two_rows_is_priced_at_its_whole_seconds(tmp_path, monkeypatch)
     (d / "rounds.json").write_text(json.dumps({"keys": ["c"], "order": []}))
     monkeypatch.setenv("DLIO_ROOT", str(tmp_path))
     assert pricing.stage_rows("st", 0.0).seconds == [3.0, 3.0]
+
+
+def test_a_stage_stops_its_bought_runs_at_its_share_of_the_minutes(monkeypatch):
+    """A box slower than the prices: each stage's runs stop at its share (its priced seconds,
+    stretched to the minutes), so the stage DVC runs last is not left without any."""
+    raw = pd.DataFrame({"config": ["A", "B"] * 3, "repeat": [0, 0, 1, 1, 2, 2], "made_by": P.FIRST,
+                        "level": 0.95})
+    p = P.Purchase(run=1, configs=[{"config": "A"}, {"config": "B"}], runs=6)
+    configs = [{"config": "A"}, {"config": "B"}]
+    t = [100.0]
+
+    def run_one(c, i):
+        t[0] += 10.0
+        return [{"config": c["config"]}]
+
+    monkeypatch.setenv(P.DEADLINE_ENV, "1e12")
+    # runs start at 100, 110, 120; the share of 25 s ends before the one at 130
+    assert len(P.buy(configs, ["config"], run_one, [p], raw, 1, clock=lambda: t[0], share_s=25)) == 3
+    # the shares: each offer's seconds stretched by the minutes over the plan (never shrunk)
+    offers = [pricing.Offer("lmdbio", ["f"], configs, 6, 500.0),
+              pricing.Offer("llm_checkpoint", ["g"], configs, 2, 100.0)]
+    assert pricing.shares(offers, 1500.0, 1800.0) == {"lmdbio": 600.0, "llm_checkpoint": 120.0}
+    assert pricing.shares(offers, 2000.0, 1800.0) == {"lmdbio": 500.0, "llm_checkpoint": 100.0}
+    # runs priced at a few seconds keep half a minute: too coarse a price to cut on
+    assert pricing.shares([pricing.Offer("fake", ["f"], configs, 2, 0.2)], 10.0, 600.0) == {"fake": 30.0}
+    # the stage reads its own share from the environment decide sets
+    monkeypatch.setenv(P.SHARES_ENV, json.dumps({"lmdbio": 600.0}))
+    assert P.share_of("lmdbio") == 600.0 and P.share_of("deepio") is None
+    monkeypatch.delenv(P.SHARES_ENV)
+    assert P.share_of("lmdbio") is None

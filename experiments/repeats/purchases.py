@@ -44,6 +44,8 @@ from .levels import ALPHA, level, looks as looks_at
 
 ENV = "DLIO_DECIDE"                      # measuring stages a decide run appends to, space-separated
 DEADLINE_ENV = "DLIO_DECIDE_DEADLINE"    # seconds since the epoch: no bought run starts after it
+# {stage: seconds}, JSON: a stage's bought runs stop at its share of the minutes (:func:`share_of`)
+SHARES_ENV = "DLIO_DECIDE_SHARES"
 FIRST = "repro"                          # made_by of the rows of a stage's own rounds
 SCALARS = str | int | float | None       # None: a key the configuration lacks (the blog: threads of a DataLoader run)
 
@@ -127,14 +129,30 @@ def level_for(purchases: Sequence[Purchase], upto: int, config: tuple, keys: Seq
     return level(own + n, alpha)
 
 
+def share_of(stage: str) -> float | None:
+    """The seconds ``stage``'s bought runs may take in this decide run (:data:`SHARES_ENV`:
+    ``make decide`` gives each stage its priced seconds, stretched to the minutes), None
+    without one. A box slower than the prices stops every stage's runs at its share, instead of
+    the stages DVC runs first taking the minutes and the last none (a decide run of G, slow box:
+    LMDBIO took 745 s of its 575, and the LLM checkpoint's 55 runs were never made)."""
+    import json
+
+    raw = os.environ.get(SHARES_ENV)
+    if not raw:
+        return None
+    got = json.loads(raw).get(stage)
+    return float(got) if got is not None else None
+
+
 def buy(configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int], list[dict]],
         purchases: Sequence[Purchase], rows: pd.DataFrame, seed: int,
-        clock: Callable[[], float] = time.time) -> pd.DataFrame:
+        clock: Callable[[], float] = time.time, share_s: float | None = None) -> pd.DataFrame:
     """Run the purchases ``rows`` (the stage's rows so far, ``made_by`` marked) lack: each
     purchase's ``runs`` runs in rounds over its configurations (of ``configs``), each round in a
     seeded order (the one loop's rounds, :func:`experiments.repeats.rounds.run_rounds`);
     ``run_one(config, repeat)`` returns the run's rows. Repeats continue after the rows' last.
-    Stops before a run that would start after :data:`DEADLINE_ENV`. Returns the new rows (``made_by``, ``repeat``, ``warmup``, ``round_order``, ``level``: :func:`level_for`).
+    Stops before a run that would start after :data:`DEADLINE_ENV`, or more than ``share_s``
+    seconds after the first bought run began (:func:`share_of`). Returns the new rows (``made_by``, ``repeat``, ``warmup``, ``round_order``, ``level``: :func:`level_for`).
     A purchase naming a configuration ``configs`` lacks stops before any run, naming it."""
     from .rounds import RoundsPlan, run_rounds
 
@@ -143,6 +161,8 @@ def buy(configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int],
         raise ValueError(f"decide: a purchase names configuration(s) this stage's parameters do not have: "
                          f"{bad}; allowed: {[dict(zip(keys, key_of(c, keys))) for c in configs]}")
     deadline = float(os.environ.get(DEADLINE_ENV, "inf"))
+    if share_s is not None:
+        deadline = min(deadline, clock() + share_s)
     have = set(rows["made_by"]) if "made_by" in rows else {FIRST}
     own = own_looks(rows)
     out: list[pd.DataFrame] = []

@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from ..settings import paths
-from .purchases import FIRST, Purchase, appending, buy, key_of, with_purchases
+from .purchases import FIRST, Purchase, appending, buy, key_of, share_of, with_purchases
 from .rounds import RoundsPlan, run_rounds, to_json
 
 ROUNDS_FILE = "rounds.json"   # the course of a stage's rounds and purchases, in its results folder
@@ -211,7 +211,7 @@ def measure(stage: MeasuringStage, purchases: Sequence[Purchase] = ()) -> Measur
                                                         "rows_file": stage.file("rows")}
     else:
         rows, course = before.rows, before.course
-    extra = buy(stage.configs, stage.keys, one, list(purchases), rows, stage.seed)
+    extra = buy(stage.configs, stage.keys, one, list(purchases), rows, stage.seed, share_s=share_of(stage.name))
     rows = pd.concat([rows, extra], ignore_index=True) if len(extra) else rows
     course = with_purchases(course, purchases, rows) if purchases else course
     if stage.context is not None:   # the named values its findings' compares use, for make decide

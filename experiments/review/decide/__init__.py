@@ -14,7 +14,9 @@ claims table leaves ``inconclusive``, where their forecasts say more runs would 
    because its params changed, keeps its rows and runs only the new purchase (its ``persist``
    out; :func:`experiments.repeats.stage.kept`), each new row marked ``decide N``; the reports
    and the claims table re-run because the rows changed. No run starts after the minutes (less
-   the reports' recorded time); a purchase cut short is recorded as the runs it made.
+   the reports' recorded time), nor after its stage's share of them (its priced seconds,
+   stretched to the minutes: :func:`.pricing.shares`), so that a box slower than the prices
+   cuts every stage's purchase alike; a purchase cut short is recorded as the runs it made.
 3. **Show**: the count by verdict before and after, and every finding that moved
    (:func:`experiments.review.compare.compare`).
 
@@ -25,6 +27,7 @@ rows and ``dvc.lock`` are those of before.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -114,11 +117,12 @@ def plan(table: pd.DataFrame, seconds: float, root: Path | None = None, finding:
 def show(p: Shopping, minutes: float) -> str:
     lines = [f"decide: {minutes:g} min; buying {sum(o.runs for o in p.offers)} run(s), about "
              f"{p.seconds / 60:.1f} min with the reports"]
+    share = pricing.shares(p.offers, p.seconds, minutes * 60)
     for o in p.offers:
         up = (f", and {o.top_up_runs} run(s) of each of {len(o.top_up)} configuration(s) sharing their findings"
               if o.top_up_runs and o.top_up else "")
-        lines.append(f"  {o.stage}: {o.runs} runs of {len(o.configs)} configuration(s){up}, ~{o.seconds:.0f} s, "
-                     f"for {len(o.findings)} finding(s), cheapest first:")
+        lines.append(f"  {o.stage}: {o.runs} runs of {len(o.configs)} configuration(s){up}, ~{o.seconds:.0f} s "
+                     f"(no run starts after {share[o.stage]:.0f} s), for {len(o.findings)} finding(s), cheapest first:")
         lines += [f"    {k}: {o.costs.get(k, '')}" for k in o.findings]
     by_why: dict[str, list[str]] = {}
     for k, why in sorted(p.skipped.items()):
@@ -154,7 +158,8 @@ def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding
     dvc = dvc_run.stages_of(root)
     reports = {r for o in p.offers for r in dvc_run.readers(dvc, o.stage)} - {o.stage for o in p.offers}
     env |= {P.ENV: " ".join(o.stage for o in p.offers),
-            P.DEADLINE_ENV: str(start + minutes * 60 - dvc_run.overhead_s(root, reports))}
+            P.DEADLINE_ENV: str(start + minutes * 60 - dvc_run.overhead_s(root, reports)),
+            P.SHARES_ENV: json.dumps(pricing.shares(p.offers, p.seconds, minutes * 60))}
     try:
         finished = dvc_run.repro(root, env)
     except subprocess.CalledProcessError:

@@ -323,3 +323,18 @@ def rules_of(stages) -> dict[str, list]:
     """{stage: its findings' steering parts}, from the declarations as they are now
     (:func:`experiments.claims.steering.rules`: what the ``claim_rules`` stage writes)."""
     return {st: declared_rules(st) for st in stages}
+
+
+def shares(offers: list[Offer], planned_s: float, minutes_s: float) -> dict[str, float]:
+    """{stage: the seconds its bought runs may take} (:data:`experiments.repeats.purchases.SHARES_ENV`):
+    each offer's priced seconds stretched by the minutes over the plan's seconds (at least 1),
+    so that a box slower than the prices cuts every stage's runs alike, and a stage that runs
+    faster than priced leaves its seconds to none (the plan fits the minutes without them).
+    A share is at least :data:`MIN_SHARE_S`: runs priced at a few seconds (a fast stage, or one
+    whose rows lack ``run_s``) are priced too coarsely to be cut on them."""
+    stretch = max(1.0, minutes_s / planned_s) if planned_s > 0 else 1.0
+    return {o.stage: round(max(MIN_SHARE_S, o.seconds * stretch), 1) for o in offers}
+
+
+MIN_SHARE_S = 30.0
+
