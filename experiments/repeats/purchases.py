@@ -31,6 +31,7 @@ change to a claim's rule re-runs a measuring stage only through the rules it rea
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Callable, Sequence
@@ -135,8 +136,6 @@ def share_of(stage: str) -> float | None:
     without one. A box slower than the prices stops every stage's runs at its share, instead of
     the stages DVC runs first taking the minutes and the last none (a decide run of G, slow box:
     LMDBIO took 745 s of its 575, and the LLM checkpoint's 55 runs were never made)."""
-    import json
-
     raw = os.environ.get(SHARES_ENV)
     if not raw:
         return None
