@@ -249,3 +249,24 @@ def test_a_stage_stops_its_bought_runs_at_its_share_of_the_minutes(monkeypatch):
     assert P.share_of("lmdbio") == 600.0 and P.share_of("deepio") is None
     monkeypatch.delenv(P.SHARES_ENV)
     assert P.share_of("lmdbio") is None
+
+
+def test_decide_says_when_the_run_it_joins_is_hours_old(tmp_path):
+    """Rounds bought hours after their run join its intervals across the box's two levels
+    (G's decide run, 2 hours later, undid 5 findings): the plan says so."""
+    from datetime import datetime, timezone
+
+    assert decide.age_note(tmp_path) is None   # no plan: nothing to say
+    (tmp_path / "results").mkdir()
+    now = datetime(2026, 11, 30, 6, 0, tzinfo=timezone.utc).timestamp()
+
+    def plan(**kw):
+        (tmp_path / "results" / "plan.json").write_text(json.dumps(kw))
+
+    plan(made_at="2026-11-30T03:00:00+00:00", after={"at": "2026-11-30T04:00:00+00:00"})
+    note = decide.age_note(tmp_path, now=now)
+    assert note is not None and "ended 2.0 h ago" in note and "widen" in note
+    plan(made_at="2026-11-30T05:00:00+00:00", after={"at": "2026-11-30T05:30:00+00:00"})
+    assert decide.age_note(tmp_path, now=now) is None
+    plan(made_at="2026-11-30T01:00:00+00:00")   # a plan without the calibration after: its own time
+    assert "ended 5.0 h ago" in decide.age_note(tmp_path, now=now)

@@ -134,6 +134,32 @@ def show(p: Shopping, minutes: float) -> str:
     return "\n".join(lines)
 
 
+STALE_AFTER_S = 3600   # a run older than this: decide says its rounds will join another hour's
+
+
+def age_note(root: Path, now: float | None = None) -> str | None:
+    """A note when the ``make repro`` whose runs the purchases join ended more than
+    :data:`STALE_AFTER_S` ago (its ``results/plan.json``: the calibration taken after its last
+    stage, else the plan's own time); None when it is recent or there is no such plan. On a box
+    whose speed moved since, the bought rounds widen the intervals they join rather than narrow
+    them (docs/statistics.md, "make decide MINUTES=30 on G": 5 findings undone 2 hours later)."""
+    from datetime import datetime
+
+    from ...pipeline.ae_table import read_plan
+
+    try:
+        plan_ = read_plan(root / "results")
+        ended = datetime.fromisoformat((plan_.get("after") or {}).get("at") or plan_["made_at"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    age = (time.time() if now is None else now) - ended.timestamp()
+    if age <= STALE_AFTER_S:
+        return None
+    return (f"decide: note: the run these purchases join ended {age / 3600:.1f} h ago; where this box's speed "
+            "has moved since, the new rounds widen the intervals they join rather than narrow them "
+            "(make decide pays back right after make repro: docs/reviewers.md)")
+
+
 def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding: str | None = None,
         rounds: int = 1) -> int:
     """The second pass (module docstring); returns the exit status (130 when interrupted)."""
@@ -145,6 +171,9 @@ def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding
     before = _claims(root)
     p = plan(before, minutes * 60, root, finding, rounds)
     print(show(p, minutes), flush=True)
+    note = age_note(root)
+    if note and p.offers:
+        print(note, flush=True)
     if dry_run or not p.offers:
         return 0
     env = {**os.environ, "DLIO_ROOT": str(root)}
