@@ -49,9 +49,7 @@ def _summed_medians(groups) -> np.ndarray:
 
 def _sum_of_medians_ratio_rows(*groups) -> np.ndarray:
     h = len(groups) // 2
-    den = _summed_medians(groups[h:])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den != 0, _summed_medians(groups[:h]) / np.where(den != 0, den, 1.0), np.nan)
+    return stats.ratio_rows(_summed_medians(groups[:h]), _summed_medians(groups[h:]))
 
 
 @stats.by_rows(_sum_of_medians_ratio_rows)

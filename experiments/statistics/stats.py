@@ -616,10 +616,15 @@ def by_rows(rows: Callable[..., np.ndarray]):
     return mark
 
 
-def _ratio_med_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    mb = np.median(b, axis=-1)
+def ratio_rows(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` row by row, NaN where ``den`` is 0 (a statistic's :func:`by_rows` form of a
+    ratio that is NaN on a zero denominator)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(mb != 0, np.median(a, axis=-1) / np.where(mb != 0, mb, 1.0), np.nan)
+        return np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
+
+
+def _ratio_med_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return ratio_rows(np.median(a, axis=-1), np.median(b, axis=-1))
 
 
 @by_rows(_ratio_med_rows)

@@ -114,10 +114,10 @@ def plan(table: pd.DataFrame, seconds: float, root: Path | None = None, finding:
     return out
 
 
-def show(p: Shopping, minutes: float) -> str:
+def show(p: Shopping, minutes: float, share: dict[str, float]) -> str:
+    """The plan as decide prints it; ``share``: each stage's :func:`.pricing.shares`."""
     lines = [f"decide: {minutes:g} min; buying {sum(o.runs for o in p.offers)} run(s), about "
              f"{p.seconds / 60:.1f} min with the reports"]
-    share = pricing.shares(p.offers, p.seconds, minutes * 60)
     for o in p.offers:
         up = (f", and {o.top_up_runs} run(s) of each of {len(o.top_up)} configuration(s) sharing their findings"
               if o.top_up_runs and o.top_up else "")
@@ -170,7 +170,8 @@ def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding
     start = time.time()
     before = _claims(root)
     p = plan(before, minutes * 60, root, finding, rounds)
-    print(show(p, minutes), flush=True)
+    share = pricing.shares(p.offers, p.seconds, minutes * 60)
+    print(show(p, minutes, share), flush=True)
     note = age_note(root)
     if note and p.offers:
         print(note, flush=True)
@@ -188,7 +189,7 @@ def run(minutes: float, root: Path | None = None, dry_run: bool = False, finding
     reports = {r for o in p.offers for r in dvc_run.readers(dvc, o.stage)} - {o.stage for o in p.offers}
     env |= {P.ENV: " ".join(o.stage for o in p.offers),
             P.DEADLINE_ENV: str(start + minutes * 60 - dvc_run.overhead_s(root, reports)),
-            P.SHARES_ENV: json.dumps(pricing.shares(p.offers, p.seconds, minutes * 60))}
+            P.SHARES_ENV: json.dumps(share)}
     try:
         finished = dvc_run.repro(root, env)
     except subprocess.CalledProcessError:

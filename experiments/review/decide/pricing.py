@@ -325,6 +325,9 @@ def rules_of(stages) -> dict[str, list]:
     return {st: declared_rules(st) for st in stages}
 
 
+MIN_SHARE_S = 30.0   # the least share a stage's bought runs get (:func:`shares`)
+
+
 def shares(offers: list[Offer], planned_s: float, minutes_s: float) -> dict[str, float]:
     """{stage: the seconds its bought runs may take} (:data:`experiments.repeats.purchases.SHARES_ENV`):
     each offer's priced seconds stretched by the minutes over the plan's seconds (at least 1),
@@ -334,7 +337,3 @@ def shares(offers: list[Offer], planned_s: float, minutes_s: float) -> dict[str,
     whose rows lack ``run_s``) are priced too coarsely to be cut on them."""
     stretch = max(1.0, minutes_s / planned_s) if planned_s > 0 else 1.0
     return {o.stage: round(max(MIN_SHARE_S, o.seconds * stretch), 1) for o in offers}
-
-
-MIN_SHARE_S = 30.0
-
