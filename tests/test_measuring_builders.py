@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -150,17 +151,24 @@ def test_building_with_the_smoke_settings_starts_no_process_and_writes_no_file(n
     kwargs = _arguments(build, _standins(name, p, tmp_path, monkeypatch))
     before = _files(tmp_path)
     started = []
+    me = threading.get_ident()
 
-    def refuse(*a, **k):
-        started.append(a[:2])
-        raise AssertionError(f"building {name} started a process: {a[:2]}")
+    def refusing(real):
+        # Only this thread's calls are the builder's: the session's smoke pipeline starts its
+        # stages from a thread of its own while this test runs, and must still get the real call.
+        def refuse(*a, **k):
+            if threading.get_ident() != me:
+                return real(*a, **k)
+            started.append(a[:2])
+            raise AssertionError(f"building {name} started a process: {a[:2]}")
+        return refuse
 
     with monkeypatch.context() as m:
-        m.setattr(subprocess, "Popen", refuse)   # subprocess.run and the rest start through it
-        m.setattr(multiprocessing.Process, "start", refuse)
+        m.setattr(subprocess, "Popen", refusing(subprocess.Popen))   # subprocess.run and the rest start through it
+        m.setattr(multiprocessing.Process, "start", refusing(multiprocessing.Process.start))
         for f in ("fork", "posix_spawn", "posix_spawnp", "system", "execv", "execve"):
             if hasattr(os, f):
-                m.setattr(os, f, refuse)
+                m.setattr(os, f, refusing(getattr(os, f)))
         stage = build(cfg, **kwargs)
     assert isinstance(stage, repeats.MeasuringStage) and stage.configs and not started
     assert _files(tmp_path) == before, f"building {name} wrote files"
