@@ -126,11 +126,12 @@ def test_read_phase_flagged_cache_served_without_eviction(evict, expect, pool, t
 
     if cache.memory_backed(tmp_path):
         pytest.skip("tmp_path is memory-backed: nothing can be evicted there")
-    # The audit counts this process's descendants as the job's processes. In the test session
-    # they include the smoke pipeline's dvc and notebooks, whose reads on the same disk would be
-    # counted as the job's (CI of fbe7425): count this process and the pool's ranks only.
+    # The audit counts this process and its descendants as the job's processes. In the test
+    # session those include the smoke pipeline's dvc and notebooks, whose reads on the same disk
+    # would count as the job's (CI of fbe7425), and this process's own counters take in every
+    # child it reaps: count the pool's ranks only, which do the reads.
     real, ranks = dstat.descendants, [r["pid"] for r in pool.ranks_info.values()]
-    monkeypatch.setattr(dstat, "descendants", lambda pid: [pid, *(q for r in ranks for q in real(r))]
+    monkeypatch.setattr(dstat, "descendants", lambda pid: [q for r in ranks for q in real(r)]
                         if pid == os.getpid() else real(pid))
     lo = L.layout("llama3-8b", ranks=2, scale=50000)
     for attempt in range(3):
