@@ -32,7 +32,12 @@ def _check_vfs(tr, p):
 @pytest.mark.skipif(not STATUS["bpftrace"]["ok"], reason=f"bpftrace: {STATUS['bpftrace']['why']}")
 def test_fio_pattern_bpftrace(tmp_path):
     p = patterns.fio_pattern(tmp_path, file_mib=16, seq_mib=8, rand_ios=200)
-    tr, rc = trace.run(p.command(), backend="bpftrace", watch=[tmp_path], block_scope="tree", quiet=True)
+    for _ in range(3):
+        tr, rc = trace.run(p.command(), backend="bpftrace", watch=[tmp_path], block_scope="tree", quiet=True)
+        # a request's latency needs its completion event: a loaded box (a CI beside two
+        # simulations) once left 30 % of them unmatched; a fault of ours does so every time
+        if not (tr.meta.get("block_traced") and p.direct) or tr.block()["latency_s"].notna().mean() > 0.9:
+            break
     assert rc == 0 and tr.backend == "bpftrace"
     d, exp = _check_vfs(tr, p)
     assert len(set(vector.vfs_reads(tr.events, [str(p.data_file)])["pid"])) == 2  # one process per job
