@@ -202,6 +202,23 @@ def reaches(method: str, n: int, level: float) -> bool:
     return got is not None and _reaches_at(*got)
 
 
+def calibrated(method: str, n: int, level: float) -> tuple[float, float] | None:
+    """The nominal level at which ``method`` from ``n`` runs a side covers enough for ``level``
+    itself in the simulation (:func:`_reaches_at` against ``level``), and its coverage there: the
+    lowest simulated nominal at or above ``level``; None where none does. Where the method
+    reaches ``level`` at ``level``, that. Else a wider interval, at a higher nominal, that covers
+    what ``level`` promises: a jackknife t of medians misses about 3.7 % at a nominal 97.5 % from
+    10 runs a side on, short of the 3.5 % allowed (a second look, after ``make decide``, asks
+    97.5 %), and 2.1 % at a nominal 98.75 %."""
+    from .coverage_table import ROWS
+
+    for nominal in sorted({r[3] for r in ROWS if r[0] == method and r[3] >= level - 1e-9}):
+        got = simulated(method, n, nominal)
+        if got is not None and _reaches_at(got[0], level):
+            return nominal, got[0]
+    return None
+
+
 def bootstrap_decides(n: int, level: float) -> bool:
     """Whether a percentile bootstrap of medians over ``n`` runs a side decides at ``level``: its
     range's bound (:func:`reachable`) reaches the level and so does its simulated coverage."""
@@ -525,7 +542,8 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
         # the two-level percentile bootstrap covers too little at these runs (experiments.statistics.coverage:
         # 3 runs a side, most variance between runs: ~83 % at 95 %): the jackknife t over runs
         key = "jackknife" if single else "runs_jackknife_one" if len(runs) == 1 else "runs_jackknife"
-        got = _jackknife_t(stat, runs, point, level) if reaches(key, few, level) else None
+        cal = (level, None) if reaches(key, few, level) else calibrated(key, few, level)
+        got = _jackknife_t(stat, runs, point, cal[0]) if cal is not None else None
         # no run left out moves the statistic: a quantity equal in every run has no spread, but a
         # step of the runs (a share of configurations inside a range) does, which leaving one run
         # out never shows (two fresh clones gave unet3d-random-vfs-within-real-spread [0, 0] and
@@ -536,6 +554,10 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
         if got is not None:
             counts = "+".join(str(len(s)) for s in runs) if len(runs) <= 3 else f"{len(runs)} x {few}+"
             words, cov, at = _cov_words(key, few, level)
+            if cal[0] > level + 1e-9:   # wider, at the nominal that covers what level promises
+                cov, at = cal[1], level
+                words = (f", at a nominal {cal[0]:.2%}: coverage {cov:.1%}, enough for {level:.2%} "
+                         "(simulated)").replace(".00%", "%")
             proxy = " (simulated on a ratio of two)" if len(runs) > 2 else ""
             lead = "" if method == "bootstrap" else f"{method}, "   # the default names the old method
             return point, Interval(got[0], got[1], n, f"{lead}over {n} runs ({counts}): jackknife t, "
