@@ -542,6 +542,7 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
         # the two-level percentile bootstrap covers too little at these runs (experiments.statistics.coverage:
         # 3 runs a side, most variance between runs: ~83 % at 95 %): the jackknife t over runs
         key = "jackknife" if single else "runs_jackknife_one" if len(runs) == 1 else "runs_jackknife"
+        # (nominal, its coverage): the level itself where the method reaches it there
         cal = (level, None) if reaches(key, few, level) else calibrated(key, few, level)
         got = _jackknife_t(stat, runs, point, cal[0]) if cal is not None else None
         # no run left out moves the statistic: a quantity equal in every run has no spread, but a
@@ -553,11 +554,12 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
             got = None
         if got is not None:
             counts = "+".join(str(len(s)) for s in runs) if len(runs) <= 3 else f"{len(runs)} x {few}+"
-            words, cov, at = _cov_words(key, few, level)
             if cal[0] > level + 1e-9:   # wider, at the nominal that covers what level promises
                 cov, at = cal[1], level
                 words = (f", at a nominal {cal[0]:.2%}: coverage {cov:.1%}, enough for {level:.2%} "
                          "(simulated)").replace(".00%", "%")
+            else:
+                words, cov, at = _cov_words(key, few, level)
             proxy = " (simulated on a ratio of two)" if len(runs) > 2 else ""
             lead = "" if method == "bootstrap" else f"{method}, "   # the default names the old method
             return point, Interval(got[0], got[1], n, f"{lead}over {n} runs ({counts}): jackknife t, "
