@@ -180,3 +180,24 @@ def test_a_jackknife_short_of_its_level_decides_at_the_nominal_that_covers_it():
         got = coverage.cell("runs_jackknife", 10, shape, 0.9875, 400, seed=7)
         misses = round((1 - got) * 400)
         assert binom.sf(misses - 1, 400, 1 - coverage.floor(0.975)) >= 1e-3, (shape, got)
+
+
+def test_a_bootstrap_above_its_simulated_levels_is_judged_on_the_coverage_below():
+    # a fourth look asks 98.75 %; the two-level bootstrap is simulated to 97.5 %. Its interval at
+    # 98.75 % holds the one at 97.5 %, so it covers at least that, judged against 98.75 % (before:
+    # the range's bound alone, 1 - 2^(1-n), which decided unsimulated)
+    assert stats.simulated("runs_bootstrap", 12, 0.9875) is None
+    cov, below = stats.simulated_below("runs_bootstrap", 12, 0.9875)
+    assert below == 0.975 and cov == _worst("runs_bootstrap", 6, 0.975)
+    assert stats.simulated_below("runs_bootstrap", 12, 0.975) is None   # simulated there
+    assert stats.simulated_below("runs_bootstrap", 2, 0.9875) is None   # no count up to 2
+    rng = np.random.default_rng(11)
+    a = [rng.normal(2, 0.2, 30) * rng.lognormal(0, 0.1) for _ in range(12)]
+    b = [rng.normal(1, 0.1, 30) * rng.lognormal(0, 0.1) for _ in range(12)]
+    f = lambda x, y: float(np.median(x) / np.median(y))   # noqa: E731
+    assert stats.calibrated("runs_jackknife", 12, 0.9875) is None   # no jackknife to fall back on
+    _, ci = stats.runs_bootstrap(f, a, b, level=0.9875)
+    assert ci.ok and ci.coverage == cov and ci.simulated_at == 0.9875
+    assert not ci.enough and "not shown to reach 98.75%" in ci.method
+    _, ci975 = stats.runs_bootstrap(f, a, b, level=0.975)   # the jackknife, calibrated, decides
+    assert ci975.enough and "jackknife" in ci975.method

@@ -219,6 +219,33 @@ def calibrated(method: str, n: int, level: float) -> tuple[float, float] | None:
     return None
 
 
+def simulated_below(method: str, n: int, level: float) -> tuple[float, float] | None:
+    """For a percentile bootstrap asked above its highest simulated level (a fourth look asks
+    98.75 %; the two-level bootstrap is simulated to 97.5 %): the worst coverage simulated from
+    ``n`` runs a side at the highest simulated level below ``level``, and that level. On the same
+    resamples a percentile interval at a higher level holds the one at a lower (its quantiles lie
+    farther out), so it covers at least as often: a lower bound of its coverage at ``level``,
+    judged against ``level`` itself. None where a level at or above ``level`` was simulated, or
+    no count up to ``n``."""
+    from .coverage_table import ROWS
+
+    mine = [r for r in ROWS if r[0] == method]
+    ns = sorted({r[1] for r in mine if r[1] <= n})
+    lvs = sorted({r[3] for r in mine})
+    if not ns or not lvs or lvs[-1] >= level - 1e-9:
+        return None
+    at = lvs[-1]
+    return min(r[4] for r in mine if r[1] == ns[-1] and abs(r[3] - at) < 1e-9), at
+
+
+def _bound_words(cov: float, level: float, below: float) -> str:
+    words = (f", coverage at least {cov:.1%} at {level:.2%} (simulated at {below:.2%}: a wider percentile "
+             "interval holds the narrower)")
+    if not _reaches_at(cov, level):
+        words += f": not shown to reach {level:.2%}, decides nothing"
+    return words.replace(".00%", "%")
+
+
 def bootstrap_decides(n: int, level: float) -> bool:
     """Whether a percentile bootstrap of medians over ``n`` runs a side decides at ``level``: its
     range's bound (:func:`reachable`) reaches the level and so does its simulated coverage."""
@@ -489,6 +516,9 @@ def bootstrap(stat: Callable[..., float], *samples, level: float | None = None, 
         method += f", {units} runs a side, coverage {cov:.1%} at {at:.2%} (simulated)".replace(".00%", "%")
         if not _reaches_at(cov, at):
             method += f": too few runs for {level:.2%}".replace(".00%", "%")
+    elif block is None and (low := simulated_below("bootstrap", units, level)) is not None:
+        cov, at = low[0], level
+        method += f", {units} runs a side" + _bound_words(cov, level, low[1])
     need = needs("bootstrap", level) if at is not None and not _reaches_at(cov, at) else None
     return point, Interval(float(lo), float(hi), n, method, level, cov, at, need)
 
@@ -609,6 +639,10 @@ def runs_bootstrap(stat: Callable[..., float], *samples, level: float | None = N
         what += f", coverage {cov:.1%} at {at:.2%} (simulated)".replace(".00%", "%")
         if not _reaches_at(cov, at):
             what += f": too few runs for {level:.2%}".replace(".00%", "%")
+    elif (low := simulated_below(boot_key, few, level)) is not None:
+        # not simulated at this level (before: the range's bound alone, which decided unsimulated)
+        cov, at = low[0], level
+        what += _bound_words(cov, level, low[1])
     need = needs(boot_key, level) if at is not None and not _reaches_at(cov, at) else None
     return point, Interval(float(lo), float(hi), n, what, level, cov, at, need)
 
