@@ -151,7 +151,8 @@ def test_alexnet_prefetch_findings_steer_its_rounds():
                              for i in range(n) for t in (1, 2) for p in (0, 1)])
 
     k = "alexnet-prefetch-faster-disk"
-    clear, noise = judge(runs(0.2, 0.01), {}, 0.99), judge(runs(0.0, 0.2), {}, 0.99)
+    # at 98.75 % (4 looks), the highest level its bootstrap is simulated at (stats.simulated_below)
+    clear, noise = judge(runs(0.2, 0.01), {}, 0.9875), judge(runs(0.0, 0.2), {}, 0.9875)
     assert k in clear and k in noise and clear[k] and not noise[k]
     # the undecided one carries its samples, for the forecast that steers the runs
     assert noise[k].n and noise[k].forecast
