@@ -170,13 +170,9 @@ def simulated(method: str, n: int, level: float) -> tuple[float, float] | None:
     simulated level >= ``level`` (for a t method above the highest, the highest: a t interval's
     coverage tracks its level); None where nothing was simulated (fewer runs, a bootstrap above
     its highest simulated level)."""
-    from .coverage_table import ROWS
-
-    mine = [r for r in ROWS if r[0] == method]
-    ns = sorted({r[1] for r in mine if r[1] <= n})
-    if not ns:
+    worst, lvs = _table(method, n)
+    if worst is None:
         return None
-    lvs = sorted({r[3] for r in mine})
     above = [lv for lv in lvs if lv >= level - 1e-9]
     if above:
         at = above[0]
@@ -184,7 +180,22 @@ def simulated(method: str, n: int, level: float) -> tuple[float, float] | None:
         return None
     else:
         at = lvs[-1]
-    return min(r[4] for r in mine if r[1] == ns[-1] and abs(r[3] - at) < 1e-9), at
+    return worst(at), at
+
+
+def _table(method: str, n: int):
+    """``method``'s cells in the shipped table at the largest simulated count <= ``n``: a function
+    of a simulated level giving the worst coverage over the data shapes there (None where no
+    count up to ``n`` was simulated), and the simulated levels, ascending."""
+    from .coverage_table import ROWS
+
+    mine = [r for r in ROWS if r[0] == method]
+    ns = [r[1] for r in mine if r[1] <= n]
+    lvs = sorted({r[3] for r in mine})
+    if not ns:
+        return None, lvs
+    count = max(ns)
+    return (lambda at: min(r[4] for r in mine if r[1] == count and abs(r[3] - at) < 1e-9)), lvs
 
 
 def needs(method: str, level: float) -> int | None:
@@ -227,15 +238,10 @@ def simulated_below(method: str, n: int, level: float) -> tuple[float, float] | 
     farther out), so it covers at least as often: a lower bound of its coverage at ``level``,
     judged against ``level`` itself. None where a level at or above ``level`` was simulated, or
     no count up to ``n``."""
-    from .coverage_table import ROWS
-
-    mine = [r for r in ROWS if r[0] == method]
-    ns = sorted({r[1] for r in mine if r[1] <= n})
-    lvs = sorted({r[3] for r in mine})
-    if not ns or not lvs or lvs[-1] >= level - 1e-9:
+    worst, lvs = _table(method, n)
+    if worst is None or lvs[-1] >= level - 1e-9:
         return None
-    at = lvs[-1]
-    return min(r[4] for r in mine if r[1] == ns[-1] and abs(r[3] - at) < 1e-9), at
+    return worst(lvs[-1]), lvs[-1]
 
 
 def _bound_words(cov: float, level: float, below: float) -> str:
