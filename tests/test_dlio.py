@@ -448,3 +448,22 @@ def test_dlio_starts_without_tensorflow_until_its_tensorboard_profiler_is_asked_
                          timeout=900)
     assert got.returncode == 0, got.stderr[-2000:]
     assert got.stdout.split() == ["False", "True", "dlio_benchmark.profiler.tf_profiler", "True", "True"]
+
+
+def test_with_compute_rewrites_computation_time_and_keeps_the_data(unet3d_data, tmp_path):
+    """The traced comparison's DLIO side is prepared before its pass and given the pass's hour once
+    the real side has run (experiments.workloads.hour_level): the config file says the new time."""
+    import yaml
+
+    p = runner.prepare("unet3d", SECTIONS["unet3d"], 1, tmp_path / "out", batch_size=1,
+                       compute_time_s=0.1, data_dir=unet3d_data, checkpoint_bytes=None, seed=1, dry_run=True)
+    model = tmp_path / "m.json"
+    base = cm.thesis_v100()
+    model.write_text(json.dumps(base))
+    folder = p.data_folder
+    runner.with_compute(p, str(model))
+    want = cm.load(str(model)).mean_std("unet3d", 1, 1)[0]
+    cfg = yaml.safe_load(p.config_file.read_text())
+    assert cfg["train"]["computation_time"] == pytest.approx(want) != 0.1
+    assert json.loads((p.out_dir / "plan.json").read_text())["compute_mean_s"] == pytest.approx(want)
+    assert p.data_folder == folder

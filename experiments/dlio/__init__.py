@@ -24,5 +24,5 @@ Modules: :mod:`.environment` (the venv), :mod:`.dataset` (what DLIO reads), :mod
 
 from .environment import Status, status  # noqa: F401
 from .runner import (DlioUnavailable, Plan, collect, command, execute, not_measured,  # noqa: F401
-                     prepare, run)
+                     prepare, run, with_compute)
 from .workload_config import WORKLOADS  # noqa: F401

@@ -296,6 +296,22 @@ def prepare(workload: str, cfg=None, ranks: int = 1, out_dir=None, *, batch_size
     return plan
 
 
+def with_compute(plan: Plan, compute_model) -> Plan:
+    """``plan`` with DLIO's ``computation_time`` (and its stdev) taken again from ``compute_model``
+    at the plan's (G, B) (:func:`.workload_config.compute_time`), its config file and
+    ``plan.json`` written again: the traced comparison's DLIO side given its pass's hour
+    (:mod:`experiments.workloads.hour_level`), once the real side has run. Its data stay as made."""
+    from .workload_config import compute_time
+
+    c = compute_time(plan.workload, plan.ranks, plan.batch_size, None, compute_model)
+    plan.built.notes = [n for n in plan.built.notes if n not in plan.built.compute.notes] + list(c.notes)
+    plan.built.compute = c
+    plan.built.config["train"].update({"computation_time": max(0.0, c.mean_s), "computation_time_stdev": c.dlio_std_s})
+    _write_config(plan.out_dir, plan.config_file.stem, plan.built.config)
+    (plan.out_dir / "plan.json").write_text(json.dumps(plan.facts(), indent=1, default=str))
+    return plan
+
+
 def command(*args, **kw) -> list[str]:
     """The DLIO command line of :func:`prepare` (same arguments; the config is written)."""
     return prepare(*args, **kw).command

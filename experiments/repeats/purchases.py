@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import pandas as pd
 from pydantic import Field, create_model
@@ -145,14 +145,16 @@ def share_of(stage: str) -> float | None:
 
 def buy(configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int], list[dict]],
         purchases: Sequence[Purchase], rows: pd.DataFrame, seed: int,
-        clock: Callable[[], float] = time.time, share_s: float | None = None) -> pd.DataFrame:
+        clock: Callable[[], float] = time.time, share_s: float | None = None,
+        leads: Collection[int] = ()) -> pd.DataFrame:
     """Run the purchases ``rows`` (the stage's rows so far, ``made_by`` marked) lack: each
     purchase's ``runs`` runs in rounds over its configurations (of ``configs``), each round in a
     seeded order (the one loop's rounds, :func:`experiments.repeats.rounds.run_rounds`);
     ``run_one(config, repeat)`` returns the run's rows. Repeats continue after the rows' last.
     Stops before a run that would start after :data:`DEADLINE_ENV`, or more than ``share_s``
     seconds after the first bought run began (:func:`share_of`). Returns the new rows (``made_by``, ``repeat``, ``warmup``, ``round_order``, ``level``: :func:`level_for`).
-    A purchase naming a configuration ``configs`` lacks stops before any run, naming it."""
+    A purchase naming a configuration ``configs`` lacks stops before any run, naming it.
+    ``leads``: the indices of ``configs`` that open each round (:func:`experiments.repeats.rounds.round_order`)."""
     from .rounds import RoundsPlan, run_rounds
 
     bad = unknown_configs(configs, keys, purchases)
@@ -183,7 +185,7 @@ def buy(configs: Sequence, keys: Sequence[str], run_one: Callable[[object, int],
             n = -(-runs // len(idx))   # rounds, the last possibly cut short
             res = run_rounds(idx, tagged, lambda rows, level: {}, RoundsPlan(n, n), seed,
                              progress_desc=f"decide {p.run}: bought runs", first=nxt, runs=runs,
-                             stop=lambda: clock() > deadline)
+                             stop=lambda: clock() > deadline, leads={q for q, j in enumerate(idx) if j in leads})
             got = res.rows
             if len(got):
                 lv = [level_for(purchases, k, mine[int(j)], keys, own) for j in got["_config"]]

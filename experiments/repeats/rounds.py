@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, ClassVar, Sequence
+from typing import Callable, ClassVar, Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -144,17 +144,21 @@ class RoundsResult:
         return {k: o.note() for k, o in self.outcomes.items()}
 
 
-def round_order(n_configs: int, rnd: int, seed: int) -> list[int]:
+def round_order(n_configs: int, rnd: int, seed: int, leads: Collection[int] = ()) -> list[int]:
     """The order of the configurations in round ``rnd``: a permutation drawn from a generator
-    seeded with (``seed``, ``rnd``), so a run's order is reproducible and recorded."""
-    return [int(i) for i in np.random.default_rng([int(seed), int(rnd)]).permutation(n_configs)]
+    seeded with (``seed``, ``rnd``), so a run's order is reproducible and recorded; the
+    configurations ``leads`` open the round, in the permutation's order among themselves (the
+    real runs whose hour the sleeping runs of the round are given: :mod:`experiments.workloads.hour_level`)."""
+    perm = [int(i) for i in np.random.default_rng([int(seed), int(rnd)]).permutation(n_configs)]
+    return [i for i in perm if i in leads] + [i for i in perm if i not in leads] if leads else perm
 
 
 def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide: Callable[[pd.DataFrame, float], dict],
         plan: RoundsPlan, seed: int, warmup: int = 0, progress_desc: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         focus: Callable[[list[str], pd.DataFrame], Sequence[int] | None] | None = None,
-        first: int = 0, runs: int | None = None, stop: Callable[[], bool] | None = None) -> RoundsResult:
+        first: int = 0, runs: int | None = None, stop: Callable[[], bool] | None = None,
+        leads: Collection[int] = ()) -> RoundsResult:
     """Run ``configs`` round by round (see the module docstring): ``run_one(config, repeat)``
     measures one run and returns its row (a dict); ``warmup`` rounds come first and are marked
     (``warmup`` True, never judged). ``decide(rows, level)`` (the rows so far, warm-ups
@@ -171,7 +175,8 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
     ``first``: the repeat index of the first round (its order drawn for that index: rounds that
     go on after earlier ones, as a purchase's do); ``runs``: at most this many runs (the last
     round cut short); ``stop()``: asked before each run, True ends the rounds there (a deadline:
-    between runs, never within one)."""
+    between runs, never within one). ``leads``: the configurations that open every round
+    (:func:`round_order`)."""
     from ..output.progress import progress
 
     if not len(configs):
@@ -195,7 +200,7 @@ def run_rounds(configs: Sequence, run_one: Callable[[object, int], dict], decide
             is_warm = rnd < warmup
             repeat = first + rnd   # the repeat index counts warm-ups, as the stages' raw tables do
             r0 = clock()
-            this = [i for i in round_order(len(configs), repeat, seed) if active is None or i in active]
+            this = [i for i in round_order(len(configs), repeat, seed, leads) if active is None or i in active]
             cut = _run_round(configs, this, run_one, rnd, repeat, is_warm, level, rows, order, runs, stop)
             round_s.append(clock() - r0)
             round_n.append(len(this))

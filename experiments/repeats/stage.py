@@ -75,6 +75,8 @@ class MeasuringStage:
     # the named values its findings' compares use ({storage_tier}, {claim_p}, ...) on rows
     context: Callable[[pd.DataFrame], dict] | None = None
     progress: str | None = None
+    # the configurations (indices) that open every round, its own and a purchase's (rounds.round_order)
+    leads: tuple[int, ...] = ()
     # the files of its results folder that hold the rows and each side table (default
     # raw.parquet and <table>.csv), as the stage's downstream stages read them
     files: dict[str, str] = field(default_factory=dict)
@@ -206,12 +208,13 @@ def measure(stage: MeasuringStage, purchases: Sequence[Purchase] = ()) -> Measur
     if before is None:
         res = run_rounds(stage.configs, one, decide or (lambda rows, level: {}), stage.rounds, stage.seed,
                          warmup=stage.warmup, progress_desc=stage.progress or f"{stage.name} rounds",
-                         focus=stage.focus)
+                         focus=stage.focus, leads=stage.leads)
         rows, course = res.rows.assign(made_by=FIRST), {**to_json(res), "keys": list(stage.keys),
                                                         "rows_file": stage.file("rows")}
     else:
         rows, course = before.rows, before.course
-    extra = buy(stage.configs, stage.keys, one, list(purchases), rows, stage.seed, share_s=share_of(stage.name))
+    extra = buy(stage.configs, stage.keys, one, list(purchases), rows, stage.seed, share_s=share_of(stage.name),
+                leads=stage.leads)
     rows = pd.concat([rows, extra], ignore_index=True) if len(extra) else rows
     course = with_purchases(course, purchases, rows) if purchases else course
     if stage.context is not None:   # the named values its findings' compares use, for make decide

@@ -50,6 +50,10 @@ class TracedComparisonConfig(Section):
     backend: Literal["auto", "bpftrace", "strace", "proc"] = "auto"
     compute_model: str = Field("fit", min_length=1,
                                description="sleep, emulator and DLIO compute time: fit | thesis-v100 | file")
+    compute_level: Literal["hour", "fit"] = Field(
+        "hour", description="hour: the fit carried to each pass's hour by its real side, which runs first "
+                            "(experiments.workloads.hour_level); fit: as fitted (the thesis's way). "
+                            "Only the model fit is carried")
     checkpoint_pattern: str = Field("traced", min_length=1, description="the emulator's checkpoint writes")
     overrides: dict[_W, dict] = Field(
         default_factory=dict, description="laid over each workload's section for all sides, "

@@ -206,6 +206,9 @@ def records(res: dict) -> dict:
     for k in ("steps", "loader", "phases"):
         if len(got[k]):
             got[k] = got[k].assign(variant=res["side"])
+    c = got.get("compute") or {}
+    if c.get("mode") == "sleep" and len(got["steps"]):   # what it was given (validation.utilization)
+        got["steps"] = got["steps"].assign(given_mean_s=c.get("mean_s"), given_std_s=c.get("std_s"))
     got["app"] = [r | {"variant": res["side"]} for r in got["app"]]
     return got
 
@@ -312,14 +315,48 @@ def run_workload(prep: dict, cfg, seed: int, session, progress_desc: str | None 
 
     w, point = prep["workload"], prep["point"]
     res = {}
+    model, hour = cfg.compute_model, None
     for side in progress(prep["sides"], desc=progress_desc or f"{w} sides"):
         res[side] = run_side(side, w, prep["section"], point.batch_size, point.ranks, seed=seed,
                              data_dir=prep["data_dir"], work_dir=prep["work_dir"],
-                             checkpoint_root=prep["checkpoint_root"], compute_model=cfg.compute_model,
+                             checkpoint_root=prep["checkpoint_root"], compute_model=model,
                              session=session, plan=prep["dlio_plan"],
                              checkpoint_pattern=cfg.checkpoint_pattern, eviction=cfg.eviction,
                              fixed_data=prep.get("fixed_data"), parents=parents)
-    return {"results": res, "data_dir": str(prep["data_dir"]), "checkpoint_root": str(prep["checkpoint_root"])}
+        if side == "real":
+            model, hour = carried_model(res[side], prep, cfg)
+    return {"results": res, "data_dir": str(prep["data_dir"]), "checkpoint_root": str(prep["checkpoint_root"]),
+            "compute": hour}
+
+
+def carried_model(real: dict, prep: dict, cfg) -> tuple:
+    """What the sides after ``real`` (this pass's real side, :func:`run_side`) sleep for: with
+    ``cfg.compute_level`` hour and the model ``fit``, the fit carried to this pass's hour by the
+    real side's steady mean compute time (:mod:`experiments.workloads.hour_level`), written into
+    the pass's folder (the emulator reads a file) and given to DLIO's plan
+    (:func:`experiments.dlio.with_compute`); else ``cfg.compute_model`` as it is. Returns (the
+    model's source, ``{"scale", "scale_from"}`` or None)."""
+    from ..workloads import compute_model as cm
+    from ..workloads import hour_level
+    from ..workloads import launch
+
+    if not hour_level.applies(cfg.compute_level, cfg.compute_model):
+        return cfg.compute_model, None
+    w, point = prep["workload"], prep["point"]
+    base = cm.load(cfg.compute_model)
+    steps = launch.collect(Path(real["run_dir"]))["steps"] if real.get("status") == "pending" else pd.DataFrame()
+    model = hour_level.carried(base, w, hour_level.ratio(steps, base, w), "this pass's real side")
+    if model is base:
+        return cfg.compute_model, {"scale": 1.0, "scale_from": "the fit as it is: the real side measured no steady step"}
+    f = Path(prep["work_dir"]) / "compute_model-hour.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps(model.as_file(), indent=1))
+    if prep.get("dlio_plan") is not None and not isinstance(prep["dlio_plan"], str):
+        from .. import dlio
+
+        dlio.with_compute(prep["dlio_plan"], str(f))
+    facts = model.run_facts(w, point.ranks, point.batch_size)
+    return str(f), {"scale": facts["scale"], "scale_from": facts["scale_from"]}
 
 
 def finish_workload(got: dict) -> dict:

@@ -204,6 +204,7 @@ def pass_rows(done: dict) -> list[dict]:
     out = []
     for w, got in done.items():
         res = got["results"]
+        hour = got.get("compute") or {}   # the pass's hour factor (sides.carried_model), given to every side but real
         vectors = {s: r["vector"] for s, r in res.items()}
         why = {s: r["why"] for s, r in res.items() if r["status"] != "measured"}
         sims = compare.similarity_table(w, vectors, why, {s: r.get("backend", "") for s, r in res.items()})
@@ -222,7 +223,8 @@ def pass_rows(done: dict) -> list[dict]:
                        checkpoint_distance=compare.checkpoint_distance(vectors.get("real"), vectors.get(side)),
                        bio_vfs_read_pct=v.get("bio_vfs_read_pct", float("nan")), epochs=epochs,
                        eviction=r.get("eviction", ""), cpu_seconds=u.get("cpu_s", float("nan")),
-                       load_1min=float(np.mean(u.get("load_1min", [np.nan]))), run_dir=r.get("run_dir", ""))
+                       load_1min=float(np.mean(u.get("load_1min", [np.nan]))), run_dir=r.get("run_dir", ""),
+                       compute_scale=hour.get("scale", np.nan) if side != "real" else np.nan)
             out.append(row)
     return out
 
@@ -246,11 +248,13 @@ def pass_tables(done: dict) -> dict[str, pd.DataFrame]:
 
 def facts(done: dict) -> dict:
     """Per workload and side, what ``env.json`` records of a pass (status, why, back end,
-    eviction, wall seconds, run folder, launch (warm: forked from the pass's warm parent; fresh), and
-    DLIO's command and config)."""
+    eviction, wall seconds, run folder, launch (warm: forked from the pass's warm parent; fresh),
+    DLIO's command and config, and for every side but real the ``compute`` hour factor it was
+    given, :func:`.sides.carried_model`)."""
     keep = ("status", "why", "command", "config_file", "dlio_version", "wall_s")
     return {w: {s: {k: r.get(k) for k in ("status", "why", "backend", "eviction", "wall_s", "run_dir", "launch")}
                 | {"dlio": {k: v for k, v in (r.get("dlio") or {}).items() if k in keep}}
+                | ({"compute": got["compute"]} if s != "real" and got.get("compute") else {})
                 for s, r in got["results"].items()}
             for w, got in done.items()}
 

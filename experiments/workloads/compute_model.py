@@ -45,6 +45,7 @@ samples / (B x G) x sleep time; AU = ideal compute time / total run time.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from dataclasses import dataclass, field
@@ -102,6 +103,7 @@ class ComputeModel:
     host: str
     workloads: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)  # other top-level keys of the file (unet3d_eval, ...)
+    scale: dict = field(default_factory=dict)  # {workload: (factor, basis)} of :meth:`scaled`
 
     def require(self, workload: str) -> dict:
         if workload not in self.workloads:
@@ -149,7 +151,28 @@ class ComputeModel:
         ev = self._eval_entry(workload) or {}
         if "s_per_MB" in ev and "intercept_s" in ev:
             out |= {"eval_s_per_MB": float(ev["s_per_MB"]), "eval_intercept_s": float(ev["intercept_s"])}
+        if workload in self.scale:
+            out |= {"scale": self.scale[workload][0], "scale_from": self.scale[workload][1]}
         return out
+
+    def scaled(self, workload: str, factor: float, basis: str) -> "ComputeModel":
+        """This model with ``workload``'s every time (the mean's and std's coefficients, the
+        evaluation entry's seconds) multiplied by ``factor``: the same shape over G and B at
+        another speed of the box (:mod:`.hour_level`); ``basis`` says where the factor came
+        from. Its :meth:`run_facts` carry ``scale`` and ``scale_from``."""
+        if not (isinstance(factor, (int, float)) and np.isfinite(factor) and factor > 0):
+            raise ValueError(f"compute model scale factor = {factor!r}; allowed: a finite number > 0")
+        w = copy.deepcopy(self.require(workload))
+        for stat in ("mean", "std"):
+            w[stat]["coef"] = {k: float(v) * factor for k, v in w[stat]["coef"].items()}
+        extra = copy.deepcopy(self.extra)
+        for ev in (w.get("eval"), extra.get(f"{workload}_eval")):
+            if isinstance(ev, dict):
+                for k in ("mean_s", "std_s", "s_per_MB", "intercept_s"):
+                    if isinstance(ev.get(k), (int, float)):
+                        ev[k] = float(ev[k]) * factor
+        return ComputeModel(self.source, self.host, {**self.workloads, workload: w}, extra,
+                            {**self.scale, workload: (float(factor), basis)})
 
     def facts(self) -> dict:
         """What env.json records about the model used."""
@@ -157,8 +180,11 @@ class ComputeModel:
 
     def as_file(self) -> dict:
         """The model as a file of this schema (to keep a copy beside the runs that used it)."""
-        return {"schema": SCHEMA, "host": self.host, "source": self.source,
-                "workloads": self.workloads, **self.extra}
+        out = {"schema": SCHEMA, "host": self.host, "source": self.source,
+               "workloads": self.workloads, **self.extra}
+        if self.scale:   # read back by load(): a scaled model keeps saying so
+            out["scale"] = {w: {"factor": f, "from": b} for w, (f, b) in self.scale.items()}
+        return out
 
 
 def v3_model() -> dict:
@@ -192,9 +218,15 @@ def _check(obj, source: str) -> ComputeModel:
                 if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v):
                     raise ConfigError(f"{where}: workloads.{w}.eval.{k} = {v!r}; "
                                       "allowed: a finite number (seconds)")
-    extra = {k: v for k, v in obj.items() if k not in ("schema", "host", "workloads", "source")}
+    extra = {k: v for k, v in obj.items() if k not in ("schema", "host", "workloads", "source", "scale")}
+    scale = {}
+    for w, f in (obj.get("scale") or {}).items():
+        if not (isinstance(f, dict) and isinstance(f.get("factor"), (int, float)) and f["factor"] > 0):
+            raise ConfigError(f"{where}: scale.{w} = {f!r}; allowed: {{factor: a number > 0, from: text}} "
+                              "(written by ComputeModel.as_file)")
+        scale[w] = (float(f["factor"]), str(f.get("from", "")))
     return ComputeModel(source=source, host=str(obj.get("host", "unknown")),
-                        workloads=obj["workloads"], extra=extra)
+                        workloads=obj["workloads"], extra=extra, scale=scale)
 
 
 def load(source: str | Path | None = None) -> ComputeModel:

@@ -730,9 +730,14 @@ def measure_sleep_checks(sleep_steps: pd.DataFrame, model, rank_usage: list[dict
     if len(sleep_steps):
         st = sleep_steps[sleep_steps["steady"]] if "steady" in sleep_steps else sleep_steps
         st = st[st["rank"] == 0]            # ranks share their draws: one sample per step
-        for (w, v, g, b), d in st.groupby(["workload", "variant", "ranks", "batch_size"]):
+        # per run where each run says what it was given (the model carried to its hour: hour_level)
+        by = ["workload", "variant", "ranks", "batch_size", *(["run"] if {"given_mean_s", "run"} <= set(st) else [])]
+        for key, d in st.groupby(by):
+            w, v, g, b = key[:4]
             c = model.run_facts(w, int(g), int(b))      # what the runs were given
             mu, sd = c["mean_s"], c["std_s"]
+            if "given_mean_s" in d and d["given_mean_s"].notna().any():
+                mu, sd = float(d["given_mean_s"].dropna().iloc[0]), float(d["given_std_s"].dropna().iloc[0])
             want = floored_normal_mean(mu, sd)
             z.append(abs(d["sleep_ns"].mean() / 1e9 - want) / (sd / np.sqrt(len(d)) + SLEEP_SLACK_S))
     busy = sleep_cpu_excess(rank_usage, sleep_steps)

@@ -370,6 +370,10 @@ class WorkloadSleepConfig(Subset):
 
     compute_model: str = Field("fit", min_length=1,
                                description="fit | thesis-v100 | zero | path of a compute-model/1 file")
+    compute_level: Literal["hour", "fit"] = Field(
+        "hour", description="hour: the fit carried to each round's hour by the real runs beside the row "
+                            "(experiments.workloads.hour_level); fit: as fitted (the thesis's way). "
+                            "Only the model fit is carried")
     fig_a3: FigA3 = FigA3()
 
 

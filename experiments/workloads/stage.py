@@ -22,7 +22,7 @@ from ..output import headline, results
 from ..settings import paths
 from ..settings.config import ConfigError
 from ..repeats.purchases import FIRST, first_run
-from . import fits, launch
+from . import fits, hour_level, launch
 
 WORKLOADS = ("unet3d", "bert", "dlrm", "retinanet")
 
@@ -121,6 +121,9 @@ class Job:
     grid: tuple[list[int], list[int]]
     folder: Path
     compute_model: object | None = None
+    # hour: each run that sleeps is given the fit carried to its round's hour, measured by the
+    # real runs of the same workload that open the round (:mod:`.hour_level`); fit: as it is
+    compute_level: str = "fit"
 
 
 KEYS = ("workload", "variant", "ranks", "batch_size")   # the columns that name a configuration
@@ -161,6 +164,14 @@ def measuring_stage(cfg, *, name: str, seed: int, jobs: list[Job] | None = None,
         jobs = [own_job(name, cfg)]
     from .. import repeats
 
+    # the workloads whose sleeping runs are given their round's hour (hour_level), and its factors
+    hour = {j.workload: hour_level.Rounds(j.compute_model) for j in jobs
+            if j.compute_model is not None and j.compute_level == "hour"}
+    lacking = [w for w in hour if not any(j.workload == w and j.cfg.train.compute == "real" for j in jobs)]
+    if lacking:
+        raise ValueError(f"stage {name}: compute_level hour for {lacking} needs real runs of the workload in the "
+                         "same stage (their hour is measured there); allowed: a job list with them, or level fit")
+
     for j in jobs:
         check_data(j.workload, j.cfg, j.folder)
         if j.cfg.train.compute == "sleep" and j.compute_model is None:
@@ -172,22 +183,30 @@ def measuring_stage(cfg, *, name: str, seed: int, jobs: list[Job] | None = None,
         g, b = c["ranks"], c["batch_size"]
         d = run_folder(j) / f"G{g}-B{b}-r{repeat}"
         sleep = section["train"].get("compute", "real") == "sleep"
-        compute = j.compute_model.run_facts(j.workload, g, b) if sleep else None
+        model = hour[j.workload].model(j.workload, repeat) if sleep and j.workload in hour else j.compute_model
+        compute = model.run_facts(j.workload, g, b) if sleep else None
         seconds = launch.run_config(j.workload, section, b, g, seed, j.folder, d, repeat=repeat, compute=compute,
                                     variant=j.variant, parents=parents)
         got = launch.collect(d)
         cm = got["compute"]
+        if not sleep and j.workload in hour:
+            hour[j.workload].add(j.workload, repeat, got["steps"])
+        if sleep and len(got["steps"]):   # what this run was given, beside its steps (validation.utilization)
+            got["steps"] = got["steps"].assign(given_mean_s=cm.get("mean_s"), given_std_s=cm.get("std_s"))
         return repeats.Run({"wall_seconds": seconds, "cpu_seconds": got["usage"].get("cpu_s", float("nan")),
                             "load_1min": float(np.mean(got["usage"].get("load_1min", [np.nan]))),
                             "compute": cm.get("mode", "real"), "sleep_mean_s": cm.get("mean_s", float("nan")),
-                            "sleep_std_s": cm.get("std_s", float("nan")), "run_dir": str(d),
+                            "sleep_std_s": cm.get("std_s", float("nan")),
+                            "compute_scale": cm.get("scale", 1.0) if sleep else float("nan"), "run_dir": str(d),
                             "launch": got["usage"].get("launch", "fresh"), "startup_s": launch.startup_seconds(d)},
                            {k: got[k] for k in SIDE})
 
     configs = [{"workload": j.workload, "variant": j.variant, "ranks": g, "batch_size": b, "job": j}
                for j in jobs for g in j.grid[0] for b in j.grid[1]]
+    # the real runs of a workload carried to the hour open each round: its sleeping runs follow them
+    leads = tuple(i for i, c in enumerate(configs) if c["workload"] in hour and c["job"].cfg.train.compute == "real")
     n = max(j.cfg.sweep.runs for j in jobs)
-    return repeats.MeasuringStage(name, KEYS, configs, run_one, repeats.RoundsPlan(n, n), seed, tables=SIDE,
+    return repeats.MeasuringStage(name, KEYS, configs, run_one, repeats.RoundsPlan(n, n), seed, tables=SIDE, leads=leads,
                                   files=FILES, progress=f"{name} runs", quantities=("wall_seconds",),
                                   units="steps", unit_quantities=("compute_ns", "data_ns"), unit_seconds="step_ns")
 

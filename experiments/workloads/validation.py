@@ -32,7 +32,7 @@ import pandas as pd
 from ..settings import paths
 from ..settings.config import ConfigError
 from . import compute_model as cm
-from . import datasets, stage
+from . import datasets, hour_level, stage
 
 
 @dataclass(frozen=True)
@@ -86,13 +86,15 @@ def sleep_plan(cfg, prep_s: float | None = None) -> list[Job]:
     model = cm.load(ws.compute_model)
     for w in ws.workloads:
         model.require(w)
+    # the fit carried to each round's hour by the real runs beside the row (hour_level)
+    level = "hour" if hour_level.applies(ws.compute_level, ws.compute_model) else "fit"
     jobs = []
     for w in ws.workloads:
         wcfg = getattr(cfg, w)
         grid = _grid(ws, wcfg, "workload_sleep", w)
         sleep_cfg = wcfg.model_copy(update={"train": wcfg.train.model_copy(
             update={"compute": "sleep", "compute_model": ws.compute_model})})
-        jobs.append(Job(w, "sleep", sleep_cfg, grid, stage.data_dir(w), model))
+        jobs.append(Job(w, "sleep", sleep_cfg, grid, stage.data_dir(w), model, level))
         jobs.append(_beside(w, wcfg, grid, "workload_sleep"))
         a3 = ws.fig_a3
         if w == "unet3d" and a3.modes:
@@ -111,7 +113,7 @@ def sleep_plan(cfg, prep_s: float | None = None) -> list[Job]:
             for mode in a3.modes:
                 t = sleep_cfg.train.model_copy(update={"preprocessing": mode, "prep_sleep_s": s or 0.0})
                 jobs.append(Job(w, f"prep-{mode}", sleep_cfg.model_copy(update={"train": t}), a3_grid,
-                                stage.data_dir(w), model))
+                                stage.data_dir(w), model, level))
     return jobs
 
 
@@ -212,7 +214,7 @@ def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFram
             if k in ph and k != "row":
                 ph = ph[ph[k] == r[k]]
         train_s = float(ph[ph["phase"] == "train"].groupby("rank")["seconds"].sum().max()) if len(ph) else np.nan
-        sleep_s = max(0.0, model.run_facts(w, G, B)["mean_s"])   # as resolved into the runs' run.json
+        sleep_s = given_mean(r0, model, w, G, B)   # as resolved into the run's run.json
         slept = "sleep_ns" in r0 and bool((r0["sleep_ns"] > 0).any())
         if not slept and "compute_ns" in r0:
             # a run with real compute: its ideal compute is what its own steps computed (Eq 3.1
@@ -228,6 +230,14 @@ def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFram
     if len(out):
         out["pass"] = out["au"] >= cm.MLPERF_AU_PASS
     return out
+
+
+def given_mean(steps: pd.DataFrame, model, w: str, G: int, B: int) -> float:
+    """The mean step compute time (s, floored at 0) one run's ``steps`` were given: their
+    ``given_mean_s`` (written beside a sleeping run's steps: the model carried to its hour,
+    :mod:`.hour_level`), else ``model``'s at (G, B)."""
+    g = steps["given_mean_s"].dropna() if "given_mean_s" in steps else []
+    return max(0.0, float(g.iloc[0]) if len(g) else model.run_facts(w, G, B)["mean_s"])
 
 
 def _step_walls(g: pd.DataFrame, train: pd.DataFrame) -> np.ndarray:
@@ -272,7 +282,7 @@ def au_steps(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFrame:
         s = g[g["rank"] == slow].sort_values("end_wall")
         if not len(s):
             continue
-        sleep_s = max(0.0, model.run_facts(r["workload"], int(r["ranks"]), int(r["batch_size"]))["mean_s"])
+        sleep_s = given_mean(s, model, r["workload"], int(r["ranks"]), int(r["batch_size"]))
         slept = "sleep_ns" in s and bool((s["sleep_ns"] > 0).any())
         ideal = s["compute_ns"].to_numpy(dtype=float) / 1e9 if not slept and "compute_ns" in s else sleep_s
         out.append(pd.DataFrame({**r, "rank": slow, "epoch": s["epoch"].to_numpy() if "epoch" in s else 0,
