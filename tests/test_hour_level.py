@@ -54,10 +54,26 @@ def test_scaled_multiplies_every_time_of_one_workload_and_says_so(tmp_path):
             m.scaled("bert", bad, "x")
 
 
-def test_ratio_is_the_measured_mean_over_the_fits_mean_per_configuration():
-    m = _model()                                    # mean 0.2 + 0.05 B: 0.25 at B=1, 0.3 at B=2
+def test_ratio_is_now_over_the_fits_own_runs_at_the_same_point_and_keeps_the_lines_error():
+    """The factor is the box's speed now over when the fit was made, at the same (G, B): the
+    fit's line may miss a point (L: BERT's sleep point 1.25x above its line), and a factor
+    against the line would take that error away from what the sleep row tests."""
+    from experiments.workloads import fits
+
+    m = _model()                                    # line: 0.2 + 0.05 B: 0.25 at B=1, 0.3 at B=2
+    # no measured points (a file written before they were kept): against the line
     r = hour_level.ratio(_steps({(1, 1): 0.25 * 1.3, (1, 2): 0.3 * 1.1}), m, "bert")
     assert sorted(r) == pytest.approx([1.1, 1.3], rel=1e-3)
+    # the fit's own runs measured 0.3125 at B=1 (the line misses it by 1.25x): the box now 1.1x slower
+    then = pd.DataFrame({"workload": ["bert"], "ranks": [1], "batch_size": [1], "mean_s": [0.3125],
+                         "std_s": [0.02], "n": [40]})
+    f = fits.model_file({"bert": m.workloads["bert"]}, "test", {}, None, measured=then)
+    mm = cm._check(f, "fit")
+    assert mm.measured_mean("bert", 1, 1) == 0.3125 and mm.measured_mean("bert", 1, 2) is None
+    assert hour_level.ratio(_steps({(1, 1): 0.3125 * 1.1}), mm, "bert") == pytest.approx([1.1], rel=1e-3)
+    carried = hour_level.carried(mm, "bert", [1.1], "x")
+    assert carried.mean_std("bert", 1, 1)[0] == pytest.approx(0.25 * 1.1)     # the line, carried: its miss stays
+    assert carried.measured_mean("bert", 1, 1) == pytest.approx(0.3125 * 1.1)
     assert hour_level.ratio(pd.DataFrame(), m, "bert") == []
     assert hour_level.carried(m, "bert", [], "none") is m               # nothing measured: the fit as it is
     assert hour_level.carried(m, "bert", [1.1, 1.3, 2.0], "x").mean_std("bert", 1, 1)[0] == pytest.approx(0.25 * 1.3)

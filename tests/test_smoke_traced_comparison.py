@@ -106,6 +106,10 @@ def test_throughputs_of_measured_sides(tc):
                     r["device_read_MB"] / r["job_read_MB"]), (r["workload"], r["side"])
         assert r["batch_size"] == tc["points"][r["workload"]]["batch_size"]
         assert r["ranks"] == tc["points"][r["workload"]]["ranks"]
+    # every side after the real one was given the fit carried to its pass's hour (hour_level)
+    later = tp[(tp["side"] != "real") & (tp["status"] == "measured")]
+    assert len(later) and later["compute_scale"].gt(0).all()
+    assert tp.loc[tp["side"] == "real", "compute_scale"].isna().all()
 
 
 def test_timelines_and_throughput_figure_written(tc):

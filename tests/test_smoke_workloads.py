@@ -137,12 +137,22 @@ def test_sleep_runs_follow_the_model_they_were_given(stage_results):
     assert (raw["sleep_ns"] / 1e9 >= raw["drawn_s"] - 1e-4).all()          # slept at least the draw
     assert ((raw["sleep_ns"] / 1e9 - raw["drawn_s"]) < 0.25 + 0.5 * raw["drawn_s"]).all()
     assert (raw["compute_ns"] >= raw["sleep_ns"]).all()
-    for (w, v, g, b), x in raw.groupby(["workload", "variant", "ranks", "batch_size"]):
-        mu, sd = m.mean_std(w, int(g), int(b))
+    # each run was given the fit carried to its round's hour (hour_level): the model's times
+    # times the run's compute_scale, which the round's real runs, run first, measured
+    runs = pd.read_csv(d / "runs.csv")
+    sl = runs[runs["variant"] != "real"]
+    assert sl["compute_scale"].gt(0).all() and runs.loc[runs["variant"] == "real", "compute_scale"].isna().all()
+    for rep, rnd in runs.groupby("repeat"):
+        order = rnd.sort_values("round_order")["variant"].tolist()
+        assert order[:order.count("real")] == ["real"] * order.count("real"), order
+    for (w, v, g, b, run), x in raw.groupby(["workload", "variant", "ranks", "batch_size", "run"]):
+        scale = float(sl.loc[sl["run"] == run, "compute_scale"].iloc[0])
+        mu, sd = x["given_mean_s"].iloc[0], x["given_std_s"].iloc[0]
+        assert (mu, sd) == pytest.approx(tuple(scale * t for t in m.mean_std(w, int(g), int(b))), rel=1e-6)
         z = mu / sd if sd > 0 else np.inf
         want = max(0.0, mu) if sd == 0 else mu * stats.norm.cdf(z) + sd * stats.norm.pdf(z)  # E[max(0, N)]
         r0 = x[x["rank"] == 0]
-        assert abs(r0["drawn_s"].mean() - want) <= 5 * sd / np.sqrt(len(r0)) + 1e-4, (w, v, g, b)
+        assert abs(r0["drawn_s"].mean() - want) <= 5 * sd / np.sqrt(len(r0)) + 1e-4, (w, v, g, b, run)
         # ranks share one sequence of draws (the fitted time already holds the all-reduce wait)
         by_rank = x.pivot_table(index=["epoch", "step"], columns="rank", values="drawn_s")
         assert (by_rank.nunique(axis=1) == 1).all(), (w, v, g, b)
@@ -198,12 +208,16 @@ def test_validation_figures_utilization_and_claims(stage_results):
     # the sleep and random rows' own real runs, loaded for the findings (validation.BESIDE)
     assert {"real@sleep", "real@random"} <= set(s["row"])
     m = _model(stage_results("workload_sleep"))
+    scale = pd.read_csv(stage_results("workload_sleep") / "runs.csv").set_index("run")["compute_scale"]
     for r in au.itertuples():
-        mu = max(0.0, m.mean_std(r.workload, r.ranks, r.batch_size)[0])
-        # Eq 3.2: a run that slept has the model's mean per step; one that computed, its own
-        # measured compute, so that its AU (Eq 3.1) cannot pass 100 %
+        # Eq 3.2: a run that slept has the mean per step it was given (the model's, carried to its
+        # round's hour: hour_level); one that computed, its own measured compute, so that its AU
+        # (Eq 3.1) cannot pass 100 %
         if r.ideal_from == "compute model":
-            assert r.ideal_s == pytest.approx(r.steps * mu)
+            assert r.ideal_s == pytest.approx(r.steps * r.sleep_s)
+            if r.row == "sleep":
+                mu = m.mean_std(r.workload, r.ranks, r.batch_size)[0] * scale[r.run]
+                assert r.sleep_s == pytest.approx(max(0.0, mu))
         else:
             assert r.ideal_from == "measured compute" and r.row in ("real", "random") and 0 < r.ideal_s <= r.train_s
         assert r.au == pytest.approx(r.ideal_s / r.train_s)

@@ -345,7 +345,8 @@ def carried_model(real: dict, prep: dict, cfg) -> tuple:
     w, point = prep["workload"], prep["point"]
     base = cm.load(cfg.compute_model)
     steps = launch.collect(Path(real["run_dir"]))["steps"] if real.get("status") == "pending" else pd.DataFrame()
-    model = hour_level.carried(base, w, hour_level.ratio(steps, base, w), "this pass's real side")
+    model = hour_level.carried(base, w, hour_level.ratio(steps, base, w),
+                               "this pass's real side, over the fit's runs at its (G, B)")
     if model is base:
         return cfg.compute_model, {"scale": 1.0, "scale_from": "the fit as it is: the real side measured no steady step"}
     f = Path(prep["work_dir"]) / "compute_model-hour.json"

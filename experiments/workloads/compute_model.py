@@ -118,6 +118,14 @@ class ComputeModel:
         f = lambda c: c["G"] * G + c["B"] * B + c["c"]  # noqa: E731
         return float(f(m["mean"]["coef"])), max(0.0, float(f(m["std"]["coef"])))
 
+    def measured_mean(self, workload: str, G: int, B: int) -> float | None:
+        """The mean compute time (s) the model's own runs measured at (G, B) (the fit file's
+        ``measured`` points, :func:`.fits.model_file`), None where it has none."""
+        for p in self.require(workload).get("measured") or []:
+            if int(p.get("G", -1)) == int(G) and int(p.get("B", -1)) == int(B):
+                return float(p["mean_s"])
+        return None
+
     def sampler(self, workload: str, G: int, B: int, seed: int):
         """A function drawing one step's compute time in seconds (floored at 0)."""
         mu, sd = self.mean_std(workload, G, B)
@@ -165,6 +173,8 @@ class ComputeModel:
         w = copy.deepcopy(self.require(workload))
         for stat in ("mean", "std"):
             w[stat]["coef"] = {k: float(v) * factor for k, v in w[stat]["coef"].items()}
+        for p in w.get("measured") or []:
+            p.update({k: float(p[k]) * factor for k in ("mean_s", "std_s") if k in p})
         extra = copy.deepcopy(self.extra)
         for ev in (w.get("eval"), extra.get(f"{workload}_eval")):
             if isinstance(ev, dict):

@@ -123,10 +123,21 @@ def predict(model: dict, G, B):
     return c["G"] * np.asarray(G, float) + c["B"] * np.asarray(B, float) + c["c"]
 
 
-def model_file(models: dict, host: str, reference: dict, unet3d_eval: dict | None = None) -> dict:
+def model_file(models: dict, host: str, reference: dict, unet3d_eval: dict | None = None,
+               measured: pd.DataFrame | None = None) -> dict:
     """The compute-time model the sleep emulation reads: per workload, mean and std in seconds
-    as ``a*G + b*B + c`` (G: ranks, B: batch size, global for DLRM), beside the thesis's."""
+    as ``a*G + b*B + c`` (G: ranks, B: batch size, global for DLRM), beside the thesis's; with
+    ``measured`` (:func:`normal_fits`), each workload's ``measured``: the per-configuration
+    normal fits the model was made from ({G, B, mean_s, std_s, n}), against which a later stage
+    measures how the box's speed moved since (:mod:`.hour_level`)."""
     from .compute_model import SCHEMA
+
+    def points(w):
+        if measured is None or not len(measured):
+            return {}
+        m = measured[measured["workload"] == w]
+        return {"measured": [{"G": int(r.ranks), "B": int(r.batch_size), "mean_s": float(r.mean_s),
+                              "std_s": float(r.std_s), "n": int(r.n)} for r in m.itertuples()]}
 
     return {
         "schema": SCHEMA,
@@ -134,7 +145,7 @@ def model_file(models: dict, host: str, reference: dict, unet3d_eval: dict | Non
                   "std likewise (clip std at 0); seconds; G = ranks (emulated accelerators), "
                   "B = batch size (per rank for unet3d and bert, global for dlrm)",
         "host": host,
-        "workloads": {w: {**m, "thesis": reference.get(w)} for w, m in models.items()},
+        "workloads": {w: {**m, "thesis": reference.get(w), **points(w)} for w, m in models.items()},
         "unet3d_eval": unet3d_eval,
     }
 

@@ -10,15 +10,17 @@ fit then computed 30 % "slower" than the real run beside them, two verdicts flip
 clones and six intervals did not overlap (docs/measured/2026-11-30-clone-7f6eb37,
 ``fit-drift.txt``). No interval over a stage's runs can hold that: every run of the fit was slow.
 
-``compute_level: hour`` (the default): the fit's shape over G and B is kept, its level is this
-hour's. Each run that sleeps is given the fit with its workload's times multiplied by the
+``compute_level: hour`` (the default): the fit is kept, line and error, and carried to this
+hour's speed. Each run that sleeps is given the fit with its workload's times multiplied by the
 **hour factor** (:meth:`.compute_model.ComputeModel.scaled`): the median, over the real runs made
 just before it in the same stage (the same round of ``workload_sleep``, whose real runs beside the
 row open each round; the same pass of ``traced_comparison``, whose real side runs first), of each
-run's steady mean compute time over the fit's mean at that run's (G, B) (:func:`ratio`). What the
-findings then test is the emulation (a sleep, the emulator, DLIO's ``computation_time``, given
-this hour's compute) and the fit's shape across (G, B), not whether the box kept its speed since
-the fit. ``compute_level: fit``: the fit as it is, the thesis's way, right on a box whose speed
+run's steady mean compute time over the mean the fit's own runs measured at that run's (G, B)
+(:func:`ratio`). Against the fit's line instead, one point's factor would also take away the
+line's error there (in a fresh clone L the sleep row's single points gave 0.62-1.47, most of it
+the line's misfit), and the row would no longer test the fit. What the findings then test is the
+fit and the emulation (a sleep, the emulator, DLIO's ``computation_time``), not whether the box
+kept its speed since the fit. ``compute_level: fit``: the fit as it is, the thesis's way, right on a box whose speed
 holds. Only the model ``fit`` (this box's) is carried; another model (``thesis-v100``, a file)
 is another accelerator's time and is given as it is.
 
@@ -48,8 +50,13 @@ def applies(level: str, source) -> bool:
 def ratio(steps: pd.DataFrame, model, workload: str) -> list[float]:
     """Per configuration (G, B) of ``workload`` in ``steps`` (real runs' step records, columns
     ``ranks``, ``batch_size``, ``compute_ns``, ...): the steady steps' mean compute time (the
-    statistic the fit models, :func:`.fits.normal_fits`) over ``model``'s mean at that (G, B).
-    Empty when no steady step computed or the model's mean is not positive."""
+    statistic the fit models, :func:`.fits.normal_fits`) over the mean the fit's own runs
+    measured at that (G, B) (:meth:`.compute_model.ComputeModel.measured_mean`): how much faster
+    or slower the box computes now than when the fit was made, at the same configuration, so
+    that the fit's own error at a point (a line through the sweep) stays in what the findings
+    test. Where the file has no such point (a configuration outside the fit's sweep, a file
+    written before the points were kept), over the fit's mean there. Empty when no steady step
+    computed or the denominator is not positive."""
     from .fits import normal_fits
 
     if steps is None or not len(steps):
@@ -61,9 +68,11 @@ def ratio(steps: pd.DataFrame, model, workload: str) -> list[float]:
     s = s.assign(repeat=s["repeat"] if "repeat" in s else 0)
     out = []
     for r in normal_fits(s).itertuples():
-        fit_mean = model.mean_std(workload, int(r.ranks), int(r.batch_size))[0]
-        if fit_mean > 0 and np.isfinite(r.mean_s) and r.mean_s > 0:
-            out.append(float(r.mean_s) / fit_mean)
+        then = model.measured_mean(workload, int(r.ranks), int(r.batch_size))
+        if then is None:
+            then = model.mean_std(workload, int(r.ranks), int(r.batch_size))[0]
+        if then > 0 and np.isfinite(r.mean_s) and r.mean_s > 0:
+            out.append(float(r.mean_s) / then)
     return out
 
 
@@ -96,6 +105,7 @@ class Rounds:
             return self.base.scaled(workload, 1.0, "the fit as it is: no real run of the workload before "
                                                    "this one in this stage run")
         r = have[-1]
-        basis = (f"median of {len(self.got[(workload, r)])} real run(s) of round {r}"
+        basis = (f"median of {len(self.got[(workload, r)])} real run(s) of round {r}, each over the fit's runs "
+                 "at its (G, B)"
                  + ("" if r == repeat else f" (round {repeat} had none before this run)"))
         return carried(self.base, workload, self.got[(workload, r)], basis)
