@@ -8,6 +8,7 @@ import pytest
 
 from experiments.settings import config, reference
 from experiments.sidebyside import compare, findings
+from experiments.statistics import stats
 from experiments.trace.vector import KEYS
 
 
@@ -408,3 +409,26 @@ def test_unet3d_storage_reads_are_counted_in_passes_over_the_data_set(share):
     assert c["verdict"] == ("holds" if share == 50 else "fails")
     c = _claims(_rows(vs).assign(epochs=0), vectors={"unet3d": vs})["traced-unet3d-vfs-reads-to-storage"]
     assert c["verdict"] == "not measured" and "phases" in c["note"]
+
+
+def test_compute_throughput_is_a_per_pass_ratio_so_a_shared_move_of_the_pass_cancels():
+    """At compute_level hour a pass's emulating sides sleep the fit carried to that pass's speed:
+    the real side and the others move together from pass to pass. The compute row takes the
+    ratio pass by pass (findings._Tables.pass_ratio); resampling each side's passes apart would
+    count the shared move twice (fresh clone L: 0.82-0.94 pass by pass, printed [0.575, 1.17])."""
+    speed = [1.0, 1.35, 0.8, 1.2, 0.9, 1.1]               # the box's speed in each pass
+    rows = _rows(VECS, passes=6)
+    for run, k in enumerate(speed):
+        for side, ratio in (("real", 1.0), ("emulator", 0.95), ("dlio", 1.02)):
+            sel = (rows["run"] == run) & (rows["side"] == side)
+            rows.loc[sel, "compute_sps"] = 50.0 * k * ratio * (1 + 0.005 * (run % 3 - 1))
+    cl = _claims(rows, _steps(RATES, passes=6))
+    e, d = cl["traced-compute-throughput-emulator-unet3d"], cl["traced-compute-throughput-dlio-unet3d"]
+    assert e["our_value"] == pytest.approx(0.95, rel=0.01) and d["our_value"] == pytest.approx(1.02, rel=0.01)
+    assert "per-pass ratio" in e["ci_method"] and e["n"] == 6
+    assert 0.9 < e["ci_low"] < e["ci_high"] < 1.0 and e["verdict"] == "holds"
+    t = findings._Tables(rows, None, {})
+    # apart, the same passes give an interval as wide as the box's moves
+    _, apart = stats.ratio_of_medians(t.values("unet3d", "emulator", "compute_sps"),
+                                      t.values("unet3d", "real", "compute_sps"))
+    assert apart.high / apart.low > 1.2 > e["ci_high"] / e["ci_low"]
