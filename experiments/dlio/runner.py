@@ -292,8 +292,13 @@ def prepare(workload: str, cfg=None, ranks: int = 1, out_dir=None, *, batch_size
     cmd = _command(status, ranks, config_dir, name, out_dir / "hydra", timeout_s)
     plan = Plan(workload, ranks, B, built, out_dir, config_file, data_folder, data_paths, ckpt, cmd,
                 env, env_set, timeout_s, status, facts, generation)
-    (out_dir / "plan.json").write_text(json.dumps(plan.facts(), indent=1, default=str))
+    _write_plan(plan)
     return plan
+
+
+def _write_plan(plan: Plan) -> None:
+    """``plan.json``: the plan's facts, beside its config (what marks the folder a DLIO run's)."""
+    (plan.out_dir / "plan.json").write_text(json.dumps(plan.facts(), indent=1, default=str))
 
 
 def with_compute(plan: Plan, compute_model) -> Plan:
@@ -308,7 +313,7 @@ def with_compute(plan: Plan, compute_model) -> Plan:
     plan.built.compute = c
     plan.built.config["train"].update({"computation_time": max(0.0, c.mean_s), "computation_time_stdev": c.dlio_std_s})
     _write_config(plan.out_dir, plan.config_file.stem, plan.built.config)
-    (plan.out_dir / "plan.json").write_text(json.dumps(plan.facts(), indent=1, default=str))
+    _write_plan(plan)
     return plan
 
 

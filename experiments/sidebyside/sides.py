@@ -206,9 +206,7 @@ def records(res: dict) -> dict:
     for k in ("steps", "loader", "phases"):
         if len(got[k]):
             got[k] = got[k].assign(variant=res["side"])
-    c = got.get("compute") or {}
-    if c.get("mode") == "sleep" and len(got["steps"]):   # what it was given (validation.utilization)
-        got["steps"] = got["steps"].assign(given_mean_s=c.get("mean_s"), given_std_s=c.get("std_s"))
+    got["steps"] = launch.given_steps(got)   # what a sleeping side was given, beside its steps
     got["app"] = [r | {"variant": res["side"]} for r in got["app"]]
     return got
 
@@ -342,7 +340,7 @@ def carried_model(real: dict, prep: dict, cfg) -> tuple:
 
     if not hour_level.applies(cfg.compute_level, cfg.compute_model):
         return cfg.compute_model, None
-    w, point = prep["workload"], prep["point"]
+    w = prep["workload"]
     base = cm.load(cfg.compute_model)
     steps = launch.collect(Path(real["run_dir"]))["steps"] if real.get("status") == "pending" else pd.DataFrame()
     model = hour_level.carried(base, w, hour_level.ratio(steps, base, w),
@@ -356,8 +354,8 @@ def carried_model(real: dict, prep: dict, cfg) -> tuple:
         from .. import dlio
 
         dlio.with_compute(prep["dlio_plan"], str(f))
-    facts = model.run_facts(w, point.ranks, point.batch_size)
-    return str(f), {"scale": facts["scale"], "scale_from": facts["scale_from"]}
+    factor, basis = model.scale[w]
+    return str(f), {"scale": factor, "scale_from": basis}
 
 
 def finish_workload(got: dict) -> dict:

@@ -227,6 +227,27 @@ def collect(run_dir: Path) -> dict:
             "ranks": ranks, "usage": usage, "compute": run.get("compute", {"mode": "real"})}
 
 
+def given_steps(got: dict) -> pd.DataFrame:
+    """The steps of :func:`collect`'s ``got``; for a run that slept, with the compute its
+    ``run.json`` gave it beside each step (``given_mean_s``, ``given_std_s``, seconds: the model
+    carried to its hour, :mod:`.hour_level`), which Eq 3.2 and the sleep check read
+    (:func:`given`)."""
+    c, steps = got.get("compute") or {}, got["steps"]
+    if c.get("mode") != "sleep" or not len(steps):
+        return steps
+    return steps.assign(given_mean_s=c.get("mean_s"), given_std_s=c.get("std_s"))
+
+
+def given(steps: pd.DataFrame, model, w: str, G: int, B: int) -> tuple[float, float]:
+    """(mean, std) of the step compute time (s) one run's ``steps`` were given: their
+    ``given_mean_s`` and ``given_std_s`` (:func:`given_steps`), else ``model``'s at (G, B), as
+    resolved into a run's run.json."""
+    if "given_mean_s" in steps and steps["given_mean_s"].notna().any():
+        return float(steps["given_mean_s"].dropna().iloc[0]), float(steps["given_std_s"].dropna().iloc[0])
+    c = model.run_facts(w, G, B)
+    return c["mean_s"], c["std_s"]
+
+
 def app_log_text(records: list[dict]) -> str:
     """All ranks' application-log lines of a sweep, sorted by time (same format, see steptimer)."""
     return "".join(json.dumps(r) + "\n" for r in sorted(records, key=lambda r: r["ts"]))

@@ -26,6 +26,7 @@ from ..statistics import stats
 from ..claims.declared import Measured, join
 from . import compute_model as cm
 from . import intervals as iv
+from . import launch
 
 # the stages whose claims this module measures (declared in
 # experiments/claims/papers/hovon2023-thesis-dl-io-patterns.yaml)
@@ -734,10 +735,7 @@ def measure_sleep_checks(sleep_steps: pd.DataFrame, model, rank_usage: list[dict
         by = ["workload", "variant", "ranks", "batch_size", *(["run"] if {"given_mean_s", "run"} <= set(st) else [])]
         for key, d in st.groupby(by):
             w, v, g, b = key[:4]
-            c = model.run_facts(w, int(g), int(b))      # what the runs were given
-            mu, sd = c["mean_s"], c["std_s"]
-            if "given_mean_s" in d and d["given_mean_s"].notna().any():
-                mu, sd = float(d["given_mean_s"].dropna().iloc[0]), float(d["given_std_s"].dropna().iloc[0])
+            mu, sd = launch.given(d, model, w, int(g), int(b))      # what the runs were given
             want = floored_normal_mean(mu, sd)
             z.append(abs(d["sleep_ns"].mean() / 1e9 - want) / (sd / np.sqrt(len(d)) + SLEEP_SLACK_S))
     busy = sleep_cpu_excess(rank_usage, sleep_steps)

@@ -191,8 +191,7 @@ def measuring_stage(cfg, *, name: str, seed: int, jobs: list[Job] | None = None,
         cm = got["compute"]
         if not sleep and j.workload in hour:
             hour[j.workload].add(j.workload, repeat, got["steps"])
-        if sleep and len(got["steps"]):   # what this run was given, beside its steps (validation.utilization)
-            got["steps"] = got["steps"].assign(given_mean_s=cm.get("mean_s"), given_std_s=cm.get("std_s"))
+        got["steps"] = launch.given_steps(got)   # what a sleeping run was given, beside its steps
         return repeats.Run({"wall_seconds": seconds, "cpu_seconds": got["usage"].get("cpu_s", float("nan")),
                             "load_1min": float(np.mean(got["usage"].get("load_1min", [np.nan]))),
                             "compute": cm.get("mode", "real"), "sleep_mean_s": cm.get("mean_s", float("nan")),

@@ -32,7 +32,7 @@ import pandas as pd
 from ..settings import paths
 from ..settings.config import ConfigError
 from . import compute_model as cm
-from . import datasets, hour_level, stage
+from . import datasets, hour_level, launch, stage
 
 
 @dataclass(frozen=True)
@@ -233,11 +233,9 @@ def utilization(steps: pd.DataFrame, phases: pd.DataFrame, model) -> pd.DataFram
 
 
 def given_mean(steps: pd.DataFrame, model, w: str, G: int, B: int) -> float:
-    """The mean step compute time (s, floored at 0) one run's ``steps`` were given: their
-    ``given_mean_s`` (written beside a sleeping run's steps: the model carried to its hour,
-    :mod:`.hour_level`), else ``model``'s at (G, B)."""
-    g = steps["given_mean_s"].dropna() if "given_mean_s" in steps else []
-    return max(0.0, float(g.iloc[0]) if len(g) else model.run_facts(w, G, B)["mean_s"])
+    """The mean step compute time (s, floored at 0) one run's ``steps`` were given
+    (:func:`.launch.given`)."""
+    return max(0.0, launch.given(steps, model, w, G, B)[0])
 
 
 def _step_walls(g: pd.DataFrame, train: pd.DataFrame) -> np.ndarray:
