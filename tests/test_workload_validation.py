@@ -18,7 +18,7 @@ from experiments import claims
 from experiments.settings import config
 from experiments.settings.config import ConfigError
 from experiments.workloads import (compute_model as cm, data_bert, data_dlrm, data_unet3d, datasets, plots,
-                                   report, settings, step_compute, steptimer, validation)
+                                   intervals as iv, report, settings, step_compute, steptimer, validation)
 
 
 def _model_file(path, workloads=("unet3d", "bert", "dlrm"), mean=(0.0, 0.01, 0.02), std=0.002, **extra):
@@ -895,3 +895,50 @@ def test_a_row_is_set_against_the_real_runs_of_its_own_stage(tmp_path):
     assert beside[lat]["our_value"] == pytest.approx(1.0, rel=0.02)          # the sleep stage's own
     assert before[prep]["our_value"] > 10 and beside[prep]["our_value"] == pytest.approx(1.0, rel=0.05)
     assert before[lat]["verdict"] == "holds" and beside[lat]["verdict"] != "holds"
+
+
+def _round_steps(rows_speed: dict, rounds=(0, 1, 2), hour=(1.0, 1.4, 0.7), steps=20):
+    """Steps of one configuration (G 1, B 4) of DLRM: each row's run of each round computing at
+    ``rows_speed[row]`` x that round's ``hour`` (samples/s), the steps spread 5 % about it."""
+    out, run = [], 0
+    for k, f in zip(rounds, hour):
+        for row, speed in rows_speed.items():
+            sps = speed * f * (1 + 0.05 * np.linspace(-1, 1, steps))
+            out.append(pd.DataFrame({"row": row, "workload": "dlrm", "variant": row.split("@")[0], "ranks": 1,
+                                     "batch_size": 4, "samples": 4, "compute_ns": 4 / sps * 1e9,
+                                     "steady": True, "run": run, "repeat": k}))
+            run += 1
+    return pd.concat(out, ignore_index=True)
+
+
+def test_round_pairs_pair_the_runs_two_rows_made_in_the_same_round():
+    st = _round_steps({"real@sleep": 10.0, "sleep": 10.3})
+    st = st[~((st["row"] == "sleep") & (st["repeat"] == 2))]   # a round the sleep row did not run
+    got = iv.round_pairs(st, "dlrm", ("real@sleep", "sleep"), iv.rate("compute_ns"))
+    assert list(got) == [(1, 4)] and len(got[(1, 4)]) == 2
+    (a, b), _ = got[(1, 4)]
+    assert np.median(b) / np.median(a) == pytest.approx(1.03)
+    assert iv.round_pairs(st.drop(columns="repeat"), "dlrm", ("real@sleep", "sleep"), iv.rate("compute_ns")) == {}
+
+
+def test_the_sleep_compute_row_takes_one_ratio_a_round_where_the_runs_share_the_round(tmp_path):
+    """At compute_level hour the sleeping run is given its round's speed, so a slow round slows
+    both of its runs: the ratio round by round (0.03 off at every round) decides what resampling
+    each row's runs apart (the rounds' speeds 0.7 to 1.4) leaves open. Against the workload
+    stage's own real runs (another hour, no shared round) the row keeps the unpaired interval."""
+    m = cm.load(_model_file(tmp_path / "m.json"))
+    rows = []
+    for row in ("real", "real@sleep", "sleep"):
+        rows.append({"row": row, "workload": "dlrm", "ranks": 1, "batch_size": 4, "variant": row.split("@")[0],
+                     "compute_s": 0.4, "compute_sps": 10.0})
+    s = pd.DataFrame(rows)
+    st = _round_steps({"real@sleep": 10.0, "sleep": 10.3, "real": 10.0})
+    paired = {x.id: x for x in report.measure_sleep_compute(s, m, None, st)}["dlrm-sleep-compute-throughput"]
+    assert paired.value == pytest.approx(1.03, rel=1e-3)
+    ci = paired.interval
+    assert "over the same round's real run" in ci.method and "3 rounds" in ci.method
+    assert 0.99 < ci.low < 1.03 < ci.high < 1.07
+    apart = st[st["row"] != "real@sleep"].assign(repeat=lambda d: d["run"])   # the workload stage's runs
+    alone = {x.id: x for x in report.measure_sleep_compute(s[s["row"] != "real@sleep"], m, None, apart)}
+    got = alone["dlrm-sleep-compute-throughput"]
+    assert "round" not in got.interval.method and (got.interval.low < 0.9 or got.interval.high > 1.1)

@@ -13,6 +13,8 @@ how many runs it needs).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -96,6 +98,42 @@ def configs_stat(groups: dict, per_config, reduce=np.median, what: str = "") -> 
 
     return stats.runs_bootstrap(stat, *flat, method=f"{len(groups)} configurations" + (f" ({what})" if what else ""),
                                 level=getattr(groups, "level", None))
+
+
+def round_pairs(tab: pd.DataFrame, w: str, rows: tuple[str, str], value) -> Samples:
+    """{(G, B): [(row a's run, row b's run) for every round both ran]} of workload ``w`` (``tab``
+    as :func:`config_samples` reads it, with ``repeat``: the round; ``value``: DataFrame -> array,
+    in the claim's unit): the runs two rows made side by side in one stage's rounds, paired by
+    round. Empty without a ``repeat`` column."""
+    d = steady_rows(tab)
+    if not len(d) or "row" not in d.columns or "repeat" not in d.columns:
+        return Samples()
+    d = d[(d["workload"] == w) & d["row"].isin(rows)]
+    out = Samples()
+    out.level = level_of(d)
+    for (g, b), x in d.groupby(["ranks", "batch_size"]):
+        per = {r: {k: np.asarray(value(y), dtype=float) for k, y in x[x["row"] == r].groupby("repeat")} for r in rows}
+        got = [(per[rows[0]][k], per[rows[1]][k]) for k in sorted(set(per[rows[0]]) & set(per[rows[1]]))
+               if len(per[rows[0]][k]) and len(per[rows[1]][k])]
+        if got:
+            out[(int(g), int(b))] = got
+    return out
+
+
+def paired_stat(pairs: Samples, per_pair, what: str = "") -> tuple[float, stats.Interval | None]:
+    """One configuration's ``per_pair(a, b)`` round by round (``pairs``: :func:`round_pairs`) and
+    its interval over the rounds, the round the unit (:func:`experiments.statistics.stats.runs_ci`:
+    Student t on the logs from 3 rounds, the median's order statistics from 6): for two rows whose
+    runs in a round share that round's hour by construction, as a sleeping run and the real run
+    whose speed it was given (:mod:`.hour_level`), where resampling each row's runs apart counts
+    the shared move twice. (NaN, None) unless there is exactly one configuration: over several,
+    the statistic across configurations keeps :func:`configs_stat`."""
+    if len(pairs) != 1:
+        return float("nan"), None
+    (_, got), = pairs.items()
+    r = [float(per_pair(a, b)) for a, b in got]
+    v, ci = stats.runs_ci(r, level=pairs.level, of="rounds")
+    return v, dataclasses.replace(ci, method=f"{what}, {ci.method}" if what else ci.method)
 
 
 def from_steps(fallback: float, got: tuple[float, stats.Interval | None]) -> tuple[float, stats.Interval | None]:
