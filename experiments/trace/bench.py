@@ -261,7 +261,14 @@ def under_program(prog: str, cmd: list[str], cwd=None) -> tuple[float, float, st
         finally:
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
-            p.wait(timeout=60)
+            try:
+                # detaching its probes can take minutes on a loaded box (a fresh clone's make test
+                # beside a traced stage: over 60 s); a bpftrace left running would trace the next bench
+                p.wait(timeout=300)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                raise RuntimeError("bpftrace (a bench program) did not stop within 300 s of SIGINT") from None
         return wall, cpu, out.read_text() if out.exists() else ""
 
 
