@@ -488,14 +488,15 @@ def measure_sleep_compute(s: pd.DataFrame, model, runs, steps) -> list[Measured]
                    f"{worst['compute_s_a']:.3g} s, the model's mean there {mu:.3g} s "
                    f"(R² of the fitted mean: {model.workloads[w]['mean'].get('r2') or float('nan'):.2f})"
                    + _loads(runs, w, "real", "sleep"))
-        real = _real_row(w_steps, w, "real", "sleep")
+        real, rate, sleep_over_real = _real_row(w_steps, w, "real", "sleep"), iv.rate("compute_ns"), \
+            lambda a, b: iv.med_ratio(b, a)
         # beside the sleep row, its real runs lead each round and the sleeping runs are given their
         # round's speed (compute_level hour): a round's two runs move together, one ratio a round
-        pv, pci = iv.paired_stat(iv.round_pairs(w_steps, w, (real, "sleep"), iv.rate("compute_ns")),
-                                 lambda a, b: iv.med_ratio(b, a), "the sleep run over the same round's real run")
-        v, ci = (pv, pci) if pci is not None and real != "real" else \
-            _of(v, w_steps, w, "real", "sleep", iv.rate("compute_ns"),
-                lambda a, b: iv.med_ratio(b, a), farthest_from_1, "the configuration farthest from 1")
+        pv, pci = (float("nan"), None) if real == "real" else iv.paired_stat(
+            iv.round_pairs(w_steps, w, (real, "sleep"), rate), sleep_over_real,
+            "the sleep run over the same round's real run")
+        v, ci = (pv, pci) if pci is not None else \
+            _of(v, w_steps, w, "real", "sleep", rate, sleep_over_real, farthest_from_1, "the configuration farthest from 1")
         note = ("sleep / real per configuration: " + _configs(p, "r")) if len(p) else ""
         if left_out is not None:
             note = "; ".join(x for x in (note, f"G = {left_out} left out, as the thesis's sentence does") if x)
