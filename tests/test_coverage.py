@@ -17,7 +17,8 @@ from scipy.stats import binom
 from experiments.statistics import coverage, stats
 from experiments.statistics.coverage_table import ROWS
 
-DECIDING = ("binomial", "t_log", "welch_log", "welch_diff", "welch_lowest4", "bootstrap", "runs_jackknife", "runs_jackknife_one")
+DECIDING = ("binomial", "t_log", "welch_log", "welch_diff", "welch_lowest4", "bootstrap", "runs_jackknife", "runs_jackknife_one",
+            "t_log_fit")
 
 
 def _sd(p: float, reps: int) -> float:
@@ -46,7 +47,7 @@ def test_the_shipped_table_covers_every_method_shape_count_and_level():
 def test_every_method_stats_chooses_between_has_enough_replicates_a_cell():
     # 1,000 replicates at least: a coverage of 95 % then has a Monte Carlo sd of 0.7 %
     for m in ("binomial", "t_log", "bootstrap", "welch_log", "welch_diff", "welch_lowest4", "runs_bootstrap",
-              "runs_jackknife", "runs_jackknife_one"):
+              "runs_jackknife", "runs_jackknife_one", "t_log_fit"):
         assert min(r[5] for r in ROWS if r[0] == m) >= coverage.MIN_REPS, m
 
 
@@ -56,7 +57,7 @@ def test_every_method_that_decides_reaches_its_level_in_the_shipped_table():
         worst = _worst(m, n, lv)
         assert worst >= coverage.floor(lv) - 1e-9, (m, n, lv, worst)
     # the t methods decide from 3 runs a side at every simulated level
-    for m in ("t_log", "welch_log", "welch_diff", "welch_lowest4", "runs_jackknife"):
+    for m in ("t_log", "welch_log", "welch_diff", "welch_lowest4", "runs_jackknife", "t_log_fit"):
         for lv in coverage.LEVELS:
             assert stats.reaches(m, 3, lv), (m, lv)
 

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from experiments import claims
+from experiments.statistics import stats
 from experiments.settings import config
 from experiments.settings.config import ConfigError
 from experiments.workloads import (compute_model as cm, data_bert, data_dlrm, data_unet3d, datasets, plots,
@@ -942,3 +943,75 @@ def test_the_sleep_compute_row_takes_one_ratio_a_round_where_the_runs_share_the_
     alone = {x.id: x for x in report.measure_sleep_compute(s[s["row"] != "real@sleep"], m, None, apart)}
     got = alone["dlrm-sleep-compute-throughput"]
     assert "round" not in got.interval.method and (got.interval.low < 0.9 or got.interval.high > 1.1)
+
+
+def _fit_runs(spread_at_point: float, spread_else: float, runs=3, steps=10):
+    """The fit's own runs (row ``real``, the workload stage's) of DLRM over G 1, 2 x B 1, 2, 4: a
+    step computes 0.01 G + 0.02 B + 0.01 s (a line through every point), each run's steps at the
+    point (1, 4) scaled by 1 + ``spread_at_point`` x (-1, 0, 1)[run], the others' by
+    ``spread_else`` so."""
+    out, run = [], 100
+    for g in (1, 2):
+        for b in (1, 2, 4):
+            for j in range(runs):
+                off = (j - 1) * (spread_at_point if (g, b) == (1, 4) else spread_else)
+                out.append(pd.DataFrame({"row": "real", "workload": "dlrm", "variant": "real", "ranks": g,
+                                         "batch_size": b, "samples": b, "steady": True, "run": run,
+                                         "repeat": j, "made_by": "repro",
+                                         "compute_ns": (0.01 * g + 0.02 * b + 0.01) * (1 + off) * 1e9
+                                         * np.ones(steps)}))
+                run += 1
+    return pd.concat(out, ignore_index=True)
+
+
+def test_the_sleep_row_round_by_round_holds_its_fits_own_spread(tmp_path):
+    """Every round sleeps for one fit, so the fit's runs' spread moves every round alike and no
+    interval over the rounds holds it: with the fit's runs beside the rows (its points measured)
+    the interval adds the line's delta-method variance at the point. The same fit with runs
+    that agree gives the rounds' own t interval back, and a fit with runs spread 10 % at the
+    point widens it; rounds given the line scaled to their hour (``given_mean_s`` off the line)
+    carry the point's measured mean as well, which enters the ratio on both sides (the line
+    through it, and the mean it is divided by) and so widens it less where the spread is the
+    point's own."""
+    m = cm.load(_model_file(tmp_path / "m.json", workloads=("dlrm",), mean=(0.01, 0.02, 0.01)))
+    m.workloads["dlrm"]["measured"] = [{"G": g, "B": b, "mean_s": 0.01 * g + 0.02 * b + 0.01}
+                                       for g in (1, 2) for b in (1, 2, 4)]
+    s = pd.DataFrame([{"row": r, "workload": "dlrm", "ranks": 1, "batch_size": 4, "variant": r.split("@")[0],
+                       "compute_s": 0.4, "compute_sps": 10.0} for r in ("real", "real@sleep", "sleep")])
+    rounds = _round_steps({"real@sleep": 10.0, "sleep": 10.3}, hour=(1.0, 1.02, 0.98))
+    width = {}
+    for name, spread, given in (("agree", 0.0, 0.1), ("spread", 0.1, 0.1), ("carried", 0.1, 0.108)):
+        st = pd.concat([rounds.assign(given_mean_s=np.where(rounds["row"] == "sleep", given, np.nan)),
+                        _fit_runs(spread, 0.01 if spread else 0.0)], ignore_index=True)
+        got = {x.id: x for x in report.measure_sleep_compute(s, m, None, st)}["dlrm-sleep-compute-throughput"]
+        assert got.value == pytest.approx(1.03, rel=1e-3)
+        width[name] = np.log(got.interval.high / got.interval.low)
+        assert "fit's variance at the point added" in got.interval.method and "3 rounds" in got.interval.method
+    logs = np.log([10.3 / 10.0] * 3)   # every round's ratio 1.03: the rounds alone give a zero width
+    assert width["agree"] == pytest.approx(0.0, abs=1e-6) and logs.std() == pytest.approx(0.0, abs=1e-12)
+    assert 0 < width["carried"] < width["spread"]
+    # the interval of a 10 % spread at the point covers more than the fit's 3 % error there
+    assert width["spread"] > 2 * 0.03
+
+
+def test_the_fits_share_is_the_delta_method_of_the_line_at_the_point():
+    """fit_point_terms against a numerical derivative of log line(point) - log m(point), and the
+    t with the fit's terms against Student's t where the fit adds nothing."""
+    from experiments.statistics import coverage
+    G, B = np.array([1, 1, 1, 2, 2, 2.]), np.array([1, 2, 4, 1, 2, 4.])
+    X = np.column_stack([np.ones(6), G, B])
+    m = np.array([0.07, 0.1, 0.18, 0.16, 0.2, 0.3])
+    s2 = np.array([1e-5, 2e-5, 3e-5, 4e-5, 5e-5, 6e-5])
+    log_c, v, df = coverage.fit_point_terms(m, s2, np.full(6, 3), X, 0, carried=True)
+    f = lambda mm: np.log(X[0] @ np.linalg.lstsq(X, mm, rcond=None)[0]) - np.log(mm[0])  # noqa: E731
+    grad = np.array([(f(m + 1e-7 * np.eye(6)[i]) - f(m - 1e-7 * np.eye(6)[i])) / 2e-7 for i in range(6)])
+    assert log_c == pytest.approx(f(m)) and v == pytest.approx(grad ** 2 * s2 / 3, rel=1e-5)
+    assert list(df) == [2] * 6
+    x = np.array([1.0, 1.1, 0.95])
+    _, plain = stats.runs_ci(x, of="rounds")
+    _, with_fit = stats.gmean_t_with_fit(x, np.zeros(6), np.full(6, 2.0))
+    assert (with_fit.low, with_fit.high) == pytest.approx((plain.low, plain.high))
+    _, floor = stats.gmean_t_with_fit(x, v, df)   # the fit's share small: never narrower than the rounds'
+    assert floor.low <= plain.low + 1e-12 and floor.high >= plain.high - 1e-12
+    _, wider = stats.gmean_t_with_fit(x, 100 * v, df)
+    assert wider.low < plain.low and wider.high > plain.high and wider.enough

@@ -39,6 +39,14 @@ STEPS = 30                       # units inside a run (two-level data)
 SHARES = (0.0, 0.5, 0.9, 0.99)   # between-run share of the variance of a run's mean
 VALUE_SHAPES = ("normal", "lognormal", "heavy", *(f"two-level {s}" for s in SHARES))
 UNIT_SHAPES = (*(f"normal steps {s}" for s in SHARES), *(f"lognormal steps {s}" for s in SHARES))
+# a ratio over rounds that shares one fitted line's value at a point (t_log_fit): the compute fit's
+# design of the default profile (G 1, 2 x B 1, 2, 4; 3 runs each), each run's mean lognormal with
+# log sd ``fit``, each round's ratio with log sd ``rounds``; ``curved``: the true means bend away
+# from the line (the line misses the point); ``uneven``: the G = 2 runs twice as spread; ``line``:
+# the rounds given the line alone (compute_level fit), not carried by the point's measured mean
+FIT_G, FIT_B, FIT_RUNS = (1, 1, 1, 2, 2, 2), (1, 2, 4, 1, 2, 4), 3
+FIT_SHAPES = ("fit 0.03 rounds 0.02", "fit 0.1 rounds 0.02", "fit 0.03 rounds 0.1", "fit 0.1 rounds 0.1",
+              "fit 0.1 curved rounds 0.03", "fit 0.1 uneven rounds 0.03", "fit 0.1 line rounds 0.03")
 SLACK = 1.4   # a method reaches L when its miss rate is at most 1.4 x the nominal 1 - L
 MIN_REPS = 1000   # replicates a cell needs before it can show that a method reaches its level
 
@@ -128,6 +136,65 @@ def t_log(x: np.ndarray, level: float):
     h = _tq(level, n - 1) * lx.std(-1, ddof=1) / math.sqrt(n)
     m = lx.mean(-1)
     return np.exp(m - h), np.exp(m + h)
+
+
+def fit_point_terms(m: np.ndarray, s2: np.ndarray, n: np.ndarray, X: np.ndarray, point: int, carried: bool = True):
+    """The fitted line's share of the variance of a ratio's log at one configuration, by the delta
+    method: ``m`` and ``s2`` (..., configurations) the mean and variance of each configuration's
+    per-run means, ``n`` (configurations,) its runs, ``X`` the design (configurations x
+    coefficients, as :func:`experiments.workloads.fits.ols`: the line through the
+    configurations' means), ``point`` the row of the ratio's configuration. The ratio's log holds
+    log line(point) and, where ``carried`` (:mod:`experiments.workloads.hour_level`), minus the
+    log of the point's own measured mean. Returns (that log, each configuration's variance term,
+    gradient^2 x s2 / n, and its n - 1 degrees of freedom). NaN where the line at the point is
+    not positive."""
+    n = np.asarray(n, float)
+    h = X[point] @ np.linalg.solve(X.T @ X, X.T)
+    line = m @ h
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = line > 0
+        g = h / np.where(ok, line, np.nan)[..., None]
+        log_c = np.log(np.where(ok, line, np.nan))
+        if carried:
+            g[..., point] -= 1 / m[..., point]
+            log_c = log_c - np.log(m[..., point])
+    return log_c, g ** 2 * s2 / n, n - 1
+
+
+def t_log_fit(logs: np.ndarray, v_fit: np.ndarray, df_fit: np.ndarray, level: float):
+    """Student's t on per-round logs (reps, n) with the fit's variance terms added (``v_fit``
+    (reps, k), each with ``df_fit`` (k,) degrees of freedom; :func:`fit_point_terms`), the
+    degrees of freedom by Welch-Satterthwaite: the interval of the rounds' geometric mean where
+    every round shares one estimate of the fitted line, (low, high) arrays. Never narrower than
+    the rounds' own t interval: a small term of many degrees of freedom raises the sum's, and
+    its t quantile would otherwise shrink the interval below what the rounds alone give."""
+    n = logs.shape[-1]
+    vr = logs.var(-1, ddof=1) / n
+    V = vr + v_fit.sum(-1)
+    den = vr ** 2 / (n - 1) + (v_fit ** 2 / df_fit).sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(den > 0, V ** 2 / np.where(den > 0, den, 1), n - 1)
+    h = np.maximum(_tq(level, df) * np.sqrt(V), _tq(level, n - 1) * np.sqrt(vr))
+    m = logs.mean(-1)
+    return np.exp(m - h), np.exp(m + h)
+
+
+def _fit_data(shape: str, reps: int, n: int, rng):
+    """A ``FIT_SHAPES`` shape: (per-round logs (reps, n), the fit's variance terms and their
+    degrees of freedom, the true log ratio). Each round's log ratio is the fitted line's log
+    ratio at (1, 1) (from this replicate's runs) plus the round's own error."""
+    w = shape.split()
+    sf, sr = float(w[1]), float(w[-1])
+    G, B = np.array(FIT_G, float), np.array(FIT_B, float)
+    mu = 0.05 * G + 0.04 * B - 0.03 + (0.02 * (B - 2) ** 2 if "curved" in w else 0.0)
+    sd = sf * (np.where(G > 1, 2.0, 1.0) if "uneven" in w else np.ones(len(G)))
+    X = np.column_stack([np.ones(len(G)), G, B])
+    carried = "line" not in w
+    runs = mu[:, None] * np.exp(sd[:, None] * rng.standard_normal((reps, len(G), FIT_RUNS)))
+    n_runs = np.full(len(G), FIT_RUNS)
+    log_c, v, df = fit_point_terms(runs.mean(-1), runs.var(-1, ddof=1), n_runs, X, 0, carried)
+    truth = fit_point_terms(mu * np.exp(sd ** 2 / 2), np.zeros(len(G)), n_runs, X, 0, carried)[0]  # E of a run mean
+    return log_c[:, None] + sr * rng.standard_normal((reps, n)), v, df, float(truth)
 
 
 def binomial(x: np.ndarray, level: float):
@@ -237,18 +304,25 @@ METHODS = {
     "runs_bootstrap": "ratio of pooled medians of units inside runs, two-level percentile bootstrap",
     "runs_jackknife": "ratio of pooled medians of units inside runs, jackknife t over runs (log scale)",
     "runs_jackknife_one": "pooled median of one configuration's units inside runs, jackknife t over runs (log scale)",
+    "t_log_fit": "geometric mean over rounds of a ratio every round of which shares one fitted line's value at its "
+                 "configuration, Student t on the logs with the line's delta-method variance over the fit's runs "
+                 "added, Welch-Satterthwaite degrees of freedom (the count: rounds)",
 }
 BOOTSTRAPS = {"bootstrap", "bootstrap_lowest4", "runs_bootstrap"}
+# each method's place in its cells' seeds: the methods in their order when the table was first
+# written, a new one after them, so that adding a method leaves every shipped cell reproducible
+SEED_ORDER = ("binomial", "bootstrap", "bootstrap_lowest4", "jackknife", "jackknife_lowest4", "runs_bootstrap",
+              "runs_jackknife", "runs_jackknife_one", "t_log", "welch_diff", "welch_log", "welch_lowest4", "t_log_fit")
 
 
 def shapes_of(method: str) -> tuple[str, ...]:
-    return UNIT_SHAPES if method.startswith("runs_") else VALUE_SHAPES
+    return FIT_SHAPES if method == "t_log_fit" else UNIT_SHAPES if method.startswith("runs_") else VALUE_SHAPES
 
 
 def cell(method: str, n: int, shape: str, level: float, reps: int, seed: int, n_boot: int = 1000) -> float:
     """The share of ``reps`` simulated data sets (seeded) whose ``method`` interval at ``level``
     from ``n`` runs a side holds the true value."""
-    rng = np.random.default_rng([seed, n, sorted(METHODS).index(method), int(level * 1e4),
+    rng = np.random.default_rng([seed, n, SEED_ORDER.index(method), int(level * 1e4),
                                  shapes_of(method).index(shape)])
     draw = _units if method.startswith("runs_") else _values
     if method in ("binomial", "t_log"):
@@ -258,6 +332,10 @@ def cell(method: str, n: int, shape: str, level: float, reps: int, seed: int, n_
     elif method == "runs_jackknife_one":
         lo, hi = jackknife_one(draw(shape, reps, n, rng), level)
         truth = 1.0
+    elif method == "t_log_fit":
+        logs, v, df, log_truth = _fit_data(shape, reps, n, rng)
+        lo, hi = t_log_fit(logs, v, df, level)
+        truth = math.exp(log_truth)
     else:
         k = 4 if method.endswith("lowest4") else 1  # four equal ratios: the lowest's hardest case
         size = (k,) if k > 1 else ()

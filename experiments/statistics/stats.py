@@ -279,6 +279,30 @@ def _gmean_t(x: np.ndarray, level: float, what: str) -> tuple[float, Interval]:
     return float(math.exp(m)), Interval(math.exp(m - h), math.exp(m + h), n, what + words, level, cov, at)
 
 
+def gmean_t_with_fit(x: Sequence[float], v_fit: Sequence[float], df_fit: Sequence[float],
+                     level: float | None = None, of: str = "rounds") -> tuple[float, Interval]:
+    """The geometric mean of per-round ratios ``x`` (positive) that all share one estimate of a
+    fitted line (the sleep row's compute throughput: every round sleeps for the same fit), and
+    its Student t interval on the logs with the fit's own variance added: ``v_fit``, each
+    configuration's delta-method share of the log ratio's variance over the fit's runs, with
+    ``df_fit`` degrees of freedom each (:func:`experiments.statistics.coverage.fit_point_terms`),
+    the degrees of freedom of the sum by Welch-Satterthwaite. Without the fit's terms the
+    interval holds the rounds' spread only: conditional on the one fit the clone made. Its
+    coverage is simulated (``t_log_fit``); fewer than 3 rounds, or a value <= 0: no interval."""
+    from .coverage import t_log_fit
+
+    level = _lv(level)
+    a = _clean(x)
+    n = len(a)
+    what = f"geometric mean over {n} {of}, Student t on their logs with the fit's variance at the point added"
+    if n < 3 or (a <= 0).any():
+        return (float(np.exp(np.mean(np.log(a)))) if n and (a > 0).all() else math.nan), _none(n, what, level)
+    v, df = np.asarray(v_fit, float)[None, :], np.asarray(df_fit, float)
+    lo, hi = t_log_fit(np.log(a)[None, :], v, df, level)
+    words, cov, at = _cov_words("t_log_fit", n, level)
+    return float(np.exp(np.mean(np.log(a)))), Interval(float(lo[0]), float(hi[0]), n, what + words, level, cov, at)
+
+
 def runs_ci(x: Sequence[float], level: float | None = None, of: str = "runs") -> tuple[float, Interval]:
     """The typical value of one configuration from one value per run (its unit), by the method
     that reaches ``level`` with these runs (:func:`reaches`): the median and its binomial

@@ -120,20 +120,59 @@ def round_pairs(tab: pd.DataFrame, w: str, rows: tuple[str, str], value) -> Samp
     return out
 
 
-def paired_stat(pairs: Samples, per_pair, what: str = "") -> tuple[float, stats.Interval | None]:
+def paired_stat(pairs: Samples, per_pair, what: str = "", fit=None) -> tuple[float, stats.Interval | None]:
     """One configuration's ``per_pair(a, b)`` round by round (``pairs``: :func:`round_pairs`) and
     its interval over the rounds, the round the unit (:func:`experiments.statistics.stats.runs_ci`:
     Student t on the logs from 3 rounds, the median's order statistics from 6): for two rows whose
     runs in a round share that round's hour by construction, as a sleeping run and the real run
     whose speed it was given (:mod:`.hour_level`), where resampling each row's runs apart counts
-    the shared move twice. (NaN, None) unless there is exactly one configuration: over several,
-    the statistic across configurations keeps :func:`configs_stat`."""
+    the shared move twice. ``fit``: (G, B) -> the compute fit's variance terms at that
+    configuration (:func:`fit_spread`) or None, for a ratio every round of which sleeps for one
+    fit: the interval then holds the fit's own runs' spread too
+    (:func:`experiments.statistics.stats.gmean_t_with_fit`), not only the rounds' (without it, it is
+    conditional on the one fit the clone made: two fresh clones' BERT rows, 1.40 [1.31, 1.49] and
+    1.14 [1.10, 1.19], did not overlap). (NaN, None) unless there is exactly one configuration:
+    over several, the statistic across configurations keeps :func:`configs_stat`."""
     if len(pairs) != 1:
         return float("nan"), None
-    (_, got), = pairs.items()
+    (point, got), = pairs.items()
     r = [float(per_pair(a, b)) for a, b in got]
-    v, ci = stats.runs_ci(r, level=pairs.level, of="rounds")
+    terms = fit(point) if fit is not None else None
+    v, ci = (stats.gmean_t_with_fit(r, *terms, level=pairs.level) if terms is not None
+             else stats.runs_ci(r, level=pairs.level, of="rounds"))
     return v, dataclasses.replace(ci, method=f"{what}, {ci.method}" if what else ci.method)
+
+
+def fit_spread(tab: pd.DataFrame, w: str, point: tuple[int, int], carried: bool,
+               fit_row: str = "real") -> tuple[np.ndarray, np.ndarray] | None:
+    """What the compute fit's own runs leave uncertain in a ratio of runs that slept for it, at
+    configuration ``point`` (G, B) of workload ``w``: per configuration of the fit (the steady
+    steps of row ``fit_row`` of ``tab``, the workload stage's runs of its own rounds,
+    ``made_by: repro``, the runs the fit was made from), each run's mean compute time (s, the
+    statistic the fit models), and the delta-method variance terms of the log ratio and their
+    degrees of freedom (:func:`experiments.statistics.coverage.fit_point_terms`: the OLS line over the
+    configurations' means at ``point`` and, ``carried`` (the hour level), over the point's own
+    measured mean). None where the fit's runs cannot give them: fewer than 2 runs of a
+    configuration, too few configurations for the line, ``point`` not among them, a line not
+    positive there."""
+    from ..statistics.coverage import fit_point_terms
+
+    if tab is None or not len(tab) or "row" not in tab.columns:
+        return None
+    d = steady_rows(tab[(tab["workload"] == w) & (tab["row"] == fit_row)])
+    if "made_by" in d.columns:
+        d = d[d["made_by"].fillna("repro") == "repro"]
+    per = {(int(g), int(b)): np.array([a.mean() for a in runs_of(x, secs("compute_ns"))])
+           for (g, b), x in d.groupby(["ranks", "batch_size"])} if len(d) else {}
+    keys = sorted(per)
+    regs = [j for j in range(2) if len({k[j] for k in keys}) > 1]
+    if tuple(point) not in per or any(len(per[k]) < 2 for k in keys) or len(keys) < len(regs) + 2:
+        return None
+    X = np.column_stack([np.ones(len(keys))] + [[float(k[j]) for k in keys] for j in regs])
+    m = np.array([per[k].mean() for k in keys])
+    s2 = np.array([per[k].var(ddof=1) for k in keys])
+    log_c, v, df = fit_point_terms(m, s2, np.array([len(per[k]) for k in keys]), X, keys.index(tuple(point)), carried)
+    return (v, df) if np.isfinite(log_c) else None
 
 
 def from_steps(fallback: float, got: tuple[float, stats.Interval | None]) -> tuple[float, stats.Interval | None]:

@@ -494,7 +494,7 @@ def measure_sleep_compute(s: pd.DataFrame, model, runs, steps) -> list[Measured]
         # round's speed (compute_level hour): a round's two runs move together, one ratio a round
         pv, pci = (float("nan"), None) if real == "real" else iv.paired_stat(
             iv.round_pairs(w_steps, w, (real, "sleep"), rate), sleep_over_real,
-            "the sleep run over the same round's real run")
+            "the sleep run over the same round's real run", fit=_fit_of(steps, w, model))
         v, ci = (pv, pci) if pci is not None else \
             _of(v, w_steps, w, "real", "sleep", rate, sleep_over_real, farthest_from_1, "the configuration farthest from 1")
         note = ("sleep / real per configuration: " + _configs(p, "r")) if len(p) else ""
@@ -502,6 +502,27 @@ def measure_sleep_compute(s: pd.DataFrame, model, runs, steps) -> list[Measured]
             note = "; ".join(x for x in (note, f"G = {left_out} left out, as the thesis's sentence does") if x)
         out.append(Measured(f"{w}-sleep-compute-throughput", v, ci, why_not=why, note=note))
     return out
+
+
+def _fit_of(steps, w: str, model):
+    """(G, B) -> the variance terms this box's compute fit leaves in workload ``w``'s sleep ratio
+    there (:func:`iv.fit_spread`, over the fit's own runs, the workload stage's), or None: where
+    the sleep runs slept for another model (a file, the thesis's V100: no runs of ours), or the
+    steps lack the fit's runs. The ratio is carried by the point's measured mean where the
+    sleeping runs were given the fit scaled to their hour (``given_mean_s`` off the line there:
+    :mod:`.hour_level`)."""
+    if steps is None or not len(steps) or "row" not in steps.columns or w not in model.workloads \
+            or not model.workloads[w].get("measured"):
+        return None
+
+    def at(point):
+        line = model.mean_std(w, *point)[0]
+        s = steps[(steps["workload"] == w) & (steps["row"] == "sleep") & (steps["ranks"] == point[0])
+                  & (steps["batch_size"] == point[1])]
+        given = s["given_mean_s"].dropna() if "given_mean_s" in s.columns else pd.Series(dtype=float)
+        carried = bool(len(given)) and line > 0 and bool((abs(given / line - 1) > 1e-9).any())
+        return iv.fit_spread(steps, w, point, carried)
+    return at
 
 
 def farthest_from_1(ratios) -> float:
