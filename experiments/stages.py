@@ -149,10 +149,12 @@ _HERE: tuple[Stage, ...] = (
             ("checkpoint_write_sizes",),
             "Its figure and the replay check's claim, from what emulator_patterns wrote: a figure setting "
             "re-runs only this."),
-    _report("traced_comparison_report", "notebooks/53-traced-comparison-report.ipynb", ("results/traced_comparison",),
+    _report("traced_comparison_report", "notebooks/53-traced-comparison-report.ipynb",
+            ("results/traced_comparison", "results/unet3d", "results/bert", "results/dlrm", "results/retinanet"),
             ("throughput_by_side",),
-            "Its timelines, throughputs and claims, from what traced_comparison wrote: a figure setting "
-            "re-runs only this."),
+            "Its timelines, throughputs and claims, from what traced_comparison wrote (and the workload "
+            "stages' runs the compute fit was made from, whose spread the sleeping sides' compute "
+            "intervals hold): a figure setting re-runs only this."),
     _report("llm_checkpoint_report", "notebooks/56-llm-checkpoint-report.ipynb", ("results/llm_checkpoint",),
             ("llm_checkpoint_throughput", "llm_checkpoint_burst_buffer"),
             "Its figures and extension claims, from what llm_checkpoint wrote: a figure setting re-runs only this."),

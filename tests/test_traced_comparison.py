@@ -432,3 +432,36 @@ def test_compute_throughput_is_a_per_pass_ratio_so_a_shared_move_of_the_pass_can
     _, apart = stats.ratio_of_medians(t.values("unet3d", "emulator", "compute_sps"),
                                       t.values("unet3d", "real", "compute_sps"))
     assert apart.high / apart.low > 1.2 > e["ci_high"] / e["ci_low"]
+
+
+def test_a_sleeping_sides_compute_interval_holds_the_spread_of_the_fit_it_slept_for():
+    """Every pass of the emulator and DLIO sleeps for one compute fit, so the passes alone give an
+    interval conditional on it. With the fit's own runs at hand (the workload stage's, row real:
+    report.fit_steps) the sleeping sides' compute ratio adds the line's variance at the side's
+    point (here spread 10 % over its 3 runs), and the real side's own rows are not touched."""
+    rows = _rows(VECS, passes=3, compute_scale=1.1)
+    rows.loc[rows["side"] == "real", "compute_scale"] = np.nan
+    for run in range(3):
+        for side, ratio in (("real", 1.0), ("emulator", 0.95 + 0.005 * run), ("dlio", 1.02)):
+            sel = (rows["run"] == run) & (rows["side"] == side)
+            rows.loc[sel, "compute_sps"] = 50.0 * ratio
+    fit = []
+    for g in (1, 2):
+        for b in (1, 2, 4):
+            for j in range(3):
+                off = (j - 1) * (0.1 if (g, b) == (1, 4) else 0.01)
+                fit.append(pd.DataFrame({"workload": "unet3d", "row": "real", "ranks": g, "batch_size": b,
+                                         "run": 10 * g + 3 * b + j, "steady": True, "made_by": "repro",
+                                         "compute_ns": (0.02 * g + 0.03 * b) * (1 + off) * 1e9 * np.ones(8)}))
+    fit = pd.concat(fit, ignore_index=True)
+    vs = {"unet3d": VECS}
+    alone = findings.claims(rows, _steps(RATES, passes=3), vs)
+    held = findings.claims(rows, _steps(RATES, passes=3), vs, fit_steps=fit)
+    get = lambda cl, i: next(c for c in cl if c["id"] == i)  # noqa: E731
+    a, h = get(alone, "traced-compute-throughput-emulator-unet3d"), get(held, "traced-compute-throughput-emulator-unet3d")
+    assert a["our_value"] == pytest.approx(h["our_value"])
+    assert h["ci_low"] < a["ci_low"] and h["ci_high"] > a["ci_high"]
+    assert "fit's variance at the point added" in h["ci_method"] and "fit" not in a["ci_method"]
+    # a point the fit did not measure: the sides were given the real side's speed there, no fit term
+    off_grid = findings.claims(rows.assign(batch_size=3), _steps(RATES, passes=3), vs, fit_steps=fit)
+    assert "fit's variance" not in get(off_grid, "traced-compute-throughput-emulator-unet3d")["ci_method"]

@@ -55,9 +55,12 @@ def _benchmark_data_gap(w: str):
 GAP_WHERE = {"unet3d": "Sec 5.1.3, Fig 5.5", "bert": "Sec 5.2.2, Fig 5.11", "dlrm": "Sec 5.3.2, Fig 5.17"}
 
 
-def over_passes(x, what: str) -> tuple[float, stats.Interval]:
+def over_passes(x, what: str, fit=None) -> tuple[float, stats.Interval]:
     """The typical value of ``x`` (one value per pass) and its interval (:func:`experiments.statistics.stats.runs_ci`),
-    none below :data:`experiments.statistics.stats.MIN_RUNS` passes: the method then says how many it needs."""
+    none below :data:`experiments.statistics.stats.MIN_RUNS` passes: the method then says how many it needs.
+    ``fit``: the compute fit's variance terms of a ratio every pass of which slept for one fit
+    (:func:`experiments.workloads.intervals.fit_spread`): Student t on the passes' logs with them
+    added (:func:`experiments.statistics.stats.gmean_t_with_fit`)."""
     a = np.asarray([v for v in x if v is not None and np.isfinite(v)], dtype=float)
     if not len(a):
         return math.nan, stats.Interval(math.nan, math.nan, 0, what)
@@ -66,24 +69,27 @@ def over_passes(x, what: str) -> tuple[float, stats.Interval]:
             math.nan, math.nan, len(a), f"{what}: needs at least {stats.MIN_RUNS} passes, has {len(a)}")
     # the method that reaches the level at these passes (stats.runs_ci: the median's order
     # statistics from 6 passes, Student t on the passes' logs below; issue 64)
-    v, ci = stats.runs_ci(a, of="passes")   # "median over 6 passes, ...", "geometric mean over 3 passes, ..."
+    v, ci = stats.runs_ci(a, of="passes") if fit is None else stats.gmean_t_with_fit(a, *fit, of="passes")
     return v, stats.Interval(ci.low, ci.high, ci.n, f"{what}, {ci.method}", ci.level, ci.coverage,
                              ci.simulated_at, ci.needs)
 
 
 def claims(rows: pd.DataFrame, steps: pd.DataFrame | None = None, vectors: dict | None = None,
-           note: str = "", search: pd.DataFrame | None = None) -> list[dict]:
+           note: str = "", search: pd.DataFrame | None = None, fit_steps: pd.DataFrame | None = None) -> list[dict]:
     """The stage's claims from its tables: ``rows`` (``throughput.csv``: one row per pass and
     side, with ``run``, ``status``, ``similarity``, ``data_sps``, ``compute_sps``,
     ``checkpoint_distance``, ``bio_vfs_read_pct``, ``epochs``, the device audit), ``steps``
     (``side_steps.csv``: the steady steps of every pass, :func:`.compare.step_rates`) and
     ``vectors`` ({workload: {side: median vector}}, for the notes) and ``search``
-    (``search.csv``: the max-accelerators search; None when the stage wrote none). The thesis's
+    (``search.csv``: the max-accelerators search; None when the stage wrote none) and
+    ``fit_steps`` (the runs the compute fit the sides slept for was made from, row ``real``:
+    :func:`.report.fit_steps`; None: the sleeping sides' compute intervals are over the passes
+    alone, given the fit). The thesis's
     measures run on the thesis's three workloads (:data:`THESIS`), RetinaNet's on RetinaNet
     (:func:`measure_retinanet`). The measures (``measure_*``)
     are joined with the declarations; a declared claim no measure names is ``not measured``
     with its declared need."""
-    t = _Tables(rows, steps, vectors or {}, note)
+    t = _Tables(rows, steps, vectors or {}, note, fit_steps)
     return join(STAGE, [*measure_similarity(t), *measure_throughput(t), *measure_checkpoint(t),
                         *measure_storage_share(t), *measure_caching(t), *measure_retinanet(t, search)])
 
@@ -96,6 +102,7 @@ class _Tables:
     steps: pd.DataFrame | None
     vectors: dict
     note: str = ""
+    fit_steps: pd.DataFrame | None = None   # the compute fit's own runs (row real), :func:`.report.fit_steps`
 
     def __post_init__(self):
         r = self.rows
@@ -210,8 +217,24 @@ class _Tables:
         r = r[np.isfinite(r) & (r > 0)]
         if not len(r):
             return float("nan"), None, per
-        v, ci = over_passes(r, f"per-pass ratio {side} / {base}")
+        v, ci = over_passes(r, f"per-pass ratio {side} / {base}",
+                            self.fit_terms(w, a) if col == "compute_sps" and base == "real" else None)
         return v, ci, per
+
+    def fit_terms(self, w: str, side_rows: pd.DataFrame):
+        """The compute fit's variance terms in a sleeping side's compute ratio at its point
+        (:func:`experiments.workloads.intervals.fit_spread`): every pass slept for one fit,
+        carried to the pass's hour where the side's passes record a factor (``compute_scale``)
+        and given the line as it is where they record none. None for the real side, without the
+        fit's runs, or at a point they did not measure."""
+        from ..workloads import intervals as iv
+
+        if self.fit_steps is None or not len(side_rows) or "compute_scale" not in side_rows \
+                or (side_rows["side"] == "real").all():
+            return None
+        point = (int(side_rows["ranks"].iloc[0]), int(side_rows["batch_size"].iloc[0]))
+        carried = bool(side_rows["compute_scale"].notna().any())
+        return iv.fit_spread(self.fit_steps, w, point, carried)
 
     def throughput_ratio(self, w, side, col, base: str = "real") -> tuple[float, stats.Interval | None, tuple[list, list]]:
         """side / ``base`` (the real run unless named) throughput ``col`` (samples/s): the ratio of

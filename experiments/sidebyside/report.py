@@ -1,7 +1,8 @@
 """The ``traced_comparison_report`` stage (notebook 53): figures and claims from what the
 ``traced_comparison`` stage measured (:mod:`.stage`), re-measuring nothing.
 
-- :func:`load`: the measuring stage's tables (one row per pass and side);
+- :func:`load`: the measuring stage's tables (one row per pass and side), and the steps of the
+  runs the compute fit was made from (:func:`fit_steps`);
 - :func:`timelines`: the Fig 5.7/5.12/5.18 timelines from each side's saved trace (the
   workload's first pass), I/O series and phases;
 - :func:`throughput_figure`: the four sides' data and compute throughputs at each workload's
@@ -37,7 +38,26 @@ def load(stage_dir=None) -> dict:
     # search.csv: the max-accelerators search; a run without one (the shipped reference run) has none
     search = pd.read_csv(d / "search.csv") if (d / "search.csv").exists() else None
     return {"rows": rows, "steps": pd.read_csv(d / "side_steps.csv"),
-            "vectors": _vectors(json.loads((d / "vectors.json").read_text())), "search": search}
+            "vectors": _vectors(json.loads((d / "vectors.json").read_text())), "search": search,
+            "fit_steps": fit_steps(d, sorted(set(rows["workload"])))}
+
+
+def fit_steps(stage_dir, workloads) -> pd.DataFrame | None:
+    """The steps of the runs this box's compute fit was made from (each workload stage's
+    ``raw.parquet``, as row ``real``), where the stage's sides slept for that fit (its
+    ``compute_model`` ``fit``, from its ``env.json``): their spread is part of what a sleeping
+    side's compute throughput says (:func:`experiments.workloads.intervals.fit_spread`). None
+    where the sides slept for another model (a file, the thesis's V100) or no workload stage's
+    steps are at hand."""
+    try:
+        params = json.loads((stage_dir / "env.json").read_text())["params"][STAGE]
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+    if params.get("compute_model", "fit") not in (None, "fit"):
+        return None
+    parts = [pd.read_parquet(f).assign(row="real", workload=w) for w in workloads
+             for f in [paths.results_dir(w) / "raw.parquet"] if f.exists()]
+    return pd.concat(parts, ignore_index=True) if parts else None
 
 
 def _vectors(obj: dict) -> dict:
@@ -114,4 +134,5 @@ def throughput_figure(rows: pd.DataFrame):
 
 def claims(tabs: dict, note: str = "") -> list[dict]:
     """The side-by-side claims of :func:`load`'s tables (:func:`.findings.claims`)."""
-    return findings.claims(tabs["rows"], tabs["steps"], tabs["vectors"], note, tabs.get("search"))
+    return findings.claims(tabs["rows"], tabs["steps"], tabs["vectors"], note, tabs.get("search"),
+                           tabs.get("fit_steps"))
