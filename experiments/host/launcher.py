@@ -212,7 +212,10 @@ class RankPool:
             if time.monotonic() > deadline:
                 self.close()
                 raise RuntimeError(f"{' '.join(self.cmd)}: no result in {self.timeout_s:.0f} s")
-        reply = f0.readline()
+        try:
+            reply = f0.readline()
+        except OSError:   # ECONNRESET: rank 0's end went away with the reply unread (a rank killed)
+            reply = ""
         if not reply:
             self._proc.wait(timeout=30)
             self._alive("running a spec")
