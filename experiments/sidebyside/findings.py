@@ -227,14 +227,13 @@ class _Tables:
         carried to the pass's hour where the side's passes record a factor (``compute_scale``)
         and given the line as it is where they record none. None for the real side, without the
         fit's runs, or at a point they did not measure."""
-        from ..workloads import intervals as iv
+        from ..workloads import hour_level, intervals as iv
 
         if self.fit_steps is None or not len(side_rows) or "compute_scale" not in side_rows \
                 or (side_rows["side"] == "real").all():
             return None
         point = (int(side_rows["ranks"].iloc[0]), int(side_rows["batch_size"].iloc[0]))
-        carried = bool(side_rows["compute_scale"].notna().any())
-        return iv.fit_spread(self.fit_steps, w, point, carried)
+        return iv.fit_spread(self.fit_steps, w, point, hour_level.was_carried(side_rows["compute_scale"]))
 
     def throughput_ratio(self, w, side, col, base: str = "real") -> tuple[float, stats.Interval | None, tuple[list, list]]:
         """side / ``base`` (the real run unless named) throughput ``col`` (samples/s): the ratio of

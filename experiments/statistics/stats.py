@@ -295,12 +295,12 @@ def gmean_t_with_fit(x: Sequence[float], v_fit: Sequence[float], df_fit: Sequenc
     a = _clean(x)
     n = len(a)
     what = f"geometric mean over {n} {of}, Student t on their logs with the fit's variance at the point added"
-    if n < 3 or (a <= 0).any():
-        return (float(np.exp(np.mean(np.log(a)))) if n and (a > 0).all() else math.nan), _none(n, what, level)
-    v, df = np.asarray(v_fit, float)[None, :], np.asarray(df_fit, float)
-    lo, hi = t_log_fit(np.log(a)[None, :], v, df, level)
+    point = float(np.exp(np.mean(np.log(a)))) if n and (a > 0).all() else math.nan
+    if n < 3 or not math.isfinite(point):
+        return point, _none(n, what, level)
+    lo, hi = t_log_fit(np.log(a)[None, :], np.asarray(v_fit, float)[None, :], np.asarray(df_fit, float), level)
     words, cov, at = _cov_words("t_log_fit", n, level)
-    return float(np.exp(np.mean(np.log(a)))), Interval(float(lo[0]), float(hi[0]), n, what + words, level, cov, at)
+    return point, Interval(float(lo[0]), float(hi[0]), n, what + words, level, cov, at)
 
 
 def runs_ci(x: Sequence[float], level: float | None = None, of: str = "runs") -> tuple[float, Interval]:

@@ -76,6 +76,16 @@ def ratio(steps: pd.DataFrame, model, workload: str) -> list[float]:
     return out
 
 
+def was_carried(factors) -> bool:
+    """Whether sleeping runs slept for the fit carried to their hour, from the factors they
+    recorded (``compute_scale``, or the time given over the fit's line): any factor finite and
+    not 1. A factor of 1 is the fit as it is (no real run before the run, or the fit's level), so
+    the ratio then holds the line alone, not the point's measured mean
+    (:func:`experiments.workloads.intervals.fit_spread`)."""
+    f = np.asarray(factors, dtype=float)
+    return bool((np.isfinite(f) & (np.abs(f - 1) > 1e-9)).any())
+
+
 def carried(model, workload: str, ratios: list[float], basis: str):
     """``model`` carried to the hour the ``ratios`` (:func:`ratio`) were measured in: scaled by
     their median; ``model`` itself when there is none (and the reason in ``basis`` is lost: the

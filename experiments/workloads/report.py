@@ -25,6 +25,7 @@ from ..settings import paths, reference
 from ..statistics import stats
 from ..claims.declared import Measured, join
 from . import compute_model as cm
+from . import hour_level
 from . import intervals as iv
 from . import launch
 
@@ -519,9 +520,8 @@ def _fit_of(steps, w: str, model):
         line = model.mean_std(w, *point)[0]
         s = steps[(steps["workload"] == w) & (steps["row"] == "sleep") & (steps["ranks"] == point[0])
                   & (steps["batch_size"] == point[1])]
-        given = s["given_mean_s"].dropna() if "given_mean_s" in s.columns else pd.Series(dtype=float)
-        carried = bool(len(given)) and line > 0 and bool((abs(given / line - 1) > 1e-9).any())
-        return iv.fit_spread(steps, w, point, carried)
+        given = s["given_mean_s"].to_numpy(dtype=float) if "given_mean_s" in s.columns and line > 0 else []
+        return iv.fit_spread(steps, w, point, hour_level.was_carried(np.asarray(given) / line if len(given) else []))
     return at
 
 
